@@ -1,0 +1,38 @@
+from django.contrib import admin
+
+from .models import Annotation, Item, MediaAsset, Membership, Project, Release, Review
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 1
+
+
+@admin.register(Project)
+class ProjectAdmin(admin.ModelAdmin):
+    list_display = ("slug", "name", "protocol", "annotations_per_item", "created_at")
+    inlines = [MembershipInline]
+
+
+@admin.register(Item)
+class ItemAdmin(admin.ModelAdmin):
+    list_display = ("external_id", "project", "status", "split", "annotation_count")
+    list_filter = ("project", "status", "split")
+    search_fields = ("external_id",)
+
+
+@admin.register(MediaAsset)
+class MediaAssetAdmin(admin.ModelAdmin):
+    list_display = ("sha256", "kind", "width", "height", "duration", "size_bytes")
+
+
+@admin.register(Release)
+class ReleaseAdmin(admin.ModelAdmin):
+    list_display = ("project", "version", "split", "item_count", "checksum", "created_at")
+
+    def has_change_permission(self, request, obj=None):
+        return False  # releases are immutable
+
+
+admin.site.register(Annotation)
+admin.site.register(Review)

@@ -1,0 +1,256 @@
+"""Projects, people, media, items and everything annotators and reviewers produce."""
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class Protocol(models.TextChoices):
+    STATUS = "status", "STATUS Bench (quintuplets)"
+    CHANGEIT = "changeit", "ChangeIt-Frames (boxes + state)"
+    VISUALTRANS = "visualtrans", "VisualTrans (image QA)"
+    M3VERSE = "m3verse", "M3-Verse (video-pair QA)"
+    OSCBENCH = "oscbench", "OSCBench (video rating)"
+
+
+class Workflow(models.TextChoices):
+    QUINTUPLET = "quintuplet", "Quintuplet labeling"
+    BOX = "box", "Bounding box + state"
+    QA = "qa", "Blind QA verification"
+    RATING = "rating", "Likert video rating"
+
+
+WORKFLOW_OF_PROTOCOL = {
+    Protocol.STATUS: Workflow.QUINTUPLET,
+    Protocol.CHANGEIT: Workflow.BOX,
+    Protocol.VISUALTRANS: Workflow.QA,
+    Protocol.M3VERSE: Workflow.QA,
+    Protocol.OSCBENCH: Workflow.RATING,
+}
+
+
+class Role(models.TextChoices):
+    ANNOTATOR = "annotator", "Annotator"
+    REVIEWER = "reviewer", "Reviewer"
+    RESEARCHER = "researcher", "Researcher"
+    ADMIN = "admin", "Admin"
+
+
+# Higher rank includes the rights of the lower ones.
+ROLE_RANK = {Role.ANNOTATOR: 1, Role.REVIEWER: 2, Role.RESEARCHER: 3, Role.ADMIN: 4}
+
+
+class Project(models.Model):
+    slug = models.SlugField(max_length=80, unique=True)
+    name = models.CharField(max_length=200)
+    protocol = models.CharField(max_length=20, choices=Protocol.choices)
+    annotations_per_item = models.PositiveSmallIntegerField(default=1)
+    # Workflow settings: rubric (rating), gold_share, auto_verify, lease_seconds, criteria...
+    settings = models.JSONField(default=dict, blank=True)
+    # Seed for every deterministic option order derived for this project's items.
+    option_seed = models.IntegerField(default=0)
+    description = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["slug"]
+        constraints = [
+            models.CheckConstraint(condition=Q(annotations_per_item__gte=1), name="project_annotations_per_item_gte_1"),
+        ]
+
+    def __str__(self) -> str:
+        return self.slug
+
+    @property
+    def workflow(self) -> str:
+        return WORKFLOW_OF_PROTOCOL[self.protocol]
+
+
+class Membership(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=20, choices=Role.choices)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "user"], name="membership_unique_project_user")]
+
+    def __str__(self) -> str:
+        return f"{self.user} @ {self.project} ({self.role})"
+
+
+class MediaKind(models.TextChoices):
+    IMAGE = "image", "Image"
+    VIDEO = "video", "Video"
+
+
+class MediaAsset(models.Model):
+    """A validated media file stored once per content hash."""
+
+    sha256 = models.CharField(max_length=64, unique=True)
+    kind = models.CharField(max_length=10, choices=MediaKind.choices)
+    file = models.FileField(upload_to="assets/", max_length=300)
+    original_name = models.CharField(max_length=500, blank=True)
+    mime = models.CharField(max_length=100, blank=True)
+    size_bytes = models.BigIntegerField(default=0)
+    width = models.PositiveIntegerField(null=True, blank=True)
+    height = models.PositiveIntegerField(null=True, blank=True)
+    duration = models.FloatField(null=True, blank=True)
+    fps = models.FloatField(null=True, blank=True)
+    frame_count = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.sha256[:12]}"
+
+
+class ItemStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    ANNOTATED = "annotated", "Annotated"
+    VERIFIED = "verified", "Verified"
+    DISCARDED = "discarded", "Discarded"
+
+
+class Item(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="items")
+    external_id = models.CharField(max_length=200)
+    # The protocol payload in the interchange format of PROTOCOLS.md, media fields as relative paths.
+    payload = models.JSONField(default=dict)
+    # Media field name -> asset sha256 (or list of sha256 for list fields such as VisualTrans images).
+    media = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=12, choices=ItemStatus.choices, default=ItemStatus.PENDING)
+    split = models.CharField(max_length=50, default="test")
+    tags = models.JSONField(default=list, blank=True)
+    is_gold = models.BooleanField(default=False)
+    # Denormalised count of submitted annotations, kept in the same transaction as each insert.
+    annotation_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "external_id"], name="item_unique_project_external_id"),
+        ]
+        indexes = [
+            models.Index(fields=["project", "status", "annotation_count", "id"], name="item_queue_idx"),
+            models.Index(fields=["project", "split", "status"], name="item_split_status_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project.slug}/{self.external_id}"
+
+
+class TaskStatus(models.TextChoices):
+    ACTIVE = "active", "Active"
+    SUBMITTED = "submitted", "Submitted"
+    SKIPPED = "skipped", "Skipped"
+    EXPIRED = "expired", "Expired"
+
+
+class Task(models.Model):
+    """One annotator holding one item under a lease."""
+
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="tasks")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tasks")
+    status = models.CharField(max_length=12, choices=TaskStatus.choices, default=TaskStatus.ACTIVE)
+    lease_expires = models.DateTimeField()
+    draft = models.JSONField(default=dict, blank=True)
+    draft_version = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            # At most one live hold per item: nobody else holds an item someone is working on.
+            models.UniqueConstraint(fields=["item"], condition=Q(status="active"), name="task_one_active_per_item"),
+        ]
+        indexes = [models.Index(fields=["annotator", "status"], name="task_annotator_status_idx")]
+
+
+class Annotation(models.Model):
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="annotations")
+    # A platform user, or an external rater id for imported human studies.
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="annotations"
+    )
+    external_rater = models.CharField(max_length=200, blank=True, default="")
+    task = models.OneToOneField(Task, on_delete=models.SET_NULL, null=True, blank=True, related_name="annotation")
+    result = models.JSONField(default=dict)
+    time_spent_ms = models.PositiveIntegerField(default=0)
+    idempotency_key = models.CharField(max_length=200, null=True, blank=True, unique=True)
+    source = models.CharField(max_length=20, default="task")  # task | import
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["item", "annotator"], condition=Q(annotator__isnull=False), name="annotation_one_per_item_annotator"
+            ),
+            models.UniqueConstraint(
+                fields=["item", "external_rater"], condition=~Q(external_rater=""), name="annotation_one_per_item_rater"
+            ),
+        ]
+        indexes = [models.Index(fields=["annotator", "created_at"], name="annotation_annotator_idx")]
+
+
+class Suggestion(models.Model):
+    """A machine-made answer that pre-fills an annotation form (marked as such in the page)."""
+
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="suggestions")
+    source = models.CharField(max_length=200)  # e.g. "job:12 qwen2-vl-7b"
+    result = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["item", "source"], name="suggestion_unique_item_source")]
+
+
+class ReviewDecision(models.TextChoices):
+    ACCEPT = "accept", "Accept an annotation"
+    EDIT = "edit", "Edit a merged answer"
+    DISCARD = "discard", "Discard the item"
+    AUTO = "auto", "Auto-verified (annotators agree)"
+
+
+class Review(models.Model):
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="reviews")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True)
+    decision = models.CharField(max_length=10, choices=ReviewDecision.choices)
+    accepted_annotation = models.ForeignKey(Annotation, on_delete=models.SET_NULL, null=True, blank=True)
+    result = models.JSONField(default=dict, blank=True)
+    comment = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+
+class Release(models.Model):
+    """An immutable, checksummed version of a project's verified items in one split."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="releases")
+    version = models.CharField(max_length=50)
+    split = models.CharField(max_length=50, default="test")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    item_count = models.PositiveIntegerField(default=0)
+    checksum = models.CharField(max_length=64)
+    option_seed = models.IntegerField(default=0)
+
+    class Meta:
+        ordering = ["project", "created_at"]
+        constraints = [models.UniqueConstraint(fields=["project", "version"], name="release_unique_project_version")]
+
+    def __str__(self) -> str:
+        return f"{self.project.slug}@{self.version}"
+
+
+class ReleaseItem(models.Model):
+    """A frozen copy of one verified item as it entered the release (payload + resolved options)."""
+
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="release_items")
+    item = models.ForeignKey(Item, on_delete=models.PROTECT, related_name="release_items")
+    position = models.PositiveIntegerField()
+    payload = models.JSONField()
+
+    class Meta:
+        ordering = ["release", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["release", "item"], name="releaseitem_unique_release_item"),
+            models.UniqueConstraint(fields=["release", "position"], name="releaseitem_unique_release_position"),
+        ]

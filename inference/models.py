@@ -1,0 +1,106 @@
+"""Model endpoints, inference jobs and their predictions."""
+from django.conf import settings
+from django.db import models
+
+from annotation.models import Item, Project, Protocol, Release
+
+
+class Backend(models.TextChoices):
+    VLLM = "vllm", "vLLM offline engine (gpu queue)"
+    OPENAI = "openai", "OpenAI-compatible API (api queue)"
+    RANDOM = "random", "Seeded random baseline"
+
+
+class ModelEndpoint(models.Model):
+    name = models.CharField(max_length=200, unique=True)
+    backend = models.CharField(max_length=10, choices=Backend.choices)
+    model_id = models.CharField(max_length=300, blank=True)
+    revision = models.CharField(max_length=100, blank=True)
+    base_url = models.CharField(max_length=500, blank=True)
+    # Name of the environment variable holding the API key; the key itself is never stored.
+    api_key_env = models.CharField(max_length=100, blank=True)
+    concurrency = models.PositiveIntegerField(default=8)
+    # Backend settings: tensor_parallel_size, max_model_len, dtype, limit_mm_per_prompt,
+    # mm_processor_kwargs, generation_config, timeout, max_retries, json_schema, price per token...
+    options = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class JobStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    FINISHED = "finished", "Finished"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+class JobMode(models.TextChoices):
+    EVALUATE = "evaluate", "Evaluate a release"
+    SUGGEST = "suggest", "Suggest answers for annotators"
+    IMPORTED = "imported", "Predictions imported from a file"
+
+
+class InferenceJob(models.Model):
+    endpoint = models.ForeignKey(ModelEndpoint, on_delete=models.PROTECT, null=True, blank=True, related_name="jobs")
+    # Row name on leaderboards: the endpoint's name, or the name given at import.
+    model_name = models.CharField(max_length=200)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="inference_jobs")
+    release = models.ForeignKey(Release, on_delete=models.PROTECT, null=True, blank=True, related_name="inference_jobs")
+    protocol = models.CharField(max_length=20, choices=Protocol.choices)
+    mode = models.CharField(max_length=10, choices=JobMode.choices, default=JobMode.EVALUATE)
+    # Protocol options, sampling parameters, frames, seed, item limit, strategy.
+    params = models.JSONField(default=dict, blank=True)
+    prompt_version = models.CharField(max_length=50, blank=True)
+    status = models.CharField(max_length=10, choices=JobStatus.choices, default=JobStatus.QUEUED)
+    error = models.TextField(blank=True)
+    total_queries = models.PositiveIntegerField(default=0)
+    done_queries = models.PositiveIntegerField(default=0)
+    failed_queries = models.PositiveIntegerField(default=0)
+    prompt_tokens = models.BigIntegerField(default=0)
+    completion_tokens = models.BigIntegerField(default=0)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["project", "release", "status"], name="job_project_release_idx")]
+
+    def __str__(self) -> str:
+        return f"job {self.pk} {self.model_name} on {self.project}"
+
+
+class PredictionStatus(models.TextChoices):
+    OK = "ok", "OK"
+    FAILED = "failed", "Failed"
+
+
+class Prediction(models.Model):
+    job = models.ForeignKey(InferenceJob, on_delete=models.CASCADE, related_name="predictions")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="predictions")
+    query = models.CharField(max_length=100)
+    status = models.CharField(max_length=10, choices=PredictionStatus.choices, default=PredictionStatus.OK)
+    error = models.TextField(blank=True)
+    prompt = models.TextField(blank=True)
+    # The option order shown to the model (list of option texts), stored for re-scoring and audit.
+    options = models.JSONField(default=list, blank=True)
+    raw_output = models.TextField(blank=True)
+    # Parsed answer (letter, integer, list, or criterion -> score); null when unparseable.
+    answer = models.JSONField(null=True, blank=True)
+    logprobs = models.JSONField(null=True, blank=True)
+    frame_indices = models.JSONField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    latency_ms = models.PositiveIntegerField(default=0)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["job", "item", "query"], name="prediction_unique_job_item_query"),
+        ]

@@ -1,0 +1,103 @@
+"""Shared fixtures: people, projects, a real Chromium for browser tests.
+
+Tests run against PostgreSQL (DATABASE_URL); .ci/test sets it. SQLite is refused here so a
+test run can never silently pass on the demo database.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+from django.conf import settings
+
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API runs an event loop
+
+CHROMIUM = os.environ.get("CHROMIUM_PATH") or shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def pytest_configure(config):
+    engine = settings.DATABASES["default"]["ENGINE"]
+    if "postgresql" not in engine and not os.environ.get("STATELAB_ALLOW_SQLITE_TESTS"):
+        raise pytest.UsageError("Tests run against PostgreSQL: set DATABASE_URL (bash .ci/test does).")
+
+
+@pytest.fixture(autouse=True)
+def _media_root(tmp_path, settings):
+    settings.MEDIA_ROOT = tmp_path / "media"
+    settings.CACHE_ROOT = tmp_path / "cache"
+    settings.MEDIA_ROOT.mkdir()
+    return settings.MEDIA_ROOT
+
+
+@pytest.fixture
+def make_user(db):
+    from django.contrib.auth import get_user_model
+
+    User = get_user_model()
+    counter = {"n": 0}
+
+    def make(username: str | None = None, *, password: str = "pw", superuser: bool = False):
+        counter["n"] += 1
+        name = username or f"user{counter['n']}"
+        if superuser:
+            return User.objects.create_superuser(name, f"{name}@example.org", password)
+        return User.objects.create_user(name, f"{name}@example.org", password)
+
+    return make
+
+
+@pytest.fixture
+def make_project(db):
+    from annotation.models import Membership, Project
+
+    def make(slug: str = "p1", protocol: str = "status", *, members: dict | None = None, **fields):
+        project = Project.objects.create(slug=slug, name=fields.pop("name", slug), protocol=protocol, **fields)
+        for user, role in (members or {}).items():
+            Membership.objects.create(project=project, user=user, role=role)
+        return project
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    pg = context.new_page()
+    pg.set_default_timeout(15_000)
+    yield pg
+    context.close()
+
+
+@pytest.fixture
+def login(live_server):
+    """Log a Playwright page in through the real login form."""
+
+    def do(page, username: str, password: str = "pw"):
+        page.goto(f"{live_server.url}/accounts/login/")
+        page.fill("#id_username", username)
+        page.fill("#id_password", password)
+        page.click("button[type=submit]")
+        page.wait_for_url(f"{live_server.url}/**")
+        return page
+
+    return do
