@@ -1,0 +1,52 @@
+"""The contract between jobs and model backends. Plain Python, no Django.
+
+A job turns items into `ModelQuery` objects (chat messages in the OpenAI format, images as
+data URLs or PIL images) and hands a chunk of them to a backend; the backend returns one
+`ModelReply` per query, in order, never raising for a single query's failure.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass
+class ModelQuery:
+    key: str  # unique within a chunk, e.g. "<item pk>|<query key>"
+    messages: list[dict[str, Any]]  # OpenAI chat format; image parts {"type": "image_url", "image_url": {"url": "data:..."}}
+    choices: list[str] | None = None  # constrain the reply to exactly one of these strings (option letters)
+    json_schema: dict[str, Any] | None = None  # constrain the reply to this JSON schema (judges)
+    max_tokens: int = 16
+
+
+@dataclass
+class ModelReply:
+    key: str
+    text: str = ""
+    # Log-probabilities of the first generated token for each option letter the backend saw, when available.
+    logprobs: dict[str, float] | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: int = 0
+    attempts: int = 1
+    error: str | None = None  # set when the query failed for good; text is then ignored
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Sampling:
+    temperature: float = 0.0
+    top_p: float = 1.0
+    max_tokens: int | None = None
+    seed: int | None = None
+    logprobs: int | None = 5  # top-k log-probs of each generated token, where the backend supports it
+
+
+class BackendUnavailable(RuntimeError):
+    """The backend cannot run here (e.g. vLLM not installed); jobs refuse to start."""
+
+
+class ModelBackend(Protocol):
+    def complete(self, queries: list[ModelQuery], sampling: Sampling) -> list[ModelReply]: ...
+
+    def close(self) -> None: ...
