@@ -1,0 +1,196 @@
+"""Array form shared by every protocol's scoring, exact printing and the item bootstrap.
+
+Plain Python + numpy, no Django.
+
+A scored run is an ``ItemMatrix``: one row per scored unit (an item, or one blind answer for a
+Human row), one column per base metric; cell value = ``num / den`` with integer numerator and
+denominator, and ``den == 0`` meaning "this unit does not count for that metric" (a breakdown
+that does not contain it). A metric is the mean of its counted cells. Integers keep the printed
+figure exact (rounded half up from the exact rational), and the same arrays feed a vectorized
+bootstrap over rows.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal, localcontext
+from fractions import Fraction
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+CI_LEVEL = 0.95
+N_BOOT = 1000
+
+
+def to_decimal(value: Fraction | int | Decimal, places: int) -> Decimal:
+    """Exact rational -> Decimal rounded half up to ``places`` decimals."""
+    if isinstance(value, Decimal):
+        exact = value
+    else:
+        frac = Fraction(value)
+        with localcontext() as ctx:
+            ctx.prec = 60
+            exact = Decimal(frac.numerator) / Decimal(frac.denominator)
+    quantum = Decimal(1).scaleb(-places)
+    with localcontext() as ctx:
+        ctx.prec = 60
+        return exact.quantize(quantum, rounding=ROUND_HALF_UP)
+
+
+def percent(value: Fraction | int, places: int = 2) -> Decimal:
+    return to_decimal(Fraction(value) * 100, places)
+
+
+@dataclass
+class ItemMatrix:
+    keys: tuple[str, ...]
+    num: np.ndarray  # (N, M) int64
+    den: np.ndarray  # (N, M) int64; 0 = not counted
+    parse_failures: int = 0
+    n: int = 0  # items scored (rows may be more for pooled human answers)
+    diagnostics: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.num = np.asarray(self.num, dtype=np.int64).reshape(-1, len(self.keys))
+        self.den = np.asarray(self.den, dtype=np.int64).reshape(-1, len(self.keys))
+        if not self.n:
+            self.n = int(self.num.shape[0])
+
+    def column(self, key: str) -> int:
+        return self.keys.index(key)
+
+    def exact_means(self) -> dict[str, Fraction | None]:
+        """Mean of num/den over counted rows, as an exact Fraction (None when no row counts)."""
+        out: dict[str, Fraction | None] = {}
+        for j, key in enumerate(self.keys):
+            num, den = self.num[:, j], self.den[:, j]
+            counted = den > 0
+            count = int(counted.sum())
+            if count == 0:
+                out[key] = None
+                continue
+            total = Fraction(0)
+            # Group by denominator so the exact sum costs one Fraction per distinct denominator.
+            dens = den[counted]
+            nums = num[counted]
+            for d in np.unique(dens):
+                total += Fraction(int(nums[dens == d].sum()), int(d))
+            out[key] = total / count
+        return out
+
+    def counts(self) -> dict[str, int]:
+        return {key: int((self.den[:, j] > 0).sum()) for j, key in enumerate(self.keys)}
+
+    def float_values(self) -> tuple[np.ndarray, np.ndarray]:
+        """(values with 0 where not counted, counted mask as float) — inputs of the bootstrap."""
+        counted = self.den > 0
+        values = np.where(counted, self.num / np.where(counted, self.den, 1), 0.0)
+        return values, counted.astype(np.float64)
+
+
+def bootstrap_means(
+    matrix: ItemMatrix, *, n_boot: int = N_BOOT, seed: int = 0, max_cells: int = 20_000_000
+) -> np.ndarray:
+    """(n_boot, M) column means over rows resampled with replacement; NaN where a resample counts none.
+
+    Resamples are drawn as row-count weights (multinomial via bincount) and reduced with one
+    matrix product per block, so the cost is O(n_boot * N) memory-bounded by ``max_cells``.
+    """
+    values, counted = matrix.float_values()
+    n_rows = values.shape[0]
+    m = values.shape[1]
+    out = np.full((n_boot, m), np.nan)
+    if n_rows == 0:
+        return out
+    rng = np.random.default_rng(seed)
+    block = max(1, min(n_boot, max_cells // max(n_rows, 1)))
+    for start in range(0, n_boot, block):
+        b = min(block, n_boot - start)
+        idx = rng.integers(0, n_rows, size=(b, n_rows))
+        flat = (idx + (np.arange(b) * n_rows)[:, None]).ravel()
+        weights = np.bincount(flat, minlength=b * n_rows).reshape(b, n_rows).astype(np.float64)
+        sums = weights @ values
+        cnts = weights @ counted
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[start : start + b] = np.where(cnts > 0, sums / np.where(cnts > 0, cnts, 1), np.nan)
+    return out
+
+
+def percentile_ci(samples: np.ndarray, level: float = CI_LEVEL) -> tuple[float, float] | None:
+    """Percentile interval of bootstrap samples (NaN samples dropped); None when none is finite."""
+    finite = samples[np.isfinite(samples)]
+    if finite.size == 0:
+        return None
+    alpha = (1 - level) / 2
+    lo, hi = np.quantile(finite, [alpha, 1 - alpha])
+    return float(lo), float(hi)
+
+
+Derive = Callable[[Mapping[str, np.ndarray]], Mapping[str, np.ndarray]]
+
+
+def bootstrap_cis(
+    matrix: ItemMatrix,
+    *,
+    keys: Sequence[str],
+    scale: float = 100.0,
+    places: int = 2,
+    derive: Derive | None = None,
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+) -> dict[str, list[float] | None]:
+    """Rounded [lo, hi] per reported key. ``derive`` computes non-mean metrics from resampled base means."""
+    samples = bootstrap_means(matrix, n_boot=n_boot, seed=seed)
+    base = {key: samples[:, j] for j, key in enumerate(matrix.keys)}
+    if derive is not None:
+        base = {**base, **derive(base)}
+    out: dict[str, list[float] | None] = {}
+    for key in keys:
+        if key not in base:
+            out[key] = None
+            continue
+        ci = percentile_ci(base[key])
+        out[key] = None if ci is None else [round(ci[0] * scale, places), round(ci[1] * scale, places)]
+    return out
+
+
+def printed_means(matrix: ItemMatrix, keys: Sequence[str], *, places: int = 2, as_percent: bool = True) -> dict[str, Decimal | None]:
+    exact = matrix.exact_means()
+    out: dict[str, Decimal | None] = {}
+    for key in keys:
+        value = exact.get(key)
+        if value is None:
+            out[key] = None
+        else:
+            out[key] = percent(value, places) if as_percent else to_decimal(value, places)
+    return out
+
+
+def nanmean_rows(arrays: Sequence[np.ndarray]) -> np.ndarray:
+    """Element-wise mean of the finite entries of several equally shaped arrays (NaN when none)."""
+    stacked = np.vstack([np.asarray(a, dtype=np.float64) for a in arrays])
+    finite = np.isfinite(stacked)
+    cnt = finite.sum(axis=0)
+    total = np.where(finite, stacked, 0.0).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(cnt > 0, total / np.where(cnt > 0, cnt, 1), np.nan)
+
+
+def interval_ranks(values: Sequence[float | None], cis: Sequence[Sequence[float] | None]) -> list[int | None]:
+    """Rank 1 = best. A row ranks below another only when the other's interval lies wholly above it.
+
+    rank = 1 + number of rows whose lower bound exceeds this row's upper bound. Rows without a
+    value or interval get None.
+    """
+    ranks: list[int | None] = []
+    for i, (value, ci) in enumerate(zip(values, cis)):
+        if value is None or ci is None:
+            ranks.append(None)
+            continue
+        above = sum(
+            1
+            for j, other in enumerate(cis)
+            if j != i and other is not None and values[j] is not None and other[0] > ci[1]
+        )
+        ranks.append(1 + above)
+    return ranks

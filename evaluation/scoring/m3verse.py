@@ -1,0 +1,81 @@
+"""M3-Verse scoring (PROTOCOLS.md §4). Plain numpy, no Django.
+
+One question: predicted set P, truth G -> 0 if P has anything outside G, else |P| / |G|.
+Averages are question-weighted.
+"""
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Sequence
+
+import numpy as np
+
+from .common import ItemMatrix, bootstrap_cis, printed_means
+
+CAPABILITIES = ("spatial", "temporal", "attribute", "reasoning")
+CONTEXTS = ("intra", "inter")
+KEYS = (
+    ("overall", "intra", "inter")
+    + tuple(f"{c}_{cap}" for c in CONTEXTS for cap in CAPABILITIES)
+    + ("hallucination", "factual")
+)
+PRIMARY = "overall"
+
+
+def question_credit(predicted: Sequence[str] | None, truth: Sequence[str]) -> tuple[int, int]:
+    """(numerator, denominator) of one question's partial credit."""
+    g = {t.upper() for t in truth}
+    if not g:
+        raise ValueError("a question needs at least one correct option")
+    if not predicted:
+        return 0, len(g)
+    p = {x.upper() for x in predicted}
+    if p - g:
+        return 0, len(g)
+    return len(p), len(g)
+
+
+def item_matrix(
+    credits: Sequence[tuple[int, int]] | np.ndarray,
+    contexts: Sequence[str],
+    capabilities: Sequence[Sequence[str]],
+    hallucination: Sequence[bool],
+    *,
+    parse_failures: int = 0,
+) -> ItemMatrix:
+    credits = np.asarray(credits, dtype=np.int64).reshape(-1, 2)
+    n = credits.shape[0]
+    contexts = np.asarray(contexts)
+    hall = np.asarray(hallucination, dtype=bool)
+    caps = [set(c) for c in capabilities]
+    member = np.zeros((n, len(KEYS)), dtype=bool)
+    member[:, 0] = True
+    member[:, 1] = contexts == "intra"
+    member[:, 2] = contexts == "inter"
+    j = 3
+    for ctx in CONTEXTS:
+        for cap in CAPABILITIES:
+            member[:, j] = (contexts == ctx) & np.array([cap in c for c in caps], dtype=bool)
+            j += 1
+    member[:, j] = hall
+    member[:, j + 1] = ~hall
+    num = np.where(member, credits[:, :1], 0)
+    den = np.where(member, credits[:, 1:], 0)
+    return ItemMatrix(keys=KEYS, num=num, den=den, parse_failures=parse_failures, n=n)
+
+
+def printed(matrix: ItemMatrix) -> dict[str, Decimal | None]:
+    return printed_means(matrix, KEYS, places=2)
+
+
+def cis(matrix: ItemMatrix, *, n_boot: int = 1000, seed: int = 0) -> dict[str, list[float] | None]:
+    return bootstrap_cis(matrix, keys=KEYS, n_boot=n_boot, seed=seed)
+
+
+def random_answer(n_options: int, rng: np.random.Generator) -> list[str]:
+    """A seeded random non-empty subset of the option letters."""
+    k = int(rng.integers(1, n_options + 1))
+    picked = rng.choice(n_options, size=k, replace=False)
+    return sorted(chr(65 + int(i)) for i in picked)
+
+
