@@ -1,0 +1,85 @@
+"""Hand-worked cases: M3-Verse partial credit, ChangeIt state/object accuracy, OSCBench N/A."""
+from decimal import Decimal
+
+import numpy as np
+
+from evaluation.scoring import changeit, m3verse, oscbench
+from evaluation.scoring.answers import parse_answer
+
+
+def test_m3verse_partial_credit_and_breakdowns():
+    truth = [["A", "C"], ["B"], ["A", "B", "C"], ["D"], ["A", "B", "C"]]
+    answers = [["A"], ["B"], ["A", "D"], None, parse_answer("m3verse", "qa", "A,b", list("ABCD"))]
+    credits = [m3verse.question_credit(p, g) for p, g in zip(answers, truth)]
+    assert credits == [(1, 2), (1, 1), (0, 3), (0, 1), (2, 3)]
+    m = m3verse.item_matrix(
+        credits,
+        ["intra", "intra", "inter", "inter", "intra"],
+        [["spatial"], ["temporal", "attribute"], ["spatial"], ["reasoning"], ["spatial"]],
+        [False, False, False, True, False],
+        parse_failures=1,
+    )
+    row = m3verse.printed(m)
+    assert row["overall"] == Decimal("43.33")  # (1/2 + 1 + 0 + 0 + 2/3) / 5
+    assert row["intra"] == Decimal("72.22")  # (1/2 + 1 + 2/3) / 3
+    assert row["inter"] == Decimal("0.00")
+    assert row["intra_spatial"] == Decimal("58.33")  # (1/2 + 2/3) / 2
+    assert row["intra_temporal"] == Decimal("100.00")
+    assert row["inter_attribute"] is None
+    assert row["hallucination"] == Decimal("0.00")
+    assert row["factual"] == Decimal("54.17")  # 13/6 / 4
+    assert m.parse_failures == 1
+
+
+def test_changeit_state_and_object_accuracy():
+    vocab = {"apple": ["whole apple", "peeled apple", "sliced apple"], "door": ["open door", "closed door"]}
+    label_objects = changeit.label_object_map(vocab)
+    options = ["open door", "sliced apple", "whole apple", "closed door", "peeled apple"]
+    truth_number = 3  # whole apple
+    answers = [
+        parse_answer("changeit", "state:standard:full", "3", options),  # right state
+        parse_answer("changeit", "state:standard:crop", "peeled apple", options),  # right object only
+        parse_answer("changeit", "state:distractor:full", "1", options),  # wrong object
+        parse_answer("changeit", "state:distractor:crop", "eleven", options),  # unparseable
+    ]
+    assert answers == [3, 5, 1, None]
+    predicted = np.array([[a or 0 for a in answers]])
+    obj = np.array([[changeit.chosen_object_correct(a, options, "apple", label_objects) for a in answers]])
+    m = changeit.item_matrix(np.full((1, 4), truth_number), predicted, obj)
+    row = changeit.printed(m)
+    assert [str(row[k]) for k in changeit.KEYS] == [
+        "100.00", "0.00", "0.00", "0.00", "100.00", "100.00", "0.00", "0.00"
+    ]
+    assert m.parse_failures == 1
+
+
+def test_oscbench_na_is_missing_never_zero():
+    nan = float("nan")
+    # item 1: subject N/A for everyone; object 4, 5 and one N/A. item 2: subject 5, 5, 4; object 2, 3, 3.
+    scores = np.full((2, 3, 8), 3.0)
+    scores[0, :, 0] = nan
+    scores[0, :, 1] = [4, 5, nan]
+    scores[1, :, 0] = [5, 5, 4]
+    scores[1, :, 1] = [2, 3, 3]
+    scores[0, :, 3] = [5, 5, 5]  # osc_accuracy
+    scores[0, :, 4] = [1, 2, nan]  # osc_consistency
+    sums, counts = oscbench.ratings_to_arrays(scores)
+    m = oscbench.item_matrix(sums, counts, scenarios=["regular", "novel"], action_categories=["cut", "cut"])
+    row = oscbench.printed(m)
+    assert row["subject"] == Decimal("0.917")  # only item 2: (14/3 - 1) / 4
+    assert row["object"] == Decimal("0.646")  # ((4.5 - 1)/4 + (8/3 - 1)/4) / 2
+    assert row["realism"] == Decimal("0.500")
+    # item 1 state change = (1 + (1.5 - 1)/4) / 2 = 0.5625; item 2 = 0.5
+    assert row["state_change:scenario:regular"] == Decimal("0.563")
+    assert row["state_change:scenario:novel"] == Decimal("0.500")
+    assert row["state_change:scenario:compositional"] is None
+    assert row["state_change:action_category:cut"] == Decimal("0.531")  # 0.53125 half up
+
+
+def test_oscbench_judge_answers_parse_with_na():
+    parsed = parse_answer("oscbench", "judge", 'Scores:\n```json\n{"scores": {"subject": "N/A", "object": 4, "scene": null}}\n```', [])
+    assert parsed["subject"] is None and parsed["object"] == 4 and parsed["scene"] is None
+    assert parse_answer("oscbench", "judge", '{"object": 6}', []) is None
+    assert parse_answer("oscbench", "judge", "no json here", []) is None
+    sums, counts = oscbench.score_dicts_to_arrays([[parsed]])
+    assert counts[0].tolist() == [0, 1, 0, 0, 0, 0, 0, 0]
