@@ -1,0 +1,13 @@
+"""Importers for items (all five PROTOCOLS.md formats) and for human annotations made elsewhere.
+
+Public entry points:
+- `items_import(project=..., path=..., media_root=None, verified=False)` -> ItemImportReport
+- `annotations_import(project=..., path=...)` -> AnnotationImportReport
+Both refuse a bad file whole with `ImportRefused` ("line N: field F: reason" messages) and write
+nothing then; both are idempotent and stream their input in two passes.
+"""
+from .annotations import AnnotationImportReport, annotations_import
+from .common import ImportRefused
+from .items import ItemImportReport, items_import
+
+__all__ = ["AnnotationImportReport", "ImportRefused", "ItemImportReport", "annotations_import", "items_import"]

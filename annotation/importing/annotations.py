@@ -1,0 +1,178 @@
+"""Import human annotations made outside the platform (published human studies).
+
+- OSCBench projects take Likert ratings ``{"item", "rater", "scores": {criterion: 1..5 | null}}``;
+- VisualTrans and M3-Verse projects take blind QA answers ``{"item", "annotator", "answer",
+  "flags"}``.
+
+Each line becomes one `Annotation` with ``external_rater`` set (no platform user) and
+``source="import"``. Same all-or-nothing, two-pass, streaming scheme as the item importer: the
+(item, rater) pair is unique; re-importing an identical line changes nothing, a different result
+for an existing pair is refused. Each new annotation counts toward the item's
+``annotation_count``; a pending item that reaches the project's ``annotations_per_item`` becomes
+annotated.
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F
+
+from annotation.models import Annotation, Item, ItemStatus, Project
+
+from .common import ErrorLog, ImportRefused, KeySeen, parse_json_line, report_duplicates
+from .formats import CheckedAnnotation, check_qa_answer, check_rating
+from .sources import DirectorySource
+
+CHUNK = 1000
+RATING_PROTOCOLS = ("oscbench",)
+QA_PROTOCOLS = ("visualtrans", "m3verse")
+
+
+@dataclass
+class AnnotationImportReport:
+    lines: int = 0
+    created: int = 0
+    unchanged: int = 0
+    items_touched: int = 0
+    by_kind: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "lines": self.lines,
+            "created": self.created,
+            "unchanged": self.unchanged,
+            "items_touched": self.items_touched,
+        }
+
+
+def _check_line(project: Project, obj: Any, item_payload: dict | None) -> CheckedAnnotation | list:
+    from .formats import FieldError
+
+    if not isinstance(obj, dict):
+        return [FieldError("-", "a line must be a JSON object")]
+    if project.protocol in RATING_PROTOCOLS:
+        return check_rating(obj)
+    return check_qa_answer(obj, project.protocol, item_payload)
+
+
+def _pair_key(item: str, rater: str) -> str:
+    return json.dumps([item, rater])
+
+
+def _chunks(project: Project, source: DirectorySource, errors: ErrorLog):
+    """Yield lists of (line, decoded object) of at most CHUNK lines; JSON errors are logged."""
+    chunk: list[tuple[int, Any]] = []
+    for line, text in source.lines():
+        obj = parse_json_line(line, text, errors)
+        if obj is None:
+            continue
+        chunk.append((line, obj))
+        if len(chunk) >= CHUNK:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _items_of(project: Project, chunk: list[tuple[int, Any]]) -> dict[str, tuple[int, dict]]:
+    ids = {obj.get("item") for _line, obj in chunk if isinstance(obj, dict) and isinstance(obj.get("item"), str)}
+    return {
+        ext: (pk, payload)
+        for ext, pk, payload in Item.objects.filter(project=project, external_id__in=ids).values_list(
+            "external_id", "id", "payload"
+        )
+    }
+
+
+def _existing(item_ids: list[int]) -> dict[tuple[int, str], dict]:
+    rows = Annotation.objects.filter(item_id__in=item_ids).exclude(external_rater="")
+    return {(i, r): res for i, r, res in rows.values_list("item_id", "external_rater", "result")}
+
+
+def annotations_import(*, project: Project, path: Path) -> AnnotationImportReport:
+    if project.protocol not in RATING_PROTOCOLS + QA_PROTOCOLS:
+        raise ImportRefused(
+            [f"file: field -: project {project.slug} ({project.protocol}) takes no imported annotations; "
+             "ratings go to oscbench projects, blind QA answers to visualtrans and m3verse projects"]
+        )
+    kind = "rating" if project.protocol in RATING_PROTOCOLS else "qa_answer"
+    rater_field = "rater" if kind == "rating" else "annotator"
+    path = Path(path)
+    if not path.is_file():
+        raise ImportRefused([f"file: field -: {path.name}: no such file"])
+    source = DirectorySource(path, path.parent, max_bytes=0)
+    errors = ErrorLog()
+    report = AnnotationImportReport()
+    pairs = KeySeen()
+
+    # Pass 1: validate every line against its item.
+    for chunk in _chunks(project, source, errors):
+        items = _items_of(project, chunk)
+        existing = _existing([pk for pk, _ in items.values()])
+        for line, obj in chunk:
+            report.lines += 1
+            item_ref = items.get(obj.get("item")) if isinstance(obj, dict) else None
+            checked = _check_line(project, obj, item_ref[1] if item_ref else None)
+            if isinstance(checked, list):
+                for err in checked:
+                    errors.add(line, err.field, err.reason)
+                continue
+            pairs.add(_pair_key(checked.item, checked.rater))
+            if item_ref is None:
+                errors.add(line, "item", f"no item {checked.item!r} in project {project.slug}")
+                continue
+            before = existing.get((item_ref[0], checked.rater))
+            if before is not None:
+                if before == checked.result:
+                    report.unchanged += 1
+                else:
+                    errors.add(line, rater_field, f"{checked.rater!r} already has a different annotation of item {checked.item!r}")
+    colliding = pairs.colliding()
+    if colliding:
+        def keyed():
+            for line, text in source.lines():
+                obj = parse_json_line(line, text, ErrorLog())
+                if isinstance(obj, dict) and isinstance(obj.get("item"), str) and isinstance(obj.get(rater_field), str):
+                    yield line, _pair_key(obj["item"], obj[rater_field])
+
+        report_duplicates(keyed(), colliding, errors, field_name=rater_field, what="(item, rater) pair")
+    if report.lines == 0 and not errors:
+        errors.add("file", "-", "holds no annotations")
+    if errors:
+        raise errors.refuse()
+
+    # Pass 2: write, one transaction.
+    with transaction.atomic():
+        touched: set[int] = set()
+        for chunk in _chunks(project, source, ErrorLog()):
+            items = _items_of(project, chunk)
+            existing = _existing([pk for pk, _ in items.values()])
+            rows: list[Annotation] = []
+            for _line, obj in chunk:
+                checked = _check_line(project, obj, items[obj["item"]][1])
+                item_pk = items[checked.item][0]
+                if (item_pk, checked.rater) in existing:
+                    continue
+                rows.append(
+                    Annotation(item_id=item_pk, external_rater=checked.rater, result=checked.result, source="import")
+                )
+            Annotation.objects.bulk_create(rows)
+            per_item = Counter(a.item_id for a in rows)
+            by_count: dict[int, list[int]] = {}
+            for pk, n in per_item.items():
+                by_count.setdefault(n, []).append(pk)
+            for n, pks in by_count.items():
+                Item.objects.filter(pk__in=pks).update(annotation_count=F("annotation_count") + n)
+            Item.objects.filter(
+                pk__in=list(per_item), status=ItemStatus.PENDING, annotation_count__gte=project.annotations_per_item
+            ).update(status=ItemStatus.ANNOTATED)
+            touched.update(per_item)
+            report.created += len(rows)
+    report.items_touched = len(touched)
+    report.by_kind = {kind: report.created}
+    return report

@@ -1,0 +1,291 @@
+"""The item importer: validate everything, then write everything, in two streaming passes.
+
+Pass 1 (validate) reads the JSONL line by line: every line is checked against its protocol's
+format; every distinct media path is resolved, inspected and hashed once (a path used by many
+items is checked once); ids are remembered as 8-byte hashes to find duplicates; ids already in
+the project are compared, a chunk at a time, with what the line would store. If anything is
+wrong the import is refused with every error and nothing has been written.
+
+Pass 2 (write) re-reads the file and inserts items in batches of `BATCH` with `bulk_create`
+inside one transaction, after storing the media (deduplicated by content hash). Files stored
+by a pass that then fails are deleted again, so a refused or failed import leaves no trace.
+
+Memory holds one batch of rows plus one entry per distinct media file, never the whole file.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from annotation.media import MediaInfo, MediaRefused, assets_store, delete_stored, inspect_media
+from annotation.models import Item, ItemStatus, Project
+
+from .common import ErrorLog, ImportRefused, KeySeen, parse_json_line, report_duplicates
+from .formats import CheckedItem, check_box_inside, check_item
+from .sources import SourceError, open_source
+
+BATCH = 2000
+EXISTING_CHUNK = 1000
+
+
+@dataclass
+class ItemImportReport:
+    lines: int = 0
+    created: int = 0
+    unchanged: int = 0
+    media_files: int = 0
+    media_stored: int = 0
+    by_status: dict[str, int] = field(default_factory=dict)
+    header: dict[str, Any] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "lines": self.lines,
+            "created": self.created,
+            "unchanged": self.unchanged,
+            "media_files": self.media_files,
+            "media_stored": self.media_stored,
+            "by_status": self.by_status,
+        }
+
+
+def _is_header(obj: Any) -> bool:
+    """The first line of a JSONL release export: {"release": {...}}."""
+    return isinstance(obj, dict) and set(obj) == {"release"} and isinstance(obj["release"], dict)
+
+
+def _status(checked: CheckedItem, verified: bool) -> str:
+    if verified:
+        return ItemStatus.VERIFIED
+    return ItemStatus.ANNOTATED if checked.complete else ItemStatus.PENDING
+
+
+def _media_map(checked: CheckedItem, media: dict[str, MediaInfo]) -> dict[str, Any]:
+    """payload field -> sha256 (a list of sha256 for list fields such as VisualTrans images)."""
+    out: dict[str, Any] = {}
+    for field_name, relpath, _kind in checked.media_paths:
+        sha = media[relpath].sha256
+        if isinstance(checked.payload[field_name], list):
+            out.setdefault(field_name, []).append(sha)
+        else:
+            out[field_name] = sha
+    return out
+
+
+class _Validation:
+    """State of pass 1."""
+
+    def __init__(self, project: Project, source, verified: bool):
+        self.project = project
+        self.source = source
+        self.verified = verified
+        self.errors = ErrorLog()
+        self.media: dict[str, MediaInfo] = {}
+        self.media_refused: dict[str, str] = {}
+        self.ids = KeySeen()
+        self.check_existing = Item.objects.filter(project=project).exists()
+        self.pending_existing: list[tuple[int, CheckedItem]] = []
+        self.report = ItemImportReport()
+
+    def media_info(self, relpath: str, kind: str) -> MediaInfo | str:
+        """Inspect a media path once per import; returns its info or the refusal reason."""
+        if relpath in self.media_refused:
+            return self.media_refused[relpath]
+        info = self.media.get(relpath)
+        if info is None:
+            reason = self.source.media_reason(relpath)
+            if reason is None:
+                try:
+                    with self.source.local_path(relpath) as local:
+                        info = inspect_media(local, kind, name=relpath)
+                except MediaRefused as exc:
+                    reason = str(exc)
+            if reason is not None:
+                self.media_refused[relpath] = reason
+                return reason
+            self.media[relpath] = info
+        if info.kind != kind:
+            return f"is used as {kind} here but as {info.kind} elsewhere in the file"
+        return info
+
+    def run(self) -> None:
+        first = True
+        for line, text in self.source.lines():
+            obj = parse_json_line(line, text, self.errors)
+            if obj is None:
+                first = False
+                continue
+            if first and _is_header(obj):
+                self.report.header = obj["release"]
+                first = False
+                continue
+            first = False
+            self.report.lines += 1
+            checked = check_item(self.project.protocol, obj, verified=self.verified)
+            if isinstance(checked, list):
+                for err in checked:
+                    self.errors.add(line, err.field, err.reason)
+                if isinstance(obj, dict) and isinstance(obj.get("id"), str):
+                    self.ids.add(obj["id"])
+                continue
+            self.ids.add(checked.external_id)
+            media_ok = True
+            for field_name, relpath, kind in checked.media_paths:
+                got = self.media_info(relpath, kind)
+                if isinstance(got, str):
+                    self.errors.add(line, field_name, f"{relpath}: {got}")
+                    media_ok = False
+            if not media_ok:
+                continue
+            if "bbox" in checked.payload:
+                info = self.media[checked.payload["image"]]
+                reason = check_box_inside(checked.payload["bbox"], info.width, info.height)
+                if reason:
+                    self.errors.add(line, "bbox", reason)
+                    continue
+            status = _status(checked, self.verified)
+            self.report.by_status[status] = self.report.by_status.get(status, 0) + 1
+            if self.check_existing:
+                self.pending_existing.append((line, checked))
+                if len(self.pending_existing) >= EXISTING_CHUNK:
+                    self.compare_existing()
+        self.compare_existing()
+        colliding = self.ids.colliding()
+        if colliding:
+            report_duplicates(self._id_lines(), colliding, self.errors, field_name="id", what="id")
+        if self.report.lines == 0 and not self.errors:
+            self.errors.add("file", "-", "holds no items")
+        self.report.media_files = len(self.media)
+
+    def _id_lines(self):
+        first = True
+        for line, text in self.source.lines():
+            obj = parse_json_line(line, text, ErrorLog())
+            if first and _is_header(obj):
+                first = False
+                continue
+            first = False
+            if isinstance(obj, dict) and isinstance(obj.get("id"), str):
+                yield line, obj["id"]
+
+    def compare_existing(self) -> None:
+        """Lines whose id exists already: identical content is skipped, different is refused."""
+        if not self.pending_existing:
+            return
+        by_id = {c.external_id: (line, c) for line, c in self.pending_existing}
+        rows = Item.objects.filter(project=self.project, external_id__in=list(by_id)).values_list(
+            "external_id", "payload", "split", "tags", "media", "status"
+        )
+        for external_id, payload, split, tags, media, status in rows:
+            line, checked = by_id[external_id]
+            same = (
+                payload == checked.payload
+                and split == checked.split
+                and tags == checked.tags
+                and media == _media_map(checked, self.media)
+            )
+            if same:
+                self.report.unchanged += 1
+                new_status = _status(checked, self.verified)
+                self.report.by_status[new_status] -= 1
+            else:
+                self.errors.add(line, "id", f"item {external_id!r} already exists in the project with different content")
+        self.pending_existing = []
+
+
+def _write(project: Project, source, validation: _Validation) -> ItemImportReport:
+    report = validation.report
+    media = validation.media
+    written: list[str] = []
+    try:
+        with transaction.atomic():
+            sha_ids = assets_store(
+                media=((info, relpath) for relpath, info in media.items()),
+                open_file=source.open_media,
+                written=written,
+            )
+            report.media_stored = len(written)
+            del sha_ids  # items reference assets by sha256 (Item.media)
+            batch: list[Item] = []
+            first = True
+            for line, text in source.lines():
+                obj = parse_json_line(line, text, ErrorLog())
+                if first and _is_header(obj):
+                    first = False
+                    continue
+                first = False
+                checked = check_item(project.protocol, obj, verified=validation.verified)
+                assert not isinstance(checked, list), f"line {line} changed between the two passes"
+                batch.append(
+                    Item(
+                        project=project,
+                        external_id=checked.external_id,
+                        payload=checked.payload,
+                        media=_media_map(checked, media),
+                        status=_status(checked, validation.verified),
+                        split=checked.split,
+                        tags=checked.tags,
+                    )
+                )
+                if len(batch) >= BATCH:
+                    Item.objects.bulk_create(batch, ignore_conflicts=validation.check_existing)
+                    batch = []
+            if batch:
+                Item.objects.bulk_create(batch, ignore_conflicts=validation.check_existing)
+    except BaseException:
+        delete_stored(written)
+        raise
+    report.created = report.lines - report.unchanged
+    report.by_status = {k: v for k, v in report.by_status.items() if v}
+    return report
+
+
+def items_import(
+    *, project: Project, path: Path, media_root: Path | None = None, verified: bool = False
+) -> ItemImportReport:
+    """Import a JSONL (+ media folder) or a zip into `project`, all or nothing.
+
+    Raises ImportRefused with "line N: field F: reason" messages when any line is invalid;
+    nothing is written then. Re-importing an identical file creates nothing.
+    """
+    try:
+        source = open_source(path, media_root=media_root, max_bytes=settings.IMPORT_MAX_FILE_BYTES)
+    except SourceError as exc:
+        raise ImportRefused([f"file: field -: {exc}"]) from exc
+    try:
+        validation = _Validation(project, source, verified)
+        validation.run()
+        validation.report.header = validation.report.header or source.header
+        if validation.errors:
+            raise validation.errors.refuse()
+        return _write(project, source, validation)
+    finally:
+        source.close()
+
+
+def project_for_import(*, slug: str, protocol: str | None, create: bool, option_seed: int | None = None) -> Project:
+    """The project an import goes to; with `create`, make it when missing.
+
+    The protocol, when given, must match the project's. A project created for a release export
+    takes the export's option seed, so re-frozen releases resolve the same option orders.
+    """
+    from annotation.protocols import PROTOCOLS
+
+    if protocol is not None and protocol not in PROTOCOLS:
+        raise ImportRefused([f"file: field protocol: unknown protocol {protocol!r}; use one of {', '.join(PROTOCOLS)}"])
+    project = Project.objects.filter(slug=slug).first()
+    if project is None:
+        if not create:
+            raise ImportRefused([f"file: field project: no project {slug!r} (use --create to make it)"])
+        if protocol is None:
+            raise ImportRefused(["file: field protocol: --protocol is required to create a project"])
+        project = Project.objects.create(
+            slug=slug, name=slug, protocol=protocol, option_seed=option_seed if option_seed is not None else 0
+        )
+    elif protocol is not None and project.protocol != protocol:
+        raise ImportRefused([f"file: field protocol: project {slug} uses protocol {project.protocol}, not {protocol}"])
+    return project

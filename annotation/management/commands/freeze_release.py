@@ -1,0 +1,27 @@
+"""python manage.py freeze_release <project> <version> [--split S]"""
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.models import Project
+from annotation.releases import ReleaseRefused, release_freeze
+
+
+class Command(BaseCommand):
+    help = "Freeze the verified items of one split into an immutable, checksummed release."
+
+    def add_arguments(self, parser):
+        parser.add_argument("project", help="project slug")
+        parser.add_argument("version", help="release name, e.g. v1 (unique in the project)")
+        parser.add_argument("--split", default="test")
+
+    def handle(self, *args, **opts):
+        project = Project.objects.filter(slug=opts["project"]).first()
+        if project is None:
+            raise CommandError(f"no project {opts['project']!r}")
+        try:
+            release = release_freeze(project=project, version=opts["version"], split=opts["split"])
+        except ReleaseRefused as exc:
+            raise CommandError(str(exc)) from exc
+        self.stdout.write(
+            f"{project.slug}@{release.version}: {release.item_count} items of split {release.split}, "
+            f"sha256 {release.checksum}"
+        )

@@ -1,0 +1,33 @@
+"""python manage.py import_annotations <project> <file>: human ratings / blind QA answers from elsewhere."""
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.importing import ImportRefused, annotations_import
+from annotation.models import Project
+
+
+class Command(BaseCommand):
+    help = (
+        'Import human annotations made elsewhere: ratings {"item","rater","scores"} for oscbench projects, '
+        'blind QA answers {"item","annotator","answer","flags"} for visualtrans / m3verse. All or nothing; idempotent.'
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("project", help="project slug")
+        parser.add_argument("file", type=Path, help="annotations .jsonl")
+
+    def handle(self, *args, **opts):
+        project = Project.objects.filter(slug=opts["project"]).first()
+        if project is None:
+            raise CommandError(f"no project {opts['project']!r}")
+        try:
+            report = annotations_import(project=project, path=opts["file"])
+        except ImportRefused as exc:
+            for message in exc.errors:
+                self.stderr.write(message)
+            raise CommandError(f"import refused: {exc.total} error(s); nothing was written") from exc
+        self.stdout.write(
+            f"{project.slug}: {report.lines} lines, {report.created} annotations created, "
+            f"{report.unchanged} unchanged, {report.items_touched} items touched"
+        )

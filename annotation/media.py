@@ -1,0 +1,351 @@
+"""Media validation and content-addressed storage.
+
+- Images are opened with Pillow: the header's pixel count is checked against
+  ``settings.IMPORT_MAX_IMAGE_PIXELS`` *before* any decoding (a small file can expand to
+  gigabytes: a decompression bomb), then the file is verified and fully decoded once so a
+  truncated or corrupt image is refused at import, not when an annotator opens it.
+- Videos are probed with ffprobe (or, where only the ffmpeg binary bundled by imageio-ffmpeg
+  exists, by parsing ``ffmpeg -i``): a file must hold a real video stream in a container that
+  matches its extension and must decode its first frame. Width, height, duration, fps and frame
+  count are recorded.
+- Every accepted file is stored once under ``MEDIA_ROOT/assets/<sha[:2]>/<sha256><ext>`` and
+  recorded as a `MediaAsset` keyed by its SHA-256 (content-hash dedup across projects).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import warnings
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import BinaryIO, Callable, Iterable
+
+from django.conf import settings
+from django.core.files import File
+from django.core.files.storage import default_storage
+
+from .models import MediaAsset
+
+IMAGE_FORMATS = {"JPEG", "PNG", "WEBP", "BMP", "GIF", "TIFF"}
+# Extension -> container names ffprobe may report for it (a file must be what it claims to be).
+VIDEO_CONTAINERS = {
+    ".mp4": ("mp4", "mov"),
+    ".m4v": ("mp4", "mov"),
+    ".mov": ("mov", "mp4"),
+    ".webm": ("webm", "matroska"),
+    ".mkv": ("matroska", "webm"),
+    ".avi": ("avi",),
+    ".mpg": ("mpeg",),
+    ".mpeg": ("mpeg",),
+    ".ogv": ("ogg",),
+}
+VIDEO_EXTENSIONS = set(VIDEO_CONTAINERS)
+HASH_CHUNK = 1024 * 1024
+
+
+class MediaRefused(Exception):
+    """A media file that must not be imported; the message says why."""
+
+
+@dataclass(frozen=True)
+class MediaInfo:
+    kind: str  # "image" | "video"
+    sha256: str
+    size_bytes: int
+    ext: str
+    mime: str
+    width: int | None = None
+    height: int | None = None
+    duration: float | None = None
+    fps: float | None = None
+    frame_count: int | None = None
+
+
+def sha256_of(path: Path) -> tuple[str, int]:
+    digest, size = hashlib.sha256(), 0
+    with open(path, "rb") as fh:
+        while chunk := fh.read(HASH_CHUNK):
+            digest.update(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size
+
+
+def _ext_of(name: str) -> str:
+    suffix = Path(name).suffix.lower()
+    return suffix if re.fullmatch(r"\.[a-z0-9]{1,8}", suffix) else ""
+
+
+def inspect_media(path: Path, kind: str, *, name: str | None = None) -> MediaInfo:
+    """Validate one local file as `kind` ("image" or "video"); raise MediaRefused if it is not."""
+    size = path.stat().st_size
+    if size > settings.IMPORT_MAX_FILE_BYTES:
+        raise MediaRefused(f"file is {size} bytes, above the limit of {settings.IMPORT_MAX_FILE_BYTES}")
+    if size == 0:
+        raise MediaRefused("file is empty")
+    ext = _ext_of(name or path.name)
+    if kind == "image":
+        return inspect_image(path, ext=ext)
+    return probe_video(path, ext=ext)
+
+
+# --- images -------------------------------------------------------------------------------------
+
+
+def inspect_image(path: Path, *, ext: str = "", max_pixels: int | None = None) -> MediaInfo:
+    from PIL import Image, UnidentifiedImageError
+
+    limit = max_pixels if max_pixels is not None else settings.IMPORT_MAX_IMAGE_PIXELS
+    try:
+        with warnings.catch_warnings():
+            # Pillow's own bomb guard (a warning, then an error at 2x its global limit) must
+            # never let a bomb through as a mere warning.
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(path) as im:  # reads the header only
+                width, height = im.size
+                fmt = im.format
+                if width * height > limit:
+                    raise MediaRefused(
+                        f"image is {width}×{height} = {width * height} pixels, above the limit of {limit} "
+                        "(decompression bomb?)"
+                    )
+                if fmt not in IMAGE_FORMATS:
+                    raise MediaRefused(f"unsupported image format {fmt}")
+                im.verify()
+            with Image.open(path) as im:
+                im.load()  # a full decode catches truncated data that verify() misses
+    except MediaRefused:
+        raise
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+        raise MediaRefused(f"image refused as a decompression bomb ({exc})") from exc
+    except UnidentifiedImageError as exc:
+        raise MediaRefused("not a readable image") from exc
+    except (OSError, SyntaxError, ValueError) as exc:
+        raise MediaRefused(f"corrupt image ({exc})") from exc
+    sha, size = sha256_of(path)
+    return MediaInfo(
+        kind="image",
+        sha256=sha,
+        size_bytes=size,
+        ext=ext or "." + fmt.lower(),
+        mime=Image.MIME.get(fmt, ""),
+        width=width,
+        height=height,
+    )
+
+
+# --- videos -------------------------------------------------------------------------------------
+
+
+def ffmpeg_exe() -> str:
+    """The system ffmpeg when installed, else the static build bundled by imageio-ffmpeg."""
+    found = shutil.which("ffmpeg")
+    if found:
+        return found
+    import imageio_ffmpeg
+
+    return imageio_ffmpeg.get_ffmpeg_exe()
+
+
+def _rate(text: str | None) -> float | None:
+    if not text or text in ("0/0", "N/A"):
+        return None
+    try:
+        value = float(Fraction(text))
+    except (ValueError, ZeroDivisionError):
+        return None
+    return value if value > 0 else None
+
+
+def _probe_with_ffprobe(exe: str, path: Path) -> dict:
+    proc = subprocess.run(
+        [exe, "-v", "error", "-print_format", "json", "-show_format", "-show_streams", str(path)],
+        capture_output=True,
+        timeout=60,
+    )
+    if proc.returncode != 0:
+        first = (proc.stderr.decode("utf-8", "replace").strip().splitlines() or ["unreadable"])[-1]
+        raise MediaRefused(f"not a readable video (ffprobe: {first[:200]})")
+    data = json.loads(proc.stdout or b"{}")
+    fmt = data.get("format", {})
+    streams = [
+        s
+        for s in data.get("streams", [])
+        if s.get("codec_type") == "video" and not s.get("disposition", {}).get("attached_pic")
+    ]
+    if not streams:
+        raise MediaRefused("holds no video stream")
+    s = streams[0]
+    fps = _rate(s.get("avg_frame_rate")) or _rate(s.get("r_frame_rate"))
+    duration = None
+    for raw in (s.get("duration"), fmt.get("duration")):
+        try:
+            duration = float(raw)
+            break
+        except (TypeError, ValueError):
+            continue
+    try:
+        frames = int(s.get("nb_frames"))
+    except (TypeError, ValueError):
+        frames = None
+    return {
+        "format": fmt.get("format_name", ""),
+        "codec": s.get("codec_name", ""),
+        "width": s.get("width"),
+        "height": s.get("height"),
+        "fps": fps,
+        "duration": duration,
+        "frames": frames,
+    }
+
+
+_INPUT_RE = re.compile(r"Input #0, ([^ ]+), from")
+_DURATION_RE = re.compile(r"Duration: (\d+):(\d+):(\d+(?:\.\d+)?)")
+_VIDEO_RE = re.compile(r"Stream #0:\d+[^:]*: Video: ([a-z0-9_]+)[^\n]*?, (\d{2,5})x(\d{2,5})[^\n]*")
+_FPS_RE = re.compile(r"([\d.]+) fps")
+
+
+def _probe_with_ffmpeg(exe: str, path: Path) -> dict:
+    """Probe by reading `ffmpeg -i` (used when ffprobe is not installed)."""
+    proc = subprocess.run([exe, "-hide_banner", "-i", str(path)], capture_output=True, timeout=60)
+    text = proc.stderr.decode("utf-8", "replace")
+    m_input = _INPUT_RE.search(text)
+    if not m_input:
+        last = (text.strip().splitlines() or ["unreadable"])[-1]
+        raise MediaRefused(f"not a readable video (ffmpeg: {last[:200]})")
+    video = [m for m in _VIDEO_RE.finditer(text) if "attached pic" not in m.group(0)]
+    if not video:
+        raise MediaRefused("holds no video stream")
+    m = video[0]
+    fps_m = _FPS_RE.search(m.group(0))
+    dur_m = _DURATION_RE.search(text)
+    duration = None
+    if dur_m:
+        h, mi, sec = dur_m.groups()
+        duration = int(h) * 3600 + int(mi) * 60 + float(sec)
+    return {
+        "format": m_input.group(1).rstrip(","),
+        "codec": m.group(1),
+        "width": int(m.group(2)),
+        "height": int(m.group(3)),
+        "fps": float(fps_m.group(1)) if fps_m else None,
+        "duration": duration,
+        "frames": None,
+    }
+
+
+def _decodes_first_frame(exe: str, path: Path) -> str | None:
+    proc = subprocess.run(
+        [exe, "-v", "error", "-i", str(path), "-map", "0:v:0", "-frames:v", "1", "-f", "null", "-"],
+        capture_output=True,
+        timeout=60,
+    )
+    if proc.returncode != 0:
+        return (proc.stderr.decode("utf-8", "replace").strip().splitlines() or ["decode failed"])[-1][:200]
+    return None
+
+
+def probe_video(path: Path, *, ext: str = "") -> MediaInfo:
+    ffprobe = shutil.which("ffprobe")
+    info = _probe_with_ffprobe(ffprobe, path) if ffprobe else _probe_with_ffmpeg(ffmpeg_exe(), path)
+    formats = set(info["format"].split(","))
+    if any(f == "image2" or f.endswith("_pipe") for f in formats) or info["format"] in ("gif", "apng"):
+        raise MediaRefused(f"is a still image ({info['format']}), not a video")
+    claimed = VIDEO_CONTAINERS.get(ext)
+    if claimed and not formats & set(claimed):
+        raise MediaRefused(f"claims to be {ext} but its container is {info['format']}")
+    if not info["width"] or not info["height"]:
+        raise MediaRefused("video stream without a frame size")
+    if not info["duration"] or info["duration"] <= 0:
+        raise MediaRefused("video has no duration")
+    failure = _decodes_first_frame(ffmpeg_exe(), path)
+    if failure:
+        raise MediaRefused(f"video does not decode ({failure})")
+    fps = info["fps"]
+    frames = info["frames"] or (round(info["duration"] * fps) if fps else None)
+    sha, size = sha256_of(path)
+    mime = {".webm": "video/webm", ".mkv": "video/x-matroska", ".avi": "video/x-msvideo", ".mov": "video/quicktime"}
+    return MediaInfo(
+        kind="video",
+        sha256=sha,
+        size_bytes=size,
+        ext=ext or ".mp4",
+        mime=mime.get(ext, "video/mp4"),
+        width=int(info["width"]),
+        height=int(info["height"]),
+        duration=round(float(info["duration"]), 4),
+        fps=round(fps, 4) if fps else None,
+        frame_count=frames,
+    )
+
+
+# --- storage ------------------------------------------------------------------------------------
+
+
+def asset_name(info: MediaInfo) -> str:
+    return f"assets/{info.sha256[:2]}/{info.sha256}{info.ext}"
+
+
+def assets_store(
+    *,
+    media: Iterable[tuple[MediaInfo, str]],
+    open_file: Callable[[str], BinaryIO],
+    written: list[str],
+) -> dict[str, int]:
+    """Make sure every (info, source path) has a MediaAsset and a stored file.
+
+    Existing assets (same sha256) are reused, so the same file is stored once however many
+    items or projects use it. Files this call writes are appended to `written` so that the
+    caller can delete them when its transaction rolls back. Returns sha256 -> asset id.
+    """
+    by_sha: dict[str, tuple[MediaInfo, str]] = {}
+    for info, source in media:
+        by_sha.setdefault(info.sha256, (info, source))
+    ids: dict[str, int] = {}
+    shas = list(by_sha)
+    for start in range(0, len(shas), 1000):
+        chunk = shas[start : start + 1000]
+        ids.update(MediaAsset.objects.filter(sha256__in=chunk).values_list("sha256", "id"))
+    new_assets = []
+    for sha, (info, source) in by_sha.items():
+        if sha in ids:
+            continue
+        name = asset_name(info)
+        if not default_storage.exists(name):
+            with open_file(source) as fh:
+                stored = default_storage.save(name, File(fh, name=Path(name).name))
+            written.append(stored)
+            name = stored
+        new_assets.append(
+            MediaAsset(
+                sha256=sha,
+                kind=info.kind,
+                file=name,
+                original_name=source[-500:],
+                mime=info.mime,
+                size_bytes=info.size_bytes,
+                width=info.width,
+                height=info.height,
+                duration=info.duration,
+                fps=info.fps,
+                frame_count=info.frame_count,
+            )
+        )
+    if new_assets:
+        MediaAsset.objects.bulk_create(new_assets, batch_size=500, ignore_conflicts=True)
+        for start in range(0, len(new_assets), 1000):
+            chunk = [a.sha256 for a in new_assets[start : start + 1000]]
+            ids.update(MediaAsset.objects.filter(sha256__in=chunk).values_list("sha256", "id"))
+    return ids
+
+
+def delete_stored(names: Iterable[str]) -> None:
+    """Remove files written by an import that was rolled back."""
+    for name in names:
+        try:
+            default_storage.delete(name)
+        except OSError:
+            pass

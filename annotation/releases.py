@@ -1,0 +1,249 @@
+"""Releases: freeze a split's verified items into an immutable, checksummed version, and export it.
+
+Freezing copies every verified item of one split, ordered by external id, into `ReleaseItem`
+rows whose payload is the item's *export line*: the import format of PROTOCOLS.md (``id``, the
+protocol fields, ``split``, ``tags``) plus ``resolved`` — every query's option order and correct
+answer from `annotation.protocols.resolve_queries` with the project's option seed (ChangeIt gets
+the label vocabulary of the whole release). The export then streams those stored lines as they
+are, so an export is cheap, and the same release always exports the same bytes.
+
+Checksum: SHA-256 over the canonical serialization (JSON, sorted keys, no spaces, UTF-8) of
+``{"protocol", "split", "option_seed"}`` and then of each export line in release order, each
+followed by a newline. It does not cover the version name or the creation time, so an export
+imported into a new project (``--verified``, same option seed) and frozen again gives the same
+checksum: the round trip is checkable by comparing two hex strings.
+
+Export formats (all streamed; nothing is built in memory):
+- ``json``: one object ``{protocol, project, version, split, created_at, item_count, checksum,
+  option_seed, items: [...]}``;
+- ``jsonl``: a first line ``{"release": {header}}`` then one export line per item — the item
+  importer skips that header line, so a JSONL export imports as is with ``--media-root``;
+- ``zip``: ``release.json`` (the header), ``items.jsonl`` (the export lines) and every media
+  file at the relative path its items name. Importing that zip needs nothing else.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import re
+import zipfile
+from typing import Any, Iterable, Iterator
+
+from django.core.files.storage import default_storage
+from django.db import IntegrityError, transaction
+
+from .models import Item, ItemStatus, MediaAsset, Project, Release, ReleaseItem
+from .protocols import changeit_vocabulary, resolve_queries
+
+VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,49}$")
+FREEZE_BATCH = 2000
+EXPORT_CHUNK = 2000
+FLUSH_BYTES = 256 * 1024
+EXPORT_FORMATS = ("json", "jsonl", "zip")
+
+
+class ReleaseRefused(Exception):
+    """A freeze that may not happen (version taken, nothing verified, bad name)."""
+
+
+def canonical(obj: Any) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def export_line(*, protocol: str, external_id: str, payload: dict, split: str, tags: list, seed: int, vocabulary=None) -> dict:
+    line = {"id": external_id, **payload, "split": split, "tags": list(tags)}
+    line["resolved"] = resolve_queries(protocol, external_id, payload, seed=seed, vocabulary=vocabulary)
+    return line
+
+
+def checksum_start(*, protocol: str, split: str, option_seed: int):
+    digest = hashlib.sha256()
+    digest.update(canonical({"protocol": protocol, "split": split, "option_seed": option_seed}) + b"\n")
+    return digest
+
+
+@transaction.atomic
+def release_freeze(*, project: Project, version: str, split: str = "test", user=None) -> Release:
+    """Freeze the verified items of `split` into release `version` (unique per project)."""
+    if not VERSION_RE.match(version or ""):
+        raise ReleaseRefused("version: use letters, digits, '.', '_' or '-' (e.g. v1), at most 50 characters")
+    if Release.objects.filter(project=project, version=version).exists():
+        raise ReleaseRefused(f"version: release {version} exists already; releases are immutable, pick a new version")
+    items = Item.objects.filter(project=project, split=split, status=ItemStatus.VERIFIED).order_by("external_id")
+    if not items.exists():
+        raise ReleaseRefused(f"split: no verified items in split {split!r}")
+    vocabulary = None
+    if project.protocol == "changeit":
+        vocabulary = changeit_vocabulary(items.values_list("payload", flat=True).iterator(chunk_size=EXPORT_CHUNK))
+    try:
+        with transaction.atomic():
+            release = Release.objects.create(
+                project=project, version=version, split=split, created_by=user, option_seed=project.option_seed, checksum=""
+            )
+    except IntegrityError as exc:  # a concurrent freeze took the version
+        raise ReleaseRefused(f"version: release {version} exists already") from exc
+    digest = checksum_start(protocol=project.protocol, split=split, option_seed=project.option_seed)
+    batch: list[ReleaseItem] = []
+    position = 0
+    rows = items.values_list("id", "external_id", "payload", "tags").iterator(chunk_size=EXPORT_CHUNK)
+    for pk, external_id, payload, tags in rows:
+        line = export_line(
+            protocol=project.protocol,
+            external_id=external_id,
+            payload=payload,
+            split=split,
+            tags=tags,
+            seed=project.option_seed,
+            vocabulary=vocabulary,
+        )
+        digest.update(canonical(line) + b"\n")
+        batch.append(ReleaseItem(release=release, item_id=pk, position=position, payload=line))
+        position += 1
+        if len(batch) >= FREEZE_BATCH:
+            ReleaseItem.objects.bulk_create(batch)
+            batch = []
+    if batch:
+        ReleaseItem.objects.bulk_create(batch)
+    release.item_count = position
+    release.checksum = digest.hexdigest()
+    release.save(update_fields=["item_count", "checksum"])
+    return release
+
+
+def release_header(release: Release) -> dict[str, Any]:
+    return {
+        "protocol": release.project.protocol,
+        "project": release.project.slug,
+        "version": release.version,
+        "split": release.split,
+        "created_at": release.created_at.isoformat(),
+        "item_count": release.item_count,
+        "checksum": release.checksum,
+        "checksum_method": "sha256(canonical {protocol, split, option_seed} + canonical item lines, newline-terminated)",
+        "option_seed": release.option_seed,
+    }
+
+
+def release_lines(release: Release) -> Iterator[dict]:
+    """The export lines in release order, fetched in chunks (server-side cursor on PostgreSQL)."""
+    rows = ReleaseItem.objects.filter(release=release).order_by("position").values_list("payload", flat=True)
+    return rows.iterator(chunk_size=EXPORT_CHUNK)
+
+
+def _buffered(parts: Iterable[bytes]) -> Iterator[bytes]:
+    """Join small pieces into chunks of about FLUSH_BYTES for the response / file writes."""
+    buf: list[bytes] = []
+    size = 0
+    for part in parts:
+        buf.append(part)
+        size += len(part)
+        if size >= FLUSH_BYTES:
+            yield b"".join(buf)
+            buf, size = [], 0
+    if buf:
+        yield b"".join(buf)
+
+
+def _dumps(obj: Any) -> bytes:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _json_parts(release: Release) -> Iterator[bytes]:
+    head = _dumps(release_header(release))
+    yield head[:-1] + b',"items":['
+    first = True
+    for line in release_lines(release):
+        yield (b"\n" if first else b",\n") + _dumps(line)
+        first = False
+    yield b"\n]}\n"
+
+
+def _jsonl_parts(release: Release, *, header: bool = True) -> Iterator[bytes]:
+    if header:
+        yield _dumps({"release": release_header(release)}) + b"\n"
+    for line in release_lines(release):
+        yield _dumps(line) + b"\n"
+
+
+class _StreamSink(io.RawIOBase):
+    """A write-only, non-seekable file for zipfile; the generator drains what was written."""
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+        self._pos = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        self._buf += data
+        self._pos += len(data)
+        return len(data)
+
+    def tell(self) -> int:
+        return self._pos
+
+    def drain(self) -> bytes:
+        out = bytes(self._buf)
+        self._buf.clear()
+        return out
+
+
+def _zip_parts(release: Release) -> Iterator[bytes]:
+    """A zip written on the fly (data descriptors, no seeking): header, items, media files."""
+    from .protocols import MEDIA_FIELDS
+
+    sink = _StreamSink()
+    media_fields = MEDIA_FIELDS[release.project.protocol]
+    wanted: dict[str, str] = {}  # relative path -> sha256 (first item naming a path wins)
+    with zipfile.ZipFile(sink, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+        zf.writestr("release.json", json.dumps(release_header(release), indent=2))
+        yield sink.drain()
+        rows = (
+            ReleaseItem.objects.filter(release=release)
+            .order_by("position")
+            .values_list("payload", "item__media")
+            .iterator(chunk_size=EXPORT_CHUNK)
+        )
+        with zf.open("items.jsonl", "w", force_zip64=True) as out:
+            for line, media in rows:
+                out.write(_dumps(line) + b"\n")
+                for name in media_fields:
+                    paths, shas = line.get(name), media.get(name)
+                    if isinstance(paths, list):
+                        pairs = zip(paths, shas or [])
+                    else:
+                        pairs = [(paths, shas)] if paths and shas else []
+                    for path, sha in pairs:
+                        wanted.setdefault(path, sha)
+                if len(sink._buf) >= FLUSH_BYTES:
+                    yield sink.drain()
+        yield sink.drain()
+        files = dict(MediaAsset.objects.filter(sha256__in=set(wanted.values())).values_list("sha256", "file"))
+        for path in sorted(wanted):
+            info = zipfile.ZipInfo(path, date_time=(2020, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_STORED  # media are compressed already
+            with default_storage.open(files[wanted[path]], "rb") as src, zf.open(info, "w", force_zip64=True) as dst:
+                while chunk := src.read(FLUSH_BYTES):
+                    dst.write(chunk)
+                    yield sink.drain()
+    yield sink.drain()
+
+
+def release_export(release: Release, fmt: str = "json") -> Iterator[bytes]:
+    """The release as a stream of byte chunks in `fmt` (json | jsonl | zip)."""
+    if fmt == "json":
+        return _buffered(_json_parts(release))
+    if fmt == "jsonl":
+        return _buffered(_jsonl_parts(release))
+    if fmt == "zip":
+        return (chunk for chunk in _zip_parts(release) if chunk)
+    raise ValueError(f"unknown export format {fmt!r}; use one of {', '.join(EXPORT_FORMATS)}")
+
+
+def export_filename(release: Release, fmt: str) -> str:
+    return f"{release.project.slug}-{release.version}.{fmt}"
+
+
+EXPORT_CONTENT_TYPES = {"json": "application/json", "jsonl": "application/x-ndjson", "zip": "application/zip"}
