@@ -1,0 +1,384 @@
+"""Agreement statistics for the four workflows. Plain Python, no Django.
+
+Inputs are plain results as stored in `Annotation.result` (see annotation/results.py). Every
+function here is deterministic and side-effect free so the same numbers can be recomputed from
+an export in a notebook.
+"""
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter, defaultdict
+from itertools import combinations
+from typing import Any, Callable, Hashable, Iterable, Sequence
+
+from .protocols import OSC_CRITERIA
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCT = str.maketrans({c: " " for c in string.punctuation})
+
+
+def normalize_text(text: Any) -> str:
+    """Lowercase, punctuation and articles removed, whitespace collapsed."""
+    lowered = str(text or "").lower().translate(_PUNCT)
+    return " ".join(_ARTICLES.sub(" ", lowered).split())
+
+
+def median(values: Sequence[float]) -> float | None:
+    ordered = sorted(values)
+    n = len(ordered)
+    if not n:
+        return None
+    mid = n // 2
+    return float(ordered[mid]) if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def median_seconds(milliseconds: Iterable[int]) -> float | None:
+    value = median([ms / 1000 for ms in milliseconds])
+    return None if value is None else round(value, 3)
+
+
+# --- boxes --------------------------------------------------------------------------------
+
+def box_iou(a: Sequence[float], b: Sequence[float]) -> float:
+    """Intersection over union of two [x, y, width, height] boxes."""
+    ax0, ay0, aw, ah = a
+    bx0, by0, bw, bh = b
+    iw = min(ax0 + aw, bx0 + bw) - max(ax0, bx0)
+    ih = min(ay0 + ah, by0 + bh) - max(ay0, by0)
+    inter = max(0.0, iw) * max(0.0, ih)
+    union = aw * ah + bw * bh - inter
+    return inter / union if union > 0 else 0.0
+
+
+BOX_CONSISTENT_IOU = 0.5
+
+
+def box_pair(r1: dict, r2: dict) -> tuple[float | None, bool]:
+    """(IoU or None when not both drew a box, consistent?) for two box results.
+
+    Two boxes are consistent at IoU >= 0.5 with the same state label; two answers without a box
+    are consistent when they give the same outcome; a box against an outcome never is.
+    """
+    if "bbox" in r1 and "bbox" in r2:
+        iou = box_iou(r1["bbox"], r2["bbox"])
+        return iou, iou >= BOX_CONSISTENT_IOU and r1.get("state") == r2.get("state")
+    if "bbox" in r1 or "bbox" in r2:
+        return 0.0, False
+    return None, r1.get("outcome") == r2.get("outcome")
+
+
+def box_summary(items: Iterable[Sequence[dict]]) -> dict[str, Any]:
+    """Mean IoU over annotator pairs that both drew a box; share of items whose pairs all agree."""
+    ious: list[float] = []
+    consistent = n_items = 0
+    for results in items:
+        if len(results) < 2:
+            continue
+        n_items += 1
+        pairs = [box_pair(a, b) for a, b in combinations(results, 2)]
+        ious.extend(iou for iou, _ in pairs if iou is not None)
+        consistent += all(ok for _, ok in pairs)
+    return {
+        "items": n_items,
+        "pairs_with_boxes": len(ious),
+        "mean_iou": round(sum(ious) / len(ious), 4) if ious else None,
+        "consistent_share": round(consistent / n_items, 4) if n_items else None,
+        "consistent_at": BOX_CONSISTENT_IOU,
+    }
+
+
+# --- blind QA -----------------------------------------------------------------------------
+
+def normalize_qa_answer(answer: Any) -> Hashable:
+    """A comparable form: letters upper-cased, integers parsed, sets as sorted normalized tuples."""
+    if answer is None:
+        return None
+    if isinstance(answer, bool):
+        return str(answer)
+    if isinstance(answer, int):
+        return answer
+    if isinstance(answer, str):
+        text = answer.strip()
+        if re.fullmatch(r"-?\d+", text):
+            return int(text)
+        if re.fullmatch(r"[A-Za-z]", text):
+            return (text.upper(),)
+        if "," in text:
+            return normalize_qa_answer(text.split(","))
+        return (" ".join(text.lower().split()),)
+    if isinstance(answer, (list, tuple)):
+        parts = [str(v).strip() for v in answer if str(v).strip()]
+        if parts and all(re.fullmatch(r"[A-Za-z]", p) for p in parts):
+            return tuple(sorted(p.upper() for p in parts))
+        return tuple(sorted(" ".join(p.lower().split()) for p in parts))
+    return repr(answer)
+
+
+def qa_correct(answer: Any, truth: Any) -> bool:
+    return answer is not None and normalize_qa_answer(answer) == normalize_qa_answer(truth)
+
+
+def qa_summary(items: Iterable[tuple[Any, Sequence[Any]]]) -> dict[str, Any]:
+    """items: (final truth or None, blind answers). Accuracy vs truth and pairwise agreement."""
+    correct = scored = agree = pairs = 0
+    for truth, answers in items:
+        if truth is not None:
+            for answer in answers:
+                scored += 1
+                correct += qa_correct(answer, truth)
+        for a, b in combinations(answers, 2):
+            pairs += 1
+            agree += a is not None and normalize_qa_answer(a) == normalize_qa_answer(b)
+    return {
+        "answers_scored": scored,
+        "accuracy": round(correct / scored, 4) if scored else None,
+        "pairs": pairs,
+        "pairwise_agreement": round(agree / pairs, 4) if pairs else None,
+    }
+
+
+# --- quintuplets --------------------------------------------------------------------------
+
+QUINTUPLET_TEXT_FIELDS = ("state_a", "state_b", "change")
+QUINTUPLET_FIELDS = ("state_a", "state_b", "change", "change_distractors", "category", "difference")
+
+
+def quintuplet_field_value(result: dict, field: str) -> Hashable:
+    value = result.get(field)
+    if field == "change_distractors":
+        return tuple(sorted(normalize_text(v) for v in value or []))
+    if field in QUINTUPLET_TEXT_FIELDS:
+        return normalize_text(value)
+    return value
+
+
+def quintuplet_summary(items: Iterable[Sequence[dict]]) -> dict[str, Any]:
+    """Per field: share of annotator pairs whose normalized values are equal."""
+    agree = Counter()
+    pairs = 0
+    for results in items:
+        for a, b in combinations(results, 2):
+            pairs += 1
+            for field in QUINTUPLET_FIELDS:
+                agree[field] += quintuplet_field_value(a, field) == quintuplet_field_value(b, field)
+    return {
+        "pairs": pairs,
+        "fields": {f: (round(agree[f] / pairs, 4) if pairs else None) for f in QUINTUPLET_FIELDS},
+    }
+
+
+# --- ratings: Krippendorff's alpha --------------------------------------------------------
+
+def _delta_nominal(c, k, marginals, values):
+    return 0.0 if c == k else 1.0
+
+
+def _delta_interval(c, k, marginals, values):
+    return float(c - k) ** 2
+
+
+def _delta_ratio(c, k, marginals, values):
+    return ((c - k) / (c + k)) ** 2 if c + k else 0.0
+
+
+def _delta_ordinal(c, k, marginals, values):
+    lo, hi = (c, k) if values.index(c) <= values.index(k) else (k, c)
+    i, j = values.index(lo), values.index(hi)
+    between = sum(marginals[values[g]] for g in range(i, j + 1))
+    return (between - (marginals[lo] + marginals[hi]) / 2) ** 2
+
+
+_DELTAS: dict[str, Callable] = {
+    "nominal": _delta_nominal,
+    "ordinal": _delta_ordinal,
+    "interval": _delta_interval,
+    "ratio": _delta_ratio,
+}
+
+
+def coincidence_matrix(units: Iterable[Sequence[Any]]) -> dict[tuple[Any, Any], float]:
+    """o_ck: each unit with m >= 2 values adds 1/(m-1) for every ordered pair of its values."""
+    matrix: dict[tuple[Any, Any], float] = defaultdict(float)
+    for unit in units:
+        values = [v for v in unit if v is not None]
+        m = len(values)
+        if m < 2:
+            continue
+        for i, c in enumerate(values):
+            for j, k in enumerate(values):
+                if i != j:
+                    matrix[(c, k)] += 1.0 / (m - 1)
+    return dict(matrix)
+
+
+def krippendorff_alpha(units: Iterable[Sequence[Any]], metric: str = "ordinal") -> float | None:
+    """Krippendorff's alpha over units (one list of coders' values each, None = missing).
+
+    Built from the coincidence matrix: alpha = 1 - D_o / D_e with
+    D_o = sum o_ck d2_ck / n and D_e = sum n_c n_k d2_ck / (n (n - 1)). The ordinal metric uses
+    d2_ck = (sum of n_g for g from c to k - (n_c + n_k) / 2)^2 over the sorted values seen.
+    Returns None when undefined (fewer than two pairable values, or no variation at all).
+    """
+    delta = _DELTAS[metric]
+    matrix = coincidence_matrix(units)
+    marginals: dict[Any, float] = defaultdict(float)
+    for (c, _k), o in matrix.items():
+        marginals[c] += o
+    n = sum(marginals.values())
+    if n <= 1:
+        return None
+    values = sorted(marginals)
+    observed = sum(o * delta(c, k, marginals, values) for (c, k), o in matrix.items()) / n
+    expected = sum(
+        marginals[c] * marginals[k] * delta(c, k, marginals, values) for c in values for k in values
+    ) / (n * (n - 1))
+    if expected == 0:
+        return None
+    return 1.0 - observed / expected
+
+
+def rating_summary(items: Iterable[Sequence[dict]], criteria: Sequence[str] = OSC_CRITERIA) -> dict[str, Any]:
+    """Per criterion: ordinal alpha over the items with at least two numeric scores, and n."""
+    items = list(items)
+    out: dict[str, Any] = {}
+    for criterion in criteria:
+        units = [[(r.get("scores") or {}).get(criterion) for r in results] for results in items]
+        pairable = [u for u in units if sum(v is not None for v in u) >= 2]
+        alpha = krippendorff_alpha(pairable, "ordinal")
+        out[criterion] = {"alpha": None if alpha is None else round(alpha, 4), "n_items": len(pairable)}
+    return {"criteria": out}
+
+
+# --- pairs, consensus, disagreements ------------------------------------------------------
+
+def pair_agreement(workflow: str, r1: dict, r2: dict) -> float | None:
+    """0..1 agreement of two annotators on one item (None when there is nothing to compare)."""
+    if workflow == "box":
+        return 1.0 if box_pair(r1, r2)[1] else 0.0
+    if workflow == "qa":
+        return 1.0 if normalize_qa_answer(r1.get("answer")) == normalize_qa_answer(r2.get("answer")) else 0.0
+    if workflow == "quintuplet":
+        same = sum(quintuplet_field_value(r1, f) == quintuplet_field_value(r2, f) for f in QUINTUPLET_FIELDS)
+        return same / len(QUINTUPLET_FIELDS)
+    if workflow == "rating":
+        s1, s2 = r1.get("scores") or {}, r2.get("scores") or {}
+        diffs = [abs(s1[c] - s2[c]) for c in s1 if s1.get(c) is not None and s2.get(c) is not None]
+        return 1 - sum(diffs) / (4 * len(diffs)) if diffs else None
+    raise ValueError(f"unknown workflow {workflow!r}")
+
+
+def results_agree(workflow: str, results: Sequence[dict]) -> bool:
+    """Whether every annotator pair agrees fully (the condition for auto-verification)."""
+    if len(results) < 2:
+        return False
+    if workflow == "qa" and any(r.get("flags") for r in results):
+        return False
+    if workflow == "rating":
+        # Raters agree when no criterion spreads more than one point and N/A is unanimous.
+        for c in {c for r in results for c in (r.get("scores") or {})}:
+            vals = [(r.get("scores") or {}).get(c) for r in results]
+            if any(v is None for v in vals) and not all(v is None for v in vals):
+                return False
+            nums = [v for v in vals if v is not None]
+            if nums and max(nums) - min(nums) > 1:
+                return False
+        return True
+    return all(pair_agreement(workflow, a, b) == 1.0 for a, b in combinations(results, 2))
+
+
+def consensus_result(workflow: str, results: Sequence[dict]) -> dict:
+    """The merged answer of agreeing annotators: boxes averaged, otherwise the first result."""
+    first = dict(results[0])
+    if workflow == "box" and "bbox" in first:
+        boxes = [r["bbox"] for r in results]
+        first["bbox"] = [round(sum(b[i] for b in boxes) / len(boxes), 2) for i in range(4)]
+    return first
+
+
+def _field_values(workflow: str, result: dict) -> dict[str, Any]:
+    if workflow == "quintuplet":
+        return {f: result.get(f) for f in QUINTUPLET_FIELDS}
+    if workflow == "box":
+        if "bbox" in result:
+            return {"bbox": result["bbox"], "state": result.get("state"), "outcome": None}
+        return {"bbox": None, "state": None, "outcome": result.get("outcome")}
+    if workflow == "qa":
+        return {"answer": result.get("answer"), "flags": result.get("flags", [])}
+    if workflow == "rating":
+        return {f"scores.{c}": v for c, v in (result.get("scores") or {}).items()}
+    raise ValueError(f"unknown workflow {workflow!r}")
+
+
+def field_disagreements(workflow: str, annotations: Sequence[tuple[int, dict]]) -> dict[str, Any]:
+    """Per field: each annotation's value and whether they all agree (after normalization).
+
+    Boxes agree when every pair has IoU >= 0.5 (min_iou is given); ratings agree when they
+    spread at most one point; text fields compare after `normalize_text`.
+    """
+    per_field: dict[str, list[tuple[int, Any]]] = defaultdict(list)
+    for annotation_id, result in annotations:
+        for field, value in _field_values(workflow, result).items():
+            per_field[field].append((annotation_id, value))
+    out: dict[str, Any] = {}
+    for field, pairs in per_field.items():
+        values = [v for _, v in pairs]
+        entry: dict[str, Any] = {"values": [{"annotation": a, "value": v} for a, v in pairs]}
+        if workflow == "box" and field == "bbox":
+            boxes = [v for v in values if v is not None]
+            ious = [box_iou(a, b) for a, b in combinations(boxes, 2)]
+            entry["min_iou"] = round(min(ious), 4) if ious else None
+            agree = (len(boxes) == len(values)) and all(i >= BOX_CONSISTENT_IOU for i in ious) if boxes else True
+        elif workflow == "rating":
+            nums = [v for v in values if v is not None]
+            agree = (not nums or max(nums) - min(nums) <= 1) and (len(nums) in (0, len(values)))
+        elif workflow == "quintuplet":
+            agree = len({quintuplet_field_value({field: v}, field) for v in values}) <= 1
+        elif workflow == "qa" and field == "answer":
+            agree = len({normalize_qa_answer(v) for v in values}) <= 1
+        else:
+            agree = len({repr(v) for v in values}) <= 1
+        entry["agree"] = bool(agree)
+        out[field] = entry
+    return out
+
+
+# --- gold ---------------------------------------------------------------------------------
+
+def gold_correct(workflow: str, payload: dict, result: dict) -> bool | None:
+    """Whether an annotation matches a gold item's known answer (None when the item has none)."""
+    if workflow == "qa":
+        if payload.get("answer") is None:
+            return None
+        return qa_correct(result.get("answer"), payload["answer"])
+    if workflow == "box":
+        if "bbox" in payload:
+            return "bbox" in result and box_pair(result, {"bbox": payload["bbox"], "state": payload.get("state")})[1]
+        if payload.get("outcome"):
+            return result.get("outcome") == payload["outcome"]
+        if payload.get("state"):
+            return result.get("state") == payload["state"]
+        return None
+    if workflow == "quintuplet":
+        known = [f for f in QUINTUPLET_FIELDS if payload.get(f) is not None]
+        if not known:
+            return None
+        # Free text is written differently by every annotator; gold checks the closed fields.
+        closed = [f for f in ("category", "difference") if f in known] or known
+        return all(quintuplet_field_value(result, f) == quintuplet_field_value(payload, f) for f in closed)
+    if workflow == "rating":
+        gold = payload.get("gold_scores")
+        if not gold:
+            return None
+        scores = result.get("scores") or {}
+        return all(
+            (v is None and scores.get(c) is None) or (v is not None and scores.get(c) is not None and abs(scores[c] - v) <= 1)
+            for c, v in gold.items()
+        )
+    raise ValueError(f"unknown workflow {workflow!r}")
+
+
+def mean(values: Iterable[float]) -> float | None:
+    values = list(values)
+    return sum(values) / len(values) if values else None
+

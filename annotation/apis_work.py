@@ -1,0 +1,175 @@
+"""JSON API of annotation work: the task queue (annotators), review (reviewers), agreement.
+
+Thin views: parse, check the role through annotation.permissions, call one service or selector.
+Errors: 400 {"detail", "errors": {field: message}}, 404 for anything the user may not see,
+403 for a role too low, 409 {"detail"} for a stale or lost write.
+"""
+from __future__ import annotations
+
+from django.http import Http404
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from . import services
+from .models import Item, Role, Task
+from .permissions import get_project_for, require_role
+from .results import ResultInvalid
+from .selectors import (
+    annotation_view,
+    item_review_detail,
+    project_agreement,
+    review_queue_for,
+    task_view,
+)
+
+
+def _bad_request(errors: dict[str, str]) -> Response:
+    names = ", ".join(errors)
+    return Response({"detail": f"Please fix: {names}.", "errors": errors}, status=status.HTTP_400_BAD_REQUEST)
+
+
+def _parse(serializer_class, data) -> dict:
+    serializer = serializer_class(data=data)
+    if not serializer.is_valid():
+        errors = {k: " ".join(str(m) for m in (v if isinstance(v, list) else [v])) for k, v in serializer.errors.items()}
+        raise ResultInvalid(errors)
+    return serializer.validated_data
+
+
+class WorkApi(APIView):
+    """Maps service outcomes to HTTP statuses in one place."""
+
+    def handle_exception(self, exc):
+        if isinstance(exc, ResultInvalid):
+            return _bad_request(exc.errors)
+        if isinstance(exc, services.TaskConflict):
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        if isinstance(exc, services.TaskNotFound):
+            exc = Http404(str(exc))
+        return super().handle_exception(exc)
+
+    def own_task_project(self, request, task_id: int):
+        """The project of the caller's own task, checking they still annotate in it (404 otherwise)."""
+        task = Task.objects.filter(pk=task_id, annotator=request.user).select_related("item__project").first()
+        if task is None:
+            raise Http404("No such task.")
+        require_role(request.user, task.item.project, Role.ANNOTATOR)
+        return task.item.project
+
+
+class TaskNextApi(WorkApi):
+    class InputSerializer(serializers.Serializer):
+        exclude = serializers.ListField(child=serializers.IntegerField(), required=False, default=list, max_length=10)
+
+    def post(self, request, slug: str):
+        project = get_project_for(request.user, slug, Role.ANNOTATOR)
+        data = _parse(self.InputSerializer, request.data or {})
+        task = services.task_claim_next(project=project, user=request.user, exclude=tuple(data["exclude"]))
+        if task is None:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        return Response(task_view(task=task))
+
+
+class TaskDraftApi(WorkApi):
+    class InputSerializer(serializers.Serializer):
+        draft = serializers.JSONField()
+        version = serializers.IntegerField(min_value=0)
+
+        def validate_draft(self, value):
+            if not isinstance(value, dict):
+                raise serializers.ValidationError("The draft must be a JSON object.")
+            return value
+
+    def put(self, request, task_id: int):
+        self.own_task_project(request, task_id)
+        data = _parse(self.InputSerializer, request.data)
+        task = services.task_save_draft(task_id=task_id, user=request.user, draft=data["draft"], version=data["version"])
+        return Response({"task": task.pk, "version": task.draft_version, "lease_expires": task.lease_expires.isoformat()})
+
+
+class TaskRenewApi(WorkApi):
+    def post(self, request, task_id: int):
+        self.own_task_project(request, task_id)
+        task = services.task_renew(task_id=task_id, user=request.user)
+        return Response({"task": task.pk, "lease_expires": task.lease_expires.isoformat()})
+
+
+class TaskSubmitApi(WorkApi):
+    class InputSerializer(serializers.Serializer):
+        result = serializers.JSONField()
+        time_spent_ms = serializers.IntegerField(min_value=0, max_value=2_000_000_000, required=False, default=0)
+
+    def post(self, request, task_id: int):
+        self.own_task_project(request, task_id)
+        data = _parse(self.InputSerializer, request.data)
+        key = request.headers.get("Idempotency-Key")
+        if key is not None and len(key) > 200:
+            raise ResultInvalid({"Idempotency-Key": "At most 200 characters."})
+        outcome = services.task_submit(task_id=task_id, user=request.user, result=data["result"],
+                                       time_spent_ms=data["time_spent_ms"], idempotency_key=key)
+        return Response(
+            annotation_view(annotation=outcome.annotation, warnings=outcome.warnings),
+            status=status.HTTP_201_CREATED if outcome.created else status.HTTP_200_OK,
+        )
+
+
+class TaskSkipApi(WorkApi):
+    def post(self, request, task_id: int):
+        self.own_task_project(request, task_id)
+        task = services.task_skip(task_id=task_id, user=request.user)
+        return Response({"task": task.pk, "status": task.status})
+
+
+class ReviewQueueApi(WorkApi):
+    def get(self, request, slug: str):
+        project = get_project_for(request.user, slug, Role.REVIEWER)
+        try:
+            limit = min(max(int(request.query_params.get("limit", 100)), 1), 500)
+            offset = max(int(request.query_params.get("offset", 0)), 0)
+        except ValueError:
+            raise ResultInvalid({"limit": "limit and offset are whole numbers."})
+        return Response(review_queue_for(project=project, limit=limit, offset=offset))
+
+
+class ItemReviewApi(WorkApi):
+    class InputSerializer(serializers.Serializer):
+        decision = serializers.ChoiceField(choices=["accept", "edit", "discard"])
+        annotation = serializers.IntegerField(required=False, allow_null=True, default=None)
+        result = serializers.JSONField(required=False, allow_null=True, default=None)
+        comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=5000)
+
+    def _item(self, request, item_id: int) -> Item:
+        item = Item.objects.select_related("project").filter(pk=item_id).first()
+        if item is None:
+            raise Http404("No such item.")
+        require_role(request.user, item.project, Role.REVIEWER)
+        return item
+
+    def get(self, request, item_id: int):
+        return Response(item_review_detail(item=self._item(request, item_id)))
+
+    def post(self, request, item_id: int):
+        self._item(request, item_id)
+        data = _parse(self.InputSerializer, request.data)
+        review = services.review_decide(item_id=item_id, reviewer=request.user, decision=data["decision"],
+                                        annotation_id=data["annotation"], result=data["result"],
+                                        comment=data["comment"])
+        return Response(
+            {
+                "review": review.pk,
+                "item": item_id,
+                "decision": review.decision,
+                "status": review.item.status,
+                "reviewer": request.user.username,
+                "created_at": review.created_at.isoformat(),
+                "payload": review.item.payload,
+            },
+            status=status.HTTP_201_CREATED,
+        )
+
+
+class AgreementApi(WorkApi):
+    def get(self, request, slug: str):
+        project = get_project_for(request.user, slug, Role.REVIEWER)
+        return Response(project_agreement(project=project))

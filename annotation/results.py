@@ -1,0 +1,290 @@
+"""Validation of a submitted annotation result, one function per workflow. Plain Python, no Django.
+
+Each validator returns the cleaned result (the exact JSON stored) or raises `ResultInvalid`
+whose `errors` maps a field name (``"bbox"``, ``"scores.subject"``, ``"change_distractors.2"``)
+to a message a person can act on. Light format checks that should not block a submit (a state
+description that names no state, a change that does not start with a verb) come back as
+warnings from `quintuplet_warnings`.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .protocols import BOX_OUTCOMES, LETTERS, OSC_CRITERIA, OSC_NULLABLE, QA_FLAGS, STATUS_CATEGORIES, STATUS_DIFFERENCES
+
+QA_FORMATS = ("choice", "count", "set")
+MAX_TEXT = 500
+
+
+class ResultInvalid(ValueError):
+    def __init__(self, errors: dict[str, str]):
+        self.errors = dict(errors)
+        super().__init__("; ".join(f"{k}: {v}" for k, v in self.errors.items()))
+
+
+@dataclass(frozen=True)
+class BoxContext:
+    width: int | None
+    height: int | None
+    labels: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class QAContext:
+    format: str
+    n_options: int = 0
+    multiple: bool = False
+
+
+@dataclass(frozen=True)
+class RatingContext:
+    criteria: tuple[str, ...] = OSC_CRITERIA
+    nullable: tuple[str, ...] = OSC_NULLABLE
+
+
+@dataclass(frozen=True)
+class Validated:
+    result: dict[str, Any]
+    warnings: dict[str, str] = field(default_factory=dict)
+
+
+def _require_mapping(result: Any) -> dict[str, Any]:
+    if not isinstance(result, dict):
+        raise ResultInvalid({"result": "The result must be a JSON object."})
+    return result
+
+
+def _text(value: Any, name: str, errors: dict[str, str]) -> str | None:
+    if not isinstance(value, str) or not value.strip():
+        errors[name] = "Write a non-empty text."
+        return None
+    text = " ".join(value.split())
+    if len(text) > MAX_TEXT:
+        errors[name] = f"At most {MAX_TEXT} characters."
+        return None
+    return text
+
+
+def _unknown_keys(result: dict[str, Any], allowed: set[str], errors: dict[str, str]) -> None:
+    for key in sorted(set(result) - allowed):
+        errors[key] = "Unknown field."
+
+
+# --- quintuplet ---------------------------------------------------------------------------
+
+QUINTUPLET_FIELDS = ("state_a", "state_b", "change", "change_distractors", "category", "difference")
+
+# Words that begin a noun phrase, never a verb: a change description starting with one of these
+# ("the door opens", "a door being opened") is probably not an imperative verb phrase.
+_NOT_VERB_START = {
+    "a", "an", "the", "this", "that", "these", "those", "some", "its", "his", "her", "their",
+    "my", "our", "your", "it", "he", "she", "they", "someone", "somebody", "object", "state",
+}
+# Words that describe a state rather than an object; a state description made of these alone
+# ("open", "slightly opened") names no object.
+_STATE_ONLY = {"open", "opened", "closed", "close", "on", "off", "full", "empty", "whole", "cut", "half",
+               "slightly", "fully", "partly", "partially", "very", "not"}
+
+
+def quintuplet_warnings(result: dict[str, Any]) -> dict[str, str]:
+    warnings: dict[str, str] = {}
+    for name in ("state_a", "state_b"):
+        words = re.findall(r"[a-z]+", str(result.get(name, "")).lower())
+        content = [w for w in words if w not in _NOT_VERB_START]
+        if len(content) < 2 or all(w in _STATE_ONLY for w in content):
+            warnings[name] = "A state description should name the object and its state, e.g. 'a slightly opened door'."
+    changes = [("change", result.get("change", ""))] + [
+        (f"change_distractors.{i}", text) for i, text in enumerate(result.get("change_distractors") or [])
+    ]
+    for name, text in changes:
+        words = re.findall(r"[a-z]+", str(text).lower())
+        if not words or words[0] in _NOT_VERB_START or words[0].endswith("ly") or len(words) < 2:
+            warnings[name] = "A change description should start with a verb, e.g. 'open the door'."
+    return warnings
+
+
+def validate_quintuplet(result: Any) -> Validated:
+    result = _require_mapping(result)
+    errors: dict[str, str] = {}
+    _unknown_keys(result, set(QUINTUPLET_FIELDS), errors)
+    clean: dict[str, Any] = {}
+    for name in ("state_a", "state_b", "change"):
+        clean[name] = _text(result.get(name), name, errors)
+    distractors = result.get("change_distractors")
+    if not isinstance(distractors, list) or len(distractors) != 3:
+        errors["change_distractors"] = "Give exactly 3 wrong change descriptions."
+    else:
+        texts = [_text(d, f"change_distractors.{i}", errors) for i, d in enumerate(distractors)]
+        clean["change_distractors"] = texts
+        folded = [t.lower() for t in texts if t]
+        if len(set(folded)) != len(folded):
+            errors.setdefault("change_distractors", "The 3 wrong change descriptions must differ from each other.")
+        if clean.get("change") and clean["change"].lower() in folded:
+            errors.setdefault("change_distractors", "A wrong change description repeats the correct change.")
+    if clean.get("state_a") and clean.get("state_b") and clean["state_a"].lower() == clean["state_b"].lower():
+        errors["state_b"] = "The two states must differ."
+    for name, allowed in (("category", STATUS_CATEGORIES), ("difference", STATUS_DIFFERENCES)):
+        value = result.get(name)
+        if value not in allowed:
+            errors[name] = f"Choose one of: {', '.join(allowed)}."
+        clean[name] = value
+    if errors:
+        raise ResultInvalid(errors)
+    return Validated(clean, quintuplet_warnings(clean))
+
+
+# --- box ----------------------------------------------------------------------------------
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if value != value or value in (float("inf"), float("-inf")):
+        return None
+    return float(value)
+
+
+def clip_box(bbox: list[float], width: int | None, height: int | None) -> list[float] | None:
+    """[x, y, w, h] clipped to the image; None when nothing of the box is inside it."""
+    x, y, w, h = bbox
+    x0, y0, x1, y1 = max(0.0, x), max(0.0, y), x + w, y + h
+    if width:
+        x1 = min(float(width), x1)
+    if height:
+        y1 = min(float(height), y1)
+    if x1 - x0 <= 0 or y1 - y0 <= 0:
+        return None
+    return [round(x0, 2), round(y0, 2), round(x1 - x0, 2), round(y1 - y0, 2)]
+
+
+def validate_box(result: Any, ctx: BoxContext) -> Validated:
+    result = _require_mapping(result)
+    errors: dict[str, str] = {}
+    if "outcome" in result:
+        _unknown_keys(result, {"outcome"}, errors)
+        if result["outcome"] not in BOX_OUTCOMES:
+            errors["outcome"] = f"Choose one of: {', '.join(BOX_OUTCOMES)}."
+        if errors:
+            raise ResultInvalid(errors)
+        return Validated({"outcome": result["outcome"]})
+    _unknown_keys(result, {"bbox", "state"}, errors)
+    bbox = result.get("bbox")
+    clean: dict[str, Any] = {}
+    numbers = [_number(v) for v in bbox] if isinstance(bbox, list) else []
+    if len(numbers) != 4 or any(v is None for v in numbers):
+        errors["bbox"] = "Draw one box: [x, y, width, height] in image pixels (or answer nothing_to_label / cannot_determine)."
+    elif numbers[2] <= 0 or numbers[3] <= 0:
+        errors["bbox"] = "The box needs a positive width and height."
+    else:
+        clipped = clip_box(numbers, ctx.width, ctx.height)
+        if clipped is None:
+            errors["bbox"] = "The box lies outside the image."
+        clean["bbox"] = clipped
+    state = result.get("state")
+    if not isinstance(state, str) or state not in ctx.labels:
+        errors["state"] = "Pick the state label from the listed candidates."
+    clean["state"] = state
+    if errors:
+        raise ResultInvalid(errors)
+    return Validated(clean)
+
+
+# --- blind QA -----------------------------------------------------------------------------
+
+def _letters(value: Any) -> list[str] | None:
+    if isinstance(value, str):
+        value = [part for part in re.split(r"[\s,;]+", value.strip()) if part]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        return None
+    return [v.strip().upper() for v in value]
+
+
+def validate_qa(result: Any, ctx: QAContext) -> Validated:
+    result = _require_mapping(result)
+    errors: dict[str, str] = {}
+    _unknown_keys(result, {"answer", "flags"}, errors)
+    flags = result.get("flags", [])
+    if not isinstance(flags, list) or any(f not in QA_FLAGS for f in flags):
+        errors["flags"] = f"Flags are a list drawn from: {', '.join(QA_FLAGS)}."
+        flags = []
+    flags = [f for f in QA_FLAGS if f in flags]  # canonical order, no repeats
+    answer = result.get("answer")
+    clean_answer: Any = None
+    if answer is None or answer == "" or answer == []:
+        if not flags:
+            errors["answer"] = "Answer the question, or set a flag saying why you cannot."
+    elif ctx.format == "choice":
+        allowed = set(LETTERS[: ctx.n_options])
+        letters = _letters(answer)
+        if letters is None or not letters or any(v not in allowed for v in letters):
+            errors["answer"] = f"Answer with option letters from {', '.join(sorted(allowed))}."
+        elif len(set(letters)) != len(letters):
+            errors["answer"] = "Each option letter at most once."
+        elif not ctx.multiple and len(letters) != 1:
+            errors["answer"] = "Exactly one option is correct for this question: give one letter."
+        else:
+            clean_answer = sorted(letters) if ctx.multiple else letters[0]
+    elif ctx.format == "count":
+        if isinstance(answer, str) and answer.strip().isdigit():
+            answer = int(answer.strip())
+        if isinstance(answer, bool) or not isinstance(answer, int) or answer < 0:
+            errors["answer"] = "Answer with a whole number (0 or more)."
+        else:
+            clean_answer = answer
+    elif ctx.format == "set":
+        if isinstance(answer, str):
+            answer = answer.split(",")
+        if not isinstance(answer, list) or not all(isinstance(v, str) for v in answer):
+            errors["answer"] = "Answer with a list of objects."
+        else:
+            clean_answer = [" ".join(v.split()) for v in answer if v.strip()]
+            if not clean_answer and not flags:
+                errors["answer"] = "Name at least one object, or set a flag."
+    else:
+        errors["answer"] = f"This item has an unknown answer format {ctx.format!r}."
+    if errors:
+        raise ResultInvalid(errors)
+    return Validated({"answer": clean_answer, "flags": flags})
+
+
+# --- video rating -------------------------------------------------------------------------
+
+def validate_rating(result: Any, ctx: RatingContext = RatingContext()) -> Validated:
+    result = _require_mapping(result)
+    errors: dict[str, str] = {}
+    _unknown_keys(result, {"scores"}, errors)
+    scores = result.get("scores")
+    if not isinstance(scores, dict):
+        raise ResultInvalid({**errors, "scores": "Give a score for every criterion."})
+    clean: dict[str, int | None] = {}
+    for name in sorted(set(scores) - set(ctx.criteria)):
+        errors[f"scores.{name}"] = "Unknown criterion."
+    for name in ctx.criteria:
+        if name not in scores:
+            errors[f"scores.{name}"] = "Missing score."
+            continue
+        value = scores[name]
+        if value is None:
+            if name not in ctx.nullable:
+                errors[f"scores.{name}"] = "N/A is not allowed for this criterion; give 1 to 5."
+            clean[name] = None
+        elif isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 5:
+            errors[f"scores.{name}"] = "Give a whole number from 1 to 5."
+        else:
+            clean[name] = value
+    if errors:
+        raise ResultInvalid(errors)
+    return Validated({"scores": clean})
+
+
+def validate_result(workflow: str, result: Any, context: Any = None) -> Validated:
+    if workflow == "quintuplet":
+        return validate_quintuplet(result)
+    if workflow == "box":
+        return validate_box(result, context)
+    if workflow == "qa":
+        return validate_qa(result, context)
+    if workflow == "rating":
+        return validate_rating(result, context or RatingContext())
+    raise ValueError(f"unknown workflow {workflow!r}")

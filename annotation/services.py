@@ -1,0 +1,417 @@
+"""Write paths of the annotation work: the task queue, drafts, submits, skips and reviews.
+
+Locking rule (the same everywhere, so there are no deadlocks): lock the Item row first, then the
+Task row. Claims take items with `FOR UPDATE SKIP LOCKED`, so two annotators never wait on each
+other for the same item; submit, renew, skip and review wait for the item lock, so each sees the
+outcome of whatever came before it. The database has the last word through its constraints: one
+active task per item, one annotation per item and annotator, one annotation per idempotency key.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Case, F, IntegerField, Value, When
+from django.utils import timezone
+
+from . import agreement
+from .models import Annotation, Item, ItemStatus, Project, Review, ReviewDecision, Task, TaskStatus
+from .results import QAContext, ResultInvalid, Validated, validate_result
+from .selectors import result_context_for
+
+DEFAULT_LEASE_SECONDS = 600
+# A page may hold the task it shows plus one preloaded task.
+MAX_HELD_TASKS = 2
+
+
+class TaskConflict(Exception):
+    """The request lost a race or is stale (HTTP 409); the message says what to do."""
+
+
+class TaskNotFound(Exception):
+    """No such task for this user (HTTP 404; other people's tasks are not revealed)."""
+
+
+def lease_seconds(project: Project) -> int:
+    return int(project.settings.get("lease_seconds", DEFAULT_LEASE_SECONDS))
+
+
+def _lease_until(project: Project, now: datetime) -> datetime:
+    return now + timedelta(seconds=lease_seconds(project))
+
+
+def _item_accepts_annotations(item: Item) -> bool:
+    if item.is_gold:
+        return item.status == ItemStatus.PENDING
+    return item.status == ItemStatus.PENDING and item.annotation_count < item.project.annotations_per_item
+
+
+# --- claim ------------------------------------------------------------------------------------
+
+# One level of the queue: items with exactly `count` annotations, in id order. The equality on
+# (project, status, annotation_count) plus ORDER BY id walks item_queue_idx directly, so the scan
+# stops at the first free row however many items the project has; annotated items are never read.
+_CLAIM_SQL = """
+SELECT i.id FROM annotation_item i
+WHERE i.project_id = %(project)s AND i.status = 'pending' AND i.annotation_count = %(count)s
+  AND i.is_gold = %(gold)s
+  AND i.id <> ALL(%(passed)s)
+  AND NOT EXISTS (SELECT 1 FROM annotation_task t
+                  WHERE t.item_id = i.id AND t.status = 'active' AND t.lease_expires > %(now)s)
+  AND NOT EXISTS (SELECT 1 FROM annotation_annotation a
+                  WHERE a.item_id = i.id AND a.annotator_id = %(user)s)
+  AND NOT EXISTS (SELECT 1 FROM annotation_task s
+                  WHERE s.item_id = i.id AND s.annotator_id = %(user)s AND s.status = 'skipped')
+ORDER BY i.id
+LIMIT 1
+FOR UPDATE OF i SKIP LOCKED
+"""
+
+
+def claim_sql_params(*, project: Project, user_id: int, count: int, gold: bool, now: datetime, passed=()) -> dict:
+    return {"project": project.pk, "count": count, "gold": gold, "now": now, "user": user_id, "passed": list(passed)}
+
+
+def _claim_levels(project: Project, want_gold: bool) -> list[tuple[int, bool]]:
+    # Depth first: items closest to done first, so items reach review while the queue is long.
+    # Gold items keep annotation_count at 0 (their annotations never make them done).
+    # Gold is offered only when the draw asks for it, so a finished queue stays finished.
+    levels = [(c, False) for c in range(project.annotations_per_item - 1, -1, -1)]
+    return [(0, True), *levels] if want_gold else levels
+
+
+def _renew_held(task: Task, item: Item, now: datetime) -> Task:
+    task.lease_expires = _lease_until(item.project, now)
+    task.save(update_fields=["lease_expires", "updated_at"])
+    return task
+
+
+@transaction.atomic
+def task_claim_next(*, project: Project, user, now: datetime | None = None, exclude: tuple[int, ...] = (),
+                    rng: random.Random | None = None) -> Task | None:
+    """The task this user should work on now: the one they hold, else a newly claimed item.
+
+    `exclude` lists task ids the caller already shows (a page preloading the next task); a user
+    holds at most MAX_HELD_TASKS at once. Returns None when nothing is left for this user.
+    """
+    now = now or timezone.now()
+    held = list(
+        Task.objects.filter(annotator=user, item__project=project, status=TaskStatus.ACTIVE)
+        .order_by("created_at", "pk").values_list("pk", "item_id")
+    )
+    for task_pk, item_pk in held:
+        if task_pk in exclude:
+            continue
+        item = Item.objects.select_for_update().select_related("project").get(pk=item_pk)
+        task = Task.objects.select_for_update().get(pk=task_pk)
+        if task.status == TaskStatus.ACTIVE:  # not reclaimed by someone while we waited
+            task.item = item
+            return _renew_held(task, item, now)
+    if len(held) >= MAX_HELD_TASKS:
+        return None
+
+    want_gold = (rng or random).random() < float(project.settings.get("gold_share", 0.0) or 0.0)
+    passed: list[int] = []
+    for count, gold in _claim_levels(project, want_gold):
+        while True:
+            with connection.cursor() as cursor:
+                cursor.execute(_CLAIM_SQL, claim_sql_params(project=project, user_id=user.pk, count=count,
+                                                             gold=gold, now=now, passed=passed))
+                row = cursor.fetchone()
+            if row is None:
+                break
+            item_id = row[0]
+            # Lazy reclaim: a hold whose lease ran out gives the item back to the queue.
+            Task.objects.filter(item_id=item_id, status=TaskStatus.ACTIVE, lease_expires__lte=now).update(
+                status=TaskStatus.EXPIRED, updated_at=now
+            )
+            try:
+                with transaction.atomic():
+                    task = Task.objects.create(item_id=item_id, annotator=user, status=TaskStatus.ACTIVE,
+                                               lease_expires=_lease_until(project, now))
+            except IntegrityError:  # renewed by its holder between our snapshot and our lock
+                passed.append(item_id)
+                continue
+            task.item = Item.objects.select_related("project").get(pk=item_id)
+            return task
+    return None
+
+
+# --- holding a task ---------------------------------------------------------------------------
+
+def _lock_own_task(task_id: int, user) -> tuple[Task, Item]:
+    item_id = Task.objects.filter(pk=task_id, annotator=user).values_list("item_id", flat=True).first()
+    if item_id is None:
+        raise TaskNotFound("No such task.")
+    item = Item.objects.select_for_update().select_related("project").get(pk=item_id)
+    task = Task.objects.select_for_update().get(pk=task_id)
+    task.item = item
+    return task, item
+
+
+def _keep_hold(task: Task, item: Item, now: datetime) -> None:
+    """Extend the lease; an expired hold comes back if nobody took the item meanwhile."""
+    if task.status == TaskStatus.ACTIVE:
+        task.lease_expires = _lease_until(item.project, now)
+        return
+    if task.status == TaskStatus.EXPIRED:
+        taken = Task.objects.filter(item=item, status=TaskStatus.ACTIVE).exclude(pk=task.pk).exists()
+        if not taken and _item_accepts_annotations(item):
+            task.status = TaskStatus.ACTIVE
+            task.lease_expires = _lease_until(item.project, now)
+            return
+        raise TaskConflict("Your hold on this task expired and the item went to someone else. Your draft is kept "
+                           "on this task, but it can no longer be submitted; load the next task.")
+    if task.status == TaskStatus.SUBMITTED:
+        raise TaskConflict("This task was already submitted.")
+    raise TaskConflict("You skipped this task; load the next one.")
+
+
+@transaction.atomic
+def task_renew(*, task_id: int, user, now: datetime | None = None) -> Task:
+    now = now or timezone.now()
+    task, item = _lock_own_task(task_id, user)
+    _keep_hold(task, item, now)
+    task.save(update_fields=["status", "lease_expires", "updated_at"])
+    return task
+
+
+@transaction.atomic
+def task_save_draft(*, task_id: int, user, draft: dict, version: int, now: datetime | None = None) -> Task:
+    """Autosave. `version` is the draft version the client last saw; the save makes it version + 1."""
+    now = now or timezone.now()
+    task, item = _lock_own_task(task_id, user)
+    if version != task.draft_version:
+        raise TaskConflict(
+            f"This draft was saved from another tab or window in the meantime (version {task.draft_version}, "
+            f"yours is based on version {version}). Reload the task to continue from the latest draft."
+        )
+    _keep_hold(task, item, now)
+    task.draft = draft
+    task.draft_version += 1
+    task.save(update_fields=["status", "lease_expires", "draft", "draft_version", "updated_at"])
+    return task
+
+
+@transaction.atomic
+def task_skip(*, task_id: int, user) -> Task:
+    task, _item = _lock_own_task(task_id, user)
+    if task.status == TaskStatus.SKIPPED:
+        return task
+    if task.status == TaskStatus.SUBMITTED:
+        raise TaskConflict("This task was already submitted; it cannot be skipped.")
+    task.status = TaskStatus.SKIPPED
+    task.save(update_fields=["status", "updated_at"])
+    return task
+
+
+@transaction.atomic
+def task_expire_stale(*, now: datetime | None = None) -> int:
+    """Mark every hold whose lease ran out as expired (claims also do this lazily per item)."""
+    now = now or timezone.now()
+    return Task.objects.filter(status=TaskStatus.ACTIVE, lease_expires__lte=now).update(
+        status=TaskStatus.EXPIRED, updated_at=now
+    )
+
+
+# --- submit -----------------------------------------------------------------------------------
+
+@dataclass
+class Submitted:
+    annotation: Annotation
+    created: bool
+    warnings: dict[str, str] = field(default_factory=dict)
+
+
+def _warnings_for(workflow: str, result: dict) -> dict[str, str]:
+    if workflow == "quintuplet":
+        from .results import quintuplet_warnings
+
+        return quintuplet_warnings(result)
+    return {}
+
+
+def _repeat(annotation: Annotation, workflow: str) -> Submitted:
+    return Submitted(annotation, False, _warnings_for(workflow, annotation.result))
+
+
+@transaction.atomic
+def task_submit(*, task_id: int, user, result: dict, time_spent_ms: int = 0, idempotency_key: str | None = None,
+                now: datetime | None = None) -> Submitted:
+    """Store the annotation of a held task, exactly once.
+
+    A repeat (same key, same task, or a second tab) returns the first annotation with
+    created=False. Raises ResultInvalid (nothing written), TaskNotFound or TaskConflict.
+    """
+    now = now or timezone.now()
+    key = (idempotency_key or "").strip() or None
+    task, item = _lock_own_task(task_id, user)
+    project = item.project
+    workflow = project.workflow
+    if key:
+        prior = Annotation.objects.filter(idempotency_key=key).first()
+        if prior is not None:
+            if prior.annotator_id != user.pk or prior.task_id != task.pk:
+                raise TaskConflict("This Idempotency-Key was already used for another submission.")
+            return _repeat(prior, workflow)
+    existing = Annotation.objects.filter(item=item, annotator=user).first()
+    if existing is not None:  # double click, retry without a key, or a second tab
+        return _repeat(existing, workflow)
+
+    validated: Validated = validate_result(workflow, result, result_context_for(item=item))
+
+    if task.status == TaskStatus.SKIPPED:
+        raise TaskConflict("You skipped this task; load the next one.")
+    if task.status == TaskStatus.EXPIRED or task.lease_expires <= now:
+        if Task.objects.filter(item=item, status=TaskStatus.ACTIVE).exclude(pk=task.pk).exists():
+            raise TaskConflict("Your hold on this task expired and another annotator took the item, so this answer "
+                               "was not saved. Load the next task.")
+    if not _item_accepts_annotations(item):
+        raise TaskConflict("This item already has all the annotations it needs; your answer was not saved.")
+
+    try:
+        with transaction.atomic():
+            annotation = Annotation.objects.create(
+                item=item, annotator=user, task=task, result=validated.result,
+                time_spent_ms=max(0, int(time_spent_ms or 0)), idempotency_key=key, source="task",
+            )
+    except IntegrityError:
+        raise TaskConflict("This Idempotency-Key was already used for another submission.")
+    task.status = TaskStatus.SUBMITTED
+    task.save(update_fields=["status", "updated_at"])
+
+    if not item.is_gold:
+        needed = project.annotations_per_item
+        Item.objects.filter(pk=item.pk).update(
+            annotation_count=F("annotation_count") + 1,
+            status=Case(When(annotation_count__gte=needed - 1, then=Value(ItemStatus.ANNOTATED)),
+                        default=F("status")),
+        )
+        item.refresh_from_db(fields=["annotation_count", "status"])
+        if item.status == ItemStatus.ANNOTATED and project.settings.get("auto_verify"):
+            _auto_verify(item)
+    return Submitted(annotation, True, validated.warnings)
+
+
+def _auto_verify(item: Item) -> None:
+    workflow = item.project.workflow
+    results = list(Annotation.objects.filter(item=item).order_by("pk").values_list("result", flat=True))
+    if not agreement.results_agree(workflow, results):
+        return
+    merged = agreement.consensus_result(workflow, results)
+    item.payload = apply_result_to_payload(workflow, item.payload, merged)
+    item.status = ItemStatus.VERIFIED
+    item.save(update_fields=["payload", "status", "updated_at"])
+    Review.objects.create(item=item, reviewer=None, decision=ReviewDecision.AUTO, result=merged,
+                          comment="Annotators agree.")
+
+
+# --- review -----------------------------------------------------------------------------------
+
+def apply_result_to_payload(workflow: str, payload: dict, result: dict) -> dict:
+    """The item payload after a reviewer (or agreeing annotators) settled its answer."""
+    out = dict(payload or {})
+    if workflow == "quintuplet":
+        for name in agreement.QUINTUPLET_FIELDS:
+            out[name] = result[name]
+    elif workflow == "box":
+        if "bbox" in result:
+            out["bbox"] = result["bbox"]
+            out["state"] = result["state"]
+            out.pop("outcome", None)
+        else:
+            out["outcome"] = result["outcome"]
+            out.pop("bbox", None)
+    elif workflow == "qa":
+        for name in ("question", "options"):
+            if name in result:
+                out[name] = result[name]
+        out["answer"] = result["answer"]
+    # Ratings stay as annotations: the item payload carries no answer.
+    return out
+
+
+def _validate_review_edit(item: Item, result) -> dict:
+    workflow = item.project.workflow
+    if not isinstance(result, dict):
+        raise ResultInvalid({"result": "An edit needs the merged result as a JSON object."})
+    if workflow == "qa":
+        errors: dict[str, str] = {}
+        fixes: dict = {}
+        if "question" in result:
+            if not isinstance(result["question"], str) or not result["question"].strip():
+                errors["question"] = "The question cannot be empty."
+            else:
+                fixes["question"] = result["question"].strip()
+        if "options" in result:
+            opts = result["options"]
+            if not isinstance(opts, list) or len(opts) < 2 or not all(isinstance(o, str) and o.strip() for o in opts):
+                errors["options"] = "Give at least two non-empty options."
+            else:
+                fixes["options"] = [o.strip() for o in opts]
+        if errors:
+            raise ResultInvalid(errors)
+        base = result_context_for(item=item)
+        n_options = len(fixes.get("options", item.payload.get("options") or []))
+        ctx = QAContext(format=base.format, n_options=n_options,
+                        multiple=base.multiple or item.project.protocol == "m3verse")
+        answer_part = {k: v for k, v in result.items() if k in ("answer", "flags")}
+        clean = validate_result("qa", answer_part, ctx).result
+        if clean["answer"] is None:
+            raise ResultInvalid({"answer": "A verified item needs an answer."})
+        if item.project.protocol == "m3verse" and not isinstance(clean["answer"], list):
+            clean["answer"] = [clean["answer"]]
+        return {**fixes, "answer": clean["answer"]}
+    if workflow == "box":
+        from .results import BoxContext
+
+        base = result_context_for(item=item)
+        extra = (result.get("state"),) if isinstance(result.get("state"), str) and result["state"].strip() else ()
+        return validate_result("box", result, BoxContext(base.width, base.height, base.labels + extra)).result
+    return validate_result(workflow, result, result_context_for(item=item)).result
+
+
+@transaction.atomic
+def review_decide(*, item_id: int, reviewer, decision: str, annotation_id: int | None = None,
+                  result: dict | None = None, comment: str = "") -> Review:
+    """Settle an annotated item: accept one annotation, save an edited answer, or discard.
+
+    The item row lock makes a second reviewer wait and then get TaskConflict. Raises
+    ResultInvalid for a bad decision/annotation/result (nothing written).
+    """
+    item = Item.objects.select_for_update().select_related("project").filter(pk=item_id).first()
+    if item is None:
+        raise TaskNotFound("No such item.")
+    if item.status != ItemStatus.ANNOTATED:
+        if item.status in (ItemStatus.VERIFIED, ItemStatus.DISCARDED):
+            last = item.reviews.order_by("-created_at").select_related("reviewer").first()
+            who = f" by {last.reviewer.username}" if last and last.reviewer else ""
+            raise TaskConflict(f"This item was already reviewed{who}: it is {item.status}.")
+        raise TaskConflict("This item is still waiting for annotations.")
+    workflow = item.project.workflow
+    accepted = None
+    applied: dict = {}
+    if decision == ReviewDecision.ACCEPT:
+        accepted = Annotation.objects.filter(pk=annotation_id, item=item).first() if annotation_id else None
+        if accepted is None:
+            raise ResultInvalid({"annotation": "Choose one of this item's annotations to accept."})
+        applied = dict(accepted.result)
+        if workflow == "qa":
+            if applied.get("answer") is None:
+                raise ResultInvalid({"annotation": "This annotation has no answer; edit the answer instead."})
+            applied = {"answer": applied["answer"]}
+        item.payload = apply_result_to_payload(workflow, item.payload, applied)
+        item.status = ItemStatus.VERIFIED
+    elif decision == ReviewDecision.EDIT:
+        applied = _validate_review_edit(item, result)
+        item.payload = apply_result_to_payload(workflow, item.payload, applied)
+        item.status = ItemStatus.VERIFIED
+    elif decision == ReviewDecision.DISCARD:
+        item.status = ItemStatus.DISCARDED
+    else:
+        raise ResultInvalid({"decision": "Choose accept, edit or discard."})
+    item.save(update_fields=["payload", "status", "updated_at"])
+    return Review.objects.create(item=item, reviewer=reviewer, decision=decision, accepted_annotation=accepted,
+                                 result=applied, comment=(comment or "")[:5000])

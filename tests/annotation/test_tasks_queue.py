@@ -1,0 +1,285 @@
+"""Task queue services against PostgreSQL: claim, hold, draft, submit, skip, expiry, gold."""
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from annotation import services
+from annotation.models import Annotation, Item, Review, Task
+from annotation.results import ResultInvalid
+from tests.annotation.work_factories import make_item, make_items_fast, make_people, valid_result
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def people(db):
+    return make_people(4)
+
+
+def test_claim_hands_the_first_free_item_with_a_lease(make_project, people):
+    project = make_project("q", "changeit", annotations_per_item=2, settings={"lease_seconds": 90})
+    ids = make_items_fast(project, 3)
+    now = timezone.now()
+
+    task = services.task_claim_next(project=project, user=people[0], now=now)
+
+    assert task.item_id == ids[0]
+    assert task.status == "active"
+    assert task.lease_expires == now + timedelta(seconds=90)
+    assert task.draft == {} and task.draft_version == 0
+
+
+def test_claim_again_returns_the_held_task_and_renews_it(make_project, people):
+    project = make_project("q", "changeit")
+    make_items_fast(project, 3)
+    now = timezone.now()
+    first = services.task_claim_next(project=project, user=people[0], now=now)
+
+    again = services.task_claim_next(project=project, user=people[0], now=now + timedelta(seconds=30))
+
+    assert again.pk == first.pk
+    assert again.lease_expires == now + timedelta(seconds=630)
+    assert Task.objects.count() == 1
+
+
+def test_two_annotators_never_hold_the_same_item(make_project, people):
+    project = make_project("q", "changeit", annotations_per_item=3)
+    ids = make_items_fast(project, 2)
+
+    a = services.task_claim_next(project=project, user=people[0])
+    b = services.task_claim_next(project=project, user=people[1])
+    c = services.task_claim_next(project=project, user=people[2])
+
+    assert (a.item_id, b.item_id) == (ids[0], ids[1])
+    assert c is None
+
+
+def test_submit_counts_and_finishes_the_item_at_the_configured_number(make_project, people):
+    project = make_project("q", "changeit", annotations_per_item=2)
+    item = make_item(project)
+
+    t1 = services.task_claim_next(project=project, user=people[0])
+    out1 = services.task_submit(task_id=t1.pk, user=people[0], result=valid_result("box"), time_spent_ms=1200)
+    item.refresh_from_db()
+    assert (out1.created, item.annotation_count, item.status) == (True, 1, "pending")
+    # The same annotator is never offered the item again.
+    assert services.task_claim_next(project=project, user=people[0]) is None
+
+    t2 = services.task_claim_next(project=project, user=people[1])
+    services.task_submit(task_id=t2.pk, user=people[1], result=valid_result("box", 1))
+    item.refresh_from_db()
+
+    assert (t2.item_id, item.annotation_count, item.status) == (item.pk, 2, "annotated")
+    assert services.task_claim_next(project=project, user=people[2]) is None
+    assert list(Annotation.objects.order_by("pk").values_list("annotator__username", "time_spent_ms")) == [
+        ("ann0", 1200), ("ann1", 0)]
+    assert Task.objects.get(pk=t1.pk).status == "submitted"
+
+
+def test_depth_first_items_closest_to_done_go_first(make_project, people):
+    project = make_project("q", "changeit", annotations_per_item=3)
+    ids = make_items_fast(project, 3)
+    t = services.task_claim_next(project=project, user=people[0])
+    services.task_submit(task_id=t.pk, user=people[0], result=valid_result("box"))
+    # people[1] is offered the partly annotated first item; people[0] the next fresh one.
+    Item.objects.filter(pk=ids[1]).update(annotation_count=0)
+
+    assert services.task_claim_next(project=project, user=people[1]).item_id == ids[0]
+    assert services.task_claim_next(project=project, user=people[0]).item_id == ids[1]
+
+
+def test_submit_is_idempotent_by_key_by_task_and_across_tabs(make_project, people):
+    project = make_project("q", "changeit", annotations_per_item=2)
+    make_item(project)
+    task = services.task_claim_next(project=project, user=people[0])
+
+    first = services.task_submit(task_id=task.pk, user=people[0], result=valid_result("box"), idempotency_key="k-1")
+    retry = services.task_submit(task_id=task.pk, user=people[0], result=valid_result("box"), idempotency_key="k-1")
+    other_tab = services.task_submit(task_id=task.pk, user=people[0], result=valid_result("box", 5))
+
+    assert (first.created, retry.created, other_tab.created) == (True, False, False)
+    assert retry.annotation.pk == first.annotation.pk == other_tab.annotation.pk
+    assert Annotation.objects.count() == 1
+    assert Item.objects.get().annotation_count == 1
+
+
+def test_an_idempotency_key_cannot_be_reused_for_another_task(make_project, people):
+    project = make_project("q", "changeit")
+    make_items_fast(project, 2)
+    t1 = services.task_claim_next(project=project, user=people[0])
+    services.task_submit(task_id=t1.pk, user=people[0], result=valid_result("box"), idempotency_key="same")
+    t2 = services.task_claim_next(project=project, user=people[0])
+
+    with pytest.raises(services.TaskConflict):
+        services.task_submit(task_id=t2.pk, user=people[0], result=valid_result("box"), idempotency_key="same")
+
+    assert Annotation.objects.count() == 1
+    assert Task.objects.get(pk=t2.pk).status == "active"
+
+
+def test_a_bad_result_names_the_field_and_writes_nothing(make_project, people):
+    project = make_project("q", "changeit")
+    item = make_item(project)
+    task = services.task_claim_next(project=project, user=people[0])
+
+    with pytest.raises(ResultInvalid) as err:
+        services.task_submit(task_id=task.pk, user=people[0], result={"bbox": [1, 2, 3], "state": "peeled apple"})
+
+    assert list(err.value.errors) == ["bbox"]
+    item.refresh_from_db()
+    assert (Annotation.objects.count(), item.annotation_count, Task.objects.get().status) == (0, 0, "active")
+
+
+def test_someone_elses_task_is_not_found_and_unchanged(make_project, people):
+    project = make_project("q", "changeit")
+    make_item(project)
+    task = services.task_claim_next(project=project, user=people[0])
+
+    for call in (
+        lambda: services.task_submit(task_id=task.pk, user=people[1], result=valid_result("box")),
+        lambda: services.task_skip(task_id=task.pk, user=people[1]),
+        lambda: services.task_save_draft(task_id=task.pk, user=people[1], draft={"x": 1}, version=0),
+        lambda: services.task_renew(task_id=task.pk, user=people[1]),
+    ):
+        with pytest.raises(services.TaskNotFound):
+            call()
+
+    task.refresh_from_db()
+    assert (task.status, task.draft, task.draft_version, Annotation.objects.count()) == ("active", {}, 0, 0)
+
+
+def test_draft_versions_and_stale_write_conflict(make_project, people):
+    project = make_project("q", "changeit", settings={"lease_seconds": 60})
+    make_item(project)
+    now = timezone.now()
+    task = services.task_claim_next(project=project, user=people[0], now=now)
+
+    saved = services.task_save_draft(task_id=task.pk, user=people[0], draft={"bbox": [1, 1, 5, 5]}, version=0,
+                                     now=now + timedelta(seconds=50))
+    assert (saved.draft_version, saved.lease_expires) == (1, now + timedelta(seconds=110))
+
+    with pytest.raises(services.TaskConflict) as err:
+        services.task_save_draft(task_id=task.pk, user=people[0], draft={"bbox": [9, 9, 9, 9]}, version=0)
+    assert "another tab" in str(err.value)
+    task.refresh_from_db()
+    assert (task.draft, task.draft_version) == ({"bbox": [1, 1, 5, 5]}, 1)
+
+
+def test_skip_hands_the_item_to_others_but_not_back(make_project, people):
+    project = make_project("q", "changeit")
+    ids = make_items_fast(project, 2)
+    task = services.task_claim_next(project=project, user=people[0])
+
+    skipped = services.task_skip(task_id=task.pk, user=people[0])
+
+    assert skipped.status == "skipped"
+    assert services.task_claim_next(project=project, user=people[0]).item_id == ids[1]
+    assert services.task_claim_next(project=project, user=people[1]).item_id == ids[0]
+    with pytest.raises(services.TaskConflict):
+        services.task_submit(task_id=task.pk, user=people[0], result=valid_result("box"))
+    assert Annotation.objects.count() == 0
+
+
+def test_an_expired_lease_returns_the_item_to_the_queue(make_project, people):
+    project = make_project("q", "changeit", settings={"lease_seconds": 60})
+    item = make_item(project)
+    now = timezone.now()
+    old = services.task_claim_next(project=project, user=people[0], now=now)
+    assert services.task_claim_next(project=project, user=people[1], now=now + timedelta(seconds=59)) is None
+
+    new = services.task_claim_next(project=project, user=people[1], now=now + timedelta(seconds=61))
+
+    assert new.item_id == item.pk
+    assert Task.objects.get(pk=old.pk).status == "expired"
+    # The late submit of the first holder is refused; nothing is written.
+    with pytest.raises(services.TaskConflict) as err:
+        services.task_submit(task_id=old.pk, user=people[0], result=valid_result("box"), now=now + timedelta(seconds=62))
+    assert "another annotator took the item" in str(err.value)
+    with pytest.raises(services.TaskConflict):
+        services.task_renew(task_id=old.pk, user=people[0])
+    assert Annotation.objects.count() == 0
+    item.refresh_from_db()
+    assert item.annotation_count == 0
+
+
+def test_an_expired_lease_nobody_took_can_still_be_renewed_and_submitted(make_project, people):
+    project = make_project("q", "changeit", settings={"lease_seconds": 60})
+    make_item(project)
+    now = timezone.now()
+    task = services.task_claim_next(project=project, user=people[0], now=now)
+    assert services.task_expire_stale(now=now + timedelta(seconds=61)) == 1
+
+    renewed = services.task_renew(task_id=task.pk, user=people[0], now=now + timedelta(seconds=70))
+    out = services.task_submit(task_id=task.pk, user=people[0], result=valid_result("box"))
+
+    assert (renewed.status, renewed.lease_expires) == ("active", now + timedelta(seconds=130))
+    assert out.created and Annotation.objects.count() == 1
+
+
+def test_the_celery_task_expires_stale_leases(make_project, people):
+    from annotation.tasks import expire_task_leases
+
+    project = make_project("q", "changeit", settings={"lease_seconds": 60})
+    make_items_fast(project, 2)
+    fresh = services.task_claim_next(project=project, user=people[1])
+    stale = services.task_claim_next(project=project, user=people[0], now=timezone.now() - timedelta(seconds=120))
+    assert fresh.item_id != stale.item_id
+
+    assert expire_task_leases.apply().get() == 1
+    assert Task.objects.get(pk=stale.pk).status == "expired"
+    assert Task.objects.get(pk=fresh.pk).status == "active"
+
+
+def test_preloading_holds_at_most_two_tasks(make_project, people):
+    project = make_project("q", "changeit")
+    ids = make_items_fast(project, 4)
+    t1 = services.task_claim_next(project=project, user=people[0])
+    t2 = services.task_claim_next(project=project, user=people[0], exclude=(t1.pk,))
+
+    assert (t1.item_id, t2.item_id) == (ids[0], ids[1])
+    assert services.task_claim_next(project=project, user=people[0], exclude=(t1.pk, t2.pk)) is None
+    # A reload without exclude returns the oldest held task.
+    assert services.task_claim_next(project=project, user=people[0]).pk == t1.pk
+
+
+def test_gold_items_are_mixed_in_do_not_count_and_go_to_everyone(make_project, people):
+    project = make_project("q", "changeit", annotations_per_item=1, settings={"gold_share": 0.5})
+    gold = make_item(project, "gold", is_gold=True, payload={**make_item.__globals__["changeit_payload"](),
+                                                            "bbox": [10, 20, 100, 80]})
+    normal = make_item(project, "normal")
+    always, never = random.Random(), random.Random()
+    always.random, never.random = (lambda: 0.0), (lambda: 0.99)
+
+    t0 = services.task_claim_next(project=project, user=people[0], rng=always)
+    services.task_submit(task_id=t0.pk, user=people[0], result=valid_result("box"))
+    t1 = services.task_claim_next(project=project, user=people[1], rng=always)
+    services.task_submit(task_id=t1.pk, user=people[1], result={"bbox": [300, 300, 10, 10], "state": "whole apple"})
+    t2 = services.task_claim_next(project=project, user=people[2], rng=never)
+
+    assert (t0.item_id, t1.item_id, t2.item_id) == (gold.pk, gold.pk, normal.pk)
+    gold.refresh_from_db()
+    assert (gold.status, gold.annotation_count) == ("pending", 0)
+    from annotation.selectors import project_agreement
+
+    rows = {r["annotator"]: r for r in project_agreement(project=project)["annotators"]}
+    assert (rows["ann0"]["gold_accuracy"], rows["ann1"]["gold_accuracy"]) == (1.0, 0.0)
+
+
+def test_auto_verify_when_annotators_agree(make_project, people):
+    project = make_project("q", "changeit", annotations_per_item=2, settings={"auto_verify": True})
+    agreeing, disagreeing = make_item(project, "a"), make_item(project, "b")
+    for user, boxes in ((people[0], ([10, 20, 100, 80], [0, 0, 50, 50])), (people[1], ([12, 20, 100, 80], [300, 300, 50, 50]))):
+        for bbox in boxes:
+            t = services.task_claim_next(project=project, user=user)
+            services.task_submit(task_id=t.pk, user=user, result={"bbox": bbox, "state": "peeled apple"})
+
+    agreeing.refresh_from_db()
+    disagreeing.refresh_from_db()
+    assert (agreeing.status, agreeing.payload["bbox"], agreeing.payload["state"]) == ("verified", [11.0, 20.0, 100.0, 80.0], "peeled apple")
+    assert disagreeing.status == "annotated" and "bbox" not in disagreeing.payload
+    review = Review.objects.get()
+    assert (review.item_id, review.decision, review.reviewer) == (agreeing.pk, "auto", None)
