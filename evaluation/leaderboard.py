@@ -1,0 +1,133 @@
+"""Leaderboard rows per project and release: models, Random, Human (or generators for ratings).
+
+Row JSON: {"model", "n", "parse_failures", "metrics": {key: value}, "ci": {key: [lo, hi]}} plus
+"rank" (interval-respecting, on the protocol's primary metric) and "breakdowns" (per category /
+difference / scenario ... as {key: {"value", "ci"}}). Values are JSON numbers printed from exact
+decimals: percent with two decimals, OSCBench 0-1 with three.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from decimal import Decimal
+from typing import Any
+
+from annotation.models import Project
+
+from . import selectors
+from .scoring import runs
+from .scoring.common import interval_ranks
+
+RANDOM_SEED_OFFSET = 7919  # Random rows: seeded from the release's option seed, offset so they differ from option orders
+N_BOOT = 1000
+
+
+class LeaderboardError(ValueError):
+    pass
+
+
+def _num(value: Decimal | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def _row(name: str, protocol: str, scored: runs.ScoredRun) -> dict[str, Any]:
+    keys = runs.main_keys(protocol)
+    row = {
+        "model": name,
+        "n": scored.matrix.n,
+        "parse_failures": scored.matrix.parse_failures,
+        "metrics": {k: _num(scored.printed.get(k)) for k in keys},
+        "ci": {k: scored.cis.get(k) for k in keys},
+    }
+    row["breakdowns"] = {
+        k: {"value": _num(v), "ci": scored.cis.get(k)} for k, v in scored.printed.items() if k not in keys
+    }
+    diagnostics = {k: v for k, v in scored.matrix.diagnostics.items() if v}
+    if diagnostics:
+        row["diagnostics"] = _jsonable(diagnostics)
+    return row
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def _rank(rows: list[dict[str, Any]], primary: str) -> None:
+    values = [r["metrics"].get(primary) for r in rows]
+    cis = [r["ci"].get(primary) for r in rows]
+    for row, rank in zip(rows, interval_ranks(values, cis)):
+        row["rank"] = rank
+
+
+def build(project: Project, *, release_version: str | None = None, judge: str | None = None, n_boot: int = N_BOOT) -> dict[str, Any]:
+    release = selectors.release_for(project, release_version)
+    items = selectors.scoring_items(project, release)
+    protocol = project.protocol
+    seed = (release.option_seed if release is not None else project.option_seed) + RANDOM_SEED_OFFSET
+    rows: list[dict[str, Any]] = []
+    if protocol == "oscbench":
+        rows = _generator_rows(project, release, items, judge=judge, n_boot=n_boot, seed=seed)
+    else:
+        if judge is not None:
+            raise LeaderboardError("--judge applies to video-rating projects only")
+        for job in selectors.latest_finished_jobs(project, release):
+            scored = runs.score(protocol, items, selectors.job_answers(job), n_boot=n_boot)
+            rows.append(_row(selectors.job_name(job), protocol, scored))
+        if items:
+            rows.append(_row("Random", protocol, runs.score(protocol, items, runs.random_answers(protocol, items, seed=seed), n_boot=n_boot)))
+        if runs.protocol_has_human_row(protocol):
+            blind = selectors.blind_answers(items)
+            if blind:
+                matrix = runs.score_blind_answers(protocol, items, blind)
+                rows.append(_row("Human", protocol, runs.finish(protocol, matrix, n_boot=n_boot)))
+    _rank(rows, runs.primary_key(protocol))
+    return {
+        "project": project.slug,
+        "release": release.version if release is not None else None,
+        "protocol": protocol,
+        "rows": rows,
+    }
+
+
+def _generator_rows(project, release, items, *, judge: str | None, n_boot: int, seed: int) -> list[dict[str, Any]]:
+    by_generator: dict[str, list[runs.ScoringItem]] = defaultdict(list)
+    for item in items:
+        by_generator[str(item.payload.get("generator") or "unknown")].append(item)
+    rows = []
+    if judge is None:
+        ratings = selectors.ratings_by_item(items)
+        per_item = {key: [scores for _, scores in entries] for key, entries in ratings.items()}
+        for generator in sorted(by_generator):
+            matrix = runs.score_oscbench_ratings(by_generator[generator], per_item)
+            rows.append(_row(generator, "oscbench", runs.finish("oscbench", matrix, n_boot=n_boot)))
+    else:
+        jobs = selectors.judge_jobs(project, release, judge)
+        if not jobs:
+            raise LeaderboardError(f"no finished judge named {judge!r} on this release")
+        answers = selectors.job_answers(jobs[0])
+        for generator in sorted(by_generator):
+            matrix = runs.score_oscbench_judge(by_generator[generator], answers)
+            rows.append(_row(generator, "oscbench", runs.finish("oscbench", matrix, n_boot=n_boot)))
+    if items:
+        random = runs.random_answers("oscbench", items, seed=seed)
+        rows.append(_row("Random", "oscbench", runs.finish("oscbench", runs.score_oscbench_judge(items, random), n_boot=n_boot)))
+    return rows
+
+
+def breakdown_groups(board: dict[str, Any]) -> dict[str, list[str]]:
+    """Tab name -> breakdown keys, e.g. "category:positional" -> ["category:positional:acc_osi", ...]."""
+    groups: dict[str, list[str]] = {}
+    for row in board["rows"]:
+        for key in row.get("breakdowns", {}):
+            group, _, _metric = key.rpartition(":")
+            if not group:
+                group = key
+            groups.setdefault(group, [])
+            if key not in groups[group]:
+                groups[group].append(key)
+    return groups

@@ -1,0 +1,36 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.models import Project, Release
+from evaluation.services import PredictionImportError, predictions_import
+
+
+class Command(BaseCommand):
+    help = "Import predictions computed elsewhere (JSONL: item, query, answer, optional logprobs) as a model's run."
+
+    def add_arguments(self, parser):
+        parser.add_argument("project", help="project slug")
+        parser.add_argument("file", help="JSONL file of predictions")
+        parser.add_argument("--model", required=True, help="row name on the leaderboard")
+        parser.add_argument("--release", default=None, help="release version (default: the project's verified items)")
+
+    def handle(self, *args, project, file, model, release, **options):
+        try:
+            proj = Project.objects.get(slug=project)
+        except Project.DoesNotExist:
+            raise CommandError(f"no project {project!r}")
+        rel = None
+        if release is not None:
+            try:
+                rel = Release.objects.get(project=proj, version=release)
+            except Release.DoesNotExist:
+                raise CommandError(f"no release {release!r} in project {project!r}")
+        try:
+            with open(file, encoding="utf-8") as fh:
+                job = predictions_import(project=proj, lines=fh, model_name=model, release=rel)
+        except OSError as exc:
+            raise CommandError(f"cannot read {file}: {exc}")
+        except UnicodeDecodeError:
+            raise CommandError(f"{file} is not UTF-8 text")
+        except PredictionImportError as exc:
+            raise CommandError(str(exc))
+        self.stdout.write(f"imported {job.total_queries} predictions as job {job.pk} ({job.model_name}); {job.failed_queries} unparseable")

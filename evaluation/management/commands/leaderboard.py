@@ -1,0 +1,28 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.models import Project, Release
+from evaluation import leaderboard, tables
+
+
+class Command(BaseCommand):
+    help = "Print a project's leaderboard (models, Random, Human; generators for video rating)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("project")
+        parser.add_argument("--release", default=None)
+        parser.add_argument("--judge", default=None, help="video rating: score generators by this judge instead of humans")
+        parser.add_argument("--format", default="json", choices=["json", "csv", "latex", "markdown"])
+        parser.add_argument("--boot", type=int, default=leaderboard.N_BOOT, help="bootstrap resamples")
+
+    def handle(self, *args, project, release, judge, format, boot, **options):
+        try:
+            proj = Project.objects.get(slug=project)
+        except Project.DoesNotExist:
+            raise CommandError(f"no project {project!r}")
+        try:
+            board = leaderboard.build(proj, release_version=release, judge=judge, n_boot=boot)
+        except Release.DoesNotExist:
+            raise CommandError(f"no release {release!r} in project {project!r}")
+        except leaderboard.LeaderboardError as exc:
+            raise CommandError(str(exc))
+        self.stdout.write(tables.render_leaderboard(board, format), ending="" if format != "json" else "\n")

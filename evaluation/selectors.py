@@ -1,0 +1,115 @@
+"""Reads for evaluation: release items, predictions of a job, annotations. No writes."""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from django.db.models import QuerySet
+
+from annotation.models import Annotation, Item, ItemStatus, Project, Release
+from annotation.protocols import changeit_vocabulary, resolve_queries
+from inference.models import InferenceJob, JobMode, JobStatus, Prediction, PredictionStatus
+
+from .scoring.runs import RunAnswer, ScoringItem
+
+
+def release_for(project: Project, version: str | None = None) -> Release | None:
+    """The named release, or the project's newest one; None when the project has none."""
+    releases = Release.objects.filter(project=project)
+    if version is not None:
+        return releases.get(version=version)
+    return releases.order_by("-created_at", "-pk").first()
+
+
+def scoring_items(project: Project, release: Release | None) -> list[ScoringItem]:
+    """Items with their resolved option orders, in release order (or verified items by id)."""
+    if release is not None:
+        out = []
+        for ri in release.release_items.select_related("item").order_by("position"):
+            payload = dict(ri.payload)
+            resolved = payload.pop("resolved", None)
+            payload.pop("id", None)
+            if resolved is None:
+                resolved = resolve_queries(project.protocol, ri.item.external_id, payload, seed=release.option_seed)
+            out.append(ScoringItem(key=ri.item_id, external_id=ri.item.external_id, payload=payload, resolved=resolved))
+        return out
+    items = list(Item.objects.filter(project=project, status=ItemStatus.VERIFIED).order_by("id"))
+    vocab = changeit_vocabulary([it.payload for it in items]) if project.protocol == "changeit" else None
+    return [
+        ScoringItem(
+            key=it.pk,
+            external_id=it.external_id,
+            payload=it.payload,
+            resolved=resolve_queries(project.protocol, it.external_id, it.payload, seed=project.option_seed, vocabulary=vocab),
+        )
+        for it in items
+    ]
+
+
+def latest_finished_jobs(project: Project, release: Release | None) -> list[InferenceJob]:
+    """Per model name (endpoint name or imported name), its latest finished job on the release."""
+    jobs = (
+        InferenceJob.objects.filter(
+            project=project,
+            release=release,
+            status=JobStatus.FINISHED,
+            mode__in=[JobMode.EVALUATE, JobMode.IMPORTED],
+        )
+        .select_related("endpoint")
+        .order_by("-created_at", "-pk")
+    )
+    seen: dict[str, InferenceJob] = {}
+    for job in jobs:
+        name = job.endpoint.name if job.endpoint_id else job.model_name
+        seen.setdefault(name, job)
+    return sorted(seen.values(), key=lambda j: (j.endpoint.name if j.endpoint_id else j.model_name))
+
+
+def job_name(job: InferenceJob) -> str:
+    return job.endpoint.name if job.endpoint_id else job.model_name
+
+
+def job_answers(job: InferenceJob) -> dict[tuple, RunAnswer]:
+    """(item pk, query) -> RunAnswer; failed predictions carry value None."""
+    rows = Prediction.objects.filter(job=job).values_list("item_id", "query", "status", "answer", "options", "logprobs")
+    out: dict[tuple, RunAnswer] = {}
+    for item_id, query, status, answer, options, logprobs in rows.iterator(chunk_size=5000):
+        value = answer if status == PredictionStatus.OK else None
+        out[(item_id, query)] = RunAnswer(value, options or None, logprobs)
+    return out
+
+
+def annotations_for(items: list[ScoringItem]) -> QuerySet[Annotation]:
+    return Annotation.objects.filter(item_id__in=[it.key for it in items]).order_by("item_id", "id")
+
+
+def rater_key(annotation_row: dict[str, Any]) -> str:
+    if annotation_row["annotator_id"] is not None:
+        return f"user:{annotation_row['annotator_id']}"
+    return f"ext:{annotation_row['external_rater']}"
+
+
+def blind_answers(items: list[ScoringItem]) -> dict[int, list[Any]]:
+    """item pk -> the blind answers given (QA workflows)."""
+    out: dict[int, list[Any]] = defaultdict(list)
+    for row in annotations_for(items).values("item_id", "result"):
+        result = row["result"] or {}
+        out[row["item_id"]].append(result.get("answer"))
+    return dict(out)
+
+
+def ratings_by_item(items: list[ScoringItem]) -> dict[int, list[tuple[str, dict]]]:
+    """item pk -> [(rater key, {criterion: score | None})] (rating workflow)."""
+    out: dict[int, list[tuple[str, dict]]] = defaultdict(list)
+    for row in annotations_for(items).values("item_id", "result", "annotator_id", "external_rater"):
+        scores = (row["result"] or {}).get("scores")
+        if isinstance(scores, dict):
+            out[row["item_id"]].append((rater_key(row), scores))
+    return dict(out)
+
+
+def judge_jobs(project: Project, release: Release | None, name: str | None = None) -> list[InferenceJob]:
+    jobs = latest_finished_jobs(project, release)
+    if name is not None:
+        jobs = [j for j in jobs if job_name(j) == name]
+    return jobs

@@ -1,0 +1,176 @@
+"""Writes for evaluation: importing predictions computed elsewhere."""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from django.db import transaction
+from django.utils import timezone
+
+from annotation.models import Item, Project, Release
+from annotation.protocols import QUERY_KEYS
+from inference.models import InferenceJob, JobMode, JobStatus, Prediction, PredictionStatus
+
+from . import selectors
+from .scoring.answers import parse_answer
+
+MAX_ERRORS_SHOWN = 50
+
+
+class PredictionImportError(ValueError):
+    """The file is refused whole; ``errors`` lists (line number, reason)."""
+
+    def __init__(self, errors: list[tuple[int, str]]):
+        self.errors = errors
+        shown = "; ".join(f"line {n}: {reason}" for n, reason in errors[:MAX_ERRORS_SHOWN])
+        more = f" (and {len(errors) - MAX_ERRORS_SHOWN} more)" if len(errors) > MAX_ERRORS_SHOWN else ""
+        super().__init__(f"{len(errors)} bad line(s), nothing imported: {shown}{more}")
+
+
+@dataclass
+class ParsedLine:
+    item_pk: int
+    query: str
+    raw: Any
+    answer: Any
+    options: list
+    logprobs: dict | None
+
+
+def _check_logprobs(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not value:
+        return '"logprobs" must be an object such as {"A": -0.1, "B": -2.3}'
+    for k, v in value.items():
+        if not isinstance(k, str) or isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v > 0:
+            return f'"logprobs" entry {k!r}: a log-probability is a finite number <= 0'
+    return None
+
+
+def _answer_type_error(protocol: str, fmt: str | None, raw: Any) -> str | None:
+    """Reject answers of a type the protocol cannot hold (strings are parsed; failures count as parse failures)."""
+    if raw is None or isinstance(raw, str):
+        return None
+    if protocol == "oscbench":
+        return None if isinstance(raw, dict) else "a judge answer is an object criterion -> 1..5 or null"
+    if protocol == "changeit":
+        return None if isinstance(raw, int) and not isinstance(raw, bool) else "answer with the candidate's number or its label text"
+    if protocol == "m3verse":
+        return None if isinstance(raw, list) and all(isinstance(x, str) for x in raw) else "answer with a list of letters or \"A,C\""
+    if protocol == "visualtrans":
+        if fmt == "count" and isinstance(raw, int) and not isinstance(raw, bool):
+            return None
+        if fmt == "set" and isinstance(raw, list) and all(isinstance(x, str) for x in raw):
+            return None
+        return f"answer of the wrong type for a {fmt} question"
+    return "answer with a letter or the option's text"
+
+
+def parse_prediction_lines(project: Project, release: Release | None, lines: Iterable[str]) -> list[ParsedLine]:
+    """Validate every line; raise PredictionImportError listing all bad lines."""
+    items = selectors.scoring_items(project, release)
+    by_external = {it.external_id: it for it in items}
+    verified_elsewhere = set()
+    if release is None:
+        verified_elsewhere = set(Item.objects.filter(project=project).values_list("external_id", flat=True)) - set(by_external)
+    keys = set(QUERY_KEYS[project.protocol])
+    errors: list[tuple[int, str]] = []
+    parsed: list[ParsedLine] = []
+    seen: dict[tuple, int] = {}
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:
+            errors.append((n, f"not valid JSON ({exc.msg})"))
+            continue
+        if not isinstance(obj, dict):
+            errors.append((n, "a line must be a JSON object"))
+            continue
+        unknown = sorted(set(obj) - {"item", "query", "answer", "logprobs"})
+        missing = [k for k in ("item", "query", "answer") if k not in obj]
+        if unknown or missing:
+            errors.append((n, "; ".join([f"unknown field {k!r}" for k in unknown] + [f"missing field {k!r}" for k in missing])))
+            continue
+        item_id, query = obj["item"], obj["query"]
+        if not isinstance(item_id, (str, int)) or isinstance(item_id, bool):
+            errors.append((n, '"item" must be the item id (a string)'))
+            continue
+        item = by_external.get(str(item_id))
+        if item is None:
+            where = f"release {release.version}" if release is not None else "the project's verified items"
+            hint = " (it exists but is not verified)" if str(item_id) in verified_elsewhere else ""
+            errors.append((n, f"unknown item {item_id!r}: not in {where}{hint}"))
+            continue
+        if query not in keys:
+            errors.append((n, f"unknown query {query!r} for {project.protocol}; expected one of {', '.join(sorted(keys))}"))
+            continue
+        if (item.key, query) in seen:
+            errors.append((n, f"duplicate of line {seen[(item.key, query)]} (item {item_id!r}, query {query!r})"))
+            continue
+        seen[(item.key, query)] = n
+        spec = item.resolved[query]
+        fmt = spec.get("format") or item.payload.get("format")
+        raw = obj["answer"]
+        type_error = _answer_type_error(project.protocol, fmt, raw)
+        if type_error:
+            errors.append((n, type_error))
+            continue
+        lp_error = _check_logprobs(obj.get("logprobs"))
+        if lp_error:
+            errors.append((n, lp_error))
+            continue
+        options = list(spec.get("options") or [])
+        answer = None if raw in (None, "", []) else parse_answer(project.protocol, query, raw, options, fmt=fmt if project.protocol == "visualtrans" else None)
+        parsed.append(ParsedLine(item.key, query, raw, answer, options, obj.get("logprobs")))
+    if errors:
+        raise PredictionImportError(errors)
+    if not parsed:
+        raise PredictionImportError([(0, "the file holds no prediction")])
+    return parsed
+
+
+@transaction.atomic
+def predictions_import(*, project: Project, lines: Iterable[str], model_name: str, release: Release | None = None) -> InferenceJob:
+    """Store a file of predictions as a finished imported job; all lines or nothing."""
+    if not model_name.strip():
+        raise PredictionImportError([(0, "a model name is required")])
+    parsed = parse_prediction_lines(project, release, lines)
+    now = timezone.now()
+    failed = sum(1 for p in parsed if p.answer is None)
+    job = InferenceJob.objects.create(
+        endpoint=None,
+        model_name=model_name.strip(),
+        project=project,
+        release=release,
+        protocol=project.protocol,
+        mode=JobMode.IMPORTED,
+        status=JobStatus.FINISHED,
+        total_queries=len(parsed),
+        done_queries=len(parsed),
+        failed_queries=failed,
+        started_at=now,
+        finished_at=now,
+    )
+    Prediction.objects.bulk_create(
+        [
+            Prediction(
+                job=job,
+                item_id=p.item_pk,
+                query=p.query,
+                status=PredictionStatus.OK if p.answer is not None else PredictionStatus.FAILED,
+                error="" if p.answer is not None else "unparseable or empty answer",
+                options=p.options,
+                raw_output=p.raw if isinstance(p.raw, str) else json.dumps(p.raw),
+                answer=p.answer,
+                logprobs=p.logprobs,
+            )
+            for p in parsed
+        ],
+        batch_size=2000,
+    )
+    return job

@@ -1,0 +1,166 @@
+"""Render leaderboards and correlation tables as JSON, CSV, LaTeX and Markdown. No Django."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any, Sequence
+
+DASH = "–"
+
+
+def _fmt(value: Any, places: int) -> str:
+    if value is None:
+        return DASH
+    if isinstance(value, float):
+        return f"{value:.{places}f}"
+    return str(value)
+
+
+def places_for(protocol: str) -> int:
+    return 3 if protocol == "oscbench" else 2
+
+
+def leaderboard_columns(board: dict[str, Any], keys: Sequence[str] | None = None) -> list[str]:
+    if keys is not None:
+        return list(keys)
+    return list(board["rows"][0]["metrics"]) if board["rows"] else []
+
+
+def _value(row: dict[str, Any], key: str) -> Any:
+    if key in row["metrics"]:
+        return row["metrics"][key], row["ci"].get(key)
+    b = row.get("breakdowns", {}).get(key)
+    return (b["value"], b["ci"]) if b else (None, None)
+
+
+def leaderboard_json(board: dict[str, Any]) -> str:
+    return json.dumps(board, indent=2, ensure_ascii=False)
+
+
+def leaderboard_csv(board: dict[str, Any], keys: Sequence[str] | None = None) -> str:
+    keys = leaderboard_columns(board, keys)
+    places = places_for(board["protocol"])
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["model", "rank", "n", "parse_failures"] + [c for k in keys for c in (k, f"{k}_ci_lo", f"{k}_ci_hi")])
+    for row in board["rows"]:
+        cells = [row["model"], row.get("rank") if row.get("rank") is not None else "", row["n"], row["parse_failures"]]
+        for k in keys:
+            value, ci = _value(row, k)
+            cells += ["" if value is None else f"{value:.{places}f}"]
+            cells += ["", ""] if not ci else [f"{ci[0]:.{places}f}", f"{ci[1]:.{places}f}"]
+        w.writerow(cells)
+    return buf.getvalue()
+
+
+def _latex_escape(text: str) -> str:
+    for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"), ("#", r"\#"), ("$", r"\$"), ("{", r"\{"), ("}", r"\}")):
+        text = text.replace(a, b)
+    return text
+
+
+def _latex_cell(value: Any, places: int) -> str:
+    return "--" if value is None else _fmt(value, places)
+
+
+def latex_table(header: Sequence[str], rows: Sequence[Sequence[str]], caption: str) -> str:
+    cols = "l" + "r" * (len(header) - 1)
+    lines = [
+        r"\begin{table}[t]",
+        r"\centering",
+        rf"\caption{{{_latex_escape(caption)}}}",
+        rf"\begin{{tabular}}{{{cols}}}",
+        r"\toprule",
+        " & ".join(_latex_escape(h) for h in header) + r" \\",
+        r"\midrule",
+    ]
+    for r in rows:
+        lines.append(" & ".join(r) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
+    return "\n".join(lines)
+
+
+def leaderboard_latex(board: dict[str, Any], keys: Sequence[str] | None = None) -> str:
+    keys = leaderboard_columns(board, keys)
+    places = places_for(board["protocol"])
+    rows = [[_latex_escape(r["model"])] + [_latex_cell(_value(r, k)[0], places) for k in keys] for r in board["rows"]]
+    caption = f"{board['project']} ({board['protocol']}" + (f", release {board['release']})" if board["release"] else ")")
+    return latex_table(["Model"] + list(keys), rows, caption)
+
+
+def leaderboard_markdown(board: dict[str, Any], keys: Sequence[str] | None = None) -> str:
+    keys = leaderboard_columns(board, keys)
+    places = places_for(board["protocol"])
+    header = ["Model", "Rank", "n", "Parse failures"] + list(keys)
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
+    for r in board["rows"]:
+        cells = [r["model"].replace("|", "\\|"), _fmt(r.get("rank"), 0), str(r["n"]), str(r["parse_failures"])]
+        cells += [_fmt(_value(r, k)[0], places) for k in keys]
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
+
+
+def render_leaderboard(board: dict[str, Any], fmt: str, keys: Sequence[str] | None = None) -> str:
+    if fmt == "json":
+        return leaderboard_json(board)
+    if fmt == "csv":
+        return leaderboard_csv(board, keys)
+    if fmt == "latex":
+        return leaderboard_latex(board, keys)
+    if fmt == "markdown":
+        return leaderboard_markdown(board, keys)
+    raise ValueError(f"unknown format {fmt!r}")
+
+
+# --- correlation ----------------------------------------------------------------------------
+
+def correlation_rows(report: dict[str, Any]) -> list[list[Any]]:
+    """Flat rows: source, criterion, kendall_tau_b, spearman_rho, n, tau ci lo/hi, rho ci lo/hi, alpha, note."""
+    rows = []
+    for j in report["judges"]:
+        for c in report["criteria"]:
+            e = j["per_criterion"][c]
+            ci = e.get("ci") or {}
+            tci, rci = ci.get("kendall_tau_b") or [None, None], ci.get("spearman_rho") or [None, None]
+            rows.append([j["judge"], c, e["kendall_tau_b"], e["spearman_rho"], e["n"], *tci, *rci, None, e.get("note", "")])
+        rows.append([j["judge"], "system", j["system_kendall_tau_b"], None, None, None, None, None, None, None, j.get("system_note", "")])
+    for c in report["criteria"]:
+        h = report["human"][c]
+        rows.append(["human (leave-one-rater-out)", c, h["loo_kendall_tau_b"], h["loo_spearman_rho"], None, None, None, None, None, h["krippendorff_alpha"], h.get("note", "")])
+    return rows
+
+
+CORRELATION_HEADER = ["source", "criterion", "kendall_tau_b", "spearman_rho", "n", "tau_ci_lo", "tau_ci_hi", "rho_ci_lo", "rho_ci_hi", "krippendorff_alpha", "note"]
+
+
+def correlation_csv(report: dict[str, Any]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CORRELATION_HEADER)
+    for r in correlation_rows(report):
+        w.writerow(["" if v is None else (f"{v:.4f}" if isinstance(v, float) else v) for v in r])
+    return buf.getvalue()
+
+
+def correlation_latex(report: dict[str, Any]) -> str:
+    header = ["Judge"] + [f"{c} $\\tau_b$" for c in report["criteria"]] + ["System $\\tau_b$"]
+    rows = []
+    for j in report["judges"]:
+        rows.append([_latex_escape(j["judge"])] + [_latex_cell(j["per_criterion"][c]["kendall_tau_b"], 3) for c in report["criteria"]] + [_latex_cell(j["system_kendall_tau_b"], 3)])
+    rows.append(["Human (LOO)"] + [_latex_cell(report["human"][c]["loo_kendall_tau_b"], 3) for c in report["criteria"]] + ["--"])
+    rows.append([r"Krippendorff $\alpha$"] + [_latex_cell(report["human"][c]["krippendorff_alpha"], 3) for c in report["criteria"]] + ["--"])
+    # Header cells carry math on purpose; escape only the underscores of criterion names.
+    table = latex_table(["H"] * len(header), rows, "Judge-human agreement (Kendall tau-b per criterion)")
+    head_line = " & ".join(h.replace("_", r"\_") for h in header) + r" \\"
+    return table.replace(" & ".join(["H"] * len(header)) + r" \\", head_line)
+
+
+def render_correlation(report: dict[str, Any], fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(report, indent=2, ensure_ascii=False)
+    if fmt == "csv":
+        return correlation_csv(report)
+    if fmt == "latex":
+        return correlation_latex(report)
+    raise ValueError(f"unknown format {fmt!r}")

@@ -1,0 +1,176 @@
+"""Predictions imported through the command, leaderboard and correlation read back through theirs."""
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from annotation.models import Annotation, Item
+from evaluation.scoring.oscbench import CRITERIA
+from inference.models import InferenceJob, Prediction
+
+from .factories import make_release, rate
+
+pytestmark = pytest.mark.django_db
+
+
+def status_payload(i):
+    return {
+        "image_a": f"a{i}.jpg", "image_b": f"b{i}.jpg",
+        "state_a": f"a closed box {i}", "state_b": f"an open box {i}",
+        "change": f"open box {i}",
+        "change_distractors": [f"close box {i}", f"shake box {i}", f"lift box {i}"],
+        "category": "positional" if i < 2 else "functional",
+        "difference": "slight",
+    }
+
+
+def write_lines(tmp_path, lines, name="preds.jsonl"):
+    path = tmp_path / name
+    path.write_text("\n".join(l if isinstance(l, str) else json.dumps(l) for l in lines) + "\n")
+    return str(path)
+
+
+def run(*args):
+    out = StringIO()
+    call_command(*args, stdout=out)
+    return out.getvalue()
+
+
+def test_status_import_then_leaderboard_json(make_project, tmp_path):
+    project = make_project("st", "status")
+    release = make_release(project, {f"it{i}": status_payload(i) for i in range(4)})
+    resolved = {ri.item.external_id: ri.payload["resolved"] for ri in release.release_items.select_related("item")}
+    lines = []
+    for i in range(4):
+        ext = f"it{i}"
+        r = resolved[ext]
+        # it0: everything right (sci4 given as option text); it1: OSI answered "A" twice;
+        # it2: all right except sci2; it3: free-text answers, sci4 unparseable.
+        ans = {q: r[q]["answer"] for q in r}
+        if i == 0:
+            ans["sci4"] = r["sci4"]["options"][ord(r["sci4"]["answer"]) - 65]
+        if i == 1:
+            ans["osi_b"] = "A"
+        if i == 2:
+            ans["sci2"] = "B" if r["sci2"]["answer"] == "A" else "A"
+        if i == 3:
+            ans = {q: f"Answer: ({a})" for q, a in ans.items()}
+            ans["sci4"] = "I cannot tell"
+        for q, a in ans.items():
+            line = {"item": ext, "query": q, "answer": a}
+            if q.startswith("osi"):
+                line["logprobs"] = {"A": -0.1 if q == "osi_a" else -1.5, "B": -2.0 if q == "osi_a" else -0.3}
+            lines.append(line)
+    out = run("import_predictions", "st", write_lines(tmp_path, lines), "--model", "m1", "--release", "v1")
+    assert "imported 24 predictions" in out and "1 unparseable" in out
+    job = InferenceJob.objects.get(model_name="m1")
+    assert (job.mode, job.status, job.endpoint, job.release_id) == ("imported", "finished", None, release.pk)
+    assert Prediction.objects.filter(job=job).count() == 24
+    assert Prediction.objects.get(job=job, item__external_id="it0", query="sci4").answer == resolved["it0"]["sci4"]["answer"]
+
+    board = json.loads(run("leaderboard", "st", "--release", "v1", "--format", "json", "--boot", "200"))
+    assert (board["project"], board["release"], board["protocol"]) == ("st", "v1", "status")
+    assert [r["model"] for r in board["rows"]] == ["m1", "Random"]
+    m1 = board["rows"][0]
+    assert set(m1) >= {"model", "n", "parse_failures", "metrics", "ci"}
+    assert (m1["n"], m1["parse_failures"]) == (4, 1)
+    # OSI 7/8, IR 8/8, SCI2 3/4, SCI4 3/4; OA (87.5 + 100 + 75) / 3; ROA: it0, it2 -> 2/4.
+    assert m1["metrics"] == {
+        "acc_osi": 87.5, "acc_ir": 100.0, "acc_sci": 75.0, "oa": 87.5,
+        "racc_osi": 75.0, "racc_ir": 100.0, "racc_sci": 75.0, "roa": 50.0,
+    }
+    assert list(m1["ci"]) == list(m1["metrics"])
+    assert m1["ci"]["acc_ir"] == [100.0, 100.0]
+    assert m1["breakdowns"]["category:positional:racc_osi"]["value"] == 50.0
+    assert m1["diagnostics"]["reassigned"]["racc_osi"] == 100.0
+    assert board["rows"][1]["n"] == 4 and board["rows"][1]["parse_failures"] == 0
+
+    md = run("leaderboard", "st", "--format", "markdown", "--boot", "50")
+    assert md.splitlines()[2].startswith("| m1 | 1 | 4 | 1 | 87.50 | 100.00 | 75.00 | 87.50 |")
+    latex = run("leaderboard", "st", "--format", "latex", "--boot", "50")
+    assert r"m1 & 87.50 & 100.00 & 75.00 & 87.50 & 75.00 & 100.00 & 75.00 & 50.00 \\" in latex
+    csv_text = run("leaderboard", "st", "--format", "csv", "--boot", "50")
+    assert csv_text.splitlines()[0].startswith("model,rank,n,parse_failures,acc_osi,acc_osi_ci_lo,acc_osi_ci_hi")
+
+
+def test_bad_lines_are_refused_whole_with_line_and_reason(make_project, tmp_path):
+    project = make_project("st2", "status")
+    make_release(project, {"it0": status_payload(0)})
+    lines = [
+        {"item": "it0", "query": "osi_a", "answer": "A"},
+        "{not json",
+        {"item": "nope", "query": "osi_a", "answer": "A"},
+        {"item": "it0", "query": "osi_c", "answer": "A"},
+        {"item": "it0", "query": "osi_a", "answer": "B"},
+        {"item": "it0", "query": "osi_b", "answer": 3},
+        {"item": "it0", "query": "ir_a", "answer": "A", "logprobs": {"A": 0.5}},
+    ]
+    with pytest.raises(CommandError) as exc:
+        run("import_predictions", "st2", write_lines(tmp_path, lines), "--model", "bad")
+    msg = str(exc.value)
+    assert "6 bad line(s), nothing imported" in msg
+    for fragment in ("line 2: not valid JSON", "line 3: unknown item 'nope'", "line 4: unknown query 'osi_c'",
+                     "line 5: duplicate of line 1", "line 6: answer with a letter", "line 7: \"logprobs\""):
+        assert fragment in msg
+    assert InferenceJob.objects.count() == 0 and Prediction.objects.count() == 0
+
+
+def osc_payload(gen, i, scenario):
+    return {"video": f"{gen}{i}.mp4", "prompt": "cut the apple", "generator": gen, "scenario": scenario,
+            "action": "cut", "action_category": "cutting", "object": "apple", "object_category": "fruit"}
+
+
+def test_oscbench_generators_judge_and_correlation(make_project, tmp_path):
+    project = make_project("osc", "oscbench", annotations_per_item=3)
+    payloads = {f"{g}{i}": osc_payload(g, i, "regular" if i % 2 else "novel") for g in ("genA", "genB") for i in range(4)}
+    make_release(project, payloads)
+    human_levels = {"genA0": 5, "genA1": 4, "genA2": 4, "genA3": 3, "genB0": 2, "genB1": 3, "genB2": 1, "genB3": 2}
+    for ext, level in human_levels.items():
+        for k, rater in enumerate(("r1", "r2", "r3")):
+            scores = {c: min(5, max(1, level + (k - 1) * (c == "realism"))) for c in CRITERIA}
+            scores["subject"] = None  # N/A: no subject named
+            rate(ext, project, rater, scores)
+    judge_lines = []
+    for ext, level in human_levels.items():
+        judged = {c: min(5, level + (1 if ext == "genB2" else 0)) for c in CRITERIA}
+        judged["subject"] = None
+        judge_lines.append({"item": ext, "query": "judge", "answer": json.dumps({"scores": judged, "evidence": "seen"})})
+    run("import_predictions", "osc", write_lines(tmp_path, judge_lines), "--model", "judge-1", "--release", "v1")
+
+    board = json.loads(run("leaderboard", "osc", "--format", "json", "--boot", "100"))
+    assert [r["model"] for r in board["rows"]] == ["genA", "genB", "Random"]
+    gen_a = board["rows"][0]
+    # object: mean of (5, 4, 4, 3) -> normalized (1 + .75 + .75 + .5) / 4
+    assert gen_a["metrics"]["object"] == 0.75
+    assert gen_a["metrics"]["subject"] is None  # N/A everywhere: missing, never 0
+    assert gen_a["ci"]["subject"] is None
+    assert board["rows"][1]["metrics"]["object"] == 0.25  # (2, 3, 1, 2) -> (.25 + .5 + 0 + .25) / 4
+    assert gen_a["breakdowns"]["state_change:scenario:novel"]["value"] == 0.875  # genA0, genA2
+    assert gen_a["rank"] == 1
+
+    judged = json.loads(run("leaderboard", "osc", "--judge", "judge-1", "--format", "json", "--boot", "100"))
+    assert judged["rows"][1]["metrics"]["object"] == 0.313  # (2, 3, 2, 2) -> 1.25 / 4 = 0.3125, half up
+
+    report = json.loads(run("correlation", "osc", "--format", "json", "--boot", "200"))
+    assert report["criteria"] == list(CRITERIA)
+    (j,) = report["judges"]
+    assert j["judge"] == "judge-1"
+    assert set(j["per_criterion"]["object"]) >= {"kendall_tau_b", "spearman_rho", "n", "ci"}
+    from scipy import stats as sps
+    humans = [human_levels[e] for e in sorted(human_levels)]
+    judge = [min(5, human_levels[e] + (1 if e == "genB2" else 0)) for e in sorted(human_levels)]
+    assert j["per_criterion"]["object"]["kendall_tau_b"] == pytest.approx(sps.kendalltau(judge, humans).statistic, abs=1e-12)
+    assert j["per_criterion"]["object"]["spearman_rho"] == pytest.approx(sps.spearmanr(judge, humans).statistic, abs=1e-12)
+    assert j["per_criterion"]["object"]["n"] == 8
+    assert j["per_criterion"]["subject"]["kendall_tau_b"] is None
+    assert "too few" in j["per_criterion"]["subject"]["note"]
+    assert j["system_kendall_tau_b"] is None and "too few" in j["system_note"]  # 2 generators
+    assert report["human"]["object"]["krippendorff_alpha"] == 1.0
+    assert report["human"]["subject"]["krippendorff_alpha"] is None
+    assert set(report["human"]["realism"]) >= {"loo_kendall_tau_b", "loo_spearman_rho", "krippendorff_alpha"}
+
+    csv_text = run("correlation", "osc", "--format", "csv", "--boot", "50")
+    assert csv_text.splitlines()[0] == "source,criterion,kendall_tau_b,spearman_rho,n,tau_ci_lo,tau_ci_hi,rho_ci_lo,rho_ci_hi,krippendorff_alpha,note"
+    assert "\\begin{tabular}" in run("correlation", "osc", "--format", "latex", "--boot", "50")
+    assert Annotation.objects.count() == 24 and Item.objects.count() == 8
