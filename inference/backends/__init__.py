@@ -1,0 +1,84 @@
+"""Backend registry: endpoint row -> a ModelBackend.
+
+vLLM is an optional extra (`pip install .[gpu]`): it is imported lazily, and without it
+`get_backend` / `check_available` raise BackendUnavailable, so a job refuses to start with a
+clear message. One vLLM engine is kept per worker process and reused by the next chunk of the
+same endpoint (loading weights takes minutes on a real model); a chunk for another endpoint
+closes it first, because one GPU holds one engine.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from typing import Any
+
+from .base import BackendUnavailable, ModelBackend
+
+VLLM_MISSING = (
+    "vLLM is not installed in this environment: the 'vllm' backend needs the gpu extra "
+    "(pip install .[gpu]) on a gpu worker"
+)
+
+_kept: dict[str, Any] = {"key": None, "backend": None}
+
+
+def check_available(endpoint) -> None:
+    """Raise BackendUnavailable when this endpoint's backend cannot run here."""
+    if endpoint.backend == "vllm":
+        if importlib.util.find_spec("vllm") is None:
+            raise BackendUnavailable(VLLM_MISSING)
+    elif endpoint.backend == "openai":
+        if endpoint.api_key_env and endpoint.api_key_env not in os.environ:
+            raise BackendUnavailable(
+                f"the API key variable {endpoint.api_key_env} named by endpoint {endpoint.name} is not set"
+            )
+        if not endpoint.model_id:
+            raise BackendUnavailable(f"endpoint {endpoint.name} names no model")
+    elif endpoint.backend != "random":
+        raise BackendUnavailable(f"unknown backend {endpoint.backend!r}")
+
+
+def get_backend(endpoint) -> ModelBackend:
+    check_available(endpoint)
+    if endpoint.backend == "random":
+        from .random_backend import RandomBackend
+
+        return RandomBackend(seed=int(endpoint.options.get("seed", 0)))
+    if endpoint.backend == "openai":
+        from .openai_backend import OpenAIBackend
+
+        return OpenAIBackend(
+            base_url=endpoint.base_url or None,
+            api_key=os.environ.get(endpoint.api_key_env) if endpoint.api_key_env else None,
+            model=endpoint.model_id,
+            concurrency=endpoint.concurrency,
+            options=endpoint.options,
+        )
+    return _vllm_backend(endpoint)
+
+
+def _vllm_backend(endpoint) -> ModelBackend:
+    key = json.dumps([endpoint.pk, endpoint.model_id, endpoint.revision, endpoint.options], sort_keys=True, default=str)
+    if _kept["key"] == key:
+        return _kept["backend"]
+    release_kept()
+    try:
+        from .vllm_backend import VLLMBackend
+    except ImportError as exc:
+        raise BackendUnavailable(f"{VLLM_MISSING} ({exc})") from None
+    backend = VLLMBackend(dict(endpoint.options), endpoint.model_id, endpoint.revision)
+    _kept.update(key=key, backend=backend)
+    return backend
+
+
+def is_kept(backend: ModelBackend) -> bool:
+    """Kept backends (vLLM engines) outlive a chunk: callers must not close them."""
+    return backend is not None and backend is _kept["backend"]
+
+
+def release_kept() -> None:
+    backend = _kept["backend"]
+    _kept.update(key=None, backend=None)
+    if backend is not None:
+        backend.close()

@@ -1,0 +1,160 @@
+"""Any OpenAI-compatible chat endpoint (OpenAI, a `vllm serve` server, others) through AsyncOpenAI.
+
+- Concurrency per endpoint is bounded by an asyncio.Semaphore(endpoint.concurrency).
+- Transient failures (429, 5xx, timeouts, dropped connections) are retried by the openai client
+  itself, which honours retry-after headers; `max_retries` and `timeout` come from the endpoint's
+  options. What still fails comes back as a ModelReply with `error` set, never as answer text.
+- Judges get `response_format={"type": "json_schema", ...}` unless the endpoint's options say
+  `"json_schema": false`; option-letter queries ask for first-token top log-probs unless
+  `"logprobs": false`; `"structured_choice": true` adds vLLM's `structured_outputs.choice`.
+- The API key is passed in by the caller (read from the environment variable the endpoint names);
+  this module never stores, logs or prints it.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import openai
+
+from .base import ModelQuery, ModelReply, Sampling
+
+DEFAULT_TIMEOUT = 60.0
+DEFAULT_MAX_RETRIES = 3
+
+
+class OpenAIBackend:
+    def __init__(
+        self,
+        *,
+        base_url: str | None,
+        api_key: str | None,
+        model: str,
+        concurrency: int = 8,
+        options: dict[str, Any] | None = None,
+    ):
+        self.base_url = base_url or None
+        self._api_key = api_key or "not-needed"  # local servers accept any key
+        self.model = model
+        self.concurrency = max(1, int(concurrency))
+        self.options = dict(options or {})
+        self.timeout = float(self.options.get("timeout", DEFAULT_TIMEOUT))
+        self.max_retries = int(self.options.get("max_retries", DEFAULT_MAX_RETRIES))
+
+    def __repr__(self) -> str:  # never show the key
+        return f"OpenAIBackend(base_url={self.base_url!r}, model={self.model!r}, concurrency={self.concurrency})"
+
+    def complete(self, queries: list[ModelQuery], sampling: Sampling) -> list[ModelReply]:
+        return asyncio.run(self.complete_async(queries, sampling))
+
+    async def complete_async(self, queries: list[ModelQuery], sampling: Sampling) -> list[ModelReply]:
+        client = openai.AsyncOpenAI(
+            base_url=self.base_url, api_key=self._api_key, timeout=self.timeout, max_retries=self.max_retries
+        )
+        semaphore = asyncio.Semaphore(self.concurrency)
+        try:
+            return list(await asyncio.gather(*(self._one(client, semaphore, q, sampling) for q in queries)))
+        finally:
+            await client.close()
+
+    def request_kwargs(self, query: ModelQuery, sampling: Sampling) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": query.messages,
+            "temperature": sampling.temperature,
+            "top_p": sampling.top_p,
+            "max_tokens": sampling.max_tokens or query.max_tokens,
+        }
+        if sampling.seed is not None:
+            kwargs["seed"] = sampling.seed
+        extra_body: dict[str, Any] = {}
+        if query.choices:
+            if self.options.get("logprobs", True) and sampling.logprobs:
+                kwargs["logprobs"] = True
+                kwargs["top_logprobs"] = min(int(sampling.logprobs), 20)
+            if self.options.get("structured_choice", False):
+                extra_body["structured_outputs"] = {"choice": list(query.choices)}
+        if query.json_schema and self.options.get("json_schema", True):
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "answer", "schema": query.json_schema, "strict": True},
+            }
+        if extra_body:
+            kwargs["extra_body"] = extra_body
+        return kwargs
+
+    async def _one(self, client: openai.AsyncOpenAI, semaphore: asyncio.Semaphore, query: ModelQuery, sampling: Sampling) -> ModelReply:
+        kwargs = self.request_kwargs(query, sampling)
+        async with semaphore:
+            started = time.monotonic()
+            try:
+                raw = await client.chat.completions.with_raw_response.create(**kwargs)
+                completion = raw.parse()
+            except openai.APIStatusError as exc:
+                return self._failure(query, started, f"HTTP {exc.status_code}: {_short(_error_message(exc))}")
+            except openai.APITimeoutError:
+                return self._failure(query, started, f"timed out after {self.timeout:g} s")
+            except openai.APIConnectionError as exc:
+                return self._failure(query, started, f"connection failed: {_short(str(exc))}")
+            except (openai.APIError, ValueError) as exc:  # malformed response bodies and the like
+                return self._failure(query, started, f"bad response: {_short(str(exc))}")
+            latency = int((time.monotonic() - started) * 1000)
+        attempts = 1 + int(getattr(raw, "retries_taken", 0) or 0)
+        if not completion.choices:
+            return ModelReply(key=query.key, latency_ms=latency, attempts=attempts, error="the endpoint returned no choices")
+        choice = completion.choices[0]
+        usage = completion.usage
+        return ModelReply(
+            key=query.key,
+            text=choice.message.content or "",
+            logprobs=_first_token_logprobs(choice, query.choices),
+            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+            completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            latency_ms=latency,
+            attempts=attempts,
+            extra={"finish_reason": choice.finish_reason},
+        )
+
+    def _failure(self, query: ModelQuery, started: float, message: str) -> ModelReply:
+        # Every failed request was tried 1 + max_retries times when the error was retryable.
+        return ModelReply(
+            key=query.key,
+            latency_ms=int((time.monotonic() - started) * 1000),
+            attempts=1 + self.max_retries,
+            error=f"{message} (after up to {1 + self.max_retries} attempts)",
+        )
+
+    def close(self) -> None:
+        pass
+
+
+def _short(message: str, limit: int = 300) -> str:
+    message = " ".join(str(message).split())
+    return message if len(message) <= limit else message[: limit - 1] + "…"
+
+
+def _error_message(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        inner = body.get("error") if isinstance(body.get("error"), dict) else body
+        if isinstance(inner.get("message"), str):
+            return inner["message"]
+    return exc.message
+
+
+def _first_token_logprobs(choice: Any, choices: list[str] | None) -> dict[str, float] | None:
+    """Log-probs of the option letters among the first generated token's top alternatives."""
+    if not choices or not choice.logprobs or not choice.logprobs.content:
+        return None
+    first = choice.logprobs.content[0]
+    wanted = set(choices)
+    out: dict[str, float] = {}
+    for alt in first.top_logprobs or []:
+        token = alt.token.strip()
+        if token in wanted and token not in out:
+            out[token] = alt.logprob
+    token = first.token.strip()
+    if token in wanted and token not in out:
+        out[token] = first.logprob
+    return out or None

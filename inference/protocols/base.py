@@ -1,0 +1,127 @@
+"""What every protocol module shares. Plain Python, no Django.
+
+A protocol module exposes `PROMPT_VERSION` and `build(item, *, media, params) -> list[PreparedQuery]`.
+It turns one item (payload + local media paths + resolved option orders) into the chat queries a
+backend answers; a query whose media cannot be prepared comes back with `error` set and no
+messages, so only that query (or item) fails.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from inference import media as media_lib
+from inference.backends.base import ModelQuery
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+@dataclass
+class ItemInput:
+    item_pk: int
+    external_id: str
+    payload: dict[str, Any]
+    # media field -> absolute local path (or list of paths for list fields); None when missing.
+    media_paths: dict[str, Any]
+    # media field -> content sha256 (or list), used as frame-cache keys.
+    media_hashes: dict[str, Any]
+    # annotation.protocols.resolve_queries(...) for this item: key -> {"options", "answer", ...}
+    resolved: dict[str, dict[str, Any]]
+
+
+@dataclass
+class PreparedQuery:
+    key: str  # the protocol's query key, e.g. "osi_a"
+    query: ModelQuery | None
+    options: list[Any]
+    prompt: str = ""  # the rendered prompt as stored with the prediction
+    frame_indices: dict[str, list[int]] | None = None
+    fmt: str | None = None  # visualtrans format, for parse_answer
+    error: str | None = None  # preparation failed: the prediction is stored as failed with this
+
+
+class MediaPreparer:
+    """Turns local media into data URLs for chat messages, with the job's bound and frame cache."""
+
+    def __init__(self, *, cache_root: str | os.PathLike, bound: tuple[int, int] = media_lib.DEFAULT_BOUND):
+        self.cache_root = Path(cache_root)
+        self.bound = bound
+        self._images: dict[tuple, str] = {}
+
+    def image(self, path: str | None, *, bbox=None) -> str:
+        if not path:
+            raise media_lib.MediaError("the item has no such image")
+        key = (path, tuple(bbox) if bbox else None)
+        if key not in self._images:
+            self._images[key] = media_lib.image_data_url(media_lib.load_image(path, bound=self.bound, bbox=bbox))
+        return self._images[key]
+
+    def frames(self, path: str | None, n: int, *, content_hash: str | None = None) -> tuple[list[str], list[int]]:
+        if not path:
+            raise media_lib.MediaError("the item has no such video")
+        frames = media_lib.sample_frames(path, n, cache_root=self.cache_root, bound=self.bound, content_hash=content_hash)
+        return [media_lib.file_data_url(p) for p in frames.paths], frames.indices
+
+
+def text(value: str) -> dict[str, Any]:
+    return {"type": "text", "text": value}
+
+
+def image(url: str) -> dict[str, Any]:
+    return {"type": "image_url", "image_url": {"url": url}}
+
+
+def user(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"role": "user", "content": parts}]
+
+
+def lettered(options: list[Any]) -> str:
+    return "\n".join(f"{LETTERS[i]}. {opt}" for i, opt in enumerate(options))
+
+
+def numbered(options: list[Any]) -> str:
+    return "\n".join(f"{i + 1}. {opt}" for i, opt in enumerate(options))
+
+
+def render_prompt(messages: list[dict[str, Any]]) -> str:
+    """The exact prompt as text, images shown as numbered placeholders (stored per prediction)."""
+    out: list[str] = []
+    n_image = 0
+    for message in messages:
+        content = message["content"]
+        parts = [text(content)] if isinstance(content, str) else content
+        chunk: list[str] = []
+        for part in parts:
+            if part["type"] == "text":
+                chunk.append(part["text"])
+            else:
+                n_image += 1
+                chunk.append(f"<image {n_image}>")
+        out.append(f"[{message['role']}]\n" + "\n".join(chunk))
+    return "\n\n".join(out)
+
+
+def letter_subsets(n: int, *, min_size: int = 1) -> list[str]:
+    """Every set of option letters as "A,C" strings, for constrained multi-answer replies."""
+    letters = LETTERS[:n]
+    return [",".join(combo) for size in range(min_size, n + 1) for combo in itertools.combinations(letters, size)]
+
+
+def query_for(key: str, item: ItemInput, messages, *, choices=None, json_schema=None, max_tokens=16) -> ModelQuery:
+    return ModelQuery(
+        key=f"{item.item_pk}|{key}", messages=messages, choices=choices, json_schema=json_schema, max_tokens=max_tokens
+    )
+
+
+def failed(key: str, options: list[Any], error: str) -> PreparedQuery:
+    return PreparedQuery(key=key, query=None, options=options, error=error)
+
+
+def frames_param(params: dict[str, Any], default: int, maximum: int = 200) -> int:
+    n = int(params.get("frames") or default)
+    if not 1 <= n <= maximum:
+        raise ValueError(f"frames must be between 1 and {maximum}, got {n}")
+    return n

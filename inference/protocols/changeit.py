@@ -1,0 +1,50 @@
+"""ChangeIt-Frames: name the state of an object among 10 candidate labels, on the full image and
+on the annotated box (crop), with the standard and the distractor candidate lists."""
+from __future__ import annotations
+
+from typing import Any
+
+from inference.media import MediaError
+
+from .base import ItemInput, MediaPreparer, PreparedQuery, failed, image, numbered, query_for, render_prompt, text, user
+
+PROMPT_VERSION = "changeit-v1"
+
+_ASK = (
+    "This photo shows {article} {object}. Which of these labels describes the state the {object} is in?\n"
+    "{options}\n"
+    "Answer with the number of the best label (1 to {n}) and nothing else."
+)
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1].lower() in "aeiou" else "a"
+
+
+def build(item: ItemInput, *, media: MediaPreparer, params: dict[str, Any]) -> list[PreparedQuery]:
+    p = item.payload
+    obj = p["object"]
+    bbox = p.get("bbox")
+    out: list[PreparedQuery] = []
+    for key, resolved in item.resolved.items():
+        options = resolved["options"]
+        condition = key.rsplit(":", 1)[1]
+        if condition == "crop" and not bbox:
+            out.append(failed(key, options, "the item has no annotated box to crop"))
+            continue
+        try:
+            url = media.image(item.media_paths.get("image"), bbox=bbox if condition == "crop" else None)
+        except MediaError as exc:
+            out.append(failed(key, options, str(exc)))
+            continue
+        messages = user([image(url), text(_ASK.format(article=_article(obj), object=obj, options=numbered(options), n=len(options)))])
+        choices = [str(i + 1) for i in range(len(options))]
+        out.append(
+            PreparedQuery(
+                key=key,
+                query=query_for(key, item, messages, choices=choices, max_tokens=4),
+                options=options,
+                prompt=render_prompt(messages),
+            )
+        )
+    return out

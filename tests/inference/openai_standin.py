@@ -1,0 +1,259 @@
+"""A local OpenAI-compatible chat server for tests and benchmarks (real HTTP, stdlib only).
+
+POST /v1/chat/completions answers like a small model would: a letter / number for option
+prompts (with first-token top log-probs), a JSON object following `response_format`'s schema
+for judges. It also misbehaves by a deterministic rule per query, so tests know what to expect:
+
+    key     = sha256 of the first user message's text parts and image count (a retry or a JSON
+              repair of the same query has the same key)
+    bucket  = int(key, 16) % 100
+    attempt = how many requests with this key the server has seen (1 = first)
+
+    bucket  0-4   429 with retry-after on attempt 1           (recovered by the client's retries)
+    bucket  5-9   500 on attempt 1                            (recovered)
+    bucket 10-12  sleeps past the client timeout on attempt 1 (recovered)
+    bucket 13-14  500 on every attempt                        (unrecoverable: the query fails)
+    bucket 15-19  malformed JSON content on attempt 1 when a JSON schema is asked for
+                  (recovered by the job's JSON repair round)
+
+`faults=False` turns all of this off; `latency` adds a fixed delay to every request.
+Run alone: python -m tests.inference.openai_standin --port 8765 --latency 0.1 --no-faults
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import threading
+import time
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def query_key(messages: list[dict[str, Any]]) -> str:
+    first = next((m for m in messages if m.get("role") == "user"), {"content": ""})
+    content = first["content"]
+    parts = [{"type": "text", "text": content}] if isinstance(content, str) else content
+    texts = [p.get("text", "") for p in parts if p.get("type") == "text"]
+    n_images = sum(1 for p in parts if p.get("type") != "text")
+    return hashlib.sha256(json.dumps([texts, n_images]).encode()).hexdigest()
+
+
+def bucket_of(key: str) -> int:
+    return int(key, 16) % 100
+
+
+def planned_fault(key: str) -> str | None:
+    b = bucket_of(key)
+    if b < 5:
+        return "429"
+    if b < 10:
+        return "500"
+    if b < 13:
+        return "timeout"
+    if b < 15:
+        return "always500"
+    if b < 20:
+        return "badjson"
+    return None
+
+
+def _all_text(messages) -> str:
+    out = []
+    for m in messages:
+        c = m.get("content")
+        if isinstance(c, str):
+            out.append(c)
+        elif isinstance(c, list):
+            out += [p.get("text", "") for p in c if p.get("type") == "text"]
+    return "\n".join(out)
+
+
+def _from_schema(schema: dict[str, Any], h: int) -> Any:
+    if "anyOf" in schema:
+        return _from_schema(schema["anyOf"][0], h)
+    if "enum" in schema:
+        values = [v for v in schema["enum"] if v is not None]
+        return values[h % len(values)]
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next(k for k in kind if k != "null")
+    if kind == "object":
+        return {k: _from_schema(s, h + i) for i, (k, s) in enumerate(schema.get("properties", {}).items())}
+    if kind == "array":
+        return [_from_schema(schema.get("items", {}), h + i) for i in range(schema.get("minItems", 1))]
+    if kind == "integer":
+        return schema.get("minimum", 1) + h % 3
+    return f"observation {h % 97}"
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256  # the default 5 drops connections under 32 concurrent clients
+
+
+class StandIn:
+    def __init__(self, *, latency: float = 0.0, faults: bool = True, timeout_sleep: float = 2.0, retry_after: float = 0.05):
+        self.latency = latency
+        self.faults = faults
+        self.timeout_sleep = timeout_sleep
+        self.retry_after = retry_after
+        self.attempts: Counter[str] = Counter()
+        self.log: list[tuple[str, int, str]] = []  # (key, attempt, outcome)
+        self.lock = threading.Lock()
+        self.server: ThreadingHTTPServer | None = None
+        self.thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def start(self, port: int = 0) -> "StandIn":
+        standin = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):  # quiet
+                pass
+
+            def do_POST(self):
+                length = int(self.headers.get("content-length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                if not self.path.endswith("/chat/completions"):
+                    return self._send(404, {"error": {"message": "not found"}})
+                standin.handle(self, body)
+
+            def _send(self, status, payload, headers=None):
+                data = json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    for k, v in (headers or {}).items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout test)
+
+        self.server = _Server(("127.0.0.1", port), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self.server:
+            self.server.shutdown()
+            self.server.server_close()
+
+    def outcomes(self) -> dict[str, list[str]]:
+        """key -> outcomes in order (what the server did with each request of that query)."""
+        out: dict[str, list[str]] = {}
+        with self.lock:
+            for key, _, outcome in self.log:
+                out.setdefault(key, []).append(outcome)
+        return out
+
+    def handle(self, handler, body: dict[str, Any]) -> None:
+        messages = body.get("messages") or []
+        key = query_key(messages)
+        with self.lock:
+            self.attempts[key] += 1
+            attempt = self.attempts[key]
+        fault = planned_fault(key) if self.faults else None
+        if self.latency:
+            time.sleep(self.latency)
+        outcome = "ok"
+        if fault == "429" and attempt == 1:
+            outcome = "429"
+        elif fault == "500" and attempt == 1:
+            outcome = "500"
+        elif fault == "always500":
+            outcome = "500"
+        elif fault == "timeout" and attempt == 1:
+            outcome = "timeout"
+        elif fault == "badjson" and attempt == 1 and body.get("response_format"):
+            outcome = "badjson"
+        with self.lock:
+            self.log.append((key, attempt, outcome))
+        if outcome == "429":
+            return handler._send(429, {"error": {"message": "rate limited", "type": "rate_limit"}}, {"retry-after": str(self.retry_after)})
+        if outcome == "500":
+            return handler._send(500, {"error": {"message": "internal error", "type": "server_error"}})
+        if outcome == "timeout":
+            time.sleep(self.timeout_sleep)
+        handler._send(200, self.completion(body, key, malformed=outcome == "badjson"))
+
+    def completion(self, body: dict[str, Any], key: str, *, malformed: bool = False) -> dict[str, Any]:
+        h = int(key[:8], 16)
+        messages = body.get("messages") or []
+        text_in = _all_text(messages)
+        logprobs = None
+        fmt = body.get("response_format") or {}
+        if fmt.get("type") == "json_schema":
+            content = json.dumps(_from_schema(fmt["json_schema"]["schema"], h))
+            if malformed:
+                content = content[: len(content) // 2]  # cut mid-object: not JSON
+        else:
+            numbers = re.search(r"\(1 to (\d+)\)", text_in)
+            letters = re.findall(r"^([A-Z])\. ", text_in, flags=re.M)
+            if numbers:
+                options = [str(i + 1) for i in range(int(numbers.group(1)))]
+            elif letters:
+                options = sorted(set(letters))
+            elif "whole number" in text_in:
+                options = [str(i) for i in range(10)]
+            else:
+                options = ["A", "B"]
+            weights = [-(0.2 + ((h >> (3 * i)) % 7) * 0.35) for i in range(len(options))]
+            best = max(range(len(options)), key=lambda i: weights[i])
+            content = options[best]
+            if body.get("logprobs"):
+                top = sorted(zip(options, weights), key=lambda t: -t[1])[: body.get("top_logprobs") or 1]
+                logprobs = {
+                    "content": [
+                        {
+                            "token": content,
+                            "logprob": weights[best],
+                            "bytes": list(content.encode()),
+                            "top_logprobs": [{"token": t, "logprob": w, "bytes": list(t.encode())} for t, w in top],
+                        }
+                    ]
+                }
+        n_prompt = len(text_in.split()) + 64 * sum(
+            1 for m in messages if isinstance(m.get("content"), list) for p in m["content"] if p.get("type") == "image_url"
+        )
+        return {
+            "id": f"chatcmpl-{key[:12]}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "standin"),
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": content}, "logprobs": logprobs, "finish_reason": "stop"}
+            ],
+            "usage": {"prompt_tokens": n_prompt, "completion_tokens": max(1, len(content) // 4), "total_tokens": n_prompt + max(1, len(content) // 4)},
+        }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--latency", type=float, default=0.0)
+    parser.add_argument("--no-faults", action="store_true")
+    args = parser.parse_args()
+    standin = StandIn(latency=args.latency, faults=not args.no_faults).start(args.port)
+    print(standin.base_url, flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        standin.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+import pytest
+from PIL import Image
+
+from inference import media
+
+
+def test_uniform_indices_take_segment_centres():
+    assert media.uniform_indices(50, 5) == [5, 15, 25, 35, 45]
+    assert media.uniform_indices(3, 8) == [0, 1, 2]
+    assert media.uniform_indices(0, 4) == []
+
+
+def test_fit_within_keeps_aspect_and_never_upscales():
+    assert media.fit_within(1280, 720, (448, 448)) == (448, 252)
+    assert media.fit_within(300, 600, (448, 448)) == (224, 448)
+    assert media.fit_within(100, 50, (448, 448)) == (100, 50)
+
+
+def test_sample_frames_one_pass_exact_frames_and_cache(tmp_path):
+    # testsrc draws a frame counter; 4 s at 10 fps = 40 frames, 640x360 -> fits 448x448 as 448x252.
+    video = media.make_test_video(tmp_path / "v.mp4", seconds=4, size="640x360", rate=10)
+    frames = media.sample_frames(video, 4, cache_root=tmp_path / "cache")
+    assert frames.indices == [5, 15, 25, 35]
+    assert frames.source_frames == 40
+    assert frames.size == (448, 252)
+    assert [Image.open(p).size for p in frames.paths] == [(448, 252)] * 4
+    # The sampled frames are exactly the frames at those indices (compare with a full decode).
+    every = media.decode_all_frames(video, (448, 252))
+    assert every.shape == (40, 252, 448, 3)
+    picked = media.decode_frames(video, frames.indices, (448, 252))
+    for k, index in enumerate(frames.indices):
+        assert (picked[k].astype(int) - every[index].astype(int)).__abs__().mean() < 1.0
+    # Second call: served from the cache by (content hash, N, bound), without ffmpeg.
+    folder = frames.paths[0].parent
+    assert folder.name == f"v{media.CACHE_FORMAT}_4_448x448"
+    again = media.sample_frames(video, 4, cache_root=tmp_path / "cache", content_hash=media.file_sha256(video))
+    assert again.paths == frames.paths and again.indices == frames.indices
+
+
+def test_unreadable_video_raises_a_clear_media_error(tmp_path):
+    bad = tmp_path / "broken.mp4"
+    bad.write_bytes(b"not a video" * 50)
+    with pytest.raises(media.MediaError) as exc:
+        media.sample_frames(bad, 3, cache_root=tmp_path / "cache")
+    assert "broken.mp4" in str(exc.value) and "cannot read" in str(exc.value)
+    assert not (tmp_path / "cache" / "frames").exists() or not any((tmp_path / "cache" / "frames").rglob("frames.json"))
+
+
+def test_load_image_crops_to_box_and_resizes(tmp_path):
+    img = Image.new("RGB", (1000, 500), (0, 0, 255))
+    img.paste((255, 0, 0), (100, 50, 300, 250))  # a red square at x=100..300, y=50..250
+    img.save(tmp_path / "i.png")
+    crop = media.load_image(tmp_path / "i.png", bbox=[100, 50, 200, 200])
+    assert crop.size == (200, 200)
+    assert crop.getpixel((100, 100)) == (255, 0, 0)
+    full = media.load_image(tmp_path / "i.png")
+    assert full.size == (448, 224)
+    clipped = media.load_image(tmp_path / "i.png", bbox=[900, 400, 500, 500])  # clipped to the image
+    assert clipped.size == (100, 100)
+    with pytest.raises(media.MediaError):
+        media.load_image(tmp_path / "i.png", bbox=[2000, 2000, 10, 10])
