@@ -1,0 +1,284 @@
+"""The task-queue HTTP API: auth, shapes, status codes, isolation, and no ground-truth leaks."""
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from annotation.models import Annotation, Item, Suggestion, Task
+from tests.annotation.work_factories import make_item, make_people, valid_result
+
+pytestmark = pytest.mark.django_db
+
+
+def client_for(user, *, token: bool = True) -> APIClient:
+    client = APIClient()
+    if token:
+        client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")
+    else:
+        client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def setup(make_project):
+    a, b, outsider = make_people(3)
+    project = make_project("boxes", "changeit", members={a: "annotator", b: "annotator"}, annotations_per_item=2)
+    other = make_project("other", "changeit", members={outsider: "annotator"})
+    return project, other, a, b, outsider
+
+
+def test_next_returns_the_task_with_media_urls_and_204_when_done(setup):
+    project, _other, a, _b, _outsider = setup
+    item = make_item(project)
+    client = client_for(a)
+
+    r = client.post("/api/projects/boxes/tasks/next/", {}, format="json")
+
+    assert r.status_code == 200
+    body = r.json()
+    task = Task.objects.get()
+    asset_sha = item.media["image"]
+    assert body["task"] == task.pk
+    assert body["draft"] == {} and body["version"] == 0
+    assert body["lease_expires"] == task.lease_expires.isoformat()
+    assert body["item"] == {
+        "id": item.pk, "workflow": "box", "protocol": "changeit",
+        "image": {"url": f"/media/assets/{asset_sha[:2]}/{asset_sha}.jpg", "width": 640, "height": 480, "kind": "image"},
+        "object": "apple", "candidates": ["peeled apple", "sliced apple", "whole apple"],
+        "outcomes": ["nothing_to_label", "cannot_determine"],
+    }
+    # A reload gets the same task back.
+    assert client.post("/api/projects/boxes/tasks/next/").json()["task"] == task.pk
+    r = client.post(f"/api/tasks/{task.pk}/submit/", {"result": valid_result("box")}, format="json")
+    assert r.status_code == 201
+    assert client.post("/api/projects/boxes/tasks/next/").status_code == 204
+
+
+def test_session_auth_works_like_tokens(setup):
+    project, _other, a, _b, _outsider = setup
+    make_item(project)
+    client = client_for(a, token=False)
+
+    r = client.post("/api/projects/boxes/tasks/next/", {}, format="json")
+
+    assert r.status_code == 200 and r.json()["task"] == Task.objects.get().pk
+
+
+def test_annotators_only_reach_their_own_projects_and_tasks(setup):
+    project, other, a, b, outsider = setup
+    make_item(project)
+    make_item(other)
+    task = Task.objects.create(item=Item.objects.get(project=project), annotator=a,
+                               lease_expires=timezone.now() + timedelta(minutes=5))
+
+    assert client_for(outsider).post("/api/projects/boxes/tasks/next/").status_code == 404
+    assert APIClient().post("/api/projects/boxes/tasks/next/").status_code in (401, 403)
+    for path, method, data in (
+        (f"/api/tasks/{task.pk}/submit/", "post", {"result": valid_result("box")}),
+        (f"/api/tasks/{task.pk}/draft/", "put", {"draft": {"x": 1}, "version": 0}),
+        (f"/api/tasks/{task.pk}/renew/", "post", {}),
+        (f"/api/tasks/{task.pk}/skip/", "post", {}),
+    ):
+        assert getattr(client_for(b), method)(path, data, format="json").status_code == 404
+    assert client_for(a).get("/api/projects/boxes/review/").status_code == 403
+    assert client_for(a).get("/api/projects/boxes/agreement/").status_code == 403
+    task.refresh_from_db()
+    assert (task.status, task.draft, Annotation.objects.count(), Task.objects.count()) == ("active", {}, 0, 1)
+
+
+def test_removed_member_loses_their_task(setup):
+    project, _other, a, _b, _outsider = setup
+    make_item(project)
+    client = client_for(a)
+    task_id = client.post("/api/projects/boxes/tasks/next/").json()["task"]
+    project.memberships.filter(user=a).delete()
+
+    r = client.post(f"/api/tasks/{task_id}/submit/", {"result": valid_result("box")}, format="json")
+
+    assert r.status_code == 404 and Annotation.objects.count() == 0
+
+
+def test_draft_autosave_and_stale_version_409(setup):
+    project, _other, a, _b, _outsider = setup
+    make_item(project)
+    client = client_for(a)
+    task_id = client.post("/api/projects/boxes/tasks/next/").json()["task"]
+
+    ok = client.put(f"/api/tasks/{task_id}/draft/", {"draft": {"bbox": [1, 2, 3, 4]}, "version": 0}, format="json")
+    stale = client.put(f"/api/tasks/{task_id}/draft/", {"draft": {"bbox": [0, 0, 1, 1]}, "version": 0}, format="json")
+    bad = client.put(f"/api/tasks/{task_id}/draft/", {"draft": [1], "version": 1}, format="json")
+
+    assert ok.status_code == 200 and ok.json()["version"] == 1
+    assert stale.status_code == 409
+    assert stale.json()["detail"].startswith("This draft was saved from another tab or window")
+    assert bad.status_code == 400 and list(bad.json()["errors"]) == ["draft"]
+    again = client.post("/api/projects/boxes/tasks/next/").json()
+    assert (again["draft"], again["version"]) == ({"bbox": [1, 2, 3, 4]}, 1)
+
+
+def test_submit_idempotency_key_gives_201_then_200_with_the_same_annotation(setup):
+    project, _other, a, _b, _outsider = setup
+    make_item(project)
+    client = client_for(a)
+    task_id = client.post("/api/projects/boxes/tasks/next/").json()["task"]
+    body = {"result": {"bbox": [600, 400, 100, 200], "state": "whole apple"}, "time_spent_ms": 4100}
+
+    first = client.post(f"/api/tasks/{task_id}/submit/", body, format="json", HTTP_IDEMPOTENCY_KEY="abc")
+    second = client.post(f"/api/tasks/{task_id}/submit/", body, format="json", HTTP_IDEMPOTENCY_KEY="abc")
+    third = client.post(f"/api/tasks/{task_id}/submit/", body, format="json")
+
+    assert (first.status_code, second.status_code, third.status_code) == (201, 200, 200)
+    assert first.json() == second.json() == third.json()
+    # Clipped to the 640x480 image.
+    assert first.json()["result"] == {"bbox": [600.0, 400.0, 40.0, 80.0], "state": "whole apple"}
+    assert first.json()["time_spent_ms"] == 4100
+    assert Annotation.objects.count() == 1 and Item.objects.get().annotation_count == 1
+
+
+def test_bad_result_is_400_naming_the_field_and_nothing_is_written(setup):
+    project, _other, a, _b, _outsider = setup
+    make_item(project)
+    client = client_for(a)
+    task_id = client.post("/api/projects/boxes/tasks/next/").json()["task"]
+
+    r = client.post(f"/api/tasks/{task_id}/submit/", {"result": {"bbox": [1, 2, 30, 40], "state": "rotten pear"}},
+                    format="json")
+    missing = client.post(f"/api/tasks/{task_id}/submit/", {}, format="json")
+
+    assert r.status_code == 400
+    assert r.json()["errors"] == {"state": "Pick the state label from the listed candidates."}
+    assert missing.status_code == 400 and list(missing.json()["errors"]) == ["result"]
+    assert Annotation.objects.count() == 0 and Task.objects.get().status == "active"
+
+
+def test_skip_then_next_gives_another_item(setup):
+    project, _other, a, _b, _outsider = setup
+    first, second = make_item(project), make_item(project)
+    client = client_for(a)
+    task_id = client.post("/api/projects/boxes/tasks/next/").json()["task"]
+
+    r = client.post(f"/api/tasks/{task_id}/skip/")
+
+    assert r.status_code == 200 and r.json() == {"task": task_id, "status": "skipped"}
+    assert client.post("/api/projects/boxes/tasks/next/").json()["item"]["id"] == second.pk
+    assert first.pk != second.pk
+
+
+def test_expired_lease_item_goes_to_someone_else_and_late_submit_is_409(setup):
+    project, _other, a, b, _outsider = setup
+    item = make_item(project)
+    task_a = client_for(a).post("/api/projects/boxes/tasks/next/").json()["task"]
+    Task.objects.filter(pk=task_a).update(lease_expires=timezone.now() - timedelta(seconds=1))
+
+    got = client_for(b).post("/api/projects/boxes/tasks/next/")
+    late = client_for(a).post(f"/api/tasks/{task_a}/submit/", {"result": valid_result("box")}, format="json")
+    renew = client_for(a).post(f"/api/tasks/{task_a}/renew/")
+
+    assert got.status_code == 200 and got.json()["item"]["id"] == item.pk
+    assert late.status_code == 409 and "another annotator took the item" in late.json()["detail"]
+    assert renew.status_code == 409
+    assert Annotation.objects.count() == 0
+
+
+def test_renew_extends_the_lease(setup):
+    project, _other, a, _b, _outsider = setup
+    project.settings = {"lease_seconds": 30}
+    project.save()
+    make_item(project)
+    client = client_for(a)
+    task_id = client.post("/api/projects/boxes/tasks/next/").json()["task"]
+    Task.objects.filter(pk=task_id).update(lease_expires=timezone.now() + timedelta(seconds=2))
+
+    r = client.post(f"/api/tasks/{task_id}/renew/")
+
+    assert r.status_code == 200
+    assert Task.objects.get(pk=task_id).lease_expires > timezone.now() + timedelta(seconds=25)
+
+
+# --- ground truth never reaches an annotator ---------------------------------------------------
+
+TRUTH_KEYS = {"answer", "subtask", "scene", "context", "capabilities", "hallucination", "generator", "scenario",
+              "action_category", "object_category", "state", "bbox", "state_a", "state_b", "change",
+              "change_distractors", "category", "difference", "distractors", "gold_scores", "is_gold", "external_id"}
+
+
+def _keys(value, skip_result: bool):
+    if isinstance(value, dict):
+        for k, v in value.items():
+            # The annotator's own words, suggestions, field names of errors, criterion names.
+            if skip_result and k in ("result", "draft", "errors", "rubric"):
+                continue
+            yield k
+            yield from _keys(v, skip_result)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _keys(v, skip_result)
+
+
+LEAK_CASES = [
+    ("status", {}, valid_result("quintuplet")),
+    ("changeit", {"bbox": [111, 222, 33, 44]}, {"outcome": "cannot_determine"}),
+    ("visualtrans", {}, {"answer": "A", "flags": ["ambiguous"]}),
+    ("visualtrans", {"format": "count", "options": [], "answer": 7919}, {"answer": 3, "flags": []}),
+    ("visualtrans", {"format": "set", "options": [], "answer": ["TRUTH-bowl", "TRUTH-ladle"]}, {"answer": ["cup"]}),
+    ("m3verse", {}, {"answer": ["B"], "flags": []}),
+    ("oscbench", {"gold_scores": {"object": 5}}, valid_result("rating")),
+]
+
+
+@pytest.mark.parametrize("protocol,extra,result", LEAK_CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(LEAK_CASES)])
+@pytest.mark.parametrize("gold", [False, True], ids=["normal", "gold"])
+def test_no_annotator_response_carries_ground_truth_or_metadata(make_project, protocol, extra, result, gold):
+    from tests.annotation.work_factories import PAYLOADS
+
+    (annotator,) = make_people(1)
+    project = make_project("leak", protocol, members={annotator: "annotator"}, annotations_per_item=1,
+                           settings={"gold_share": 1.0} if gold else {})
+    payload = {**PAYLOADS[protocol](), **extra}
+    make_item(project, "TRUTH-external-id-1", payload=payload, is_gold=gold)
+    make_item(project, "TRUTH-external-id-2", payload=payload, is_gold=gold)
+    if protocol == "status":
+        Suggestion.objects.create(item=Item.objects.first(), source="job:1 tiny-vlm",
+                                  result={"state_a": "a jar with a lid", "change": "unscrew the lid"})
+    client = client_for(annotator)
+    responses = []
+    first = client.post("/api/projects/leak/tasks/next/", {}, format="json")
+    responses.append(first)
+    task_id = first.json()["task"]
+    responses.append(client.put(f"/api/tasks/{task_id}/draft/", {"draft": {"note": "x"}, "version": 0}, format="json"))
+    responses.append(client.post(f"/api/tasks/{task_id}/renew/"))
+    responses.append(client.post(f"/api/tasks/{task_id}/submit/", {"result": {"nonsense": 1}}, format="json"))
+    responses.append(client.post(f"/api/tasks/{task_id}/submit/", {"result": result}, format="json"))
+    second = client.post("/api/projects/leak/tasks/next/", {}, format="json")
+    responses.append(second)
+    responses.append(client.post(f"/api/tasks/{second.json()['task']}/skip/"))
+    responses.append(client.post("/api/projects/leak/tasks/next/", {}, format="json"))
+    responses.append(client.get("/api/projects/"))
+    responses.append(client.get("/api/me/"))
+    responses.append(client.get("/api/projects/leak/review/"))
+    responses.append(client.get(f"/api/items/{Item.objects.first().pk}/review/"))
+    responses.append(client.get("/api/projects/leak/agreement/"))
+
+    assert [r.status_code for r in responses] == [200, 200, 200, 400, 201, 200, 200, 204, 200, 200, 403, 403, 403]
+    for r in responses:
+        text = r.content.decode()
+        # Every free-text truth and metadata value of the payloads carries this marker.
+        assert "TRUTH-" not in text
+        assert "7919" not in text  # the count answer
+        body = r.json() if text else None
+        # OSCBench's "scene" is a rating criterion, not metadata.
+        leaked = set(_keys(body, skip_result=True)) & (TRUTH_KEYS - ({"scene"} if protocol == "oscbench" else set()))
+        assert not leaked, (r.request["PATH_INFO"], leaked)
+    if protocol == "changeit":
+        # The true label is among the candidates but not singled out: alphabetical order.
+        candidates = first.json()["item"]["candidates"]
+        assert candidates == sorted(candidates) and "peeled apple" in candidates
+    if protocol == "status":
+        assert first.json()["item"]["suggestions"] == [
+            {"source": "job:1 tiny-vlm", "machine_made": True,
+             "result": {"state_a": "a jar with a lid", "change": "unscrew the lid"}}]
