@@ -1,0 +1,401 @@
+"""Item import: every protocol's good file, one bad file per refusal rule, idempotency.
+
+Every refused import asserts the exact "line N: field F: reason" message and that nothing was
+written: no item, no media asset, no file under MEDIA_ROOT.
+"""
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from PIL import Image
+
+from annotation.importing import ImportRefused, items_import
+from annotation.importing.samples import make_image, make_video, sample_line, write_sample_dataset
+from annotation.models import Item, MediaAsset, Project
+
+pytestmark = pytest.mark.django_db
+
+
+def stored_files(media_root: Path) -> list[Path]:
+    return sorted(p for p in media_root.rglob("*") if p.is_file())
+
+
+def assert_nothing_written(media_root: Path) -> None:
+    assert Item.objects.count() == 0
+    assert MediaAsset.objects.count() == 0
+    assert stored_files(media_root) == []
+
+
+def write_lines(path: Path, lines: list) -> Path:
+    with open(path, "w", encoding="utf-8") as fh:
+        for line in lines:
+            fh.write((line if isinstance(line, str) else json.dumps(line)) + "\n")
+    return path
+
+
+def refused(project, path, **kw) -> list[str]:
+    with pytest.raises(ImportRefused) as exc:
+        items_import(project=project, path=path, **kw)
+    return exc.value.errors
+
+
+@pytest.fixture
+def data_dir(tmp_path) -> Path:
+    d = tmp_path / "data"
+    d.mkdir()
+    return d
+
+
+@pytest.fixture
+def status_project(make_project):
+    return make_project("st", "status")
+
+
+@pytest.fixture
+def status_media(data_dir) -> Path:
+    make_image(data_dir / "img/a.png", 0, 0)
+    make_image(data_dir / "img/b.png", 0, 2)
+    return data_dir
+
+
+def status_line(i: int, **changes) -> dict:
+    line = sample_line("status", i, media={"image_a": "img/a.png", "image_b": "img/b.png"})
+    line.update(changes)
+    return {k: v for k, v in line.items() if v is not None}
+
+
+# --- good files -----------------------------------------------------------------------------------
+
+EXPECTED_MEDIA = {"status": 8, "changeit": 4, "visualtrans": 8, "m3verse": 8, "oscbench": 4}
+
+
+@pytest.mark.parametrize("protocol", ["status", "changeit", "visualtrans", "m3verse", "oscbench"])
+def test_good_file_of_every_protocol_imports_with_media_recorded(protocol, make_project, data_dir, _media_root):
+    project = make_project("p", protocol)
+    path = write_sample_dataset(data_dir, protocol, 6)
+
+    report = items_import(project=project, path=path)
+
+    assert (report.lines, report.created, report.unchanged) == (6, 6, 0)
+    assert report.media_files == EXPECTED_MEDIA[protocol]
+    expected_status = "pending" if protocol == "oscbench" else "annotated"
+    assert report.by_status == {expected_status: 6}
+    assert Item.objects.filter(project=project, status=expected_status).count() == 6
+    item = Item.objects.get(project=project, external_id=f"{protocol}-00000")
+    first = json.loads(path.read_text().splitlines()[0])
+    assert item.payload == {k: v for k, v in first.items() if k not in ("id", "split", "tags")}
+    assert item.split == "test" and item.tags == ["sample"]
+    shas = set(MediaAsset.objects.values_list("sha256", flat=True))
+    used = {s for v in item.media.values() for s in (v if isinstance(v, list) else [v])}
+    assert used <= shas
+    assert len(stored_files(_media_root)) == MediaAsset.objects.count()
+    for asset in MediaAsset.objects.all():
+        assert asset.width == 160 and asset.height == 120 and asset.size_bytes > 0
+        assert (_media_root / asset.file.name).is_file()
+        if asset.kind == "video":
+            assert asset.duration == pytest.approx(2.0, abs=0.01)
+            assert asset.fps == pytest.approx(6.0) and asset.frame_count == 12
+
+
+def test_raw_items_are_pending_and_verified_flag_marks_verified(make_project, data_dir):
+    raw = make_project("raw", "status")
+    ver = make_project("ver", "m3verse")
+    items_import(project=raw, path=write_sample_dataset(data_dir / "raw", "status", 3, complete=False))
+    items_import(project=ver, path=write_sample_dataset(data_dir / "ver", "m3verse", 3), verified=True)
+    assert list(raw.items.values_list("status", flat=True).distinct()) == ["pending"]
+    assert list(ver.items.values_list("status", flat=True).distinct()) == ["verified"]
+    assert raw.items.get(external_id="status-00001").payload == {"image_a": "img/s1_a.png", "image_b": "img/s1_b.png"}
+
+
+def test_zip_holding_items_and_media_imports(make_project, data_dir, tmp_path):
+    project = make_project("z", "visualtrans")
+    write_sample_dataset(data_dir, "visualtrans", 5)
+    archive = tmp_path / "bundle.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for p in data_dir.rglob("*"):
+            if p.is_file():
+                zf.write(p, p.relative_to(data_dir).as_posix())
+    report = items_import(project=project, path=archive)
+    assert (report.created, report.media_files) == (5, 8)
+    assert project.items.get(external_id="visualtrans-00002").payload["answer"] == ["apple"]
+
+
+def test_reimporting_the_same_file_changes_nothing(status_project, data_dir, _media_root):
+    path = write_sample_dataset(data_dir, "status", 5)
+    items_import(project=status_project, path=path)
+    before = list(Item.objects.order_by("id").values_list("id", "external_id", "payload", "media", "status", "updated_at"))
+    files = stored_files(_media_root)
+
+    again = items_import(project=status_project, path=path)
+
+    assert (again.created, again.unchanged, again.media_stored) == (0, 5, 0)
+    assert list(Item.objects.order_by("id").values_list("id", "external_id", "payload", "media", "status", "updated_at")) == before
+    assert stored_files(_media_root) == files and MediaAsset.objects.count() == 8
+
+
+def test_a_file_extending_an_earlier_import_adds_only_the_new_items(status_project, data_dir):
+    items_import(project=status_project, path=write_sample_dataset(data_dir, "status", 3))
+    report = items_import(project=status_project, path=write_sample_dataset(data_dir, "status", 5, name="more.jsonl"))
+    assert (report.created, report.unchanged) == (2, 3)
+    assert status_project.items.count() == 5
+
+
+def test_same_media_in_two_projects_is_stored_once(make_project, data_dir, _media_root):
+    path = write_sample_dataset(data_dir, "status", 2)
+    items_import(project=make_project("one", "status"), path=path)
+    report = items_import(project=make_project("two", "status"), path=path)
+    assert report.media_stored == 0
+    assert MediaAsset.objects.count() == 4 and len(stored_files(_media_root)) == 4  # 2 items x 2 images
+
+
+def test_management_command_creates_the_project_and_reports(data_dir, capsys):
+    path = write_sample_dataset(data_dir, "changeit", 4)
+    call_command("import_items", "cmd", str(path), "--protocol", "changeit", "--create", "--verified")
+    out = capsys.readouterr().out
+    assert "cmd: 4 lines, 4 items created (verified 4), 0 unchanged" in out
+    assert Project.objects.get(slug="cmd").protocol == "changeit"
+
+
+def test_management_command_refusal_creates_no_project(data_dir, capsys, _media_root):
+    path = write_lines(data_dir / "bad.jsonl", [{"id": "x", "image": "nope.png", "object": "door", "state": "a closed door"}])
+    with pytest.raises(CommandError, match="import refused: 1 error"):
+        call_command("import_items", "cmd", str(path), "--protocol", "changeit", "--create")
+    assert "line 1: field image: nope.png: file not found under the media root" in capsys.readouterr().err
+    assert not Project.objects.filter(slug="cmd").exists()
+    assert_nothing_written(_media_root)
+
+
+# --- refusal rules: one bad file each -------------------------------------------------------------
+
+
+def test_path_with_dotdot_is_refused(status_project, status_media, tmp_path, _media_root):
+    make_image(tmp_path / "secret.png", 1, 1)
+    path = write_lines(status_media / "items.jsonl", [status_line(0, image_a="../secret.png")])
+    assert refused(status_project, path) == ["line 1: field image_a: ../secret.png: path leaves the media root ('..')"]
+    assert_nothing_written(_media_root)
+
+
+def test_absolute_path_is_refused(status_project, status_media, _media_root):
+    absolute = str(status_media / "img/a.png")
+    path = write_lines(status_media / "items.jsonl", [status_line(0), status_line(1, image_b=absolute)])
+    assert refused(status_project, path) == [
+        f"line 2: field image_b: {absolute}: absolute paths are refused; give a path relative to the media root"
+    ]
+    assert_nothing_written(_media_root)
+
+
+def test_symlink_leaving_the_media_root_is_refused(status_project, status_media, tmp_path, _media_root):
+    outside = make_image(tmp_path / "outside.png", 2, 1)
+    os.symlink(outside, status_media / "img/link.png")
+    path = write_lines(status_media / "items.jsonl", [status_line(0, image_a="img/link.png")])
+    assert refused(status_project, path) == [
+        "line 1: field image_a: img/link.png: path leaves the media root (symlink pointing outside)"
+    ]
+    assert_nothing_written(_media_root)
+
+
+def test_missing_media_file_is_refused(status_project, status_media, _media_root):
+    path = write_lines(status_media / "items.jsonl", [status_line(0, image_b="img/missing.png")])
+    assert refused(status_project, path) == ["line 1: field image_b: img/missing.png: file not found under the media root"]
+    assert_nothing_written(_media_root)
+
+
+def test_unreadable_image_is_refused(status_project, status_media, _media_root):
+    (status_media / "img/noise.png").write_bytes(b"this is not an image at all" * 10)
+    path = write_lines(status_media / "items.jsonl", [status_line(0, image_a="img/noise.png")])
+    assert refused(status_project, path) == ["line 1: field image_a: img/noise.png: not a readable image"]
+    assert_nothing_written(_media_root)
+
+
+def test_truncated_image_is_refused(status_project, status_media, _media_root):
+    Image.effect_noise((200, 200), 60).convert("RGB").save(status_media / "img/full.png")
+    data = (status_media / "img/full.png").read_bytes()
+    (status_media / "img/cut.png").write_bytes(data[: len(data) // 2])
+    path = write_lines(status_media / "items.jsonl", [status_line(0, image_b="img/cut.png")])
+    [message] = refused(status_project, path)
+    assert message.startswith("line 1: field image_b: img/cut.png: corrupt image (")
+    assert_nothing_written(_media_root)
+
+
+def test_decompression_bomb_is_refused_before_decoding(status_project, status_media, settings, _media_root):
+    settings.IMPORT_MAX_IMAGE_PIXELS = 10_000_000
+    Image.new("L", (4000, 4000)).save(status_media / "img/bomb.png")  # 16 Mpx in a few kB
+    assert (status_media / "img/bomb.png").stat().st_size < 100_000
+    path = write_lines(status_media / "items.jsonl", [status_line(0, image_a="img/bomb.png")])
+    assert refused(status_project, path) == [
+        "line 1: field image_a: img/bomb.png: image is 4000×4000 = 16000000 pixels, above the limit of 10000000 "
+        "(decompression bomb?)"
+    ]
+    assert_nothing_written(_media_root)
+
+
+@pytest.fixture
+def osc_project(make_project):
+    return make_project("osc", "oscbench")
+
+
+def osc_line(video: str) -> dict:
+    return sample_line("oscbench", 1, media={"video": video})
+
+
+def test_file_that_is_no_video_is_refused(osc_project, data_dir, _media_root):
+    (data_dir / "clip.mp4").write_bytes(b"plain text pretending to be a video\n" * 20)
+    path = write_lines(data_dir / "items.jsonl", [osc_line("clip.mp4")])
+    [message] = refused(osc_project, path)
+    assert message.startswith("line 1: field video: clip.mp4: not a readable video (")
+    assert_nothing_written(_media_root)
+
+
+def test_image_renamed_to_mp4_is_refused(osc_project, data_dir, _media_root):
+    make_image(data_dir / "still.png", 0, 1)
+    (data_dir / "still.png").rename(data_dir / "still.mp4")
+    path = write_lines(data_dir / "items.jsonl", [osc_line("still.mp4")])
+    assert refused(osc_project, path) == ["line 1: field video: still.mp4: is a still image (png_pipe), not a video"]
+    assert_nothing_written(_media_root)
+
+
+def test_video_claiming_another_container_is_refused(osc_project, data_dir, _media_root):
+    make_video(data_dir / "clip.mp4", 1)
+    (data_dir / "clip.mp4").rename(data_dir / "clip.webm")
+    path = write_lines(data_dir / "items.jsonl", [osc_line("clip.webm")])
+    assert refused(osc_project, path) == [
+        "line 1: field video: clip.webm: claims to be .webm but its container is mov,mp4,m4a,3gp,3g2,mj2"
+    ]
+    assert_nothing_written(_media_root)
+
+
+def test_image_used_where_a_video_is_expected_is_refused(make_project, data_dir, _media_root):
+    project = make_project("m3", "m3verse")
+    make_video(data_dir / "v.mp4", 0)
+    make_image(data_dir / "i.png", 0, 0)
+    line = sample_line("m3verse", 0, media={"video_before": "v.mp4", "video_after": "i.png"})
+    path = write_lines(data_dir / "items.jsonl", [line])
+    assert refused(project, path) == ["line 1: field video_after: i.png: is a still image (png_pipe), not a video"]
+    assert_nothing_written(_media_root)
+
+
+def test_duplicate_ids_in_the_file_are_refused(status_project, status_media, _media_root):
+    path = write_lines(
+        status_media / "items.jsonl", [status_line(0, id="dup"), status_line(1, id="other"), status_line(2, id="dup")]
+    )
+    assert refused(status_project, path) == ["line 3: field id: duplicate id 'dup' (first on line 1)"]
+    assert_nothing_written(_media_root)
+
+
+def test_existing_id_with_different_content_is_refused(status_project, status_media, _media_root):
+    items_import(project=status_project, path=write_lines(status_media / "one.jsonl", [status_line(0)]))
+    before = list(Item.objects.values_list("id", "payload", "updated_at"))
+    assets = MediaAsset.objects.count()
+    changed = status_line(0, change="shut the door")
+    path = write_lines(status_media / "two.jsonl", [status_line(1), changed])
+    assert refused(status_project, path) == [
+        "line 2: field id: item 'status-00000' already exists in the project with different content"
+    ]
+    assert list(Item.objects.values_list("id", "payload", "updated_at")) == before
+    assert MediaAsset.objects.count() == assets
+
+
+def test_every_field_error_is_listed_with_line_and_field(status_project, status_media, _media_root):
+    lines = [
+        status_line(0),
+        "{not json",
+        status_line(2, category="spatial", change_distractors=["only one"]),
+        status_line(3, id=7, colour="red"),
+        status_line(4, tags="sample", split="has space"),
+    ]
+    path = write_lines(status_media / "items.jsonl", lines)
+    assert refused(status_project, path) == [
+        "line 2: field -: invalid JSON (Expecting property name enclosed in double quotes at column 2)",
+        "line 3: field change_distractors: must hold exactly 3 strings, got 1",
+        "line 3: field category: must be one of positional, functional, other",
+        "line 4: field id: must be a string (quote numeric ids)",
+        "line 4: field colour: unknown field for protocol status",
+        "line 5: field split: must be a short name of letters, digits, '_', '.', '-'",
+        "line 5: field tags: must be a list of non-empty strings",
+    ]
+    assert_nothing_written(_media_root)
+
+
+def test_labeled_item_missing_a_label_and_raw_item_imported_as_verified_are_refused(status_project, status_media, _media_root):
+    partial = status_line(0, difference=None)
+    raw = {"id": "raw-1", "image_a": "img/a.png", "image_b": "img/b.png"}
+    path = write_lines(status_media / "items.jsonl", [partial, raw])
+    errors = refused(status_project, path, verified=True)
+    assert errors[0] == "line 1: field difference: required for a labeled item"
+    assert errors[1:] == [
+        f"line 2: field {f}: required for a verified import"
+        for f in ("state_a", "state_b", "change", "change_distractors", "category", "difference")
+    ]
+    assert_nothing_written(_media_root)
+
+
+def test_protocol_specific_answer_checks(make_project, data_dir, _media_root):
+    project = make_project("vt", "visualtrans")
+    write_sample_dataset(data_dir, "visualtrans", 3)
+    choice = sample_line("visualtrans", 0)
+    choice["answer"] = "D"  # only three options
+    count = sample_line("visualtrans", 1)
+    count["answer"] = "one"
+    path = write_lines(data_dir / "bad.jsonl", [choice, count])
+    assert refused(project, path) == [
+        "line 1: field answer: must be one option letter A–C",
+        "line 2: field answer: must be a non-negative integer when format is count",
+    ]
+    assert_nothing_written(_media_root)
+
+
+def test_box_outside_the_image_is_refused(make_project, data_dir, _media_root):
+    project = make_project("ci", "changeit")
+    write_sample_dataset(data_dir, "changeit", 1)
+    line = sample_line("changeit", 0)
+    line["bbox"] = [100, 10, 80, 20]  # image is 160 wide
+    path = write_lines(data_dir / "bad.jsonl", [line])
+    assert refused(project, path) == ["line 1: field bbox: box [100, 10, 80, 20] leaves the 160×120 image"]
+    assert_nothing_written(_media_root)
+
+
+def test_one_bad_line_after_many_good_ones_writes_nothing(status_project, status_media, _media_root):
+    lines = [status_line(i) for i in range(300)] + [status_line(300, image_a="img/none.png")]
+    path = write_lines(status_media / "items.jsonl", lines)
+    assert refused(status_project, path) == ["line 301: field image_a: img/none.png: file not found under the media root"]
+    assert_nothing_written(_media_root)
+
+
+def test_zip_with_a_symlink_member_is_refused(status_project, status_media, tmp_path, _media_root):
+    archive = tmp_path / "bundle.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("items.jsonl", json.dumps(status_line(0, image_b="img/link.png")) + "\n")
+        zf.write(status_media / "img/a.png", "img/a.png")
+        link = zipfile.ZipInfo("img/link.png")
+        link.external_attr = (0o120777 << 16)
+        zf.writestr(link, "/etc/passwd")
+    assert refused(status_project, archive) == ["line 1: field image_b: img/link.png: symlinks inside the zip are refused"]
+    assert_nothing_written(_media_root)
+
+
+def test_zip_without_items_is_refused(status_project, tmp_path, _media_root):
+    archive = tmp_path / "empty.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("readme.txt", "nothing here")
+    assert refused(status_project, archive) == [
+        "file: field -: the zip must hold items.jsonl (or exactly one .jsonl) at its top level"
+    ]
+    assert_nothing_written(_media_root)
+
+
+def test_failure_while_writing_rolls_back_items_assets_and_files(status_project, data_dir, monkeypatch, _media_root):
+    path = write_sample_dataset(data_dir, "status", 5)
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("database went away")
+
+    monkeypatch.setattr(Item.objects, "bulk_create", boom)
+    with pytest.raises(RuntimeError, match="database went away"):
+        items_import(project=status_project, path=path)
+    assert_nothing_written(_media_root)
