@@ -1,0 +1,59 @@
+"""Server-rendered shells of the annotator, reviewer and progress pages.
+
+The pages carry no item data: their ES modules load everything through the same JSON API that
+external front ends use (annotation/apis_work.py), so what an annotator's browser can see is
+exactly what that API gives an annotator — never ground truth or metadata.
+"""
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from .models import Role, Workflow
+from .permissions import get_project_for, has_role
+
+WORKFLOW_PAGES = {
+    Workflow.QUINTUPLET: ("annotation/work/quintuplet.html", "js/quintuplet.js", "Quintuplet labeling"),
+    Workflow.BOX: ("annotation/work/box.html", "js/box.js", "Box and state"),
+    Workflow.QA: ("annotation/work/qa.html", "js/qa.js", "Blind QA verification"),
+    Workflow.RATING: ("annotation/work/rating.html", "js/rating.js", "Video rating"),
+}
+
+
+def _context(request, project, page: str, **extra) -> dict:
+    return {
+        "project": project,
+        "page": page,
+        "can_review": has_role(request.user, project, Role.REVIEWER),
+        **extra,
+    }
+
+
+@login_required
+@require_GET
+def annotate(request, slug: str):
+    project = get_project_for(request.user, slug, Role.ANNOTATOR)
+    template, script, label = WORKFLOW_PAGES[project.workflow]
+    return render(
+        request, template, _context(request, project, "annotate", workflow_script=script, workflow_label=label)
+    )
+
+
+@login_required
+@require_GET
+def review_list(request, slug: str):
+    project = get_project_for(request.user, slug, Role.REVIEWER)
+    return render(request, "annotation/work/review_list.html", _context(request, project, "review"))
+
+
+@login_required
+@require_GET
+def review_detail(request, slug: str, item_id: int):
+    project = get_project_for(request.user, slug, Role.REVIEWER)
+    return render(request, "annotation/work/review_detail.html", _context(request, project, "review", item_id=item_id))
+
+
+@login_required
+@require_GET
+def agreement(request, slug: str):
+    project = get_project_for(request.user, slug, Role.REVIEWER)
+    return render(request, "annotation/work/agreement.html", _context(request, project, "agreement"))

@@ -1,0 +1,188 @@
+// Blind QA verification (VisualTrans image pairs, M3-Verse video pairs): the annotator answers
+// from the media alone and may flag the item. The item never carries the expected answer.
+import { h, mediaList, mediaUrl, startWorkbench, videoPlayer, zoomableImage } from "./workbench.js";
+
+const LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+export const FLAGS = [
+  ["missing_correct_option", "No option is correct", "m"],
+  ["wrong_ground_truth", "The expected answer is probably wrong", "w"],
+  ["ambiguous", "Ambiguous question", "u"],
+  ["insufficient_evidence", "The media do not show enough", "i"],
+];
+
+function isMultiple(item) {
+  return Boolean(item.multiple ?? item.multiple_answers ?? item.allow_multiple ?? item.several ?? item.multi ?? false);
+}
+
+function imageLabel(index, count) {
+  if (index === 0) return "Initial";
+  if (index === 1) return "Final";
+  return count > 3 ? `Candidate ${index - 1}` : "Candidate";
+}
+
+function mount(container, item, draft, ctx) {
+  const format = item.format || "choice";
+  const multiple = format === "choice" && isMultiple(item);
+  // Options arrive as [{letter, text}] (or plain strings, letters by position).
+  const options = (item.options || []).map((o, i) => (typeof o === "string" ? { letter: LETTERS[i], text: o } : { letter: o.letter || LETTERS[i], text: o.text ?? "" }));
+  const flagsSet = new Set(draft.flags || []);
+
+  // ---- media ----
+  const videoBefore = mediaUrl(item, "video_before");
+  const videoAfter = mediaUrl(item, "video_after");
+  let media;
+  const players = [];
+  if (videoBefore || videoAfter) {
+    const a = videoPlayer(videoBefore, "Before", { muted: true });
+    const b = videoPlayer(videoAfter, "After", { muted: true });
+    players.push(a.video, b.video);
+    media = h("div", { class: "pair videos" }, a.figure, b.figure);
+  } else {
+    const images = mediaList(item, "images");
+    media = h("div", { class: `pair n${images.length}` }, images.map((url, i) => zoomableImage(url, `Image ${i + 1}`, imageLabel(i, images.length))));
+  }
+
+  // ---- answer input matching the format ----
+  let answerEl;
+  let getAnswer;
+  let focusAnswer;
+  const optionInputs = [];
+  if (format === "choice") {
+    const chosen = new Set(Array.isArray(draft.answer) ? draft.answer : draft.answer ? [draft.answer] : []);
+    answerEl = h("fieldset", { class: "options", id: "qa-answer" },
+      h("legend", {}, multiple ? "Choose every correct option" : "Choose one option"),
+      options.map(({ letter, text }) => {
+        const input = h("input", { type: multiple ? "checkbox" : "radio", name: "answer", value: letter, checked: chosen.has(letter) });
+        input.addEventListener("change", () => ctx.changed());
+        optionInputs.push(input);
+        return h("label", { class: "option" }, input, h("kbd", {}, letter), h("span", {}, text));
+      }));
+    getAnswer = () => {
+      const picked = optionInputs.filter((x) => x.checked).map((x) => x.value);
+      return multiple ? picked : picked[0] || null;
+    };
+    focusAnswer = () => (optionInputs.find((x) => x.checked) || optionInputs[0])?.focus();
+    options.slice(0, 6).forEach(({ letter }, i) => {
+      ctx.shortcuts.register(letter.toLowerCase(), `Option ${letter}`, () => {
+        const input = optionInputs[i];
+        input.checked = multiple ? !input.checked : true;
+        input.dispatchEvent(new Event("change"));
+        input.focus();
+      }, { group: "Answer" });
+    });
+  } else if (format === "count") {
+    const input = h("input", { type: "number", min: "0", step: "1", inputmode: "numeric", id: "qa-answer", name: "answer", value: draft.answer ?? "", placeholder: "a whole number" });
+    input.addEventListener("input", () => ctx.changed());
+    input.addEventListener("keydown", (e) => {
+      if (e.key === "Enter" && !e.ctrlKey) {
+        e.preventDefault();
+        ctx.submit();
+      }
+    });
+    answerEl = h("label", { class: "count" }, "Count ", input);
+    getAnswer = () => (input.value.trim() === "" ? null : Number(input.value));
+    focusAnswer = () => input.focus();
+  } else {
+    // A list of strings: type one, Enter adds it; Enter on an empty box submits.
+    const values = Array.isArray(draft.answer) ? [...draft.answer] : [];
+    const chips = h("ul", { class: "chips", "data-set": "" });
+    const input = h("input", { type: "text", id: "qa-answer", name: "answer", placeholder: "type an object, Enter to add (commas work too)", autocomplete: "off" });
+    const renderChips = () => {
+      chips.replaceChildren(...values.map((v, i) => h("li", { class: "chip" }, v, h("button", { type: "button", "aria-label": `Remove ${v}`, onclick: () => { values.splice(i, 1); renderChips(); ctx.changed(); input.focus(); } }, "×"))));
+    };
+    const addFromInput = () => {
+      const parts = input.value.split(",").map((s) => s.trim()).filter(Boolean);
+      if (!parts.length) return false;
+      values.push(...parts);
+      input.value = "";
+      renderChips();
+      ctx.changed();
+      return true;
+    };
+    input.addEventListener("keydown", (e) => {
+      if (e.key === "Enter" && !e.ctrlKey) {
+        e.preventDefault();
+        if (!addFromInput()) ctx.submit();
+      } else if (e.key === "Backspace" && !input.value && values.length) {
+        values.pop();
+        renderChips();
+        ctx.changed();
+      } else if (e.key === ",") {
+        e.preventDefault();
+        addFromInput();
+      }
+    });
+    input.addEventListener("blur", addFromInput);
+    renderChips();
+    answerEl = h("div", { class: "set-input" }, h("label", { for: "qa-answer" }, "Objects"), chips, input);
+    getAnswer = () => {
+      addFromInput();
+      return [...values];
+    };
+    focusAnswer = () => input.focus();
+  }
+
+  // ---- flags ----
+  const flagInputs = {};
+  const flagsEl = h("fieldset", { class: "flags", id: "qa-flags" }, h("legend", {}, "Flags"),
+    FLAGS.map(([name, label, key]) => {
+      const input = h("input", { type: "checkbox", name: "flags", value: name, checked: flagsSet.has(name) });
+      input.addEventListener("change", () => ctx.changed());
+      flagInputs[name] = input;
+      ctx.shortcuts.register(key, `Flag: ${label}`, () => {
+        input.checked = !input.checked;
+        input.dispatchEvent(new Event("change"));
+      }, { group: "Flags" });
+      return h("label", { class: "flag" }, input, ` ${label} `, h("kbd", {}, key.toUpperCase()));
+    }));
+
+  ctx.shortcuts.register("enter", "Submit", () => ctx.submit(), { group: "Answer" });
+  if (players.length) {
+    ctx.shortcuts.register("space", "Play / pause both videos", () => {
+      const play = players.some((v) => v.paused);
+      players.forEach((v) => (play ? v.play().catch(() => undefined) : v.pause()));
+    }, { group: "Videos" });
+  }
+
+  container.append(
+    h("div", { class: "qa" },
+      media,
+      h("section", { class: "card qa-form" },
+        h("h2", { class: "question" }, item.question || ""),
+        answerEl,
+        flagsEl),
+    ),
+  );
+  if (format !== "choice") requestAnimationFrame(() => focusAnswer());
+
+  return {
+    draft() {
+      return { answer: getAnswer === undefined ? null : currentAnswer(), flags: FLAGS.map(([n]) => n).filter((n) => flagInputs[n].checked) };
+    },
+    collect() {
+      const answer = getAnswer();
+      const flags = FLAGS.map(([n]) => n).filter((n) => flagInputs[n].checked);
+      const empty = answer === null || answer === "" || (Array.isArray(answer) && !answer.length) || Number.isNaN(answer);
+      if (empty && !flags.length) return { error: "Answer the question, or set a flag saying why you cannot.", field: "answer" };
+      if (format === "count" && !empty && (!Number.isInteger(answer) || answer < 0)) return { error: "The count is a whole number, 0 or more.", field: "answer" };
+      return { result: { answer: empty ? null : answer, flags } };
+    },
+    focusField(name) {
+      if (name === "flags") flagInputs[FLAGS[0][0]].focus();
+      else focusAnswer();
+    },
+  };
+
+  // The draft must not consume a half-typed set entry, so read the set without committing it.
+  function currentAnswer() {
+    if (format === "set") {
+      const chipsText = [...container.querySelectorAll(".chip")].map((li) => li.firstChild.textContent);
+      return chipsText;
+    }
+    return getAnswer();
+  }
+}
+
+export const qaWorkflow = { name: "qa", mount };
+
+if (document.querySelector("[data-workbench]")) startWorkbench(qaWorkflow);

@@ -1,0 +1,211 @@
+// Likert video rating (OSCBench): the video with frame stepping and looping, the prompt, eight
+// criteria scored 1–5 (N/A only where the protocol allows it), the rubric in a dialog. Submit
+// stays disabled until the video has played through once.
+import { h, mediaUrl, startWorkbench, videoPlayer } from "./workbench.js";
+
+const DEFAULT_CRITERIA = [
+  ["subject", "Subject"],
+  ["object", "Object"],
+  ["action", "Action"],
+  ["osc_accuracy", "State change: accuracy"],
+  ["osc_consistency", "State change: consistency"],
+  ["scene", "Scene"],
+  ["realism", "Realism"],
+  ["aesthetics", "Aesthetics"],
+];
+const DEFAULT_NULLABLE = new Set(["subject", "scene"]);
+
+/** Criteria as [{key, label, nullable, help}] from whatever shape the item gives. */
+export function criteriaOf(item) {
+  const nullable = new Set(item.nullable || item.nullable_criteria || item.allow_na || []);
+  const raw = item.criteria && item.criteria.length ? item.criteria : DEFAULT_CRITERIA.map(([key]) => key);
+  const labels = Object.fromEntries(DEFAULT_CRITERIA);
+  return raw.map((c) => {
+    if (typeof c === "string") {
+      return { key: c, label: labels[c] || c, nullable: item.nullable || item.nullable_criteria || item.allow_na ? nullable.has(c) : DEFAULT_NULLABLE.has(c), help: "" };
+    }
+    const key = c.key || c.name || c.id;
+    return {
+      key,
+      label: c.label || labels[key] || key,
+      nullable: Boolean(c.allows_na ?? c.nullable ?? c.allow_na ?? nullable.has(key)),
+      help: c.rubric || c.description || c.help || "",
+    };
+  });
+}
+
+function rubricNode(rubric, criteria) {
+  if (!rubric) return h("p", { class: "muted" }, "This project has no rubric text.");
+  if (typeof rubric === "string") return h("div", { class: "rubric-text" }, rubric.split(/\n{2,}/).map((p) => h("p", {}, p)));
+  const byKey = Object.fromEntries(criteria.map((c) => [c.key, c]));
+  return h("div", { class: "rubric-text" }, Object.entries(rubric).map(([key, value]) => {
+    const title = (byKey[key] && byKey[key].label) || key;
+    let body;
+    if (typeof value === "string") body = h("p", {}, value);
+    else if (Array.isArray(value)) body = h("ol", {}, value.map((v) => h("li", {}, typeof v === "string" ? v : JSON.stringify(v))));
+    else body = h("dl", {}, Object.entries(value).map(([k, v]) => [h("dt", {}, k), h("dd", {}, typeof v === "string" ? v : JSON.stringify(v))]));
+    return h("section", { "data-rubric": key }, h("h3", {}, title), body);
+  }));
+}
+
+function mount(container, item, draft, ctx) {
+  const criteria = criteriaOf(item);
+  const scores = { ...(draft.scores || {}) };
+  let watched = Boolean(draft.watched);
+  let focusIndex = Math.max(0, criteria.findIndex((c) => !(c.key in scores)));
+  const fps = item.fps || (item.video && item.video.fps) || (item.media_info && item.media_info.fps) || 25;
+
+  const { video, figure } = videoPlayer(mediaUrl(item, "video"), null, { loop: Boolean(draft.loop) });
+  const loopBox = h("input", { type: "checkbox", checked: video.loop, "data-loop": "" });
+  loopBox.addEventListener("change", () => {
+    video.loop = loopBox.checked;
+  });
+  const watchedNote = h("span", { class: "watched", "data-watched": "" });
+  const frameInfo = h("span", { class: "mono muted" });
+  const updateWatched = () => {
+    watchedNote.textContent = watched ? "✓ watched through" : "watch the whole video to unlock Submit";
+    watchedNote.classList.toggle("ok", watched);
+    container.closest("[data-workbench]")?.toggleAttribute("data-watched", watched);
+  };
+  const markWatched = () => {
+    if (watched) return;
+    watched = true;
+    updateWatched();
+    ctx.changed();
+  };
+  let lastTime = 0;
+  video.addEventListener("ended", markWatched);
+  video.addEventListener("timeupdate", () => {
+    const d = video.duration;
+    // 'ended' never fires while looping, so also count reaching the end or wrapping around.
+    if (d && isFinite(d) && (video.currentTime >= d - 0.05 || (video.loop && lastTime > d - 0.5 && video.currentTime < lastTime - 0.3))) markWatched();
+    lastTime = video.currentTime;
+    frameInfo.textContent = `${video.currentTime.toFixed(2)} s · frame ${Math.round(video.currentTime * fps)}`;
+  });
+  const stepFrame = (dir) => {
+    video.pause();
+    const d = video.duration || 0;
+    video.currentTime = Math.max(0, Math.min(d, video.currentTime + dir / fps));
+  };
+  const togglePlay = () => (video.paused ? video.play().catch(() => undefined) : video.pause());
+
+  // ---- criteria ----
+  const rows = criteria.map((c, index) => {
+    const values = [1, 2, 3, 4, 5, ...(c.nullable ? ["na"] : [])];
+    const inputs = values.map((v) => {
+      const current = scores[c.key];
+      const checked = c.key in scores && (v === "na" ? current === null : current === v);
+      const input = h("input", { type: "radio", name: `score-${c.key}`, value: String(v), checked, "aria-label": `${c.label}: ${v === "na" ? "N/A" : v}` });
+      input.addEventListener("change", () => {
+        scores[c.key] = v === "na" ? null : v;
+        setFocus(index);
+        row.classList.add("done");
+        ctx.changed();
+      });
+      input.addEventListener("focus", () => setFocus(index, { move: false }));
+      return h("label", { class: `score ${v === "na" ? "na" : ""}` }, input, h("span", {}, v === "na" ? "N/A" : String(v)));
+    });
+    const row = h("div", { class: `criterion ${c.key in scores ? "done" : ""}`, dataset: { criterion: c.key }, tabindex: "-1" },
+      h("div", { class: "criterion-name", title: c.help || null }, c.label, c.nullable ? h("span", { class: "muted small" }, " (N/A allowed)") : null),
+      h("div", { class: "scores", role: "radiogroup", "aria-label": c.label }, inputs));
+    row.addEventListener("click", () => setFocus(index, { move: false }));
+    return row;
+  });
+  function setFocus(index, { move = true } = {}) {
+    focusIndex = Math.max(0, Math.min(criteria.length - 1, index));
+    rows.forEach((r, i) => r.classList.toggle("focused", i === focusIndex));
+    if (move) {
+      const checked = rows[focusIndex].querySelector("input:checked");
+      if (document.activeElement && document.activeElement.closest && document.activeElement.closest(".criterion")) {
+        (checked || rows[focusIndex]).focus({ preventScroll: true });
+      }
+      rows[focusIndex].scrollIntoView({ block: "nearest" });
+    }
+  }
+  function setScore(value) {
+    const c = criteria[focusIndex];
+    if (value === null && !c.nullable) return;
+    const input = rows[focusIndex].querySelector(`input[value="${value === null ? "na" : value}"]`);
+    input.checked = true;
+    input.dispatchEvent(new Event("change"));
+    // Fast entry: after a score, move on to the next criterion.
+    if (focusIndex < criteria.length - 1) setFocus(focusIndex + 1);
+  }
+
+  const dialog = h("dialog", { class: "rubric", "data-rubric-dialog": "" },
+    h("form", { method: "dialog" }, h("button", { class: "close", "aria-label": "Close" }, "×")),
+    h("h2", {}, "Rubric"), rubricNode(item.rubric, criteria));
+  const openRubric = () => (dialog.open ? dialog.close() : dialog.showModal());
+
+  container.append(
+    h("div", { class: "rating" },
+      h("div", { class: "rating-video" },
+        figure,
+        h("div", { class: "video-tools" },
+          h("button", { type: "button", onclick: () => stepFrame(-1), title: "Previous frame (,)" }, "◀ frame ", h("kbd", {}, ",")),
+          h("button", { type: "button", onclick: togglePlay, title: "Play / pause (Space)" }, "Play/pause ", h("kbd", {}, "Space")),
+          h("button", { type: "button", onclick: () => stepFrame(1), title: "Next frame (.)" }, "frame ▶ ", h("kbd", {}, ".")),
+          h("label", { class: "inline-check" }, loopBox, " loop ", h("kbd", {}, "L")),
+          frameInfo),
+        h("p", { class: "prompt" }, h("span", { class: "muted" }, "Prompt: "), h("q", { "data-prompt": "" }, item.prompt || "")),
+        watchedNote),
+      h("section", { class: "card criteria" },
+        h("div", { class: "criteria-head" }, h("h2", {}, "Scores"),
+          h("button", { type: "button", onclick: openRubric, "data-rubric-open": "" }, "Rubric ", h("kbd", {}, "R"))),
+        rows),
+      dialog,
+    ),
+  );
+  updateWatched();
+  setFocus(focusIndex, { move: false });
+
+  const s = ctx.shortcuts;
+  s.register("space", "Play / pause", togglePlay, { group: "Video" });
+  s.register("k", "Play / pause", togglePlay, { group: "Video", hidden: true });
+  s.register(",", "Previous frame", () => stepFrame(-1), { group: "Video" });
+  s.register(".", "Next frame", () => stepFrame(1), { group: "Video" });
+  s.register("l", "Loop on/off", () => {
+    loopBox.checked = !loopBox.checked;
+    loopBox.dispatchEvent(new Event("change"));
+  }, { group: "Video" });
+  s.register("arrowdown", "Next criterion", () => setFocus(focusIndex + 1), { group: "Scores" });
+  s.register("arrowup", "Previous criterion", () => setFocus(focusIndex - 1), { group: "Scores" });
+  s.register("j", "Next criterion", () => setFocus(focusIndex + 1), { group: "Scores", hidden: true });
+  s.register("arrowright", "Score +1", () => setScore(Math.min(5, (scores[criteria[focusIndex].key] || 0) + 1)), { group: "Scores" });
+  s.register("arrowleft", "Score −1", () => setScore(Math.max(1, (scores[criteria[focusIndex].key] || 2) - 1)), { group: "Scores" });
+  for (const n of [1, 2, 3, 4, 5]) s.register(String(n), `Score ${n} for the focused criterion`, () => setScore(n), { group: "Scores" });
+  s.register("0", "N/A (where allowed)", () => setScore(null), { group: "Scores" });
+  s.register("r", "Open / close the rubric", openRubric, { group: "Scores" });
+
+  return {
+    draft() {
+      return { scores: { ...scores }, watched, loop: video.loop };
+    },
+    blocked() {
+      if (!watched) return "Watch the whole video once before submitting.";
+      return "";
+    },
+    collect() {
+      const missing = criteria.find((c) => !(c.key in scores));
+      if (missing) return { error: `Score “${missing.label}” (1–5${missing.nullable ? " or N/A" : ""}).`, field: `scores.${missing.key}` };
+      return { result: { scores: Object.fromEntries(criteria.map((c) => [c.key, scores[c.key]])) } };
+    },
+    focusField(name) {
+      const key = name.replace(/^scores\./, "");
+      const index = criteria.findIndex((c) => c.key === key);
+      if (index >= 0) {
+        setFocus(index);
+        (rows[index].querySelector("input:checked") || rows[index].querySelector("input")).focus();
+      }
+    },
+    destroy() {
+      video.pause();
+      video.removeAttribute("src");
+      video.load();
+    },
+  };
+}
+
+export const ratingWorkflow = { name: "rating", mount };
+
+if (document.querySelector("[data-workbench]")) startWorkbench(ratingWorkflow);
