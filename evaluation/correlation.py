@@ -121,3 +121,23 @@ def build(project: Project, *, release_version: str | None = None, n_boot: int =
 def mean_tau(judge: dict[str, Any]) -> float | None:
     vals = [v["kendall_tau_b"] for v in judge["per_criterion"].values() if v["kendall_tau_b"] is not None]
     return float(np.mean(vals)) if vals else None
+
+
+def scatter_points(project: Project, *, judge: str, criterion: str, release_version: str | None = None) -> tuple[list, list]:
+    """(judge scores, human means) per item for one judge and criterion, None where missing."""
+    if criterion not in CRITERIA:
+        raise CorrelationError(f"unknown criterion {criterion!r}")
+    release = selectors.release_for(project, release_version)
+    items = selectors.scoring_items(project, release)
+    keys = [it.key for it in items]
+    jobs = selectors.judge_jobs(project, release, judge)
+    if not jobs:
+        raise CorrelationError(f"no finished judge named {judge!r}")
+    answers = selectors.job_answers(jobs[0])
+    human = _human_means(selectors.ratings_by_item(items), keys)[criterion]
+    judged = []
+    for key in keys:
+        ans = answers.get((key, "judge"))
+        v = ans.value.get(criterion) if ans is not None and isinstance(ans.value, dict) else None
+        judged.append(None if v is None else float(v))
+    return judged, human

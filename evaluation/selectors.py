@@ -113,3 +113,13 @@ def judge_jobs(project: Project, release: Release | None, name: str | None = Non
     if name is not None:
         jobs = [j for j in jobs if job_name(j) == name]
     return jobs
+
+
+def data_fingerprint(project: Project, release_version: str | None) -> str:
+    """Changes whenever a finished job, a prediction import or an annotation changes what a board shows."""
+    from django.db.models import Count, Max
+
+    jobs = InferenceJob.objects.filter(project=project, status=JobStatus.FINISHED).aggregate(n=Count("id"), last=Max("id"), fin=Max("finished_at"))
+    anns = Annotation.objects.filter(item__project=project).aggregate(n=Count("id"), last=Max("id"))
+    rel = Release.objects.filter(project=project).aggregate(n=Count("id"), last=Max("id"))
+    return f"{project.pk}:{release_version}:{jobs}:{anns}:{rel}:{project.option_seed}"

@@ -1,0 +1,35 @@
+"""Read-only API for leaderboards and human-judge correlation (same JSON as the commands)."""
+from __future__ import annotations
+
+from rest_framework import serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation.models import Role
+from annotation.permissions import get_project_for
+
+from . import views
+
+
+class LeaderboardApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        release = serializers.CharField(required=False, allow_blank=True)
+        judge = serializers.CharField(required=False, allow_blank=True)
+
+    def get(self, request, slug: str):
+        project = get_project_for(request.user, slug, Role.RESEARCHER)
+        params = self.InputSerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        board = views._board(project, params.validated_data.get("release") or None, params.validated_data.get("judge") or None)
+        return Response(board)
+
+
+class CorrelationApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        release = serializers.CharField(required=False, allow_blank=True)
+
+    def get(self, request, slug: str):
+        project = get_project_for(request.user, slug, Role.RESEARCHER)
+        params = self.InputSerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        return Response(views._report(project, params.validated_data.get("release") or None))

@@ -1,0 +1,157 @@
+"""Leaderboard and correlation pages with their downloads (researchers and admins)."""
+from __future__ import annotations
+
+import hashlib
+
+from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
+from django.http import Http404, HttpResponse
+from django.shortcuts import render
+
+from annotation.models import Release, Role
+from annotation.permissions import get_project_for
+
+from . import charts, correlation, leaderboard, selectors, tables
+from .scoring import runs
+
+CACHE_SECONDS = 600
+CONTENT_TYPES = {
+    "json": ("application/json", "json"),
+    "csv": ("text/csv", "csv"),
+    "latex": ("application/x-tex", "tex"),
+    "markdown": ("text/markdown", "md"),
+    "svg": ("image/svg+xml", "svg"),
+}
+
+
+def _cached(kind: str, project, release: str | None, extra: str, build):
+    raw = f"{kind}:{extra}:{selectors.data_fingerprint(project, release)}"
+    key = "eval:" + hashlib.sha256(raw.encode()).hexdigest()
+    value = cache.get(key)
+    if value is None:
+        value = build()
+        cache.set(key, value, CACHE_SECONDS)
+    return value
+
+
+def _board(project, release: str | None, judge: str | None):
+    try:
+        return _cached("lb", project, release, f"{judge}", lambda: leaderboard.build(project, release_version=release, judge=judge))
+    except Release.DoesNotExist:
+        raise Http404("No such release.")
+    except leaderboard.LeaderboardError as exc:
+        raise Http404(str(exc))
+
+
+def _report(project, release: str | None):
+    try:
+        return _cached("corr", project, release, "", lambda: correlation.build(project, release_version=release))
+    except Release.DoesNotExist:
+        raise Http404("No such release.")
+    except correlation.CorrelationError as exc:
+        raise Http404(str(exc))
+
+
+def _download(body: str, fmt: str, name: str) -> HttpResponse:
+    content_type, ext = CONTENT_TYPES[fmt]
+    response = HttpResponse(body, content_type=f"{content_type}; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{name}.{ext}"'
+    return response
+
+
+def _params(request):
+    return request.GET.get("release") or None, request.GET.get("judge") or None
+
+
+@login_required
+def leaderboard_page(request, slug: str):
+    project = get_project_for(request.user, slug, Role.RESEARCHER)
+    release, judge = _params(request)
+    board = _board(project, release, judge)
+    keys = list(runs.main_keys(project.protocol))
+    groups = leaderboard.breakdown_groups(board)
+    tabs = [{"id": "main", "label": "Main table", "keys": keys}] + [
+        {"id": f"tab{i}", "label": name.replace(":", " · ").replace("_", " "), "keys": group_keys, "short": [k.rsplit(":", 1)[-1] for k in group_keys]}
+        for i, (name, group_keys) in enumerate(groups.items(), start=1)
+    ]
+    places = tables.places_for(project.protocol)
+    for tab in tabs:
+        tab["columns"] = list(zip(tab["keys"], tab.get("short", tab["keys"])))
+        tab["rows"] = []
+        for row in board["rows"]:
+            cells = []
+            for key in tab["keys"]:
+                value, ci = tables._value(row, key)
+                cells.append({
+                    "value": value,
+                    "text": "–" if value is None else f"{value:.{places}f}",
+                    "ci": "" if not ci else f"[{ci[0]:.{places}f}, {ci[1]:.{places}f}]",
+                })
+            tab["rows"].append({"row": row, "cells": cells})
+    releases = list(project.releases.order_by("-created_at").values_list("version", flat=True))
+    judges = [selectors.job_name(j) for j in selectors.latest_finished_jobs(project, selectors.release_for(project, release))] if project.protocol == "oscbench" else []
+    return render(request, "evaluation/leaderboard.html", {
+        "project": project,
+        "board": board,
+        "tabs": tabs,
+        "primary": runs.primary_key(project.protocol),
+        "releases": releases,
+        "release": release,
+        "judge": judge,
+        "judges": judges,
+        "query": request.GET.urlencode(),
+        "formats": ["csv", "json", "latex", "markdown", "svg"],
+        "bar_svg": charts.leaderboard_bars(board, runs.primary_key(project.protocol)),
+    })
+
+
+@login_required
+def leaderboard_download(request, slug: str, fmt: str):
+    project = get_project_for(request.user, slug, Role.RESEARCHER)
+    if fmt not in CONTENT_TYPES:
+        raise Http404("Unknown format.")
+    release, judge = _params(request)
+    board = _board(project, release, judge)
+    name = f"{project.slug}-leaderboard" + (f"-{board['release']}" if board["release"] else "")
+    if fmt == "svg":
+        metric = request.GET.get("metric") or runs.primary_key(project.protocol)
+        return _download(charts.leaderboard_bars(board, metric), fmt, f"{name}-{metric}")
+    return _download(tables.render_leaderboard(board, fmt), fmt, name)
+
+
+@login_required
+def correlation_page(request, slug: str):
+    project = get_project_for(request.user, slug, Role.RESEARCHER)
+    release, _ = _params(request)
+    report = _report(project, release)
+    rows = []
+    for j in report["judges"]:
+        rows.append({"judge": j, "mean": correlation.mean_tau(j), "cells": [j["per_criterion"][c] for c in report["criteria"]]})
+    return render(request, "evaluation/correlation.html", {
+        "project": project,
+        "report": report,
+        "rows": rows,
+        "human": [(c, report["human"][c]) for c in report["criteria"]],
+        "heatmap_svg": charts.heatmap(report),
+        "release": release,
+        "query": request.GET.urlencode(),
+    })
+
+
+@login_required
+def correlation_download(request, slug: str, fmt: str):
+    project = get_project_for(request.user, slug, Role.RESEARCHER)
+    release, judge = _params(request)
+    if fmt not in ("json", "csv", "latex", "svg"):
+        raise Http404("Unknown format.")
+    name = f"{project.slug}-correlation"
+    if fmt == "svg":
+        criterion = request.GET.get("criterion")
+        if judge and criterion:
+            try:
+                xs, ys = correlation.scatter_points(project, judge=judge, criterion=criterion, release_version=release)
+            except (correlation.CorrelationError, Release.DoesNotExist) as exc:
+                raise Http404(str(exc))
+            return _download(charts.scatter(xs, ys, criterion=criterion, judge_name=judge), fmt, f"{name}-{judge}-{criterion}")
+        return _download(charts.heatmap(_report(project, release)), fmt, f"{name}-heatmap")
+    return _download(tables.render_correlation(_report(project, release), fmt), fmt, name)

@@ -1,0 +1,50 @@
+// Leaderboard and correlation pages: sortable columns and breakdown tabs. No build step.
+
+function cellKey(cell, type) {
+  const raw = cell.dataset.value !== undefined ? cell.dataset.value : cell.textContent.trim();
+  if (type === "num") {
+    const v = parseFloat(raw);
+    return Number.isFinite(v) ? v : null; // missing values always sort last
+  }
+  return raw.toLowerCase();
+}
+
+function sortTable(table, th) {
+  const index = Array.from(th.parentNode.children).indexOf(th);
+  const type = th.dataset.type || "text";
+  const descending = th.getAttribute("aria-sort") !== "descending";
+  table.querySelectorAll("th").forEach((h) => h.removeAttribute("aria-sort"));
+  th.setAttribute("aria-sort", descending ? "descending" : "ascending");
+  const body = table.tBodies[0];
+  const rows = Array.from(body.rows);
+  rows.sort((a, b) => {
+    const ka = cellKey(a.cells[index], type);
+    const kb = cellKey(b.cells[index], type);
+    if (ka === null && kb === null) return 0;
+    if (ka === null) return 1;
+    if (kb === null) return -1;
+    const cmp = ka < kb ? -1 : ka > kb ? 1 : 0;
+    return descending ? -cmp : cmp;
+  });
+  rows.forEach((r) => body.appendChild(r));
+}
+
+document.querySelectorAll("table[data-sortable]").forEach((table) => {
+  table.querySelectorAll("th.sortable").forEach((th) => {
+    th.tabIndex = 0;
+    th.addEventListener("click", () => sortTable(table, th));
+    th.addEventListener("keydown", (e) => {
+      if (e.key === "Enter" || e.key === " ") { e.preventDefault(); sortTable(table, th); }
+    });
+  });
+});
+
+const tabs = document.querySelectorAll(".lb-tabs [data-tab]");
+tabs.forEach((button) => {
+  button.addEventListener("click", () => {
+    tabs.forEach((b) => b.setAttribute("aria-selected", String(b === button)));
+    document.querySelectorAll(".lb-panel").forEach((panel) => {
+      panel.hidden = panel.id !== `panel-${button.dataset.tab}`;
+    });
+  });
+});
