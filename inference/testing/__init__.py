@@ -1,0 +1,1 @@
+"""Test helpers that need heavy optional dependencies (torch, transformers); import explicitly."""
