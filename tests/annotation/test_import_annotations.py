@@ -1,0 +1,151 @@
+"""import_annotations: Likert ratings and blind QA answers from published human studies."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from annotation.importing import ImportRefused, annotations_import, items_import
+from annotation.importing.samples import write_sample_dataset
+from annotation.models import Annotation, Item
+
+pytestmark = pytest.mark.django_db
+
+FULL = {"subject": 4, "object": 5, "action": 3, "osc_accuracy": 2, "osc_consistency": 3, "scene": None, "realism": 4, "aesthetics": 5}
+
+
+def write_lines(path: Path, lines: list) -> Path:
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def osc(make_project, tmp_path):
+    project = make_project("osc", "oscbench", annotations_per_item=2)
+    items_import(project=project, path=write_sample_dataset(tmp_path / "d", "oscbench", 3))
+    return project
+
+
+@pytest.fixture
+def m3(make_project, tmp_path):
+    project = make_project("m3", "m3verse")
+    items_import(project=project, path=write_sample_dataset(tmp_path / "d", "m3verse", 2), verified=True)
+    return project
+
+
+def snapshot():
+    return (
+        list(Annotation.objects.order_by("id").values_list("item_id", "external_rater", "result")),
+        list(Item.objects.order_by("id").values_list("annotation_count", "status")),
+    )
+
+
+def test_ratings_become_import_annotations_and_count_toward_the_item(osc, tmp_path):
+    lines = [
+        {"item": "oscbench-00000", "rater": "r1", "scores": FULL},
+        {"item": "oscbench-00000", "rater": "r2", "scores": {**FULL, "subject": None}},
+        {"item": "oscbench-00001", "rater": "r1", "scores": FULL},
+    ]
+    report = annotations_import(project=osc, path=write_lines(tmp_path / "r.jsonl", lines))
+
+    assert (report.lines, report.created, report.unchanged, report.items_touched) == (3, 3, 0, 2)
+    a = Annotation.objects.get(item__external_id="oscbench-00000", external_rater="r2")
+    assert a.annotator is None and a.source == "import"
+    assert a.result == {"scores": {**FULL, "subject": None}}
+    counts = dict(osc.items.values_list("external_id", "annotation_count"))
+    assert counts == {"oscbench-00000": 2, "oscbench-00001": 1, "oscbench-00002": 0}
+    statuses = dict(osc.items.values_list("external_id", "status"))
+    assert statuses == {"oscbench-00000": "annotated", "oscbench-00001": "pending", "oscbench-00002": "pending"}
+
+
+def test_reimporting_ratings_changes_nothing(osc, tmp_path):
+    path = write_lines(tmp_path / "r.jsonl", [{"item": "oscbench-00002", "rater": "r9", "scores": FULL}])
+    annotations_import(project=osc, path=path)
+    before = snapshot()
+    again = annotations_import(project=osc, path=path)
+    assert (again.created, again.unchanged) == (0, 1)
+    assert snapshot() == before
+
+
+def test_bad_ratings_are_refused_whole(osc, tmp_path):
+    lines = [
+        {"item": "oscbench-00000", "rater": "r1", "scores": FULL},
+        {"item": "oscbench-00000", "rater": "r2", "scores": {**FULL, "realism": None, "object": 6}},
+        {"item": "oscbench-00001", "rater": "r3", "scores": {k: v for k, v in FULL.items() if k != "action"}},
+        {"item": "nope", "rater": "r1", "scores": FULL},
+        {"item": "oscbench-00000", "rater": "r1", "scores": FULL},
+    ]
+    before = snapshot()
+    with pytest.raises(ImportRefused) as exc:
+        annotations_import(project=osc, path=write_lines(tmp_path / "r.jsonl", lines))
+    assert exc.value.errors == [
+        "line 2: field scores.object: must be an integer 1..5",
+        "line 2: field scores.realism: may not be null (only subject and scene may be N/A)",
+        "line 3: field scores.action: missing (give null for N/A where allowed)",
+        "line 4: field item: no item 'nope' in project osc",
+        "line 5: field rater: duplicate (item, rater) pair '[\"oscbench-00000\", \"r1\"]' (first on line 1)",
+    ]
+    assert snapshot() == before
+
+
+def test_changed_rating_of_an_existing_pair_is_refused(osc, tmp_path):
+    annotations_import(project=osc, path=write_lines(tmp_path / "a.jsonl", [{"item": "oscbench-00000", "rater": "r1", "scores": FULL}]))
+    before = snapshot()
+    with pytest.raises(ImportRefused) as exc:
+        annotations_import(
+            project=osc,
+            path=write_lines(tmp_path / "b.jsonl", [{"item": "oscbench-00000", "rater": "r1", "scores": {**FULL, "object": 1}}]),
+        )
+    assert exc.value.errors == ["line 1: field rater: 'r1' already has a different annotation of item 'oscbench-00000'"]
+    assert snapshot() == before
+
+
+def test_blind_qa_answers_are_checked_against_the_item(m3, tmp_path):
+    good = [
+        {"item": "m3verse-00000", "annotator": "h1", "answer": ["A"], "flags": []},
+        {"item": "m3verse-00001", "annotator": "h1", "answer": "A,C", "flags": ["ambiguous"]},
+        {"item": "m3verse-00001", "annotator": "h2", "answer": None, "flags": ["insufficient_evidence"]},
+    ]
+    report = annotations_import(project=m3, path=write_lines(tmp_path / "qa.jsonl", good))
+    assert report.created == 3
+    assert Annotation.objects.get(external_rater="h1", item__external_id="m3verse-00001").result == {
+        "answer": "A,C",
+        "flags": ["ambiguous"],
+    }
+    bad = [
+        {"item": "m3verse-00000", "annotator": "h3", "answer": ["D"], "flags": []},
+        {"item": "m3verse-00000", "annotator": "h4", "answer": None},
+        {"item": "m3verse-00000", "annotator": "h5", "answer": ["A"], "flags": ["looks_wrong"]},
+    ]
+    before = snapshot()
+    with pytest.raises(ImportRefused) as exc:
+        annotations_import(project=m3, path=write_lines(tmp_path / "bad.jsonl", bad))
+    assert exc.value.errors == [
+        "line 1: field answer: must be a list of option letters in A–C",
+        "line 2: field answer: required (null only together with a flag)",
+        "line 3: field flags: must be a list drawn from missing_correct_option, wrong_ground_truth, ambiguous, "
+        "insufficient_evidence, each once",
+    ]
+    assert snapshot() == before
+
+
+def test_projects_without_imported_annotations_refuse(make_project, tmp_path):
+    project = make_project("st", "status")
+    with pytest.raises(ImportRefused) as exc:
+        annotations_import(project=project, path=write_lines(tmp_path / "x.jsonl", [{"item": "a"}]))
+    assert exc.value.errors == [
+        "file: field -: project st (status) takes no imported annotations; ratings go to oscbench projects, "
+        "blind QA answers to visualtrans and m3verse projects"
+    ]
+
+
+def test_command(osc, tmp_path, capsys):
+    path = write_lines(tmp_path / "r.jsonl", [{"item": "oscbench-00000", "rater": "r1", "scores": FULL}])
+    call_command("import_annotations", "osc", str(path))
+    assert "osc: 1 lines, 1 annotations created, 0 unchanged, 1 items touched" in capsys.readouterr().out
+    bad = write_lines(tmp_path / "bad.jsonl", [{"item": "oscbench-00000", "rater": "r2", "scores": {}}])
+    with pytest.raises(CommandError, match="import refused: 8 error"):
+        call_command("import_annotations", "osc", str(bad))
