@@ -1,0 +1,152 @@
+"""32 annotator threads against PostgreSQL until the queue is empty: exact counts, no duplicates.
+
+Each thread has its own database connection (transactional test database) and closes it at
+the end. Threads start together behind a barrier so claims really race.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter, defaultdict
+
+import pytest
+from django.db import connection
+from django.db.models import Count
+
+from annotation import services
+from annotation.models import Annotation, Item, Review, Task
+from tests.annotation.work_factories import make_items_fast, make_people, valid_result
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+N_ITEMS = 60
+PER_ITEM = 3
+
+
+def run_threads(targets) -> list[BaseException]:
+    barrier = threading.Barrier(len(targets))
+    errors: list[BaseException] = []
+
+    def wrap(fn):
+        try:
+            barrier.wait()
+            fn()
+        except BaseException as exc:  # surfaced by the test, never swallowed
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=wrap, args=(fn,)) for fn in targets]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert not any(t.is_alive() for t in threads), "a worker thread hung"
+    return errors
+
+
+def next_task_or_none(project, user):
+    """Claim; when nothing is free but someone still holds a task, wait for it to be settled."""
+    while True:
+        task = services.task_claim_next(project=project, user=user)
+        if task is not None:
+            return task
+        if not Task.objects.filter(item__project=project, status="active").exists():
+            return services.task_claim_next(project=project, user=user)
+        time.sleep(0.005)
+
+
+def assert_queue_drained_exactly(project, n_people: int):
+    counts = dict(Item.objects.filter(project=project).values_list("id", "annotation_count"))
+    real = dict(Annotation.objects.filter(item__project=project).values("item").annotate(n=Count("id")).values_list("item", "n"))
+    assert len(counts) == N_ITEMS
+    assert set(counts.values()) == {PER_ITEM}
+    assert real == counts
+    assert set(Item.objects.filter(project=project).values_list("status", flat=True)) == {"annotated"}
+    pairs = list(Annotation.objects.filter(item__project=project).values_list("item_id", "annotator_id"))
+    assert len(pairs) == len(set(pairs)) == N_ITEMS * PER_ITEM
+    assert not Task.objects.filter(item__project=project, status="active").exists()
+    # Every annotation belongs to the submitted task it came from.
+    assert Annotation.objects.filter(task__status="submitted").count() == N_ITEMS * PER_ITEM
+    assert len({a for _, a in pairs}) <= n_people
+
+
+def test_32_annotators_claim_and_submit_until_the_queue_is_empty(make_project):
+    people = make_people(32)
+    project = make_project("conc", "changeit", annotations_per_item=PER_ITEM)
+    make_items_fast(project, N_ITEMS)
+    created = Counter()
+    lock = threading.Lock()
+
+    def annotator(user):
+        def run():
+            while (task := next_task_or_none(project, user)) is not None:
+                out = services.task_submit(task_id=task.pk, user=user, result={"outcome": "cannot_determine"},
+                                           idempotency_key=f"{user.pk}:{task.pk}")
+                with lock:
+                    created[out.created] += 1
+        return run
+
+    errors = run_threads([annotator(u) for u in people])
+
+    assert errors == []
+    assert created == {True: N_ITEMS * PER_ITEM}
+    assert_queue_drained_exactly(project, 32)
+
+
+def test_duplicated_submits_and_two_tabs_never_create_two_annotations(make_project):
+    # 16 annotators with two tabs each (32 threads). A tab claims (the held task comes back to
+    # both tabs), submits, retries the same submit with the same key, and races the other tab.
+    people = make_people(16)
+    project = make_project("dup", "changeit", annotations_per_item=PER_ITEM)
+    make_items_fast(project, N_ITEMS)
+    seen: dict[int, set[int]] = defaultdict(set)
+    created = Counter()
+    lock = threading.Lock()
+
+    def tab(user, keyed: bool):
+        def run():
+            while (task := next_task_or_none(project, user)) is not None:
+                key = f"{user.pk}:{task.pk}" if keyed else None
+                for _ in range(2):
+                    out = services.task_submit(task_id=task.pk, user=user, result={"outcome": "nothing_to_label"},
+                                               idempotency_key=key)
+                    with lock:
+                        seen[task.pk].add(out.annotation.pk)
+                        created[out.created] += 1
+        return run
+
+    errors = run_threads([tab(u, keyed) for u in people for keyed in (True, False)])
+
+    assert errors == []
+    assert created[True] == N_ITEMS * PER_ITEM
+    assert created[False] >= N_ITEMS * PER_ITEM  # every task was submitted at least twice
+    assert all(len(ids) == 1 for ids in seen.values())
+    assert sorted(a for ids in seen.values() for a in ids) == sorted(
+        Annotation.objects.filter(item__project=project).values_list("pk", flat=True))
+    assert_queue_drained_exactly(project, 16)
+
+
+def test_two_reviewers_racing_on_one_item_make_one_decision(make_project):
+    a, b, r1, r2 = make_people(4)
+    project = make_project("race", "changeit", annotations_per_item=2)
+    (item_id,) = make_items_fast(project, 1)
+    for user in (a, b):
+        task = services.task_claim_next(project=project, user=user)
+        services.task_submit(task_id=task.pk, user=user, result={"outcome": "cannot_determine"})
+    outcomes = []
+
+    def decide(reviewer, decision):
+        def run():
+            try:
+                services.review_decide(item_id=item_id, reviewer=reviewer, decision=decision)
+                outcomes.append(decision)
+            except services.TaskConflict:
+                outcomes.append("conflict")
+        return run
+
+    assert run_threads([decide(r1, "discard"), decide(r2, "discard")]) == []
+
+    assert sorted(outcomes) == ["conflict", "discard"]
+    assert Review.objects.filter(item_id=item_id).count() == 1
+    assert Item.objects.get(pk=item_id).status == "discarded"
