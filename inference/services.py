@@ -106,7 +106,7 @@ def endpoint_create(
 # --- jobs: creation and control ------------------------------------------------------------
 
 
-def _validate_job(
+def job_validate(
     *, endpoint: ModelEndpoint, project: Project, release: Release | None, protocol: str, mode: str, params: dict
 ) -> None:
     if protocol != project.protocol:
@@ -146,7 +146,7 @@ def job_create(
     """Create a job and (by default) start it once the transaction commits."""
     params = dict(params or {})
     protocol = protocol or project.protocol
-    _validate_job(endpoint=endpoint, project=project, release=release, protocol=protocol, mode=mode, params=params)
+    job_validate(endpoint=endpoint, project=project, release=release, protocol=protocol, mode=mode, params=params)
     job = InferenceJob.objects.create(
         endpoint=endpoint,
         model_name=endpoint.name,

@@ -37,9 +37,9 @@ def colour(i: int) -> tuple[int, int, int]:
     return ((i * 37) % 256, (i * 91) % 256, (i * 53) % 256)
 
 
-def status_items(project, n: int, tmp: Path, *, status: str = ItemStatus.VERIFIED) -> list[Item]:
+def status_items(project, n: int, tmp: Path, *, status: str = ItemStatus.VERIFIED, start: int = 0) -> list[Item]:
     items = []
-    for i in range(n):
+    for i in range(start, start + n):
         a = asset(image_file(tmp / f"s{i}a.png", colour(2 * i)), "image")
         b = asset(image_file(tmp / f"s{i}b.png", colour(2 * i + 1)), "image")
         payload = {

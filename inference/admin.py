@@ -1,0 +1,190 @@
+"""Admin pages: model endpoints, and inference jobs that start when a researcher saves them."""
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
+from django.db.models import Q
+from django.urls import reverse
+from django.utils.html import format_html
+
+from annotation.models import Project, Release, Role
+
+from . import protocols, selectors, services
+from .backends import BackendUnavailable, check_available
+from .models import InferenceJob, JobMode, JobStatus, ModelEndpoint
+
+
+@admin.register(ModelEndpoint)
+class ModelEndpointAdmin(admin.ModelAdmin):
+    list_display = ("name", "backend", "model_id", "revision", "concurrency", "available_here")
+    list_filter = ("backend",)
+    search_fields = ("name", "model_id")
+    fieldsets = (
+        (None, {"fields": ("name", "backend", "model_id", "revision")}),
+        ("API", {"fields": ("base_url", "api_key_env", "concurrency"),
+                 "description": "The API key is read from the environment variable named here; it is never stored."}),
+        ("Backend settings", {"fields": ("options",), "description": (
+            "JSON. vllm: tensor_parallel_size, max_model_len, dtype, limit_mm_per_prompt, mm_processor_kwargs, "
+            "generation_config. openai: timeout, max_retries, json_schema, logprobs, structured_choice. "
+            "Prices for the cost estimate: price_per_1m_input, price_per_1m_output (USD).")}),
+    )
+
+    @admin.display(description="available here")
+    def available_here(self, obj: ModelEndpoint) -> str:
+        try:
+            check_available(obj)
+        except BackendUnavailable as exc:
+            return f"no: {exc}"
+        return "yes"
+
+
+class JobForm(forms.ModelForm):
+    temperature = forms.FloatField(initial=0.0, min_value=0.0, max_value=2.0)
+    max_tokens = forms.IntegerField(required=False, min_value=1, help_text="Defaults to what each protocol needs.")
+    seed = forms.IntegerField(required=False, help_text="Sampling seed passed to the backend.")
+    frames = forms.IntegerField(required=False, min_value=1, max_value=200,
+                                help_text="Frames per video (M3-Verse default 32, OSCBench judge default 20).")
+    item_limit = forms.IntegerField(required=False, min_value=1)
+    strategy = forms.ChoiceField(choices=[("direct", "direct"), ("multistage", "multi-stage (video QA)")], initial="direct")
+    chunk_size = forms.IntegerField(required=False, min_value=1, help_text="Items per chunk task.")
+    extra_params = forms.JSONField(required=False, initial=dict, label="Other parameters (JSON)")
+
+    PARAM_FIELDS = ("temperature", "max_tokens", "seed", "frames", "item_limit", "strategy", "chunk_size")
+
+    class Meta:
+        model = InferenceJob
+        fields = ("endpoint", "project", "release", "protocol", "mode")
+
+    def __init__(self, *args, user=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["protocol"].required = False
+        self.fields["protocol"].help_text = "Leave empty to use the project's protocol."
+        self.fields["endpoint"].required = True
+        if user is not None and not user.is_superuser:
+            allowed = Q(memberships__user=user, memberships__role__in=[Role.RESEARCHER, Role.ADMIN])
+            self.fields["project"].queryset = Project.objects.filter(allowed).distinct()
+            self.fields["release"].queryset = Release.objects.filter(project__in=self.fields["project"].queryset)
+
+    def clean(self):
+        data = super().clean()
+        project = data.get("project")
+        if not project or not data.get("endpoint"):
+            return data
+        data["protocol"] = data.get("protocol") or project.protocol
+        params = dict(data.get("extra_params") or {})
+        for name in self.PARAM_FIELDS:
+            if data.get(name) not in (None, ""):
+                params[name] = data[name]
+        if params.get("strategy") == "direct":
+            params.pop("strategy")
+        data["params"] = params
+        try:
+            services.job_validate(endpoint=data["endpoint"], project=project, release=data.get("release"),
+                                  protocol=data["protocol"], mode=data.get("mode") or JobMode.EVALUATE, params=params)
+        except ValidationError as exc:
+            raise forms.ValidationError(exc.messages)
+        return data
+
+
+@admin.register(InferenceJob)
+class InferenceJobAdmin(admin.ModelAdmin):
+    form = JobForm
+    list_display = ("id", "model_name", "project", "protocol", "mode", "status", "progress", "rate", "eta", "failures", "job_page", "created_at")
+    list_filter = ("status", "protocol", "mode")
+    search_fields = ("model_name", "project__slug")
+    actions = ("cancel_jobs", "retry_failed", "rescore")
+    readonly_fields = (
+        "endpoint", "model_name", "project", "release", "protocol", "mode", "params", "prompt_version", "status",
+        "error", "total_queries", "done_queries", "failed_queries", "prompt_tokens", "completion_tokens",
+        "created_by", "created_at", "started_at", "finished_at",
+    )
+
+    def get_queryset(self, request):
+        qs = super().get_queryset(request).select_related("project", "endpoint")
+        if request.user.is_superuser:
+            return qs
+        return qs.filter(project__memberships__user=request.user,
+                         project__memberships__role__in=[Role.RESEARCHER, Role.ADMIN]).distinct()
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        if obj is not None:
+            return super().get_form(request, obj, change=change, fields=(), **kwargs)
+        form_class = super().get_form(request, obj, change=change, **kwargs)
+        user = request.user
+
+        class FormWithUser(form_class):
+            def __init__(self, *args, **kw):
+                super().__init__(*args, user=user, **kw)
+
+        return FormWithUser
+
+    def get_fieldsets(self, request, obj=None):
+        if obj is not None:
+            return [(None, {"fields": self.readonly_fields})]
+        return [
+            (None, {"fields": ("endpoint", "project", "release", "protocol", "mode")}),
+            ("Parameters", {"fields": JobForm.PARAM_FIELDS + ("extra_params",)}),
+        ]
+
+    def get_readonly_fields(self, request, obj=None):
+        return self.readonly_fields if obj is not None else ()
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            return  # a job is immutable once created; use the actions
+        data = form.cleaned_data
+        obj.params = data["params"]
+        obj.protocol = data["protocol"]
+        obj.model_name = obj.endpoint.name
+        obj.prompt_version = protocols.prompt_version(obj.protocol, obj.params.get("strategy"))
+        obj.created_by = request.user
+        obj.save()
+        services.job_enqueue_start(job=obj)  # runs once the admin's transaction commits
+
+    def response_add(self, request, obj, post_url_continue=None):
+        self.message_user(request, f"Job {obj.pk} created; it starts now.", messages.SUCCESS)
+        from django.http import HttpResponseRedirect
+
+        return HttpResponseRedirect(reverse("inference:job-detail", args=[obj.pk]))
+
+    @admin.display(description="progress")
+    def progress(self, job: InferenceJob):
+        pct = selectors.job_percent(job)
+        return format_html('<progress value="{}" max="100"></progress> {}% ({}/{})', pct, pct,
+                           job.done_queries + job.failed_queries, job.total_queries)
+
+    @admin.display(description="rate")
+    def rate(self, job: InferenceJob):
+        rate, _ = selectors.job_rate_eta(job)
+        return "–" if rate is None else f"{rate:.2f}/s"
+
+    @admin.display(description="ETA")
+    def eta(self, job: InferenceJob):
+        _, eta = selectors.job_rate_eta(job)
+        if eta is None or job.status != JobStatus.RUNNING:
+            return "–"
+        return f"{int(eta // 60)}m{int(eta % 60):02d}s"
+
+    @admin.display(description="failures")
+    def failures(self, job: InferenceJob):
+        return job.failed_queries
+
+    @admin.display(description="page")
+    def job_page(self, job: InferenceJob):
+        return format_html('<a href="{}">open</a>', reverse("inference:job-detail", args=[job.pk]))
+
+    @admin.action(description="Cancel selected jobs")
+    def cancel_jobs(self, request, queryset):
+        n = sum(services.job_cancel(job=job) for job in queryset)
+        self.message_user(request, f"Cancelled {n} job(s).")
+
+    @admin.action(description="Retry failed items of selected jobs")
+    def retry_failed(self, request, queryset):
+        n = sum(services.job_retry_failed(job=job) for job in queryset)
+        self.message_user(request, f"Re-running {n} item(s).")
+
+    @admin.action(description="Re-score selected jobs (re-parse answers, rewrite exports)")
+    def rescore(self, request, queryset):
+        n = sum(services.job_rescore(job=job) for job in queryset)
+        self.message_user(request, f"Re-scored; {n} answer(s) changed.")

@@ -1,0 +1,61 @@
+"""python manage.py run_inference --endpoint N --project P [--release V] --protocol X
+[--param key=value ...] [--mode evaluate|suggest] [--wait]"""
+import sys
+import time
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.models import Project, Release
+from inference import selectors, services
+from inference.models import InferenceJob, JobMode, JobStatus, ModelEndpoint
+
+
+class Command(BaseCommand):
+    help = "Start an inference job; with --wait, print progress until it ends (exit 1 if it failed)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--endpoint", required=True, help="endpoint name")
+        parser.add_argument("--project", required=True, help="project slug")
+        parser.add_argument("--release", default=None, help="release version")
+        parser.add_argument("--protocol", required=True)
+        parser.add_argument("--mode", default=JobMode.EVALUATE, choices=[JobMode.EVALUATE, JobMode.SUGGEST])
+        parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                            help="job parameter: temperature, max_tokens, seed, frames, item_limit, strategy, chunk_size, ...")
+        parser.add_argument("--wait", action="store_true")
+        parser.add_argument("--poll", type=float, default=2.0, help="seconds between progress lines with --wait")
+
+    def handle(self, *args, **opts):
+        try:
+            endpoint = ModelEndpoint.objects.get(name=opts["endpoint"])
+            project = Project.objects.get(slug=opts["project"])
+            release = Release.objects.get(project=project, version=opts["release"]) if opts["release"] else None
+        except (ModelEndpoint.DoesNotExist, Project.DoesNotExist, Release.DoesNotExist) as exc:
+            raise CommandError(str(exc))
+        try:
+            job = services.job_create(endpoint=endpoint, project=project, release=release, protocol=opts["protocol"],
+                                      mode=opts["mode"], params=services.parse_key_values(opts["param"]))
+        except ValidationError as exc:
+            raise CommandError("; ".join(exc.messages))
+        self.stdout.write(f"job {job.pk} created ({job.model_name} on {project.slug}, {job.protocol})")
+        if not opts["wait"]:
+            return
+        last = None
+        while True:
+            job = InferenceJob.objects.select_related("project", "endpoint").get(pk=job.pk)
+            p = selectors.job_progress(job=job)
+            line = (f"job {job.pk} {p['status']}: {p['percent']}% ({p['done']} done, {p['failed']} failed of {p['total']})"
+                    + (f", {p['rate_per_s']:.2f}/s" if p["rate_per_s"] else "")
+                    + (f", ETA {p['eta_s']:.0f}s" if p["eta_s"] and p["status"] == JobStatus.RUNNING else ""))
+            if line != last:
+                self.stdout.write(line)
+                self.stdout.flush()
+                last = line
+            if p["status"] not in (JobStatus.QUEUED, JobStatus.RUNNING):
+                break
+            time.sleep(opts["poll"])
+        if job.status == JobStatus.FAILED:
+            self.stderr.write(f"job {job.pk} failed: {job.error}")
+            sys.exit(1)
+        if job.status == JobStatus.CANCELLED:
+            sys.exit(1)

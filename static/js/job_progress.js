@@ -1,0 +1,67 @@
+// Live job progress: polls /api/jobs/<id>/progress/ until the job stops running.
+const root = document.getElementById("job");
+const url = root.dataset.progressUrl;
+const $ = (id) => document.getElementById(id);
+const ACTIVE = new Set(["queued", "running"]);
+
+function duration(seconds) {
+  if (seconds === null || seconds === undefined) return "–";
+  const s = Math.round(seconds);
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  return m < 60 ? `${m}m${String(s % 60).padStart(2, "0")}s` : `${Math.floor(m / 60)}h${String(m % 60).padStart(2, "0")}m`;
+}
+
+function cell(text) {
+  const td = document.createElement("td");
+  td.textContent = text;
+  return td;
+}
+
+function render(p) {
+  $("job-status").textContent = p.status;
+  $("job-error").textContent = p.error || "";
+  const bar = $("job-bar");
+  bar.setAttribute("aria-valuenow", String(p.percent));
+  bar.firstElementChild.style.width = `${p.percent}%`;
+  $("job-percent").textContent = String(p.percent);
+  $("job-counts").textContent = `${p.done} done, ${p.failed} failed of ${p.total}`;
+  $("job-rate").textContent = p.rate_per_s === null ? "–" : `${p.rate_per_s.toFixed(2)} queries/s`;
+  $("job-eta").textContent = ACTIVE.has(p.status) ? duration(p.eta_s) : "–";
+  $("job-tokens").textContent = `${p.prompt_tokens} in / ${p.completion_tokens} out`;
+  $("job-cost").textContent = p.cost_usd === null ? "–" : `$${p.cost_usd}`;
+  const body = $("job-failures").tBodies[0];
+  body.replaceChildren();
+  if (!p.failures.length) {
+    const tr = document.createElement("tr");
+    tr.className = "none";
+    const td = cell("No failures.");
+    td.colSpan = 4;
+    tr.append(td);
+    body.append(tr);
+  }
+  for (const f of p.failures) {
+    const tr = document.createElement("tr");
+    tr.append(cell(f.item), cell(f.query), cell(String(f.attempts)), cell(f.error));
+    body.append(tr);
+  }
+}
+
+async function poll() {
+  let delay = 1000;
+  try {
+    const res = await fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin" });
+    if (res.ok) {
+      const p = await res.json();
+      render(p);
+      if (!ACTIVE.has(p.status)) return;
+    } else {
+      delay = 5000;
+    }
+  } catch (err) {
+    delay = 5000; // network hiccup: keep trying, more slowly
+  }
+  setTimeout(poll, delay);
+}
+
+poll();

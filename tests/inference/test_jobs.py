@@ -1,0 +1,162 @@
+"""Jobs through the whole pipeline with the seeded Random backend (eager Celery)."""
+import json
+import shutil
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from annotation.models import ItemStatus, Role, Suggestion
+from inference import services
+from inference.backends import BackendUnavailable
+from inference.models import InferenceJob, JobStatus, ModelEndpoint, Prediction
+
+from . import factories
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _random(name="Random", seed=0):
+    return services.endpoint_create(name=name, backend="random", options={"seed": seed})
+
+
+def test_random_status_job_six_queries_per_item_deterministic_and_exported(eager, make_project, tmp_path, settings):
+    project = make_project("st", "status")
+    items = factories.status_items(project, 12, tmp_path)
+    release = factories.release_of(project, items)
+    job = services.job_create(endpoint=_random(), project=project, release=release, params={"chunk_size": 5})
+    job.refresh_from_db()
+    assert (job.status, job.total_queries, job.done_queries, job.failed_queries) == (JobStatus.FINISHED, 72, 72, 0)
+    assert job.prompt_version == "status-v1"
+    answers = dict(((p.item_id, p.query), p.answer) for p in Prediction.objects.filter(job=job))
+    assert len(answers) == 72 and set(answers.values()) <= {"A", "B", "C", "D"}
+
+    again = services.job_create(endpoint=ModelEndpoint.objects.get(name="Random"), project=project, release=release)
+    assert dict(((p.item_id, p.query), p.answer) for p in Prediction.objects.filter(job=again)) == answers
+
+    folder = services.job_export_dir(job)
+    results = json.loads((folder / "results.json").read_text())
+    assert results["counts"]["queries"] == 72 and results["counts"]["ok"] == 72
+    assert results["counts"]["by_query"]["sci4"] == {"ok": 12, "failed": 0, "parse_failures": 0}
+    assert results["versions"]["prompt_version"] == "status-v1" and results["versions"]["release"] == "v1"
+    assert results["parameters"] == {"chunk_size": 5}
+    lines = [json.loads(line) for line in (folder / "samples.jsonl").read_text().splitlines()]
+    assert len(lines) == 72
+    first = lines[0]
+    assert first["item"] == "s0000" and first["query"] in {"osi_a", "osi_b", "ir_a", "ir_b", "sci2", "sci4"}
+    assert first["prompt"].startswith("[user]\n") and first["raw_output"] == first["answer"]
+
+
+def test_unreadable_video_fails_that_item_only(eager, make_project, tmp_path):
+    project = make_project("osc", "oscbench")
+    items = factories.oscbench_items(project, 3, tmp_path)
+    broken = tmp_path / "broken.mp4"
+    broken.write_bytes(b"\x00not a video" * 100)
+    bad = factories.asset(broken, "video")
+    items[1].media = {"video": bad.sha256}
+    items[1].save()
+    job = services.job_create(endpoint=_random(), project=project, release=factories.release_of(project, items), params={"frames": 3})
+    job.refresh_from_db()
+    assert (job.status, job.done_queries, job.failed_queries) == (JobStatus.FINISHED, 2, 1)
+    failed = Prediction.objects.get(job=job, status="failed")
+    assert failed.item_id == items[1].pk
+    assert failed.error.startswith("ffmpeg cannot read video ") and failed.answer is None and failed.raw_output == ""
+
+
+def test_vllm_job_refuses_to_start_without_vllm(eager, make_project, tmp_path, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else real(name, *a))
+    project = make_project("st", "status")
+    items = factories.status_items(project, 2, tmp_path)
+    endpoint = services.endpoint_create(name="qwen", backend="vllm", model_id="Qwen/Qwen2-VL-2B-Instruct")
+    job = services.job_create(endpoint=endpoint, project=project, release=factories.release_of(project, items))
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    assert job.error.startswith("vLLM is not installed in this environment")
+    assert job.total_queries == 0 and Prediction.objects.filter(job=job).count() == 0
+
+
+def test_job_refused_when_protocol_or_release_do_not_match(eager, make_project, tmp_path):
+    project = make_project("st", "status")
+    other = make_project("vt", "visualtrans")
+    items = factories.visualtrans_items(other, 2, tmp_path)
+    with pytest.raises(services.JobRefused):
+        services.job_create(endpoint=_random(), project=project, protocol="visualtrans")
+    with pytest.raises(services.JobRefused):
+        services.job_create(endpoint=ModelEndpoint.objects.get(), project=project, release=factories.release_of(other, items))
+    assert InferenceJob.objects.count() == 0
+
+
+def test_cancelled_job_runs_no_more_chunks(make_project, tmp_path):
+    project = make_project("st", "status")
+    items = factories.status_items(project, 4, tmp_path)
+    job = services.job_create(endpoint=_random(), project=project, release=factories.release_of(project, items), start=False)
+    assert services.job_cancel(job=job) is True
+    job.refresh_from_db()
+    assert job.status == JobStatus.CANCELLED
+    assert services.job_run_chunk(job_id=job.pk, item_ids=[i.pk for i in items]) == 0
+    assert Prediction.objects.filter(job=job).count() == 0
+    assert services.job_cancel(job=job) is False
+
+
+def test_suggestions_for_unlabeled_quintuplets(eager, make_project, tmp_path):
+    project = make_project("q", "status")
+    pending = factories.status_items(project, 3, tmp_path / "p", status=ItemStatus.PENDING)
+    factories.status_items(project, 2, tmp_path / "v", start=10)  # verified: not unlabeled, no suggestion
+    job = services.job_create(endpoint=_random(seed=3), project=project, mode="suggest")
+    job.refresh_from_db()
+    assert (job.status, job.total_queries, job.done_queries) == (JobStatus.FINISHED, 3, 3)
+    rows = Suggestion.objects.order_by("item_id")
+    assert [s.item_id for s in rows] == [i.pk for i in pending]
+    for s in rows:
+        assert s.source == f"job:{job.pk} Random"
+        assert s.result["machine"] is True and s.result["job"] == job.pk
+        assert set(s.result) == {"state_a", "state_b", "change", "change_distractors", "category", "difference", "machine", "job", "model"}
+        assert len(s.result["change_distractors"]) == 3
+
+
+def test_suggestions_for_unlabeled_qa_items(eager, make_project, tmp_path):
+    project = make_project("vt", "visualtrans")
+    items = factories.visualtrans_items(project, 2, tmp_path)
+    for item in items:
+        item.status = ItemStatus.PENDING
+        item.save()
+    job = services.job_create(endpoint=_random(), project=project, mode="suggest")
+    job.refresh_from_db()
+    assert job.status == JobStatus.FINISHED
+    results = [s.result for s in Suggestion.objects.order_by("item_id")]
+    assert [r["answer"] in ("A", "B", "C", "D") and r["machine"] for r in results] == [True, True]
+
+
+def test_commands_create_endpoint_and_run_inference_wait(eager, make_project, tmp_path):
+    project = make_project("st", "status")
+    items = factories.status_items(project, 3, tmp_path)
+    factories.release_of(project, items, "v2")
+    out = StringIO()
+    call_command("create_endpoint", "--name", "rnd", "--backend", "random", "--option", "seed=4", stdout=out)
+    assert ModelEndpoint.objects.get(name="rnd").options == {"seed": 4}
+    out = StringIO()
+    call_command("run_inference", "--endpoint", "rnd", "--project", "st", "--release", "v2", "--protocol", "status",
+                 "--param", "item_limit=2", "--param", "temperature=0.5", "--wait", "--poll", "0.05", stdout=out)
+    job = InferenceJob.objects.get()
+    assert job.params == {"item_limit": 2, "temperature": 0.5}
+    assert out.getvalue().splitlines()[-1] == f"job {job.pk} finished: 100.0% (12 done, 0 failed of 12)" or \
+        out.getvalue().splitlines()[-1].startswith(f"job {job.pk} finished: 100.0% (12 done, 0 failed of 12)")
+
+
+def test_run_inference_wait_exits_non_zero_when_the_job_failed(eager, make_project, tmp_path, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else real(name, *a))
+    project = make_project("st", "status")
+    factories.status_items(project, 1, tmp_path)
+    call_command("create_endpoint", "--name", "gpu", "--backend", "vllm", "--model", "some/model", stdout=StringIO())
+    err = StringIO()
+    with pytest.raises(SystemExit) as exc:
+        call_command("run_inference", "--endpoint", "gpu", "--project", "st", "--protocol", "status", "--wait",
+                     "--poll", "0.05", stdout=StringIO(), stderr=err)
+    assert exc.value.code == 1
+    assert "vLLM is not installed" in err.getvalue()
