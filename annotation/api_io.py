@@ -25,7 +25,9 @@ from .views_io import project_overview_data, release_list_data
 
 def import_media_root() -> Path:
     """Where media paths of an uploaded bare JSONL resolve (a zip carries its own media)."""
-    return Path(getattr(settings, "IMPORT_MEDIA_ROOT", None) or Path(settings.MEDIA_ROOT) / "incoming")
+    root = Path(getattr(settings, "IMPORT_MEDIA_ROOT", None) or Path(settings.MEDIA_ROOT) / "incoming")
+    root.mkdir(parents=True, exist_ok=True)
+    return root
 
 
 def run_upload(uploaded, run):

@@ -1,0 +1,158 @@
+"""Role checks on the import, release and export endpoints and pages (API and pages).
+
+Non-members get 404 (the project is not revealed), members below researcher get 403, and a
+refused request changes nothing.
+"""
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+
+import pytest
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from annotation.importing import items_import
+from annotation.importing.samples import write_sample_dataset
+from annotation.models import Item, MediaAsset, Release, Role
+from annotation.releases import release_freeze
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    # Four users per test: the default PBKDF2 hashing would dominate the run time.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def world(make_user, make_project, tmp_path):
+    people = {name: make_user(name) for name in ("ann", "rev", "res", "outsider")}
+    mine = make_project("mine", "status", members={people["ann"]: Role.ANNOTATOR, people["rev"]: Role.REVIEWER, people["res"]: Role.RESEARCHER})
+    other = make_project("other", "status", members={people["outsider"]: Role.RESEARCHER})
+    data = tmp_path / "data"
+    path = write_sample_dataset(data, "status", 3)
+    items_import(project=mine, path=path, verified=True)
+    release_freeze(project=mine, version="v1")
+    archive = tmp_path / "items.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("items.jsonl", path.read_text().replace("status-0", "new-0"))
+        for p in (data / "img").iterdir():
+            zf.write(p, f"img/{p.name}")
+    return {"people": people, "mine": mine, "other": other, "zip": archive.read_bytes()}
+
+
+def api_as(user) -> APIClient:
+    client = APIClient()
+    token, _ = Token.objects.get_or_create(user=user)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client
+
+
+def upload(data: bytes, name="items.zip"):
+    f = io.BytesIO(data)
+    f.name = name
+    return f
+
+
+def state():
+    return (Item.objects.count(), MediaAsset.objects.count(), Release.objects.count())
+
+
+@pytest.mark.parametrize("who,expected", [("ann", 403), ("rev", 403), ("outsider", 404)])
+def test_api_researcher_endpoints_refuse_lower_roles_and_outsiders(world, who, expected):
+    client = api_as(world["people"][who])
+    before = state()
+    assert client.post("/api/projects/mine/imports/", {"file": upload(world["zip"])}, format="multipart").status_code == expected
+    assert client.post("/api/projects/mine/annotation-imports/", {"file": upload(b"{}", "a.jsonl")}, format="multipart").status_code == expected
+    assert client.post("/api/projects/mine/releases/", {"version": "v2"}, format="json").status_code == expected
+    assert client.get("/api/projects/mine/releases/").status_code == expected
+    assert client.get("/api/projects/mine/releases/v1/export/").status_code == expected
+    assert state() == before
+
+
+@pytest.mark.parametrize("who,expected", [("ann", 403), ("rev", 403), ("outsider", 404)])
+def test_pages_researcher_views_refuse_lower_roles_and_outsiders(world, client, who, expected):
+    client.force_login(world["people"][who])
+    before = state()
+    assert client.get("/projects/mine/import/").status_code == expected
+    assert client.post("/projects/mine/import/", {"file": upload(world["zip"]), "kind": "items"}).status_code == expected
+    assert client.get("/projects/mine/releases/").status_code == expected
+    assert client.post("/projects/mine/releases/", {"version": "v2", "split": "test"}).status_code == expected
+    assert client.get("/projects/mine/releases/v1/download/").status_code == expected
+    assert state() == before
+
+
+def test_annotator_sees_own_project_overview_but_not_others(world, client):
+    client.force_login(world["people"]["ann"])
+    page = client.get("/projects/mine/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert 'href="/projects/mine/annotate/"' in html and 'href="/projects/mine/leaderboard/"' in html
+    assert "/projects/mine/import/" not in html and "/projects/mine/releases/" not in html
+    assert client.get("/projects/other/").status_code == 404
+    api = api_as(world["people"]["ann"])
+    overview = api.get("/api/projects/mine/overview/").json()
+    assert overview["status_counts"] == {"pending": 0, "annotated": 0, "verified": 3, "discarded": 0}
+    assert overview["role"] == "annotator" and "releases" not in overview["links"]
+    assert api.get("/api/projects/other/overview/").status_code == 404
+
+
+def test_anonymous_is_sent_to_login_or_refused(world, client):
+    assert client.get("/projects/mine/import/").status_code == 302
+    assert APIClient().get("/api/projects/mine/releases/").status_code in (401, 403)
+
+
+def test_researcher_imports_freezes_and_exports_through_the_api(world):
+    api = api_as(world["people"]["res"])
+    r = api.post("/api/projects/mine/imports/", {"file": upload(world["zip"])}, format="multipart")
+    assert r.status_code == 201
+    assert r.json() == {"lines": 3, "created": 3, "unchanged": 0, "media_files": 6, "media_stored": 0, "by_status": {"annotated": 3}}
+    again = api.post("/api/projects/mine/imports/", {"file": upload(world["zip"])}, format="multipart")
+    assert again.status_code == 200 and again.json()["unchanged"] == 3
+
+    bad = api.post("/api/projects/mine/imports/", {"file": upload(b'{"id": "x", "image_a": "../a.png", "image_b": "b.png"}\n', "x.jsonl")}, format="multipart")
+    assert bad.status_code == 400
+    assert bad.json()["errors"] == [
+        "line 1: field image_a: ../a.png: path leaves the media root ('..')",
+        "line 1: field image_b: b.png: file not found under the media root",
+    ]
+    assert Item.objects.filter(project=world["mine"]).count() == 6
+
+    Item.objects.filter(external_id__startswith="new-").update(status="verified")
+    frozen = api.post("/api/projects/mine/releases/", {"version": "v2", "split": "test"}, format="json")
+    assert frozen.status_code == 201 and frozen.json()["item_count"] == 6
+    dup = api.post("/api/projects/mine/releases/", {"version": "v2"}, format="json")
+    assert dup.status_code == 400 and "exists already" in dup.json()["detail"]
+    assert [r["version"] for r in api.get("/api/projects/mine/releases/").json()] == ["v2", "v1"]
+
+    export = api.get("/api/projects/mine/releases/v2/export/")
+    assert export.status_code == 200 and export.streaming
+    doc = json.loads(b"".join(export.streaming_content))
+    assert doc["item_count"] == 6 and doc["checksum"] == frozen.json()["checksum"]
+    jsonl = api.get("/api/projects/mine/releases/v2/export/?fmt=jsonl")
+    assert jsonl["Content-Type"] == "application/x-ndjson"
+    assert len(b"".join(jsonl.streaming_content).splitlines()) == 7
+    zipped = api.get("/api/projects/mine/releases/v2/export/?fmt=zip")
+    assert zipped["Content-Disposition"] == 'attachment; filename="mine-v2.zip"'
+    assert "items.jsonl" in zipfile.ZipFile(io.BytesIO(b"".join(zipped.streaming_content))).namelist()
+
+
+def test_researcher_pages_import_freeze_and_download(world, client):
+    client.force_login(world["people"]["res"])
+    assert b'id="import-form"' in client.get("/projects/mine/import/").content
+    bad = client.post("/projects/mine/import/", {"file": upload(b"not json\n", "x.jsonl"), "kind": "items"})
+    assert bad.status_code == 400
+    assert "line 1: field -: invalid JSON (Expecting value at column 1)" in bad.content.decode()
+    ok = client.post("/projects/mine/import/", {"file": upload(world["zip"]), "kind": "items", "verified": "on"})
+    assert ok.status_code == 200 and '<strong id="created">3</strong>' in ok.content.decode()
+
+    page = client.post("/projects/mine/releases/", {"version": "v2", "split": "test"}, follow=True)
+    assert page.status_code == 200
+    assert 'data-version="v2"' in page.content.decode() and "Release v2 frozen: 6 items" in page.content.decode()
+    assert client.post("/projects/mine/releases/", {"version": "v2", "split": "test"}).status_code == 400
+    download = client.get("/projects/mine/releases/v2/download/?fmt=jsonl")
+    assert download.status_code == 200
+    assert json.loads(b"".join(download.streaming_content).splitlines()[0])["release"]["item_count"] == 6
