@@ -20,6 +20,7 @@ import numpy as np
 
 CI_LEVEL = 0.95
 N_BOOT = 1000
+COMPRESS_FROM = 20_000  # rows from which the bootstrap resamples column by column (see _bootstrap_per_column)
 
 
 def to_decimal(value: Fraction | int | Decimal, places: int) -> Decimal:
@@ -41,6 +42,13 @@ def percent(value: Fraction | int, places: int = 2) -> Decimal:
     return to_decimal(Fraction(value) * 100, places)
 
 
+def _int_array(a) -> np.ndarray:
+    arr = np.asarray(a)
+    if arr.dtype.kind not in "iu" or arr.dtype.kind == "u":
+        arr = arr.astype(np.int64)
+    return arr
+
+
 @dataclass
 class ItemMatrix:
     keys: tuple[str, ...]
@@ -51,8 +59,9 @@ class ItemMatrix:
     diagnostics: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.num = np.asarray(self.num, dtype=np.int64).reshape(-1, len(self.keys))
-        self.den = np.asarray(self.den, dtype=np.int64).reshape(-1, len(self.keys))
+        # Small integer dtypes (int8 for STATUS) are kept to save memory; sums are taken in int64.
+        self.num = _int_array(self.num).reshape(-1, len(self.keys))
+        self.den = _int_array(self.den).reshape(-1, len(self.keys))
         if not self.n:
             self.n = int(self.num.shape[0])
 
@@ -64,17 +73,17 @@ class ItemMatrix:
         out: dict[str, Fraction | None] = {}
         for j, key in enumerate(self.keys):
             num, den = self.num[:, j], self.den[:, j]
-            counted = den > 0
-            count = int(counted.sum())
+            # Sum per distinct denominator (bincount: integer sums are exact in float64 below 2**53),
+            # so the exact total costs one Fraction per denominator; bin 0 (not counted) is skipped.
+            present = np.bincount(den)
+            count = int(present[1:].sum())
             if count == 0:
                 out[key] = None
                 continue
+            per_den = np.bincount(den, weights=num)
             total = Fraction(0)
-            # Group by denominator so the exact sum costs one Fraction per distinct denominator.
-            dens = den[counted]
-            nums = num[counted]
-            for d in np.unique(dens):
-                total += Fraction(int(nums[dens == d].sum()), int(d))
+            for d in np.nonzero(present[1:])[0] + 1:
+                total += Fraction(int(per_den[d]), int(d))
             out[key] = total / count
         return out
 
@@ -88,21 +97,55 @@ class ItemMatrix:
         return values, counted.astype(np.float64)
 
 
+def _bootstrap_per_column(matrix: ItemMatrix, *, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """Column-wise bootstrap for large runs: a column's resampled mean depends only on how many
+    rows of each distinct (num, den) cell are drawn, i.e. a multinomial over those cells, so each
+    column costs O(N) to count and O(n_boot x distinct cells) to resample. Marginal intervals are
+    exactly those of resampling rows; only joint statistics across columns would differ.
+    """
+    n_rows, m = matrix.num.shape
+    out = np.full((n_boot, m), np.nan)
+    for j in range(m):
+        num = matrix.num[:, j].astype(np.int64)
+        den = matrix.den[:, j].astype(np.int64)
+        span = int(den.max()) + 1
+        codes = (num - int(num.min())) * span + den
+        if int(codes.max()) < 50_000_000:
+            counts = np.bincount(codes)
+            cells = np.nonzero(counts)[0]
+            counts = counts[cells]
+        else:
+            cells, counts = np.unique(codes, return_counts=True)
+        cell_den = cells % span
+        cell_num = cells // span + int(num.min())
+        counted = cell_den > 0
+        if not counted.any():
+            continue
+        values = np.where(counted, cell_num / np.where(counted, cell_den, 1), 0.0)
+        draws = rng.multinomial(n_rows, counts / counts.sum(), size=n_boot).astype(np.float64)
+        sums = draws @ values
+        cnts = draws @ counted.astype(np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[:, j] = np.where(cnts > 0, sums / np.where(cnts > 0, cnts, 1), np.nan)
+    return out
+
+
 def bootstrap_means(
-    matrix: ItemMatrix, *, n_boot: int = N_BOOT, seed: int = 0, max_cells: int = 20_000_000
+    matrix: ItemMatrix, *, n_boot: int = N_BOOT, seed: int = 0, max_cells: int = 20_000_000, per_column: bool = True
 ) -> np.ndarray:
     """(n_boot, M) column means over rows resampled with replacement; NaN where a resample counts none.
 
     Resamples are drawn as row-count weights (multinomial via bincount) and reduced with one
     matrix product per block, so the cost is O(n_boot * N) memory-bounded by ``max_cells``.
     """
-    values, counted = matrix.float_values()
-    n_rows = values.shape[0]
-    m = values.shape[1]
+    n_rows, m = matrix.num.shape
     out = np.full((n_boot, m), np.nan)
     if n_rows == 0:
         return out
     rng = np.random.default_rng(seed)
+    if n_rows >= COMPRESS_FROM and per_column:
+        return _bootstrap_per_column(matrix, n_boot=n_boot, rng=rng)
+    values, counted = matrix.float_values()
     block = max(1, min(n_boot, max_cells // max(n_rows, 1)))
     for start in range(0, n_boot, block):
         b = min(block, n_boot - start)
@@ -140,7 +183,8 @@ def bootstrap_cis(
     seed: int = 0,
 ) -> dict[str, list[float] | None]:
     """Rounded [lo, hi] per reported key. ``derive`` computes non-mean metrics from resampled base means."""
-    samples = bootstrap_means(matrix, n_boot=n_boot, seed=seed)
+    # Derived metrics combine columns: they need rows resampled jointly.
+    samples = bootstrap_means(matrix, n_boot=n_boot, seed=seed, per_column=derive is None)
     base = {key: samples[:, j] for j, key in enumerate(matrix.keys)}
     if derive is not None:
         base = {**base, **derive(base)}

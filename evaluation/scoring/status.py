@@ -40,7 +40,7 @@ def encode_letters(letters: Any) -> np.ndarray:
 
 def _metric_cells(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(num, den) of the eight metrics per item from a (N, 6) boolean correctness matrix."""
-    c = c.astype(np.int64)
+    c = c.astype(np.int8)
     osi_both = c[:, 0] & c[:, 1]
     ir_both = c[:, 2] & c[:, 3]
     num = np.stack(
@@ -56,7 +56,7 @@ def _metric_cells(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         ],
         axis=1,
     )
-    den = np.broadcast_to(np.array([2, 2, 1, 6, 1, 1, 1, 1], dtype=np.int64), num.shape)
+    den = np.broadcast_to(np.array([2, 2, 1, 6, 1, 1, 1, 1], dtype=np.int8), num.shape)
     return num, den
 
 

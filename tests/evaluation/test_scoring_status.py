@@ -120,3 +120,17 @@ def test_bootstrap_interval_contains_point_and_is_seeded():
     assert ci == status.cis(m, n_boot=300, seed=3)
     assert ci["acc_osi"][0] < 59.03 < ci["acc_osi"][1]
     assert ci["roa"][0] == 0.0
+
+
+def test_grouped_bootstrap_for_large_runs_matches_the_binomial_width():
+    # 30,000 items go through the grouped (multinomial) bootstrap; for acc_sci with p = 0.3 the
+    # 95 % interval must be about p +- 1.96 * sqrt(p (1 - p) / n) = 0.3 +- 0.00519.
+    n = 30_000
+    truth = np.zeros((n, 6), dtype=np.int8)
+    pred = np.ones((n, 6), dtype=np.int8)
+    pred[: int(0.3 * n), 4] = 0
+    m = status.item_matrix(truth, pred)
+    ci = status.cis(m, n_boot=2000, seed=0)
+    assert abs(ci["acc_sci"][0] - (30 - 0.519)) < 0.06
+    assert abs(ci["acc_sci"][1] - (30 + 0.519)) < 0.06
+    assert ci["roa"] == [0.0, 0.0]
