@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Project, Release
+from evaluation.selectors import release_for
 from evaluation.services import PredictionImportError, predictions_import
 
 
@@ -11,19 +12,18 @@ class Command(BaseCommand):
         parser.add_argument("project", help="project slug")
         parser.add_argument("file", help="JSONL file of predictions")
         parser.add_argument("--model", required=True, help="row name on the leaderboard")
-        parser.add_argument("--release", default=None, help="release version (default: the project's verified items)")
+        parser.add_argument("--release", default=None, help="release version (default: the newest release, else the project's verified items)")
 
     def handle(self, *args, project, file, model, release, **options):
         try:
             proj = Project.objects.get(slug=project)
         except Project.DoesNotExist:
             raise CommandError(f"no project {project!r}")
-        rel = None
-        if release is not None:
-            try:
-                rel = Release.objects.get(project=proj, version=release)
-            except Release.DoesNotExist:
-                raise CommandError(f"no release {release!r} in project {project!r}")
+        try:
+            # The same default as the leaderboard, so an import shows up on the default board.
+            rel = release_for(proj, release)
+        except Release.DoesNotExist:
+            raise CommandError(f"no release {release!r} in project {project!r}")
         try:
             with open(file, encoding="utf-8") as fh:
                 job = predictions_import(project=proj, lines=fh, model_name=model, release=rel)
@@ -33,4 +33,5 @@ class Command(BaseCommand):
             raise CommandError(f"{file} is not UTF-8 text")
         except PredictionImportError as exc:
             raise CommandError(str(exc))
-        self.stdout.write(f"imported {job.total_queries} predictions as job {job.pk} ({job.model_name}); {job.failed_queries} unparseable")
+        where = f"release {rel.version}" if rel is not None else "verified items"
+        self.stdout.write(f"imported {job.total_queries} predictions as job {job.pk} ({job.model_name}) on {where}; {job.failed_queries} unparseable")
