@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Case, F, IntegerField, Value, When
+from django.db.models import Q, Subquery
 from django.utils import timezone
 
 from . import agreement
@@ -50,12 +50,17 @@ def _item_accepts_annotations(item: Item) -> bool:
 
 # --- claim ------------------------------------------------------------------------------------
 
-# One level of the queue: items with exactly `count` annotations, in id order. The equality on
-# (project, status, annotation_count) plus ORDER BY id walks item_queue_idx directly, so the scan
-# stops at the first free row however many items the project has; annotated items are never read.
+# One level of the queue: items with exactly `count` annotations, in id order. The bounds are a
+# row comparison on item_queue_idx's columns and the ORDER BY is that index's key, so only that
+# index can serve the query: the walk starts at the level's first row and stops at the first free
+# one, however many items the project has; annotated items are never read. (With plain equalities
+# the planner may prefer the primary key for "ORDER BY id" and crawl through every done item.)
 _CLAIM_SQL = """
-SELECT i.id FROM annotation_item i
-WHERE i.project_id = %(project)s AND i.status = 'pending' AND i.annotation_count = %(count)s
+SELECT i.*,
+       EXISTS (SELECT 1 FROM annotation_task x WHERE x.item_id = i.id AND x.status = 'active') AS held_before
+FROM annotation_item i
+WHERE (i.project_id, i.status, i.annotation_count, i.id) > (%(project)s, 'pending', %(count)s, 0)
+  AND (i.project_id, i.status, i.annotation_count) < (%(project)s, 'pending', %(count)s + 1)
   AND i.is_gold = %(gold)s
   AND i.id <> ALL(%(passed)s)
   AND NOT EXISTS (SELECT 1 FROM annotation_task t
@@ -64,9 +69,17 @@ WHERE i.project_id = %(project)s AND i.status = 'pending' AND i.annotation_count
                   WHERE a.item_id = i.id AND a.annotator_id = %(user)s)
   AND NOT EXISTS (SELECT 1 FROM annotation_task s
                   WHERE s.item_id = i.id AND s.annotator_id = %(user)s AND s.status = 'skipped')
-ORDER BY i.id
+ORDER BY i.project_id, i.status, i.annotation_count, i.id
 LIMIT 1
 FOR UPDATE OF i SKIP LOCKED
+"""
+
+# The partial unique index (one active task per item) is the final guard against a double hold.
+_INSERT_TASK_SQL = """
+INSERT INTO annotation_task (item_id, annotator_id, status, lease_expires, draft, draft_version, created_at, updated_at)
+VALUES (%(item)s, %(user)s, 'active', %(lease)s, '{}'::jsonb, 0, %(now)s, %(now)s)
+ON CONFLICT (item_id) WHERE status = 'active' DO NOTHING
+RETURNING id
 """
 
 
@@ -104,7 +117,8 @@ def task_claim_next(*, project: Project, user, now: datetime | None = None, excl
     for task_pk, item_pk in held:
         if task_pk in exclude:
             continue
-        item = Item.objects.select_for_update().select_related("project").get(pk=item_pk)
+        item = Item.objects.select_for_update().get(pk=item_pk)
+        item.project = project
         task = Task.objects.select_for_update().get(pk=task_pk)
         if task.status == TaskStatus.ACTIVE:  # not reclaimed by someone while we waited
             task.item = item
@@ -113,28 +127,32 @@ def task_claim_next(*, project: Project, user, now: datetime | None = None, excl
         return None
 
     want_gold = (rng or random).random() < float(project.settings.get("gold_share", 0.0) or 0.0)
+    lease = _lease_until(project, now)
     passed: list[int] = []
     for count, gold in _claim_levels(project, want_gold):
         while True:
-            with connection.cursor() as cursor:
-                cursor.execute(_CLAIM_SQL, claim_sql_params(project=project, user_id=user.pk, count=count,
-                                                             gold=gold, now=now, passed=passed))
-                row = cursor.fetchone()
-            if row is None:
+            params = claim_sql_params(project=project, user_id=user.pk, count=count, gold=gold, now=now, passed=passed)
+            found = list(Item.objects.raw(_CLAIM_SQL, params))
+            if not found:
                 break
-            item_id = row[0]
-            # Lazy reclaim: a hold whose lease ran out gives the item back to the queue.
-            Task.objects.filter(item_id=item_id, status=TaskStatus.ACTIVE, lease_expires__lte=now).update(
-                status=TaskStatus.EXPIRED, updated_at=now
-            )
-            try:
-                with transaction.atomic():
-                    task = Task.objects.create(item_id=item_id, annotator=user, status=TaskStatus.ACTIVE,
-                                               lease_expires=_lease_until(project, now))
-            except IntegrityError:  # renewed by its holder between our snapshot and our lock
-                passed.append(item_id)
+            item = found[0]
+            with connection.cursor() as cursor:
+                if item.held_before:
+                    # Lazy reclaim: a hold whose lease ran out gives the item back to the queue.
+                    cursor.execute(
+                        "UPDATE annotation_task SET status = 'expired', updated_at = %s "
+                        "WHERE item_id = %s AND status = 'active' AND lease_expires <= %s",
+                        [now, item.pk, now],
+                    )
+                cursor.execute(_INSERT_TASK_SQL, {"item": item.pk, "user": user.pk, "lease": lease, "now": now})
+                row = cursor.fetchone()
+            if row is None:  # renewed by its holder between our snapshot and our lock
+                passed.append(item.pk)
                 continue
-            task.item = Item.objects.select_related("project").get(pk=item_id)
+            item.project = project
+            task = Task(pk=row[0], item=item, annotator=user, status=TaskStatus.ACTIVE, lease_expires=lease,
+                        draft={}, draft_version=0, created_at=now, updated_at=now)
+            task._state.adding = False
             return task
     return None
 
@@ -142,10 +160,11 @@ def task_claim_next(*, project: Project, user, now: datetime | None = None, excl
 # --- holding a task ---------------------------------------------------------------------------
 
 def _lock_own_task(task_id: int, user) -> tuple[Task, Item]:
-    item_id = Task.objects.filter(pk=task_id, annotator=user).values_list("item_id", flat=True).first()
-    if item_id is None:
+    """Lock the task's item, then the task (the global lock order); 404 for other people's tasks."""
+    own = Task.objects.filter(pk=task_id, annotator=user).values("item_id")
+    item = Item.objects.select_for_update(of=("self",)).select_related("project").filter(pk=Subquery(own)).first()
+    if item is None:
         raise TaskNotFound("No such task.")
-    item = Item.objects.select_for_update().select_related("project").get(pk=item_id)
     task = Task.objects.select_for_update().get(pk=task_id)
     task.item = item
     return task, item
@@ -237,7 +256,6 @@ def _repeat(annotation: Annotation, workflow: str) -> Submitted:
     return Submitted(annotation, False, _warnings_for(workflow, annotation.result))
 
 
-@transaction.atomic
 def task_submit(*, task_id: int, user, result: dict, time_spent_ms: int = 0, idempotency_key: str | None = None,
                 now: datetime | None = None) -> Submitted:
     """Store the annotation of a held task, exactly once.
@@ -245,20 +263,41 @@ def task_submit(*, task_id: int, user, result: dict, time_spent_ms: int = 0, ide
     A repeat (same key, same task, or a second tab) returns the first annotation with
     created=False. Raises ResultInvalid (nothing written), TaskNotFound or TaskConflict.
     """
-    now = now or timezone.now()
-    key = (idempotency_key or "").strip() or None
+    try:
+        return _task_submit(task_id=task_id, user=user, result=result, time_spent_ms=time_spent_ms,
+                            idempotency_key=(idempotency_key or "").strip() or None, now=now or timezone.now())
+    except IntegrityError:
+        # Only an Idempotency-Key sent with another item's submit can get here: the item lock and
+        # the checks below rule out every other unique violation.
+        raise TaskConflict("This Idempotency-Key was already used for another submission.")
+
+
+# Mark the task submitted and count the annotation in one round trip; RETURNING gives the new state.
+_COUNT_SQL = """
+WITH submitted AS (UPDATE annotation_task SET status = 'submitted', updated_at = %(now)s WHERE id = %(task)s)
+UPDATE annotation_item
+SET annotation_count = annotation_count + 1,
+    status = CASE WHEN annotation_count + 1 >= %(needed)s THEN 'annotated' ELSE status END,
+    updated_at = %(now)s
+WHERE id = %(item)s
+RETURNING annotation_count, status
+"""
+
+
+@transaction.atomic
+def _task_submit(*, task_id: int, user, result: dict, time_spent_ms: int, idempotency_key: str | None,
+                 now: datetime) -> Submitted:
+    key = idempotency_key
     task, item = _lock_own_task(task_id, user)
     project = item.project
     workflow = project.workflow
-    if key:
-        prior = Annotation.objects.filter(idempotency_key=key).first()
-        if prior is not None:
-            if prior.annotator_id != user.pk or prior.task_id != task.pk:
-                raise TaskConflict("This Idempotency-Key was already used for another submission.")
-            return _repeat(prior, workflow)
-    existing = Annotation.objects.filter(item=item, annotator=user).first()
-    if existing is not None:  # double click, retry without a key, or a second tab
-        return _repeat(existing, workflow)
+    match = Q(item=item, annotator=user) | Q(idempotency_key=key) if key else Q(item=item, annotator=user)
+    priors = list(Annotation.objects.filter(match))
+    for prior in priors:
+        if key and prior.idempotency_key == key and (prior.annotator_id != user.pk or prior.task_id != task.pk):
+            raise TaskConflict("This Idempotency-Key was already used for another submission.")
+    if priors:  # a retry with the same key, a double click or a second tab: the first answer stands
+        return _repeat(priors[0], workflow)
 
     validated: Validated = validate_result(workflow, result, result_context_for(item=item))
 
@@ -271,27 +310,19 @@ def task_submit(*, task_id: int, user, result: dict, time_spent_ms: int = 0, ide
     if not _item_accepts_annotations(item):
         raise TaskConflict("This item already has all the annotations it needs; your answer was not saved.")
 
-    try:
-        with transaction.atomic():
-            annotation = Annotation.objects.create(
-                item=item, annotator=user, task=task, result=validated.result,
-                time_spent_ms=max(0, int(time_spent_ms or 0)), idempotency_key=key, source="task",
-            )
-    except IntegrityError:
-        raise TaskConflict("This Idempotency-Key was already used for another submission.")
-    task.status = TaskStatus.SUBMITTED
-    task.save(update_fields=["status", "updated_at"])
-
-    if not item.is_gold:
-        needed = project.annotations_per_item
-        Item.objects.filter(pk=item.pk).update(
-            annotation_count=F("annotation_count") + 1,
-            status=Case(When(annotation_count__gte=needed - 1, then=Value(ItemStatus.ANNOTATED)),
-                        default=F("status")),
-        )
-        item.refresh_from_db(fields=["annotation_count", "status"])
-        if item.status == ItemStatus.ANNOTATED and project.settings.get("auto_verify"):
-            _auto_verify(item)
+    annotation = Annotation.objects.create(
+        item=item, annotator=user, task=task, result=validated.result,
+        time_spent_ms=max(0, int(time_spent_ms or 0)), idempotency_key=key, source="task",
+    )
+    if item.is_gold:
+        Task.objects.filter(pk=task.pk).update(status=TaskStatus.SUBMITTED, updated_at=now)
+        return Submitted(annotation, True, validated.warnings)
+    with connection.cursor() as cursor:
+        cursor.execute(_COUNT_SQL, {"now": now, "task": task.pk, "item": item.pk,
+                                    "needed": project.annotations_per_item})
+        item.annotation_count, item.status = cursor.fetchone()
+    if item.status == ItemStatus.ANNOTATED and project.settings.get("auto_verify"):
+        _auto_verify(item)
     return Submitted(annotation, True, validated.warnings)
 
 

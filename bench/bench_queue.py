@@ -1,0 +1,179 @@
+"""Task-queue latency at scale: claim-next and submit with N items and concurrent annotators.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/statelab_bench \
+        .venv/bin/python bench/bench_queue.py --items 1000000 --threads 32 --seconds 30
+
+Creates (or reuses, --reuse) a ChangeIt project `bench-queue` with --items items inserted by one
+INSERT ... SELECT generate_series (no Python loop), 32 annotators, 3 annotations per item. Prints
+the EXPLAIN ANALYZE of the claim query (it must walk item_queue_idx, never scan the table), then
+runs one thread per annotator, each with its own connection, claiming the next task (the same
+service call and payload building the API does) and submitting a box, and prints p50 / p95 / p99
+latency of both. In-process: no HTTP, so the figures are the cost of the queue itself.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.contrib.auth import get_user_model  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.db import connection, transaction  # noqa: E402
+from django.utils import timezone  # noqa: E402
+
+from annotation import services  # noqa: E402
+from annotation.models import Annotation, Item, Membership, Project, Task  # noqa: E402
+from annotation.selectors import task_view  # noqa: E402
+
+SLUG = "bench-queue"
+PAYLOAD = '{"image": "bench.jpg", "object": "apple", "state": "whole apple", "distractors": ["peeled apple"]}'
+
+
+def build(n_items: int, n_users: int, reuse: bool) -> tuple[Project, list]:
+    User = get_user_model()
+    project = Project.objects.filter(slug=SLUG).first()
+    if project and reuse and Item.objects.filter(project=project).count() == n_items:
+        print(f"reusing {SLUG} with {n_items:,} items")
+    else:
+        if project:
+            t = time.perf_counter()
+            with connection.cursor() as c:
+                c.execute("DELETE FROM annotation_annotation a USING annotation_item i WHERE a.item_id = i.id AND i.project_id = %s", [project.pk])
+                c.execute("DELETE FROM annotation_task t USING annotation_item i WHERE t.item_id = i.id AND i.project_id = %s", [project.pk])
+                c.execute("DELETE FROM annotation_item WHERE project_id = %s", [project.pk])
+            project.delete()
+            print(f"dropped the previous bench project in {time.perf_counter() - t:.1f} s")
+        project = Project.objects.create(slug=SLUG, name="Queue benchmark", protocol="changeit", annotations_per_item=3,
+                                         settings={"lease_seconds": 600})
+        t = time.perf_counter()
+        with connection.cursor() as c:
+            c.execute(
+                """INSERT INTO annotation_item (project_id, external_id, payload, media, status, split, tags, is_gold,
+                                                annotation_count, created_at, updated_at)
+                   SELECT %s, 'b' || g, %s::jsonb, '{}'::jsonb, 'pending', 'test', '[]'::jsonb, false, 0, now(), now()
+                   FROM generate_series(1, %s) AS g""",
+                [project.pk, PAYLOAD, n_items],
+            )
+            c.execute("ANALYZE annotation_item")
+        print(f"inserted {n_items:,} items in {time.perf_counter() - t:.1f} s")
+    # Each run annotates with fresh people so earlier runs do not change the queue's shape much.
+    stamp = int(time.time())
+    users = [User(username=f"bench{stamp}_{i}") for i in range(n_users)]
+    for u in users:
+        u.set_unusable_password()
+    users = User.objects.bulk_create(users)
+    Membership.objects.bulk_create([Membership(project=project, user=u, role="annotator") for u in users])
+    with connection.cursor() as c:
+        c.execute("ANALYZE annotation_task; ANALYZE annotation_annotation")
+    return project, users
+
+
+def explain_claim(project: Project, user) -> str:
+    params = services.claim_sql_params(project=project, user_id=user.pk, count=0, gold=False, now=timezone.now())
+    with transaction.atomic():
+        with connection.cursor() as c:
+            c.execute("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + services._CLAIM_SQL, params)
+            plan = "\n".join(r[0] for r in c.fetchall())
+        transaction.set_rollback(True)
+    return plan
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    k = max(0, min(len(ordered) - 1, int(round(p / 100 * len(ordered) + 0.5)) - 1))
+    return ordered[k]
+
+
+def run(project: Project, users: list, seconds: float) -> dict[str, list[float]]:
+    claims: list[float] = []
+    submits: list[float] = []
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+    barrier = threading.Barrier(len(users))
+    stop_at = [0.0]
+
+    def annotator(user, n: int):
+        mine_c, mine_s = [], []
+        try:
+            connection.ensure_connection()
+            barrier.wait()
+            if n == 0:
+                stop_at[0] = time.perf_counter() + seconds
+            while not stop_at[0]:
+                time.sleep(0.001)
+            i = 0
+            while time.perf_counter() < stop_at[0]:
+                t0 = time.perf_counter()
+                task = services.task_claim_next(project=project, user=user)
+                if task is None:
+                    break
+                view = task_view(task=task)
+                t1 = time.perf_counter()
+                services.task_submit(task_id=view["task"], user=user, time_spent_ms=1000 + i,
+                                     result={"bbox": [10, 20, 30, 40], "state": "whole apple"},
+                                     idempotency_key=f"{user.pk}:{view['task']}")
+                t2 = time.perf_counter()
+                mine_c.append((t1 - t0) * 1000)
+                mine_s.append((t2 - t1) * 1000)
+                i += 1
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connection.close()
+            with lock:
+                claims.extend(mine_c)
+                submits.extend(mine_s)
+
+    threads = [threading.Thread(target=annotator, args=(u, n)) for n, u in enumerate(users)]
+    started = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return {"claim": claims, "submit": submits, "wall": [time.perf_counter() - started]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--items", type=int, default=1_000_000)
+    parser.add_argument("--threads", type=int, default=32)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--reuse", action="store_true", help="keep the items of an earlier run when the count matches")
+    args = parser.parse_args()
+    if connection.vendor != "postgresql":
+        sys.exit("The queue benchmark needs PostgreSQL (set DATABASE_URL).")
+    call_command("migrate", verbosity=0)
+    project, users = build(args.items, args.threads, args.reuse)
+    print("\nEXPLAIN ANALYZE of the claim query (level: items with 0 annotations):")
+    print(explain_claim(project, users[0]))
+    # Warm the plan cache and the connection of the main thread.
+    out = run(project, users[:1], 1.0)
+    print(f"\nwarm-up: {len(out['claim'])} claim+submit cycles by one annotator")
+    out = run(project, users, args.seconds)
+    n = len(out["claim"])
+    print(f"\n{args.threads} annotators, {args.items:,} items, {out['wall'][0]:.1f} s: {n} claim+submit cycles "
+          f"({n / out['wall'][0]:.0f}/s)")
+    for name in ("claim", "submit"):
+        v = out[name]
+        print(f"  {name:<7} p50 {statistics.median(v):6.2f} ms   p95 {percentile(v, 95):6.2f} ms   "
+              f"p99 {percentile(v, 99):6.2f} ms   max {max(v):7.2f} ms")
+    counts = Annotation.objects.filter(item__project=project).count()
+    active = Task.objects.filter(item__project=project, status="active").count()
+    print(f"  annotations in the project: {counts:,}; active holds left: {active}")
+
+
+if __name__ == "__main__":
+    main()
