@@ -53,7 +53,7 @@ function mount(container, item, draft, ctx) {
   const scores = { ...(draft.scores || {}) };
   let watched = Boolean(draft.watched);
   let focusIndex = Math.max(0, criteria.findIndex((c) => !(c.key in scores)));
-  const fps = item.fps || (item.video && item.video.fps) || (item.media_info && item.media_info.fps) || 25;
+  let fps = (item.video && item.video.fps) || item.fps || 25;
 
   const { video, figure } = videoPlayer(mediaUrl(item, "video"), null, { loop: Boolean(draft.loop) });
   const loopBox = h("input", { type: "checkbox", checked: video.loop, "data-loop": "" });
@@ -71,8 +71,24 @@ function mount(container, item, draft, ctx) {
     if (watched) return;
     watched = true;
     updateWatched();
+    ctx.notices.clear("blocked");
     ctx.changed();
   };
+  // Without a frame rate from the server, measure it: the smallest step between two presented
+  // frames while playing is one frame's duration.
+  if (!(item.video && item.video.fps) && "requestVideoFrameCallback" in HTMLVideoElement.prototype) {
+    let last = null;
+    let best = Infinity;
+    const onFrame = (_now, meta) => {
+      if (last !== null && meta.mediaTime > last) {
+        best = Math.min(best, meta.mediaTime - last);
+        if (best < 1) fps = Math.round(1 / best);
+      }
+      last = meta.mediaTime;
+      if (video.isConnected) video.requestVideoFrameCallback(onFrame);
+    };
+    video.requestVideoFrameCallback(onFrame);
+  }
   let lastTime = 0;
   video.addEventListener("ended", markWatched);
   video.addEventListener("timeupdate", () => {

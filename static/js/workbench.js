@@ -604,7 +604,8 @@ export class Workbench {
     this.startLeaseTimer();
     this.updateLeaseClock();
     clearTimeout(this.preloadTimer);
-    this.preloadTimer = setTimeout(() => this.preloadNext(), 800);
+    // A short pause lets the current task's own requests (video bytes, first draft) go first.
+    this.preloadTimer = setTimeout(() => this.preloadNext(), 200);
   }
 
   refreshSubmit() {

@@ -61,16 +61,18 @@ def make_item(project, external_id: str, payload: dict, media: dict) -> Item:
 
 
 def capture_api(page, into: list):
-    """Record the body of every /api/ response the page receives (to check what reached the browser)."""
+    """Record every /api/ response body the page receives (to check what reached the browser).
 
-    def on_response(response):
-        if "/api/" in response.url:
-            try:
-                into.append((response.url, response.status, response.text()))
-            except Exception:  # bodies of 204 or aborted requests
-                into.append((response.url, response.status, ""))
+    The requests go through Playwright's router, which fetches them itself, so each body is
+    kept even when the page navigates away before reading it.
+    """
 
-    page.on("response", on_response)
+    def on_route(route):
+        response = route.fetch()
+        into.append((route.request.url, response.status, response.text()))
+        route.fulfill(response=response)
+
+    page.route("**/api/**", on_route)
 
 
 def wait_task(page, previous: str | None = None, timeout: float = 15_000) -> str:
