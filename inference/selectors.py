@@ -125,14 +125,22 @@ def job_counts(job: InferenceJob) -> dict[str, Any]:
 
 
 def job_metrics(job: InferenceJob) -> dict[str, Any] | None:
-    """The evaluation app's scores for this job, when it offers them (it reads inference, not the
-    other way round, so this is a late, optional import)."""
+    """The evaluation app's scores for this job (a leaderboard row), when it can give them.
+
+    Data flows annotation -> inference -> evaluation, so this import is late and optional: a
+    missing or failing scorer leaves the counts in results.json and records why.
+    """
+    if job.protocol == "oscbench" or job.mode != "evaluate":
+        return None  # judges are scored by their agreement with humans, on the correlation page
     try:
-        from evaluation.selectors import job_metrics as evaluation_job_metrics  # type: ignore[attr-defined]
+        from evaluation import leaderboard, selectors as evaluation_selectors
+        from evaluation.scoring import runs
     except ImportError:
         return None
     try:
-        return evaluation_job_metrics(job=job)
+        items = evaluation_selectors.scoring_items(job.project, job.release)
+        scored = runs.score(job.protocol, items, evaluation_selectors.job_answers(job), n_boot=200)
+        return leaderboard._jsonable(leaderboard._row(job.model_name, job.protocol, scored))
     except Exception as exc:  # a scoring problem must not block the export of raw results
         return {"error": f"scoring failed: {type(exc).__name__}: {exc}"}
 

@@ -40,6 +40,11 @@ def test_random_status_job_six_queries_per_item_deterministic_and_exported(eager
     assert results["counts"]["by_query"]["sci4"] == {"ok": 12, "failed": 0, "parse_failures": 0}
     assert results["versions"]["prompt_version"] == "status-v1" and results["versions"]["release"] == "v1"
     assert results["parameters"] == {"chunk_size": 5}
+    # Metrics come from the evaluation app's scoring: a leaderboard row for this model.
+    assert (results["metrics"]["model"], results["metrics"]["n"], results["metrics"]["parse_failures"]) == ("Random", 12, 0)
+    from evaluation.scoring import runs
+
+    assert set(results["metrics"]["metrics"]) == set(runs.main_keys("status"))
     lines = [json.loads(line) for line in (folder / "samples.jsonl").read_text().splitlines()]
     assert len(lines) == 72
     first = lines[0]

@@ -1,0 +1,112 @@
+"""Admin job creation, the job page, its downloads and the progress API, with role checks."""
+import json
+
+import pytest
+from django.contrib.auth.models import Permission
+
+from annotation.models import Role
+from inference import services
+from inference.models import InferenceJob, JobStatus, Prediction
+
+from . import factories
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _researcher(make_user, project, name="res"):
+    user = make_user(name)
+    user.is_staff = True
+    user.save()
+    user.user_permissions.add(*Permission.objects.filter(content_type__app_label="inference"))
+    from annotation.models import Membership
+
+    Membership.objects.create(project=project, user=user, role=Role.RESEARCHER)
+    return user
+
+
+def test_researcher_creates_a_job_in_the_admin_and_it_runs(eager, client, make_user, make_project, tmp_path):
+    project = make_project("st", "status")
+    items = factories.status_items(project, 4, tmp_path)
+    release = factories.release_of(project, items)
+    endpoint = services.endpoint_create(name="Random", backend="random")
+    user = _researcher(make_user, project)
+    client.force_login(user)
+    page = client.get("/admin/inference/inferencejob/add/")
+    assert page.status_code == 200 and b"item_limit" in page.content
+    resp = client.post("/admin/inference/inferencejob/add/", {
+        "endpoint": endpoint.pk, "project": project.pk, "release": release.pk, "protocol": "", "mode": "evaluate",
+        "temperature": "0", "item_limit": "3", "strategy": "direct", "extra_params": "{\"logprobs\": 3}",
+    })
+    job = InferenceJob.objects.get()
+    assert resp.status_code == 302 and resp["Location"] == f"/jobs/{job.pk}/"
+    assert job.params == {"logprobs": 3, "temperature": 0.0, "item_limit": 3}
+    assert (job.status, job.total_queries, job.done_queries, job.created_by) == (JobStatus.FINISHED, 18, 18, user)
+    listing = client.get("/admin/inference/inferencejob/").content.decode()
+    assert '<progress value="100.0" max="100"></progress> 100.0% (18/18)' in listing
+
+
+def test_admin_refuses_a_job_whose_protocol_does_not_match(eager, client, make_user, make_project):
+    project = make_project("st", "status")
+    endpoint = services.endpoint_create(name="Random", backend="random")
+    client.force_login(_researcher(make_user, project))
+    resp = client.post("/admin/inference/inferencejob/add/", {
+        "endpoint": endpoint.pk, "project": project.pk, "protocol": "oscbench", "mode": "evaluate",
+        "temperature": "0", "strategy": "direct", "extra_params": "{}",
+    })
+    assert resp.status_code == 200
+    assert "project st uses the status protocol, not oscbench" in resp.content.decode()
+    assert InferenceJob.objects.count() == 0
+
+
+def test_admin_actions_retry_and_cancel(eager, client, make_user, make_project, tmp_path):
+    project = make_project("st", "status")
+    items = factories.status_items(project, 2, tmp_path)
+    job = services.job_create(endpoint=services.endpoint_create(name="R", backend="random"), project=project,
+                              release=factories.release_of(project, items))
+    # Pretend two queries failed: retry runs just that item again and recovers them.
+    Prediction.objects.filter(job=job, item=items[0], query__in=["osi_a", "sci4"]).update(status="failed", error="HTTP 500", answer=None)
+    InferenceJob.objects.filter(pk=job.pk).update(done_queries=10, failed_queries=2)
+    client.force_login(_researcher(make_user, project))
+    resp = client.post("/admin/inference/inferencejob/", {"action": "retry_failed", "_selected_action": [job.pk]})
+    assert resp.status_code == 302
+    job.refresh_from_db()
+    assert (job.status, job.done_queries, job.failed_queries) == (JobStatus.FINISHED, 12, 0)
+    assert Prediction.objects.filter(job=job, status="ok").count() == 12
+    # Cancelling a finished job changes nothing.
+    client.post("/admin/inference/inferencejob/", {"action": "cancel_jobs", "_selected_action": [job.pk]})
+    job.refresh_from_db()
+    assert job.status == JobStatus.FINISHED
+
+
+def test_job_page_downloads_and_progress_api_need_the_researcher_role(eager, client, make_user, make_project, tmp_path):
+    project = make_project("st", "status")
+    items = factories.status_items(project, 2, tmp_path)
+    endpoint = services.endpoint_create(name="R", backend="random", options={"price_per_1m_input": 1.0})
+    job = services.job_create(endpoint=endpoint, project=project, release=factories.release_of(project, items))
+    annotator = make_user("ann")
+    from annotation.models import Membership
+
+    Membership.objects.create(project=project, user=annotator, role=Role.ANNOTATOR)
+    outsider = make_user("out")
+
+    client.force_login(outsider)
+    assert client.get(f"/jobs/{job.pk}/").status_code == 404
+    assert client.get(f"/api/jobs/{job.pk}/progress/").status_code == 404
+    client.force_login(annotator)
+    assert client.get(f"/jobs/{job.pk}/").status_code == 403
+    assert client.get(f"/jobs/{job.pk}/samples.jsonl").status_code == 403
+    assert client.post(f"/api/jobs/{job.pk}/cancel/").status_code == 403
+
+    client.force_login(_researcher(make_user, project))
+    page = client.get(f"/jobs/{job.pk}/").content.decode()
+    assert 'href="/projects/st/leaderboard/"' in page and "js/job_progress.js" in page
+    progress = client.get(f"/api/jobs/{job.pk}/progress/").json()
+    assert {k: progress[k] for k in ("status", "total", "done", "failed", "percent", "eta_s", "cost_usd", "failures")} == {
+        "status": "finished", "total": 12, "done": 12, "failed": 0, "percent": 100.0, "eta_s": 0.0, "cost_usd": 0.0,
+        "failures": [],
+    }
+    samples = b"".join(client.get(f"/jobs/{job.pk}/samples.jsonl").streaming_content).decode().splitlines()
+    assert len(samples) == 12 and json.loads(samples[0])["item"] == "s0000"
+    results = json.loads(client.get(f"/jobs/{job.pk}/results.json").content)
+    assert results["counts"]["ok"] == 12 and results["model"] == "R"
+    assert client.post(f"/api/jobs/{job.pk}/cancel/").status_code == 409
