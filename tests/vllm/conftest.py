@@ -72,8 +72,28 @@ def tiny_options() -> dict:
 
 @pytest.fixture(scope="session")
 def vllm_backend(tiny_model_dir, tiny_options):
-    from inference.backends.vllm_backend import VLLMBackend, shutdown_engine
+    """A backend on the session's one engine (module-level in vllm_backend, like in a worker)."""
+    from inference.backends.vllm_backend import VLLMBackend
 
-    backend = VLLMBackend(tiny_options, str(tiny_model_dir), "")
-    yield backend
-    shutdown_engine()
+    return VLLMBackend(tiny_options, str(tiny_model_dir), "")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if VLLM_FOUND:
+        from inference.backends import vllm_backend
+
+        vllm_backend.shutdown_engine()
+
+
+@pytest.fixture
+def eager(settings):
+    """Celery in eager mode: the job's start and chunk tasks run in this process, on this engine."""
+    from config.celery import app
+
+    before = (app.conf.task_always_eager, app.conf.task_eager_propagates)
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.CELERY_TASK_EAGER_PROPAGATES = True
+    app.conf.task_always_eager = True
+    app.conf.task_eager_propagates = True
+    yield app
+    app.conf.task_always_eager, app.conf.task_eager_propagates = before
