@@ -13,6 +13,7 @@ from annotation.permissions import get_project_for
 
 from . import charts, correlation, leaderboard, selectors, tables
 from .scoring import runs
+from .scoring import status as status_scoring
 
 CACHE_SECONDS = 600
 CONTENT_TYPES = {
@@ -75,7 +76,9 @@ def leaderboard_page(request, slug: str):
         for i, (name, group_keys) in enumerate(groups.items(), start=1)
     ]
     places = tables.places_for(project.protocol)
+    chance = _chance(project.protocol)
     for tab in tabs:
+        tab["chance"] = None if chance is None else [chance.get(k.rsplit(":", 1)[-1]) for k in tab["keys"]]
         tab["columns"] = list(zip(tab["keys"], tab.get("short", tab["keys"])))
         tab["rows"] = []
         for row in board["rows"]:
@@ -102,7 +105,33 @@ def leaderboard_page(request, slug: str):
         "query": request.GET.urlencode(),
         "formats": ["csv", "json", "latex", "markdown", "svg"],
         "bar_svg": charts.leaderboard_bars(board, runs.primary_key(project.protocol)),
+        "diagnostics": _diagnostics(board),
     })
+
+
+def _chance(protocol: str) -> dict | None:
+    """Chance level per metric, printed under the table (STATUS: 50 / 25 / 1.56; ChangeIt: 10)."""
+    if protocol == "status":
+        return {k: str(v) for k, v in status_scoring.CHANCE.items()}
+    if protocol == "changeit":
+        return {k: "10.00" for k in runs.main_keys("changeit")}
+    return None
+
+
+def _diagnostics(board) -> list[dict]:
+    out = []
+    for row in board["rows"]:
+        d = row.get("diagnostics") or {}
+        entry = {"model": row["model"]}
+        if "same_letter" in d:
+            entry["same_letter"] = d["same_letter"]["combined"]["share"]
+        if "reassigned" in d:
+            entry["reassigned"] = d["reassigned"]
+        if "unsupported" in d:
+            entry["unsupported"] = ", ".join(d["unsupported"])
+        if len(entry) > 1:
+            out.append(entry)
+    return out
 
 
 @login_required

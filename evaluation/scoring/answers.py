@@ -153,9 +153,9 @@ def parse_choice(raw: Any, options: list) -> str | None:
     """A letter for a multiple-choice query: the letter, or the option's text."""
     n = len(options) if options else None
     if isinstance(raw, str):
-        text = raw.strip()
-        if n is not None and len(text) == 1:
-            return text.upper() if text.upper() in LETTERS[:n] else None
+        text = raw.strip().strip("*_`\"' ")  # markdown emphasis and quotes around a bare answer
+        if n is not None and len(text) == 1 and text.upper() in LETTERS[:n]:
+            return text.upper()
         idx = _match_option_text(text, options or [])
         if idx is not None:
             return LETTERS[idx]
@@ -193,7 +193,7 @@ def parse_letter_set(raw: Any, options: list) -> list[str] | None:
                 loaded = None
             if isinstance(loaded, list):
                 return parse_letter_set(loaded, options)
-        m = re.search(r"answers?\s*(?:is|are|:)\s*(.+)$", text, re.I | re.S)
+        m = re.search(r"(?:answers?|options?|choices?)\s*(?:is|are|:)\s*(.+)$", text, re.I | re.S)
         if m:
             text = m.group(1)
         tokens = [t for t in re.split(r"\s*(?:,|;|/|\band\b|&|\s)\s*", text) if t]
