@@ -92,6 +92,29 @@ def inspect_media(path: Path, kind: str, *, name: str | None = None) -> MediaInf
     return probe_video(path, ext=ext)
 
 
+def known_media(path: Path, kind: str, *, name: str | None = None) -> MediaInfo | None:
+    """The recorded info of a file already validated and stored (same content hash and kind).
+
+    Re-imports and files shared between projects then cost one hash instead of a decode/probe.
+    """
+    sha, size = sha256_of(path)
+    asset = MediaAsset.objects.filter(sha256=sha, kind=kind).first()
+    if asset is None:
+        return None
+    return MediaInfo(
+        kind=asset.kind,
+        sha256=sha,
+        size_bytes=size,
+        ext=Path(asset.file.name).suffix,
+        mime=asset.mime,
+        width=asset.width,
+        height=asset.height,
+        duration=asset.duration,
+        fps=asset.fps,
+        frame_count=asset.frame_count,
+    )
+
+
 # --- images -------------------------------------------------------------------------------------
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from annotation.media import MediaInfo, MediaRefused, assets_store, delete_stored, inspect_media
+from annotation.media import MediaInfo, MediaRefused, assets_store, delete_stored, inspect_media, known_media
 from annotation.models import Item, ItemStatus, Project
 
 from .common import ErrorLog, ImportRefused, KeySeen, parse_json_line, report_duplicates
@@ -101,7 +101,7 @@ class _Validation:
             if reason is None:
                 try:
                     with self.source.local_path(relpath) as local:
-                        info = inspect_media(local, kind, name=relpath)
+                        info = known_media(local, kind, name=relpath) or inspect_media(local, kind, name=relpath)
                 except MediaRefused as exc:
                     reason = str(exc)
             if reason is not None:

@@ -1,0 +1,171 @@
+"""python manage.py demo [--no-serve] [--addr 127.0.0.1:8000]
+
+Sets up a working StateLab on this machine and serves it:
+1. migrates the database (SQLite file when DATABASE_URL is unset);
+2. creates the users admin, researcher, reviewer, annotator1..3 and prints their passwords;
+3. makes one small project per protocol (all four workflows), with images drawn by Pillow and
+   short videos encoded by ffmpeg (the system binary or the one imageio-ffmpeg ships) — nothing
+   is downloaded — and imports them through the normal importer: some items raw (pending), some
+   labeled (annotated), some verified; the OSCBench project also gets imported human ratings;
+4. freezes release v1 of each project's verified test split;
+5. serves the site on 127.0.0.1:8000 (Django's runserver) unless --no-serve.
+
+Running it again changes nothing: users keep the printed passwords, imports are idempotent and
+existing releases are left alone.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.core.management.base import BaseCommand
+from django.db import transaction
+
+from annotation.importing import ImportRefused, annotations_import, items_import
+from annotation.importing.samples import sample_line, sample_media_paths, write_sample_media
+from annotation.models import Membership, Project, Release, Role
+from annotation.protocols import OSC_CRITERIA
+from annotation.releases import ReleaseRefused, release_freeze
+
+USERS = [
+    # username, password, superuser, role in every demo project
+    ("admin", "admin-demo", True, Role.ADMIN),
+    ("researcher", "researcher-demo", False, Role.RESEARCHER),
+    ("reviewer", "reviewer-demo", False, Role.REVIEWER),
+    ("annotator1", "annotator1-demo", False, Role.ANNOTATOR),
+    ("annotator2", "annotator2-demo", False, Role.ANNOTATOR),
+    ("annotator3", "annotator3-demo", False, Role.ANNOTATOR),
+]
+
+PROJECTS = [
+    # slug, protocol, name, annotations per item
+    ("demo-status", "status", "Demo · STATUS quintuplets", 1),
+    ("demo-changeit", "changeit", "Demo · ChangeIt boxes and states", 2),
+    ("demo-visualtrans", "visualtrans", "Demo · VisualTrans blind QA", 2),
+    ("demo-m3verse", "m3verse", "Demo · M3-Verse video-pair QA", 2),
+    ("demo-oscbench", "oscbench", "Demo · OSCBench video rating", 3),
+]
+
+# Items per project: 0..3 raw (pending), 4..7 labeled (annotated), 8..11 verified.
+RAW, LABELED, VERIFIED = range(0, 4), range(4, 8), range(8, 12)
+
+RUBRIC = {
+    "subject": "Does the subject named in the prompt appear as described? (N/A when the prompt names none)",
+    "object": "Is the object the prompt names present and recognisable?",
+    "action": "Is the action of the prompt carried out?",
+    "osc_accuracy": "Does the object end in the state the prompt asks for?",
+    "osc_consistency": "Does the state change progress plausibly, without jumps or reversals?",
+    "scene": "Does the scene match the prompt? (N/A when the prompt names none)",
+    "realism": "Does the video look physically plausible?",
+    "aesthetics": "Is the video pleasant to look at (composition, colour, sharpness)?",
+}
+
+
+class Command(BaseCommand):
+    help = "Create demo users and sample projects for every workflow (media made locally), then serve on 127.0.0.1:8000."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--no-serve", action="store_true", help="set everything up, then exit")
+        parser.add_argument("--addr", default="127.0.0.1:8000", help="address:port for runserver")
+        parser.add_argument("--data-dir", type=Path, default=None, help="where the generated sample files go")
+
+    def handle(self, *args, **opts):
+        call_command("migrate", interactive=False, verbosity=0)
+        data_dir = opts["data_dir"] or Path(settings.DATA_DIR) / "demo-data"
+        users = self.make_users()
+        for slug, protocol, name, per_item in PROJECTS:
+            project = self.make_project(slug, protocol, name, per_item, users)
+            self.fill(project, data_dir / protocol)
+        self.print_summary()
+        if not opts["no_serve"]:
+            self.stdout.write(f"Serving on http://{opts['addr']}/ (Ctrl-C to stop)")
+            call_command("runserver", opts["addr"], use_reloader=False)
+
+    def make_users(self) -> dict:
+        User = get_user_model()
+        users = {}
+        for username, password, superuser, _role in USERS:
+            user, _ = User.objects.get_or_create(username=username, defaults={"email": f"{username}@example.org"})
+            user.is_superuser = user.is_staff = superuser
+            user.set_password(password)
+            user.save()
+            users[username] = user
+        return users
+
+    @transaction.atomic
+    def make_project(self, slug, protocol, name, per_item, users) -> Project:
+        project, created = Project.objects.get_or_create(
+            slug=slug,
+            defaults={
+                "name": name,
+                "protocol": protocol,
+                "annotations_per_item": per_item,
+                "option_seed": 2024,
+                "description": "Synthetic sample data made by `manage.py demo`: simple drawings whose state changes.",
+                "settings": {"rubric": RUBRIC} if protocol == "oscbench" else {},
+            },
+        )
+        for username, _pw, _su, role in USERS:
+            Membership.objects.get_or_create(project=project, user=users[username], defaults={"role": role})
+        return project
+
+    def fill(self, project: Project, folder: Path) -> None:
+        protocol = project.protocol
+        folder.mkdir(parents=True, exist_ok=True)
+        marker = folder / ".media-complete"
+        if not marker.exists():  # regenerate media only once, so re-runs import identical files
+            write_sample_media(folder, protocol)
+            marker.write_text("ok\n")
+        files = {
+            "raw.jsonl": (RAW, False),
+            "labeled.jsonl": (LABELED, True),
+            "verified.jsonl": (VERIFIED, True),
+        }
+        if protocol == "oscbench":  # ratings are the labels: half waits for raters, half is verified
+            files = {"raw.jsonl": (range(0, 6), False), "verified.jsonl": (range(6, 12), True)}
+        for filename, (numbers, complete) in files.items():
+            path = folder / filename
+            with open(path, "w", encoding="utf-8") as fh:
+                for i in numbers:
+                    fh.write(json.dumps(sample_line(protocol, i, complete=complete, media=sample_media_paths(protocol, i))) + "\n")
+            try:
+                items_import(project=project, path=path, verified=filename == "verified.jsonl")
+            except ImportRefused as exc:  # items edited since the last run (e.g. a reviewer's fix): keep them
+                self.stderr.write(f"{project.slug}: kept the existing items ({exc.errors[0]})")
+        if protocol == "oscbench":
+            self.import_ratings(project, folder)
+        if not Release.objects.filter(project=project, version="v1").exists():
+            try:
+                release_freeze(project=project, version="v1", split="test")
+            except ReleaseRefused as exc:
+                self.stderr.write(f"{project.slug}: no release: {exc}")
+
+    def import_ratings(self, project: Project, folder: Path) -> None:
+        """Three external raters' scores for the verified videos (a published human study)."""
+        path = folder / "ratings.jsonl"
+        with open(path, "w", encoding="utf-8") as fh:
+            for i in range(6, 12):
+                for r in range(3):
+                    scores = {c: 1 + (i * 3 + r * 2 + k) % 5 for k, c in enumerate(OSC_CRITERIA)}
+                    scores["scene"] = None if i % 2 else scores["scene"]
+                    fh.write(json.dumps({"item": f"oscbench-{i:05d}", "rater": f"study-rater-{r + 1}", "scores": scores}) + "\n")
+        try:
+            annotations_import(project=project, path=path)
+        except ImportRefused as exc:
+            self.stderr.write(f"{project.slug}: kept the existing ratings ({exc.errors[0]})")
+
+    def print_summary(self) -> None:
+        self.stdout.write("StateLab demo is ready.\n\nUsers (username / password):")
+        for username, password, superuser, role in USERS:
+            self.stdout.write(f"  {username:<11} / {password:<16} {'superuser' if superuser else role}")
+        self.stdout.write("\nProjects:")
+        for project in Project.objects.filter(slug__in=[p[0] for p in PROJECTS]).order_by("slug"):
+            counts = {s: project.items.filter(status=s).count() for s in ("pending", "annotated", "verified")}
+            releases = ", ".join(project.releases.values_list("version", flat=True)) or "none"
+            self.stdout.write(
+                f"  /projects/{project.slug}/  {project.protocol:<11} pending {counts['pending']}, "
+                f"annotated {counts['annotated']}, verified {counts['verified']}; releases: {releases}"
+            )

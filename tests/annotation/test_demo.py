@@ -1,0 +1,60 @@
+"""`manage.py demo --no-serve` against PostgreSQL: users, sample projects, releases; idempotent."""
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import authenticate
+from django.core.management import call_command
+
+from annotation.models import Annotation, Item, MediaAsset, Membership, Project, Release
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+def census():
+    return {
+        "projects": sorted(Project.objects.values_list("slug", "protocol")),
+        "items": sorted(Item.objects.values_list("project__slug", "status").order_by().distinct()),
+        "item_count": Item.objects.count(),
+        "assets": MediaAsset.objects.count(),
+        "members": Membership.objects.count(),
+        "ratings": Annotation.objects.filter(source="import").count(),
+        "releases": sorted(Release.objects.values_list("project__slug", "version", "item_count", "checksum")),
+    }
+
+
+def test_demo_sets_up_every_workflow_and_is_idempotent(tmp_path, capsys):
+    call_command("demo", "--no-serve", "--data-dir", str(tmp_path / "demo"))
+    out = capsys.readouterr().out
+
+    assert "researcher  / researcher-demo" in out and "annotator3  / annotator3-demo" in out
+    assert authenticate(username="annotator2", password="annotator2-demo") is not None
+    assert authenticate(username="admin", password="admin-demo").is_superuser
+    first = census()
+    assert first["projects"] == [
+        ("demo-changeit", "changeit"),
+        ("demo-m3verse", "m3verse"),
+        ("demo-oscbench", "oscbench"),
+        ("demo-status", "status"),
+        ("demo-visualtrans", "visualtrans"),
+    ]
+    assert first["item_count"] == 60 and first["members"] == 30 and first["ratings"] == 18
+    for slug in ("demo-status", "demo-changeit", "demo-visualtrans", "demo-m3verse"):
+        statuses = dict(Item.objects.filter(project__slug=slug).values_list("status").annotate().values_list("status", "project"))
+        assert set(statuses) == {"pending", "annotated", "verified"}
+    assert [(slug, version, n) for slug, version, n, _ in first["releases"]] == [
+        ("demo-changeit", "v1", 4),
+        ("demo-m3verse", "v1", 4),
+        ("demo-oscbench", "v1", 6),
+        ("demo-status", "v1", 4),
+        ("demo-visualtrans", "v1", 4),
+    ]
+    videos = MediaAsset.objects.filter(kind="video")
+    assert videos.count() > 0 and all(v.duration and v.fps and v.frame_count for v in videos)
+
+    call_command("demo", "--no-serve", "--data-dir", str(tmp_path / "demo"))
+    assert census() == first
