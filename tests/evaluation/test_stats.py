@@ -94,3 +94,13 @@ def test_leave_one_rater_out_matches_manual_computation():
     assert math.isclose(out["loo_kendall_tau_b"], float(np.mean(taus)), rel_tol=1e-12)
     assert math.isclose(out["loo_spearman_rho"], float(np.mean(rhos)), rel_tol=1e-12)
     assert out["raters"] == 3
+
+
+def test_rank_respects_intervals():
+    from evaluation.scoring.common import interval_ranks
+
+    values = [60.0, 58.0, 40.0, None, 10.0]
+    cis = [[55.0, 65.0], [50.0, 62.0], [35.0, 45.0], None, [5.0, 54.0]]
+    # 60 and 58 overlap: both rank 1; 40 lies below both; 10's interval reaches 54, overlapping
+    # the second row's interval [50, 62] but not the first's [55, 65].
+    assert interval_ranks(values, cis) == [1, 1, 3, None, 2]

@@ -58,3 +58,35 @@ def test_annotators_and_strangers_are_refused(client, status_project, make_user)
 def test_correlation_page_is_for_rating_projects(client, status_project):
     client.login(username="res", password="pw")
     assert client.get("/projects/stv/correlation/").status_code == 404
+
+
+def test_correlation_page_scatter_and_api(client, make_project, make_user, tmp_path):
+    from evaluation.scoring.oscbench import CRITERIA
+    from evaluation.services import predictions_import
+
+    from .factories import rate
+    from .test_commands import osc_payload
+
+    researcher = make_user("res9")
+    project = make_project("oscv", "oscbench", members={researcher: Role.RESEARCHER})
+    make_release(project, {f"g{i}": osc_payload("gen", i, "regular") for i in range(4)})
+    for i, level in enumerate([1, 3, 4, 5]):
+        for rater in ("r1", "r2"):
+            rate(f"g{i}", project, rater, {c: level for c in CRITERIA})
+    lines = [json.dumps({"item": f"g{i}", "query": "judge", "answer": {c: lv for c in CRITERIA}}) for i, lv in enumerate([2, 3, 3, 5])]
+    predictions_import(project=project, lines=lines, model_name="j1", release=project.releases.get())
+    client.login(username="res9", password="pw")
+    html = client.get("/projects/oscv/correlation/").content.decode()
+    assert 'data-model="j1"' in html and "Krippendorff" in html
+    scatter = client.get("/projects/oscv/correlation/download/svg/?judge=j1&criterion=object")
+    assert scatter["Content-Disposition"] == 'attachment; filename="oscv-correlation-j1-object.svg"'
+    assert scatter.content.decode().count('class="point"') == 4
+    assert client.get("/projects/oscv/correlation/download/svg/?judge=j1&criterion=nope").status_code == 404
+    heat = client.get("/projects/oscv/correlation/download/svg/").content.decode()
+    assert heat.count('class="cell"') == 8
+    api = client.get("/api/projects/oscv/correlation/").json()
+    assert api["judges"][0]["judge"] == "j1" and api["human"]["object"]["krippendorff_alpha"] == 1.0
+    latex = client.get("/projects/oscv/correlation/download/latex/").content.decode()
+    assert r"\begin{tabular}" in latex and "j1 &" in latex
+    board = client.get("/api/projects/oscv/leaderboard/?judge=j1").json()
+    assert board["rows"][0]["model"] == "gen" and board["rows"][0]["metrics"]["object"] == 0.563  # (1 + 2 + 2 + 4) / 16
