@@ -136,7 +136,6 @@ def score_changeit(items: Sequence[ScoringItem], answers: Mapping[tuple, RunAnsw
 
 def score_visualtrans(items: Sequence[ScoringItem], answers: Mapping[tuple, RunAnswer]) -> ItemMatrix:
     subtasks, correct, present = [], [], []
-    failures = 0
     for item in items:
         spec = item.resolved["qa"]
         fmt = spec.get("format") or item.payload.get("format")
@@ -144,7 +143,6 @@ def score_visualtrans(items: Sequence[ScoringItem], answers: Mapping[tuple, RunA
         subtasks.append(item.payload.get("subtask"))
         present.append(ans is not None)
         if ans is None or ans.value is None:
-            failures += ans is not None
             correct.append(False)
             continue
         value = ans.value
@@ -152,8 +150,11 @@ def score_visualtrans(items: Sequence[ScoringItem], answers: Mapping[tuple, RunA
             letter = _letter_in_release(ans, spec["options"])
             value = letter
         correct.append(visualtrans.is_correct(fmt, spec["answer"], value))
-    matrix = visualtrans.item_matrix(subtasks, correct, present, parse_failures=failures)
-    return matrix
+    # Missing or unparseable answers are failures, except in unsupported subtasks (reported apart).
+    answered = {i for i, item in enumerate(items) if (a := answers.get((item.key, "qa"))) is not None and a.value is not None}
+    supported = {s for s, p in zip(subtasks, present) if p}
+    failures = sum(1 for i, s in enumerate(subtasks) if s in supported and i not in answered)
+    return visualtrans.item_matrix(subtasks, correct, present, parse_failures=failures)
 
 
 def score_m3verse(items: Sequence[ScoringItem], answers: Mapping[tuple, RunAnswer]) -> ItemMatrix:

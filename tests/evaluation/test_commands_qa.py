@@ -63,6 +63,8 @@ def test_visualtrans_models_random_and_human(make_project, tmp_path):
     assert rows["partial"]["diagnostics"]["unsupported"] == ["intermediate"]
     # Human: 5 blind answers pooled: q1 twice right, q2 wrong, q3 right, q4 flagged without answer.
     assert rows["Human"]["n"] == 5
+    assert rows["Human"]["parse_failures"] == 1  # the flagged question left unanswered
+    assert rows["full"]["parse_failures"] == 0
     assert rows["Human"]["metrics"]["overall"] == 60.0
     assert rows["Human"]["metrics"]["fine_grained"] == 100.0
 
