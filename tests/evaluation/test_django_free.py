@@ -1,0 +1,16 @@
+"""Scoring, statistics, tables and charts import nothing from Django (usable from a notebook)."""
+import subprocess
+import sys
+from pathlib import Path
+
+MODULES = [
+    "evaluation.scoring.answers", "evaluation.scoring.common", "evaluation.scoring.status", "evaluation.scoring.changeit",
+    "evaluation.scoring.visualtrans", "evaluation.scoring.m3verse", "evaluation.scoring.oscbench", "evaluation.scoring.runs",
+    "evaluation.stats", "evaluation.tables", "evaluation.charts",
+]
+
+
+def test_pure_modules_do_not_import_django():
+    code = "import sys\n" + "".join(f"import {m}\n" for m in MODULES) + "print(sorted(m for m in sys.modules if m.split('.')[0] == 'django'))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, check=True, env={"PATH": "/usr/bin:/bin"})
+    assert out.stdout.strip() == "[]"
