@@ -281,7 +281,9 @@ async function startDetail(root) {
   root.querySelector("[data-item-status]").textContent = `${item.status}${item.is_gold ? " · gold" : ""} · ${annotations.length} annotation${annotations.length === 1 ? "" : "s"}`;
 
   let selected = 0;
-  const truth = truthOf(workflow, item.payload || {});
+  const truthValues = truthOf(workflow, item.payload || {});
+  // The "current item" column only when the item already carries answers (imported truth, gold).
+  const truth = truthValues && Object.values(truthValues).some((v) => v !== null && v !== undefined) ? truthValues : null;
   const rows = fieldRows(workflow, data);
   const headCells = annotations.map((a, i) => h("th", { dataset: { annotation: String(a.id) }, class: "annotation-head" },
     h("label", { class: "radio" }, h("input", { type: "radio", name: "pick", value: String(a.id), checked: i === 0, onchange: () => select(i) }), ` ${a.annotator || "?"}`, h("kbd", {}, String(i + 1))),
@@ -315,7 +317,7 @@ async function startDetail(root) {
     itemText(workflow, item.payload || {}) || "",
     h("p", { class: disagreeCount ? "warning" : "ok" }, disagreeCount ? `${disagreeCount} field${disagreeCount === 1 ? "" : "s"} with disagreement (highlighted).` : "All annotators agree."),
     annotations.length ? table : h("p", { class: "muted" }, "No annotations."),
-    (data.reviews || []).length ? h("div", { class: "decided", "data-reviews": "" }, data.reviews.map((r) => h("div", {}, `${r.decision} by ${r.reviewer || "auto"} on ${new Date(r.created_at).toLocaleString()}`, r.comment ? ` — “${r.comment}”` : ""))) : null,
+    (data.reviews || []).length ? h("div", { class: "decided", "data-reviews": "" }, data.reviews.map((r) => h("div", {}, `${r.decision} by ${r.reviewer || "auto"} on ${new Date(r.created_at).toLocaleString()}`, r.comment ? ` — “${r.comment}”` : ""))) : "",
     h("div", { class: "review-actions" }, buttons.accept, buttons.edit, buttons.discard, h("span", { class: "spacer" }), buttons.next),
     comment,
     editorSlot,
@@ -334,7 +336,7 @@ async function startDetail(root) {
   function openEditor() {
     if (decided) return;
     const base = annotations.length ? annotations[selected].result : truth || {};
-    ed = editor(workflow, item, { ...(truth || {}), ...base });
+    ed = editor(workflow, item, { ...(truthValues || {}), ...base });
     editorSlot.hidden = false;
     editorSlot.replaceChildren(h("h2", {}, "Merged answer"), h("p", { class: "muted small" }, `Starts from ${annotations.length ? annotations[selected].annotator + "'s" : "the current"} answer.`), ed.el,
       h("div", { class: "review-actions" }, h("button", { type: "button", class: "primary", "data-save-edit": "", onclick: () => saveEdit() }, "Save merged answer ", h("kbd", {}, "Ctrl+Enter")),
