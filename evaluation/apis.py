@@ -8,7 +8,7 @@ from rest_framework.views import APIView
 from annotation.models import Role
 from annotation.permissions import get_project_for
 
-from . import views
+from . import tables, views
 
 
 class LeaderboardApi(APIView):
@@ -21,7 +21,7 @@ class LeaderboardApi(APIView):
         params = self.InputSerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         board = views._board(project, params.validated_data.get("release") or None, params.validated_data.get("judge") or None)
-        return Response(board)
+        return Response(board if views._details(request) else tables.leaderboard_public(board))
 
 
 class CorrelationApi(APIView):
@@ -32,4 +32,5 @@ class CorrelationApi(APIView):
         project = get_project_for(request.user, slug, Role.RESEARCHER)
         params = self.InputSerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
-        return Response(views._report(project, params.validated_data.get("release") or None))
+        report = views._report(project, params.validated_data.get("release") or None)
+        return Response(report if views._details(request) else tables.correlation_public(report))

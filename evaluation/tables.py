@@ -34,8 +34,19 @@ def _value(row: dict[str, Any], key: str) -> Any:
     return (b["value"], b["ci"]) if b else (None, None)
 
 
-def leaderboard_json(board: dict[str, Any]) -> str:
-    return json.dumps(board, indent=2, ensure_ascii=False)
+ROW_KEYS = ("model", "n", "parse_failures", "metrics", "ci")
+BOARD_KEYS = ("project", "release", "protocol", "rows")
+
+
+def leaderboard_public(board: dict[str, Any]) -> dict[str, Any]:
+    """The issue's exact JSON shape: rank, breakdowns and diagnostics only come with details."""
+    out = {k: board[k] for k in BOARD_KEYS}
+    out["rows"] = [{k: row[k] for k in ROW_KEYS} for row in board["rows"]]
+    return out
+
+
+def leaderboard_json(board: dict[str, Any], *, details: bool = False) -> str:
+    return json.dumps(board if details else leaderboard_public(board), indent=2, ensure_ascii=False)
 
 
 def leaderboard_csv(board: dict[str, Any], keys: Sequence[str] | None = None) -> str:
@@ -101,9 +112,9 @@ def leaderboard_markdown(board: dict[str, Any], keys: Sequence[str] | None = Non
     return "\n".join(out) + "\n"
 
 
-def render_leaderboard(board: dict[str, Any], fmt: str, keys: Sequence[str] | None = None) -> str:
+def render_leaderboard(board: dict[str, Any], fmt: str, keys: Sequence[str] | None = None, *, details: bool = False) -> str:
     if fmt == "json":
-        return leaderboard_json(board)
+        return leaderboard_json(board, details=details)
     if fmt == "csv":
         return leaderboard_csv(board, keys)
     if fmt == "latex":
@@ -156,9 +167,44 @@ def correlation_latex(report: dict[str, Any]) -> str:
     return table.replace(" & ".join(["H"] * len(header)) + r" \\", head_line)
 
 
-def render_correlation(report: dict[str, Any], fmt: str) -> str:
+def correlation_public(report: dict[str, Any]) -> dict[str, Any]:
+    """The issue's exact JSON shape; notes on undefined values (and project/release) come with details."""
+    return {
+        "criteria": list(report["criteria"]),
+        "judges": [
+            {
+                "judge": j["judge"],
+                "per_criterion": {
+                    c: {k: e[k] for k in ("kendall_tau_b", "spearman_rho", "n", "ci")} for c, e in j["per_criterion"].items()
+                },
+                "system_kendall_tau_b": j["system_kendall_tau_b"],
+            }
+            for j in report["judges"]
+        ],
+        "human": {
+            c: {k: h[k] for k in ("loo_kendall_tau_b", "loo_spearman_rho", "krippendorff_alpha")} for c, h in report["human"].items()
+        },
+    }
+
+
+def correlation_notes(report: dict[str, Any]) -> list[str]:
+    """Why each null statistic is null, one line each (printed to stderr by the command)."""
+    notes = []
+    for j in report["judges"]:
+        for c, e in j["per_criterion"].items():
+            if e.get("note"):
+                notes.append(f"{j['judge']} / {c}: {e['note']}")
+        if j.get("system_note"):
+            notes.append(f"{j['judge']} / system: {j['system_note']}")
+    for c, h in report["human"].items():
+        if h.get("note"):
+            notes.append(f"human / {c}: {h['note']}")
+    return notes
+
+
+def render_correlation(report: dict[str, Any], fmt: str, *, details: bool = False) -> str:
     if fmt == "json":
-        return json.dumps(report, indent=2, ensure_ascii=False)
+        return json.dumps(report if details else correlation_public(report), indent=2, ensure_ascii=False)
     if fmt == "csv":
         return correlation_csv(report)
     if fmt == "latex":

@@ -60,6 +60,10 @@ def _download(body: str, fmt: str, name: str) -> HttpResponse:
     return response
 
 
+def _details(request) -> bool:
+    return request.GET.get("details") in ("1", "true", "yes")
+
+
 def _params(request):
     return request.GET.get("release") or None, request.GET.get("judge") or None
 
@@ -145,7 +149,7 @@ def leaderboard_download(request, slug: str, fmt: str):
     if fmt == "svg":
         metric = request.GET.get("metric") or runs.primary_key(project.protocol)
         return _download(charts.leaderboard_bars(board, metric), fmt, f"{name}-{metric}")
-    return _download(tables.render_leaderboard(board, fmt), fmt, name)
+    return _download(tables.render_leaderboard(board, fmt, details=_details(request)), fmt, name)
 
 
 @login_required
@@ -183,4 +187,4 @@ def correlation_download(request, slug: str, fmt: str):
                 raise Http404(str(exc))
             return _download(charts.scatter(xs, ys, criterion=criterion, judge_name=judge), fmt, f"{name}-{judge}-{criterion}")
         return _download(charts.heatmap(_report(project, release)), fmt, f"{name}-heatmap")
-    return _download(tables.render_correlation(_report(project, release), fmt), fmt, name)
+    return _download(tables.render_correlation(_report(project, release), fmt, details=_details(request)), fmt, name)

@@ -70,10 +70,13 @@ def test_status_import_then_leaderboard_json(make_project, tmp_path):
     assert Prediction.objects.get(job=job, item__external_id="it0", query="sci4").answer == resolved["it0"]["sci4"]["answer"]
 
     board = json.loads(run("leaderboard", "st", "--release", "v1", "--format", "json", "--boot", "200"))
+    assert list(board) == ["project", "release", "protocol", "rows"]
     assert (board["project"], board["release"], board["protocol"]) == ("st", "v1", "status")
     assert [r["model"] for r in board["rows"]] == ["m1", "Random"]
-    m1 = board["rows"][0]
-    assert set(m1) >= {"model", "n", "parse_failures", "metrics", "ci"}
+    assert all(list(r) == ["model", "n", "parse_failures", "metrics", "ci"] for r in board["rows"])
+    detailed = json.loads(run("leaderboard", "st", "--release", "v1", "--details", "--boot", "200"))
+    assert detailed["rows"][0]["metrics"] == board["rows"][0]["metrics"]
+    m1 = detailed["rows"][0]
     assert (m1["n"], m1["parse_failures"]) == (4, 1)
     # OSI 7/8, IR 8/8, SCI2 3/4, SCI4 3/4; OA (87.5 + 100 + 75) / 3; ROA: it0, it2 -> 2/4.
     assert m1["metrics"] == {
@@ -85,6 +88,7 @@ def test_status_import_then_leaderboard_json(make_project, tmp_path):
     assert m1["breakdowns"]["category:positional:racc_osi"]["value"] == 50.0
     assert m1["diagnostics"]["reassigned"]["racc_osi"] == 100.0
     assert board["rows"][1]["n"] == 4 and board["rows"][1]["parse_failures"] == 0
+    assert m1["rank"] == 1
 
     md = run("leaderboard", "st", "--format", "markdown", "--boot", "50")
     assert md.splitlines()[2].startswith("| m1 | 1 | 4 | 1 | 87.50 | 100.00 | 75.00 | 87.50 |")
@@ -138,7 +142,7 @@ def test_oscbench_generators_judge_and_correlation(make_project, tmp_path):
         judge_lines.append({"item": ext, "query": "judge", "answer": json.dumps({"scores": judged, "evidence": "seen"})})
     run("import_predictions", "osc", write_lines(tmp_path, judge_lines), "--model", "judge-1", "--release", "v1")
 
-    board = json.loads(run("leaderboard", "osc", "--format", "json", "--boot", "100"))
+    board = json.loads(run("leaderboard", "osc", "--format", "json", "--boot", "100", "--details"))
     assert [r["model"] for r in board["rows"]] == ["genA", "genB", "Random"]
     gen_a = board["rows"][0]
     # object: mean of (5, 4, 4, 3) -> normalized (1 + .75 + .75 + .5) / 4
@@ -152,7 +156,16 @@ def test_oscbench_generators_judge_and_correlation(make_project, tmp_path):
     judged = json.loads(run("leaderboard", "osc", "--judge", "judge-1", "--format", "json", "--boot", "100"))
     assert judged["rows"][1]["metrics"]["object"] == 0.313  # (2, 3, 2, 2) -> 1.25 / 4 = 0.3125, half up
 
-    report = json.loads(run("correlation", "osc", "--format", "json", "--boot", "200"))
+    plain = json.loads(run("correlation", "osc", "--format", "json", "--boot", "200"))
+    assert list(plain) == ["criteria", "judges", "human"]
+    assert list(plain["judges"][0]) == ["judge", "per_criterion", "system_kendall_tau_b"]
+    assert all(list(v) == ["kendall_tau_b", "spearman_rho", "n", "ci"] for v in plain["judges"][0]["per_criterion"].values())
+    assert all(list(v) == ["loo_kendall_tau_b", "loo_spearman_rho", "krippendorff_alpha"] for v in plain["human"].values())
+    err = StringIO()
+    call_command("correlation", "osc", "--boot", "50", stdout=StringIO(), stderr=err)
+    assert "judge-1 / subject: too few items" in err.getvalue()  # a null says why
+    report = json.loads(run("correlation", "osc", "--format", "json", "--boot", "200", "--details"))
+    assert report["judges"][0]["per_criterion"]["object"] == plain["judges"][0]["per_criterion"]["object"]
     assert report["criteria"] == list(CRITERIA)
     (j,) = report["judges"]
     assert j["judge"] == "judge-1"

@@ -49,7 +49,7 @@ def test_visualtrans_models_random_and_human(make_project, tmp_path):
     human(project, "q4", "h1", None, ["ambiguous"])
     human(project, "q1", "h2", "b")
 
-    board = json.loads(run("leaderboard", "vt", "--boot", "100"))
+    board = json.loads(run("leaderboard", "vt", "--boot", "100", "--details"))
     rows = {r["model"]: r for r in board["rows"]}
     assert list(rows) == ["full", "partial", "Random", "Human"]
     assert rows["full"]["metrics"] == {

@@ -11,9 +11,10 @@ class Command(BaseCommand):
         parser.add_argument("project")
         parser.add_argument("--release", default=None)
         parser.add_argument("--format", default="json", choices=["json", "csv", "latex"])
+        parser.add_argument("--details", action="store_true", help="json: add a note beside every null statistic")
         parser.add_argument("--boot", type=int, default=correlation.N_BOOT)
 
-    def handle(self, *args, project, release, format, boot, **options):
+    def handle(self, *args, project, release, format, boot, details, **options):
         try:
             proj = Project.objects.get(slug=project)
         except Project.DoesNotExist:
@@ -24,4 +25,6 @@ class Command(BaseCommand):
             raise CommandError(f"no release {release!r} in project {project!r}")
         except correlation.CorrelationError as exc:
             raise CommandError(str(exc))
-        self.stdout.write(tables.render_correlation(report, format), ending="" if format != "json" else "\n")
+        for note in tables.correlation_notes(report):
+            self.stderr.write(note)
+        self.stdout.write(tables.render_correlation(report, format, details=details), ending="" if format != "json" else "\n")

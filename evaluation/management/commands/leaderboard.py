@@ -12,9 +12,10 @@ class Command(BaseCommand):
         parser.add_argument("--release", default=None)
         parser.add_argument("--judge", default=None, help="video rating: score generators by this judge instead of humans")
         parser.add_argument("--format", default="json", choices=["json", "csv", "latex", "markdown"])
+        parser.add_argument("--details", action="store_true", help="json: add rank, breakdowns and diagnostics to each row")
         parser.add_argument("--boot", type=int, default=leaderboard.N_BOOT, help="bootstrap resamples")
 
-    def handle(self, *args, project, release, judge, format, boot, **options):
+    def handle(self, *args, project, release, judge, format, boot, details, **options):
         try:
             proj = Project.objects.get(slug=project)
         except Project.DoesNotExist:
@@ -25,4 +26,8 @@ class Command(BaseCommand):
             raise CommandError(f"no release {release!r} in project {project!r}")
         except leaderboard.LeaderboardError as exc:
             raise CommandError(str(exc))
-        self.stdout.write(tables.render_leaderboard(board, format), ending="" if format != "json" else "\n")
+        for row in board["rows"]:
+            missing = [k for k, v in row["metrics"].items() if v is None]
+            if missing:
+                self.stderr.write(f"{row['model']}: no value for {', '.join(missing)} (no item counts, or unsupported)")
+        self.stdout.write(tables.render_leaderboard(board, format, details=details), ending="" if format != "json" else "\n")
