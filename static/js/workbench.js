@@ -20,7 +20,7 @@ export function h(tag, attrs = {}, ...children) {
     else if (value === true) el.setAttribute(key, "");
     else el.setAttribute(key, value);
   }
-  for (const child of children.flat()) {
+  for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;
     el.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
@@ -679,7 +679,10 @@ export class Workbench {
       if (this.task !== task) return;
       this.dirty = true;
       this.storeLocal();
-      if (err instanceof ApiError && err.status === 409) this.onDraftConflict(err);
+      // 409 means either a newer draft from another tab, or a hold that is gone (expired and
+      // taken, submitted or skipped elsewhere); the server's message says which.
+      if (err instanceof ApiError && err.status === 409 && /version|another tab/i.test(err.message)) this.onDraftConflict(err);
+      else if (err instanceof ApiError && err.status === 409) this.onLeaseLost(err);
       else if (err instanceof ApiError && [403, 404, 410].includes(err.status)) this.onLeaseLost(err);
       else {
         this.setStatus("Not saved — kept in this browser", "error");

@@ -47,6 +47,12 @@ def test_box_draw_keys_outcomes(page, login, live_server, box_project):
     page.goto(f"{live_server.url}/projects/boxes/annotate/")
     first = wait_task(page)
     page.wait_for_function("() => document.querySelector('canvas.box-canvas').width > 0")
+    # "?" lists the page's shortcuts.
+    page.keyboard.press("?")
+    assert page.is_visible("[data-help]")
+    assert "Nothing to label" in page.inner_text("[data-help-body]")
+    page.keyboard.press("Escape")
+    assert not page.is_visible("[data-help]")
     # Candidates come in a neutral order (the truth is not singled out).
     labels = page.eval_on_selector_all("label.candidate input", "els => els.map(e => e.value)")
     assert labels == ["peeled apple", "sliced apple", "whole apple"]
