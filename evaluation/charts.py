@@ -19,6 +19,7 @@ def _svg(width: int, height: int, body: list[str], title: str) -> str:
 def leaderboard_bars(board: dict[str, Any], key: str, *, scale_max: float | None = None) -> str:
     """Horizontal bars of one metric per row with the 95 % interval as a whisker; missing values say so."""
     rows = board["rows"]
+    places = 3 if board["protocol"] == "oscbench" else 2
     top = scale_max if scale_max is not None else (1.0 if board["protocol"] == "oscbench" else 100.0)
     label_w, bar_w, row_h, pad = 180, 420, 26, 30
     width, height = label_w + bar_w + 90, pad * 2 + row_h * max(len(rows), 1)
@@ -40,7 +41,7 @@ def leaderboard_bars(board: dict[str, Any], key: str, *, scale_max: float | None
             mid = y + row_h / 2 - 1
             body.append(f'<line class="ci" x1="{lo:.1f}" x2="{hi:.1f}" y1="{mid}" y2="{mid}" stroke="#222" stroke-width="1.5"/>')
             body += [f'<line x1="{p:.1f}" x2="{p:.1f}" y1="{mid - 5}" y2="{mid + 5}" stroke="#222"/>' for p in (lo, hi)]
-        body.append(f'<text x="{x(value) + 6:.1f}" y="{y + 16}" {FONT}>{value}</text>')
+        body.append(f'<text x="{x(value) + 6:.1f}" y="{y + 16}" {FONT}>{value:.{places}f}</text>')
     axis_y = pad + row_h * len(rows)
     body.append(f'<line x1="{label_w}" x2="{label_w + bar_w}" y1="{axis_y}" y2="{axis_y}" stroke="#999"/>')
     for t in range(5):

@@ -1,5 +1,6 @@
 """A researcher opens the leaderboard and correlation pages, sorts a column and downloads tables."""
 import json
+from pathlib import Path
 
 import pytest
 
@@ -10,6 +11,12 @@ from tests.evaluation.factories import make_release, rate
 from tests.evaluation.test_commands import osc_payload, status_payload
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+
+
+def shot(page, name):
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
 
 
 def test_leaderboard_sort_and_download(page, login, live_server, make_user, make_project):
@@ -35,6 +42,7 @@ def test_leaderboard_sort_and_download(page, login, live_server, make_user, make
     assert header.get_attribute("aria-sort") == "ascending"
     assert main.nth(0).get_attribute("data-model") == "contrarian"
 
+    shot(page, "leaderboard")
     page.click('button[data-tab="tab1"]')
     assert page.locator("#panel-tab1").is_visible() and not page.locator("#panel-main").is_visible()
 
@@ -64,6 +72,7 @@ def test_correlation_page_and_heatmap_download(page, login, live_server, make_us
     page.goto(f"{live_server.url}/projects/oscb/correlation/")
     assert page.locator('#judges tr[data-model="judge-x"]').count() == 1
     assert page.locator("figure svg").count() == 1
+    shot(page, "correlation")
     page.locator("#judges th").nth(1).click()
     with page.expect_download() as info:
         page.click('a[data-format="json"]')
