@@ -8,12 +8,13 @@ active task per item, one annotation per item and annotator, one annotation per 
 """
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Q, Subquery
+from django.db.models import Subquery
 from django.utils import timezone
 
 from . import agreement
@@ -55,12 +56,9 @@ def _item_accepts_annotations(item: Item) -> bool:
 # index can serve the query: the walk starts at the level's first row and stops at the first free
 # one, however many items the project has; annotated items are never read. (With plain equalities
 # the planner may prefer the primary key for "ORDER BY id" and crawl through every done item.)
-_CLAIM_SQL = """
-SELECT i.*,
-       EXISTS (SELECT 1 FROM annotation_task x WHERE x.item_id = i.id AND x.status = 'active') AS held_before
-FROM annotation_item i
-WHERE (i.project_id, i.status, i.annotation_count, i.id) > (%(project)s, 'pending', %(count)s, 0)
-  AND (i.project_id, i.status, i.annotation_count) < (%(project)s, 'pending', %(count)s + 1)
+_LEVEL = """(%(alias)s.project_id, %(alias)s.status, %(alias)s.annotation_count, %(alias)s.id) > (%%(project)s, 'pending', %%(count)s, 0)
+  AND (%(alias)s.project_id, %(alias)s.status, %(alias)s.annotation_count) < (%%(project)s, 'pending', %%(count)s + 1)"""
+_CLAIM_FILTERS = """
   AND i.is_gold = %(gold)s
   AND i.id <> ALL(%(passed)s)
   AND NOT EXISTS (SELECT 1 FROM annotation_task t
@@ -68,11 +66,29 @@ WHERE (i.project_id, i.status, i.annotation_count, i.id) > (%(project)s, 'pendin
   AND NOT EXISTS (SELECT 1 FROM annotation_annotation a
                   WHERE a.item_id = i.id AND a.annotator_id = %(user)s)
   AND NOT EXISTS (SELECT 1 FROM annotation_task s
-                  WHERE s.item_id = i.id AND s.annotator_id = %(user)s AND s.status = 'skipped')
+                  WHERE s.item_id = i.id AND s.annotator_id = %(user)s AND s.status = 'skipped')"""
+_CLAIM_SELECT = """SELECT i.*,
+       EXISTS (SELECT 1 FROM annotation_task x WHERE x.item_id = i.id AND x.status = 'active') AS held_before
+FROM annotation_item i"""
+_CLAIM_SQL = f"""{_CLAIM_SELECT}
+WHERE {_LEVEL % {"alias": "i"}}{_CLAIM_FILTERS}
 ORDER BY i.project_id, i.status, i.annotation_count, i.id
 LIMIT 1
 FOR UPDATE OF i SKIP LOCKED
 """
+# The same, looking only at the first %(window)s items of the level. Partly annotated levels fill
+# up with items this annotator already did (waiting for others); the window keeps a claim from
+# re-reading all of them every time. Level 0 never holds an item this annotator did, so it needs
+# no window, and a last unbounded pass runs before telling anyone the queue is empty.
+_CLAIM_WINDOW_SQL = f"""{_CLAIM_SELECT}
+WHERE i.id IN (SELECT w.id FROM annotation_item w WHERE {_LEVEL % {"alias": "w"}}
+               ORDER BY w.project_id, w.status, w.annotation_count, w.id LIMIT %(window)s)
+  AND {_LEVEL % {"alias": "i"}}{_CLAIM_FILTERS}
+ORDER BY i.id
+LIMIT 1
+FOR UPDATE OF i SKIP LOCKED
+"""
+CLAIM_WINDOW = 64
 
 # The partial unique index (one active task per item) is the final guard against a double hold.
 _INSERT_TASK_SQL = """
@@ -83,16 +99,22 @@ RETURNING id
 """
 
 
-def claim_sql_params(*, project: Project, user_id: int, count: int, gold: bool, now: datetime, passed=()) -> dict:
-    return {"project": project.pk, "count": count, "gold": gold, "now": now, "user": user_id, "passed": list(passed)}
+def claim_sql_params(*, project: Project, user_id: int, count: int, gold: bool, now: datetime, passed=(),
+                     window: int | None = None) -> dict:
+    return {"project": project.pk, "count": count, "gold": gold, "now": now, "user": user_id, "passed": list(passed),
+            "window": window}
 
 
-def _claim_levels(project: Project, want_gold: bool) -> list[tuple[int, bool]]:
-    # Depth first: items closest to done first, so items reach review while the queue is long.
-    # Gold items keep annotation_count at 0 (their annotations never make them done).
-    # Gold is offered only when the draw asks for it, so a finished queue stays finished.
-    levels = [(c, False) for c in range(project.annotations_per_item - 1, -1, -1)]
-    return [(0, True), *levels] if want_gold else levels
+def _claim_passes(project: Project, want_gold: bool) -> list[tuple[int, bool, int | None]]:
+    """(annotation_count, gold?, window) in the order a claim tries them.
+
+    Depth first: items closest to done first, so items reach review while the queue is long.
+    Gold items keep annotation_count at 0 (their annotations never make them done) and are
+    offered only when the draw asks for it, so a finished queue stays finished.
+    """
+    upper = range(project.annotations_per_item - 1, 0, -1)
+    passes = [(c, False, CLAIM_WINDOW) for c in upper] + [(0, False, None)] + [(c, False, None) for c in upper]
+    return [(0, True, None), *passes] if want_gold else passes
 
 
 def _renew_held(task: Task, item: Item, now: datetime) -> Task:
@@ -129,13 +151,18 @@ def task_claim_next(*, project: Project, user, now: datetime | None = None, excl
     want_gold = (rng or random).random() < float(project.settings.get("gold_share", 0.0) or 0.0)
     lease = _lease_until(project, now)
     passed: list[int] = []
-    for count, gold in _claim_levels(project, want_gold):
+    for count, gold, window in _claim_passes(project, want_gold):
         while True:
-            params = claim_sql_params(project=project, user_id=user.pk, count=count, gold=gold, now=now, passed=passed)
-            found = list(Item.objects.raw(_CLAIM_SQL, params))
+            params = claim_sql_params(project=project, user_id=user.pk, count=count, gold=gold, now=now,
+                                      passed=passed, window=window)
+            found = list(Item.objects.raw(_CLAIM_WINDOW_SQL if window else _CLAIM_SQL, params))
             if not found:
                 break
             item = found[0]
+            item.project = project
+            if not _item_accepts_annotations(item):  # changed between our snapshot and our lock
+                passed.append(item.pk)
+                continue
             with connection.cursor() as cursor:
                 if item.held_before:
                     # Lazy reclaim: a hold whose lease ran out gives the item back to the queue.
@@ -149,7 +176,6 @@ def task_claim_next(*, project: Project, user, now: datetime | None = None, excl
             if row is None:  # renewed by its holder between our snapshot and our lock
                 passed.append(item.pk)
                 continue
-            item.project = project
             task = Task(pk=row[0], item=item, annotator=user, status=TaskStatus.ACTIVE, lease_expires=lease,
                         draft={}, draft_version=0, created_at=now, updated_at=now)
             task._state.adding = False
@@ -159,13 +185,26 @@ def task_claim_next(*, project: Project, user, now: datetime | None = None, excl
 
 # --- holding a task ---------------------------------------------------------------------------
 
-def _lock_own_task(task_id: int, user) -> tuple[Task, Item]:
+# The task row, locked, with the annotations that make a submit a repeat: this annotator's
+# annotation of the item, or one stored under the same Idempotency-Key.
+_LOCK_TASK_SQL = """
+SELECT t.*,
+       ARRAY(SELECT a.id FROM annotation_annotation a
+             WHERE (a.item_id = t.item_id AND a.annotator_id = t.annotator_id) OR a.idempotency_key = %(key)s
+             ORDER BY a.id) AS prior_ids
+FROM annotation_task t
+WHERE t.id = %(task)s
+FOR UPDATE OF t
+"""
+
+
+def _lock_own_task(task_id: int, user, *, idempotency_key: str | None = None) -> tuple[Task, Item]:
     """Lock the task's item, then the task (the global lock order); 404 for other people's tasks."""
     own = Task.objects.filter(pk=task_id, annotator=user).values("item_id")
     item = Item.objects.select_for_update(of=("self",)).select_related("project").filter(pk=Subquery(own)).first()
     if item is None:
         raise TaskNotFound("No such task.")
-    task = Task.objects.select_for_update().get(pk=task_id)
+    (task,) = Task.objects.raw(_LOCK_TASK_SQL, {"task": task_id, "key": idempotency_key})
     task.item = item
     return task, item
 
@@ -272,15 +311,25 @@ def task_submit(*, task_id: int, user, result: dict, time_spent_ms: int = 0, ide
         raise TaskConflict("This Idempotency-Key was already used for another submission.")
 
 
-# Mark the task submitted and count the annotation in one round trip; RETURNING gives the new state.
-_COUNT_SQL = """
-WITH submitted AS (UPDATE annotation_task SET status = 'submitted', updated_at = %(now)s WHERE id = %(task)s)
-UPDATE annotation_item
-SET annotation_count = annotation_count + 1,
-    status = CASE WHEN annotation_count + 1 >= %(needed)s THEN 'annotated' ELSE status END,
-    updated_at = %(now)s
-WHERE id = %(item)s
-RETURNING annotation_count, status
+# Store the annotation, mark the task submitted and count the annotation in one round trip (three
+# different tables, so the order of the CTEs does not matter); gold items are never counted.
+_STORE_SQL = """
+WITH stored AS (
+    INSERT INTO annotation_annotation (item_id, annotator_id, external_rater, task_id, result, time_spent_ms,
+                                       idempotency_key, source, created_at)
+    VALUES (%(item)s, %(user)s, '', %(task)s, %(result)s::jsonb, %(ms)s, %(key)s, 'task', %(now)s)
+    RETURNING id
+), submitted AS (
+    UPDATE annotation_task SET status = 'submitted', updated_at = %(now)s WHERE id = %(task)s
+), counted AS (
+    UPDATE annotation_item
+    SET annotation_count = annotation_count + 1,
+        status = CASE WHEN annotation_count + 1 >= %(needed)s THEN 'annotated' ELSE status END,
+        updated_at = %(now)s
+    WHERE id = %(item)s AND NOT is_gold
+    RETURNING annotation_count, status
+)
+SELECT stored.id, counted.annotation_count, counted.status FROM stored LEFT JOIN counted ON true
 """
 
 
@@ -288,15 +337,15 @@ RETURNING annotation_count, status
 def _task_submit(*, task_id: int, user, result: dict, time_spent_ms: int, idempotency_key: str | None,
                  now: datetime) -> Submitted:
     key = idempotency_key
-    task, item = _lock_own_task(task_id, user)
+    task, item = _lock_own_task(task_id, user, idempotency_key=key)
     project = item.project
     workflow = project.workflow
-    match = Q(item=item, annotator=user) | Q(idempotency_key=key) if key else Q(item=item, annotator=user)
-    priors = list(Annotation.objects.filter(match))
-    for prior in priors:
-        if key and prior.idempotency_key == key and (prior.annotator_id != user.pk or prior.task_id != task.pk):
-            raise TaskConflict("This Idempotency-Key was already used for another submission.")
-    if priors:  # a retry with the same key, a double click or a second tab: the first answer stands
+    if task.prior_ids:
+        priors = list(Annotation.objects.filter(pk__in=task.prior_ids).order_by("pk"))
+        for prior in priors:
+            if key and prior.idempotency_key == key and (prior.annotator_id != user.pk or prior.task_id != task.pk):
+                raise TaskConflict("This Idempotency-Key was already used for another submission.")
+        # A retry with the same key, a double click or a second tab: the first answer stands.
         return _repeat(priors[0], workflow)
 
     validated: Validated = validate_result(workflow, result, result_context_for(item=item))
@@ -310,19 +359,19 @@ def _task_submit(*, task_id: int, user, result: dict, time_spent_ms: int, idempo
     if not _item_accepts_annotations(item):
         raise TaskConflict("This item already has all the annotations it needs; your answer was not saved.")
 
-    annotation = Annotation.objects.create(
-        item=item, annotator=user, task=task, result=validated.result,
-        time_spent_ms=max(0, int(time_spent_ms or 0)), idempotency_key=key, source="task",
-    )
-    if item.is_gold:
-        Task.objects.filter(pk=task.pk).update(status=TaskStatus.SUBMITTED, updated_at=now)
-        return Submitted(annotation, True, validated.warnings)
+    ms = max(0, int(time_spent_ms or 0))
     with connection.cursor() as cursor:
-        cursor.execute(_COUNT_SQL, {"now": now, "task": task.pk, "item": item.pk,
-                                    "needed": project.annotations_per_item})
-        item.annotation_count, item.status = cursor.fetchone()
-    if item.status == ItemStatus.ANNOTATED and project.settings.get("auto_verify"):
-        _auto_verify(item)
+        cursor.execute(_STORE_SQL, {"item": item.pk, "user": user.pk, "task": task.pk, "result": json.dumps(validated.result),
+                                    "ms": ms, "key": key, "now": now, "needed": project.annotations_per_item})
+        annotation_id, count, status = cursor.fetchone()
+    annotation = Annotation(pk=annotation_id, item=item, annotator=user, task=task, result=validated.result,
+                            time_spent_ms=ms, idempotency_key=key, source="task", created_at=now)
+    annotation._state.adding = False
+    task.status = TaskStatus.SUBMITTED
+    if not item.is_gold:
+        item.annotation_count, item.status = count, status
+        if item.status == ItemStatus.ANNOTATED and project.settings.get("auto_verify"):
+            _auto_verify(item)
     return Submitted(annotation, True, validated.warnings)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import statistics
 import sys
 import threading
@@ -79,11 +80,13 @@ def build(n_items: int, n_users: int, reuse: bool) -> tuple[Project, list]:
     return project, users
 
 
-def explain_claim(project: Project, user) -> str:
-    params = services.claim_sql_params(project=project, user_id=user.pk, count=0, gold=False, now=timezone.now())
+def explain_claim(project: Project, user, count: int = 0, window: int | None = None) -> str:
+    params = services.claim_sql_params(project=project, user_id=user.pk, count=count, gold=False, now=timezone.now(),
+                                       window=window)
+    sql = services._CLAIM_WINDOW_SQL if window else services._CLAIM_SQL
     with transaction.atomic():
         with connection.cursor() as c:
-            c.execute("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + services._CLAIM_SQL, params)
+            c.execute("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + sql, params)
             plan = "\n".join(r[0] for r in c.fetchall())
         transaction.set_rollback(True)
     return plan
@@ -95,7 +98,7 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[k]
 
 
-def run(project: Project, users: list, seconds: float) -> dict[str, list[float]]:
+def run(project: Project, users: list, seconds: float, think_ms: float = 0.0) -> dict[str, list[float]]:
     claims: list[float] = []
     submits: list[float] = []
     errors: list[BaseException] = []
@@ -113,7 +116,11 @@ def run(project: Project, users: list, seconds: float) -> dict[str, list[float]]
             while not stop_at[0]:
                 time.sleep(0.001)
             i = 0
+            rng = random.Random(n)
             while time.perf_counter() < stop_at[0]:
+                if think_ms:
+                    # A person looks at the task before the next claim: exponential think time.
+                    time.sleep(rng.expovariate(1.0 / think_ms) / 1000)
                 t0 = time.perf_counter()
                 task = services.task_claim_next(project=project, user=user)
                 if task is None:
@@ -152,6 +159,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=32)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--reuse", action="store_true", help="keep the items of an earlier run when the count matches")
+    parser.add_argument("--think-ms", type=float, default=0.0,
+                        help="mean think time of an annotator between submit and the next claim (0: back to back)")
     args = parser.parse_args()
     if connection.vendor != "postgresql":
         sys.exit("The queue benchmark needs PostgreSQL (set DATABASE_URL).")
@@ -159,13 +168,15 @@ def main() -> None:
     project, users = build(args.items, args.threads, args.reuse)
     print("\nEXPLAIN ANALYZE of the claim query (level: items with 0 annotations):")
     print(explain_claim(project, users[0]))
+    print(f"\nEXPLAIN ANALYZE of the windowed claim (items with 2 annotations, first {services.CLAIM_WINDOW}):")
+    print(explain_claim(project, users[0], count=2, window=services.CLAIM_WINDOW))
     # Warm the plan cache and the connection of the main thread.
     out = run(project, users[:1], 1.0)
     print(f"\nwarm-up: {len(out['claim'])} claim+submit cycles by one annotator")
-    out = run(project, users, args.seconds)
+    out = run(project, users, args.seconds, args.think_ms)
     n = len(out["claim"])
-    print(f"\n{args.threads} annotators, {args.items:,} items, {out['wall'][0]:.1f} s: {n} claim+submit cycles "
-          f"({n / out['wall'][0]:.0f}/s)")
+    print(f"\n{args.threads} annotators, {args.items:,} items, think time {args.think_ms:.0f} ms, {out['wall'][0]:.1f} s: "
+          f"{n} claim+submit cycles ({n / out['wall'][0]:.0f}/s)")
     for name in ("claim", "submit"):
         v = out[name]
         print(f"  {name:<7} p50 {statistics.median(v):6.2f} ms   p95 {percentile(v, 95):6.2f} ms   "
