@@ -331,7 +331,19 @@ class VLLMBackend:
         )
 
     def complete(self, queries: list[ModelQuery], sampling: Sampling) -> list[ModelReply]:
-        llm = self.llm
+        if not queries:
+            return []
+        try:
+            llm = self.llm
+        except BackendUnavailable:
+            raise
+        except Exception as exc:
+            # The engine did not start (bad model id or revision, out of memory, ...): every query
+            # of the chunk fails with the reason, so the job records it instead of hanging; a
+            # later chunk or "retry failed" tries to start the engine again.
+            logger.exception("vLLM engine for %s failed to start", self.model_id)
+            error = f"the vLLM engine could not start: {type(exc).__name__}: {exc}"
+            return [ModelReply(key=q.key, error=error) for q in queries]
         replies: dict[str, ModelReply] = {}
         runnable: list[tuple[ModelQuery, list[dict[str, Any]], Any]] = []
         for query in queries:

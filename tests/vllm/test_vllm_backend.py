@@ -180,3 +180,20 @@ def test_a_prompt_too_long_for_the_engine_fails_only_its_query(vllm_backend):
     assert replies[0].error is None and replies[0].text in LETTERS
     assert "maximum context length is 512 tokens" in replies[1].error
     assert replies[1].text == ""
+
+
+def test_an_engine_that_cannot_start_fails_the_chunk_queries_with_the_reason(vllm_backend, tiny_model_dir, tiny_options, tmp_path):
+    from inference.backends.vllm_backend import VLLMBackend, engine_stats
+
+    vllm_backend.llm
+    starts = engine_stats()["starts"]
+    missing = VLLMBackend(dict(tiny_options), str(tmp_path / "no-such-model"), "")
+
+    replies = missing.complete([two_image_query("x1", seed=1), two_image_query("x2", seed=2)], GREEDY)
+
+    assert [r.key for r in replies] == ["x1", "x2"]
+    assert all(r.error.startswith("the vLLM engine could not start: ") for r in replies)
+    assert engine_stats()["starts"] == starts
+    # The session's engine was shut down to make room; the next chunk of its endpoint reloads it.
+    assert vllm_backend.complete([two_image_query("back", seed=3, choices=LETTERS)], GREEDY)[0].text in LETTERS
+    assert engine_stats()["starts"] == starts + 1
