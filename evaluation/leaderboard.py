@@ -131,3 +131,14 @@ def breakdown_groups(board: dict[str, Any]) -> dict[str, list[str]]:
             if key not in groups[group]:
                 groups[group].append(key)
     return groups
+
+
+def row_for_job(job, *, n_boot: int = 200) -> dict[str, Any]:
+    """One job's leaderboard row (details included) on its own release, JSON-ready.
+
+    For callers outside this app (inference's results export); video-rating judges have no
+    row of their own: they are scored by agreement with humans (see correlation.py).
+    """
+    items = selectors.scoring_items(job.project, job.release)
+    scored = runs.score(job.protocol, items, selectors.job_answers(job), n_boot=n_boot)
+    return _jsonable(_row(selectors.job_name(job), job.protocol, scored))

@@ -187,3 +187,19 @@ def test_oscbench_generators_judge_and_correlation(make_project, tmp_path):
     assert csv_text.splitlines()[0] == "source,criterion,kendall_tau_b,spearman_rho,n,tau_ci_lo,tau_ci_hi,rho_ci_lo,rho_ci_hi,krippendorff_alpha,note"
     assert "\\begin{tabular}" in run("correlation", "osc", "--format", "latex", "--boot", "50")
     assert Annotation.objects.count() == 24 and Item.objects.count() == 8
+
+
+def test_row_for_job_matches_the_leaderboard_row(make_project, tmp_path):
+    from evaluation.leaderboard import row_for_job
+
+    project = make_project("st3", "status")
+    release = make_release(project, {f"it{i}": status_payload(i) for i in range(2)})
+    resolved = {ri.item.external_id: ri.payload["resolved"] for ri in release.release_items.select_related("item")}
+    lines = [{"item": e, "query": q, "answer": "A"} for e, r in resolved.items() for q in r]
+    run("import_predictions", "st3", write_lines(tmp_path, lines), "--model", "always-a")
+    row = row_for_job(InferenceJob.objects.get(model_name="always-a"))
+    board = json.loads(run("leaderboard", "st3", "--boot", "200"))
+    assert row["model"] == "always-a"
+    assert row["metrics"] == board["rows"][0]["metrics"]
+    assert row["metrics"]["acc_osi"] == 50.0 and row["metrics"]["racc_osi"] == 0.0
+    assert row["diagnostics"]["same_letter"]["osi"]["share"] == 100.0
