@@ -87,6 +87,8 @@ def engine_kwargs(model_id: str, revision: str, options: dict[str, Any]) -> dict
     for key in STR_OPTIONS:
         if options.get(key) not in (None, ""):
             kwargs[key] = str(options[key])
+    if "revision" in kwargs and "tokenizer" not in kwargs:
+        kwargs["tokenizer_revision"] = kwargs["revision"]  # the tokenizer comes from the same commit
     extra = options.get("engine_args") or {}
     kwargs.update(json.loads(extra) if isinstance(extra, str) else extra)
     return kwargs
@@ -300,7 +302,10 @@ class VLLMBackend:
         self.options = dict(endpoint_options or {})
         self.model_id = model_id
         self.revision = revision or ""
-        engine_kwargs(model_id, self.revision, self.options)  # reject bad options before any work
+        try:  # reject bad settings before any work, in words the job page can show
+            engine_kwargs(model_id, self.revision, self.options)
+        except (ValueError, TypeError) as exc:
+            raise BackendUnavailable(f"the vllm endpoint's settings are invalid: {exc}") from exc
 
     # The engine is looked up on every chunk, so a replaced engine (another endpoint ran in
     # between) is rebuilt rather than used after shutdown.

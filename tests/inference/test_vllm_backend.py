@@ -68,6 +68,7 @@ def test_engine_settings_come_from_endpoint_options_with_strings_coerced():
     assert kwargs == {
         "model": "Qwen/Qwen2-VL-7B-Instruct",
         "revision": "a1b2c3",
+        "tokenizer_revision": "a1b2c3",
         "generation_config": "vllm",
         "seed": 0,
         "media_io_kwargs": {"video": {"num_frames": -1}},
@@ -87,6 +88,15 @@ def test_a_local_model_folder_takes_no_revision_and_a_model_is_required(tmp_path
     assert "revision" not in engine_kwargs(str(tmp_path), "main", {})
     with pytest.raises(ValueError):
         engine_kwargs("", "", {})
+
+
+def test_invalid_endpoint_settings_refuse_the_backend_with_a_readable_reason(monkeypatch):
+    monkeypatch.setattr(vllm_backend, "vllm_available", lambda: True)
+
+    with pytest.raises(BackendUnavailable) as refused:
+        VLLMBackend({"max_model_len": "lots"}, "Qwen/Qwen2-VL-2B-Instruct", "")
+
+    assert str(refused.value) == "the vllm endpoint's settings are invalid: invalid literal for int() with base 10: 'lots'"
 
 
 def test_images_are_decoded_here_so_a_broken_one_is_reported_with_its_position():
