@@ -283,3 +283,31 @@ def test_auto_verify_when_annotators_agree(make_project, people):
     assert disagreeing.status == "annotated" and "bbox" not in disagreeing.payload
     review = Review.objects.get()
     assert (review.item_id, review.decision, review.reviewer) == (agreeing.pk, "auto", None)
+
+
+def test_windowed_levels_still_hand_out_every_item_before_saying_done(make_project, people, monkeypatch):
+    # Level 1 starts with items ann0 already did (waiting for a second annotator); with a window
+    # of 2 they hide item 3 from the first pass, so ann0 gets the fresh items first, then item 3
+    # from the last unbounded pass; only then is the queue empty for ann0.
+    monkeypatch.setattr(services, "CLAIM_WINDOW", 2)
+    project = make_project("q", "changeit", annotations_per_item=2)
+    ids = make_items_fast(project, 6)
+    for _ in range(3):
+        t = services.task_claim_next(project=project, user=people[0])
+        services.task_submit(task_id=t.pk, user=people[0], result=valid_result("box"))
+    for expected in ids[:2]:
+        t = services.task_claim_next(project=project, user=people[1])
+        assert t.item_id == expected
+        services.task_skip(task_id=t.pk, user=people[1])
+    # The window (items 0 and 1, both skipped) hides item 2 from ann1 too: a fresh item comes first.
+    t = services.task_claim_next(project=project, user=people[1])
+    services.task_submit(task_id=t.pk, user=people[1], result=valid_result("box"))
+    assert t.item_id == ids[3]
+
+    got = []
+    while (t := services.task_claim_next(project=project, user=people[0])) is not None:
+        got.append(t.item_id)
+        services.task_submit(task_id=t.pk, user=people[0], result=valid_result("box"))
+
+    assert got == [ids[4], ids[5], ids[3]]
+    assert list(Item.objects.order_by("id").values_list("annotation_count", flat=True)) == [1, 1, 1, 2, 1, 1]
