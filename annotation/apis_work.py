@@ -44,7 +44,7 @@ class WorkApi(APIView):
         if isinstance(exc, ResultInvalid):
             return _bad_request(exc.errors)
         if isinstance(exc, services.TaskConflict):
-            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+            return Response({"detail": str(exc), **exc.extra}, status=status.HTTP_409_CONFLICT)
         if isinstance(exc, services.TaskNotFound):
             exc = Http404(str(exc))
         return super().handle_exception(exc)

@@ -28,7 +28,14 @@ MAX_HELD_TASKS = 2
 
 
 class TaskConflict(Exception):
-    """The request lost a race or is stale (HTTP 409); the message says what to do."""
+    """The request lost a race or is stale (HTTP 409); the message says what to do.
+
+    `extra` goes into the response body next to the message (e.g. the newer draft version).
+    """
+
+    def __init__(self, message: str, **extra):
+        super().__init__(message)
+        self.extra = extra
 
 
 class TaskNotFound(Exception):
@@ -244,7 +251,8 @@ def task_save_draft(*, task_id: int, user, draft: dict, version: int, now: datet
     if version != task.draft_version:
         raise TaskConflict(
             f"This draft was saved from another tab or window in the meantime (version {task.draft_version}, "
-            f"yours is based on version {version}). Reload the task to continue from the latest draft."
+            f"yours is based on version {version}). Reload the task to continue from the latest draft.",
+            version=task.draft_version, draft=task.draft,
         )
     _keep_hold(task, item, now)
     task.draft = draft

@@ -116,6 +116,7 @@ def test_draft_autosave_and_stale_version_409(setup):
     assert ok.status_code == 200 and ok.json()["version"] == 1
     assert stale.status_code == 409
     assert stale.json()["detail"].startswith("This draft was saved from another tab or window")
+    assert (stale.json()["version"], stale.json()["draft"]) == (1, {"bbox": [1, 2, 3, 4]})
     assert bad.status_code == 400 and list(bad.json()["errors"]) == ["draft"]
     again = client.post("/api/projects/boxes/tasks/next/").json()
     assert (again["draft"], again["version"]) == ({"bbox": [1, 2, 3, 4]}, 1)
