@@ -5,10 +5,10 @@ external front ends use (annotation/apis_work.py), so what an annotator's browse
 exactly what that API gives an annotator — never ground truth or metadata.
 """
 from django.contrib.auth.decorators import login_required
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
-from .models import Role, Workflow
+from .models import Item, Role, Workflow
 from .permissions import get_project_for, has_role
 
 WORKFLOW_PAGES = {
@@ -49,6 +49,7 @@ def review_list(request, slug: str):
 @require_GET
 def review_detail(request, slug: str, item_id: int):
     project = get_project_for(request.user, slug, Role.REVIEWER)
+    get_object_or_404(Item.objects.only("pk"), pk=item_id, project=project)
     return render(request, "annotation/work/review_detail.html", _context(request, project, "review", item_id=item_id))
 
 

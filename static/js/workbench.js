@@ -856,7 +856,7 @@ export class Workbench {
         this.setStatus("Not submitted", "error");
         this.storeLocal();
         this.notices.show(
-          `This task can no longer be submitted from here (${err.message}). It was probably submitted from another tab or your hold expired. Your answer is kept in this browser.`,
+          `Not submitted: ${err.message} Your answer is kept in this browser.`,
           { kind: "error", sticky: true, id: "stale", actions: [["Next task", () => this.claim()]] },
         );
       } else {

@@ -2,7 +2,7 @@
 and two tabs on the same task (draft conflict, one annotation)."""
 import pytest
 
-from annotation.models import Annotation, Role
+from annotation.models import Annotation, Role, Task
 
 from .work_helpers import make_item, png, served_media_root, store, wait_saved, wait_task
 
@@ -65,11 +65,47 @@ def test_two_tabs_on_one_task(page, login, live_server, count_project):
     other.click(".notice.error button:has-text('Load the other copy')")
     other.wait_for_function("() => document.querySelector('#qa-answer').value === '5'")
 
+    other.fill("#qa-answer", "6")
+    wait_saved(other)
+    # Now the first tab is behind; it keeps its own answer over the other copy.
+    page.fill("#qa-answer", "8")
+    page.wait_for_selector(".notice.error:has-text('another tab')")
+    page.click(".notice.error button:has-text('Keep mine')")
+    wait_saved(page)
+    assert Task.objects.get(pk=task).draft["answer"] == 8
+
     # Submitting from both tabs makes one annotation.
+    page.focus("#qa-answer")
     page.keyboard.press("Enter")
     wait_task(page, task)
     other.focus("#qa-answer")
     other.keyboard.press("Enter")
     wait_task(other, task)
     assert list(Annotation.objects.filter(item__project=project).values_list("item_id", "result")) == [
-        (items[0].pk, {"answer": 5, "flags": []})]
+        (items[0].pk, {"answer": 8, "flags": []})]
+
+
+def test_skip_and_a_lost_hold(page, login, live_server, count_project, make_user):
+    project, items = count_project
+    login(page, "safe")
+    page.goto(f"{live_server.url}/projects/safe/annotate/")
+    first = wait_task(page)
+    page.evaluate("document.activeElement.blur()")
+    page.keyboard.press("Shift+S")
+    second = wait_task(page, first)
+    assert Task.objects.get(pk=first).status == "skipped"
+
+    # The hold on the second task runs out and someone else takes the item: submitting says so.
+    rival = make_user("rival")
+    Task.objects.filter(pk=second).update(status="expired")
+    Task.objects.create(item_id=Task.objects.get(pk=second).item_id, annotator=rival, status="active",
+                        lease_expires="2100-01-01T00:00:00Z")
+    page.focus("#qa-answer")
+    page.keyboard.type("3")
+    page.keyboard.press("Enter")
+    notice = page.wait_for_selector(".notice.error:has-text('Not submitted')")
+    assert "another annotator took the item" in notice.inner_text()
+    assert Annotation.objects.count() == 0
+    page.click(".notice.error button:has-text('Next task')")
+    third = wait_task(page, second)
+    assert Task.objects.get(pk=third).item_id == items[2].pk  # the skipped item is not offered again

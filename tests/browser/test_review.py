@@ -98,3 +98,46 @@ def test_review_pages_need_the_reviewer_role(client, make_user, make_project):
     assert client.get("/projects/rv2/agreement/").status_code == 403
     assert client.get("/projects/rv2/annotate/").status_code == 200
     assert client.get("/projects/nope/annotate/").status_code == 404
+
+
+RESULTS = {
+    "status": [quint(), quint(change="unscrew the lid")],
+    "changeit": [{"bbox": [10, 10, 100, 80], "state": "peeled apple"}, {"bbox": [60, 40, 100, 80], "state": "whole apple"}],
+    "visualtrans": [{"answer": "A", "flags": []}, {"answer": "B", "flags": ["ambiguous"]}],
+    "m3verse": [{"answer": ["A", "B"], "flags": []}, {"answer": ["A"], "flags": []}],
+    "oscbench": [{"scores": {c: 3 for c in ("subject", "object", "action", "osc_accuracy", "osc_consistency", "scene", "realism", "aesthetics")}},
+                 {"scores": {**{c: 5 for c in ("subject", "object", "action", "osc_accuracy", "osc_consistency", "realism", "aesthetics")}, "scene": None}}],
+}
+PAYLOADS = {
+    "status": {"image_a": "a.png", "image_b": "b.png"},
+    "changeit": {"image": "a.png", "object": "apple", "state": "peeled apple", "distractors": ["whole apple"]},
+    "visualtrans": {"images": ["a.png", "b.png"], "question": "Which?", "format": "choice", "options": ["x", "y"], "answer": "A"},
+    "m3verse": {"video_before": "a.mp4", "video_after": "b.mp4", "question": "What?", "options": ["x", "y", "z"], "answer": ["A", "B"]},
+    "oscbench": {"video": "a.mp4", "prompt": "a hand folds a towel"},
+}
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("protocol", ["status", "changeit", "visualtrans", "m3verse", "oscbench"])
+def test_review_and_agreement_pages_render_for_every_workflow(page, login, live_server, make_user, make_project, protocol):
+    a1, a2, rev = make_user("w1"), make_user("w2"), make_user("wr")
+    project = make_project(f"w-{protocol}", protocol, members={a1: Role.ANNOTATOR, a2: Role.ANNOTATOR, rev: Role.REVIEWER},
+                           annotations_per_item=2)
+    item = make_item(project, "one", PAYLOADS[protocol], {})
+    annotate_through_queue(project, a1, [RESULTS[protocol][0]])
+    annotate_through_queue(project, a2, [RESULTS[protocol][1]])
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    login(page, "wr")
+    page.goto(f"{live_server.url}/projects/{project.slug}/review/{item.pk}/")
+    page.wait_for_selector("table.compare")
+    assert page.locator("tr.disagree").count() >= 1
+    assert page.locator("thead .annotation-head").count() == 2
+    page.keyboard.press("e")
+    assert page.locator("[data-editor] .editor").count() == 1
+    page.goto(f"{live_server.url}/projects/{project.slug}/agreement/")
+    page.wait_for_selector("[data-agreement][data-loaded]")
+    assert page.inner_text("[data-status] [data-status=annotated] b") == "1"
+    assert page.locator("[data-annotators] tbody tr").count() == 2
+    assert errors == []
