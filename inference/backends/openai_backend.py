@@ -17,11 +17,15 @@ import time
 from typing import Any
 
 import openai
+from openai._constants import RAW_RESPONSE_HEADER
+from openai.types.chat import ChatCompletion
 
 from .base import ModelQuery, ModelReply, Sampling
 
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_MAX_RETRIES = 3
+# Ask for the raw response (to read retries_taken) and for the client's bearer auth.
+_RAW_OPTIONS: dict[str, Any] = {"headers": {RAW_RESPONSE_HEADER: "true"}, "security": {"bearer_auth": True}}
 
 
 class OpenAIBackend:
@@ -80,8 +84,7 @@ class OpenAIBackend:
                 "type": "json_schema",
                 "json_schema": {"name": "answer", "schema": query.json_schema, "strict": True},
             }
-        if extra_body:
-            kwargs["extra_body"] = extra_body
+        kwargs.update(extra_body)
         return kwargs
 
     async def _one(self, client: openai.AsyncOpenAI, semaphore: asyncio.Semaphore, query: ModelQuery, sampling: Sampling) -> ModelReply:
@@ -89,7 +92,12 @@ class OpenAIBackend:
         async with semaphore:
             started = time.monotonic()
             try:
-                raw = await client.chat.completions.with_raw_response.create(**kwargs)
+                # The client's generic POST: same retries, retry-after handling, timeouts and auth
+                # as chat.completions.create, without re-walking every message part and the JSON
+                # schema through the SDK's typed-params transform (a third of its CPU per call).
+                raw = await client.post(
+                    "/chat/completions", body=kwargs, cast_to=ChatCompletion, options=_RAW_OPTIONS
+                )
                 completion = raw.parse()
             except openai.APIStatusError as exc:
                 return self._failure(query, started, f"HTTP {exc.status_code}: {_short(_error_message(exc))}")

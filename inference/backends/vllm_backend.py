@@ -319,7 +319,7 @@ class VLLMBackend:
         logprobs = sampling.logprobs
         if logprobs is not None and query.choices:
             logprobs = max(logprobs, len(query.choices))
-        if logprobs is not None:
+        if logprobs is not None and max_logprobs >= 0:  # -1: the engine allows the whole vocabulary
             logprobs = min(logprobs, max_logprobs)
         structured = None
         if query.choices:

@@ -1,4 +1,4 @@
-"""A local OpenAI-compatible chat server for tests and benchmarks (real HTTP, stdlib only).
+"""A local OpenAI-compatible chat server for tests and benchmarks (real HTTP over asyncio, stdlib only).
 
 POST /v1/chat/completions answers like a small model would: a letter / number for option
 prompts (with first-token top log-probs), a JSON object following `response_format`'s schema
@@ -22,13 +22,13 @@ Run alone: python -m tests.inference.openai_standin --port 8765 --latency 0.1 --
 from __future__ import annotations
 
 import argparse
+import asyncio
 import hashlib
 import json
 import re
 import threading
 import time
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -91,12 +91,11 @@ def _from_schema(schema: dict[str, Any], h: int) -> Any:
     return f"observation {h % 97}"
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 256  # the default 5 drops connections under 32 concurrent clients
-
-
 class StandIn:
+    """The server runs on its own asyncio loop in a daemon thread: one thread serves every
+    connection, so a busy machine does not turn 32 concurrent requests into 32 threads fighting
+    for the GIL (that made a thread-per-connection http.server the bottleneck of the benchmark)."""
+
     def __init__(self, *, latency: float = 0.0, faults: bool = True, timeout_sleep: float = 2.0, retry_after: float = 0.05):
         self.latency = latency
         self.faults = faults
@@ -105,52 +104,45 @@ class StandIn:
         self.attempts: Counter[str] = Counter()
         self.log: list[tuple[str, int, str]] = []  # (key, attempt, outcome)
         self.lock = threading.Lock()
-        self.server: ThreadingHTTPServer | None = None
+        self.address: tuple[str, int] | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
         self.thread: threading.Thread | None = None
+        self._server: asyncio.base_events.Server | None = None
 
     @property
     def base_url(self) -> str:
-        host, port = self.server.server_address[:2]
+        host, port = self.address
         return f"http://{host}:{port}/v1"
 
     def start(self, port: int = 0) -> "StandIn":
-        standin = self
+        ready = threading.Event()
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+        def run() -> None:
+            self.loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(self.loop)
+            self._server = self.loop.run_until_complete(
+                asyncio.start_server(self._connection, "127.0.0.1", port, backlog=512)
+            )
+            self.address = self._server.sockets[0].getsockname()[:2]
+            ready.set()
+            self.loop.run_forever()
+            self._server.close()
+            pending = asyncio.all_tasks(self.loop)  # open keep-alive connections
+            for task in pending:
+                task.cancel()
+            self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            self.loop.run_until_complete(self._server.wait_closed())
+            self.loop.close()
 
-            def log_message(self, *args):  # quiet
-                pass
-
-            def do_POST(self):
-                length = int(self.headers.get("content-length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
-                if not self.path.endswith("/chat/completions"):
-                    return self._send(404, {"error": {"message": "not found"}})
-                standin.handle(self, body)
-
-            def _send(self, status, payload, headers=None):
-                data = json.dumps(payload).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("content-type", "application/json")
-                    self.send_header("content-length", str(len(data)))
-                    for k, v in (headers or {}).items():
-                        self.send_header(k, v)
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up (timeout test)
-
-        self.server = _Server(("127.0.0.1", port), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=run, daemon=True, name="openai-standin")
         self.thread.start()
+        ready.wait(10)
         return self
 
     def stop(self) -> None:
-        if self.server:
-            self.server.shutdown()
-            self.server.server_close()
+        if self.loop and self.loop.is_running():
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(10)
 
     def outcomes(self) -> dict[str, list[str]]:
         """key -> outcomes in order (what the server did with each request of that query)."""
@@ -160,7 +152,30 @@ class StandIn:
                 out.setdefault(key, []).append(outcome)
         return out
 
-    def handle(self, handler, body: dict[str, Any]) -> None:
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:  # HTTP/1.1 keep-alive: requests one after another on this connection
+                head = await reader.readuntil(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                method, path, _ = lines[0].split(" ", 2)
+                headers = {k.strip().lower(): v.strip() for k, v in (ln.split(":", 1) for ln in lines[1:] if ":" in ln)}
+                body = await reader.readexactly(int(headers.get("content-length") or 0))
+                if method != "POST" or not path.endswith("/chat/completions"):
+                    status, payload, extra = 404, {"error": {"message": "not found"}}, {}
+                else:
+                    status, payload, extra = await self.respond(json.loads(body or b"{}"))
+                data = json.dumps(payload).encode()
+                reason = {200: "OK", 404: "Not Found", 429: "Too Many Requests", 500: "Internal Server Error"}[status]
+                out = [f"HTTP/1.1 {status} {reason}", "content-type: application/json", f"content-length: {len(data)}"]
+                out += [f"{k}: {v}" for k, v in extra.items()]
+                writer.write(("\r\n".join(out) + "\r\n\r\n").encode() + data)  # one write: no Nagle stall
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError, ValueError):
+            pass  # the client closed the connection (or gave up after its timeout)
+        finally:
+            writer.close()
+
+    async def respond(self, body: dict[str, Any]) -> tuple[int, dict[str, Any], dict[str, str]]:
         messages = body.get("messages") or []
         key = query_key(messages)
         with self.lock:
@@ -168,7 +183,7 @@ class StandIn:
             attempt = self.attempts[key]
         fault = planned_fault(key) if self.faults else None
         if self.latency:
-            time.sleep(self.latency)
+            await asyncio.sleep(self.latency)
         outcome = "ok"
         if fault == "429" and attempt == 1:
             outcome = "429"
@@ -183,12 +198,12 @@ class StandIn:
         with self.lock:
             self.log.append((key, attempt, outcome))
         if outcome == "429":
-            return handler._send(429, {"error": {"message": "rate limited", "type": "rate_limit"}}, {"retry-after": str(self.retry_after)})
+            return 429, {"error": {"message": "rate limited", "type": "rate_limit"}}, {"retry-after": str(self.retry_after)}
         if outcome == "500":
-            return handler._send(500, {"error": {"message": "internal error", "type": "server_error"}})
+            return 500, {"error": {"message": "internal error", "type": "server_error"}}, {}
         if outcome == "timeout":
-            time.sleep(self.timeout_sleep)
-        handler._send(200, self.completion(body, key, malformed=outcome == "badjson"))
+            await asyncio.sleep(self.timeout_sleep)
+        return 200, self.completion(body, key, malformed=outcome == "badjson"), {}
 
     def completion(self, body: dict[str, Any], key: str, *, malformed: bool = False) -> dict[str, Any]:
         h = int(key[:8], 16)

@@ -1,0 +1,135 @@
+"""Inference benchmarks (not tests).
+
+1. API judges: N judge calls (JSON schema, one small frame each) through the production
+   OpenAIBackend to the local OpenAI-compatible stand-in (its own process, fixed latency per
+   request), at concurrency 1 and at concurrency 32. Prints both wall times and the ratio
+   (target >= 25x at 100 ms latency).
+2. Frame sampling: 20 frames of a 5 s 1280x720 24 fps video (ffmpeg testsrc, one keyframe),
+   scaled to fit 448x448, with inference.media.sample_frames (one `select` pass, cache emptied
+   each round) vs decoding every frame and keeping 20. Median of 3. Prints the ratio.
+
+    .venv/bin/python bench/bench_inference.py [--calls 1000] [--latency 0.1] [--rounds 3]
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import io
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from PIL import Image  # noqa: E402
+
+from inference import media  # noqa: E402
+from inference.backends.base import ModelQuery, Sampling  # noqa: E402
+from inference.backends.openai_backend import OpenAIBackend  # noqa: E402
+from inference.protocols.oscbench import JUDGE_SCHEMA  # noqa: E402
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_standin(latency: float) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.inference.openai_standin", "--port", str(port), "--latency", str(latency), "--no-faults"],
+        cwd=ROOT, stdout=subprocess.PIPE, text=True,
+    )
+    base_url = proc.stdout.readline().strip()
+    return proc, base_url
+
+
+def judge_queries(n: int) -> list[ModelQuery]:
+    buf = io.BytesIO()
+    Image.new("RGB", (64, 48), (90, 120, 200)).save(buf, format="JPEG")
+    url = "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode()
+    return [
+        ModelQuery(
+            key=f"{i}|judge",
+            messages=[{"role": "user", "content": [
+                {"type": "image_url", "image_url": {"url": url}},
+                {"type": "text", "text": f"Rate video {i} on the rubric and reply with JSON."},
+            ]}],
+            json_schema=JUDGE_SCHEMA,
+            max_tokens=400,
+        )
+        for i in range(n)
+    ]
+
+
+def bench_judges(calls: int, latency: float) -> dict[str, float]:
+    proc, base_url = start_standin(latency)
+    try:
+        queries = judge_queries(calls)
+        out = {}
+        for concurrency in (1, 32):
+            backend = OpenAIBackend(base_url=base_url, api_key=None, model="standin", concurrency=concurrency,
+                                    options={"timeout": 30, "max_retries": 0})
+            t0 = time.perf_counter()
+            replies = backend.complete(queries, Sampling())
+            out[concurrency] = time.perf_counter() - t0
+            errors = sum(1 for r in replies if r.error)
+            print(f"judges: {calls} calls at concurrency {concurrency:2d}: {out[concurrency]:7.2f} s "
+                  f"({calls / out[concurrency]:6.1f} calls/s, {errors} errors)", flush=True)
+        print(f"judges: speed-up concurrency 32 vs 1 = {out[1] / out[32]:.1f}x (target >= 25x)", flush=True)
+        return out
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def bench_frames(rounds: int) -> dict[str, float]:
+    tmp = Path(tempfile.mkdtemp(prefix="bench-frames-"))
+    try:
+        video = media.make_test_video(tmp / "v720.mp4", seconds=5, size="1280x720", rate=24)
+        info = media.probe_video(video)
+        size = media.fit_within(info.width, info.height, media.DEFAULT_BOUND)
+        select_times, full_times = [], []
+        for r in range(rounds):
+            cache = tmp / f"cache{r}"
+            t0 = time.perf_counter()
+            frames = media.sample_frames(video, 20, cache_root=cache)
+            select_times.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            every = media.decode_all_frames(video, size)
+            picked = [every[i] for i in media.uniform_indices(len(every), 20)]
+            full_times.append(time.perf_counter() - t0)
+            assert len(frames.paths) == len(picked) == 20
+        t0 = time.perf_counter()
+        media.sample_frames(video, 20, cache_root=tmp / "cache0")
+        cached = time.perf_counter() - t0
+        sel, full = statistics.median(select_times), statistics.median(full_times)
+        print(f"frames: video {info.width}x{info.height}, {info.frame_count} frames -> 20 frames at {size[0]}x{size[1]}", flush=True)
+        print(f"frames: decode every frame {full:.3f} s, one select pass (+JPEG cache write) {sel:.3f} s, "
+              f"cached {cached * 1000:.1f} ms; ratio {full / sel:.2f}x (median of {rounds})", flush=True)
+        return {"full": full, "select": sel, "cached": cached}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--calls", type=int, default=1000)
+    parser.add_argument("--latency", type=float, default=0.1)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--skip-judges", action="store_true")
+    args = parser.parse_args()
+    bench_frames(args.rounds)
+    if not args.skip_judges:
+        bench_judges(args.calls, args.latency)
+
+
+if __name__ == "__main__":
+    main()
