@@ -568,6 +568,7 @@ export class Workbench {
 
   load(data) {
     this.unload();
+    this.lastData = data;
     this.task = {
       id: data.task,
       item: data.item,
@@ -722,17 +723,20 @@ export class Workbench {
         id: "conflict",
         actions: [
           ["Keep mine", () => this.resolveConflict("mine", serverVersion)],
-          ["Load the other copy", () => this.resolveConflict("theirs")],
+          ["Load the other copy", () => this.resolveConflict("theirs", serverVersion, err.body && err.body.draft)],
         ],
       },
     );
   }
 
-  async resolveConflict(choice, serverVersion) {
+  async resolveConflict(choice, serverVersion, serverDraft) {
     const task = this.task;
     if (!task) return;
     let fresh = null;
-    if (choice === "theirs" || serverVersion === undefined || serverVersion === null) {
+    if (choice === "theirs" && serverDraft && typeof serverDraft === "object" && serverVersion !== undefined && serverVersion !== null) {
+      // The 409 carried the stored draft: no second request needed.
+      fresh = { ...this.lastData, draft: serverDraft, version: serverVersion, lease_expires: new Date(task.leaseExpires || Date.now()).toISOString() };
+    } else if (choice === "theirs" || serverVersion === undefined || serverVersion === null) {
       // Asking for the next task returns the task this user already holds, with the stored draft.
       fresh = await api("POST", `/api/projects/${this.slug}/tasks/next/`, { retries: 2 }).catch(() => null);
     }
