@@ -6,26 +6,32 @@ items is checked once); ids are remembered as 8-byte hashes to find duplicates; 
 the project are compared, a chunk at a time, with what the line would store. If anything is
 wrong the import is refused with every error and nothing has been written.
 
-Pass 2 (write) re-reads the file and inserts items in batches of `BATCH` with `bulk_create`
-inside one transaction, after storing the media (deduplicated by content hash). Files stored
-by a pass that then fails are deleted again, so a refused or failed import leaves no trace.
+On PostgreSQL, pass 1 also writes each accepted row, already in COPY text format, to a
+temporary spool file on disk; pass 2 (write) stores the media (deduplicated by content hash)
+and streams the spool into ``COPY annotation_item FROM STDIN``, all inside one transaction.
+Elsewhere (the SQLite demo) pass 2 re-reads the file and inserts batches of `BATCH` with
+``bulk_create``. Files stored by a pass that then fails are deleted again, so a refused or
+failed import leaves no trace. Lines identical to items already in the project are skipped.
 
-Memory holds one batch of rows plus one entry per distinct media file, never the whole file.
+Memory holds one chunk of lines plus one entry per distinct media file, never the whole file.
 """
 from __future__ import annotations
 
+import json
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
+from django.utils import timezone
 
 from annotation.media import MediaInfo, MediaRefused, assets_store, delete_stored, inspect_media, known_media
 from annotation.models import Item, ItemStatus, Project
 
 from .common import ErrorLog, ImportRefused, KeySeen, parse_json_line, report_duplicates
-from .formats import CheckedItem, check_box_inside, check_item
+from .formats import CheckedItem, check_box_inside, check_item, extract_item
 from .sources import SourceError, open_source
 
 BATCH = 2000
@@ -76,6 +82,85 @@ def _media_map(checked: CheckedItem, media: dict[str, MediaInfo]) -> dict[str, A
     return out
 
 
+def _copy_text(value: str) -> str:
+    """Escape a value for PostgreSQL's COPY text format (JSON text only ever needs the backslash)."""
+    if "\\" in value or "\t" in value or "\n" in value or "\r" in value:
+        value = value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+    return value
+
+
+def _copy_constant(value: Any) -> str:
+    if value is None:
+        return "\\N"
+    if isinstance(value, bool):
+        return "t" if value else "f"
+    if isinstance(value, (int, float)):
+        return str(value)
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    if hasattr(value, "obj"):  # psycopg Jsonb adapter of a JSONField default
+        value = value.obj
+    if isinstance(value, (dict, list)):
+        return _copy_text(json.dumps(value))
+    return _copy_text(str(value))
+
+
+class _CopySpool:
+    """Pass 1 writes each accepted row, ready for COPY, to a temporary file; pass 2 streams that
+    file to PostgreSQL in 1 MiB chunks. The write pass thus neither re-parses the JSONL nor
+    adapts values row by row in Python, and memory stays flat (the spool lives on disk).
+    """
+
+    COLUMNS = ("project_id", "external_id", "payload", "media", "status", "split", "tags")
+    SET_BY_IMPORT = ("project", "external_id", "payload", "media", "status", "split", "tags", "created_at", "updated_at")
+
+    def __init__(self, project: Project):
+        now = timezone.now()
+        others = [f for f in Item._meta.concrete_fields if not f.primary_key and f.name not in self.SET_BY_IMPORT]
+        self.columns = [*self.COLUMNS, "created_at", "updated_at", *(f.column for f in others)]
+        # Fields the importer does not set (is_gold, annotation_count, any added later) get their
+        # model default, rendered once.
+        constants = [now, now, *(f.get_db_prep_save(f.get_default(), connection) for f in others)]
+        self.suffix = "\t" + "\t".join(_copy_constant(v) for v in constants) + "\n"
+        self.prefix = f"{project.pk}\t"
+        Path(settings.CACHE_ROOT).mkdir(parents=True, exist_ok=True)
+        self.file = tempfile.TemporaryFile(dir=settings.CACHE_ROOT, prefix="import-spool-")
+        self._media_json: dict[tuple, str] = {}
+        self.rows = 0
+
+    def add(self, checked: CheckedItem, media: dict[str, MediaInfo], status: str) -> None:
+        key = tuple(p for _f, p, _k in checked.media_paths)
+        media_json = self._media_json.get(key)
+        if media_json is None:
+            if len(self._media_json) > 50_000:
+                self._media_json.clear()
+            media_json = self._media_json[key] = _copy_text(json.dumps(_media_map(checked, media)))
+        row = "\t".join(
+            (
+                _copy_text(checked.external_id),
+                _copy_text(json.dumps(checked.payload)),
+                media_json,
+                status,
+                _copy_text(checked.split),
+                _copy_text(json.dumps(checked.tags)),
+            )
+        )
+        self.file.write((self.prefix + row + self.suffix).encode("utf-8"))
+        self.rows += 1
+
+    def copy_into_db(self) -> None:
+        self.file.flush()
+        self.file.seek(0)
+        cols = ", ".join(f'"{c}"' for c in self.columns)
+        with connection.cursor() as cur:
+            with cur.cursor.copy(f'COPY "{Item._meta.db_table}" ({cols}) FROM STDIN') as copy:
+                while chunk := self.file.read(1024 * 1024):
+                    copy.write(chunk)
+
+    def close(self) -> None:
+        self.file.close()
+
+
 class _Validation:
     """State of pass 1."""
 
@@ -88,8 +173,10 @@ class _Validation:
         self.media_refused: dict[str, str] = {}
         self.ids = KeySeen()
         self.check_existing = Item.objects.filter(project=project).exists()
-        self.pending_existing: list[tuple[int, CheckedItem]] = []
+        self.pending_existing: list[tuple[int, CheckedItem, str]] = []
         self.report = ItemImportReport()
+        # On PostgreSQL rows are spooled for COPY; elsewhere (SQLite demo) pass 2 re-reads the file.
+        self.spool = _CopySpool(project) if connection.vendor == "postgresql" else None
 
     def media_info(self, relpath: str, kind: str) -> MediaInfo | str:
         """Inspect a media path once per import; returns its info or the refusal reason."""
@@ -112,8 +199,14 @@ class _Validation:
             return f"is used as {kind} here but as {info.kind} elsewhere in the file"
         return info
 
+    def accept(self, checked: CheckedItem, status: str) -> None:
+        self.report.by_status[status] = self.report.by_status.get(status, 0) + 1
+        if self.spool is not None and not self.errors:
+            self.spool.add(checked, self.media, status)
+
     def run(self) -> None:
         first = True
+        protocol = self.project.protocol
         for line, text in self.source.lines():
             obj = parse_json_line(line, text, self.errors)
             if obj is None:
@@ -125,7 +218,7 @@ class _Validation:
                 continue
             first = False
             self.report.lines += 1
-            checked = check_item(self.project.protocol, obj, verified=self.verified)
+            checked = check_item(protocol, obj, verified=self.verified)
             if isinstance(checked, list):
                 for err in checked:
                     self.errors.add(line, err.field, err.reason)
@@ -135,6 +228,9 @@ class _Validation:
             self.ids.add(checked.external_id)
             media_ok = True
             for field_name, relpath, kind in checked.media_paths:
+                info = self.media.get(relpath)
+                if info is not None and info.kind == kind:
+                    continue  # fast path: a file seen before in this import
                 got = self.media_info(relpath, kind)
                 if isinstance(got, str):
                     self.errors.add(line, field_name, f"{relpath}: {got}")
@@ -148,11 +244,12 @@ class _Validation:
                     self.errors.add(line, "bbox", reason)
                     continue
             status = _status(checked, self.verified)
-            self.report.by_status[status] = self.report.by_status.get(status, 0) + 1
             if self.check_existing:
-                self.pending_existing.append((line, checked))
+                self.pending_existing.append((line, checked, status))
                 if len(self.pending_existing) >= EXISTING_CHUNK:
                     self.compare_existing()
+            else:
+                self.accept(checked, status)
         self.compare_existing()
         colliding = self.ids.colliding()
         if colliding:
@@ -176,12 +273,14 @@ class _Validation:
         """Lines whose id exists already: identical content is skipped, different is refused."""
         if not self.pending_existing:
             return
-        by_id = {c.external_id: (line, c) for line, c in self.pending_existing}
+        by_id = {c.external_id: (line, c, status) for line, c, status in self.pending_existing}
         rows = Item.objects.filter(project=self.project, external_id__in=list(by_id)).values_list(
-            "external_id", "payload", "split", "tags", "media", "status"
+            "external_id", "payload", "split", "tags", "media"
         )
-        for external_id, payload, split, tags, media, status in rows:
-            line, checked = by_id[external_id]
+        existing: set[str] = set()
+        for external_id, payload, split, tags, media in rows:
+            existing.add(external_id)
+            line, checked, _status_ = by_id[external_id]
             same = (
                 payload == checked.payload
                 and split == checked.split
@@ -190,10 +289,11 @@ class _Validation:
             )
             if same:
                 self.report.unchanged += 1
-                new_status = _status(checked, self.verified)
-                self.report.by_status[new_status] -= 1
             else:
                 self.errors.add(line, "id", f"item {external_id!r} already exists in the project with different content")
+        for _line, checked, status in self.pending_existing:
+            if checked.external_id not in existing:
+                self.accept(checked, status)
         self.pending_existing = []
 
 
@@ -203,45 +303,51 @@ def _write(project: Project, source, validation: _Validation) -> ItemImportRepor
     written: list[str] = []
     try:
         with transaction.atomic():
-            sha_ids = assets_store(
+            assets_store(
                 media=((info, relpath) for relpath, info in media.items()),
                 open_file=source.open_media,
                 written=written,
             )
             report.media_stored = len(written)
-            del sha_ids  # items reference assets by sha256 (Item.media)
-            batch: list[Item] = []
-            first = True
-            for line, text in source.lines():
-                obj = parse_json_line(line, text, ErrorLog())
-                if first and _is_header(obj):
-                    first = False
-                    continue
-                first = False
-                checked = check_item(project.protocol, obj, verified=validation.verified)
-                assert not isinstance(checked, list), f"line {line} changed between the two passes"
-                batch.append(
-                    Item(
-                        project=project,
-                        external_id=checked.external_id,
-                        payload=checked.payload,
-                        media=_media_map(checked, media),
-                        status=_status(checked, validation.verified),
-                        split=checked.split,
-                        tags=checked.tags,
-                    )
-                )
-                if len(batch) >= BATCH:
-                    Item.objects.bulk_create(batch, ignore_conflicts=validation.check_existing)
-                    batch = []
-            if batch:
-                Item.objects.bulk_create(batch, ignore_conflicts=validation.check_existing)
+            if validation.spool is not None:
+                validation.spool.copy_into_db()
+            else:
+                _bulk_create_from_source(project, source, validation)
     except BaseException:
         delete_stored(written)
         raise
     report.created = report.lines - report.unchanged
     report.by_status = {k: v for k, v in report.by_status.items() if v}
     return report
+
+
+def _bulk_create_from_source(project: Project, source, validation: _Validation) -> None:
+    """Write pass without COPY (SQLite): re-read the file, insert in batches, skip existing ids."""
+    batch: list[Item] = []
+    first = True
+    for _line, text in source.lines():
+        obj = json.loads(text)
+        if first and _is_header(obj):
+            first = False
+            continue
+        first = False
+        checked = extract_item(project.protocol, obj)
+        batch.append(
+            Item(
+                project=project,
+                external_id=checked.external_id,
+                payload=checked.payload,
+                media=_media_map(checked, validation.media),
+                status=_status(checked, validation.verified),
+                split=checked.split,
+                tags=checked.tags,
+            )
+        )
+        if len(batch) >= BATCH:
+            Item.objects.bulk_create(batch, ignore_conflicts=validation.check_existing)
+            batch = []
+    if batch:
+        Item.objects.bulk_create(batch, ignore_conflicts=validation.check_existing)
 
 
 def items_import(
@@ -258,11 +364,15 @@ def items_import(
         raise ImportRefused([f"file: field -: {exc}"]) from exc
     try:
         validation = _Validation(project, source, verified)
-        validation.run()
-        validation.report.header = validation.report.header or source.header
-        if validation.errors:
-            raise validation.errors.refuse()
-        return _write(project, source, validation)
+        try:
+            validation.run()
+            validation.report.header = validation.report.header or source.header
+            if validation.errors:
+                raise validation.errors.refuse()
+            return _write(project, source, validation)
+        finally:
+            if validation.spool is not None:
+                validation.spool.close()
     finally:
         source.close()
 

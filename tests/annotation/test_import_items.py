@@ -390,12 +390,17 @@ def test_zip_without_items_is_refused(status_project, tmp_path, _media_root):
 
 
 def test_failure_while_writing_rolls_back_items_assets_and_files(status_project, data_dir, monkeypatch, _media_root):
-    path = write_sample_dataset(data_dir, "status", 5)
+    from annotation.importing.items import _CopySpool
 
-    def boom(*args, **kwargs):
+    path = write_sample_dataset(data_dir, "status", 5)
+    copy_into_db = _CopySpool.copy_into_db
+
+    def copy_then_fail(self):
+        copy_into_db(self)  # the rows and the media are in; then the connection "drops"
+        assert Item.objects.count() == 5 and MediaAsset.objects.count() == 8 and stored_files(_media_root)
         raise RuntimeError("database went away")
 
-    monkeypatch.setattr(Item.objects, "bulk_create", boom)
+    monkeypatch.setattr(_CopySpool, "copy_into_db", copy_then_fail)
     with pytest.raises(RuntimeError, match="database went away"):
         items_import(project=status_project, path=path)
     assert_nothing_written(_media_root)
