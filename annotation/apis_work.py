@@ -7,6 +7,8 @@ Errors: 400 {"detail", "errors": {field: message}}, 404 for anything the user ma
 from __future__ import annotations
 
 from django.http import Http404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -37,6 +39,27 @@ def _parse(serializer_class, data) -> dict:
     return serializer.validated_data
 
 
+TaskOut = inline_serializer("WorkTask", {
+    "task": serializers.IntegerField(),
+    "item": serializers.JSONField(help_text="Annotator-safe payload: media URLs, workflow, protocol and what the "
+                                            "form needs (criteria and rubric, question and options, candidates, "
+                                            "machine-made suggestions). Never ground truth or metadata."),
+    "draft": serializers.JSONField(),
+    "version": serializers.IntegerField(help_text="Draft version to send with the next PUT .../draft/."),
+    "lease_expires": serializers.DateTimeField(),
+})
+AnnotationOut = inline_serializer("WorkAnnotation", {
+    "id": serializers.IntegerField(), "task": serializers.IntegerField(), "item": serializers.IntegerField(),
+    "result": serializers.JSONField(), "time_spent_ms": serializers.IntegerField(),
+    "created_at": serializers.DateTimeField(),
+    "warnings": serializers.DictField(child=serializers.CharField(), help_text="Format hints that did not block."),
+})
+ErrorOut = inline_serializer("WorkError", {"detail": serializers.CharField(),
+                                            "errors": serializers.DictField(child=serializers.CharField(), required=False)})
+IDEMPOTENCY = OpenApiParameter("Idempotency-Key", OpenApiTypes.STR, OpenApiParameter.HEADER, required=False,
+                               description="Repeat a submit safely: the same key returns the same annotation (200).")
+
+
 class WorkApi(APIView):
     """Maps service outcomes to HTTP statuses in one place."""
 
@@ -60,8 +83,13 @@ class WorkApi(APIView):
 
 class TaskNextApi(WorkApi):
     class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "TaskNextInput"
+
         exclude = serializers.ListField(child=serializers.IntegerField(), required=False, default=list, max_length=10)
 
+    @extend_schema(request=InputSerializer, responses={200: TaskOut, 204: OpenApiResponse(description="Nothing left for you."),
+                                                       404: ErrorOut}, summary="Claim the next task (or get the one you hold)")
     def post(self, request, slug: str):
         project = get_project_for(request.user, slug, Role.ANNOTATOR)
         data = _parse(self.InputSerializer, request.data or {})
@@ -73,6 +101,9 @@ class TaskNextApi(WorkApi):
 
 class TaskDraftApi(WorkApi):
     class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "TaskDraftInput"
+
         draft = serializers.JSONField()
         version = serializers.IntegerField(min_value=0)
 
@@ -81,6 +112,8 @@ class TaskDraftApi(WorkApi):
                 raise serializers.ValidationError("The draft must be a JSON object.")
             return value
 
+    @extend_schema(request=InputSerializer, responses={200: OpenApiTypes.OBJECT, 400: ErrorOut, 409: ErrorOut},
+                   summary="Autosave a draft (409 when the version is stale); renews the lease")
     def put(self, request, task_id: int):
         self.own_task_project(request, task_id)
         data = _parse(self.InputSerializer, request.data)
@@ -89,6 +122,7 @@ class TaskDraftApi(WorkApi):
 
 
 class TaskRenewApi(WorkApi):
+    @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT, 409: ErrorOut}, summary="Renew the task's lease")
     def post(self, request, task_id: int):
         self.own_task_project(request, task_id)
         task = services.task_renew(task_id=task_id, user=request.user)
@@ -97,9 +131,15 @@ class TaskRenewApi(WorkApi):
 
 class TaskSubmitApi(WorkApi):
     class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "TaskSubmitInput"
+
         result = serializers.JSONField()
         time_spent_ms = serializers.IntegerField(min_value=0, max_value=2_000_000_000, required=False, default=0)
 
+    @extend_schema(request=InputSerializer, parameters=[IDEMPOTENCY],
+                   responses={201: AnnotationOut, 200: AnnotationOut, 400: ErrorOut, 409: ErrorOut},
+                   summary="Submit the result (201; a repeat returns the same annotation with 200)")
     def post(self, request, task_id: int):
         self.own_task_project(request, task_id)
         data = _parse(self.InputSerializer, request.data)
@@ -115,6 +155,7 @@ class TaskSubmitApi(WorkApi):
 
 
 class TaskSkipApi(WorkApi):
+    @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT, 409: ErrorOut}, summary="Skip the task")
     def post(self, request, task_id: int):
         self.own_task_project(request, task_id)
         task = services.task_skip(task_id=task_id, user=request.user)
@@ -122,6 +163,8 @@ class TaskSkipApi(WorkApi):
 
 
 class ReviewQueueApi(WorkApi):
+    @extend_schema(responses={200: OpenApiTypes.OBJECT}, summary="Items waiting for review, with status counts",
+                   parameters=[OpenApiParameter("limit", int), OpenApiParameter("offset", int)])
     def get(self, request, slug: str):
         project = get_project_for(request.user, slug, Role.REVIEWER)
         try:
@@ -134,6 +177,9 @@ class ReviewQueueApi(WorkApi):
 
 class ItemReviewApi(WorkApi):
     class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "ReviewDecisionInput"
+
         decision = serializers.ChoiceField(choices=["accept", "edit", "discard"])
         annotation = serializers.IntegerField(required=False, allow_null=True, default=None)
         result = serializers.JSONField(required=False, allow_null=True, default=None)
@@ -146,9 +192,13 @@ class ItemReviewApi(WorkApi):
         require_role(request.user, item.project, Role.REVIEWER)
         return item
 
+    @extend_schema(responses={200: OpenApiTypes.OBJECT},
+                   summary="An item with its truth, all annotations side by side and per-field disagreements")
     def get(self, request, item_id: int):
         return Response(item_review_detail(item=self._item(request, item_id)))
 
+    @extend_schema(request=InputSerializer, responses={201: OpenApiTypes.OBJECT, 400: ErrorOut, 409: ErrorOut},
+                   summary="Accept an annotation, save an edited answer, or discard the item")
     def post(self, request, item_id: int):
         self._item(request, item_id)
         data = _parse(self.InputSerializer, request.data)
@@ -170,6 +220,8 @@ class ItemReviewApi(WorkApi):
 
 
 class AgreementApi(WorkApi):
+    @extend_schema(responses={200: OpenApiTypes.OBJECT},
+                   summary="Progress and agreement: per status, per annotator, per workflow")
     def get(self, request, slug: str):
         project = get_project_for(request.user, slug, Role.REVIEWER)
         return Response(project_agreement(project=project))

@@ -8,14 +8,21 @@ INSERT ... SELECT generate_series (no Python loop), 32 annotators, 3 annotations
 the EXPLAIN ANALYZE of the claim query (it must walk item_queue_idx, never scan the table), then
 runs one thread per annotator, each with its own connection, claiming the next task (the same
 service call and payload building the API does) and submitting a box, and prints p50 / p95 / p99
-latency of both. In-process: no HTTP, so the figures are the cost of the queue itself.
+latency of both. In-process by default: no HTTP, so the figures are the cost of the queue itself.
+
+    --think-ms 1000   annotators pause (exponential, mean 1 s) between a submit and the next claim;
+                      0 (default) runs them back to back, which measures saturation, not latency
+    --http 4          the same loop through the JSON API (token auth) on a gunicorn server with
+                      4 sync workers started for the run (the Label Studio comparison)
 """
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import random
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -93,12 +100,79 @@ def explain_claim(project: Project, user, count: int = 0, window: int | None = N
 
 
 def percentile(values: list[float], p: float) -> float:
+    """Nearest-rank percentile."""
     ordered = sorted(values)
-    k = max(0, min(len(ordered) - 1, int(round(p / 100 * len(ordered) + 0.5)) - 1))
-    return ordered[k]
+    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
 
 
-def run(project: Project, users: list, seconds: float, think_ms: float = 0.0) -> dict[str, list[float]]:
+BOX = {"bbox": [10, 20, 30, 40], "state": "whole apple"}
+
+
+class InProcess:
+    """The service calls the API views make, without HTTP."""
+
+    def __init__(self, project: Project):
+        self.project = project
+
+    def client(self, user):
+        return user
+
+    def claim(self, user) -> int | None:
+        task = services.task_claim_next(project=self.project, user=user)
+        return None if task is None else task_view(task=task)["task"]
+
+    def submit(self, user, task_id: int, i: int) -> None:
+        services.task_submit(task_id=task_id, user=user, time_spent_ms=1000 + i, result=BOX,
+                             idempotency_key=f"{user.pk}:{task_id}")
+
+
+class OverHttp:
+    """The public JSON API with token auth, against a gunicorn server started for the run."""
+
+    def __init__(self, project: Project, base: str, tokens: dict[int, str]):
+        self.project, self.base, self.tokens = project, base, tokens
+
+    def client(self, user):
+        import httpx
+
+        return httpx.Client(base_url=self.base, headers={"Authorization": f"Token {self.tokens[user.pk]}"}, timeout=30)
+
+    def claim(self, client) -> int | None:
+        r = client.post(f"/api/projects/{self.project.slug}/tasks/next/", json={})
+        if r.status_code == 204:
+            return None
+        r.raise_for_status()
+        return r.json()["task"]
+
+    def submit(self, client, task_id: int, i: int) -> None:
+        r = client.post(f"/api/tasks/{task_id}/submit/", json={"result": BOX, "time_spent_ms": 1000 + i},
+                        headers={"Idempotency-Key": f"http:{task_id}"})
+        if r.status_code not in (200, 201):
+            raise RuntimeError(f"submit {task_id}: {r.status_code} {r.text[:200]}")
+
+
+def start_gunicorn(port: int, workers: int) -> subprocess.Popen:
+    import httpx
+
+    env = dict(os.environ, DEBUG="0")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "config.wsgi:application", "-w", str(workers), "-b", f"127.0.0.1:{port}",
+         "--log-level", "warning"],
+        cwd=str(Path(__file__).resolve().parent.parent), env=env,
+    )
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/api/me/", timeout=2).status_code in (401, 403):
+                return proc
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    proc.terminate()
+    raise RuntimeError("gunicorn did not start")
+
+
+def run(ops, users: list, seconds: float, think_ms: float = 0.0) -> dict[str, list[float]]:
     claims: list[float] = []
     submits: list[float] = []
     errors: list[BaseException] = []
@@ -109,6 +183,7 @@ def run(project: Project, users: list, seconds: float, think_ms: float = 0.0) ->
     def annotator(user, n: int):
         mine_c, mine_s = [], []
         try:
+            client = ops.client(user)
             connection.ensure_connection()
             barrier.wait()
             if n == 0:
@@ -122,14 +197,11 @@ def run(project: Project, users: list, seconds: float, think_ms: float = 0.0) ->
                     # A person looks at the task before the next claim: exponential think time.
                     time.sleep(rng.expovariate(1.0 / think_ms) / 1000)
                 t0 = time.perf_counter()
-                task = services.task_claim_next(project=project, user=user)
-                if task is None:
+                task_id = ops.claim(client)
+                if task_id is None:
                     break
-                view = task_view(task=task)
                 t1 = time.perf_counter()
-                services.task_submit(task_id=view["task"], user=user, time_spent_ms=1000 + i,
-                                     result={"bbox": [10, 20, 30, 40], "state": "whole apple"},
-                                     idempotency_key=f"{user.pk}:{view['task']}")
+                ops.submit(client, task_id, i)
                 t2 = time.perf_counter()
                 mine_c.append((t1 - t0) * 1000)
                 mine_s.append((t2 - t1) * 1000)
@@ -153,6 +225,15 @@ def run(project: Project, users: list, seconds: float, think_ms: float = 0.0) ->
     return {"claim": claims, "submit": submits, "wall": [time.perf_counter() - started]}
 
 
+def report(label: str, out: dict) -> None:
+    n = len(out["claim"])
+    print(f"\n{label}, {out['wall'][0]:.1f} s: {n} claim+submit cycles ({n / out['wall'][0]:.0f}/s)")
+    for name in ("claim", "submit"):
+        v = out[name]
+        print(f"  {name:<7} p50 {statistics.median(v):6.2f} ms   p95 {percentile(v, 95):6.2f} ms   "
+              f"p99 {percentile(v, 99):6.2f} ms   max {max(v):7.2f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--items", type=int, default=1_000_000)
@@ -161,6 +242,9 @@ def main() -> None:
     parser.add_argument("--reuse", action="store_true", help="keep the items of an earlier run when the count matches")
     parser.add_argument("--think-ms", type=float, default=0.0,
                         help="mean think time of an annotator between submit and the next claim (0: back to back)")
+    parser.add_argument("--http", type=int, default=0, metavar="WORKERS",
+                        help="go through the JSON API on a gunicorn server with this many workers")
+    parser.add_argument("--port", type=int, default=8765)
     args = parser.parse_args()
     if connection.vendor != "postgresql":
         sys.exit("The queue benchmark needs PostgreSQL (set DATABASE_URL).")
@@ -170,17 +254,25 @@ def main() -> None:
     print(explain_claim(project, users[0]))
     print(f"\nEXPLAIN ANALYZE of the windowed claim (items with 2 annotations, first {services.CLAIM_WINDOW}):")
     print(explain_claim(project, users[0], count=2, window=services.CLAIM_WINDOW))
-    # Warm the plan cache and the connection of the main thread.
-    out = run(project, users[:1], 1.0)
-    print(f"\nwarm-up: {len(out['claim'])} claim+submit cycles by one annotator")
-    out = run(project, users, args.seconds, args.think_ms)
-    n = len(out["claim"])
-    print(f"\n{args.threads} annotators, {args.items:,} items, think time {args.think_ms:.0f} ms, {out['wall'][0]:.1f} s: "
-          f"{n} claim+submit cycles ({n / out['wall'][0]:.0f}/s)")
-    for name in ("claim", "submit"):
-        v = out[name]
-        print(f"  {name:<7} p50 {statistics.median(v):6.2f} ms   p95 {percentile(v, 95):6.2f} ms   "
-              f"p99 {percentile(v, 99):6.2f} ms   max {max(v):7.2f} ms")
+    if args.http:
+        from rest_framework.authtoken.models import Token
+
+        tokens = {u.pk: Token.objects.get_or_create(user=u)[0].key for u in users}
+        server = start_gunicorn(args.port, args.http)
+        try:
+            ops = OverHttp(project, f"http://127.0.0.1:{args.port}", tokens)
+            run(ops, users[:1], 1.0)
+            out = run(ops, users, args.seconds, args.think_ms)
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+        report(f"HTTP (gunicorn, {args.http} sync workers), {args.threads} clients, {args.items:,} items, "
+               f"think time {args.think_ms:.0f} ms", out)
+    else:
+        ops = InProcess(project)
+        run(ops, users[:1], 1.0)  # warm the plan cache
+        out = run(ops, users, args.seconds, args.think_ms)
+        report(f"in-process, {args.threads} annotator threads, {args.items:,} items, think time {args.think_ms:.0f} ms", out)
     counts = Annotation.objects.filter(item__project=project).count()
     active = Task.objects.filter(item__project=project, status="active").count()
     print(f"  annotations in the project: {counts:,}; active holds left: {active}")
