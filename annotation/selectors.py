@@ -92,8 +92,11 @@ def qa_shape(*, protocol: str, payload: dict) -> dict:
 
 
 def rubric_for(*, project) -> dict[str, str]:
+    """Per-criterion rubric: the project's own wording (settings["rubric"]) over the default."""
     rubric = dict(DEFAULT_OSC_RUBRIC)
-    rubric.update({k: v for k, v in (project.settings.get("rubric") or {}).items() if k in rubric})
+    custom = project.settings.get("rubric")
+    if isinstance(custom, dict):
+        rubric.update({k: str(v) for k, v in custom.items() if k in rubric and v})
     return rubric
 
 
@@ -159,6 +162,8 @@ def annotator_item_payload(*, item) -> dict:
             for c in OSC_CRITERIA
         ]
         out["rubric"] = rubric
+        if isinstance(project.settings.get("rubric"), str):  # one text for the whole scale
+            out["rubric_text"] = project.settings["rubric"]
         out["scale"] = [1, 2, 3, 4, 5]
     return out
 

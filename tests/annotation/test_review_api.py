@@ -237,3 +237,33 @@ def test_agreement_for_qa_scores_blind_answers_against_final_truth(make_project,
     assert body["workflow"] == {"answers_scored": 2, "accuracy": 0.5, "pairs": 2, "pairwise_agreement": 0.5,
                                 "truth": "verified items only", "kind": "qa"}
     assert [x["agreement"] for x in body["annotators"]] == [0.5, 0.5]
+
+
+def test_agreement_for_boxes_and_a_careless_annotator(make_project, team):
+    a, b, _reviewer, _r2, researcher = team
+    project = project_with(make_project, "changeit", team)
+    first, second = make_item(project, "x"), make_item(project, "y")
+    annotate(project, first, [a, b], [{"bbox": [0, 0, 10, 10], "state": "whole apple"},
+                                      {"bbox": [1, 0, 10, 10], "state": "whole apple"}])
+    annotate(project, second, [a, b], [{"bbox": [0, 0, 10, 10], "state": "whole apple"},
+                                       {"bbox": [5, 0, 10, 10], "state": "whole apple"}])
+
+    body = client_for(researcher).get("/api/projects/rev/agreement/").json()
+
+    assert body["workflow"] == {"items": 2, "pairs_with_boxes": 2, "mean_iou": round((9 / 11 + 1 / 3) / 2, 4),
+                                "consistent_share": 0.5, "consistent_at": 0.5, "kind": "box"}
+    assert [(x["annotator"], x["agreement"], x["pairs"]) for x in body["annotators"]] == [("ann0", 0.5, 2), ("ann1", 0.5, 2)]
+
+
+def test_agreement_for_quintuplets_after_normalization(make_project, team):
+    a, b, _reviewer, _r2, researcher = team
+    project = project_with(make_project, "status", team)
+    item = make_item(project)
+    other = {**valid_result("quintuplet"), "state_a": "The closed jar!", "category": "positional"}
+    annotate(project, item, [a, b], [valid_result("quintuplet"), other])
+
+    body = client_for(researcher).get("/api/projects/rev/agreement/").json()
+
+    assert body["workflow"]["fields"] == {"state_a": 1.0, "state_b": 1.0, "change": 1.0, "change_distractors": 1.0,
+                                          "category": 0.0, "difference": 1.0}
+    assert body["annotators"][0]["agreement"] == round(5 / 6, 4)

@@ -283,3 +283,88 @@ def test_no_annotator_response_carries_ground_truth_or_metadata(make_project, pr
         assert first.json()["item"]["suggestions"] == [
             {"source": "job:1 tiny-vlm", "machine_made": True,
              "result": {"state_a": "a jar with a lid", "change": "unscrew the lid"}}]
+
+
+def test_quintuplet_submit_returns_format_warnings_and_suggestions_are_marked(make_project):
+    (a,) = make_people(1)
+    project = make_project("quint", "status", members={a: "annotator"})
+    item = make_item(project)
+    Suggestion.objects.create(item=item, source="job:7 qwen", result={"change": "open the jar"})
+    client = client_for(a)
+    body = client.post("/api/projects/quint/tasks/next/").json()
+    result = {**valid_result("quintuplet"), "state_a": "closed", "change": "the jar opens"}
+
+    r = client.post(f"/api/tasks/{body['task']}/submit/", {"result": result}, format="json")
+
+    assert body["item"]["suggestions"] == [{"source": "job:7 qwen", "machine_made": True, "result": {"change": "open the jar"}}]
+    assert set(body["item"]) == {"id", "workflow", "protocol", "image_a", "image_b", "suggestions"}
+    assert r.status_code == 201
+    assert r.json()["warnings"] == {
+        "state_a": "A state description should name the object and its state, e.g. 'a slightly opened door'.",
+        "change": "A change description should start with a verb, e.g. 'open the door'.",
+    }
+
+
+def test_rating_payload_has_criteria_na_and_the_projects_rubric(make_project):
+    (a,) = make_people(1)
+    project = make_project("rate", "oscbench", members={a: "annotator"},
+                           settings={"rubric": {"realism": "Our own realism wording."}})
+    make_item(project)
+
+    item = client_for(a).post("/api/projects/rate/tasks/next/").json()["item"]
+
+    assert [(c["key"], c["allows_na"]) for c in item["criteria"]] == [
+        ("subject", True), ("object", False), ("action", False), ("osc_accuracy", False),
+        ("osc_consistency", False), ("scene", True), ("realism", False), ("aesthetics", False)]
+    assert item["rubric"]["realism"] == "Our own realism wording."
+    assert item["criteria"][6]["rubric"] == "Our own realism wording."
+    assert item["prompt"] == "A hand slices a tomato on a board" and item["scale"] == [1, 2, 3, 4, 5]
+    assert item["video"]["kind"] == "video" and item["video"]["url"].startswith("/media/assets/")
+
+
+def test_qa_payloads_say_format_and_how_many_answers(make_project):
+    (a,) = make_people(1)
+    vt = make_project("vt", "visualtrans", members={a: "annotator"})
+    m3 = make_project("m3", "m3verse", members={a: "annotator"})
+    make_item(vt)
+    make_item(m3)
+    client = client_for(a)
+
+    vt_item = client.post("/api/projects/vt/tasks/next/").json()["item"]
+    m3_item = client.post("/api/projects/m3/tasks/next/").json()["item"]
+
+    assert (vt_item["question"], vt_item["format"], vt_item["multiple"]) == ("Which tool was used?", "choice", False)
+    assert vt_item["options"] == [{"letter": "A", "text": "knife"}, {"letter": "B", "text": "spoon"}, {"letter": "C", "text": "fork"}]
+    assert len(vt_item["images"]) == 2 and all(i["url"].startswith("/media/") for i in vt_item["images"])
+    assert (m3_item["format"], m3_item["multiple"]) == ("choice", True)
+    assert m3_item["video_before"]["kind"] == m3_item["video_after"]["kind"] == "video"
+    assert m3_item["flags"] == ["missing_correct_option", "wrong_ground_truth", "ambiguous", "insufficient_evidence"]
+
+
+def test_preload_with_exclude_over_the_api(setup):
+    project, _other, a, _b, _outsider = setup
+    first, second = make_item(project), make_item(project)
+    client = client_for(a)
+    current = client.post("/api/projects/boxes/tasks/next/").json()
+
+    preload = client.post("/api/projects/boxes/tasks/next/", {"exclude": [current["task"]]}, format="json").json()
+    reload = client.post("/api/projects/boxes/tasks/next/").json()
+
+    assert (current["item"]["id"], preload["item"]["id"]) == (first.pk, second.pk)
+    assert reload["task"] == current["task"]
+    assert client.post("/api/projects/boxes/tasks/next/", {"exclude": ["x"]}, format="json").status_code == 400
+
+
+def test_submitted_task_cannot_be_renewed_skipped_or_drafted(setup):
+    project, _other, a, _b, _outsider = setup
+    make_item(project)
+    client = client_for(a)
+    task_id = client.post("/api/projects/boxes/tasks/next/").json()["task"]
+    client.post(f"/api/tasks/{task_id}/submit/", {"result": valid_result("box")}, format="json")
+
+    codes = [client.post(f"/api/tasks/{task_id}/renew/").status_code,
+             client.post(f"/api/tasks/{task_id}/skip/").status_code,
+             client.put(f"/api/tasks/{task_id}/draft/", {"draft": {}, "version": 0}, format="json").status_code]
+
+    assert codes == [409, 409, 409]
+    assert Task.objects.get(pk=task_id).status == "submitted" and Annotation.objects.count() == 1
