@@ -86,6 +86,12 @@ def test_box_draw_keys_outcomes(page, login, live_server, box_project):
     drag(page, (cx, cy), (cx + 10 * scale, cy + 5 * scale))
     after_move = bbox_shown(page)
     assert after_move[2:] == moved[2:] and abs(after_move[0] - moved[0] - 10) <= 1 and abs(after_move[1] - moved[1] - 5) <= 1
+    # Dragging the right edge resizes: only the width changes.
+    ex, ey = to_screen(page, after_move[0] + after_move[2], after_move[1] + after_move[3] / 2)
+    drag(page, (ex, ey), (ex + 20 * scale, ey))
+    resized = bbox_shown(page)
+    assert resized[:2] == after_move[:2] and resized[3] == after_move[3] and abs(resized[2] - after_move[2] - 20) <= 1
+    after_move = resized
     page.keyboard.press("3")  # state label corrected: whole apple
     page.keyboard.press("Enter")
     second = wait_task(page, first)

@@ -46,6 +46,14 @@ def test_quintuplet_keyboard_flow(page, login, live_server, quint_project):
     assert page.input_value("#q-state_a") == "a closed jar"
     assert page.input_value("#q-distractor_2") == "close the jar"
     assert page.locator(".field .badge.machine:visible").count() == 6
+    # Hovering an image zooms under the pointer; a click locks a stronger zoom.
+    page.hover(".zoomable >> nth=0")
+    assert page.locator(".zoomable.zoom").count() == 1
+    page.click(".zoomable >> nth=0")
+    assert page.locator(".zoomable.zoom-locked").count() == 1
+    page.click(".zoomable >> nth=0")
+    page.mouse.move(5, 5)
+    assert page.locator(".zoomable.zoom").count() == 0
     # Correct state B and the third distractor by keyboard; the badge goes away where edited.
     page.focus("#q-state_b")
     page.keyboard.press("Control+a")
