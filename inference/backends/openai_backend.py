@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
@@ -98,7 +99,9 @@ class OpenAIBackend:
                 raw = await client.post(
                     "/chat/completions", body=kwargs, cast_to=ChatCompletion, options=_RAW_OPTIONS
                 )
-                completion = raw.parse()
+                # The body is read as plain JSON: building the SDK's pydantic models for every
+                # reply costs more CPU than the rest of the reply handling.
+                data = raw.http_response.json()
             except openai.APIStatusError as exc:
                 return self._failure(query, started, f"HTTP {exc.status_code}: {_short(_error_message(exc))}")
             except openai.APITimeoutError:
@@ -109,20 +112,23 @@ class OpenAIBackend:
                 return self._failure(query, started, f"bad response: {_short(str(exc))}")
             latency = int((time.monotonic() - started) * 1000)
         attempts = 1 + int(getattr(raw, "retries_taken", 0) or 0)
-        if not completion.choices:
-            return ModelReply(key=query.key, latency_ms=latency, attempts=attempts, error="the endpoint returned no choices")
-        choice = completion.choices[0]
-        usage = completion.usage
-        return ModelReply(
-            key=query.key,
-            text=choice.message.content or "",
-            logprobs=_first_token_logprobs(choice, query.choices),
-            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-            completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
-            latency_ms=latency,
-            attempts=attempts,
-            extra={"finish_reason": choice.finish_reason},
-        )
+        try:
+            choice = data["choices"][0]
+            text = choice["message"].get("content") or ""
+            usage = data.get("usage") or {}
+            return ModelReply(
+                key=query.key,
+                text=text,
+                logprobs=_first_token_logprobs(choice.get("logprobs"), query.choices),
+                prompt_tokens=int(usage.get("prompt_tokens") or 0),
+                completion_tokens=int(usage.get("completion_tokens") or 0),
+                latency_ms=latency,
+                attempts=attempts,
+                extra={"finish_reason": choice.get("finish_reason")},
+            )
+        except (KeyError, IndexError, TypeError, AttributeError, ValueError):
+            return ModelReply(key=query.key, latency_ms=latency, attempts=attempts,
+                              error=f"bad response: not a chat completion: {_short(json.dumps(data)[:300])}")
 
     def _failure(self, query: ModelQuery, started: float, message: str) -> ModelReply:
         # Every failed request was tried 1 + max_retries times when the error was retryable.
@@ -151,18 +157,18 @@ def _error_message(exc: openai.APIStatusError) -> str:
     return exc.message
 
 
-def _first_token_logprobs(choice: Any, choices: list[str] | None) -> dict[str, float] | None:
+def _first_token_logprobs(logprobs: Any, choices: list[str] | None) -> dict[str, float] | None:
     """Log-probs of the option letters among the first generated token's top alternatives."""
-    if not choices or not choice.logprobs or not choice.logprobs.content:
+    if not choices or not logprobs or not logprobs.get("content"):
         return None
-    first = choice.logprobs.content[0]
+    first = logprobs["content"][0]
     wanted = set(choices)
     out: dict[str, float] = {}
-    for alt in first.top_logprobs or []:
-        token = alt.token.strip()
+    for alt in first.get("top_logprobs") or []:
+        token = alt["token"].strip()
         if token in wanted and token not in out:
-            out[token] = alt.logprob
-    token = first.token.strip()
+            out[token] = float(alt["logprob"])
+    token = first["token"].strip()
     if token in wanted and token not in out:
-        out[token] = first.logprob
+        out[token] = float(first["logprob"])
     return out or None
