@@ -112,3 +112,19 @@ def release_of(project, items, version: str = "v1", option_seed: int = 7) -> Rel
         [ReleaseItem(release=release, item=item, position=i, payload=item.payload) for i, item in enumerate(items)]
     )
     return release
+
+
+def m3verse_items(project, n: int, tmp: Path) -> list[Item]:
+    before = video_asset(tmp, "before.mp4", seconds=2)
+    after = asset(media_lib.make_test_video(tmp / "after.mp4", seconds=3, size="64x48", rate=10), "video")
+    items = []
+    for i in range(n):
+        payload = {
+            "video_before": "before.mp4", "video_after": "after.mp4", "question": f"Which object moved ({i})?",
+            "options": ["the cup", "the chair", "the lamp", "none of the listed objects"],
+            "answer": ["B"] if i % 2 == 0 else ["A", "C"], "context": "intra", "capabilities": ["spatial"], "hallucination": False,
+        }
+        items.append(Item.objects.create(project=project, external_id=f"m{i:04d}", payload=payload,
+                                         media={"video_before": before.sha256, "video_after": after.sha256},
+                                         status=ItemStatus.VERIFIED))
+    return items
