@@ -25,7 +25,7 @@ from annotation.protocols import MEDIA_FIELDS, QUERY_KEYS, changeit_vocabulary, 
 from evaluation.scoring.answers import parse_answer
 
 from . import protocols
-from .backends import BackendUnavailable, check_available, get_backend, is_kept
+from .backends import BackendUnavailable, check_available, get_backend
 from .backends.base import ModelQuery, ModelReply, Sampling
 from .media import DEFAULT_BOUND, MediaError
 from .models import Backend, InferenceJob, JobMode, JobStatus, ModelEndpoint, Prediction, PredictionStatus
@@ -507,14 +507,22 @@ def job_run_chunk(*, job_id: int, item_ids: list[int]) -> int:
                     else:
                         pending.append((prepared, item.item_pk))
             if pending and InferenceJob.objects.filter(pk=job.pk, status=JobStatus.RUNNING).exists():
-                replies = backend.complete([p.query for p, _ in pending], sampling)
-                pairs = [(p, r) for (p, _), r in zip(pending, replies)]
-                _repair_json(backend, job, pairs, sampling)
+                queries = [p.query for p, _ in pending]
+                try:
+                    replies = backend.complete(queries, sampling)
+                    pairs = [(p, r) for (p, _), r in zip(pending, replies)]
+                    _repair_json(backend, job, pairs, sampling)
+                except BackendUnavailable as exc:
+                    job_fail(job=job, error=_message(exc))
+                    return 0
+                except Exception as exc:  # the backend broke on the whole chunk: record it per query
+                    log.exception("backend failed on a chunk of job %s", job.pk)
+                    error = f"backend error: {type(exc).__name__}: {exc}"[:2000]
+                    pairs = [(p, ModelReply(key=q.key, error=error)) for (p, _), q in zip(pending, queries)]
                 for (prepared, reply), (_, item_pk) in zip(pairs, pending):
                     rows.append(row_from_reply(job, item_pk, prepared, reply))
     finally:
-        if not is_kept(backend):
-            backend.close()
+        backend.close()  # a vLLM backend keeps its engine loaded for the next chunk
     written = predictions_upsert(job_id=job.pk, rows=rows)
     if job.mode == JobMode.SUGGEST:
         suggestions_store(job=job, rows=[r for r in rows if r.status == PredictionStatus.OK and r.answer is not None])

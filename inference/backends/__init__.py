@@ -2,16 +2,14 @@
 
 vLLM is an optional extra (`pip install .[gpu]`): it is imported lazily, and without it
 `get_backend` / `check_available` raise BackendUnavailable, so a job refuses to start with a
-clear message. One vLLM engine is kept per worker process and reused by the next chunk of the
-same endpoint (loading weights takes minutes on a real model); a chunk for another endpoint
-closes it first, because one GPU holds one engine.
+clear message. The vLLM engine itself is kept per worker process by vllm_backend (loaded on the
+first chunk, reused by the next chunk of the same endpoint, replaced for another endpoint), so a
+VLLMBackend instance is cheap and its close() leaves the engine loaded.
 """
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
-from typing import Any
 
 from .base import BackendUnavailable, ModelBackend
 
@@ -19,9 +17,6 @@ VLLM_MISSING = (
     "vLLM is not installed in this environment: the 'vllm' backend needs the gpu extra "
     "(pip install .[gpu]) on a gpu worker"
 )
-
-_kept: dict[str, Any] = {"key": None, "backend": None}
-
 
 def check_available(endpoint) -> None:
     """Raise BackendUnavailable when this endpoint's backend cannot run here."""
@@ -59,26 +54,8 @@ def get_backend(endpoint) -> ModelBackend:
 
 
 def _vllm_backend(endpoint) -> ModelBackend:
-    key = json.dumps([endpoint.pk, endpoint.model_id, endpoint.revision, endpoint.options], sort_keys=True, default=str)
-    if _kept["key"] == key:
-        return _kept["backend"]
-    release_kept()
     try:
         from .vllm_backend import VLLMBackend
     except ImportError as exc:
         raise BackendUnavailable(f"{VLLM_MISSING} ({exc})") from None
-    backend = VLLMBackend(dict(endpoint.options), endpoint.model_id, endpoint.revision)
-    _kept.update(key=key, backend=backend)
-    return backend
-
-
-def is_kept(backend: ModelBackend) -> bool:
-    """Kept backends (vLLM engines) outlive a chunk: callers must not close them."""
-    return backend is not None and backend is _kept["backend"]
-
-
-def release_kept() -> None:
-    backend = _kept["backend"]
-    _kept.update(key=None, backend=None)
-    if backend is not None:
-        backend.close()
+    return VLLMBackend(dict(endpoint.options), endpoint.model_id, endpoint.revision)

@@ -165,3 +165,29 @@ def test_run_inference_wait_exits_non_zero_when_the_job_failed(eager, make_proje
                      "--poll", "0.05", stdout=StringIO(), stderr=err)
     assert exc.value.code == 1
     assert "vLLM is not installed" in err.getvalue()
+
+
+def test_a_backend_crash_marks_the_chunk_failed_and_retry_recovers(eager, make_project, tmp_path, monkeypatch):
+    from inference.backends.random_backend import RandomBackend
+
+    project = make_project("st", "status")
+    items = factories.status_items(project, 4, tmp_path)
+    real = RandomBackend.complete
+    calls = {"n": 0}
+
+    def flaky(self, queries, sampling):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise RuntimeError("engine died")
+        return real(self, queries, sampling)
+
+    monkeypatch.setattr(RandomBackend, "complete", flaky)
+    job = services.job_create(endpoint=_random(), project=project, release=factories.release_of(project, items),
+                              params={"chunk_size": 2})
+    job.refresh_from_db()
+    assert (job.status, job.done_queries, job.failed_queries) == (JobStatus.FINISHED, 12, 12)
+    assert set(Prediction.objects.filter(job=job, status="failed").values_list("error", flat=True)) == {
+        "backend error: RuntimeError: engine died"}
+    assert services.job_retry_failed(job=job) == 2
+    job.refresh_from_db()
+    assert (job.status, job.done_queries, job.failed_queries) == (JobStatus.FINISHED, 24, 0)
