@@ -1,14 +1,12 @@
 """Jobs through the whole pipeline with the seeded Random backend (eager Celery)."""
 import json
-import shutil
 from io import StringIO
 
 import pytest
 from django.core.management import call_command
 
-from annotation.models import ItemStatus, Role, Suggestion
+from annotation.models import ItemStatus, Suggestion
 from inference import services
-from inference.backends import BackendUnavailable
 from inference.models import InferenceJob, JobStatus, ModelEndpoint, Prediction
 
 from . import factories

@@ -3,12 +3,11 @@ import json
 
 import pytest
 
-from annotation.models import Role
 from inference import services
-from inference.models import InferenceJob, JobStatus, Prediction, PredictionStatus
+from inference.models import JobStatus, Prediction, PredictionStatus
 
 from . import factories
-from .openai_standin import planned_fault, query_key
+from .openai_standin import planned_fault
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
