@@ -8,6 +8,7 @@ active task per item, one annotation per item and annotator, one annotation per 
 """
 from __future__ import annotations
 
+import functools
 import json
 import random
 from dataclasses import dataclass, field
@@ -58,13 +59,21 @@ def _item_accepts_annotations(item: Item) -> bool:
 
 # --- claim ------------------------------------------------------------------------------------
 
-# One level of the queue: items with exactly `count` annotations, in id order. The bounds are a
-# row comparison on item_queue_idx's columns and the ORDER BY is that index's key, so only that
-# index can serve the query: the walk starts at the level's first row and stops at the first free
-# one, however many items the project has; annotated items are never read. (With plain equalities
-# the planner may prefer the primary key for "ORDER BY id" and crawl through every done item.)
-_LEVEL = """(%(alias)s.project_id, %(alias)s.status, %(alias)s.annotation_count, %(alias)s.id) > (%%(project)s, 'pending', %%(count)s, 0)
-  AND (%(alias)s.project_id, %(alias)s.status, %(alias)s.annotation_count) < (%%(project)s, 'pending', %%(count)s + 1)"""
+# The queue is item_queue_idx: (project, status, annotation_count, id). A "level" is the items
+# with one annotation count. Each level is read as a row-comparison range on that index in the
+# index's own order, so only that index can serve it: the walk starts at the level's first row
+# and stops at the first free one, however many items the project has, and done items are never
+# read. (With plain equalities and ORDER BY id the planner may prefer the primary key and crawl
+# through every done item.)
+def _level(alias: str, count: int) -> str:
+    c = int(count)
+    return (f"({alias}.project_id, {alias}.status, {alias}.annotation_count, {alias}.id) > (%(project)s, 'pending', {c}, 0) "
+            f"AND ({alias}.project_id, {alias}.status, {alias}.annotation_count) < (%(project)s, 'pending', {c + 1})")
+
+
+_CLAIM_SELECT = """SELECT i.*,
+       EXISTS (SELECT 1 FROM annotation_task x WHERE x.item_id = i.id AND x.status = 'active') AS held_before
+FROM annotation_item i"""
 _CLAIM_FILTERS = """
   AND i.is_gold = %(gold)s
   AND i.id <> ALL(%(passed)s)
@@ -74,27 +83,40 @@ _CLAIM_FILTERS = """
                   WHERE a.item_id = i.id AND a.annotator_id = %(user)s)
   AND NOT EXISTS (SELECT 1 FROM annotation_task s
                   WHERE s.item_id = i.id AND s.annotator_id = %(user)s AND s.status = 'skipped')"""
-_CLAIM_SELECT = """SELECT i.*,
-       EXISTS (SELECT 1 FROM annotation_task x WHERE x.item_id = i.id AND x.status = 'active') AS held_before
-FROM annotation_item i"""
-_CLAIM_SQL = f"""{_CLAIM_SELECT}
-WHERE {_LEVEL % {"alias": "i"}}{_CLAIM_FILTERS}
+
+
+@functools.lru_cache(maxsize=64)
+def claim_sql(levels: tuple[int, ...], window: int | None) -> str:
+    """The claim statement for some levels, deepest first.
+
+    window=None: one level, walked to its end. window=n: the first n items of every level in one
+    statement (a UNION ALL of index range scans), the best (count desc, id) free one wins.
+    Partly annotated levels fill up with items this annotator already did, waiting for others;
+    the window keeps a claim from re-reading all of them each time. Level 0 never holds an item
+    this annotator did, and unbounded passes run before anyone is told the queue is empty.
+    """
+    if window is None:
+        (count,) = levels
+        return f"""{_CLAIM_SELECT}
+WHERE {_level("i", count)}{_CLAIM_FILTERS}
 ORDER BY i.project_id, i.status, i.annotation_count, i.id
 LIMIT 1
-FOR UPDATE OF i SKIP LOCKED
-"""
-# The same, looking only at the first %(window)s items of the level. Partly annotated levels fill
-# up with items this annotator already did (waiting for others); the window keeps a claim from
-# re-reading all of them every time. Level 0 never holds an item this annotator did, so it needs
-# no window, and a last unbounded pass runs before telling anyone the queue is empty.
-_CLAIM_WINDOW_SQL = f"""{_CLAIM_SELECT}
-WHERE i.id IN (SELECT w.id FROM annotation_item w WHERE {_LEVEL % {"alias": "w"}}
-               ORDER BY w.project_id, w.status, w.annotation_count, w.id LIMIT %(window)s)
-  AND {_LEVEL % {"alias": "i"}}{_CLAIM_FILTERS}
-ORDER BY i.id
+FOR UPDATE OF i SKIP LOCKED"""
+    branches = "\n  UNION ALL\n".join(
+        f"  (SELECT w.id, w.annotation_count FROM annotation_item w WHERE {_level('w', c)}\n"
+        f"   ORDER BY w.project_id, w.status, w.annotation_count, w.id LIMIT {int(window)})"
+        for c in levels
+    )
+    return f"""{_CLAIM_SELECT}
+JOIN (
+{branches}
+) win ON win.id = i.id
+WHERE i.project_id = %(project)s AND i.status = 'pending' AND i.annotation_count = win.annotation_count{_CLAIM_FILTERS}
+ORDER BY win.annotation_count DESC, win.id
 LIMIT 1
-FOR UPDATE OF i SKIP LOCKED
-"""
+FOR UPDATE OF i SKIP LOCKED"""
+
+
 CLAIM_WINDOW = 64
 
 # The partial unique index (one active task per item) is the final guard against a double hold.
@@ -106,22 +128,20 @@ RETURNING id
 """
 
 
-def claim_sql_params(*, project: Project, user_id: int, count: int, gold: bool, now: datetime, passed=(),
-                     window: int | None = None) -> dict:
-    return {"project": project.pk, "count": count, "gold": gold, "now": now, "user": user_id, "passed": list(passed),
-            "window": window}
+def claim_sql_params(*, project: Project, user_id: int, gold: bool, now: datetime, passed=()) -> dict:
+    return {"project": project.pk, "gold": gold, "now": now, "user": user_id, "passed": list(passed)}
 
 
-def _claim_passes(project: Project, want_gold: bool) -> list[tuple[int, bool, int | None]]:
-    """(annotation_count, gold?, window) in the order a claim tries them.
+def _claim_passes(project: Project, want_gold: bool) -> list[tuple[tuple[int, ...], bool, int | None]]:
+    """(levels, gold?, window) in the order a claim tries them.
 
     Depth first: items closest to done first, so items reach review while the queue is long.
     Gold items keep annotation_count at 0 (their annotations never make them done) and are
     offered only when the draw asks for it, so a finished queue stays finished.
     """
-    upper = range(project.annotations_per_item - 1, 0, -1)
-    passes = [(c, False, CLAIM_WINDOW) for c in upper] + [(0, False, None)] + [(c, False, None) for c in upper]
-    return [(0, True, None), *passes] if want_gold else passes
+    levels = tuple(range(project.annotations_per_item - 1, -1, -1))
+    passes = [(levels, False, CLAIM_WINDOW)] + [((c,), False, None) for c in (0, *levels[:-1])]
+    return [((0,), True, None), *passes] if want_gold else passes
 
 
 def _renew_held(task: Task, item: Item, now: datetime) -> Task:
@@ -158,11 +178,10 @@ def task_claim_next(*, project: Project, user, now: datetime | None = None, excl
     want_gold = (rng or random).random() < float(project.settings.get("gold_share", 0.0) or 0.0)
     lease = _lease_until(project, now)
     passed: list[int] = []
-    for count, gold, window in _claim_passes(project, want_gold):
+    for levels, gold, window in _claim_passes(project, want_gold):
         while True:
-            params = claim_sql_params(project=project, user_id=user.pk, count=count, gold=gold, now=now,
-                                      passed=passed, window=window)
-            found = list(Item.objects.raw(_CLAIM_WINDOW_SQL if window else _CLAIM_SQL, params))
+            params = claim_sql_params(project=project, user_id=user.pk, gold=gold, now=now, passed=passed)
+            found = list(Item.objects.raw(claim_sql(levels, window), params))
             if not found:
                 break
             item = found[0]
