@@ -244,7 +244,10 @@ def main() -> None:
     parser.add_argument("--http", type=int, default=0, metavar="WORKERS",
                         help="go through the JSON API on a gunicorn server with this many workers")
     parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--switch-ms", type=float, default=5.0,
+                        help="the interpreter's thread switch interval (Python's default is 5 ms)")
     args = parser.parse_args()
+    sys.setswitchinterval(args.switch_ms / 1000)
     if connection.vendor != "postgresql":
         sys.exit("The queue benchmark needs PostgreSQL (set DATABASE_URL).")
     call_command("migrate", verbosity=0)
