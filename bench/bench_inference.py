@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import base64
 import io
+import os
 import shutil
 import socket
 import statistics
@@ -51,6 +52,12 @@ def start_standin(latency: float) -> tuple[subprocess.Popen, str]:
     return proc, base_url
 
 
+def process_cpu(pid: int) -> float:
+    """User + system CPU seconds of another process (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def judge_queries(n: int) -> list[ModelQuery]:
     buf = io.BytesIO()
     Image.new("RGB", (64, 48), (90, 120, 200)).save(buf, format="JPEG")
@@ -77,13 +84,17 @@ def bench_judges(calls: int, latency: float) -> dict[str, float]:
         for concurrency in (1, 32):
             backend = OpenAIBackend(base_url=base_url, api_key=None, model="standin", concurrency=concurrency,
                                     options={"timeout": 30, "max_retries": 0})
-            t0 = time.perf_counter()
+            load = os.getloadavg()[0]
+            server_cpu, cpu, t0 = process_cpu(proc.pid), time.process_time(), time.perf_counter()
             replies = backend.complete(queries, Sampling())
             out[concurrency] = time.perf_counter() - t0
+            cpu, server_cpu = time.process_time() - cpu, process_cpu(proc.pid) - server_cpu
             errors = sum(1 for r in replies if r.error)
             print(f"judges: {calls} calls at concurrency {concurrency:2d}: {out[concurrency]:7.2f} s "
-                  f"({calls / out[concurrency]:6.1f} calls/s, {errors} errors)", flush=True)
-        print(f"judges: speed-up concurrency 32 vs 1 = {out[1] / out[32]:.1f}x (target >= 25x)", flush=True)
+                  f"({calls / out[concurrency]:6.1f} calls/s, {errors} errors); CPU client {cpu:.2f} s "
+                  f"({1000 * cpu / calls:.2f} ms/call), server {server_cpu:.2f} s; load avg at start {load:.1f}", flush=True)
+        print(f"judges: speed-up concurrency 32 vs 1 = {out[1] / out[32]:.1f}x (target >= 25x; "
+              f"the latency-bound ceiling is {out[1] / (calls * latency / 32):.1f}x)", flush=True)
         return out
     finally:
         proc.terminate()

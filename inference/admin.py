@@ -15,8 +15,25 @@ from .backends import BackendUnavailable, check_available
 from .models import InferenceJob, JobMode, JobStatus, ModelEndpoint
 
 
+class EndpointForm(forms.ModelForm):
+    class Meta:
+        model = ModelEndpoint
+        fields = "__all__"
+
+    def clean_options(self):
+        options = self.cleaned_data.get("options") or {}
+        if not isinstance(options, dict):
+            raise forms.ValidationError("options must be a JSON object")
+        try:
+            services.endpoint_options_check(options)
+        except ValidationError as exc:
+            raise forms.ValidationError(exc.messages)
+        return options
+
+
 @admin.register(ModelEndpoint)
 class ModelEndpointAdmin(admin.ModelAdmin):
+    form = EndpointForm
     list_display = ("name", "backend", "model_id", "revision", "concurrency", "available_here")
     list_filter = ("backend",)
     search_fields = ("name", "model_id")

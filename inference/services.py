@@ -66,6 +66,17 @@ def parse_key_values(pairs: Iterable[str]) -> dict[str, Any]:
     return out
 
 
+def endpoint_options_check(options: dict[str, Any]) -> None:
+    """Refuse settings that look like secrets: keys live in environment variables only."""
+    for key in options:
+        lowered = key.lower()
+        if any(word in lowered for word in ("api_key", "apikey", "secret", "token", "password")) and "tokens" not in lowered:
+            raise ValidationError(
+                f"option {key!r} looks like a secret; put it in an environment variable and name that variable "
+                "as the endpoint's API key variable"
+            )
+
+
 @transaction.atomic
 def endpoint_create(
     *,
@@ -85,9 +96,7 @@ def endpoint_create(
     if concurrency < 1:
         raise ValidationError("concurrency must be at least 1")
     options = dict(options or {})
-    for key in options:
-        if "key" in key.lower() and "env" not in key.lower():
-            raise ValidationError(f"option {key!r} looks like a secret: name an environment variable with --api-key-env instead")
+    endpoint_options_check(options)
     endpoint = ModelEndpoint(
         name=name,
         backend=backend,
@@ -171,31 +180,27 @@ def job_enqueue_start(*, job: InferenceJob) -> None:
     transaction.on_commit(lambda: start_job.apply_async(args=[job.pk], queue=queue))
 
 
-@dataclass
-class PlannedItem:
-    item_id: int
-    payload: dict[str, Any]
-
-
-def _plan_items(job: InferenceJob) -> list[PlannedItem]:
+def _plan_rows(job: InferenceJob, *, with_payload: bool = True):
+    """(item id, payload) rows of the job's items in run order (release position, else item id);
+    just item ids when with_payload is False."""
     limit = job.params.get("item_limit")
     if job.release_id:
-        rows = ReleaseItem.objects.filter(release_id=job.release_id).order_by("position").values_list("item_id", "payload")
-    elif job.mode == JobMode.SUGGEST:
-        rows = (
-            Item.objects.filter(project_id=job.project_id, status=ItemStatus.PENDING, annotation_count=0)
-            .order_by("id")
-            .values_list("id", "payload")
-        )
+        rows = ReleaseItem.objects.filter(release_id=job.release_id).order_by("position")
+        fields = ("item_id", "payload")
     else:
-        rows = (
-            Item.objects.filter(project_id=job.project_id, status=ItemStatus.VERIFIED)
-            .order_by("id")
-            .values_list("id", "payload")
-        )
-    if limit:
-        rows = rows[:limit]
-    return [PlannedItem(item_id, payload) for item_id, payload in rows]
+        if job.mode == JobMode.SUGGEST:
+            rows = Item.objects.filter(project_id=job.project_id, status=ItemStatus.PENDING, annotation_count=0)
+        else:
+            rows = Item.objects.filter(project_id=job.project_id, status=ItemStatus.VERIFIED)
+        rows = rows.order_by("id")
+        fields = ("id", "payload")
+    rows = rows.values_list(*fields) if with_payload else rows.values_list(fields[0], flat=True)
+    return rows[:limit] if limit else rows
+
+
+def _plan_items(job: InferenceJob) -> list[int]:
+    """The job's item ids; payloads stay in the database (each chunk loads its own)."""
+    return list(_plan_rows(job, with_payload=False))
 
 
 def queries_per_item(job: InferenceJob) -> int:
@@ -243,13 +248,15 @@ def job_start(*, job_id: int) -> InferenceJob:
             return job
         if job.protocol == "changeit" and "changeit_vocabulary" not in job.params:
             # One label vocabulary for the whole run, so every chunk draws candidates alike.
-            job.params["changeit_vocabulary"] = changeit_vocabulary(p.payload for p in planned)
+            job.params["changeit_vocabulary"] = changeit_vocabulary(
+                payload for _, payload in _plan_rows(job).iterator(chunk_size=5000)
+            )
         job.status = JobStatus.RUNNING
         job.started_at = timezone.now()
         job.error = ""
         job.total_queries = len(planned) * queries_per_item(job)
         job.save(update_fields=["status", "started_at", "error", "total_queries", "params"])
-        chunks = _chunks([p.item_id for p in planned], _chunk_size(job))
+        chunks = _chunks(planned, _chunk_size(job))
         _enqueue_chunks(job, chunks)
     return job
 
@@ -286,7 +293,7 @@ def job_retry_failed(*, job: InferenceJob) -> int:
         job.save(update_fields=["status", "error", "finished_at"])
         job_enqueue_start(job=job)
         return 0
-    planned = [p.item_id for p in _plan_items(job)]
+    planned = _plan_items(job)
     per_item = queries_per_item(job)
     ok_counts = dict(
         Prediction.objects.filter(job=job, status=PredictionStatus.OK)

@@ -189,3 +189,13 @@ def test_a_backend_crash_marks_the_chunk_failed_and_retry_recovers(eager, make_p
     assert services.job_retry_failed(job=job) == 2
     job.refresh_from_db()
     assert (job.status, job.done_queries, job.failed_queries) == (JobStatus.FINISHED, 24, 0)
+
+
+def test_endpoint_options_that_look_like_secrets_are_refused(db):
+    from django.core.exceptions import ValidationError
+
+    with pytest.raises(ValidationError):
+        services.endpoint_create(name="leaky", backend="openai", model_id="m", options={"api_key": "sk-1"})
+    assert ModelEndpoint.objects.count() == 0
+    ok = services.endpoint_create(name="fine", backend="openai", model_id="m", options={"max_tokens": 5, "timeout": 3})
+    assert ok.options == {"max_tokens": 5, "timeout": 3}
