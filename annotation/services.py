@@ -86,33 +86,27 @@ _CLAIM_FILTERS = """
 
 
 @functools.lru_cache(maxsize=64)
-def claim_sql(levels: tuple[int, ...], window: int | None) -> str:
-    """The claim statement for some levels, deepest first.
+def claim_sql(count: int, window: int | None) -> str:
+    """The claim statement for one level.
 
-    window=None: one level, walked to its end. window=n: the first n items of every level in one
-    statement (a UNION ALL of index range scans), the best (count desc, id) free one wins.
-    Partly annotated levels fill up with items this annotator already did, waiting for others;
-    the window keeps a claim from re-reading all of them each time. Level 0 never holds an item
-    this annotator did, and unbounded passes run before anyone is told the queue is empty.
+    window=None walks the level to its end. window=n looks only at the level's first n items:
+    partly annotated levels fill up with items this annotator already did, waiting for others,
+    and the window keeps a claim from re-reading all of them every time. Both forms return rows
+    in index order, so the scan stops at the first free item (no sort of the candidates).
     """
     if window is None:
-        (count,) = levels
         return f"""{_CLAIM_SELECT}
 WHERE {_level("i", count)}{_CLAIM_FILTERS}
 ORDER BY i.project_id, i.status, i.annotation_count, i.id
 LIMIT 1
 FOR UPDATE OF i SKIP LOCKED"""
-    branches = "\n  UNION ALL\n".join(
-        f"  (SELECT w.id, w.annotation_count FROM annotation_item w WHERE {_level('w', c)}\n"
-        f"   ORDER BY w.project_id, w.status, w.annotation_count, w.id LIMIT {int(window)})"
-        for c in levels
-    )
     return f"""{_CLAIM_SELECT}
-JOIN (
-{branches}
-) win ON win.id = i.id
+JOIN (SELECT w.project_id, w.status, w.annotation_count, w.id FROM annotation_item w
+      WHERE {_level("w", count)}
+      ORDER BY w.project_id, w.status, w.annotation_count, w.id
+      LIMIT {int(window)}) win ON win.id = i.id
 WHERE i.project_id = %(project)s AND i.status = 'pending' AND i.annotation_count = win.annotation_count{_CLAIM_FILTERS}
-ORDER BY win.annotation_count DESC, win.id
+ORDER BY win.project_id, win.status, win.annotation_count, win.id
 LIMIT 1
 FOR UPDATE OF i SKIP LOCKED"""
 
@@ -132,16 +126,18 @@ def claim_sql_params(*, project: Project, user_id: int, gold: bool, now: datetim
     return {"project": project.pk, "gold": gold, "now": now, "user": user_id, "passed": list(passed)}
 
 
-def _claim_passes(project: Project, want_gold: bool) -> list[tuple[tuple[int, ...], bool, int | None]]:
-    """(levels, gold?, window) in the order a claim tries them.
+def _claim_passes(project: Project, want_gold: bool) -> list[tuple[int, bool, int | None]]:
+    """(level, gold?, window) in the order a claim tries them.
 
     Depth first: items closest to done first, so items reach review while the queue is long.
+    Upper levels are first read through a window; level 0 never holds an item this annotator did,
+    so it needs none; the upper levels are walked to their end before anyone hears "done".
     Gold items keep annotation_count at 0 (their annotations never make them done) and are
     offered only when the draw asks for it, so a finished queue stays finished.
     """
-    levels = tuple(range(project.annotations_per_item - 1, -1, -1))
-    passes = [(levels, False, CLAIM_WINDOW)] + [((c,), False, None) for c in (0, *levels[:-1])]
-    return [((0,), True, None), *passes] if want_gold else passes
+    upper = range(project.annotations_per_item - 1, 0, -1)
+    passes = [(c, False, CLAIM_WINDOW) for c in upper] + [(0, False, None)] + [(c, False, None) for c in upper]
+    return [(0, True, None), *passes] if want_gold else passes
 
 
 def _renew_held(task: Task, item: Item, now: datetime) -> Task:
@@ -178,10 +174,10 @@ def task_claim_next(*, project: Project, user, now: datetime | None = None, excl
     want_gold = (rng or random).random() < float(project.settings.get("gold_share", 0.0) or 0.0)
     lease = _lease_until(project, now)
     passed: list[int] = []
-    for levels, gold, window in _claim_passes(project, want_gold):
+    for count, gold, window in _claim_passes(project, want_gold):
         while True:
             params = claim_sql_params(project=project, user_id=user.pk, gold=gold, now=now, passed=passed)
-            found = list(Item.objects.raw(claim_sql(levels, window), params))
+            found = list(Item.objects.raw(claim_sql(count, window), params))
             if not found:
                 break
             item = found[0]

@@ -87,9 +87,9 @@ def build(n_items: int, n_users: int, reuse: bool) -> tuple[Project, list]:
     return project, users
 
 
-def explain_claim(project: Project, user, levels: tuple[int, ...] = (0,), window: int | None = None) -> str:
+def explain_claim(project: Project, user, count: int = 0, window: int | None = None) -> str:
     params = services.claim_sql_params(project=project, user_id=user.pk, gold=False, now=timezone.now())
-    sql = services.claim_sql(levels, window)
+    sql = services.claim_sql(count, window)
     with transaction.atomic():
         with connection.cursor() as c:
             c.execute("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + sql, params)
@@ -252,9 +252,9 @@ def main() -> None:
         sys.exit("The queue benchmark needs PostgreSQL (set DATABASE_URL).")
     call_command("migrate", verbosity=0)
     project, users = build(args.items, args.threads, args.reuse)
-    print(f"\nEXPLAIN ANALYZE of the usual claim (first {services.CLAIM_WINDOW} items of each level 2, 1, 0):")
-    print(explain_claim(project, users[0], (2, 1, 0), services.CLAIM_WINDOW))
-    print("\nEXPLAIN ANALYZE of an unbounded pass (level 0, only when the windows had nothing):")
+    print(f"\nEXPLAIN ANALYZE of a windowed claim (first {services.CLAIM_WINDOW} items with 2 annotations):")
+    print(explain_claim(project, users[0], 2, services.CLAIM_WINDOW))
+    print("\nEXPLAIN ANALYZE of the claim at level 0 (items without annotations):")
     print(explain_claim(project, users[0]))
     if args.http:
         from rest_framework.authtoken.models import Token
