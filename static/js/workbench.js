@@ -414,6 +414,7 @@ export class Workbench {
     this.view = null;
     this.preloaded = null;
     this.preloading = false;
+    this.finished = new Set(); // tasks submitted or skipped here: late answers about them are moot
     this.doneCount = 0;
     this.lastActivity = Date.now();
     this.saveTimer = null;
@@ -530,7 +531,13 @@ export class Workbench {
   async takePreloaded() {
     const next = this.preloaded;
     this.preloaded = null;
-    if (!next) return null;
+    if (!next || (this.lastData && next.task === this.lastData.task)) return null;
+    const left = next.lease_expires ? Date.parse(next.lease_expires) - Date.now() : 0;
+    if (left > 60000) {
+      // The hold is still good for a while: show the task at once; the lease timer renews it.
+      setTimeout(() => this.renew(), 0);
+      return next;
+    }
     try {
       // The hold may have run out while the previous task took long: confirm it first.
       const renewed = await api("POST", `/api/tasks/${next.task}/renew/`, { retries: 1 });
@@ -569,6 +576,8 @@ export class Workbench {
   load(data) {
     this.unload();
     this.lastData = data;
+    // A preload that raced with a plain claim may hold this very task: never offer it again.
+    if (this.preloaded && this.preloaded.task === data.task) this.preloaded = null;
     this.task = {
       id: data.task,
       item: data.item,
@@ -604,6 +613,8 @@ export class Workbench {
     if (this.dirty) this.scheduleSave();
     this.startLeaseTimer();
     this.updateLeaseClock();
+    // Submit-to-next-task time is visible in the browser's performance timeline.
+    performance.mark("statelab:task-shown");
     clearTimeout(this.preloadTimer);
     // A short pause lets the current task's own requests (video bytes, first draft) go first.
     this.preloadTimer = setTimeout(() => this.preloadNext(), 200);
@@ -677,7 +688,7 @@ export class Workbench {
       this.storeLocal();
       if (!this.dirty) this.setStatus("Saved", "ok");
     } catch (err) {
-      if (this.task !== task) return;
+      if (this.task !== task || this.finished.has(task.id)) return;
       this.dirty = true;
       this.storeLocal();
       // 409 means either a newer draft from another tab, or a hold that is gone (expired and
@@ -774,7 +785,7 @@ export class Workbench {
       const data = await api("POST", `/api/tasks/${task.id}/renew/`, { retries: 2 });
       if (this.task === task && data && data.lease_expires) task.leaseExpires = Date.parse(data.lease_expires);
     } catch (err) {
-      if (this.task !== task) return;
+      if (this.task !== task || this.finished.has(task.id)) return;
       if (err instanceof ApiError && [403, 404, 409, 410].includes(err.status)) this.onLeaseLost(err);
     }
   }
@@ -827,6 +838,7 @@ export class Workbench {
     }
     const task = this.task;
     this.submitting = true;
+    performance.mark("statelab:submit");
     this.refreshSubmit();
     this.setStatus("Submitting…", "pending");
     clearTimeout(this.saveTimer);
@@ -871,6 +883,7 @@ export class Workbench {
   }
 
   afterSubmit(task) {
+    this.finished.add(task.id);
     try {
       localStorage.removeItem(`statelab:draft:${task.id}`);
       localStorage.removeItem(`statelab:idem:${task.id}`);

@@ -70,6 +70,11 @@ def test_qa_images_keyboard_and_blind(page, login, live_server, image_qa):
     page.keyboard.press("Enter")
     second = wait_task(page, first)
     assert int(second) == preloaded
+    # Its hold is renewed in the background once it is shown.
+    for _ in range(50):
+        if any(url.endswith(f"/api/tasks/{preloaded}/renew/") for url, _, _ in responses):
+            break
+        page.wait_for_timeout(100)
     assert any(url.endswith(f"/api/tasks/{preloaded}/renew/") for url, _, _ in responses)
     assert Annotation.objects.get(item=items[0]).result == {"answer": "B", "flags": ["ambiguous"]}
 
