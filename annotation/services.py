@@ -165,9 +165,14 @@ def task_claim_next(*, project: Project, user, now: datetime | None = None, excl
         item = Item.objects.select_for_update().get(pk=item_pk)
         item.project = project
         task = Task.objects.select_for_update().get(pk=task_pk)
-        if task.status == TaskStatus.ACTIVE:  # not reclaimed by someone while we waited
-            task.item = item
-            return _renew_held(task, item, now)
+        if task.status != TaskStatus.ACTIVE:  # reclaimed by someone while we waited
+            continue
+        if not _item_accepts_annotations(item):  # a reviewer settled the item meanwhile
+            task.status = TaskStatus.EXPIRED
+            task.save(update_fields=["status", "updated_at"])
+            continue
+        task.item = item
+        return _renew_held(task, item, now)
     if len(held) >= MAX_HELD_TASKS:
         return None
 

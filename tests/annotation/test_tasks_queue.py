@@ -311,3 +311,15 @@ def test_windowed_levels_still_hand_out_every_item_before_saying_done(make_proje
 
     assert got == [ids[4], ids[5], ids[3]]
     assert list(Item.objects.order_by("id").values_list("annotation_count", flat=True)) == [1, 1, 1, 2, 1, 1]
+
+
+def test_a_held_task_whose_item_was_settled_is_dropped_on_the_next_claim(make_project, people):
+    project = make_project("q", "changeit")
+    ids = make_items_fast(project, 2)
+    held = services.task_claim_next(project=project, user=people[0])
+    Item.objects.filter(pk=held.item_id).update(status="discarded")
+
+    nxt = services.task_claim_next(project=project, user=people[0])
+
+    assert (held.item_id, nxt.item_id) == (ids[0], ids[1])
+    assert Task.objects.get(pk=held.pk).status == "expired"
