@@ -173,7 +173,8 @@ def task_claim_next(*, project: Project, user, now: datetime | None = None, excl
             continue
         task.item = item
         return _renew_held(task, item, now)
-    if len(held) >= MAX_HELD_TASKS:
+    # Every hold still standing here is one the caller already shows (excluded).
+    if sum(1 for task_pk, _ in held if task_pk in exclude) >= MAX_HELD_TASKS:
         return None
 
     want_gold = (rng or random).random() < float(project.settings.get("gold_share", 0.0) or 0.0)
