@@ -58,6 +58,8 @@ def media_urls_for(*, items) -> dict[str, dict]:
     for item in items:
         for value in (item.media or {}).values():
             hashes.update(value if isinstance(value, list) else [value])
+    if not hashes:
+        return {}
     assets = MediaAsset.objects.filter(sha256__in=hashes).only("sha256", "file", "width", "height", "kind")
     return {
         a.sha256: {"url": settings.MEDIA_URL + a.file.name, "width": a.width, "height": a.height, "kind": a.kind}
