@@ -124,12 +124,11 @@ def _bbox(value: Any) -> Any:
         if value not in BOX_OUTCOMES:
             raise _Invalid(f"must be [x, y, width, height] or one of {', '.join(BOX_OUTCOMES)}")
         return value
-    if (
-        not isinstance(value, list)
-        or len(value) != 4
-        or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value)
-    ):
+    if not isinstance(value, list) or len(value) != 4:
         raise _Invalid("must be [x, y, width, height] in image pixels")
+    for v in value:
+        if type(v) not in (int, float) or not math.isfinite(v):  # type(): bool is not a coordinate
+            raise _Invalid("must be [x, y, width, height] in image pixels")
     x, y, w, h = value
     if x < 0 or y < 0 or w <= 0 or h <= 0:
         raise _Invalid("needs x, y >= 0 and width, height > 0")

@@ -142,7 +142,7 @@ class _CopySpool:
                 media_json,
                 status,
                 _copy_text(checked.split),
-                _copy_text(json.dumps(checked.tags)),
+                _copy_text(json.dumps(checked.tags)) if checked.tags else "[]",
             )
         )
         self.file.write((self.prefix + row + self.suffix).encode("utf-8"))
