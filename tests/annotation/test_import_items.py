@@ -404,3 +404,14 @@ def test_failure_while_writing_rolls_back_items_assets_and_files(status_project,
     with pytest.raises(RuntimeError, match="database went away"):
         items_import(project=status_project, path=path)
     assert_nothing_written(_media_root)
+
+
+def test_file_above_the_byte_limit_is_refused(status_project, status_media, settings, _media_root):
+    settings.IMPORT_MAX_FILE_BYTES = 300
+    assert (status_media / "img/b.png").stat().st_size > 300
+    path = write_lines(status_media / "items.jsonl", [status_line(0)])
+    assert refused(status_project, path) == [
+        "line 1: field image_a: img/a.png: file is larger than 300 bytes",
+        "line 1: field image_b: img/b.png: file is larger than 300 bytes",
+    ]
+    assert_nothing_written(_media_root)
