@@ -171,27 +171,24 @@ def start_gunicorn(port: int, workers: int) -> subprocess.Popen:
     raise RuntimeError("gunicorn did not start")
 
 
-def run(ops, users: list, seconds: float, think_ms: float = 0.0) -> dict[str, list[float]]:
+def run(ops, users: list, seconds: float, think_ms: float = 0.0, start_at: float | None = None) -> dict[str, list[float]]:
+    """Annotator threads from start_at (wall clock; now when None) for `seconds`."""
     claims: list[float] = []
     submits: list[float] = []
     errors: list[BaseException] = []
     lock = threading.Lock()
-    barrier = threading.Barrier(len(users))
-    stop_at = [0.0]
+    start_at = start_at or time.time() + 0.5
+    stop_at = start_at + seconds
 
     def annotator(user, n: int):
         mine_c, mine_s = [], []
         try:
             client = ops.client(user)
             connection.ensure_connection()
-            barrier.wait()
-            if n == 0:
-                stop_at[0] = time.perf_counter() + seconds
-            while not stop_at[0]:
-                time.sleep(0.001)
+            time.sleep(max(0.0, start_at - time.time()))
             i = 0
-            rng = random.Random(n)
-            while time.perf_counter() < stop_at[0]:
+            rng = random.Random(user.pk)
+            while time.time() < stop_at:
                 if think_ms:
                     # A person looks at the task before the next claim: exponential think time.
                     time.sleep(rng.expovariate(1.0 / think_ms) / 1000)
@@ -214,14 +211,45 @@ def run(ops, users: list, seconds: float, think_ms: float = 0.0) -> dict[str, li
                 submits.extend(mine_s)
 
     threads = [threading.Thread(target=annotator, args=(u, n)) for n, u in enumerate(users)]
-    started = time.perf_counter()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     if errors:
         raise errors[0]
-    return {"claim": claims, "submit": submits, "wall": [time.perf_counter() - started]}
+    return {"claim": claims, "submit": submits, "wall": [time.time() - start_at]}
+
+
+def run_processes(ops, users: list, processes: int, seconds: float, think_ms: float) -> dict[str, list[float]]:
+    """The same threads spread over forked processes (one interpreter lock each)."""
+    import multiprocessing as mp
+
+    connection.close()  # never share a connection across fork
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    start_at = time.time() + 3.0
+
+    def child(part):
+        try:
+            queue.put(("ok", run(ops, part, seconds, think_ms, start_at)))
+        except BaseException as exc:  # reported by the parent
+            queue.put(("error", repr(exc)))
+
+    parts = [users[k::processes] for k in range(processes)]
+    procs = [ctx.Process(target=child, args=(part,)) for part in parts]
+    for p in procs:
+        p.start()
+    results = [queue.get() for _ in procs]
+    for p in procs:
+        p.join()
+    bad = [r for kind, r in results if kind == "error"]
+    if bad:
+        raise RuntimeError(bad[0])
+    out = {"claim": [], "submit": [], "wall": [max(r["wall"][0] for _, r in results)]}
+    for _, r in results:
+        out["claim"] += r["claim"]
+        out["submit"] += r["submit"]
+    return out
 
 
 def report(label: str, out: dict) -> None:
@@ -244,6 +272,8 @@ def main() -> None:
     parser.add_argument("--http", type=int, default=0, metavar="WORKERS",
                         help="go through the JSON API on a gunicorn server with this many workers")
     parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--processes", type=int, default=1,
+                        help="spread the in-process annotator threads over this many forked processes")
     parser.add_argument("--switch-ms", type=float, default=5.0,
                         help="the interpreter's thread switch interval (Python's default is 5 ms)")
     args = parser.parse_args()
@@ -273,8 +303,12 @@ def main() -> None:
     else:
         ops = InProcess(project)
         run(ops, users[:1], 1.0)  # warm the plan cache
-        out = run(ops, users, args.seconds, args.think_ms)
-        report(f"in-process, {args.threads} annotator threads, {args.items:,} items, think time {args.think_ms:.0f} ms", out)
+        if args.processes > 1:
+            out = run_processes(ops, users, args.processes, args.seconds, args.think_ms)
+        else:
+            out = run(ops, users, args.seconds, args.think_ms)
+        report(f"in-process, {args.threads} annotator threads in {max(1, args.processes)} process(es), "
+               f"{args.items:,} items, think time {args.think_ms:.0f} ms", out)
     counts = Annotation.objects.filter(item__project=project).count()
     active = Task.objects.filter(item__project=project, status="active").count()
     print(f"  annotations in the project: {counts:,}; active holds left: {active}")
