@@ -10,6 +10,8 @@ from pathlib import Path
 from django.conf import settings
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
@@ -46,9 +48,24 @@ class UploadSerializer(serializers.Serializer):
     verified = serializers.BooleanField(default=False, required=False)
 
 
+class ErrorListSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+    error_count = serializers.IntegerField()
+    errors = serializers.ListField(child=serializers.CharField(), help_text='"line N: field F: reason"')
+
+
+class ReleaseSerializer(serializers.Serializer):
+    version = serializers.CharField()
+    split = serializers.CharField()
+    item_count = serializers.IntegerField()
+    checksum = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
 class ProjectOverviewApi(APIView):
     """Counts per status and split, the user's role and the project's pages (any member)."""
 
+    @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request, slug):
         project = get_project_for(request.user, slug, Role.ANNOTATOR)
         return Response(project_overview_data(project=project, user=request.user))
@@ -59,6 +76,7 @@ class ItemImportApi(APIView):
 
     parser_classes = [MultiPartParser, FormParser]
 
+    @extend_schema(request=UploadSerializer, responses={201: OpenApiTypes.OBJECT, 200: OpenApiTypes.OBJECT, 400: ErrorListSerializer})
     def post(self, request, slug):
         project = get_project_for(request.user, slug, Role.RESEARCHER)
         data = UploadSerializer(data=request.data)
@@ -80,6 +98,7 @@ class AnnotationImportApi(APIView):
 
     parser_classes = [MultiPartParser, FormParser]
 
+    @extend_schema(request=UploadSerializer, responses={201: OpenApiTypes.OBJECT, 200: OpenApiTypes.OBJECT, 400: ErrorListSerializer})
     def post(self, request, slug):
         project = get_project_for(request.user, slug, Role.RESEARCHER)
         data = UploadSerializer(data=request.data)
@@ -98,10 +117,12 @@ class ReleaseListApi(APIView):
         version = serializers.CharField(max_length=50)
         split = serializers.CharField(max_length=50, default="test", required=False)
 
+    @extend_schema(responses=ReleaseSerializer(many=True))
     def get(self, request, slug):
         project = get_project_for(request.user, slug, Role.RESEARCHER)
         return Response(release_list_data(project=project))
 
+    @extend_schema(request=InputSerializer, responses={201: ReleaseSerializer})
     def post(self, request, slug):
         project = get_project_for(request.user, slug, Role.RESEARCHER)
         data = self.InputSerializer(data=request.data)
@@ -128,6 +149,10 @@ class ReleaseExportApi(APIView):
     (`fmt`, not `format`: DRF reserves ?format= for choosing its renderer.)
     """
 
+    @extend_schema(
+        parameters=[OpenApiParameter("fmt", str, enum=list(EXPORT_FORMATS), description="json (default), jsonl or zip")],
+        responses={(200, "application/json"): OpenApiTypes.BINARY},
+    )
     def get(self, request, slug, version):
         project = get_project_for(request.user, slug, Role.RESEARCHER)
         release = get_object_or_404(Release.objects.select_related("project"), project=project, version=version)
