@@ -272,33 +272,36 @@ def project_agreement(*, project) -> dict:
     from itertools import combinations
 
     from . import agreement
-    from .models import Annotation, ItemStatus
+    from .models import Annotation, Item, ItemStatus
 
     workflow = project.workflow
     rows = (
         Annotation.objects.filter(item__project=project)
         .order_by("item_id", "pk")
-        .values_list("item_id", "annotator__username", "external_rater", "result", "time_spent_ms",
-                     "item__is_gold", "item__status", "item__payload")
-        .iterator(chunk_size=2000)
+        .values_list("item_id", "annotator__username", "external_rater", "result", "time_spent_ms", "item__is_gold")
+        .iterator(chunk_size=5000)
     )
     by_item: dict[int, list[tuple[str, dict]]] = defaultdict(list)
-    item_info: dict[int, tuple[bool, str, dict]] = {}
+    gold_rows: list[tuple[int, str, dict]] = []
     times: dict[str, list[int]] = defaultdict(list)
-    gold: dict[str, list[bool]] = defaultdict(list)
     counts: dict[str, int] = defaultdict(int)
-    for item_id, username, rater, result, ms, is_gold, status, payload in rows:
+    for item_id, username, rater, result, ms, is_gold in rows:
         who = username or rater
         counts[who] += 1
         times[who].append(ms)
         if is_gold:
-            ok = agreement.gold_correct(workflow, payload, result)
+            gold_rows.append((item_id, who, result))
+        else:
+            by_item[item_id].append((who, result))
+
+    # Payloads only where needed: gold items (known answers) and, for QA, the verified truth.
+    gold: dict[str, list[bool]] = defaultdict(list)
+    if gold_rows:
+        payloads = dict(Item.objects.filter(pk__in={i for i, _, _ in gold_rows}).values_list("id", "payload"))
+        for item_id, who, result in gold_rows:
+            ok = agreement.gold_correct(workflow, payloads[item_id], result)
             if ok is not None:
                 gold[who].append(ok)
-            continue
-        by_item[item_id].append((who, result))
-        if workflow == "qa":
-            item_info[item_id] = (is_gold, status, payload.get("answer"))
 
     pair_scores: dict[str, list[float]] = defaultdict(list)
     for entries in by_item.values():
@@ -312,10 +315,10 @@ def project_agreement(*, project) -> dict:
     if workflow == "box":
         summary = agreement.box_summary(results_per_item)
     elif workflow == "qa":
-        verified = [(item_info[i][2], [r.get("answer") for _, r in e]) for i, e in by_item.items()
-                    if item_info[i][1] == ItemStatus.VERIFIED]
-        summary = agreement.qa_summary(verified)
-        everything = agreement.qa_summary([(item_info[i][2], [r.get("answer") for _, r in e]) for i, e in by_item.items()])
+        truth = dict(Item.objects.filter(project=project, status=ItemStatus.VERIFIED, pk__in=list(by_item))
+                     .values_list("id", "payload__answer"))
+        summary = agreement.qa_summary([(truth[i], [r.get("answer") for _, r in e]) for i, e in by_item.items() if i in truth])
+        everything = agreement.qa_summary([(None, [r.get("answer") for _, r in e]) for e in by_item.values()])
         summary["pairs"] = everything["pairs"]
         summary["pairwise_agreement"] = everything["pairwise_agreement"]
         summary["truth"] = "verified items only"
@@ -323,7 +326,7 @@ def project_agreement(*, project) -> dict:
         summary = agreement.quintuplet_summary(results_per_item)
     else:
         summary = agreement.rating_summary(results_per_item)
-    summary["kind"] = workflow
+    summary["kind"] = str(workflow)
 
     annotators = []
     for who in sorted(counts):
