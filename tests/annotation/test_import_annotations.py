@@ -149,3 +149,31 @@ def test_command(osc, tmp_path, capsys):
     bad = write_lines(tmp_path / "bad.jsonl", [{"item": "oscbench-00000", "rater": "r2", "scores": {}}])
     with pytest.raises(CommandError, match="import refused: 8 error"):
         call_command("import_annotations", "osc", str(bad))
+
+
+def test_api_and_page_import_ratings_for_researchers(osc, make_user, client, tmp_path, settings):
+    import io
+
+    from rest_framework.test import APIClient
+
+    from annotation.models import Membership, Role
+
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    res = make_user("res")
+    Membership.objects.create(project=osc, user=res, role=Role.RESEARCHER)
+    api = APIClient()
+    api.force_authenticate(res)
+    body = (json.dumps({"item": "oscbench-00001", "rater": "r7", "scores": FULL}) + "\n").encode()
+    upload = io.BytesIO(body)
+    upload.name = "ratings.jsonl"
+    r = api.post("/api/projects/osc/annotation-imports/", {"file": upload}, format="multipart")
+    assert r.status_code == 201
+    assert r.json() == {"lines": 1, "created": 1, "unchanged": 0, "items_touched": 1}
+
+    client.force_login(res)
+    bad = io.BytesIO(json.dumps({"item": "oscbench-00001", "rater": "r7", "scores": {**FULL, "object": 2}}).encode())
+    bad.name = "ratings.jsonl"
+    page = client.post("/projects/osc/import/", {"file": bad, "kind": "annotations"})
+    assert page.status_code == 400
+    assert "line 1: field rater: &#x27;r7&#x27; already has a different annotation of item &#x27;oscbench-00001&#x27;" in page.content.decode()
+    assert Annotation.objects.get(external_rater="r7").result["scores"]["object"] == 5
