@@ -1,10 +1,9 @@
-from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.contrib.auth.decorators import login_required
 from django.urls import include, path, re_path
-from django.views.static import serve
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+
+from config.media import serve_media
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -20,5 +19,5 @@ urlpatterns = [
     path("", include("evaluation.urls")),
     path("", include("annotation.urls")),
     # Media are served by Django only to signed-in users; production puts them on object storage.
-    re_path(r"^media/(?P<path>.*)$", login_required(serve), {"document_root": settings.MEDIA_ROOT}),
+    re_path(r"^media/(?P<path>.*)$", serve_media, name="media"),
 ]
