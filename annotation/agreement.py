@@ -376,9 +376,3 @@ def gold_correct(workflow: str, payload: dict, result: dict) -> bool | None:
             for c, v in gold.items()
         )
     raise ValueError(f"unknown workflow {workflow!r}")
-
-
-def mean(values: Iterable[float]) -> float | None:
-    values = list(values)
-    return sum(values) / len(values) if values else None
-
