@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import time
 from typing import Any
@@ -51,7 +52,14 @@ class OpenAIBackend:
         return f"OpenAIBackend(base_url={self.base_url!r}, model={self.model!r}, concurrency={self.concurrency})"
 
     def complete(self, queries: list[ModelQuery], sampling: Sampling) -> list[ModelReply]:
-        return asyncio.run(self.complete_async(queries, sampling))
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.complete_async(queries, sampling))
+        # An event loop already runs in this thread (a notebook, Playwright's sync API in a test
+        # session): run ours in a helper thread instead of failing.
+        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="openai-backend") as pool:
+            return pool.submit(lambda: asyncio.run(self.complete_async(queries, sampling))).result()
 
     async def complete_async(self, queries: list[ModelQuery], sampling: Sampling) -> list[ModelReply]:
         client = openai.AsyncOpenAI(

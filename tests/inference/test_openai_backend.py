@@ -54,3 +54,19 @@ def test_registry_reads_the_key_from_the_environment_and_never_shows_it(monkeypa
     backend = get_backend(endpoint)
     assert isinstance(backend, OpenAIBackend) and backend.concurrency == 3
     assert "sk-do-not-show" not in repr(backend) and "sk-do-not-show" not in str(vars(backend).get("options"))
+
+
+def test_complete_works_when_an_event_loop_already_runs_in_this_thread():
+    import asyncio
+
+    standin = StandIn(faults=False).start()
+    try:
+        backend = OpenAIBackend(base_url=standin.base_url, api_key=None, model="m", concurrency=2)
+
+        async def inside_a_loop():
+            return backend.complete([_letters_query(1), _letters_query(2)], Sampling())
+
+        replies = asyncio.run(inside_a_loop())
+        assert [r.error for r in replies] == [None, None] and [r.key for r in replies] == ["1|osi_a", "2|osi_a"]
+    finally:
+        standin.stop()
