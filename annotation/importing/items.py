@@ -18,7 +18,9 @@ Memory holds one chunk of lines plus one entry per distinct media file, never th
 from __future__ import annotations
 
 import json
+import queue
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +37,7 @@ from .formats import CheckedItem, check_box_inside, check_item, extract_item
 from .sources import SourceError, open_source
 
 BATCH = 2000
+SPOOL_CHUNK = 1024 * 1024
 EXISTING_CHUNK = 1000
 
 
@@ -123,10 +126,22 @@ class _CopySpool:
         constants = [now, now, *(f.get_db_prep_save(f.get_default(), connection) for f in others)]
         self.suffix = "\t" + "\t".join(_copy_constant(v) for v in constants) + "\n"
         self.prefix = f"{project.pk}\t"
-        Path(settings.CACHE_ROOT).mkdir(parents=True, exist_ok=True)
-        self.file = tempfile.TemporaryFile(dir=settings.CACHE_ROOT, prefix="import-spool-")
+        cols = ", ".join(f'"{c}"' for c in self.columns)
+        self.sql = f'COPY "{Item._meta.db_table}" ({cols}) FROM STDIN'
         self._media_json: dict[tuple, str] = {}
         self.rows = 0
+        self._buffer = bytearray()
+        # Live mode: a writer thread with its own connection runs the COPY while pass 1 is still
+        # validating, so PostgreSQL parses and indexes rows on the other core. It needs every row
+        # it references (the project) committed, so it is used only outside an atomic block.
+        self.live = not connection.in_atomic_block
+        if self.live:
+            self.writer = _LiveCopy(self.sql)
+            self.writer.start()
+            self._streaming = True
+        else:
+            Path(settings.CACHE_ROOT).mkdir(parents=True, exist_ok=True)
+            self.file = tempfile.TemporaryFile(dir=settings.CACHE_ROOT, prefix="import-spool-")
 
     def add(self, checked: CheckedItem, media: dict[str, MediaInfo], status: str) -> None:
         key = tuple(p for _f, p, _k in checked.media_paths)
@@ -145,20 +160,97 @@ class _CopySpool:
                 _copy_text(json.dumps(checked.tags)) if checked.tags else "[]",
             )
         )
-        self.file.write((self.prefix + row + self.suffix).encode("utf-8"))
+        self._buffer += (self.prefix + row + self.suffix).encode("utf-8")
         self.rows += 1
+        if len(self._buffer) >= SPOOL_CHUNK:
+            self._emit()
+
+    def _emit(self) -> None:
+        if self._buffer:
+            if self.live:
+                self.writer.chunks.put(bytes(self._buffer))
+            else:
+                self.file.write(self._buffer)
+            self._buffer.clear()
+
+    def _end_stream(self) -> None:
+        if self.live and self._streaming:
+            self._emit()
+            self.writer.chunks.put(None)
+            self._streaming = False
 
     def copy_into_db(self) -> None:
+        """Spool-file mode: stream the spooled rows to COPY on this connection."""
+        self._emit()
         self.file.flush()
         self.file.seek(0)
-        cols = ", ".join(f'"{c}"' for c in self.columns)
         with connection.cursor() as cur:
-            with cur.cursor.copy(f'COPY "{Item._meta.db_table}" ({cols}) FROM STDIN') as copy:
-                while chunk := self.file.read(1024 * 1024):
+            with cur.cursor.copy(self.sql) as copy:
+                while chunk := self.file.read(SPOOL_CHUNK):
                     copy.write(chunk)
 
+    def commit(self, before_commit) -> None:
+        """Live mode: end the COPY, run `before_commit` (media) in the writer's transaction, commit."""
+        self._end_stream()
+        self.writer.finish(before_commit)
+
     def close(self) -> None:
-        self.file.close()
+        if self.live:
+            if self.writer.is_alive():  # not committed: roll the writer's transaction back
+                self._end_stream()
+                self.writer.finish(None)
+        else:
+            self.file.close()
+
+
+class _Aborted(Exception):
+    pass
+
+
+class _LiveCopy(threading.Thread):
+    """Runs ``COPY … FROM STDIN`` on the thread's own database connection, fed by a queue.
+
+    Everything it writes stays in its transaction until `finish(before_commit)`: with a callable
+    it runs it (storing the media in the same transaction) and commits; with None it rolls back.
+    """
+
+    def __init__(self, sql: str):
+        super().__init__(name="statelab-import-copy", daemon=True)
+        self.sql = sql
+        self.chunks: queue.Queue = queue.Queue(maxsize=16)
+        self._decided = threading.Event()
+        self._before_commit = None
+        self._stream_ended = False
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            with transaction.atomic():
+                with connection.cursor() as cur:
+                    with cur.cursor.copy(self.sql) as copy:
+                        while (chunk := self.chunks.get()) is not None:
+                            copy.write(chunk)
+                        self._stream_ended = True
+                self._decided.wait()
+                if self._before_commit is None:
+                    raise _Aborted
+                self._before_commit()
+        except _Aborted:
+            pass
+        except BaseException as exc:  # reported to the importing thread by finish()
+            self.error = exc
+            while not self._stream_ended and self.chunks.get() is not None:
+                pass  # keep the producer from blocking on a full queue
+            self._stream_ended = True
+        finally:
+            connection.close()
+
+    def finish(self, before_commit) -> None:
+        self._before_commit = before_commit
+        self._decided.set()
+        self.join()
+        if self.error is not None and before_commit is not None:
+            raise self.error
 
 
 class _Validation:
@@ -301,21 +393,29 @@ def _write(project: Project, source, validation: _Validation) -> ItemImportRepor
     report = validation.report
     media = validation.media
     written: list[str] = []
+    spool = validation.spool
+
+    def store_media() -> None:
+        assets_store(
+            media=((info, relpath) for relpath, info in media.items()),
+            open_file=source.open_media,
+            written=written,
+        )
+
     try:
-        with transaction.atomic():
-            assets_store(
-                media=((info, relpath) for relpath, info in media.items()),
-                open_file=source.open_media,
-                written=written,
-            )
-            report.media_stored = len(written)
-            if validation.spool is not None:
-                validation.spool.copy_into_db()
-            else:
-                _bulk_create_from_source(project, source, validation)
+        if spool is not None and spool.live:
+            spool.commit(store_media)  # rows are in already; media and commit in the writer's transaction
+        else:
+            with transaction.atomic():
+                store_media()
+                if spool is not None:
+                    spool.copy_into_db()
+                else:
+                    _bulk_create_from_source(project, source, validation)
     except BaseException:
         delete_stored(written)
         raise
+    report.media_stored = len(written)
     report.created = report.lines - report.unchanged
     report.by_status = {k: v for k, v in report.by_status.items() if v}
     return report

@@ -77,3 +77,35 @@ def test_200k_line_import_streams_in_flat_memory(tmp_path):
     assert rss_large < 300 * 2**20
     # Ten times the lines, (almost) the same memory: nothing is held per line beyond 8 bytes.
     assert rss_large - rss_small < 40 * 2**20
+
+
+def test_live_copy_rolls_back_when_a_late_line_is_bad(tmp_path, make_project, monkeypatch, _media_root):
+    """Outside a transaction rows stream to PostgreSQL while pass 1 runs; a bad last line must
+    still leave nothing behind (the writer's transaction is rolled back)."""
+    from annotation.importing import ImportRefused, items_import
+    from annotation.importing import items as importer
+    from annotation.models import MediaAsset
+
+    started = []
+    original_start = importer._LiveCopy.start
+    monkeypatch.setattr(importer, "SPOOL_CHUNK", 4096)  # many chunks reach the server before the error
+    monkeypatch.setattr(importer._LiveCopy, "start", lambda self: (started.append(self), original_start(self))[1])
+    project = make_project("live", "changeit")
+    data = tmp_path / "data"
+    write_sample_media(data, "changeit")
+    path = write_lines(data, 3000)
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"id": "late", "image": "img/gone.png", "object": "door", "state": "a closed door"}) + "\n")
+
+    with pytest.raises(ImportRefused) as exc:
+        items_import(project=project, path=path)
+
+    assert exc.value.errors == ["line 3001: field image: img/gone.png: file not found under the media root"]
+    assert len(started) == 1 and not started[0].is_alive()
+    assert Item.objects.count() == 0 and MediaAsset.objects.count() == 0
+    assert [p for p in _media_root.rglob("*") if p.is_file()] == []
+
+    path.write_text("".join(path.read_text().splitlines(keepends=True)[:3000]))
+    report = items_import(project=project, path=path)
+    assert report.created == 3000 and len(started) == 2
+    assert Item.objects.filter(project=project).count() == 3000 and MediaAsset.objects.count() == 4

@@ -2,11 +2,11 @@
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
-from django.db import transaction
 
 from annotation.importing import ImportRefused, items_import
 from annotation.importing.items import project_for_import
 from annotation.importing.sources import SourceError, open_source
+from annotation.models import Project
 from annotation.protocols import PROTOCOLS
 
 
@@ -36,18 +36,26 @@ class Command(BaseCommand):
                 header = None
             if isinstance(header, dict) and isinstance(header.get("option_seed"), int):
                 seed = header["option_seed"]
+        # Not one transaction around both steps: the importer streams rows to PostgreSQL on a
+        # second connection while it validates, which needs the project committed. A project
+        # created here for an import that is then refused (or fails) is deleted again.
+        existed = Project.objects.filter(slug=opts["project"]).exists()
+        project = None
         try:
-            with transaction.atomic():
-                project = project_for_import(
-                    slug=opts["project"], protocol=opts["protocol"], create=opts["create"], option_seed=seed
-                )
-                report = items_import(
-                    project=project, path=opts["file"], media_root=opts["media_root"], verified=opts["verified"]
-                )
-        except ImportRefused as exc:
-            for message in exc.errors:
-                self.stderr.write(message)
-            raise CommandError(f"import refused: {exc.total} error(s); nothing was written") from exc
+            project = project_for_import(
+                slug=opts["project"], protocol=opts["protocol"], create=opts["create"], option_seed=seed
+            )
+            report = items_import(
+                project=project, path=opts["file"], media_root=opts["media_root"], verified=opts["verified"]
+            )
+        except BaseException as exc:
+            if project is not None and not existed:
+                project.delete()
+            if isinstance(exc, ImportRefused):
+                for message in exc.errors:
+                    self.stderr.write(message)
+                raise CommandError(f"import refused: {exc.total} error(s); nothing was written") from exc
+            raise
         statuses = ", ".join(f"{k} {v}" for k, v in sorted(report.by_status.items())) or "none"
         self.stdout.write(
             f"{project.slug}: {report.lines} lines, {report.created} items created ({statuses}), "
