@@ -276,6 +276,7 @@ SPECS: dict[str, ProtocolSpec] = {
 assert set(SPECS) == set(PROTOCOLS)
 _ALL_FIELDS = {id(spec): set(spec.required) | set(spec.optional) | set(spec.labels) for spec in SPECS.values()}
 _ALLOWED_KEYS = {p: frozenset(_ALL_FIELDS[id(spec)] | set(COMMON_KEYS) | set(EXPORT_ONLY_KEYS)) for p, spec in SPECS.items()}
+_OTHER_CHECKS = {p: {**spec.optional, **spec.labels} for p, spec in SPECS.items()}
 
 
 def check_item(protocol: str, obj: Any, *, verified: bool = False) -> CheckedItem | list[FieldError]:
@@ -294,39 +295,40 @@ def check_item(protocol: str, obj: Any, *, verified: bool = False) -> CheckedIte
         errors.append(FieldError("id", f"at most {ID_MAX} characters, no surrounding spaces"))
 
     split = obj.get("split", "test")
-    if not isinstance(split, str) or not SPLIT_RE.match(split):
+    if split != "test" and (not isinstance(split, str) or not SPLIT_RE.match(split)):
         errors.append(FieldError("split", "must be a short name of letters, digits, '_', '.', '-'"))
     tags = obj.get("tags", [])
-    if not isinstance(tags, list) or not all(isinstance(t, str) and t.strip() for t in tags):
+    if not isinstance(tags, list) or (tags and not all(isinstance(t, str) and t.strip() for t in tags)):
         errors.append(FieldError("tags", "must be a list of non-empty strings"))
-
-    allowed = _ALLOWED_KEYS[protocol]
-    for key in obj:
-        if key not in allowed:
-            errors.append(FieldError(key, f"unknown field for protocol {protocol}"))
 
     payload: dict[str, Any] = {}
     for name, check in spec.required.items():
-        if name not in obj or obj[name] is None:
+        value = obj.get(name)
+        if value is None:
             errors.append(FieldError(name, "required"))
             continue
         try:
-            payload[name] = check(obj[name])
+            payload[name] = check(value)
         except _Invalid as exc:
             errors.append(FieldError(name, exc.reason))
-    for group in (spec.optional, spec.labels):
-        for name, check in group.items():
-            if name in obj and obj[name] is not None:
+    # One walk over the line's keys: unknown ones are errors, optional and label fields checked.
+    allowed, others = _ALLOWED_KEYS[protocol], _OTHER_CHECKS[protocol]
+    for key, value in obj.items():
+        check = others.get(key)
+        if check is not None:
+            if value is not None:
                 try:
-                    payload[name] = check(obj[name])
+                    payload[key] = check(value)
                 except _Invalid as exc:
-                    errors.append(FieldError(name, exc.reason))
+                    errors.append(FieldError(key, exc.reason))
+        elif key not in allowed:
+            errors.append(FieldError(key, f"unknown field for protocol {protocol}"))
 
-    present_labels = [n for n in spec.labels if n in obj and obj[n] is not None]
+    present_labels = [n for n in spec.labels if obj.get(n) is not None] if spec.labels else []
     complete = bool(present_labels)
     if present_labels or (verified and spec.labels):
         for name in spec.labels_required:
-            if name not in obj or obj[name] is None:
+            if obj.get(name) is None:
                 why = "required for a verified import" if verified and not present_labels else "required for a labeled item"
                 errors.append(FieldError(name, why))
         if not errors and spec.cross:

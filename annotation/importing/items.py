@@ -6,12 +6,16 @@ items is checked once); ids are remembered as 8-byte hashes to find duplicates; 
 the project are compared, a chunk at a time, with what the line would store. If anything is
 wrong the import is refused with every error and nothing has been written.
 
-On PostgreSQL, pass 1 also writes each accepted row, already in COPY text format, to a
-temporary spool file on disk; pass 2 (write) stores the media (deduplicated by content hash)
-and streams the spool into ``COPY annotation_item FROM STDIN``, all inside one transaction.
-Elsewhere (the SQLite demo) pass 2 re-reads the file and inserts batches of `BATCH` with
-``bulk_create``. Files stored by a pass that then fails are deleted again, so a refused or
-failed import leaves no trace. Lines identical to items already in the project are skipped.
+On PostgreSQL, pass 1 also encodes each accepted row in COPY text format. Outside a
+transaction (the command, the API, the upload page) those rows stream, while pass 1 is still
+validating, to ``COPY annotation_item FROM STDIN`` on a second connection owned by a writer
+thread, so the server parses and indexes on the other core; the writer's transaction stays open
+and is committed — together with the media rows — only once pass 1 found no error, and rolled
+back otherwise. Inside a caller's transaction the rows are spooled to a temporary file and
+copied on the caller's connection after pass 1. Elsewhere (the SQLite demo) pass 2 re-reads the
+file and inserts batches of `BATCH` with ``bulk_create``. Media files stored for an import that
+then fails are deleted again, so a refused or failed import leaves no trace. Lines identical to
+items already in the project are skipped.
 
 Memory holds one chunk of lines plus one entry per distinct media file, never the whole file.
 """
@@ -109,9 +113,10 @@ def _copy_constant(value: Any) -> str:
 
 
 class _CopySpool:
-    """Pass 1 writes each accepted row, ready for COPY, to a temporary file; pass 2 streams that
-    file to PostgreSQL in 1 MiB chunks. The write pass thus neither re-parses the JSONL nor
-    adapts values row by row in Python, and memory stays flat (the spool lives on disk).
+    """Rows accepted by pass 1, encoded once for COPY, sent in 1 MiB chunks either to a live
+    writer thread (see `_LiveCopy`) or to a temporary file copied after pass 1. The write never
+    re-parses the JSONL nor adapts values row by row, and memory stays flat (a bounded queue, or
+    the file on disk).
     """
 
     COLUMNS = ("project_id", "external_id", "payload", "media", "status", "split", "tags")
