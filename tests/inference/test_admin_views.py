@@ -110,3 +110,19 @@ def test_job_page_downloads_and_progress_api_need_the_researcher_role(eager, cli
     results = json.loads(client.get(f"/jobs/{job.pk}/results.json").content)
     assert results["counts"]["ok"] == 12 and results["model"] == "R"
     assert client.post(f"/api/jobs/{job.pk}/cancel/").status_code == 409
+
+
+def test_endpoint_admin_refuses_secret_options_and_shows_availability(client, make_user, monkeypatch):
+    from inference.models import ModelEndpoint
+
+    client.force_login(make_user("root", superuser=True))
+    form = {"name": "judge", "backend": "openai", "model_id": "gpt", "revision": "", "base_url": "http://x/v1",
+            "api_key_env": "JUDGE_KEY", "concurrency": "8"}
+    resp = client.post("/admin/inference/modelendpoint/add/", dict(form, options='{"api_key": "sk-1"}'))
+    assert resp.status_code == 200 and "looks like a secret" in resp.content.decode()
+    assert ModelEndpoint.objects.count() == 0
+    resp = client.post("/admin/inference/modelendpoint/add/", dict(form, options='{"timeout": 5}'))
+    assert resp.status_code == 302 and ModelEndpoint.objects.get().options == {"timeout": 5}
+    monkeypatch.delenv("JUDGE_KEY", raising=False)
+    listing = client.get("/admin/inference/modelendpoint/").content.decode()
+    assert "no: the API key variable JUDGE_KEY named by endpoint judge is not set" in listing
