@@ -411,11 +411,22 @@ def _resolve_unlabeled(protocol: str, external_id: str, payload: dict, seed: int
     return {"qa": {"options": list(payload.get("options") or []), "answer": None, "format": payload.get("format")}}
 
 
+def _judge_rubric(project: Project) -> Any:
+    """The rubric human raters of this project see (its own wording over the platform default),
+    so judge and humans rate against the same text."""
+    custom = (project.settings or {}).get("rubric")
+    if isinstance(custom, str) and custom.strip():
+        return custom
+    from annotation.selectors import rubric_for
+
+    return rubric_for(project=project)
+
+
 def build_queries(job: InferenceJob, item: ItemInput, media: MediaPreparer) -> list[PreparedQuery]:
     module = protocols.get_protocol(job.protocol)
     params = dict(job.params)
-    if job.protocol == "oscbench":
-        params.setdefault("rubric", (job.project.settings or {}).get("rubric"))
+    if job.protocol == "oscbench" and "rubric" not in params:
+        params["rubric"] = _judge_rubric(job.project)
     try:
         if job.mode == JobMode.SUGGEST and job.protocol == "status":
             return module.build_suggestion(item, media=media, params=params)
