@@ -96,8 +96,9 @@ MEDIA_URL = "/media/"
 MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT", DATA_DIR / "media"))
 # Where frame caches and temporary import files live.
 CACHE_ROOT = Path(os.environ.get("STATELAB_CACHE_ROOT", DATA_DIR / "cache"))
-# Server-side folders an import may read from (besides uploads); empty means any readable folder
-# given on the command line by a researcher.
+# Media referenced by a bare JSONL uploaded through the API or page are looked up here
+# (a zip upload carries its own media). Unset: MEDIA_ROOT/incoming.
+IMPORT_MEDIA_ROOT = os.environ.get("IMPORT_MEDIA_ROOT") or None
 IMPORT_MAX_IMAGE_PIXELS = int(os.environ.get("IMPORT_MAX_IMAGE_PIXELS", 64_000_000))
 IMPORT_MAX_FILE_BYTES = int(os.environ.get("IMPORT_MAX_FILE_BYTES", 2 * 1024**3))
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024

@@ -33,6 +33,8 @@ def pytest_configure(config):
 
 @pytest.fixture(autouse=True)
 def _media_root(tmp_path, settings):
+    # Fast hashing: password hashing otherwise dominates tests that create users.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     settings.MEDIA_ROOT = tmp_path / "media"
     settings.CACHE_ROOT = tmp_path / "cache"
     settings.MEDIA_ROOT.mkdir()
