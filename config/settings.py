@@ -165,3 +165,8 @@ WHITENOISE_AUTOREFRESH = DEBUG
 import warnings  # noqa: E402
 
 warnings.filterwarnings("ignore", message="No directory at")
+
+# Periodic work (run by the `beat` service): return abandoned tasks to the queue.
+CELERY_BEAT_SCHEDULE = {
+    "expire-task-leases": {"task": "annotation.tasks.expire_task_leases", "schedule": 60.0},
+}

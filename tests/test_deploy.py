@@ -13,7 +13,7 @@ COMPOSE = ROOT / "docker-compose.yml"
 def test_compose_file_has_the_production_services_with_health_checks():
     spec = yaml.safe_load(COMPOSE.read_text())
     services = spec["services"]
-    assert set(services) == {"postgres", "redis", "web", "worker", "gpu-worker"}
+    assert set(services) == {"postgres", "redis", "web", "worker", "beat", "gpu-worker"}
     for name, service in services.items():
         assert "healthcheck" in service, f"{name} has no health check"
     assert "gunicorn" in services["web"]["command"]
