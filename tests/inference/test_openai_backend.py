@@ -73,3 +73,13 @@ def test_complete_works_when_an_event_loop_already_runs_in_this_thread():
         assert [r.error for r in replies] == [None, None] and [r.key for r in replies] == ["1|osi_a", "2|osi_a"]
     finally:
         standin.stop()
+
+
+def test_a_slow_server_is_reported_as_a_timeout():
+    standin = StandIn(faults=False, latency=1.5).start()
+    try:
+        backend = OpenAIBackend(base_url=standin.base_url, api_key=None, model="m", options={"timeout": 0.3, "max_retries": 0})
+        (reply,) = backend.complete([_letters_query()], Sampling())
+        assert reply.error == "timed out after 0.3 s (after up to 1 attempts)" and reply.text == ""
+    finally:
+        standin.stop()
