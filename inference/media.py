@@ -34,6 +34,10 @@ class MediaError(RuntimeError):
     """A media file cannot be read or prepared; the item that needs it fails with this message."""
 
 
+class FrameCountMismatch(MediaError):
+    """ffmpeg returned fewer frames than asked for (the frame count used was wrong)."""
+
+
 def ffmpeg_exe() -> str:
     exe = shutil.which("ffmpeg")
     if exe:
@@ -133,7 +137,7 @@ def decode_frames(path: str | os.PathLike, indices: list[int], size: tuple[int, 
     frame_bytes = width * height * 3
     got = len(out) // frame_bytes
     if got != len(indices):
-        raise MediaError(f"ffmpeg returned {got} of {len(indices)} frames from video {Path(path).name}")
+        raise FrameCountMismatch(f"ffmpeg returned {got} of {len(indices)} frames from video {Path(path).name}")
     array = np.frombuffer(out, dtype=np.uint8).reshape(got, height, width, 3)
     return [array[k] for k in range(got)]
 
@@ -167,6 +171,7 @@ def sample_frames(
     cache_root: str | os.PathLike,
     bound: tuple[int, int] = DEFAULT_BOUND,
     content_hash: str | None = None,
+    known: VideoInfo | None = None,
 ) -> Frames:
     """N uniformly spaced frames of a video, cached under cache_root/frames/<hash>/<n>_<w>x<h>/."""
     if n < 1:
@@ -177,10 +182,18 @@ def sample_frames(
     if meta_path.is_file():
         meta = json.loads(meta_path.read_text())
         return Frames([folder / f for f in meta["files"]], meta["indices"], tuple(meta["size"]), meta["source_frames"])
-    info = probe_video(path)
-    size = fit_within(info.width, info.height, bound)
-    indices = uniform_indices(info.frame_count, n)
-    arrays = decode_frames(path, indices, size)
+    # Known metadata (an imported asset's width, height and frame count) saves the ffprobe pass;
+    # if the container's frame count was wrong, the decode returns fewer frames and we probe.
+    try:
+        info = known if known and known.frame_count > 0 else probe_video(path)
+        size = fit_within(info.width, info.height, bound)
+        indices = uniform_indices(info.frame_count, n)
+        arrays = decode_frames(path, indices, size)
+    except FrameCountMismatch:
+        info = probe_video(path)
+        size = fit_within(info.width, info.height, bound)
+        indices = uniform_indices(info.frame_count, n)
+        arrays = decode_frames(path, indices, size)
     # Write into a private folder and rename it into place, so concurrent workers never see half a cache.
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".tmp-"))

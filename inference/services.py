@@ -27,7 +27,7 @@ from evaluation.scoring.answers import parse_answer
 from . import protocols
 from .backends import BackendUnavailable, check_available, get_backend
 from .backends.base import ModelQuery, ModelReply, Sampling
-from .media import DEFAULT_BOUND, MediaError
+from .media import DEFAULT_BOUND, MediaError, VideoInfo
 from .models import Backend, InferenceJob, JobMode, JobStatus, ModelEndpoint, Prediction, PredictionStatus
 from .protocols.base import ItemInput, MediaPreparer, PreparedQuery
 
@@ -343,12 +343,19 @@ def sampling_for(params: dict[str, Any]) -> Sampling:
     )
 
 
-def _media_lookup(items: list[Item]) -> dict[str, str]:
+def _media_assets(items: list[Item]) -> dict[str, MediaAsset]:
     shas: set[str] = set()
     for item in items:
         for value in (item.media or {}).values():
             shas.update(value if isinstance(value, list) else [value])
-    return {a.sha256: a.file.path for a in MediaAsset.objects.filter(sha256__in=shas)}
+    return {a.sha256: a for a in MediaAsset.objects.filter(sha256__in=shas)}
+
+
+def _video_info(item: Item, field_name: str, assets: dict[str, MediaAsset]) -> VideoInfo | None:
+    asset = assets.get((item.media or {}).get(field_name) or "")
+    if asset is None or not (asset.width and asset.height and asset.frame_count):
+        return None
+    return VideoInfo(asset.width, asset.height, asset.frame_count, asset.duration)
 
 
 def _local_path(item: Item, field_name: str, lookup: dict[str, str], payload: dict) -> Any:
@@ -376,7 +383,8 @@ def item_inputs(job: InferenceJob, item_ids: list[int]) -> list[ItemInput]:
         payloads = dict(ReleaseItem.objects.filter(release_id=job.release_id, item_id__in=item_ids).values_list("item_id", "payload"))
     else:
         payloads = {pk: item.payload for pk, item in items.items()}
-    lookup = _media_lookup(list(items.values()))
+    assets = _media_assets(list(items.values()))
+    lookup = {sha: asset.file.path for sha, asset in assets.items()}
     seed = _option_seed(job)
     vocabulary = job.params.get("changeit_vocabulary")
     out = []
@@ -397,6 +405,7 @@ def item_inputs(job: InferenceJob, item_ids: list[int]) -> list[ItemInput]:
                 media_paths={f: _local_path(item, f, lookup, payload) for f in fields},
                 media_hashes=dict(item.media or {}),
                 resolved=resolved,
+                media_info={f: info for f, kind in fields.items() if kind == "video" and (info := _video_info(item, f, assets))},
             )
         )
     return out

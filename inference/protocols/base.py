@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,8 @@ class ItemInput:
     media_hashes: dict[str, Any]
     # annotation.protocols.resolve_queries(...) for this item: key -> {"options", "answer", ...}
     resolved: dict[str, dict[str, Any]]
+    # video field -> metadata known from import (saves a probe before sampling frames)
+    media_info: dict[str, media_lib.VideoInfo] = field(default_factory=dict)
 
 
 @dataclass
@@ -59,10 +61,14 @@ class MediaPreparer:
             self._images[key] = media_lib.image_data_url(media_lib.load_image(path, bound=self.bound, bbox=bbox))
         return self._images[key]
 
-    def frames(self, path: str | None, n: int, *, content_hash: str | None = None) -> tuple[list[str], list[int]]:
+    def frames(
+        self, path: str | None, n: int, *, content_hash: str | None = None, known: media_lib.VideoInfo | None = None
+    ) -> tuple[list[str], list[int]]:
         if not path:
             raise media_lib.MediaError("the item has no such video")
-        frames = media_lib.sample_frames(path, n, cache_root=self.cache_root, bound=self.bound, content_hash=content_hash)
+        frames = media_lib.sample_frames(
+            path, n, cache_root=self.cache_root, bound=self.bound, content_hash=content_hash, known=known
+        )
         return [media_lib.file_data_url(p) for p in frames.paths], frames.indices
 
 

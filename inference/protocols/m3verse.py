@@ -38,7 +38,7 @@ def video_parts(item: ItemInput, media: MediaPreparer, n: int) -> tuple[list[dic
     parts: list[dict[str, Any]] = []
     indices: dict[str, list[int]] = {}
     for field, label in (("video_before", "before"), ("video_after", "after")):
-        urls, idx = media.frames(item.media_paths.get(field), n, content_hash=item.media_hashes.get(field))
+        urls, idx = media.frames(item.media_paths.get(field), n, content_hash=item.media_hashes.get(field), known=item.media_info.get(field))
         indices[field] = idx
         parts.append(text(f"Video {label.upper()} the change, {len(urls)} frames in order:"))
         parts += [image(u) for u in urls]

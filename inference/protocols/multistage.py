@@ -70,7 +70,8 @@ def run(*, job, items: list[ItemInput], media: MediaPreparer, backend, sampling:
         indices[item.item_pk] = {}
         try:
             for field, _ in VIDEOS:
-                urls, idx = media.frames(item.media_paths.get(field), n, content_hash=item.media_hashes.get(field))
+                urls, idx = media.frames(item.media_paths.get(field), n, content_hash=item.media_hashes.get(field),
+                                         known=item.media_info.get(field))
                 indices[item.item_pk][field] = idx
                 for c, clip in enumerate(_clips(urls, n_clips)):
                     q = ModelQuery(key=f"{item.item_pk}|caption:{field}:{c}", messages=user([image(u) for u in clip] + [text(_CAPTION)]),

@@ -68,7 +68,9 @@ def build(item: ItemInput, *, media: MediaPreparer, params: dict[str, Any]) -> l
     options = list(item.resolved["judge"]["options"])
     n = frames_param(params, DEFAULT_FRAMES)
     try:
-        urls, indices = media.frames(item.media_paths.get("video"), n, content_hash=item.media_hashes.get("video"))
+        urls, indices = media.frames(
+            item.media_paths.get("video"), n, content_hash=item.media_hashes.get("video"), known=item.media_info.get("video")
+        )
     except MediaError as exc:
         return [failed("judge", options, str(exc))]
     ask = (

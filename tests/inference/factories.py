@@ -30,7 +30,14 @@ def asset(path: Path, kind: str) -> MediaAsset:
     dest = Path(settings.MEDIA_ROOT) / rel
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(path, dest)
-    return MediaAsset.objects.create(sha256=sha, kind=kind, file=rel, size_bytes=dest.stat().st_size)
+    meta = {}
+    if kind == "video":  # what the importer records (frame count from the container)
+        try:
+            info = media_lib.probe_video(dest)
+            meta = {"width": info.width, "height": info.height, "frame_count": info.frame_count, "duration": info.duration}
+        except media_lib.MediaError:
+            pass
+    return MediaAsset.objects.create(sha256=sha, kind=kind, file=rel, size_bytes=dest.stat().st_size, **meta)
 
 
 def colour(i: int) -> tuple[int, int, int]:

@@ -59,3 +59,20 @@ def test_load_image_crops_to_box_and_resizes(tmp_path):
     assert clipped.size == (100, 100)
     with pytest.raises(media.MediaError):
         media.load_image(tmp_path / "i.png", bbox=[2000, 2000, 10, 10])
+
+
+def test_known_metadata_skips_the_probe_and_a_wrong_frame_count_falls_back_to_it(tmp_path, monkeypatch):
+    video = media.make_test_video(tmp_path / "v.mp4", seconds=2, size="320x240", rate=10)  # 20 frames
+    real_probe = media.probe_video
+    calls = []
+
+    def counting_probe(path):
+        calls.append(path)
+        return real_probe(path)
+
+    monkeypatch.setattr(media, "probe_video", counting_probe)
+    right = media.sample_frames(video, 4, cache_root=tmp_path / "a", known=media.VideoInfo(320, 240, 20, 2.0))
+    assert right.indices == [2, 7, 12, 17] and calls == []
+    # A container that claims 40 frames: asking for frame 35 returns too few frames, so it probes.
+    wrong = media.sample_frames(video, 4, cache_root=tmp_path / "b", known=media.VideoInfo(320, 240, 40, 4.0))
+    assert wrong.indices == [2, 7, 12, 17] and wrong.source_frames == 20 and len(calls) == 1
