@@ -25,6 +25,7 @@ import json
 import queue
 import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,36 @@ from .sources import SourceError, open_source
 BATCH = 2000
 SPOOL_CHUNK = 1024 * 1024
 EXISTING_CHUNK = 1000
+# First key of the PostgreSQL advisory lock that serializes imports into one project ("STLI");
+# the second key is the project id.
+IMPORT_LOCK_CLASS = 0x53544C49
+
+
+def lock_project_for_import(cursor, project: Project) -> None:
+    """Take the per-project import lock in the cursor's transaction (held until it ends).
+
+    Two imports into one project would otherwise both find no existing ids and both write; the
+    second then fails on the unique (project, external_id) index. With the lock the second waits
+    until the first has committed (or rolled back), then compares against what is there: an
+    identical file changes nothing. After IMPORT_LOCK_WAIT_S seconds of waiting it is refused
+    with a clear message instead. PostgreSQL only; the caller skips it elsewhere.
+    """
+    deadline = time.monotonic() + float(getattr(settings, "IMPORT_LOCK_WAIT_S", 600))
+    delay = 0.02
+    while True:
+        cursor.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", [IMPORT_LOCK_CLASS, project.pk])
+        if cursor.fetchone()[0]:
+            return
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise ImportRefused(
+                [
+                    f"file: field -: another import into project {project.slug} is still running; "
+                    "nothing was written, try again once it has finished"
+                ]
+            )
+        time.sleep(min(delay, left))
+        delay = min(delay * 2, 0.25)
 
 
 @dataclass
@@ -141,12 +172,22 @@ class _CopySpool:
         # it references (the project) committed, so it is used only outside an atomic block.
         self.live = not connection.in_atomic_block
         if self.live:
-            self.writer = _LiveCopy(self.sql)
+            self.writer = _LiveCopy(self.sql, project)
             self.writer.start()
             self._streaming = True
         else:
             Path(settings.CACHE_ROOT).mkdir(parents=True, exist_ok=True)
             self.file = tempfile.TemporaryFile(dir=settings.CACHE_ROOT, prefix="import-spool-")
+
+    def lock_project(self, project: Project) -> None:
+        """Hold the per-project import lock in the transaction that will write the rows."""
+        if self.live:
+            self.writer.locked.wait()
+            if self.writer.error is not None:
+                raise self.writer.error
+        else:
+            with connection.cursor() as cur:
+                lock_project_for_import(cur, project)
 
     def add(self, checked: CheckedItem, media: dict[str, MediaInfo], status: str) -> None:
         key = tuple(p for _f, p, _k in checked.media_paths)
@@ -219,10 +260,13 @@ class _LiveCopy(threading.Thread):
     it runs it (storing the media in the same transaction) and commits; with None it rolls back.
     """
 
-    def __init__(self, sql: str):
+    def __init__(self, sql: str, project: Project):
         super().__init__(name="statelab-import-copy", daemon=True)
         self.sql = sql
+        self.project = project
         self.chunks: queue.Queue = queue.Queue(maxsize=16)
+        # Set once the per-project import lock is held (or taking it failed: `error` says why).
+        self.locked = threading.Event()
         self._decided = threading.Event()
         self._before_commit = None
         self._stream_ended = False
@@ -232,6 +276,10 @@ class _LiveCopy(threading.Thread):
         try:
             with transaction.atomic():
                 with connection.cursor() as cur:
+                    try:
+                        lock_project_for_import(cur, self.project)
+                    finally:
+                        self.locked.set()
                     with cur.cursor.copy(self.sql) as copy:
                         while (chunk := self.chunks.get()) is not None:
                             copy.write(chunk)
@@ -242,8 +290,9 @@ class _LiveCopy(threading.Thread):
                 self._before_commit()
         except _Aborted:
             pass
-        except BaseException as exc:  # reported to the importing thread by finish()
+        except BaseException as exc:  # reported to the importing thread by lock_project() or finish()
             self.error = exc
+            self.locked.set()
             while not self._stream_ended and self.chunks.get() is not None:
                 pass  # keep the producer from blocking on a full queue
             self._stream_ended = True
@@ -269,11 +318,17 @@ class _Validation:
         self.media: dict[str, MediaInfo] = {}
         self.media_refused: dict[str, str] = {}
         self.ids = KeySeen()
-        self.check_existing = Item.objects.filter(project=project).exists()
         self.pending_existing: list[tuple[int, CheckedItem, str]] = []
         self.report = ItemImportReport()
         # On PostgreSQL rows are spooled for COPY; elsewhere (SQLite demo) pass 2 re-reads the file.
         self.spool = _CopySpool(project) if connection.vendor == "postgresql" else None
+        if self.spool is not None:
+            try:  # before looking at existing ids: a concurrent import into the project finishes first
+                self.spool.lock_project(project)
+            except BaseException:
+                self.spool.close()
+                raise
+        self.check_existing = Item.objects.filter(project=project).exists()
 
     def media_info(self, relpath: str, kind: str) -> MediaInfo | str:
         """Inspect a media path once per import; returns its info or the refusal reason."""
@@ -482,8 +537,11 @@ def items_import(
         source.close()
 
 
-def project_for_import(*, slug: str, protocol: str | None, create: bool, option_seed: int | None = None) -> Project:
-    """The project an import goes to; with `create`, make it when missing.
+def project_for_import(
+    *, slug: str, protocol: str | None, create: bool, option_seed: int | None = None
+) -> tuple[Project, bool]:
+    """The project an import goes to, and whether this call created it; with `create`, make it
+    when missing (two imports creating the same project at once both get the one project).
 
     The protocol, when given, must match the project's. A project created for a release export
     takes the export's option seed, so re-frozen releases resolve the same option orders.
@@ -493,14 +551,16 @@ def project_for_import(*, slug: str, protocol: str | None, create: bool, option_
     if protocol is not None and protocol not in PROTOCOLS:
         raise ImportRefused([f"file: field protocol: unknown protocol {protocol!r}; use one of {', '.join(PROTOCOLS)}"])
     project = Project.objects.filter(slug=slug).first()
+    created = False
     if project is None:
         if not create:
             raise ImportRefused([f"file: field project: no project {slug!r} (use --create to make it)"])
         if protocol is None:
             raise ImportRefused(["file: field protocol: --protocol is required to create a project"])
-        project = Project.objects.create(
-            slug=slug, name=slug, protocol=protocol, option_seed=option_seed if option_seed is not None else 0
+        project, created = Project.objects.get_or_create(
+            slug=slug,
+            defaults={"name": slug, "protocol": protocol, "option_seed": option_seed if option_seed is not None else 0},
         )
-    elif protocol is not None and project.protocol != protocol:
+    if protocol is not None and project.protocol != protocol:
         raise ImportRefused([f"file: field protocol: project {slug} uses protocol {project.protocol}, not {protocol}"])
-    return project
+    return project, created

@@ -6,7 +6,6 @@ from django.core.management.base import BaseCommand, CommandError
 from annotation.importing import ImportRefused, items_import
 from annotation.importing.items import project_for_import
 from annotation.importing.sources import SourceError, open_source
-from annotation.models import Project
 from annotation.protocols import PROTOCOLS
 
 
@@ -39,17 +38,16 @@ class Command(BaseCommand):
         # Not one transaction around both steps: the importer streams rows to PostgreSQL on a
         # second connection while it validates, which needs the project committed. A project
         # created here for an import that is then refused (or fails) is deleted again.
-        existed = Project.objects.filter(slug=opts["project"]).exists()
-        project = None
+        project, created = None, False
         try:
-            project = project_for_import(
+            project, created = project_for_import(
                 slug=opts["project"], protocol=opts["protocol"], create=opts["create"], option_seed=seed
             )
             report = items_import(
                 project=project, path=opts["file"], media_root=opts["media_root"], verified=opts["verified"]
             )
         except BaseException as exc:
-            if project is not None and not existed:
+            if created:
                 project.delete()
             if isinstance(exc, ImportRefused):
                 for message in exc.errors:
