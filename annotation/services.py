@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Subquery
 from django.utils import timezone
+from psycopg import Cursor as ServerCursor
+from psycopg.types.numeric import Int8
 
 from . import agreement
 from .models import Annotation, Item, ItemStatus, Project, Review, ReviewDecision, Task, TaskStatus
@@ -51,6 +52,38 @@ def _lease_until(project: Project, now: datetime) -> datetime:
     return now + timedelta(seconds=lease_seconds(project))
 
 
+# --- hot-path SQL -------------------------------------------------------------------------------
+# Claim and submit run a few fixed statements many times a second. They go through a psycopg
+# cursor with server-side binding and `prepare=True`: each statement is parsed and planned once
+# per connection (planning cost more than executing the claim), and no ORM query is compiled per
+# call. Same connection and transaction as the ORM; errors are mapped to Django's (IntegrityError).
+# Ids are sent as int8 so one prepared statement serves every id. Columns are listed, never `*`,
+# so a migration adding a column does not break a prepared statement.
+
+def _rows(sql: str, params: dict) -> list[tuple]:
+    connection.ensure_connection()
+    connection.validate_no_broken_transaction()
+    with connection.wrap_database_errors:
+        with ServerCursor(connection.connection) as cursor:
+            cursor.execute(sql, params, prepare=True)
+            return cursor.fetchall() if cursor.description else []
+
+
+def _columns(model, alias: str) -> str:
+    return ", ".join(f"{alias}.{f.column}" for f in model._meta.concrete_fields)
+
+
+def _instance(model, values):
+    """A model instance from `_columns(model, ...)` values, JSON fields decoded as the ORM does."""
+    fields = model._meta.concrete_fields
+    values = [f.from_db_value(v, None, connection) if hasattr(f, "from_db_value") else v for f, v in zip(fields, values)]
+    return model.from_db(connection.alias, [f.attname for f in fields], values)
+
+
+def _ids(values) -> list[Int8]:
+    return [Int8(v) for v in values]
+
+
 def _item_accepts_annotations(item: Item) -> bool:
     if item.is_gold:
         return item.status == ItemStatus.PENDING
@@ -71,12 +104,12 @@ def _level(alias: str, count: int) -> str:
             f"AND ({alias}.project_id, {alias}.status, {alias}.annotation_count) < (%(project)s, 'pending', {c + 1})")
 
 
-_CLAIM_SELECT = """SELECT i.*,
+_CLAIM_SELECT = """SELECT {columns},
        EXISTS (SELECT 1 FROM annotation_task x WHERE x.item_id = i.id AND x.status = 'active') AS held_before
 FROM annotation_item i"""
 _CLAIM_FILTERS = """
-  AND i.is_gold = %(gold)s
-  AND i.id <> ALL(%(passed)s)
+  AND i.is_gold = {gold}
+  AND i.id <> ALL(%(passed)s::bigint[])
   AND NOT EXISTS (SELECT 1 FROM annotation_task t
                   WHERE t.item_id = i.id AND t.status = 'active' AND t.lease_expires > %(now)s)
   AND NOT EXISTS (SELECT 1 FROM annotation_annotation a
@@ -86,26 +119,28 @@ _CLAIM_FILTERS = """
 
 
 @functools.lru_cache(maxsize=64)
-def claim_sql(count: int, window: int | None) -> str:
-    """The claim statement for one level.
+def claim_sql(count: int, window: int | None, gold: bool | None = None) -> str:
+    """The claim statement for one level (gold None: the flag is the parameter %(gold)s).
 
     window=None walks the level to its end. window=n looks only at the level's first n items:
     partly annotated levels fill up with items this annotator already did, waiting for others,
     and the window keeps a claim from re-reading all of them every time. Both forms return rows
     in index order, so the scan stops at the first free item (no sort of the candidates).
     """
+    select = _CLAIM_SELECT.format(columns=_columns(Item, "i"))
+    filters = _CLAIM_FILTERS.format(gold="%(gold)s" if gold is None else ("true" if gold else "false"))
     if window is None:
-        return f"""{_CLAIM_SELECT}
-WHERE {_level("i", count)}{_CLAIM_FILTERS}
+        return f"""{select}
+WHERE {_level("i", count)}{filters}
 ORDER BY i.project_id, i.status, i.annotation_count, i.id
 LIMIT 1
 FOR UPDATE OF i SKIP LOCKED"""
-    return f"""{_CLAIM_SELECT}
+    return f"""{select}
 JOIN (SELECT w.project_id, w.status, w.annotation_count, w.id FROM annotation_item w
       WHERE {_level("w", count)}
       ORDER BY w.project_id, w.status, w.annotation_count, w.id
       LIMIT {int(window)}) win ON win.id = i.id
-WHERE i.project_id = %(project)s AND i.status = 'pending' AND i.annotation_count = win.annotation_count{_CLAIM_FILTERS}
+WHERE i.project_id = %(project)s AND i.status = 'pending' AND i.annotation_count = win.annotation_count{filters}
 ORDER BY win.project_id, win.status, win.annotation_count, win.id
 LIMIT 1
 FOR UPDATE OF i SKIP LOCKED"""
@@ -123,7 +158,46 @@ RETURNING id
 
 
 def claim_sql_params(*, project: Project, user_id: int, gold: bool, now: datetime, passed=()) -> dict:
-    return {"project": project.pk, "gold": gold, "now": now, "user": user_id, "passed": list(passed)}
+    return {"project": Int8(project.pk), "gold": gold, "now": now, "user": Int8(user_id), "passed": _ids(passed)}
+
+
+@functools.lru_cache(maxsize=64)
+def claim_next_sql(passes: tuple[tuple[int, bool, int | None], ...]) -> str:
+    """The whole claim in one statement (one round trip, planned once per connection).
+
+    `held`: the caller's active tasks in the project. The passes are CTEs read in order through
+    UNION ALL ... LIMIT 1, so a pass runs only when the ones before it found nothing, and each
+    locks only the row it returns. The claim is gated on the holds: it runs only when every hold
+    is one the caller shows or already dealt with (%(ignore)s) and fewer than MAX_HELD_TASKS are
+    shown. `ins` creates the task; the partial unique index (one active task per item) is the final
+    guard: a conflict (a lapsed hold on the item, or one renewed meanwhile) inserts nothing and the
+    caller decides. One row always: the holds, the new task id (or NULL), the item (or NULLs).
+    """
+    ctes = ",\n".join(f"p{n} AS ({claim_sql(count, window, gold)})" for n, (count, gold, window) in enumerate(passes))
+    union = " UNION ALL ".join(f"SELECT * FROM p{n}" for n in range(len(passes)))
+    return f"""WITH held AS (
+    SELECT t.id, t.item_id, t.created_at FROM annotation_task t JOIN annotation_item h ON h.id = t.item_id
+    WHERE t.annotator_id = %(user)s AND t.status = 'active' AND h.project_id = %(project)s
+),
+{ctes},
+cand AS (
+    SELECT * FROM ({union}) u
+    WHERE NOT EXISTS (SELECT 1 FROM held WHERE held.id <> ALL(%(ignore)s::bigint[]))
+      AND (SELECT count(*) FROM held WHERE held.id = ANY(%(shown)s::bigint[])) < {MAX_HELD_TASKS}
+    LIMIT 1
+),
+ins AS (
+    INSERT INTO annotation_task (item_id, annotator_id, status, lease_expires, draft, draft_version, created_at, updated_at)
+    SELECT cand.id, %(user)s, 'active', %(lease)s, '{{}}'::jsonb, 0, %(now)s, %(now)s FROM cand
+    WHERE cand.status = 'pending' AND (cand.is_gold OR cand.annotation_count < %(needed)s)
+    ON CONFLICT (item_id) WHERE status = 'active' DO NOTHING
+    RETURNING id
+)
+SELECT (SELECT array_agg(held.id ORDER BY held.created_at, held.id) FROM held),
+       (SELECT array_agg(held.item_id ORDER BY held.created_at, held.id) FROM held),
+       (SELECT ins.id FROM ins),
+       cand.*
+FROM (SELECT 1) one LEFT JOIN cand ON true"""
 
 
 def _claim_passes(project: Project, want_gold: bool) -> list[tuple[int, bool, int | None]]:
@@ -155,70 +229,70 @@ def task_claim_next(*, project: Project, user, now: datetime | None = None, excl
     holds at most MAX_HELD_TASKS at once. Returns None when nothing is left for this user.
     """
     now = now or timezone.now()
-    held = list(
-        Task.objects.filter(annotator=user, item__project=project, status=TaskStatus.ACTIVE)
-        .order_by("created_at", "pk").values_list("pk", "item_id")
-    )
-    for task_pk, item_pk in held:
-        if task_pk in exclude:
-            continue
-        item = Item.objects.select_for_update().get(pk=item_pk)
-        item.project = project
-        task = Task.objects.select_for_update().get(pk=task_pk)
-        if task.status != TaskStatus.ACTIVE:  # reclaimed by someone while we waited
-            continue
-        if not _item_accepts_annotations(item):  # a reviewer settled the item meanwhile
-            task.status = TaskStatus.EXPIRED
-            task.save(update_fields=["status", "updated_at"])
-            continue
-        task.item = item
-        return _renew_held(task, item, now)
-    # Every hold still standing here is one the caller already shows (excluded).
-    if sum(1 for task_pk, _ in held if task_pk in exclude) >= MAX_HELD_TASKS:
-        return None
-
     want_gold = (rng or random).random() < float(project.settings.get("gold_share", 0.0) or 0.0)
+    passes = tuple(_claim_passes(project, want_gold))
     lease = _lease_until(project, now)
-    passed: list[int] = []
-    for count, gold, window in _claim_passes(project, want_gold):
-        while True:
-            params = claim_sql_params(project=project, user_id=user.pk, gold=gold, now=now, passed=passed)
-            found = list(Item.objects.raw(claim_sql(count, window), params))
-            if not found:
-                break
-            item = found[0]
-            item.project = project
-            if not _item_accepts_annotations(item):  # changed between our snapshot and our lock
-                passed.append(item.pk)
+    ignore: list[int] = list(exclude)  # holds not to hand out again: shown by the caller, or gone
+    passed: list[int] = []  # items locked but not claimable
+    while True:
+        (row,) = _rows(claim_next_sql(passes), {
+            "project": Int8(project.pk), "user": Int8(user.pk), "now": now, "lease": lease,
+            "needed": project.annotations_per_item, "passed": _ids(passed), "ignore": _ids(ignore),
+            "shown": _ids(exclude),
+        })
+        held_ids, held_items, task_pk, *item_row = row
+        held = [(t, i) for t, i in zip(held_ids or (), held_items or ()) if t not in ignore]
+        if held:
+            # The caller holds a task it does not show (a reload, a second tab): hand that back.
+            for task_pk, item_pk in held:
+                ignore.append(task_pk)
+                item = Item.objects.select_for_update().get(pk=item_pk)
+                item.project = project
+                task = Task.objects.select_for_update().get(pk=task_pk)
+                if task.status != TaskStatus.ACTIVE:  # reclaimed by someone while we waited
+                    continue
+                if not _item_accepts_annotations(item):  # a reviewer settled the item meanwhile
+                    task.status = TaskStatus.EXPIRED
+                    task.save(update_fields=["status", "updated_at"])
+                    continue
+                task.item = item
+                return _renew_held(task, item, now)
+            continue  # none of them stands: claim (the statement now ignores them)
+        if item_row[0] is None:  # nothing left, or the caller already shows MAX_HELD_TASKS
+            return None
+        item, held_before = _instance(Item, item_row[:-1]), item_row[-1]
+        item.project = project
+        if task_pk is None:
+            if not (held_before and _item_accepts_annotations(item)):
+                passed.append(item.pk)  # changed or renewed between our snapshot and our lock
                 continue
+            # Lazy reclaim: a hold whose lease ran out gives the item back to the queue.
             with connection.cursor() as cursor:
-                if item.held_before:
-                    # Lazy reclaim: a hold whose lease ran out gives the item back to the queue.
-                    cursor.execute(
-                        "UPDATE annotation_task SET status = 'expired', updated_at = %s "
-                        "WHERE item_id = %s AND status = 'active' AND lease_expires <= %s",
-                        [now, item.pk, now],
-                    )
+                cursor.execute(
+                    "UPDATE annotation_task SET status = 'expired', updated_at = %s "
+                    "WHERE item_id = %s AND status = 'active' AND lease_expires <= %s",
+                    [now, item.pk, now],
+                )
                 cursor.execute(_INSERT_TASK_SQL, {"item": item.pk, "user": user.pk, "lease": lease, "now": now})
-                row = cursor.fetchone()
-            if row is None:  # renewed by its holder between our snapshot and our lock
+                inserted = cursor.fetchone()
+            if inserted is None:  # renewed by its holder between our snapshot and our lock
                 passed.append(item.pk)
                 continue
-            task = Task(pk=row[0], item=item, annotator=user, status=TaskStatus.ACTIVE, lease_expires=lease,
-                        draft={}, draft_version=0, created_at=now, updated_at=now)
-            task._state.adding = False
-            return task
-    return None
+            task_pk = inserted[0]
+        task = Task(pk=task_pk, item=item, annotator=user, status=TaskStatus.ACTIVE, lease_expires=lease,
+                    draft={}, draft_version=0, created_at=now, updated_at=now)
+        task._state.adding = False
+        return task
 
 
 # --- holding a task ---------------------------------------------------------------------------
 
 # The task row, locked, with the annotations that make a submit a repeat: this annotator's
 # annotation of the item, or one stored under the same Idempotency-Key.
-_LOCK_TASK_SQL = """
-SELECT t.*,
+_LOCK_TASK_SQL = f"""
+SELECT {_columns(Task, "t")},
        ARRAY(SELECT a.id FROM annotation_annotation a
-             WHERE (a.item_id = t.item_id AND a.annotator_id = t.annotator_id) OR a.idempotency_key = %(key)s
+             WHERE (a.item_id = t.item_id AND a.annotator_id = t.annotator_id) OR a.idempotency_key = %(key)s::text
              ORDER BY a.id) AS prior_ids
 FROM annotation_task t
 WHERE t.id = %(task)s
@@ -226,13 +300,28 @@ FOR UPDATE OF t
 """
 
 
+# The item of the caller's own task, locked, with its project. A statement of its own: the task
+# statement after it takes a fresh snapshot once the item lock is held, so it sees whatever the
+# previous holder of that lock committed (e.g. the first of two concurrent submits).
+_LOCK_ITEM_SQL = f"""
+SELECT {_columns(Item, "i")}, {_columns(Project, "p")}
+FROM annotation_item i JOIN annotation_project p ON p.id = i.project_id
+WHERE i.id = (SELECT o.item_id FROM annotation_task o WHERE o.id = %(task)s AND o.annotator_id = %(user)s)
+FOR UPDATE OF i
+"""
+_N_ITEM_COLUMNS = len(Item._meta.concrete_fields)
+
+
 def _lock_own_task(task_id: int, user, *, idempotency_key: str | None = None) -> tuple[Task, Item]:
     """Lock the task's item, then the task (the global lock order); 404 for other people's tasks."""
-    own = Task.objects.filter(pk=task_id, annotator=user).values("item_id")
-    item = Item.objects.select_for_update(of=("self",)).select_related("project").filter(pk=Subquery(own)).first()
-    if item is None:
+    rows = _rows(_LOCK_ITEM_SQL, {"task": Int8(task_id), "user": Int8(user.pk)})
+    if not rows:
         raise TaskNotFound("No such task.")
-    (task,) = Task.objects.raw(_LOCK_TASK_SQL, {"task": task_id, "key": idempotency_key})
+    item = _instance(Item, rows[0][:_N_ITEM_COLUMNS])
+    item.project = _instance(Project, rows[0][_N_ITEM_COLUMNS:])
+    (row,) = _rows(_LOCK_TASK_SQL, {"task": Int8(task_id), "key": idempotency_key})
+    task = _instance(Task, row[:-1])
+    task.prior_ids = row[-1]
     task.item = item
     return task, item
 
@@ -346,7 +435,7 @@ _STORE_SQL = """
 WITH stored AS (
     INSERT INTO annotation_annotation (item_id, annotator_id, external_rater, task_id, result, time_spent_ms,
                                        idempotency_key, source, created_at)
-    VALUES (%(item)s, %(user)s, '', %(task)s, %(result)s::jsonb, %(ms)s, %(key)s, 'task', %(now)s)
+    VALUES (%(item)s, %(user)s, '', %(task)s, %(result)s::jsonb, %(ms)s, %(key)s::text, 'task', %(now)s)
     RETURNING id
 ), submitted AS (
     UPDATE annotation_task SET status = 'submitted', updated_at = %(now)s WHERE id = %(task)s
@@ -389,10 +478,9 @@ def _task_submit(*, task_id: int, user, result: dict, time_spent_ms: int, idempo
         raise TaskConflict("This item already has all the annotations it needs; your answer was not saved.")
 
     ms = max(0, int(time_spent_ms or 0))
-    with connection.cursor() as cursor:
-        cursor.execute(_STORE_SQL, {"item": item.pk, "user": user.pk, "task": task.pk, "result": json.dumps(validated.result),
-                                    "ms": ms, "key": key, "now": now, "needed": project.annotations_per_item})
-        annotation_id, count, status = cursor.fetchone()
+    ((annotation_id, count, status),) = _rows(_STORE_SQL, {
+        "item": Int8(item.pk), "user": Int8(user.pk), "task": Int8(task.pk), "result": json.dumps(validated.result),
+        "ms": ms, "key": key, "now": now, "needed": project.annotations_per_item})
     annotation = Annotation(pk=annotation_id, item=item, annotator=user, task=task, result=validated.result,
                             time_spent_ms=ms, idempotency_key=key, source="task", created_at=now)
     annotation._state.adding = False
