@@ -298,40 +298,47 @@ def task_claim_next(*, project: Project, user, now: datetime | None = None, excl
 
 # --- holding a task ---------------------------------------------------------------------------
 
-# The task row, locked, with the annotations that make a submit a repeat: this annotator's
-# annotation of the item, or one stored under the same Idempotency-Key.
-_LOCK_TASK_SQL = f"""
-SELECT {_columns(Task, "t")},
+# Lock the item of the caller's own task (with its project), then the task: one statement, one
+# round trip. The item is locked inside `it`, which the outer join must read before it can lock
+# the task, so the global lock order holds. Both rows come back in their latest committed
+# version (READ COMMITTED re-reads a row it had to wait for). `prior_ids` (this annotator's
+# annotation of the item, or one stored under the same Idempotency-Key: what makes a submit a
+# repeat) is read with the statement's snapshot, taken before any wait for the item lock, so it
+# can miss an annotation committed by the submit we waited for; the unique constraints catch that
+# case and task_submit then runs again (see there).
+_LOCK_OWN_TASK_SQL = f"""
+WITH it AS (
+    SELECT {_columns(Item, "i")}, {", ".join(f"p.{f.column} AS p_{f.column}" for f in Project._meta.concrete_fields)}
+    FROM annotation_item i JOIN annotation_project p ON p.id = i.project_id
+    WHERE i.id = (SELECT o.item_id FROM annotation_task o WHERE o.id = %(task)s AND o.annotator_id = %(user)s)
+    FOR UPDATE OF i
+)
+SELECT it.*, {_columns(Task, "t")},
        ARRAY(SELECT a.id FROM annotation_annotation a
              WHERE (a.item_id = t.item_id AND a.annotator_id = t.annotator_id) OR a.idempotency_key = %(key)s::text
              ORDER BY a.id) AS prior_ids
-FROM annotation_task t
-WHERE t.id = %(task)s
+FROM it JOIN annotation_task t ON t.id = %(task)s AND t.item_id = it.id
 FOR UPDATE OF t
 """
-
-
-# The item of the caller's own task, locked, with its project. A statement of its own: the task
-# statement after it takes a fresh snapshot once the item lock is held, so it sees whatever the
-# previous holder of that lock committed (e.g. the first of two concurrent submits).
-_LOCK_ITEM_SQL = f"""
-SELECT {_columns(Item, "i")}, {_columns(Project, "p")}
-FROM annotation_item i JOIN annotation_project p ON p.id = i.project_id
-WHERE i.id = (SELECT o.item_id FROM annotation_task o WHERE o.id = %(task)s AND o.annotator_id = %(user)s)
-FOR UPDATE OF i
+_PRIOR_IDS_SQL = """
+SELECT ARRAY(SELECT a.id FROM annotation_annotation a
+             WHERE (a.item_id = %(item)s AND a.annotator_id = %(user)s) OR a.idempotency_key = %(key)s::text
+             ORDER BY a.id)
 """
 _N_ITEM_COLUMNS = len(Item._meta.concrete_fields)
+_N_PROJECT_COLUMNS = len(Project._meta.concrete_fields)
 
 
 def _lock_own_task(task_id: int, user, *, idempotency_key: str | None = None) -> tuple[Task, Item]:
     """Lock the task's item, then the task (the global lock order); 404 for other people's tasks."""
-    rows = _rows(_LOCK_ITEM_SQL, {"task": Int8(task_id), "user": Int8(user.pk)})
+    rows = _rows(_LOCK_OWN_TASK_SQL, {"task": Int8(task_id), "user": Int8(user.pk), "key": idempotency_key})
     if not rows:
         raise TaskNotFound("No such task.")
-    item = _instance(Item, rows[0][:_N_ITEM_COLUMNS])
-    item.project = _instance(Project, rows[0][_N_ITEM_COLUMNS:])
-    (row,) = _rows(_LOCK_TASK_SQL, {"task": Int8(task_id), "key": idempotency_key})
-    task = _instance(Task, row[:-1])
+    (row,) = rows
+    n, m = _N_ITEM_COLUMNS, _N_ITEM_COLUMNS + _N_PROJECT_COLUMNS
+    item = _instance(Item, row[:n])
+    item.project = _instance(Project, row[n:m])
+    task = _instance(Task, row[m:-1])
     task.prior_ids = row[-1]
     task.item = item
     return task, item
@@ -431,12 +438,20 @@ def task_submit(*, task_id: int, user, result: dict, time_spent_ms: int = 0, ide
     A repeat (same key, same task, or a second tab) returns the first annotation with
     created=False. Raises ResultInvalid (nothing written), TaskNotFound or TaskConflict.
     """
+    kwargs = dict(task_id=task_id, user=user, result=result, time_spent_ms=time_spent_ms,
+                  idempotency_key=(idempotency_key or "").strip() or None, now=now or timezone.now())
     try:
-        return _task_submit(task_id=task_id, user=user, result=result, time_spent_ms=time_spent_ms,
-                            idempotency_key=(idempotency_key or "").strip() or None, now=now or timezone.now())
+        return _task_submit(**kwargs)
+    except IntegrityError:
+        pass
+    # The first try lost a race its snapshot could not see (a concurrent submit of the same task,
+    # e.g. a double click, committed while we waited for the item lock): nothing was written, and
+    # a second try sees that submit and returns it as the repeat.
+    try:
+        return _task_submit(**kwargs)
     except IntegrityError:
         # Only an Idempotency-Key sent with another item's submit can get here: the item lock and
-        # the checks below rule out every other unique violation.
+        # the checks rule out every other unique violation.
         raise TaskConflict("This Idempotency-Key was already used for another submission.")
 
 
@@ -469,6 +484,11 @@ def _task_submit(*, task_id: int, user, result: dict, time_spent_ms: int, idempo
     task, item = _lock_own_task(task_id, user, idempotency_key=key)
     project = item.project
     workflow = project.workflow
+    if not task.prior_ids and not (task.status == TaskStatus.ACTIVE and task.lease_expires > now
+                                   and _item_accepts_annotations(item)):
+        # Off the plain path (e.g. the task was submitted while we waited for the lock): read the
+        # earlier annotations again with a snapshot taken now, so a repeat is answered as one.
+        ((task.prior_ids,),) = _rows(_PRIOR_IDS_SQL, {"item": Int8(item.pk), "user": Int8(user.pk), "key": key})
     if task.prior_ids:
         priors = list(Annotation.objects.filter(pk__in=task.prior_ids).order_by("pk"))
         for prior in priors:
