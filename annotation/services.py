@@ -56,26 +56,18 @@ def _lease_until(project: Project, now: datetime) -> datetime:
 # Claim and submit run a few fixed statements many times a second. They go through a psycopg
 # cursor with server-side binding and `prepare=True`: each statement is parsed and planned once
 # per connection (planning cost more than executing the claim), and no ORM query is compiled per
-# call. Same connection and transaction as the ORM; errors are mapped to Django's (IntegrityError).
+# call (config/settings.py turns preparing on and makes PostgreSQL keep the generic plan: the
+# right one here, index range walks and primary-key probes whatever the ids). Same connection and
+# transaction as the ORM; errors are mapped to Django's (IntegrityError).
 # Ids are sent as int8 so one prepared statement serves every id. Columns are listed, never `*`,
 # so a migration adding a column does not break a prepared statement.
-
-# PostgreSQL re-plans a prepared statement for its first five runs and keeps doing so whenever the
-# generic plan's estimate looks worse than the custom ones; for the claim it always does, and that
-# planning (5 ms) costs ten times the execution. The generic plans of these statements are the
-# right ones (index range walks and primary-key probes whatever the ids), so they are forced for
-# the transaction (SET LOCAL) in the same round trip (pipeline), leaving every other query alone.
-_GENERIC = "SET LOCAL plan_cache_mode = force_generic_plan"
-
 
 def _rows(sql: str, params: dict) -> list[tuple]:
     """Run one hot-path statement inside the caller's transaction; all rows."""
     connection.ensure_connection()
     connection.validate_no_broken_transaction()
-    conn = connection.connection
     with connection.wrap_database_errors:
-        with conn.pipeline(), ServerCursor(conn) as cursor:
-            cursor.execute(_GENERIC, prepare=True)
+        with ServerCursor(connection.connection) as cursor:
             cursor.execute(sql, params, prepare=True)
             return cursor.fetchall()  # every hot-path statement returns rows
 
