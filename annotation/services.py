@@ -11,12 +11,13 @@ from __future__ import annotations
 import functools
 import json
 import random
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
-from psycopg import Cursor as ServerCursor
+from psycopg import RawCursor
 from psycopg.types.numeric import Int8
 
 from . import agreement
@@ -62,13 +63,31 @@ def _lease_until(project: Project, now: datetime) -> datetime:
 # Ids are sent as int8 so one prepared statement serves every id. Columns are listed, never `*`,
 # so a migration adding a column does not break a prepared statement.
 
+_NAMED = re.compile(r"%\((\w+)\)s")
+
+
+@functools.lru_cache(maxsize=128)
+def _native(sql: str) -> tuple[str, tuple[str, ...]]:
+    """`%(name)s` placeholders rewritten once as PostgreSQL's own $1, $2, ... and the names in that
+    order (psycopg would otherwise re-parse a long statement such as the claim on every call)."""
+    names: list[str] = []
+
+    def number(match: re.Match) -> str:
+        if match[1] not in names:
+            names.append(match[1])
+        return f"${names.index(match[1]) + 1}"
+
+    return _NAMED.sub(number, sql), tuple(names)
+
+
 def _rows(sql: str, params: dict) -> list[tuple]:
     """Run one hot-path statement inside the caller's transaction; all rows."""
+    query, names = _native(sql)
     connection.ensure_connection()
     connection.validate_no_broken_transaction()
     with connection.wrap_database_errors:
-        with ServerCursor(connection.connection) as cursor:
-            cursor.execute(sql, params, prepare=True)
+        with RawCursor(connection.connection) as cursor:
+            cursor.execute(query, [params[name] for name in names], prepare=True)
             return cursor.fetchall()  # every hot-path statement returns rows
 
 
