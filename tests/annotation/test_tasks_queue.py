@@ -1,6 +1,7 @@
 """Task queue services against PostgreSQL: claim, hold, draft, submit, skip, expiry, gold."""
 from __future__ import annotations
 
+import os
 import random
 from datetime import timedelta
 
@@ -323,3 +324,23 @@ def test_a_held_task_whose_item_was_settled_is_dropped_on_the_next_claim(make_pr
 
     assert (held.item_id, nxt.item_id) == (ids[0], ids[1])
     assert Task.objects.get(pk=held.pk).status == "expired"
+
+
+@pytest.mark.skipif(os.environ.get("DATABASE_PREPARE", "1") == "0", reason="prepared statements turned off")
+def test_claim_and_submit_run_as_prepared_statements_with_their_generic_plan(make_project, people):
+    # The hot path is one prepared claim statement and two prepared submit statements per call,
+    # planned once per connection: PostgreSQL must reuse the generic plan, never re-plan.
+    from django.db import connection
+
+    project = make_project("q", "changeit", annotations_per_item=1)
+    make_items_fast(project, 3)
+    for user in people[:3]:
+        task = services.task_claim_next(project=project, user=user)
+        services.task_submit(task_id=task.pk, user=user, result=valid_result("box"))
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT left(btrim(statement, E' \\n'), 12), generic_plans, custom_plans FROM pg_prepared_statements "
+                       "ORDER BY 1")
+        plans = cursor.fetchall()
+    assert plans == [("WITH held AS", 3, 0), ("WITH it AS (", 3, 0), ("WITH stored ", 3, 0)]
+    assert Annotation.objects.filter(item__project=project).count() == 3
