@@ -2,7 +2,6 @@
 duplicate-key detection in constant memory per line."""
 from __future__ import annotations
 
-import hashlib
 import json
 from array import array
 from dataclasses import dataclass, field
@@ -46,8 +45,16 @@ class ErrorLog:
         return ImportRefused(self.messages, self.total)
 
 
+_MASK64 = (1 << 64) - 1
+
+
 def key_hash(key: str) -> int:
-    return int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest(), "little")
+    """A 64-bit hash of the key, stable within this process (Python's keyed SipHash of str).
+
+    Hashes are only ever compared within one import, so the per-process seed does not matter; a
+    collision only makes `report_duplicates` look at the real keys of the lines concerned.
+    """
+    return hash(key) & _MASK64
 
 
 class KeySeen:
@@ -59,9 +66,10 @@ class KeySeen:
 
     def __init__(self) -> None:
         self._hashes = array("Q")
+        self._append = self._hashes.append
 
     def add(self, key: str) -> None:
-        self._hashes.append(key_hash(key))
+        self._append(hash(key) & _MASK64)
 
     def colliding(self) -> set[int]:
         if len(self._hashes) < 2:
@@ -91,6 +99,9 @@ def parse_json_line(line: int, text: str | None, errors: ErrorLog) -> Any:
         return None
     try:
         return json.loads(text)
+    except RecursionError:
+        errors.add(line, "-", "invalid JSON (nested too deeply)")
+        return None
     except ValueError as exc:
         reason = f"{exc.msg} at column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else str(exc)
         errors.add(line, "-", f"invalid JSON ({reason})")

@@ -52,7 +52,7 @@ class FieldError:
     reason: str
 
 
-@dataclass
+@dataclass(slots=True)
 class CheckedItem:
     """A valid line: the payload to store (protocol fields only) and its bookkeeping."""
 
@@ -277,10 +277,102 @@ assert set(SPECS) == set(PROTOCOLS)
 _ALL_FIELDS = {id(spec): set(spec.required) | set(spec.optional) | set(spec.labels) for spec in SPECS.values()}
 _ALLOWED_KEYS = {p: frozenset(_ALL_FIELDS[id(spec)] | set(COMMON_KEYS) | set(EXPORT_ONLY_KEYS)) for p, spec in SPECS.items()}
 _OTHER_CHECKS = {p: {**spec.optional, **spec.labels} for p, spec in SPECS.items()}
+_split_match = SPLIT_RE.match
+# Per protocol, what `_check_valid` walks: (required (name, check) pairs, allowed keys, optional
+# and label checks by key, label names, labels required of a complete item, cross check, media fields).
+_COMPILED = {
+    p: (
+        tuple(spec.required.items()),
+        _ALLOWED_KEYS[p],
+        _OTHER_CHECKS[p],
+        tuple(spec.labels),
+        spec.labels_required,
+        spec.cross,
+        tuple(MEDIA_FIELDS[p].items()),
+    )
+    for p, spec in SPECS.items()
+}
 
 
 def check_item(protocol: str, obj: Any, *, verified: bool = False) -> CheckedItem | list[FieldError]:
-    """Validate one decoded JSON line; return the checked item or every error found."""
+    """Validate one decoded JSON line; return the checked item or every error found.
+
+    A valid line takes `_check_valid`, which does the same checks with per-protocol tables built
+    once and gives up at the first doubt; the line then takes `_check_item_full`, which names every
+    error. Either way the same lines are accepted, with the same result.
+    """
+    if type(obj) is dict:
+        checked = _check_valid(_COMPILED[protocol], obj, verified)
+        if checked is not None:
+            return checked
+    return _check_item_full(protocol, obj, verified=verified)
+
+
+def _check_valid(compiled: tuple, obj: dict[str, Any], verified: bool) -> CheckedItem | None:
+    """`_check_item_full` for a line without errors: the same CheckedItem, or None at any error."""
+    required, allowed, others, labels, labels_required, cross, media_fields = compiled
+    get = obj.get
+    external_id = get("id")
+    if (
+        type(external_id) is not str
+        or not 0 < len(external_id) <= ID_MAX
+        or external_id[0].isspace()
+        or external_id[-1].isspace()
+    ):
+        return None
+    split = get("split", "test")
+    if split != "test" and (type(split) is not str or not _split_match(split)):
+        return None
+    tags = get("tags")
+    if tags is None:
+        if "tags" in obj:
+            return None
+        tags = []
+    elif type(tags) is not list:
+        return None
+    else:
+        for t in tags:
+            if type(t) is not str or not t.strip():
+                return None
+        tags = list(tags)
+    payload: dict[str, Any] = {}
+    try:
+        for name, check in required:
+            value = get(name)
+            if value is None:
+                return None
+            payload[name] = check(value)
+        for key, value in obj.items():
+            check = others.get(key)
+            if check is not None:
+                if value is not None:
+                    payload[key] = check(value)
+            elif key not in allowed:
+                return None
+    except _Invalid:
+        return None
+    complete = False
+    for name in labels:
+        if get(name) is not None:
+            complete = True
+            break
+    if complete or (verified and labels):
+        for name in labels_required:
+            if get(name) is None:
+                return None
+        if cross is not None and cross(payload):
+            return None
+    media: list[tuple[str, str, str]] = []
+    for name, kind in media_fields:
+        if kind == "images":
+            media.extend([(name, p, "image") for p in payload[name]])
+        else:
+            media.append((name, payload[name], kind))
+    return CheckedItem(external_id, payload, split, tags, complete, media)
+
+
+def _check_item_full(protocol: str, obj: Any, *, verified: bool = False) -> CheckedItem | list[FieldError]:
+    """The complete check of one line, naming every error (see `check_item`)."""
     if not isinstance(obj, dict):
         return [FieldError("-", "a line must be a JSON object")]
     spec = SPECS[protocol]

@@ -120,6 +120,17 @@ def _media_map(checked: CheckedItem, media: dict[str, MediaInfo]) -> dict[str, A
     return out
 
 
+# json.dumps's output with its default options, without the per-call set-up and the circular
+# reference check (a decoded JSON line holds no cycles).
+_json_encode = json.JSONEncoder(check_circular=False).encode
+_STATUS_TEXT = {
+    (True, True): ItemStatus.VERIFIED.value,
+    (True, False): ItemStatus.VERIFIED.value,
+    (False, True): ItemStatus.ANNOTATED.value,
+    (False, False): ItemStatus.PENDING.value,
+}
+
+
 def _copy_text(value: str) -> str:
     """Escape a value for PostgreSQL's COPY text format (JSON text only ever needs the backslash)."""
     if "\\" in value or "\t" in value or "\n" in value or "\r" in value:
@@ -166,7 +177,8 @@ class _CopySpool:
         self.sql = f'COPY "{Item._meta.db_table}" ({cols}) FROM STDIN'
         self._media_json: dict[tuple, str] = {}
         self.rows = 0
-        self._buffer = bytearray()
+        self._parts: list[str] = []  # rows of the chunk being built
+        self._size = 0  # their length in characters
         # Live mode: a writer thread with its own connection runs the COPY while pass 1 is still
         # validating, so PostgreSQL parses and indexes rows on the other core. It needs every row
         # it references (the project) committed, so it is used only outside an atomic block.
@@ -190,34 +202,37 @@ class _CopySpool:
                 lock_project_for_import(cur, project)
 
     def add(self, checked: CheckedItem, media: dict[str, MediaInfo], status: str) -> None:
-        key = tuple(p for _f, p, _k in checked.media_paths)
+        paths = checked.media_paths
+        key = paths[0][1] if len(paths) == 1 else tuple([p for _f, p, _k in paths])
         media_json = self._media_json.get(key)
         if media_json is None:
             if len(self._media_json) > 50_000:
                 self._media_json.clear()
-            media_json = self._media_json[key] = _copy_text(json.dumps(_media_map(checked, media)))
-        row = "\t".join(
-            (
-                _copy_text(checked.external_id),
-                _copy_text(json.dumps(checked.payload)),
-                media_json,
-                status,
-                _copy_text(checked.split),
-                _copy_text(json.dumps(checked.tags)) if checked.tags else "[]",
-            )
+            media_json = self._media_json[key] = _copy_text(_json_encode(_media_map(checked, media)))
+        # JSON text holds no raw tab or newline: only its backslashes need escaping for COPY.
+        payload = _json_encode(checked.payload)
+        if "\\" in payload:
+            payload = payload.replace("\\", "\\\\")
+        tags = checked.tags
+        row = (
+            f"{self.prefix}{_copy_text(checked.external_id)}\t{payload}\t{media_json}\t{status}\t"
+            f"{_copy_text(checked.split)}\t{_copy_text(_json_encode(tags)) if tags else '[]'}{self.suffix}"
         )
-        self._buffer += (self.prefix + row + self.suffix).encode("utf-8")
+        self._parts.append(row)
+        self._size += len(row)
         self.rows += 1
-        if len(self._buffer) >= SPOOL_CHUNK:
+        if self._size >= SPOOL_CHUNK:
             self._emit()
 
     def _emit(self) -> None:
-        if self._buffer:
+        if self._parts:
+            chunk = "".join(self._parts).encode("utf-8")
+            self._parts = []
+            self._size = 0
             if self.live:
-                self.writer.chunks.put(bytes(self._buffer))
+                self.writer.chunks.put(chunk)
             else:
-                self.file.write(self._buffer)
-            self._buffer.clear()
+                self.file.write(chunk)
 
     def _end_stream(self) -> None:
         if self.live and self._streaming:
@@ -353,55 +368,70 @@ class _Validation:
 
     def accept(self, checked: CheckedItem, status: str) -> None:
         self.report.by_status[status] = self.report.by_status.get(status, 0) + 1
-        if self.spool is not None and not self.errors:
+        if self.spool is not None and not self.errors.total:
             self.spool.add(checked, self.media, status)
 
     def run(self) -> None:
         first = True
         protocol = self.project.protocol
+        verified = self.verified
+        errors = self.errors
+        media = self.media
+        ids_add = self.ids.add
+        report = self.report
+        by_status = report.by_status
+        spool_add = self.spool.add if self.spool is not None else None
+        loads = json.loads
+        lines = 0
         for line, text in self.source.lines():
-            obj = parse_json_line(line, text, self.errors)
-            if obj is None:
+            try:
+                obj = loads(text)
+            except (TypeError, ValueError, RecursionError):  # not UTF-8 (None), not JSON: record why
+                obj = parse_json_line(line, text, errors)
                 first = False
                 continue
-            if first and _is_header(obj):
-                self.report.header = obj["release"]
+            if first:
                 first = False
-                continue
-            first = False
-            self.report.lines += 1
-            checked = check_item(protocol, obj, verified=self.verified)
-            if isinstance(checked, list):
+                if _is_header(obj):
+                    report.header = obj["release"]
+                    continue
+            lines += 1
+            checked = check_item(protocol, obj, verified=verified)
+            if type(checked) is list:
                 for err in checked:
-                    self.errors.add(line, err.field, err.reason)
+                    errors.add(line, err.field, err.reason)
                 if isinstance(obj, dict) and isinstance(obj.get("id"), str):
-                    self.ids.add(obj["id"])
+                    ids_add(obj["id"])
                 continue
-            self.ids.add(checked.external_id)
+            ids_add(checked.external_id)
             media_ok = True
             for field_name, relpath, kind in checked.media_paths:
-                info = self.media.get(relpath)
+                info = media.get(relpath)
                 if info is not None and info.kind == kind:
                     continue  # fast path: a file seen before in this import
                 got = self.media_info(relpath, kind)
                 if isinstance(got, str):
-                    self.errors.add(line, field_name, f"{relpath}: {got}")
+                    errors.add(line, field_name, f"{relpath}: {got}")
                     media_ok = False
             if not media_ok:
                 continue
-            if "bbox" in checked.payload:
-                info = self.media[checked.payload["image"]]
-                reason = check_box_inside(checked.payload["bbox"], info.width, info.height)
+            payload = checked.payload
+            if "bbox" in payload:
+                info = media[payload["image"]]
+                reason = check_box_inside(payload["bbox"], info.width, info.height)
                 if reason:
-                    self.errors.add(line, "bbox", reason)
+                    errors.add(line, "bbox", reason)
                     continue
-            status = _status(checked, self.verified)
+            status = _STATUS_TEXT[verified, checked.complete]
             if self.check_existing:
                 self.pending_existing.append((line, checked, status))
                 if len(self.pending_existing) >= EXISTING_CHUNK:
                     self.compare_existing()
-            else:
-                self.accept(checked, status)
+            else:  # accept(), inlined
+                by_status[status] = by_status.get(status, 0) + 1
+                if spool_add is not None and not errors.total:
+                    spool_add(checked, media, status)
+        report.lines = lines
         self.compare_existing()
         colliding = self.ids.colliding()
         if colliding:
