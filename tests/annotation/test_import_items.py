@@ -322,6 +322,16 @@ def test_every_field_error_is_listed_with_line_and_field(status_project, status_
     assert_nothing_written(_media_root)
 
 
+def test_null_line_and_json_nested_too_deeply_are_refused(status_project, status_media, _media_root):
+    lines = [status_line(0), "null", "[" * 100_000 + "]" * 100_000, status_line(3)]
+    path = write_lines(status_media / "items.jsonl", lines)
+    assert refused(status_project, path) == [
+        "line 2: field -: a line must be a JSON object",
+        "line 3: field -: invalid JSON (nested too deeply)",
+    ]
+    assert_nothing_written(_media_root)
+
+
 def test_labeled_item_missing_a_label_and_raw_item_imported_as_verified_are_refused(status_project, status_media, _media_root):
     partial = status_line(0, difference=None)
     raw = {"id": "raw-1", "image_a": "img/a.png", "image_b": "img/b.png"}
