@@ -165,8 +165,7 @@ def _options(value: Any) -> list[str]:
     return value
 
 
-def _any_text(value: Any) -> str:
-    return _text(value)
+_any_text = _text  # any non-empty string of the default maximum length
 
 
 @dataclass(frozen=True)

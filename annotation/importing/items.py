@@ -123,6 +123,8 @@ def _media_map(checked: CheckedItem, media: dict[str, MediaInfo]) -> dict[str, A
 # json.dumps's output with its default options, without the per-call set-up and the circular
 # reference check (a decoded JSON line holds no cycles).
 _json_encode = json.JSONEncoder(check_circular=False).encode
+# The scanner json.loads uses (same options as its default decoder), called directly.
+_json_scan = json.JSONDecoder().scan_once
 _STATUS_TEXT = {
     (True, True): ItemStatus.VERIFIED.value,
     (True, False): ItemStatus.VERIFIED.value,
@@ -382,14 +384,20 @@ class _Validation:
         by_status = report.by_status
         spool_add = self.spool.add if self.spool is not None else None
         loads = json.loads
+        scan = _json_scan
         lines = 0
         for line, text in self.source.lines():
-            try:
-                obj = loads(text)
-            except (TypeError, ValueError, RecursionError):  # not UTF-8 (None), not JSON: record why
-                obj = parse_json_line(line, text, errors)
-                first = False
-                continue
+            try:  # json.loads without its two whitespace regex matches; anything unusual takes loads
+                obj, end = scan(text, 0)
+                if end != len(text) and text[end:].strip(" \t\n\r"):
+                    raise ValueError
+            except (TypeError, ValueError, StopIteration, RecursionError):
+                try:
+                    obj = loads(text)
+                except (TypeError, ValueError, RecursionError):  # not UTF-8 (None), not JSON: record why
+                    parse_json_line(line, text, errors)
+                    first = False
+                    continue
             if first:
                 first = False
                 if _is_header(obj):

@@ -322,12 +322,21 @@ def test_every_field_error_is_listed_with_line_and_field(status_project, status_
     assert_nothing_written(_media_root)
 
 
-def test_null_line_and_json_nested_too_deeply_are_refused(status_project, status_media, _media_root):
-    lines = [status_line(0), "null", "[" * 100_000 + "]" * 100_000, status_line(3)]
+def test_null_lines_json_nested_too_deeply_and_extra_data_are_refused(status_project, status_media, _media_root):
+    lines = [
+        status_line(0),
+        "null",
+        "[" * 100_000 + "]" * 100_000,
+        "  " + json.dumps(status_line(3)) + " \t",  # surrounding whitespace is fine
+        '{"id": "x"} {}',
+        "  null ",
+    ]
     path = write_lines(status_media / "items.jsonl", lines)
     assert refused(status_project, path) == [
         "line 2: field -: a line must be a JSON object",
         "line 3: field -: invalid JSON (nested too deeply)",
+        "line 5: field -: invalid JSON (Extra data at column 13)",
+        "line 6: field -: a line must be a JSON object",
     ]
     assert_nothing_written(_media_root)
 
