@@ -15,7 +15,10 @@ back otherwise. Inside a caller's transaction the rows are spooled to a temporar
 copied on the caller's connection after pass 1. Elsewhere (the SQLite demo) pass 2 re-reads the
 file and inserts batches of `BATCH` with ``bulk_create``. Media files stored for an import that
 then fails are deleted again, so a refused or failed import leaves no trace. Lines identical to
-items already in the project are skipped.
+items already in the project are skipped. On PostgreSQL, imports into one project take turns: the
+transaction that writes the rows first takes an advisory lock keyed on the project (see
+`lock_project_for_import`), and only then are existing ids looked at, so a second import of the
+same file waits and changes nothing (or, after IMPORT_LOCK_WAIT_S, is refused).
 
 Memory holds one chunk of lines plus one entry per distinct media file, never the whole file.
 """
