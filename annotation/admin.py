@@ -13,6 +13,17 @@ class ProjectAdmin(admin.ModelAdmin):
     list_display = ("slug", "name", "protocol", "annotations_per_item", "created_at")
     inlines = [MembershipInline]
 
+    def get_actions(self, request):
+        # Bulk delete would take the projects' releases with it (they cascade).
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
+    def has_delete_permission(self, request, obj=None):
+        if obj is not None and obj.releases.exists():
+            return False  # deleting it would delete its releases, which are immutable
+        return super().has_delete_permission(request, obj)
+
 
 @admin.register(Item)
 class ItemAdmin(admin.ModelAdmin):
@@ -32,6 +43,10 @@ class ReleaseAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False  # releases are immutable
+
+    def has_delete_permission(self, request, obj=None):
+        # Deleting v1 would let `freeze_release ... v1` make a different v1 under the same name.
+        return False
 
 
 admin.site.register(Annotation)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter, defaultdict
-from itertools import combinations
+from itertools import combinations, groupby
 from typing import Any, Callable, Hashable, Iterable, Sequence
 
 from .protocols import OSC_CRITERIA
@@ -70,22 +70,7 @@ def box_pair(r1: dict, r2: dict) -> tuple[float | None, bool]:
 
 def box_summary(items: Iterable[Sequence[dict]]) -> dict[str, Any]:
     """Mean IoU over annotator pairs that both drew a box; share of items whose pairs all agree."""
-    ious: list[float] = []
-    consistent = n_items = 0
-    for results in items:
-        if len(results) < 2:
-            continue
-        n_items += 1
-        pairs = [box_pair(a, b) for a, b in combinations(results, 2)]
-        ious.extend(iou for iou, _ in pairs if iou is not None)
-        consistent += all(ok for _, ok in pairs)
-    return {
-        "items": n_items,
-        "pairs_with_boxes": len(ious),
-        "mean_iou": round(sum(ious) / len(ious), 4) if ious else None,
-        "consistent_share": round(consistent / n_items, 4) if n_items else None,
-        "consistent_at": BOX_CONSISTENT_IOU,
-    }
+    return _summarize("box", items)
 
 
 # --- blind QA -----------------------------------------------------------------------------
@@ -119,23 +104,19 @@ def qa_correct(answer: Any, truth: Any) -> bool:
     return answer is not None and normalize_qa_answer(answer) == normalize_qa_answer(truth)
 
 
+def qa_answers_agree(a: Any, b: Any) -> bool:
+    """Two blind answers agree when both are given and equal after normalization. A missing
+    answer (None) agrees with nothing, not even another missing one: the one rule for the
+    summary, the per-annotator rows, auto-verification and the review highlights."""
+    return a is not None and b is not None and normalize_qa_answer(a) == normalize_qa_answer(b)
+
+
 def qa_summary(items: Iterable[tuple[Any, Sequence[Any]]]) -> dict[str, Any]:
     """items: (final truth or None, blind answers). Accuracy vs truth and pairwise agreement."""
-    correct = scored = agree = pairs = 0
+    acc = ProjectAgreement("qa")
     for truth, answers in items:
-        if truth is not None:
-            for answer in answers:
-                scored += 1
-                correct += qa_correct(answer, truth)
-        for a, b in combinations(answers, 2):
-            pairs += 1
-            agree += a is not None and normalize_qa_answer(a) == normalize_qa_answer(b)
-    return {
-        "answers_scored": scored,
-        "accuracy": round(correct / scored, 4) if scored else None,
-        "pairs": pairs,
-        "pairwise_agreement": round(agree / pairs, 4) if pairs else None,
-    }
+        acc.add_item([(str(n), {"answer": a}) for n, a in enumerate(answers)], truth=truth)
+    return acc.summary()
 
 
 # --- quintuplets --------------------------------------------------------------------------
@@ -155,17 +136,7 @@ def quintuplet_field_value(result: dict, field: str) -> Hashable:
 
 def quintuplet_summary(items: Iterable[Sequence[dict]]) -> dict[str, Any]:
     """Per field: share of annotator pairs whose normalized values are equal."""
-    agree = Counter()
-    pairs = 0
-    for results in items:
-        for a, b in combinations(results, 2):
-            pairs += 1
-            for field in QUINTUPLET_FIELDS:
-                agree[field] += quintuplet_field_value(a, field) == quintuplet_field_value(b, field)
-    return {
-        "pairs": pairs,
-        "fields": {f: (round(agree[f] / pairs, 4) if pairs else None) for f in QUINTUPLET_FIELDS},
-    }
+    return _summarize("quintuplet", items)
 
 
 # --- ratings: Krippendorff's alpha --------------------------------------------------------
@@ -197,18 +168,23 @@ _DELTAS: dict[str, Callable] = {
 }
 
 
+def add_unit_coincidences(matrix: dict[tuple[Any, Any], float], unit: Sequence[Any]) -> None:
+    """Add one unit's pairs to o_ck: with m >= 2 values, 1/(m-1) for every ordered pair."""
+    values = [v for v in unit if v is not None]
+    m = len(values)
+    if m < 2:
+        return
+    for i, c in enumerate(values):
+        for j, k in enumerate(values):
+            if i != j:
+                matrix[(c, k)] += 1.0 / (m - 1)
+
+
 def coincidence_matrix(units: Iterable[Sequence[Any]]) -> dict[tuple[Any, Any], float]:
     """o_ck: each unit with m >= 2 values adds 1/(m-1) for every ordered pair of its values."""
     matrix: dict[tuple[Any, Any], float] = defaultdict(float)
     for unit in units:
-        values = [v for v in unit if v is not None]
-        m = len(values)
-        if m < 2:
-            continue
-        for i, c in enumerate(values):
-            for j, k in enumerate(values):
-                if i != j:
-                    matrix[(c, k)] += 1.0 / (m - 1)
+        add_unit_coincidences(matrix, unit)
     return dict(matrix)
 
 
@@ -220,8 +196,12 @@ def krippendorff_alpha(units: Iterable[Sequence[Any]], metric: str = "ordinal") 
     d2_ck = (sum of n_g for g from c to k - (n_c + n_k) / 2)^2 over the sorted values seen.
     Returns None when undefined (fewer than two pairable values, or no variation at all).
     """
+    return alpha_from_coincidences(coincidence_matrix(units), metric)
+
+
+def alpha_from_coincidences(matrix: dict[tuple[Any, Any], float], metric: str = "ordinal") -> float | None:
+    """Krippendorff's alpha from a coincidence matrix (see krippendorff_alpha)."""
     delta = _DELTAS[metric]
-    matrix = coincidence_matrix(units)
     marginals: dict[Any, float] = defaultdict(float)
     for (c, _k), o in matrix.items():
         marginals[c] += o
@@ -240,14 +220,7 @@ def krippendorff_alpha(units: Iterable[Sequence[Any]], metric: str = "ordinal") 
 
 def rating_summary(items: Iterable[Sequence[dict]], criteria: Sequence[str] = OSC_CRITERIA) -> dict[str, Any]:
     """Per criterion: ordinal alpha over the items with at least two numeric scores, and n."""
-    items = list(items)
-    out: dict[str, Any] = {}
-    for criterion in criteria:
-        units = [[(r.get("scores") or {}).get(criterion) for r in results] for results in items]
-        pairable = [u for u in units if sum(v is not None for v in u) >= 2]
-        alpha = krippendorff_alpha(pairable, "ordinal")
-        out[criterion] = {"alpha": None if alpha is None else round(alpha, 4), "n_items": len(pairable)}
-    return {"criteria": out}
+    return _summarize("rating", items, criteria)
 
 
 # --- pairs, consensus, disagreements ------------------------------------------------------
@@ -257,7 +230,7 @@ def pair_agreement(workflow: str, r1: dict, r2: dict) -> float | None:
     if workflow == "box":
         return 1.0 if box_pair(r1, r2)[1] else 0.0
     if workflow == "qa":
-        return 1.0 if normalize_qa_answer(r1.get("answer")) == normalize_qa_answer(r2.get("answer")) else 0.0
+        return 1.0 if qa_answers_agree(r1.get("answer"), r2.get("answer")) else 0.0
     if workflow == "quintuplet":
         same = sum(quintuplet_field_value(r1, f) == quintuplet_field_value(r2, f) for f in QUINTUPLET_FIELDS)
         return same / len(QUINTUPLET_FIELDS)
@@ -335,7 +308,7 @@ def field_disagreements(workflow: str, annotations: Sequence[tuple[int, dict]]) 
         elif workflow == "quintuplet":
             agree = len({quintuplet_field_value({field: v}, field) for v in values}) <= 1
         elif workflow == "qa" and field == "answer":
-            agree = len({normalize_qa_answer(v) for v in values}) <= 1
+            agree = all(qa_answers_agree(a, b) for a, b in combinations(values, 2))
         else:
             agree = len({repr(v) for v in values}) <= 1
         entry["agree"] = bool(agree)
@@ -352,6 +325,8 @@ def gold_correct(workflow: str, payload: dict, result: dict) -> bool | None:
             return None
         return qa_correct(result.get("answer"), payload["answer"])
     if workflow == "box":
+        if isinstance(payload.get("bbox"), str):  # the import format's "nothing_to_label" / "cannot_determine"
+            return result.get("outcome") == payload["bbox"]
         if "bbox" in payload:
             return "bbox" in result and box_pair(result, {"bbox": payload["bbox"], "state": payload.get("state")})[1]
         if payload.get("outcome"):
@@ -376,3 +351,118 @@ def gold_correct(workflow: str, payload: dict, result: dict) -> bool | None:
             for c, v in gold.items()
         )
     raise ValueError(f"unknown workflow {workflow!r}")
+
+
+# --- a whole project, streamed item by item -------------------------------------------------
+
+NO_TRUTH = object()
+
+
+class ProjectAgreement:
+    """The workflow summary and each annotator's pairwise agreement of one project, built one item
+    at a time so a caller can stream annotations (ordered by item) without holding them all.
+
+    add_item(entries, truth): entries are (annotator, result) of one item; truth is the item's
+    final QA answer (verified items only) or left out. The *_summary functions above are this
+    class fed from a list, so both give the same numbers.
+    """
+
+    def __init__(self, workflow: str, criteria: Sequence[str] = OSC_CRITERIA):
+        if workflow not in ("box", "qa", "quintuplet", "rating"):
+            raise ValueError(f"unknown workflow {workflow!r}")
+        self.workflow = workflow
+        self.criteria = tuple(criteria)
+        self.items = 0  # items with at least two annotations
+        self.pairs = 0
+        self.agree = 0  # qa: pairs that agree
+        self.field_agree: Counter = Counter()  # quintuplet
+        self.iou_sum, self.iou_n, self.consistent = 0.0, 0, 0  # box
+        self.scored = self.correct = 0  # qa against the final truth
+        self.coincidences = {c: defaultdict(float) for c in self.criteria}  # rating
+        self.rated_items: Counter = Counter()  # rating: items with >= 2 scores per criterion
+        self._annotator_sum: dict[str, float] = defaultdict(float)
+        self._annotator_pairs: Counter = Counter()
+
+    def add_item(self, entries: Sequence[tuple[str, dict]], truth: Any = NO_TRUTH) -> None:
+        workflow = self.workflow
+        results = [r for _, r in entries]
+        for (a, ra), (b, rb) in combinations(entries, 2):
+            score = pair_agreement(workflow, ra, rb)
+            if score is not None:
+                self._annotator_sum[a] += score
+                self._annotator_sum[b] += score
+                self._annotator_pairs[a] += 1
+                self._annotator_pairs[b] += 1
+        if workflow == "qa":
+            answers = [r.get("answer") for r in results]
+            if truth is not NO_TRUTH and truth is not None:
+                self.scored += len(answers)
+                self.correct += sum(qa_correct(answer, truth) for answer in answers)
+            for a, b in combinations(answers, 2):
+                self.pairs += 1
+                self.agree += qa_answers_agree(a, b)
+        elif workflow == "box":
+            if len(results) < 2:
+                return
+            self.items += 1
+            pairs = [box_pair(a, b) for a, b in combinations(results, 2)]
+            for iou, _ok in pairs:
+                if iou is not None:
+                    self.iou_sum += iou
+                    self.iou_n += 1
+            self.consistent += all(ok for _, ok in pairs)
+        elif workflow == "quintuplet":
+            for a, b in combinations(results, 2):
+                self.pairs += 1
+                for name in QUINTUPLET_FIELDS:
+                    self.field_agree[name] += quintuplet_field_value(a, name) == quintuplet_field_value(b, name)
+        else:
+            for criterion in self.criteria:
+                unit = [(r.get("scores") or {}).get(criterion) for r in results]
+                if sum(v is not None for v in unit) >= 2:
+                    self.rated_items[criterion] += 1
+                    add_unit_coincidences(self.coincidences[criterion], unit)
+
+    def annotator_agreement(self, annotator: str) -> tuple[float | None, int]:
+        """(mean pairwise agreement rounded to 4 places or None, number of pairs) of one annotator."""
+        pairs = self._annotator_pairs[annotator]
+        return (round(self._annotator_sum[annotator] / pairs, 4) if pairs else None), pairs
+
+    def summary(self) -> dict[str, Any]:
+        if self.workflow == "box":
+            return {
+                "items": self.items,
+                "pairs_with_boxes": self.iou_n,
+                "mean_iou": round(self.iou_sum / self.iou_n, 4) if self.iou_n else None,
+                "consistent_share": round(self.consistent / self.items, 4) if self.items else None,
+                "consistent_at": BOX_CONSISTENT_IOU,
+            }
+        if self.workflow == "qa":
+            return {
+                "answers_scored": self.scored,
+                "accuracy": round(self.correct / self.scored, 4) if self.scored else None,
+                "pairs": self.pairs,
+                "pairwise_agreement": round(self.agree / self.pairs, 4) if self.pairs else None,
+            }
+        if self.workflow == "quintuplet":
+            pairs = self.pairs
+            return {"pairs": pairs,
+                    "fields": {f: (round(self.field_agree[f] / pairs, 4) if pairs else None) for f in QUINTUPLET_FIELDS}}
+        out: dict[str, Any] = {}
+        for criterion in self.criteria:
+            alpha = alpha_from_coincidences(self.coincidences[criterion], "ordinal")
+            out[criterion] = {"alpha": None if alpha is None else round(alpha, 4), "n_items": self.rated_items[criterion]}
+        return {"criteria": out}
+
+
+def _summarize(workflow: str, items: Iterable[Sequence[dict]], criteria: Sequence[str] = OSC_CRITERIA) -> dict[str, Any]:
+    acc = ProjectAgreement(workflow, criteria)
+    for results in items:
+        acc.add_item([(str(n), r) for n, r in enumerate(results)])
+    return acc.summary()
+
+
+def group_by_item(rows: Iterable[Sequence[Any]]) -> Iterable[tuple[Any, list[Sequence[Any]]]]:
+    """(item id, its rows) from rows ordered by item id (first column), one item in memory at a time."""
+    for item_id, group in groupby(rows, key=lambda row: row[0]):
+        yield item_id, list(group)

@@ -14,8 +14,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from . import services
-from .models import Item, Role, Task
-from .permissions import get_project_for, require_role
+from .models import Item, Role
+from .permissions import get_project_for, get_task_project_for, require_role
 from .results import ResultInvalid
 from .selectors import (
     annotation_view,
@@ -57,7 +57,8 @@ AnnotationOut = inline_serializer("WorkAnnotation", {
 ErrorOut = inline_serializer("WorkError", {"detail": serializers.CharField(),
                                             "errors": serializers.DictField(child=serializers.CharField(), required=False)})
 IDEMPOTENCY = OpenApiParameter("Idempotency-Key", OpenApiTypes.STR, OpenApiParameter.HEADER, required=False,
-                               description="Repeat a submit safely: the same key returns the same annotation (200).")
+                               description="Repeat a submit safely: the same key with the same result returns the same "
+                                           "annotation (200); a different result gets 409. Keys are per annotator.")
 
 
 class WorkApi(APIView):
@@ -66,6 +67,9 @@ class WorkApi(APIView):
     def handle_exception(self, exc):
         if isinstance(exc, ResultInvalid):
             return _bad_request(exc.errors)
+        if isinstance(exc, services.AlreadySubmitted):
+            return Response({"detail": str(exc), "annotation": annotation_view(annotation=exc.annotation)},
+                            status=status.HTTP_409_CONFLICT)
         if isinstance(exc, services.TaskConflict):
             return Response({"detail": str(exc), **exc.extra}, status=status.HTTP_409_CONFLICT)
         if isinstance(exc, services.TaskNotFound):
@@ -74,11 +78,7 @@ class WorkApi(APIView):
 
     def own_task_project(self, request, task_id: int):
         """The project of the caller's own task, checking they still annotate in it (404 otherwise)."""
-        task = Task.objects.filter(pk=task_id, annotator=request.user).select_related("item__project").first()
-        if task is None:
-            raise Http404("No such task.")
-        require_role(request.user, task.item.project, Role.ANNOTATOR)
-        return task.item.project
+        return get_task_project_for(request.user, task_id, Role.ANNOTATOR)
 
 
 class TaskNextApi(WorkApi):
@@ -113,7 +113,8 @@ class TaskDraftApi(WorkApi):
             return value
 
     @extend_schema(request=InputSerializer, responses={200: OpenApiTypes.OBJECT, 400: ErrorOut, 409: ErrorOut},
-                   summary="Autosave a draft (409 when the version is stale); renews the lease")
+                   summary="Autosave a draft (409 when the version is stale, unless it replays the save that made "
+                           "the current version); renews the lease")
     def put(self, request, task_id: int):
         self.own_task_project(request, task_id)
         data = _parse(self.InputSerializer, request.data)
@@ -139,7 +140,8 @@ class TaskSubmitApi(WorkApi):
 
     @extend_schema(request=InputSerializer, parameters=[IDEMPOTENCY],
                    responses={201: AnnotationOut, 200: AnnotationOut, 400: ErrorOut, 409: ErrorOut},
-                   summary="Submit the result (201; a repeat returns the same annotation with 200)")
+                   summary="Submit the result (201; a repeat with the same result returns the same annotation "
+                           "with 200, one with a different result gets 409 with the stored annotation)")
     def post(self, request, task_id: int):
         self.own_task_project(request, task_id)
         data = _parse(self.InputSerializer, request.data)

@@ -39,13 +39,38 @@ class Role(models.TextChoices):
 ROLE_RANK = {Role.ANNOTATOR: 1, Role.REVIEWER: 2, Role.RESEARCHER: 3, Role.ADMIN: 4}
 
 
+# Annotations each item gets when a project does not say: video ratings are noisy, so three
+# raters per video; every other workflow starts with one.
+DEFAULT_ANNOTATIONS_PER_ITEM = {Protocol.OSCBENCH: 3}
+
+
+def default_annotations_per_item(protocol: str) -> int:
+    return DEFAULT_ANNOTATIONS_PER_ITEM.get(protocol, 1)
+
+
 class Project(models.Model):
     slug = models.SlugField(max_length=80, unique=True)
     name = models.CharField(max_length=200)
     protocol = models.CharField(max_length=20, choices=Protocol.choices)
-    annotations_per_item = models.PositiveSmallIntegerField(default=1)
-    # Workflow settings: rubric (rating), gold_share, auto_verify, lease_seconds, criteria...
-    settings = models.JSONField(default=dict, blank=True)
+    # No fixed default: save() fills in the protocol's (3 for video rating, else 1) whoever
+    # creates the project (admin, import --create, API, demo). The column stays NOT NULL.
+    annotations_per_item = models.PositiveSmallIntegerField(
+        blank=True,
+        help_text="Submitted annotations each (non-gold) item needs before it is annotated and goes to review. "
+                  "Left empty, it is the protocol's default: 3 for OSCBench video rating, 1 otherwise.",
+    )
+    settings = models.JSONField(
+        default=dict, blank=True,
+        help_text="Workflow settings as a JSON object. "
+                  "gold_share (0..1, default 0): chance that a claim offers a gold item (known answer, mixed in "
+                  "unannounced; it scores the annotator and is counted apart from the progress counts). "
+                  "auto_verify (true/false, default false): an item whose annotators all agree becomes verified "
+                  "without a reviewer. "
+                  "lease_seconds (default 600): how long a claimed task stays held without a renewal before the "
+                  "item returns to the queue. "
+                  "rubric (video rating): the rubric shown to raters, one text or criterion -> text. "
+                  "state_labels (boxes): object -> extra state labels offered as candidates.",
+    )
     # Seed for every deterministic option order derived for this project's items.
     option_seed = models.IntegerField(default=0)
     description = models.TextField(blank=True)
@@ -59,6 +84,13 @@ class Project(models.Model):
 
     def __str__(self) -> str:
         return self.slug
+
+    def save(self, *args, **kwargs):
+        if self.annotations_per_item is None:
+            self.annotations_per_item = default_annotations_per_item(self.protocol)
+            if kwargs.get("update_fields") is not None:
+                kwargs["update_fields"] = {*kwargs["update_fields"], "annotations_per_item"}
+        super().save(*args, **kwargs)
 
     @property
     def workflow(self) -> str:
@@ -175,7 +207,9 @@ class Annotation(models.Model):
     task = models.OneToOneField(Task, on_delete=models.SET_NULL, null=True, blank=True, related_name="annotation")
     result = models.JSONField(default=dict)
     time_spent_ms = models.PositiveIntegerField(default=0)
-    idempotency_key = models.CharField(max_length=200, null=True, blank=True, unique=True)
+    # Unique per annotator (see Meta), so two clients that both number their submits "1", "2", ...
+    # never collide, while a retry by the same annotator always finds its first submit.
+    idempotency_key = models.CharField(max_length=200, null=True, blank=True)
     source = models.CharField(max_length=20, default="task")  # task | import
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -186,6 +220,10 @@ class Annotation(models.Model):
             ),
             models.UniqueConstraint(
                 fields=["item", "external_rater"], condition=~Q(external_rater=""), name="annotation_one_per_item_rater"
+            ),
+            models.UniqueConstraint(
+                fields=["annotator", "idempotency_key"], condition=Q(idempotency_key__isnull=False),
+                name="annotation_unique_annotator_idempotency_key",
             ),
         ]
         indexes = [models.Index(fields=["annotator", "created_at"], name="annotation_annotator_idx")]
@@ -223,7 +261,7 @@ class Review(models.Model):
 class Release(models.Model):
     """An immutable, checksummed version of a project's verified items in one split."""
 
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="releases")
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="releases")
     version = models.CharField(max_length=50)
     split = models.CharField(max_length=50, default="test")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)

@@ -49,7 +49,11 @@ OSC_CRITERION_LABELS = {
 
 
 def media_urls_for(*, items) -> dict[str, dict]:
-    """sha256 -> {"url", "width", "height", "kind"} for every asset the items reference."""
+    """sha256 -> {"url", "width", "height", "kind"} for every asset the items reference.
+
+    Videos also carry "fps" and "duration" (null when the import could not read them), which the
+    rating page needs to step exactly one frame.
+    """
     from django.conf import settings
 
     from .models import MediaAsset
@@ -60,11 +64,16 @@ def media_urls_for(*, items) -> dict[str, dict]:
             hashes.update(value if isinstance(value, list) else [value])
     if not hashes:
         return {}
-    assets = MediaAsset.objects.filter(sha256__in=hashes).only("sha256", "file", "width", "height", "kind")
-    return {
-        a.sha256: {"url": settings.MEDIA_URL + a.file.name, "width": a.width, "height": a.height, "kind": a.kind}
-        for a in assets
-    }
+    assets = MediaAsset.objects.filter(sha256__in=hashes).only(
+        "sha256", "file", "width", "height", "kind", "fps", "duration"
+    )
+    out: dict[str, dict] = {}
+    for a in assets:
+        entry = {"url": settings.MEDIA_URL + a.file.name, "width": a.width, "height": a.height, "kind": a.kind}
+        if a.kind == "video":
+            entry.update(fps=a.fps, duration=a.duration)
+        out[a.sha256] = entry
+    return out
 
 
 def _media_field(item, name: str, assets: dict[str, dict]):
@@ -102,6 +111,53 @@ def rubric_for(*, project) -> dict[str, str]:
     return rubric
 
 
+def rubric_text_for(*, project) -> str | None:
+    """The project's rubric when it is one text for the whole scale (settings["rubric"] a string)."""
+    custom = project.settings.get("rubric")
+    if isinstance(custom, str) and custom.strip():
+        return custom.strip()
+    return None
+
+
+def qa_suggested_answer(*, shape: dict, answer):
+    """A model's answer in the shape the QA form takes, or None when it does not fit the item.
+
+    Suggestions are model output (never the item's truth); one that the form could not show
+    (a letter outside the options, a count that is not a whole number) is dropped.
+    """
+    from .protocols import LETTERS
+
+    fmt = shape["format"]
+    if fmt == "count":
+        if isinstance(answer, bool):
+            return None
+        if isinstance(answer, str) and answer.strip().isdigit():
+            answer = int(answer.strip())
+        return answer if isinstance(answer, int) and answer >= 0 else None
+    if fmt == "set":
+        values = answer.split(",") if isinstance(answer, str) else answer
+        if not isinstance(values, list):
+            return None
+        values = [v.strip() for v in values if isinstance(v, str) and v.strip()]
+        return values or None
+    letters_allowed = set(LETTERS[: shape["n_options"]])
+    values = answer.split(",") if isinstance(answer, str) else answer
+    if not isinstance(values, list):
+        return None
+    letters = []
+    for v in values:
+        letter = v.strip().upper() if isinstance(v, str) else None
+        if letter not in letters_allowed:
+            return None
+        if letter not in letters:
+            letters.append(letter)
+    if not letters:
+        return None
+    if shape["multiple"]:
+        return sorted(letters)
+    return letters[0] if len(letters) == 1 else None
+
+
 def result_context_for(*, item):
     """What results.validate_result needs to check a result for this item."""
     from .protocols import OSC_CRITERIA, OSC_NULLABLE
@@ -131,17 +187,24 @@ def annotator_item_payload(*, item) -> dict:
     payload = item.payload or {}
     assets = media_urls_for(items=[item])
     out: dict = {"id": item.pk, "workflow": workflow, "protocol": protocol}
+
+    def suggestions():
+        # Machine-made answers, newest first: the pages pre-fill from the first one. Built only for
+        # the protocols that show them: a ChangeIt or OSC-Bench claim no longer builds a queryset.
+        return Suggestion.objects.filter(item=item).order_by("-created_at", "-pk")
+
     if protocol == "status":
         out["image_a"] = _media_field(item, "image_a", assets)
         out["image_b"] = _media_field(item, "image_b", assets)
-        out["suggestions"] = [
-            {"source": s.source, "machine_made": True, "result": s.result}
-            for s in Suggestion.objects.filter(item=item).order_by("created_at", "pk")
-        ]
+        out["suggestions"] = [{"source": s.source, "machine_made": True, "result": s.result} for s in suggestions()]
     elif protocol == "changeit":
+        # Not blind: the annotator confirms the listed state or corrects it from the candidates.
+        candidates = box_candidates(project=project, payload=payload)
+        listed = payload.get("state")
         out["image"] = _media_field(item, "image", assets)
         out["object"] = payload.get("object")
-        out["candidates"] = box_candidates(project=project, payload=payload)
+        out["proposed_state"] = listed if listed in candidates else None
+        out["candidates"] = candidates
         out["outcomes"] = ["nothing_to_label", "cannot_determine"]
     elif protocol in ("visualtrans", "m3verse"):
         if protocol == "visualtrans":
@@ -155,6 +218,12 @@ def annotator_item_payload(*, item) -> dict:
         out["format"] = shape["format"]
         out["multiple"] = shape["multiple"]
         out["flags"] = list(QA_FLAGS)
+        # Only the model's answer, in the form's shape; never anything from the item's payload.
+        out["suggestions"] = [
+            {"source": s.source, "machine_made": True, "result": {"answer": answer}}
+            for s in suggestions()
+            if (answer := qa_suggested_answer(shape=shape, answer=(s.result or {}).get("answer"))) is not None
+        ]
     elif protocol == "oscbench":
         rubric = rubric_for(project=project)
         out["video"] = _media_field(item, "video", assets)
@@ -164,8 +233,7 @@ def annotator_item_payload(*, item) -> dict:
             for c in OSC_CRITERIA
         ]
         out["rubric"] = rubric
-        if isinstance(project.settings.get("rubric"), str):  # one text for the whole scale
-            out["rubric_text"] = project.settings["rubric"]
+        out["rubric_text"] = rubric_text_for(project=project)  # one text for the whole scale, if any
         out["scale"] = [1, 2, 3, 4, 5]
     return out
 
@@ -195,13 +263,16 @@ def annotation_view(*, annotation, warnings: dict | None = None) -> dict:
 
 # --- review and agreement ----------------------------------------------------------------------
 
-def item_status_counts(*, project) -> dict[str, int]:
-    from .models import Item, ItemStatus
+def item_counts(*, project) -> dict:
+    """{"status_counts": items per status without gold items, "gold_items": n}."""
+    from .services import project_item_counts
 
-    counts = {s: 0 for s in ItemStatus.values}
-    for row in Item.objects.filter(project=project).values("status").annotate(n=Count("id")).order_by():
-        counts[row["status"]] = row["n"]
-    return counts
+    return project_item_counts(project=project)
+
+
+def item_status_counts(*, project) -> dict[str, int]:
+    """Items per status, gold items not counted (they stay pending for good)."""
+    return item_counts(project=project)["status_counts"]
 
 
 def review_queue_for(*, project, limit: int = 100, offset: int = 0) -> dict:
@@ -267,84 +338,7 @@ def item_review_detail(*, item) -> dict:
 
 
 def project_agreement(*, project) -> dict:
-    """Progress and agreement of a project: per status, per annotator and per workflow."""
-    from collections import defaultdict
-    from itertools import combinations
+    """Progress and agreement of a project: per status (gold apart), per annotator and per workflow."""
+    from .services import project_agreement_figures
 
-    from . import agreement
-    from .models import Annotation, Item, ItemStatus
-
-    workflow = project.workflow
-    rows = (
-        Annotation.objects.filter(item__project=project)
-        .order_by("item_id", "pk")
-        .values_list("item_id", "annotator__username", "external_rater", "result", "time_spent_ms", "item__is_gold")
-        .iterator(chunk_size=5000)
-    )
-    by_item: dict[int, list[tuple[str, dict]]] = defaultdict(list)
-    gold_rows: list[tuple[int, str, dict]] = []
-    times: dict[str, list[int]] = defaultdict(list)
-    counts: dict[str, int] = defaultdict(int)
-    for item_id, username, rater, result, ms, is_gold in rows:
-        who = username or rater
-        counts[who] += 1
-        times[who].append(ms)
-        if is_gold:
-            gold_rows.append((item_id, who, result))
-        else:
-            by_item[item_id].append((who, result))
-
-    # Payloads only where needed: gold items (known answers) and, for QA, the verified truth.
-    gold: dict[str, list[bool]] = defaultdict(list)
-    if gold_rows:
-        payloads = dict(Item.objects.filter(pk__in={i for i, _, _ in gold_rows}).values_list("id", "payload"))
-        for item_id, who, result in gold_rows:
-            ok = agreement.gold_correct(workflow, payloads[item_id], result)
-            if ok is not None:
-                gold[who].append(ok)
-
-    pair_scores: dict[str, list[float]] = defaultdict(list)
-    for entries in by_item.values():
-        for (a, ra), (b, rb) in combinations(entries, 2):
-            score = agreement.pair_agreement(workflow, ra, rb)
-            if score is not None:
-                pair_scores[a].append(score)
-                pair_scores[b].append(score)
-
-    results_per_item = [[r for _, r in entries] for entries in by_item.values()]
-    if workflow == "box":
-        summary = agreement.box_summary(results_per_item)
-    elif workflow == "qa":
-        truth = dict(Item.objects.filter(project=project, status=ItemStatus.VERIFIED, pk__in=list(by_item))
-                     .values_list("id", "payload__answer"))
-        summary = agreement.qa_summary([(truth[i], [r.get("answer") for _, r in e]) for i, e in by_item.items() if i in truth])
-        everything = agreement.qa_summary([(None, [r.get("answer") for _, r in e]) for e in by_item.values()])
-        summary["pairs"] = everything["pairs"]
-        summary["pairwise_agreement"] = everything["pairwise_agreement"]
-        summary["truth"] = "verified items only"
-    elif workflow == "quintuplet":
-        summary = agreement.quintuplet_summary(results_per_item)
-    else:
-        summary = agreement.rating_summary(results_per_item)
-    summary["kind"] = str(workflow)
-
-    annotators = []
-    for who in sorted(counts):
-        scores = pair_scores.get(who, [])
-        marks = gold.get(who, [])
-        annotators.append({
-            "annotator": who,
-            "annotations": counts[who],
-            "median_seconds": agreement.median_seconds(times[who]),
-            "gold_items": len(marks),
-            "gold_accuracy": round(sum(marks) / len(marks), 4) if marks else None,
-            "agreement": round(sum(scores) / len(scores), 4) if scores else None,
-            "pairs": len(scores),
-        })
-    return {
-        "project": project.slug,
-        "annotations_per_item": project.annotations_per_item,
-        "status_counts": item_status_counts(project=project),
-        "annotators": annotators,
-        "workflow": summary,
-    }
+    return project_agreement_figures(project=project)

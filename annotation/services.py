@@ -3,8 +3,10 @@
 Locking rule (the same everywhere, so there are no deadlocks): lock the Item row first, then the
 Task row. Claims take items with `FOR UPDATE SKIP LOCKED`, so two annotators never wait on each
 other for the same item; submit, renew, skip and review wait for the item lock, so each sees the
-outcome of whatever came before it. The database has the last word through its constraints: one
-active task per item, one annotation per item and annotator, one annotation per idempotency key.
+outcome of whatever came before it. No transaction waits for an item lock while it holds another
+item's (_claim says how the claim keeps to that). The database has the last word through its
+constraints: one active task per item, one annotation per item and annotator, one annotation per
+annotator and idempotency key.
 """
 from __future__ import annotations
 
@@ -12,10 +14,12 @@ import functools
 import json
 import random
 import re
+import statistics
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, connection, transaction
+from django.db.models import Aggregate, Case, Count, Exists, F, FloatField, OuterRef, Q, Value, When
 from django.utils import timezone
 from psycopg import RawCursor
 from psycopg.types.numeric import Int8
@@ -242,7 +246,9 @@ def _renew_held(task: Task, item: Item, now: datetime) -> Task:
     return task
 
 
-@transaction.atomic
+_AGAIN = object()
+
+
 def task_claim_next(*, project: Project, user, now: datetime | None = None, exclude: tuple[int, ...] = (),
                     rng: random.Random | None = None) -> Task | None:
     """The task this user should work on now: the one they hold, else a newly claimed item.
@@ -252,10 +258,29 @@ def task_claim_next(*, project: Project, user, now: datetime | None = None, excl
     """
     now = now or timezone.now()
     want_gold = (rng or random).random() < float(project.settings.get("gold_share", 0.0) or 0.0)
+    ignore: list[int] = list(exclude)  # holds not to hand out again: shown by the caller, or gone
+    while (task := _claim(project=project, user=user, now=now, exclude=exclude, ignore=ignore,
+                          want_gold=want_gold)) is _AGAIN:
+        pass
+    return task
+
+
+@transaction.atomic
+def _claim(*, project: Project, user, now: datetime, exclude: tuple[int, ...], ignore: list[int],
+           want_gold: bool):
+    """One transaction of task_claim_next; _AGAIN when it must commit and start over.
+
+    The held-task path waits for an item lock. It does so only while this transaction holds no
+    other item lock: otherwise two claims (two tabs, or a claim and a submit) could each hold one
+    item and wait for the other's. When a second wait would be needed, what was done so far (holds
+    found gone or expired) is committed, which releases every lock, and a fresh transaction goes on.
+    """
+    if connection.vendor != "postgresql":
+        return _claim_portable(project=project, user=user, now=now, exclude=exclude, ignore=ignore, want_gold=want_gold)
     passes = tuple(_claim_passes(project, want_gold))
     lease = _lease_until(project, now)
-    ignore: list[int] = list(exclude)  # holds not to hand out again: shown by the caller, or gone
     passed: list[int] = []  # items locked but not claimable
+    holds_item_locks = False
     while True:
         (row,) = _rows(claim_next_sql(passes), {
             "project": Int8(project.pk), "user": Int8(user.pk), "now": now, "lease": lease,
@@ -267,7 +292,10 @@ def task_claim_next(*, project: Project, user, now: datetime | None = None, excl
         if held:
             # The caller holds a task it does not show (a reload, a second tab): hand that back.
             for task_pk, item_pk in held:
+                if holds_item_locks:
+                    return _AGAIN
                 ignore.append(task_pk)
+                holds_item_locks = True
                 item = Item.objects.select_for_update().get(pk=item_pk)
                 item.project = project
                 task = Task.objects.select_for_update().get(pk=task_pk)
@@ -284,6 +312,7 @@ def task_claim_next(*, project: Project, user, now: datetime | None = None, excl
             return None
         item, held_before = _instance(Item, item_row[:-1]), item_row[-1]
         item.project = project
+        holds_item_locks = True  # the statement locked this item
         if task_pk is None:
             if not (held_before and _item_accepts_annotations(item)):
                 passed.append(item.pk)  # changed or renewed between our snapshot and our lock
@@ -307,15 +336,85 @@ def task_claim_next(*, project: Project, user, now: datetime | None = None, excl
         return task
 
 
+# The embedded SQLite of the one-command demo has neither row locks nor the statements above; it
+# serializes writers instead. The same rules through the ORM, for the demo only (tests and
+# production run PostgreSQL; tests/annotation/test_demo_sqlite.py drives this path).
+def _claim_portable(*, project: Project, user, now: datetime, exclude: tuple[int, ...], ignore: list[int],
+                    want_gold: bool):
+    held = list(Task.objects.filter(annotator=user, status=TaskStatus.ACTIVE, item__project=project)
+                .order_by("created_at", "pk").values_list("pk", "item_id"))
+    for task_pk, item_pk in held:
+        if task_pk in ignore:
+            continue
+        ignore.append(task_pk)
+        item = Item.objects.get(pk=item_pk)
+        item.project = project
+        task = Task.objects.get(pk=task_pk)
+        if not _item_accepts_annotations(item):
+            task.status = TaskStatus.EXPIRED
+            task.save(update_fields=["status", "updated_at"])
+            continue
+        task.item = item
+        return _renew_held(task, item, now)
+    if sum(1 for task_pk, _ in held if task_pk in exclude) >= MAX_HELD_TASKS:
+        return None
+    lease = _lease_until(project, now)
+    active = Task.objects.filter(item=OuterRef("pk"), status=TaskStatus.ACTIVE, lease_expires__gt=now)
+    mine = Annotation.objects.filter(item=OuterRef("pk"), annotator=user)
+    skipped = Task.objects.filter(item=OuterRef("pk"), annotator=user, status=TaskStatus.SKIPPED)
+    passed: list[int] = []
+    while True:
+        for count, gold, window in _claim_passes(project, want_gold):
+            level = Item.objects.filter(project=project, status=ItemStatus.PENDING, annotation_count=count, is_gold=gold)
+            if window is not None:
+                level = Item.objects.filter(pk__in=list(level.order_by("pk").values_list("pk", flat=True)[:window]))
+            item = (level.exclude(pk__in=passed).exclude(Exists(active)).exclude(Exists(mine)).exclude(Exists(skipped))
+                    .order_by("pk").first())
+            if item is not None:
+                break
+        else:
+            return None
+        item.project = project
+        try:
+            with transaction.atomic():
+                Task.objects.filter(item=item, status=TaskStatus.ACTIVE, lease_expires__lte=now).update(
+                    status=TaskStatus.EXPIRED, updated_at=now)
+                return Task.objects.create(item=item, annotator=user, status=TaskStatus.ACTIVE, lease_expires=lease,
+                                           draft={}, draft_version=0)
+        except IntegrityError:  # held meanwhile (the one-active-task-per-item constraint)
+            passed.append(item.pk)
+
+
+def _prior_ids_portable(item_id: int, user, key: str | None) -> list[int]:
+    mine = Q(item_id=item_id, annotator=user)
+    if key is not None:
+        mine |= Q(annotator=user, idempotency_key=key)
+    return list(Annotation.objects.filter(mine).order_by("pk").values_list("pk", flat=True))
+
+
+def _store_portable(*, item: Item, user, task: Task, result: dict, ms: int, key: str | None, now: datetime,
+                    needed: int) -> tuple[int, int | None, str | None]:
+    annotation = Annotation.objects.create(item=item, annotator=user, external_rater="", task=task, result=result,
+                                           time_spent_ms=ms, idempotency_key=key, source="task")
+    Task.objects.filter(pk=task.pk).update(status=TaskStatus.SUBMITTED, updated_at=now)
+    if item.is_gold:
+        return annotation.pk, None, None
+    Item.objects.filter(pk=item.pk).update(
+        annotation_count=F("annotation_count") + 1, updated_at=now,
+        status=Case(When(annotation_count__gte=needed - 1, then=Value(str(ItemStatus.ANNOTATED))), default=F("status")))
+    count, status = Item.objects.filter(pk=item.pk).values_list("annotation_count", "status").get()
+    return annotation.pk, count, status
+
+
 # --- holding a task ---------------------------------------------------------------------------
 
 # Lock the item of the caller's own task (with its project), then the task: one statement, one
 # round trip. The item is locked inside `it`, which the outer join must read before it can lock
 # the task, so the global lock order holds. Both rows come back in their latest committed
 # version (READ COMMITTED re-reads a row it had to wait for). `prior_ids` (this annotator's
-# annotation of the item, or one stored under the same Idempotency-Key: what makes a submit a
-# repeat) is read with the statement's snapshot, taken before any wait for the item lock, so it
-# can miss an annotation committed by the submit we waited for; the unique constraints catch that
+# annotation of the item, or their annotation stored under the same Idempotency-Key: what makes
+# a submit a repeat) is read with the statement's snapshot, taken before any wait for the item
+# lock, so it can miss an annotation committed by the submit we waited for; the unique constraints catch that
 # case and task_submit then runs again (see there).
 _LOCK_OWN_TASK_SQL = f"""
 WITH it AS (
@@ -326,14 +425,16 @@ WITH it AS (
 )
 SELECT it.*, {_columns(Task, "t")},
        ARRAY(SELECT a.id FROM annotation_annotation a
-             WHERE (a.item_id = t.item_id AND a.annotator_id = t.annotator_id) OR a.idempotency_key = %(key)s::text
+             WHERE (a.item_id = t.item_id AND a.annotator_id = t.annotator_id)
+                OR (a.annotator_id = t.annotator_id AND a.idempotency_key = %(key)s::text)
              ORDER BY a.id) AS prior_ids
 FROM it JOIN annotation_task t ON t.id = %(task)s AND t.item_id = it.id
 FOR UPDATE OF t
 """
 _PRIOR_IDS_SQL = """
 SELECT ARRAY(SELECT a.id FROM annotation_annotation a
-             WHERE (a.item_id = %(item)s AND a.annotator_id = %(user)s) OR a.idempotency_key = %(key)s::text
+             WHERE (a.item_id = %(item)s AND a.annotator_id = %(user)s)
+                OR (a.annotator_id = %(user)s AND a.idempotency_key = %(key)s::text)
              ORDER BY a.id)
 """
 _N_ITEM_COLUMNS = len(Item._meta.concrete_fields)
@@ -342,6 +443,12 @@ _N_PROJECT_COLUMNS = len(Project._meta.concrete_fields)
 
 def _lock_own_task(task_id: int, user, *, idempotency_key: str | None = None) -> tuple[Task, Item]:
     """Lock the task's item, then the task (the global lock order); 404 for other people's tasks."""
+    if connection.vendor != "postgresql":
+        task = Task.objects.select_related("item__project").filter(pk=task_id, annotator=user).first()
+        if task is None:
+            raise TaskNotFound("No such task.")
+        task.prior_ids = _prior_ids_portable(task.item_id, user, idempotency_key)
+        return task, task.item
     rows = _rows(_LOCK_OWN_TASK_SQL, {"task": Int8(task_id), "user": Int8(user.pk), "key": idempotency_key})
     if not rows:
         raise TaskNotFound("No such task.")
@@ -384,9 +491,20 @@ def task_renew(*, task_id: int, user, now: datetime | None = None) -> Task:
 
 @transaction.atomic
 def task_save_draft(*, task_id: int, user, draft: dict, version: int, now: datetime | None = None) -> Task:
-    """Autosave. `version` is the draft version the client last saw; the save makes it version + 1."""
+    """Autosave. `version` is the draft version the client last saw; the save makes it version + 1.
+
+    A stale version gets TaskConflict, except a replay of the save that made the current version
+    (same draft at version + 1), which returns the task unchanged.
+    """
     now = now or timezone.now()
     task, item = _lock_own_task(task_id, user)
+    if version + 1 == task.draft_version and json.loads(json.dumps(draft)) == task.draft:
+        # The same save replayed (a client retry after the first one committed but its answer
+        # was lost): answer as the first time did, keeping the hold as any save does.
+        if task.status == TaskStatus.ACTIVE:
+            _keep_hold(task, item, now)
+            task.save(update_fields=["lease_expires", "updated_at"])
+        return task
     if version != task.draft_version:
         raise TaskConflict(
             f"This draft was saved from another tab or window in the meantime (version {task.draft_version}, "
@@ -442,12 +560,34 @@ def _repeat(annotation: Annotation, workflow: str) -> Submitted:
     return Submitted(annotation, False, _warnings_for(workflow, annotation.result))
 
 
+def _same_result(workflow: str, item: Item, result, stored: dict) -> bool:
+    """Whether a repeated submit carries the answer already stored (compared after validation,
+    which normalizes, e.g. clips boxes; as stored JSON, so tuples and lists compare equal)."""
+    try:
+        validated = validate_result(workflow, result, result_context_for(item=item))
+    except ResultInvalid:
+        return False
+    return json.loads(json.dumps(validated.result)) == stored
+
+
+class AlreadySubmitted(TaskConflict):
+    """This annotator already submitted the item with a different answer (HTTP 409); the stored
+    annotation goes into the response body so the page can show what was kept."""
+
+    def __init__(self, annotation: Annotation):
+        super().__init__("This task was already submitted with a different answer (from another tab or window, or "
+                         "an earlier submit). The first answer is kept; yours was not saved.")
+        self.annotation = annotation
+
+
 def task_submit(*, task_id: int, user, result: dict, time_spent_ms: int = 0, idempotency_key: str | None = None,
                 now: datetime | None = None) -> Submitted:
     """Store the annotation of a held task, exactly once.
 
-    A repeat (same key, same task, or a second tab) returns the first annotation with
-    created=False. Raises ResultInvalid (nothing written), TaskNotFound or TaskConflict.
+    A repeat (same key, same task, or a second tab) with the same answer returns the first
+    annotation with created=False; with a different answer it raises AlreadySubmitted (nothing
+    changes). Idempotency keys are per annotator. Raises ResultInvalid (nothing written),
+    TaskNotFound or TaskConflict.
     """
     kwargs = dict(task_id=task_id, user=user, result=result, time_spent_ms=time_spent_ms,
                   idempotency_key=(idempotency_key or "").strip() or None, now=now or timezone.now())
@@ -499,14 +639,21 @@ def _task_submit(*, task_id: int, user, result: dict, time_spent_ms: int, idempo
                                    and _item_accepts_annotations(item)):
         # Off the plain path (e.g. the task was submitted while we waited for the lock): read the
         # earlier annotations again with a snapshot taken now, so a repeat is answered as one.
-        ((task.prior_ids,),) = _rows(_PRIOR_IDS_SQL, {"item": Int8(item.pk), "user": Int8(user.pk), "key": key})
+        if connection.vendor != "postgresql":
+            task.prior_ids = _prior_ids_portable(item.pk, user, key)
+        else:
+            ((task.prior_ids,),) = _rows(_PRIOR_IDS_SQL, {"item": Int8(item.pk), "user": Int8(user.pk), "key": key})
     if task.prior_ids:
         priors = list(Annotation.objects.filter(pk__in=task.prior_ids).order_by("pk"))
         for prior in priors:
-            if key and prior.idempotency_key == key and (prior.annotator_id != user.pk or prior.task_id != task.pk):
+            if key and prior.idempotency_key == key and prior.item_id != item.pk:
                 raise TaskConflict("This Idempotency-Key was already used for another submission.")
-        # A retry with the same key, a double click or a second tab: the first answer stands.
-        return _repeat(priors[0], workflow)
+        (stored,) = [prior for prior in priors if prior.item_id == item.pk]
+        # A retry with the same key, a double click or a second tab sending the same answer gets the
+        # first annotation back. A different answer is not dropped silently: 409 with the stored one.
+        if _same_result(workflow, item, result, stored.result):
+            return _repeat(stored, workflow)
+        raise AlreadySubmitted(stored)
 
     validated: Validated = validate_result(workflow, result, result_context_for(item=item))
 
@@ -520,9 +667,13 @@ def _task_submit(*, task_id: int, user, result: dict, time_spent_ms: int, idempo
         raise TaskConflict("This item already has all the annotations it needs; your answer was not saved.")
 
     ms = max(0, int(time_spent_ms or 0))
-    ((annotation_id, count, status),) = _rows(_STORE_SQL, {
-        "item": Int8(item.pk), "user": Int8(user.pk), "task": Int8(task.pk), "result": json.dumps(validated.result),
-        "ms": ms, "key": key, "now": now, "needed": project.annotations_per_item})
+    if connection.vendor != "postgresql":
+        annotation_id, count, status = _store_portable(item=item, user=user, task=task, result=validated.result, ms=ms,
+                                                       key=key, now=now, needed=project.annotations_per_item)
+    else:
+        ((annotation_id, count, status),) = _rows(_STORE_SQL, {
+            "item": Int8(item.pk), "user": Int8(user.pk), "task": Int8(task.pk), "result": json.dumps(validated.result),
+            "ms": ms, "key": key, "now": now, "needed": project.annotations_per_item})
     annotation = Annotation(pk=annotation_id, item=item, annotator=user, task=task, result=validated.result,
                             time_spent_ms=ms, idempotency_key=key, source="task", created_at=now)
     annotation._state.adding = False
@@ -556,13 +707,15 @@ def apply_result_to_payload(workflow: str, payload: dict, result: dict) -> dict:
         for name in agreement.QUINTUPLET_FIELDS:
             out[name] = result[name]
     elif workflow == "box":
+        # The import format (PROTOCOLS.md, importing/formats.py) keeps both kinds of answer in
+        # `bbox`: a box, or "nothing_to_label" / "cannot_determine", so a verified item exports
+        # and re-imports as it is. ("outcome" is only the annotation result's key.)
+        out.pop("outcome", None)
         if "bbox" in result:
             out["bbox"] = result["bbox"]
             out["state"] = result["state"]
-            out.pop("outcome", None)
         else:
-            out["outcome"] = result["outcome"]
-            out.pop("bbox", None)
+            out["bbox"] = result["outcome"]
     elif workflow == "qa":
         for name in ("question", "options"):
             if name in result:
@@ -654,3 +807,99 @@ def review_decide(*, item_id: int, reviewer, decision: str, annotation_id: int |
     item.save(update_fields=["payload", "status", "updated_at"])
     return Review.objects.create(item=item, reviewer=reviewer, decision=decision, accepted_annotation=accepted,
                                  result=applied, comment=(comment or "")[:5000])
+
+
+# --- progress and agreement figures -------------------------------------------------------------
+# Read-only aggregates behind the agreement page (selectors.project_agreement). The big counts are
+# computed by PostgreSQL; the agreement statistics stream annotations item by item through
+# agreement.ProjectAgreement, so a request never holds a project's annotations in memory.
+
+class _Median(Aggregate):
+    function = "percentile_cont"
+    template = "%(function)s(0.5) WITHIN GROUP (ORDER BY %(expressions)s)"
+    output_field = FloatField()
+
+
+def project_item_counts(*, project: Project) -> dict:
+    """Items per status, not counting gold items, and the number of gold items apart: a gold item
+    stays pending for good (every annotator may get it), so counting it would keep progress from
+    ever finishing."""
+    counts = {s: 0 for s in ItemStatus.values}
+    gold = 0
+    rows = Item.objects.filter(project=project).values_list("status", "is_gold").annotate(n=Count("id")).order_by()
+    for status, is_gold, n in rows:
+        if is_gold:
+            gold += n
+        else:
+            counts[status] = n
+    return {"status_counts": counts, "gold_items": gold}
+
+
+def _annotator_name(username: str | None, rater: str) -> str:
+    return username or rater
+
+
+def project_agreement_figures(*, project: Project, chunk_size: int = 5000) -> dict:
+    """Progress and agreement of a project: items per status (gold apart), per annotator
+    (annotations and median time from SQL, gold accuracy, pairwise agreement) and per workflow."""
+    workflow = project.workflow
+    annotations = Annotation.objects.filter(item__project=project)
+    if connection.vendor == "postgresql":
+        workload = (annotations.values_list("annotator__username", "external_rater")
+                    .annotate(n=Count("id"), median_ms=_Median("time_spent_ms")).order_by())
+    else:  # the SQLite demo has no percentile_cont: medians in Python
+        spent: dict[tuple, list[int]] = {}
+        for username, rater, ms in annotations.values_list("annotator__username", "external_rater", "time_spent_ms").iterator():
+            spent.setdefault((username, rater), []).append(ms or 0)
+        workload = [(u, r, len(v), float(statistics.median(v))) for (u, r), v in spent.items()]
+
+    figures = agreement.ProjectAgreement(workflow)
+    verified = str(ItemStatus.VERIFIED)
+    columns = ["item_id", "annotator__username", "external_rater", "result", "item__status"]
+    if workflow == "qa":
+        columns.append("item__payload__answer")
+    rows = (annotations.filter(item__is_gold=False).order_by("item_id", "pk").values_list(*columns)
+            .iterator(chunk_size=chunk_size))
+    for _item_id, entries in agreement.group_by_item(rows):
+        pairs = [(_annotator_name(e[1], e[2]), e[3]) for e in entries]
+        if workflow == "qa" and entries[0][4] == verified:
+            figures.add_item(pairs, truth=entries[0][5])
+        else:
+            figures.add_item(pairs)
+
+    gold: dict[str, list[bool]] = {}
+    gold_rows = (annotations.filter(item__is_gold=True)
+                 .values_list("annotator__username", "external_rater", "result", "item__payload")
+                 .iterator(chunk_size=chunk_size))
+    for username, rater, result, payload in gold_rows:
+        ok = agreement.gold_correct(workflow, payload, result)
+        if ok is not None:
+            gold.setdefault(_annotator_name(username, rater), []).append(ok)
+
+    annotators = []
+    for username, rater, n, median_ms in sorted(workload, key=lambda row: _annotator_name(row[0], row[1])):
+        who = _annotator_name(username, rater)
+        marks = gold.get(who, [])
+        mean, pairs = figures.annotator_agreement(who)
+        annotators.append({
+            "annotator": who,
+            "annotations": n,
+            "median_seconds": None if median_ms is None else round(median_ms / 1000, 3),
+            "gold_items": len(marks),
+            "gold_accuracy": round(sum(marks) / len(marks), 4) if marks else None,
+            "agreement": mean,
+            "pairs": pairs,
+        })
+    summary = figures.summary()
+    if workflow == "qa":
+        summary["truth"] = "verified items only"
+    summary["kind"] = str(workflow)
+    counts = project_item_counts(project=project)
+    return {
+        "project": project.slug,
+        "annotations_per_item": project.annotations_per_item,
+        "status_counts": counts["status_counts"],
+        "gold_items": counts["gold_items"],
+        "annotators": annotators,
+        "workflow": summary,
+    }

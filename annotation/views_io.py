@@ -17,7 +17,9 @@ from .releases import EXPORT_FORMATS, ReleaseRefused, release_freeze
 
 
 def project_overview_data(*, project: Project, user) -> dict:
-    counts = dict(project.items.values_list("status").annotate(n=Count("id")).values_list("status", "n"))
+    from .selectors import item_counts
+
+    counts = item_counts(project=project)
     splits = dict(project.items.values_list("split").annotate(n=Count("id")).values_list("split", "n"))
     base = f"/projects/{project.slug}"
     links = {
@@ -36,9 +38,10 @@ def project_overview_data(*, project: Project, user) -> dict:
         "workflow": project.workflow,
         "annotations_per_item": project.annotations_per_item,
         "role": role_in(user, project),
-        "status_counts": {s: counts.get(s, 0) for s in ItemStatus.values},
+        "status_counts": counts["status_counts"],  # gold items apart: they stay pending for good
+        "gold_items": counts["gold_items"],
         "split_counts": dict(sorted(splits.items())),
-        "total": sum(counts.values()),
+        "total": sum(counts["status_counts"].values()) + counts["gold_items"],
         "releases": project.releases.count(),
         "links": links,
     }

@@ -14,6 +14,8 @@ latency of both. In-process by default: no HTTP, so the figures are the cost of 
                       0 (default) runs them back to back, which measures saturation, not latency
     --http 4          the same loop through the JSON API (token auth) on a gunicorn server with
                       4 sync workers started for the run (the Label Studio comparison)
+    --http-threads 2  gunicorn's gthread workers with 2 threads each instead of sync workers
+                      (HTTP keep-alive: a client reuses its connection)
 """
 from __future__ import annotations
 
@@ -150,13 +152,14 @@ class OverHttp:
             raise RuntimeError(f"submit {task_id}: {r.status_code} {r.text[:200]}")
 
 
-def start_gunicorn(port: int, workers: int) -> subprocess.Popen:
+def start_gunicorn(port: int, workers: int, threads: int = 0) -> subprocess.Popen:
     import httpx
 
     env = dict(os.environ, DEBUG="0")
+    worker_class = ["--worker-class", "gthread", "--threads", str(threads)] if threads else []
     proc = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "config.wsgi:application", "-w", str(workers), "-b", f"127.0.0.1:{port}",
-         "--log-level", "warning"],
+         *worker_class, "--log-level", "warning"],
         cwd=str(Path(__file__).resolve().parent.parent), env=env,
     )
     deadline = time.time() + 60
@@ -271,6 +274,8 @@ def main() -> None:
                         help="mean think time of an annotator between submit and the next claim (0: back to back)")
     parser.add_argument("--http", type=int, default=0, metavar="WORKERS",
                         help="go through the JSON API on a gunicorn server with this many workers")
+    parser.add_argument("--http-threads", type=int, default=0, metavar="N",
+                        help="with --http: gthread workers with N threads each (keep-alive) instead of sync workers")
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--processes", type=int, default=1,
                         help="spread the in-process annotator threads over this many forked processes")
@@ -290,7 +295,7 @@ def main() -> None:
         from rest_framework.authtoken.models import Token
 
         tokens = {u.pk: Token.objects.get_or_create(user=u)[0].key for u in users}
-        server = start_gunicorn(args.port, args.http)
+        server = start_gunicorn(args.port, args.http, args.http_threads)
         try:
             ops = OverHttp(project, f"http://127.0.0.1:{args.port}", tokens)
             run(ops, users[:1], 1.0)
@@ -298,7 +303,8 @@ def main() -> None:
         finally:
             server.terminate()
             server.wait(timeout=30)
-        report(f"HTTP (gunicorn, {args.http} sync workers), {args.threads} clients, {args.items:,} items, "
+        kind = f"gthread workers x {args.http_threads} threads" if args.http_threads else "sync workers"
+        report(f"HTTP (gunicorn, {args.http} {kind}), {args.threads} clients, {args.items:,} items, "
                f"think time {args.think_ms:.0f} ms", out)
     else:
         ops = InProcess(project)

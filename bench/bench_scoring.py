@@ -1,14 +1,29 @@
-"""Scoring throughput: 1,000,000 STATUS items (6M predictions) and 100,000 rated videos.
+"""Scoring throughput on the leaderboard's own path: 1,000,000 STATUS items (6M predictions) and
+100,000 rated videos.
 
 Run: .venv/bin/python bench/bench_scoring.py [--status-items N] [--videos N] [--boot B]
-Times the vectorized scoring (correctness matrix -> exact printed row, with category and
-difference breakdowns), the bootstrap intervals, and the OSCBench generator leaderboard from
-3 raters x 8 criteria per video (with N/A). Synthetic data; no database.
+
+STATUS: the inputs are what ``evaluation.selectors`` hands the leaderboard for one model run:
+``ScoringItem``s with their resolved queries (options, correct letter) and a dict
+``(item, query) -> RunAnswer(answer, options seen, logprobs)`` with the stored canonical answers
+(letters as import/inference parsed them; 1 % failed predictions with value None; 10 % of items
+seen with the OSI options in the other order, so answers are mapped back by option text; OSI/IR
+first-token log-probs on every item). Timed: ``runs.score("status", ...)``, i.e. answer
+normalization and remapping, the correctness matrix with category and difference breakdowns, the
+exact printed row, probability reassignment, same-letter bias and the 95 % bootstrap intervals of
+all 48 columns. Building the inputs (the database read) is not timed. Separately timed: parsing
+raw model outputs into canonical answers (done once, at import or inference time).
+
+OSCBench: ``selectors.ratings_by_item``-shaped input (item -> [(rater, {criterion: 1..5 or
+None})], 3 raters, N/A for subject on 30 % of videos, 2 % missing scores), 12 generators. Timed:
+what the leaderboard does for the human-rated table (per generator ``score_oscbench_ratings`` and
+``finish`` with intervals), plus the Random row. Synthetic, seeded data; no database.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import sys
 import time
 
@@ -16,66 +31,114 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from evaluation.scoring import oscbench, status  # noqa: E402
+from evaluation.scoring import oscbench, runs, status  # noqa: E402
+from evaluation.scoring.answers import parse_answer  # noqa: E402
 
 
 def timed(label, fn):
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     out = fn()
-    dt = time.perf_counter() - t0
-    print(f"{label:<58} {dt:8.3f} s")
-    return out, dt
+    dt, dc = time.perf_counter() - t0, time.process_time() - c0
+    print(f"{label:<62} {dt:8.3f} s wall {dc:8.3f} s CPU", flush=True)
+    return out, dt, dc
+
+
+def status_inputs(n_items: int):
+    rng = np.random.default_rng(0)
+    letters = "ABCD"
+    items, answers = [], {}
+    cats = rng.integers(0, 3, n_items)
+    diffs = rng.integers(0, 2, n_items)
+    sci2_ans = rng.integers(0, 2, n_items)
+    sci4_ans = rng.integers(0, 4, n_items)
+    wrong = rng.random((n_items, 6)) < 0.35
+    failed = rng.random((n_items, 6)) < 0.01
+    swapped = rng.random(n_items) < 0.10
+    lp = np.log(rng.uniform(0.05, 0.95, size=(n_items, 4)))
+    for i in range(n_items):
+        states = [f"a closed box {i}", f"an open box {i}"]
+        changes = [f"open box {i}", f"close box {i}", f"shake box {i}", f"lift box {i}"]
+        resolved = {
+            "osi_a": {"options": states, "answer": "A"},
+            "osi_b": {"options": states, "answer": "B"},
+            "ir_a": {"options": ["image A", "image B"], "answer": "A"},
+            "ir_b": {"options": ["image A", "image B"], "answer": "B"},
+            "sci2": {"options": changes[:2], "answer": letters[sci2_ans[i]]},
+            "sci4": {"options": changes, "answer": letters[sci4_ans[i]]},
+        }
+        items.append(runs.ScoringItem(key=i, external_id=f"it{i}", payload={"category": status.CATEGORIES[cats[i]], "difference": status.DIFFERENCES[diffs[i]]}, resolved=resolved))
+        for j, q in enumerate(status.QUERIES):
+            spec = resolved[q]
+            k = len(spec["options"])
+            truth = letters.index(spec["answer"])
+            pick = (truth + 1) % k if wrong[i, j] else truth
+            seen = list(spec["options"])  # a stored copy, as read from the database
+            logprobs = None
+            if j < 4:
+                logprobs = {"A": float(lp[i, j]), "B": float(np.log1p(-np.exp(lp[i, j])))}
+            if j < 2 and swapped[i]:
+                seen = seen[::-1]
+                pick = 1 - pick
+            answers[(i, q)] = runs.RunAnswer(None if failed[i, j] else letters[pick], seen, logprobs)
+    return items, answers
 
 
 def bench_status(n_items: int, n_boot: int) -> float:
-    rng = np.random.default_rng(0)
-    truth = np.empty((n_items, 6), dtype=np.int8)
-    truth[:, 0], truth[:, 1], truth[:, 2], truth[:, 3] = 0, 1, 0, 1
-    truth[:, 4] = rng.integers(0, 2, n_items)
-    truth[:, 5] = rng.integers(0, 4, n_items)
-    pred = truth.copy()
-    wrong = rng.random((n_items, 6)) < 0.35
-    pred[wrong] = (pred[wrong] + 1) % np.array([2, 2, 2, 2, 2, 4], dtype=np.int8)[np.nonzero(wrong)[1]]
-    pred[rng.random((n_items, 6)) < 0.01] = -1  # unparseable
-    categories = np.array(status.CATEGORIES)[rng.integers(0, 3, n_items)]
-    differences = np.array(status.DIFFERENCES)[rng.integers(0, 2, n_items)]
-    print(f"STATUS: {n_items:,} items, {6 * n_items:,} predictions")
-    total = 0.0
-    matrix, dt = timed("  correctness + per-item metric cells (+ 5 breakdowns)", lambda: status.item_matrix(truth, pred, categories=categories, differences=differences))
-    total += dt
-    row, dt = timed("  exact printed row (48 columns, half-up decimals)", lambda: status.printed(matrix))
-    total += dt
-    print(f"  scoring total{'':<44} {total:8.3f} s   row: " + " ".join(str(row[k]) for k in status.KEYS))
-    _, dt_ci = timed(f"  bootstrap 95 % CI, {n_boot} resamples, 48 columns", lambda: status.cis(matrix, n_boot=n_boot))
-    print(f"  scoring + intervals{'':<38} {total + dt_ci:8.3f} s")
-    return total
+    print(f"STATUS: {n_items:,} items, {6 * n_items:,} predictions", flush=True)
+    (items, answers), dt, _ = timed("  build inputs (not part of the figure)", lambda: status_inputs(n_items))
+    scored, dt, dc = timed(f"  runs.score('status'): row + reassignment + CIs ({n_boot} resamples)", lambda: runs.score("status", items, answers, n_boot=n_boot))
+    row = scored.printed
+    print("  row: " + " ".join(str(row[k]) for k in status.KEYS) + f"   parse failures {scored.matrix.parse_failures:,}")
+    print(f"  reassigned: {scored.matrix.diagnostics['reassigned']['racc_osi']} / {scored.matrix.diagnostics['reassigned']['racc_ir']}")
+    # Parsing raw outputs happens once per prediction at import / inference time, not per board.
+    raws = ["B", "Answer: (B)", "an open box 7", "The answer is a.", "**A**", "I think it is option B because the lid is up"]
+    sample = [raws[k % len(raws)] for k in range(300_000)]
+    opts = ["a closed box 7", "an open box 7"]
+    _, dp, _ = timed("  parse_answer on 300,000 raw outputs (import-time work)", lambda: [parse_answer("status", "osi_b", r, opts) for r in sample])
+    print(f"  -> {dp / 300_000 * 1e6:.2f} us per raw output")
+    del items, answers
+    return dt
+
+
+def video_inputs(n_videos: int):
+    rng = np.random.default_rng(1)
+    scores = rng.integers(1, 6, size=(n_videos, 3, 8))
+    missing = rng.random((n_videos, 3, 8)) < 0.02
+    missing[:, :, 0] |= (rng.random(n_videos) < 0.3)[:, None]  # subject N/A
+    generators = rng.integers(0, 12, n_videos)
+    scenarios = rng.integers(0, 3, n_videos)
+    actions = rng.integers(0, 10, n_videos)
+    items, ratings = [], {}
+    for i in range(n_videos):
+        items.append(runs.ScoringItem(key=i, external_id=f"v{i}", payload={
+            "generator": f"gen{generators[i]}", "scenario": oscbench.SCENARIOS[scenarios[i]], "action_category": f"cat{actions[i]}",
+        }, resolved={"judge": {}}))
+        ratings[i] = [
+            (f"r{k}", {c: (None if missing[i, k, j] else int(scores[i, k, j])) for j, c in enumerate(oscbench.CRITERIA)})
+            for k in range(3)
+        ]
+    return items, ratings
 
 
 def bench_videos(n_videos: int, n_boot: int) -> float:
-    rng = np.random.default_rng(1)
-    scores = rng.integers(1, 6, size=(n_videos, 3, 8)).astype(np.float64)
-    na = rng.random(n_videos) < 0.3
-    scores[na, :, 0] = np.nan  # subject N/A
-    scores[rng.random((n_videos, 3, 8)) < 0.02] = np.nan
-    generators = rng.integers(0, 12, n_videos)
-    scenarios = np.array(oscbench.SCENARIOS)[rng.integers(0, 3, n_videos)]
-    actions = np.array([f"cat{i}" for i in range(10)])[rng.integers(0, 10, n_videos)]
-    print(f"OSCBench: {n_videos:,} videos x 3 raters x 8 criteria, 12 generators")
+    print(f"OSCBench: {n_videos:,} videos x 3 raters x 8 criteria, 12 generators", flush=True)
+    (items, ratings), _, _ = timed("  build inputs (not part of the figure)", lambda: video_inputs(n_videos))
 
     def leaderboard():
-        sums, counts = oscbench.ratings_to_arrays(scores)
+        # evaluation.leaderboard._generator_rows without the database.
+        by_generator: dict[str, list] = {}
+        for item in items:
+            by_generator.setdefault(item.payload["generator"], []).append(item)
+        per_item = {key: [scores for _, scores in entries] for key, entries in ratings.items()}
         rows = {}
-        for g in range(12):
-            mask = generators == g
-            m = oscbench.item_matrix(sums[mask], counts[mask], scenarios=scenarios[mask], action_categories=actions[mask])
-            rows[g] = oscbench.printed(m)
+        for g in sorted(by_generator):
+            matrix = runs.score_oscbench_ratings(by_generator[g], per_item)
+            rows[g] = runs.finish("oscbench", matrix, n_boot=n_boot)
+        rows["Random"] = runs.finish("oscbench", runs.random_oscbench_matrix(items, seed=7919), n_boot=n_boot)
         return rows
 
-    rows, dt = timed("  generator leaderboard (8 criteria + 14 state-change cols)", leaderboard)
-    print(f"  generator 0 object = {rows[0]['object']}, osc_accuracy = {rows[0]['osc_accuracy']}")
-    sums, counts = oscbench.ratings_to_arrays(scores)
-    m = oscbench.item_matrix(sums, counts, scenarios=scenarios, action_categories=actions)
-    timed(f"  bootstrap 95 % CI over all videos, {n_boot} resamples", lambda: oscbench.cis(m, n_boot=n_boot))
+    rows, dt, _ = timed(f"  generator leaderboard + Random, CIs ({n_boot} resamples)", leaderboard)
+    print(f"  gen0 object = {rows['gen0'].printed['object']}, osc_accuracy = {rows['gen0'].printed['osc_accuracy']}, ci {rows['gen0'].cis['object']}")
     return dt
 
 
@@ -85,10 +148,11 @@ def main() -> None:
     ap.add_argument("--videos", type=int, default=100_000)
     ap.add_argument("--boot", type=int, default=1000)
     a = ap.parse_args()
-    print(f"numpy {np.__version__}, {os.cpu_count()} CPUs")
-    s = bench_status(a.status_items, a.boot)
+    print(f"numpy {np.__version__}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
     v = bench_videos(a.videos, a.boot)
-    print(f"targets: STATUS scoring < 10 s -> {s:.2f} s; video rating < 2 s -> {v:.2f} s")
+    s = bench_status(a.status_items, a.boot)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"targets: STATUS < 10 s -> {s:.2f} s; video rating < 2 s -> {v:.2f} s; peak RSS {rss:.0f} MiB; load average {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

@@ -1,29 +1,125 @@
-"""Serve uploaded media to signed-in users, with HTTP Range support so video players can seek.
+"""Serve uploaded media to the people allowed to see them, with HTTP Range support so video
+players can seek.
+
+Who may read what (the role rules themselves live in annotation/permissions.py):
+- ``assets/…`` (stored media): a member of a project — any role, since annotators work on its
+  items' media — one of whose items uses the asset. Otherwise 404, as for a hidden project.
+  One query per request: the asset (by its file name), the items using it and the user's
+  projects (`projects_visible_to`) are joined in a single EXISTS.
+- the shared upload area (IMPORT_MEDIA_ROOT when it lies inside MEDIA_ROOT, default
+  ``MEDIA_ROOT/incoming``): researchers (or admins) of at least one project; 403 for others.
+- anything else under MEDIA_ROOT (job exports, …): superusers only (404 for others).
+Superusers read everything under MEDIA_ROOT.
 
 Production can put media on object storage instead; this view is what the demo, the tests and a
 single-machine deployment use. It reads settings.MEDIA_ROOT on every request.
 """
 from __future__ import annotations
 
+import json
 import mimetypes
-import os
 import re
 from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.db import connection
 from django.http import FileResponse, Http404, HttpResponse, StreamingHttpResponse
 
 RANGE_RE = re.compile(r"bytes=(\d*)-(\d*)$")
 CHUNK = 64 * 1024
+# annotation.media.asset_name: assets/<sha[:2]>/<sha256><ext>
+ASSET_NAME_RE = re.compile(r"^assets/([0-9a-f]{2})/(\1[0-9a-f]{62})(\.[A-Za-z0-9]{1,10})?$")
 
 
-def _resolve(path: str) -> Path:
+def _resolve(path: str) -> tuple[Path, Path]:
+    """(media root, the path asked for) — 404 when it leaves the root."""
     root = Path(settings.MEDIA_ROOT).resolve()
     target = (root / path).resolve()
-    if root not in target.parents or not target.is_file():
+    if root not in target.parents:
         raise Http404("No such media file.")
-    return target
+    return root, target
+
+
+def _upload_root(root: Path) -> Path | None:
+    from annotation.api_io import import_media_root
+
+    upload = import_media_root().resolve()
+    return upload if upload == root or root in upload.parents else None
+
+
+def _media_fields() -> list[tuple[str, str]]:
+    from annotation.protocols import MEDIA_FIELDS
+
+    return sorted({(name, kind) for spec in MEDIA_FIELDS.values() for name, kind in spec.items()})
+
+
+def _asset_media_sql() -> str:
+    """SQL true when item `i` uses asset `a` in any media field of any protocol."""
+    if connection.vendor == "postgresql":
+        return "(" + " OR ".join(
+            f"i.media @> jsonb_build_object('{name}', jsonb_build_array(a.sha256))"
+            if kind == "images"
+            else f"i.media @> jsonb_build_object('{name}', a.sha256)"
+            for name, kind in _media_fields()
+        ) + ")"
+    return "EXISTS (SELECT 1 FROM json_tree(i.media) t WHERE t.atom = a.sha256)"  # SQLite (demo)
+
+
+def user_may_read_asset(user, relpath: str) -> bool:
+    """Whether some project the user belongs to has an item using the asset stored at `relpath`."""
+    sql, params = asset_check_sql(user, relpath)
+    with connection.cursor() as cur:
+        cur.execute(sql, params)
+        return bool(cur.fetchone()[0])
+
+
+def asset_check_sql(user, relpath: str) -> tuple[str, list]:
+    """The one statement behind user_may_read_asset (served by annotation_item_media_gin)."""
+    from annotation.models import Item, MediaAsset
+    from annotation.permissions import projects_visible_to
+
+    visible_sql, visible_params = projects_visible_to(user).order_by().values("pk").query.sql_with_params()
+    where, params = "a.file = %s", [relpath]
+    match = ASSET_NAME_RE.match(relpath)
+    sha256 = match.group(2) if match else None
+    if sha256:  # the usual name: look the asset up by its unique sha256 index
+        where += " AND a.sha256 = %s"
+        params.append(sha256)
+    asset_sql = f"SELECT 1 FROM {MediaAsset._meta.db_table} a WHERE {where}"
+    if sha256 and connection.vendor == "postgresql":
+        # One EXISTS per media field, each a containment test against a constant: the GIN index
+        # annotation_item_media_gin answers each with an index scan, however many items the
+        # user's projects hold (an OR of them inside one subquery is planned as a full scan).
+        tests = [{name: [sha256] if kind == "images" else sha256} for name, kind in _media_fields()]
+        uses = " OR ".join(
+            f"EXISTS (SELECT 1 FROM {Item._meta.db_table} i WHERE i.media @> %s::jsonb AND i.project_id IN ({visible_sql}))"
+            for _ in tests
+        )
+        uses_params = [p for test in tests for p in (json.dumps(test), *visible_params)]
+        return f"SELECT EXISTS ({asset_sql}) AND ({uses})", [*params, *uses_params]
+    sql = (
+        f"SELECT EXISTS ({asset_sql} AND EXISTS ("
+        f"SELECT 1 FROM {Item._meta.db_table} i WHERE i.project_id IN ({visible_sql}) AND {_asset_media_sql()}))"
+    )
+    return sql, [*params, *visible_params]
+
+
+def _check_access(user, root: Path, target: Path) -> None:
+    from annotation.permissions import is_researcher_anywhere
+
+    if user.is_superuser:
+        return
+    upload = _upload_root(root)
+    if upload is not None and (target.parent == upload or upload in target.parents):
+        if not is_researcher_anywhere(user):
+            raise PermissionDenied("The upload area is for researchers.")
+        return
+    relpath = target.relative_to(root).as_posix()
+    if relpath.startswith("assets/") and user_may_read_asset(user, relpath):
+        return
+    raise Http404("No such media file.")
 
 
 def _iter_range(fh, start: int, length: int):
@@ -40,7 +136,10 @@ def _iter_range(fh, start: int, length: int):
 
 @login_required
 def serve_media(request, path: str):
-    target = _resolve(path)
+    root, target = _resolve(path)
+    _check_access(request.user, root, target)  # before looking at the file: a refusal says nothing about it
+    if not target.is_file():
+        raise Http404("No such media file.")
     size = target.stat().st_size
     content_type = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
     header = request.headers.get("Range", "")

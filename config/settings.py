@@ -103,6 +103,31 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", BASE_DIR / "staticfiles"))
 MEDIA_URL = "/media/"
 MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT", DATA_DIR / "media"))
+# Where media files are stored: a Django storage backend chosen by environment.
+# MEDIA_STORAGE: the backend's dotted path (default: files under MEDIA_ROOT, served at MEDIA_URL);
+# MEDIA_STORAGE_OPTIONS: a JSON object of its options. The default gets no options on purpose,
+# so it follows MEDIA_ROOT (also when tests change it). Only backends whose package is installed
+# work: S3 needs django-storages, which is not a dependency.
+def _storage_options(name: str) -> dict:
+    import json
+
+    raw = os.environ.get(name) or "{}"
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be a JSON object of storage options: {exc}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{name} must be a JSON object of storage options, not {raw!r}")
+    return value
+
+
+STORAGES = {
+    "default": {
+        "BACKEND": os.environ.get("MEDIA_STORAGE") or "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": _storage_options("MEDIA_STORAGE_OPTIONS"),
+    },
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
 # Where frame caches and temporary import files live.
 CACHE_ROOT = Path(os.environ.get("STATELAB_CACHE_ROOT", DATA_DIR / "cache"))
 # Media referenced by a bare JSONL uploaded through the API or page are looked up here
@@ -120,7 +145,8 @@ LOGOUT_REDIRECT_URL = "/accounts/login/"
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        # DRF's TokenAuthentication with its query compiled once per process (same checks).
+        "annotation.permissions.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

@@ -1,6 +1,8 @@
 """Read-only API for leaderboards and human-judge correlation (same JSON as the commands)."""
 from __future__ import annotations
 
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -16,6 +18,8 @@ class LeaderboardApi(APIView):
         release = serializers.CharField(required=False, allow_blank=True)
         judge = serializers.CharField(required=False, allow_blank=True)
 
+    @extend_schema(parameters=[InputSerializer], responses=OpenApiTypes.OBJECT,
+                   summary="Leaderboard of a project ({project, release, protocol, rows}; ?details=1 adds ranks and breakdowns)")
     def get(self, request, slug: str):
         project = get_project_for(request.user, slug, Role.RESEARCHER)
         params = self.InputSerializer(data=request.query_params)
@@ -28,6 +32,8 @@ class CorrelationApi(APIView):
     class InputSerializer(serializers.Serializer):
         release = serializers.CharField(required=False, allow_blank=True)
 
+    @extend_schema(parameters=[InputSerializer], responses=OpenApiTypes.OBJECT,
+                   summary="Human-judge correlation of a video-rating project ({criteria, judges, human})")
     def get(self, request, slug: str):
         project = get_project_for(request.user, slug, Role.RESEARCHER)
         params = self.InputSerializer(data=request.query_params)

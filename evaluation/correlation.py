@@ -4,6 +4,15 @@ JSON: {"criteria": [...], "judges": [{"judge", "per_criterion": {criterion: {"ke
 "spearman_rho", "n", "ci"}}, "system_kendall_tau_b"}], "human": {criterion: {"loo_kendall_tau_b",
 "loo_spearman_rho", "krippendorff_alpha"}}}. Judges are ordered by mean instance-level tau-b
 (the judge leaderboard). A statistic that cannot be computed is null with a "note" beside it.
+
+System level. ``system_kendall_tau_b`` (the issue's key) is Kendall tau-b between the generators
+ranked by humans and by the judge, where a generator's score is the mean over the criteria of its
+per-criterion mean score (criteria it has values for; N/A never counts as 0); n = generators.
+With details, each judge also has ``system`` = {"kendall_tau_b" (the same value), "n", "ci"} and
+``system_per_criterion`` = {criterion: {"kendall_tau_b", "n", "ci"}} (generators ranked by that
+criterion's mean alone), and each human entry has "n" (items rated by at least two raters) and a
+"ci" for its three statistics. Every interval is a 95 % percentile bootstrap resampling items
+(videos): generator means, leave-one-rater-out averages and alpha are recomputed per resample.
 """
 from __future__ import annotations
 
@@ -52,6 +61,80 @@ def _system_score(per_criterion: dict[str, list[float | None]], generators: list
     return out
 
 
+def _resampled_generator_means(values: list[float | None], gen_codes: np.ndarray, n_gen: int, w: np.ndarray) -> np.ndarray:
+    """(b, G) generator means of one criterion under item weights w (NaN where a generator has none)."""
+    v = stats.as_float_array(values)
+    have = np.isfinite(v)
+    onehot = np.zeros((v.size, n_gen))
+    onehot[np.arange(v.size), gen_codes] = 1.0
+    wf = w.astype(np.float64)
+    sums = (wf * np.where(have, v, 0.0)) @ onehot
+    cnts = (wf * have) @ onehot
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(cnts > 0, sums / np.where(cnts > 0, cnts, 1), np.nan)
+
+
+def _tau_over_generators(h: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """tau-b per resample between (b, G) human and judge generator scores; generators missing on
+    either side drop out (their pairs count nowhere); NaN when fewer than MIN_PAIRS remain."""
+    ok = np.isfinite(h) & np.isfinite(j)
+    h0, j0 = np.where(ok, h, 0.0), np.where(ok, j, 0.0)
+    pair_ok = ok[:, :, None] & ok[:, None, :]
+    sx = np.where(pair_ok, np.sign(h0[:, :, None] - h0[:, None, :]), 0.0)
+    sy = np.where(pair_ok, np.sign(j0[:, :, None] - j0[:, None, :]), 0.0)
+    tau = stats.tau_b_from_signs(sx, sy)
+    return np.where(ok.sum(axis=1) >= stats.MIN_PAIRS, tau, np.nan)
+
+
+def _mean_over_criteria(per_criterion: list[np.ndarray]) -> np.ndarray:
+    """Element-wise mean of the defined values (NaN where a generator has none), as _system_score."""
+    stacked = np.stack(per_criterion)
+    have = np.isfinite(stacked)
+    cnt = have.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(cnt > 0, np.where(have, stacked, 0.0).sum(axis=0) / np.maximum(cnt, 1), np.nan)
+
+
+def _system_entry(point: stats.Correlation, samples: np.ndarray) -> dict[str, Any]:
+    entry: dict[str, Any] = {"kendall_tau_b": point.value, "n": point.n, "ci": None}
+    if point.value is not None:
+        entry["ci"] = stats.percentile_ci(samples)
+    if point.note:
+        entry["note"] = f"{point.note} (generators)"
+    return entry
+
+
+def system_agreement(
+    human: dict[str, list[float | None]], judge: dict[str, list[float | None]], generators: list[str], *, n_boot: int, seed: int = 0
+) -> dict[str, Any]:
+    """System-level tau-b overall and per criterion, each with n (generators) and a bootstrap CI over items."""
+    names = sorted(set(generators))
+    codes = np.array([names.index(g) for g in generators], dtype=np.int64)
+    point_h, point_j = _system_score(human, generators), _system_score(judge, generators)
+    overall = stats.kendall_tau_b([point_h[g] for g in names], [point_j[g] for g in names])
+    per_point = {}
+    for c in CRITERIA:
+        gh, gj = _generator_means(human[c], generators), _generator_means(judge[c], generators)
+        per_point[c] = stats.kendall_tau_b([gh[g] for g in names], [gj[g] for g in names])
+    overall_s = np.full(n_boot, np.nan)
+    per_s = {c: np.full(n_boot, np.nan) for c in CRITERIA}
+    if generators:
+        for start, w in stats.resample_weights(len(generators), n_boot, seed):
+            b = w.shape[0]
+            hs, js = [], []
+            for c in CRITERIA:
+                h = _resampled_generator_means(human[c], codes, len(names), w)
+                j = _resampled_generator_means(judge[c], codes, len(names), w)
+                per_s[c][start : start + b] = _tau_over_generators(h, j)
+                hs.append(h)
+                js.append(j)
+            overall_s[start : start + b] = _tau_over_generators(_mean_over_criteria(hs), _mean_over_criteria(js))
+    return {
+        "overall": _system_entry(overall, overall_s),
+        "per_criterion": {c: _system_entry(per_point[c], per_s[c]) for c in CRITERIA},
+    }
+
+
 def build(project: Project, *, release_version: str | None = None, n_boot: int = N_BOOT) -> dict[str, Any]:
     if project.protocol != "oscbench":
         raise CorrelationError("human-judge correlation applies to video-rating projects")
@@ -61,7 +144,6 @@ def build(project: Project, *, release_version: str | None = None, n_boot: int =
     generators = [str(it.payload.get("generator") or "unknown") for it in items]
     ratings = selectors.ratings_by_item(items)
     human = _human_means(ratings, keys)
-    human_system = _system_score(human, generators)
 
     judges = []
     for job in selectors.judge_jobs(project, release):
@@ -80,12 +162,12 @@ def build(project: Project, *, release_version: str | None = None, n_boot: int =
             if "note" in result:
                 entry["note"] = result["note"]
             per_criterion[c] = entry
-        judge_system = _system_score(judge_scores, generators)
-        gens = sorted(human_system)
-        system = stats.kendall_tau_b([human_system[g] for g in gens], [judge_system[g] for g in gens])
-        entry = {"judge": selectors.job_name(job), "per_criterion": per_criterion, "system_kendall_tau_b": system.value}
-        if system.note:
-            entry["system_note"] = f"{system.note} (generators)"
+        system = system_agreement(human, judge_scores, generators, n_boot=n_boot)
+        entry = {"judge": selectors.job_name(job), "per_criterion": per_criterion, "system_kendall_tau_b": system["overall"]["kendall_tau_b"]}
+        if system["overall"].get("note"):
+            entry["system_note"] = system["overall"]["note"]
+        entry["system"] = {k: v for k, v in system["overall"].items() if k != "note"}
+        entry["system_per_criterion"] = system["per_criterion"]
         judges.append(entry)
     judges.sort(key=lambda j: (-(mean_tau(j) if mean_tau(j) is not None else -2.0), j["judge"]))
 
@@ -104,6 +186,14 @@ def build(project: Project, *, release_version: str | None = None, n_boot: int =
             "loo_kendall_tau_b": loo["loo_kendall_tau_b"],
             "loo_spearman_rho": loo["loo_spearman_rho"],
             "krippendorff_alpha": alpha.value,
+            "n": sum(1 for unit in units if sum(v is not None for v in unit) >= 2),
+        }
+        loo_samples = stats.leave_one_rater_out_bootstrap(by_rater, keys, n_boot=n_boot)
+        alpha_samples = stats.krippendorff_alpha_bootstrap(units, metric="ordinal", n_boot=n_boot)
+        entry["ci"] = {
+            "loo_kendall_tau_b": stats.percentile_ci(loo_samples["loo_kendall_tau_b"]) if entry["loo_kendall_tau_b"] is not None else None,
+            "loo_spearman_rho": stats.percentile_ci(loo_samples["loo_spearman_rho"]) if entry["loo_spearman_rho"] is not None else None,
+            "krippendorff_alpha": stats.percentile_ci(alpha_samples) if alpha.value is not None else None,
         }
         notes = [n for n in (loo.get("note"), alpha.note) if n]
         if notes:

@@ -114,8 +114,7 @@ def _generator_rows(project, release, items, *, judge: str | None, n_boot: int, 
             matrix = runs.score_oscbench_judge(by_generator[generator], answers)
             rows.append(_row(generator, "oscbench", runs.finish("oscbench", matrix, n_boot=n_boot)))
     if items:
-        random = runs.random_answers("oscbench", items, seed=seed)
-        rows.append(_row("Random", "oscbench", runs.finish("oscbench", runs.score_oscbench_judge(items, random), n_boot=n_boot)))
+        rows.append(_row("Random", "oscbench", runs.finish("oscbench", runs.random_oscbench_matrix(items, seed=seed), n_boot=n_boot)))
     return rows
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 
 from annotation.models import Annotation, Item, ItemStatus, Project, Release
 from annotation.protocols import changeit_vocabulary, resolve_queries
@@ -47,7 +47,7 @@ def scoring_items(project: Project, release: Release | None) -> list[ScoringItem
 
 
 def latest_finished_jobs(project: Project, release: Release | None) -> list[InferenceJob]:
-    """Per model name (endpoint name or imported name), its latest finished job on the release."""
+    """Per model name (endpoint name or imported name), its finished job on the release that finished last."""
     jobs = (
         InferenceJob.objects.filter(
             project=project,
@@ -56,7 +56,8 @@ def latest_finished_jobs(project: Project, release: Release | None) -> list[Infe
             mode__in=[JobMode.EVALUATE, JobMode.IMPORTED],
         )
         .select_related("endpoint")
-        .order_by("-created_at", "-pk")
+        # Latest = finished last (a job re-run after a newer one was created is the newer result).
+        .order_by(F("finished_at").desc(nulls_last=True), "-pk")
     )
     seen: dict[str, InferenceJob] = {}
     for job in jobs:

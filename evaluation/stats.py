@@ -62,48 +62,161 @@ def spearman_rho(x: Sequence[Any], y: Sequence[Any], *, min_pairs: int = MIN_PAI
     return Correlation(value, int(xs.size)) if np.isfinite(value) else Correlation(None, int(xs.size), "undefined")
 
 
-# --- vectorized forms for the bootstrap (same definitions, checked against SciPy in tests) ---
+# --- bootstrap of tau-b and rho ------------------------------------------------------------
+#
+# A resample of n paired items is described by its weights: w[i] = how many times item i was
+# drawn. Copies of one item are tied in x and in y, so tau-b and rho of the resample depend only
+# on the weights, and both can be computed without materializing n x n pair matrices:
+# - rho: average ranks of each distinct value from the weighted value counts (a cumulative sum),
+#   then the weighted Pearson correlation of those ranks: O(n) per resample;
+# - tau-b: few distinct values (judge scores 1-5, human means of 3 raters) -> a weighted
+#   contingency table of (x value, y value); concordant minus discordant pairs come from its 2-D
+#   cumulative sums, ties from its margins: O(n + kx * ky) per resample. Many distinct values ->
+#   SciPy's O(n log n) tau-b on the resampled vectors.
+# The resamples themselves (``resample_indices``) are the ordinary bootstrap: n draws with
+# replacement per resample, seeded; tests check both paths against SciPy on those resamples.
+
+TABLE_MAX_CELLS = 65_536  # distinct (x, y) value cells up to which tau-b uses the contingency table
+_BLOCK_VALUES = 4_000_000  # resample draws held in memory at once
+
+
+def resample_indices(n: int, n_boot: int, seed: int):
+    """Yield (start, idx) blocks of bootstrap draws, idx of shape (b, n); the same stream for any caller."""
+    rng = np.random.default_rng(seed)
+    block = max(1, min(n_boot, _BLOCK_VALUES // max(n, 1)))
+    for start in range(0, n_boot, block):
+        b = min(block, n_boot - start)
+        yield start, rng.integers(0, n, size=(b, n))
+
+
+def _weights(idx: np.ndarray, n: int) -> np.ndarray:
+    """(b, n) draws -> (b, n) int64 weights (times each item was drawn)."""
+    b = idx.shape[0]
+    flat = (idx + (np.arange(b) * n)[:, None]).ravel()
+    return np.bincount(flat, minlength=b * n).reshape(b, n)
+
+
+def _value_codes(v: np.ndarray) -> tuple[np.ndarray, int]:
+    uniq, inv = np.unique(v, return_inverse=True)
+    return inv.reshape(-1), int(uniq.size)
+
+
+def _weighted_value_counts(codes: np.ndarray, k: int, w: np.ndarray) -> np.ndarray:
+    """(b, k) total weight per distinct value."""
+    b, n = w.shape
+    flat = (codes[None, :] + (np.arange(b) * k)[:, None]).ravel()
+    return np.bincount(flat, weights=w.ravel().astype(np.float64), minlength=b * k).reshape(b, k)
+
+
+def _average_ranks(counts: np.ndarray) -> np.ndarray:
+    """(b, k) weighted value counts -> (b, k) average rank (1-based) of each value, as rankdata gives."""
+    below = np.cumsum(counts, axis=1) - counts
+    return below + (counts + 1) / 2
+
+
+def _ratio(num: np.ndarray, den_sq: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ok = den_sq > 0
+        return np.where(ok, num / np.sqrt(np.where(ok, den_sq, 1)), np.nan)
+
+
+def spearman_from_weights(cx: np.ndarray, kx: int, cy: np.ndarray, ky: int, w: np.ndarray) -> np.ndarray:
+    """rho per resample from value codes and (b, n) weights: Pearson of average ranks, weighted."""
+    tx, ty = _weighted_value_counts(cx, kx, w), _weighted_value_counts(cy, ky, w)
+    total = w.sum(axis=1, keepdims=True).astype(np.float64)
+    mean = (total + 1) / 2
+    dx = _average_ranks(tx) - mean  # (b, kx)
+    dy = _average_ranks(ty) - mean
+    wf = w.astype(np.float64)
+    cov = (wf * np.take_along_axis(dx, np.broadcast_to(cx, w.shape), 1) * np.take_along_axis(dy, np.broadcast_to(cy, w.shape), 1)).sum(axis=1)
+    var_x = (tx * dx * dx).sum(axis=1)
+    var_y = (ty * dy * dy).sum(axis=1)
+    return _ratio(cov, var_x * var_y)
+
+
+def tau_b_from_table(table: np.ndarray) -> np.ndarray:
+    """tau-b per resample from (b, kx, ky) integer weighted contingency tables (values in order).
+
+    S = sum over cells c of C[c] * (weight strictly below-left - weight strictly above-left);
+    tau-b = S / sqrt((n0 - n1) (n0 - n2)), n0 = N(N-1)/2, n1 / n2 = pairs tied in x / in y.
+    """
+    c = table.astype(np.int64)
+    b, kx, ky = c.shape
+    cum = np.zeros((b, kx + 1, ky + 1), dtype=np.int64)
+    cum[:, 1:, 1:] = c.cumsum(axis=1).cumsum(axis=2)  # cum[a, j] = sum of rows < a, cols < j
+    below_left = cum[:, :-1, :-1]  # x smaller, y smaller: concordant with the cell
+    above_left = cum[:, :-1, -1:] - cum[:, :-1, 1:]  # x smaller, y larger: discordant
+    s = (c * (below_left - above_left)).sum(axis=(1, 2))
+    total = c.sum(axis=(1, 2))
+    tx, ty = c.sum(axis=2), c.sum(axis=1)
+    n0 = total * (total - 1) // 2
+    n1 = (tx * (tx - 1) // 2).sum(axis=1)
+    n2 = (ty * (ty - 1) // 2).sum(axis=1)
+    return _ratio(s.astype(np.float64), (n0 - n1).astype(np.float64) * (n0 - n2).astype(np.float64))
+
 
 def tau_b_from_signs(sx: np.ndarray, sy: np.ndarray) -> np.ndarray:
     """tau-b over the last two axes of pairwise sign matrices: sum(sx*sy) / sqrt(sum(sx^2) sum(sy^2)).
 
-    Pairs tied in x drop out of sum(sx^2) (the "not tied in x" count P+Q+U), pairs tied in y out
-    of sum(sy^2), and pairs tied in both out of everything, exactly as tau-b defines them.
+    For small vectors only (generators at system level): pairs tied in x drop out of sum(sx^2),
+    pairs tied in y out of sum(sy^2), exactly as tau-b defines them.
     """
     num = (sx * sy).sum(axis=(-2, -1))
-    den = np.sqrt((sx * sx).sum(axis=(-2, -1)) * (sy * sy).sum(axis=(-2, -1)))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
+    return _ratio(num, (sx * sx).sum(axis=(-2, -1)) * (sy * sy).sum(axis=(-2, -1)))
+
+
+def weighted_correlations(
+    xs: np.ndarray, ys: np.ndarray, w: np.ndarray, *, table_max_cells: int = TABLE_MAX_CELLS
+) -> tuple[np.ndarray, np.ndarray]:
+    """(tau-b, rho) per row of ``w``: the correlations of the sample holding w[r, i] copies of item i."""
+    w = np.asarray(w, dtype=np.int64)
+    cx, kx = _value_codes(xs)
+    cy, ky = _value_codes(ys)
+    rho = spearman_from_weights(cx, kx, cy, ky, w)
+    b = w.shape[0]
+    tau = np.full(b, np.nan)
+    if kx * ky <= table_max_cells:
+        cell = cx * ky + cy
+        sub = max(1, _BLOCK_VALUES // max(kx * ky, w.shape[1], 1))  # bound b * kx * ky in memory
+        for s0 in range(0, b, sub):
+            ws = w[s0 : s0 + sub]
+            bs = ws.shape[0]
+            flat = (cell[None, :] + (np.arange(bs) * kx * ky)[:, None]).ravel()
+            table = np.bincount(flat, weights=ws.ravel().astype(np.float64), minlength=bs * kx * ky)
+            tau[s0 : s0 + bs] = tau_b_from_table(np.rint(table).astype(np.int64).reshape(bs, kx, ky))
+    else:
+        # Many distinct values: SciPy's O(n log n) tau-b on the resampled vectors (order is irrelevant).
+        for r in range(b):
+            tau[r] = sps.kendalltau(np.repeat(xs, w[r]), np.repeat(ys, w[r]), variant="b").statistic
+    return tau, rho
 
 
 def bootstrap_correlations(
-    x: Sequence[Any], y: Sequence[Any], *, n_boot: int = N_BOOT, seed: int = 0, min_pairs: int = MIN_PAIRS, max_cells: int = 8_000_000
+    x: Sequence[Any], y: Sequence[Any], *, n_boot: int = N_BOOT, seed: int = 0, min_pairs: int = MIN_PAIRS,
+    table_max_cells: int = TABLE_MAX_CELLS,
 ) -> dict[str, np.ndarray]:
-    """Bootstrap samples of tau-b and rho, resampling paired items; NaN for degenerate resamples."""
+    """Bootstrap samples of tau-b and rho, resampling paired items; NaN for degenerate resamples.
+
+    Same resamples as drawing ``xs[idx], ys[idx]`` for each block of ``resample_indices`` and
+    calling SciPy on them, at O(n + distinct cells) per resample when values repeat.
+    """
     xs, ys = paired(x, y)
     n = xs.size
     out = {"kendall_tau_b": np.full(n_boot, np.nan), "spearman_rho": np.full(n_boot, np.nan)}
     if n < min_pairs:
         return out
-    rng = np.random.default_rng(seed)
-    idx_all = rng.integers(0, n, size=(n_boot, n))
-    # Spearman: Pearson correlation of average ranks, all resamples at once.
-    rx = sps.rankdata(xs[idx_all], axis=1)
-    ry = sps.rankdata(ys[idx_all], axis=1)
-    rx -= rx.mean(axis=1, keepdims=True)
-    ry -= ry.mean(axis=1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        den = np.sqrt((rx * rx).sum(axis=1) * (ry * ry).sum(axis=1))
-        out["spearman_rho"] = np.where(den > 0, (rx * ry).sum(axis=1) / np.where(den > 0, den, 1), np.nan)
-    sx_full = np.sign(xs[:, None] - xs[None, :])
-    sy_full = np.sign(ys[:, None] - ys[None, :])
-    block = max(1, max_cells // (n * n))
-    for start in range(0, n_boot, block):
-        idx = idx_all[start : start + block]
-        sx = sx_full[idx[:, :, None], idx[:, None, :]]
-        sy = sy_full[idx[:, :, None], idx[:, None, :]]
-        out["kendall_tau_b"][start : start + block] = tau_b_from_signs(sx, sy)
+    for start, idx in resample_indices(n, n_boot, seed):
+        b = idx.shape[0]
+        tau, rho = weighted_correlations(xs, ys, _weights(idx, n), table_max_cells=table_max_cells)
+        out["kendall_tau_b"][start : start + b] = tau
+        out["spearman_rho"][start : start + b] = rho
     return out
+
+
+def resample_weights(n: int, n_boot: int, seed: int):
+    """Yield (start, (b, n) weights) of the item bootstrap (the draws of ``resample_indices``)."""
+    for start, idx in resample_indices(n, n_boot, seed):
+        yield start, _weights(idx, n)
 
 
 def percentile_ci(samples: np.ndarray, level: float = 0.95) -> list[float] | None:
@@ -198,6 +311,39 @@ def krippendorff_alpha(
     return Correlation(1.0 - (n - 1) * observed / expected, int(round(n)))
 
 
+def _unit_coincidences(units: Sequence[Sequence[Any]], values: Sequence[Any]) -> np.ndarray:
+    """(n_units, k * k): each unit's contribution to the coincidence matrix (0 for unpairable units)."""
+    k = len(values)
+    out = np.zeros((len(units), k * k))
+    for u, unit in enumerate(units):
+        out[u] = coincidence_matrix([unit], values).ravel()
+    return out
+
+
+def krippendorff_alpha_bootstrap(
+    units: Sequence[Sequence[Any]], *, values: Sequence[Any] = (1, 2, 3, 4, 5), metric: str = "ordinal",
+    n_boot: int = N_BOOT, seed: int = 0,
+) -> np.ndarray:
+    """alpha per resample of the units (items); the coincidence matrix is additive over units."""
+    k = len(values)
+    per_unit = _unit_coincidences(units, values)
+    out = np.full(n_boot, np.nan)
+    if not len(units):
+        return out
+    for start, w in resample_weights(len(units), n_boot, seed):
+        o = (w.astype(np.float64) @ per_unit).reshape(-1, k, k)
+        for r in range(o.shape[0]):
+            n_c = o[r].sum(axis=1)
+            n = float(n_c.sum())
+            if n < 2:
+                continue
+            d = _delta2(values, n_c, metric)
+            expected = float((np.outer(n_c, n_c) * d).sum())
+            if expected > 0:
+                out[start + r] = 1.0 - (n - 1) * float((o[r] * d).sum()) / expected
+    return out
+
+
 # --- human reference ------------------------------------------------------------------------
 
 def leave_one_rater_out(ratings: Mapping[Hashable, Mapping[Hashable, float | None]]) -> dict[str, Any]:
@@ -232,3 +378,38 @@ def leave_one_rater_out(ratings: Mapping[Hashable, Mapping[Hashable, float | Non
     if not taus:
         out["note"] = "too few raters with overlapping items"
     return out
+
+
+def leave_one_rater_out_bootstrap(
+    ratings: Mapping[Hashable, Mapping[Hashable, float | None]], items: Sequence[Hashable], *, n_boot: int = N_BOOT, seed: int = 0
+) -> dict[str, np.ndarray]:
+    """The leave-one-rater-out means per resample of ``items`` (same pairing rules as
+    ``leave_one_rater_out``; raters undefined in a resample are left out of its average)."""
+    position = {item: i for i, item in enumerate(items)}
+    by_rater = {r: {i: v for i, v in scores.items() if v is not None} for r, scores in ratings.items()}
+    per_rater = []
+    for rater, own in by_rater.items():
+        xs, ys, pos = [], [], []
+        for item, score in own.items():
+            others = [o[item] for r2, o in by_rater.items() if r2 != rater and item in o]
+            if others and item in position:
+                xs.append(float(score))
+                ys.append(float(np.mean(others)))
+                pos.append(position[item])
+        if len(xs) >= MIN_PAIRS:
+            per_rater.append((np.array(xs), np.array(ys), np.array(pos, dtype=np.int64)))
+    taus = np.full((len(per_rater), n_boot), np.nan)
+    rhos = np.full((len(per_rater), n_boot), np.nan)
+    if per_rater and items:
+        for start, w in resample_weights(len(items), n_boot, seed):
+            b = w.shape[0]
+            for r, (xs, ys, pos) in enumerate(per_rater):
+                tau, rho = weighted_correlations(xs, ys, w[:, pos])
+                taus[r, start : start + b] = tau
+                rhos[r, start : start + b] = rho
+    both = np.isfinite(taus) & np.isfinite(rhos)  # a rater counts where both are defined, as above
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cnt = both.sum(axis=0)
+        loo_tau = np.where(cnt > 0, np.where(both, taus, 0).sum(axis=0) / np.maximum(cnt, 1), np.nan)
+        loo_rho = np.where(cnt > 0, np.where(both, rhos, 0).sum(axis=0) / np.maximum(cnt, 1), np.nan)
+    return {"loo_kendall_tau_b": loo_tau, "loo_spearman_rho": loo_rho}

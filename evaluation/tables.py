@@ -6,6 +6,8 @@ import io
 import json
 from typing import Any, Sequence
 
+from .scoring import runs
+
 DASH = "–"
 
 
@@ -21,10 +23,36 @@ def places_for(protocol: str) -> int:
     return 3 if protocol == "oscbench" else 2
 
 
-def leaderboard_columns(board: dict[str, Any], keys: Sequence[str] | None = None) -> list[str]:
+class UnknownBreakdown(ValueError):
+    pass
+
+
+def breakdown_keys(board: dict[str, Any], name: str) -> list[str]:
+    """Keys of one breakdown tab ("category:positional" -> ["category:positional:acc_osi", ...])."""
+    groups: dict[str, list[str]] = {}
+    for row in board["rows"]:
+        for key in row.get("breakdowns", {}):
+            group = key.rpartition(":")[0] or key
+            groups.setdefault(group, [])
+            if key not in groups[group]:
+                groups[group].append(key)
+    if name not in groups:
+        known = ", ".join(groups) or "none"
+        raise UnknownBreakdown(f"unknown breakdown {name!r}; this board has: {known}")
+    return groups[name]
+
+
+def leaderboard_columns(board: dict[str, Any], keys: Sequence[str] | None = None, breakdown: str | None = None) -> list[str]:
     if keys is not None:
         return list(keys)
+    if breakdown is not None:
+        return breakdown_keys(board, breakdown)
     return list(board["rows"][0]["metrics"]) if board["rows"] else []
+
+
+def _header(key: str, breakdown: str | None) -> str:
+    """Column name: a breakdown's keys print as their metric ("acc_osi"), the tab names them."""
+    return key[len(breakdown) + 1 :] if breakdown and key.startswith(breakdown + ":") else key
 
 
 def _value(row: dict[str, Any], key: str) -> Any:
@@ -32,6 +60,12 @@ def _value(row: dict[str, Any], key: str) -> Any:
         return row["metrics"][key], row["ci"].get(key)
     b = row.get("breakdowns", {}).get(key)
     return (b["value"], b["ci"]) if b else (None, None)
+
+
+def _chance(board: dict[str, Any], keys: Sequence[str]) -> list | None:
+    """Chance per column (None where the protocol has none); None when no column has one."""
+    values = [runs.chance(board["protocol"], k) for k in keys]
+    return values if any(v is not None for v in values) else None
 
 
 ROW_KEYS = ("model", "n", "parse_failures", "metrics", "ci")
@@ -45,16 +79,47 @@ def leaderboard_public(board: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def leaderboard_json(board: dict[str, Any], *, details: bool = False) -> str:
-    return json.dumps(board if details else leaderboard_public(board), indent=2, ensure_ascii=False)
+def leaderboard_breakdown(board: dict[str, Any], breakdown: str) -> dict[str, Any]:
+    """The same shape for one breakdown tab: metrics / ci keyed by metric, plus "breakdown"."""
+    keys = breakdown_keys(board, breakdown)
+    out = {k: board[k] for k in BOARD_KEYS if k != "rows"}
+    out["breakdown"] = breakdown
+    out["rows"] = []
+    for row in board["rows"]:
+        entry = {k: row[k] for k in ("model", "n", "parse_failures")}
+        entry["metrics"] = {_header(k, breakdown): _value(row, k)[0] for k in keys}
+        entry["ci"] = {_header(k, breakdown): _value(row, k)[1] for k in keys}
+        out["rows"].append(entry)
+    return out
 
 
-def leaderboard_csv(board: dict[str, Any], keys: Sequence[str] | None = None) -> str:
-    keys = leaderboard_columns(board, keys)
+def leaderboard_json(board: dict[str, Any], *, details: bool = False, breakdown: str | None = None) -> str:
+    if breakdown is not None:
+        out = leaderboard_breakdown(board, breakdown)
+    else:
+        out = dict(board) if details else leaderboard_public(board)
+    if details:
+        keys = leaderboard_columns(board, None, breakdown)
+        chance = _chance(board, keys)
+        if chance is not None:
+            out["chance"] = {_header(k, breakdown): (None if v is None else float(v)) for k, v in zip(keys, chance)}
+    return json.dumps(out, indent=2, ensure_ascii=False)
+
+
+def _with_ci(value: Any, ci: Sequence[float] | None, places: int, dash: str = DASH) -> str:
+    """ "59.03 [54.20, 63.90]"; the value alone when there is no interval."""
+    if value is None:
+        return dash
+    text = _fmt(value, places)
+    return text if not ci else f"{text} [{ci[0]:.{places}f}, {ci[1]:.{places}f}]"
+
+
+def leaderboard_csv(board: dict[str, Any], keys: Sequence[str] | None = None, *, breakdown: str | None = None) -> str:
+    keys = leaderboard_columns(board, keys, breakdown)
     places = places_for(board["protocol"])
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["model", "rank", "n", "parse_failures"] + [c for k in keys for c in (k, f"{k}_ci_lo", f"{k}_ci_hi")])
+    w.writerow(["model", "rank", "n", "parse_failures"] + [c for k in keys for h in [_header(k, breakdown)] for c in (h, f"{h}_ci_lo", f"{h}_ci_hi")])
     for row in board["rows"]:
         cells = [row["model"], row.get("rank") if row.get("rank") is not None else "", row["n"], row["parse_failures"]]
         for k in keys:
@@ -62,6 +127,9 @@ def leaderboard_csv(board: dict[str, Any], keys: Sequence[str] | None = None) ->
             cells += ["" if value is None else f"{value:.{places}f}"]
             cells += ["", ""] if not ci else [f"{ci[0]:.{places}f}", f"{ci[1]:.{places}f}"]
         w.writerow(cells)
+    chance = _chance(board, keys)
+    if chance is not None:
+        w.writerow(["Chance", "", "", ""] + [c for v in chance for c in ("" if v is None else str(v), "", "")])
     return buf.getvalue()
 
 
@@ -75,7 +143,7 @@ def _latex_cell(value: Any, places: int) -> str:
     return "--" if value is None else _fmt(value, places)
 
 
-def latex_table(header: Sequence[str], rows: Sequence[Sequence[str]], caption: str) -> str:
+def latex_table(header: Sequence[str], rows: Sequence[Sequence[str]], caption: str, footer: Sequence[Sequence[str]] = ()) -> str:
     cols = "l" + "r" * (len(header) - 1)
     lines = [
         r"\begin{table}[t]",
@@ -88,46 +156,68 @@ def latex_table(header: Sequence[str], rows: Sequence[Sequence[str]], caption: s
     ]
     for r in rows:
         lines.append(" & ".join(r) + r" \\")
+    if footer:
+        lines.append(r"\midrule")
+        for r in footer:
+            lines.append(" & ".join(r) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
     return "\n".join(lines)
 
 
-def leaderboard_latex(board: dict[str, Any], keys: Sequence[str] | None = None) -> str:
-    keys = leaderboard_columns(board, keys)
-    places = places_for(board["protocol"])
-    rows = [[_latex_escape(r["model"])] + [_latex_cell(_value(r, k)[0], places) for k in keys] for r in board["rows"]]
-    caption = f"{board['project']} ({board['protocol']}" + (f", release {board['release']})" if board["release"] else ")")
-    return latex_table(["Model"] + list(keys), rows, caption)
+def _caption(board: dict[str, Any], breakdown: str | None) -> str:
+    where = f"{board['protocol']}" + (f", release {board['release']}" if board["release"] else "")
+    tab = f", {breakdown.replace(':', ' ')}" if breakdown else ""
+    return f"{board['project']} ({where}{tab}); 95 % bootstrap intervals in brackets"
 
 
-def leaderboard_markdown(board: dict[str, Any], keys: Sequence[str] | None = None) -> str:
-    keys = leaderboard_columns(board, keys)
+def leaderboard_latex(board: dict[str, Any], keys: Sequence[str] | None = None, *, breakdown: str | None = None) -> str:
+    keys = leaderboard_columns(board, keys, breakdown)
     places = places_for(board["protocol"])
-    header = ["Model", "Rank", "n", "Parse failures"] + list(keys)
+    rows = [[_latex_escape(r["model"])] + [_with_ci(*_value(r, k), places, dash="--") for k in keys] for r in board["rows"]]
+    chance = _chance(board, keys)
+    footer = [["Chance"] + ["--" if v is None else str(v) for v in chance]] if chance is not None else []
+    return latex_table(["Model"] + [_header(k, breakdown) for k in keys], rows, _caption(board, breakdown), footer)
+
+
+def leaderboard_markdown(board: dict[str, Any], keys: Sequence[str] | None = None, *, breakdown: str | None = None) -> str:
+    keys = leaderboard_columns(board, keys, breakdown)
+    places = places_for(board["protocol"])
+    header = ["Model", "Rank", "n", "Parse failures"] + [_header(k, breakdown) for k in keys]
     out = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
     for r in board["rows"]:
         cells = [r["model"].replace("|", "\\|"), _fmt(r.get("rank"), 0), str(r["n"]), str(r["parse_failures"])]
-        cells += [_fmt(_value(r, k)[0], places) for k in keys]
+        cells += [_with_ci(*_value(r, k), places) for k in keys]
         out.append("| " + " | ".join(cells) + " |")
+    chance = _chance(board, keys)
+    if chance is not None:
+        out.append("| " + " | ".join(["Chance", "", "", ""] + [DASH if v is None else str(v) for v in chance]) + " |")
     return "\n".join(out) + "\n"
 
 
-def render_leaderboard(board: dict[str, Any], fmt: str, keys: Sequence[str] | None = None, *, details: bool = False) -> str:
+def render_leaderboard(
+    board: dict[str, Any], fmt: str, keys: Sequence[str] | None = None, *, details: bool = False, breakdown: str | None = None
+) -> str:
+    """``breakdown``: a tab name such as "category:positional" (UnknownBreakdown if the board has none)."""
     if fmt == "json":
-        return leaderboard_json(board, details=details)
+        return leaderboard_json(board, details=details, breakdown=breakdown)
     if fmt == "csv":
-        return leaderboard_csv(board, keys)
+        return leaderboard_csv(board, keys, breakdown=breakdown)
     if fmt == "latex":
-        return leaderboard_latex(board, keys)
+        return leaderboard_latex(board, keys, breakdown=breakdown)
     if fmt == "markdown":
-        return leaderboard_markdown(board, keys)
+        return leaderboard_markdown(board, keys, breakdown=breakdown)
     raise ValueError(f"unknown format {fmt!r}")
 
 
 # --- correlation ----------------------------------------------------------------------------
 
 def correlation_rows(report: dict[str, Any]) -> list[list[Any]]:
-    """Flat rows: source, criterion, kendall_tau_b, spearman_rho, n, tau ci lo/hi, rho ci lo/hi, alpha, note."""
+    """Flat rows: source, criterion, kendall_tau_b, spearman_rho, n, tau ci lo/hi, rho ci lo/hi, alpha, note.
+
+    Per judge: one row per criterion, "system" (generators ranked by the mean over criteria) and
+    "system:<criterion>" (ranked by that criterion), n = generators; human rows: n = items rated
+    by at least two raters, intervals of the leave-one-rater-out averages.
+    """
     rows = []
     for j in report["judges"]:
         for c in report["criteria"]:
@@ -135,10 +225,17 @@ def correlation_rows(report: dict[str, Any]) -> list[list[Any]]:
             ci = e.get("ci") or {}
             tci, rci = ci.get("kendall_tau_b") or [None, None], ci.get("spearman_rho") or [None, None]
             rows.append([j["judge"], c, e["kendall_tau_b"], e["spearman_rho"], e["n"], *tci, *rci, None, e.get("note", "")])
-        rows.append([j["judge"], "system", j["system_kendall_tau_b"], None, None, None, None, None, None, None, j.get("system_note", "")])
+        system = j.get("system") or {}
+        sci = system.get("ci") or [None, None]
+        rows.append([j["judge"], "system", j["system_kendall_tau_b"], None, system.get("n"), *sci, None, None, None, j.get("system_note", "")])
+        for c, e in (j.get("system_per_criterion") or {}).items():
+            eci = e.get("ci") or [None, None]
+            rows.append([j["judge"], f"system:{c}", e["kendall_tau_b"], None, e["n"], *eci, None, None, None, e.get("note", "")])
     for c in report["criteria"]:
         h = report["human"][c]
-        rows.append(["human (leave-one-rater-out)", c, h["loo_kendall_tau_b"], h["loo_spearman_rho"], None, None, None, None, None, h["krippendorff_alpha"], h.get("note", "")])
+        ci = h.get("ci") or {}
+        tci, rci = ci.get("loo_kendall_tau_b") or [None, None], ci.get("loo_spearman_rho") or [None, None]
+        rows.append(["human (leave-one-rater-out)", c, h["loo_kendall_tau_b"], h["loo_spearman_rho"], h.get("n"), *tci, *rci, h["krippendorff_alpha"], h.get("note", "")])
     return rows
 
 

@@ -13,7 +13,6 @@ from annotation.permissions import get_project_for
 
 from . import charts, correlation, leaderboard, selectors, tables
 from .scoring import runs
-from .scoring import status as status_scoring
 
 CACHE_SECONDS = 600
 CONTENT_TYPES = {
@@ -80,9 +79,10 @@ def leaderboard_page(request, slug: str):
         for i, (name, group_keys) in enumerate(groups.items(), start=1)
     ]
     places = tables.places_for(project.protocol)
-    chance = _chance(project.protocol)
     for tab in tabs:
-        tab["chance"] = None if chance is None else [chance.get(k.rsplit(":", 1)[-1]) for k in tab["keys"]]
+        chance = [runs.chance(project.protocol, k) for k in tab["keys"]]
+        tab["chance"] = [None if c is None else str(c) for c in chance] if any(c is not None for c in chance) else None
+        tab["breakdown"] = None if tab["id"] == "main" else next(name for name, keys in groups.items() if keys == tab["keys"])
         tab["columns"] = list(zip(tab["keys"], tab.get("short", tab["keys"])))
         tab["rows"] = []
         for row in board["rows"]:
@@ -113,15 +113,6 @@ def leaderboard_page(request, slug: str):
     })
 
 
-def _chance(protocol: str) -> dict | None:
-    """Chance level per metric, printed under the table (STATUS: 50 / 25 / 1.56; ChangeIt: 10)."""
-    if protocol == "status":
-        return {k: str(v) for k, v in status_scoring.CHANCE.items()}
-    if protocol == "changeit":
-        return {k: "10.00" for k in runs.main_keys("changeit")}
-    return None
-
-
 def _diagnostics(board) -> list[dict]:
     out = []
     for row in board["rows"]:
@@ -149,7 +140,14 @@ def leaderboard_download(request, slug: str, fmt: str):
     if fmt == "svg":
         metric = request.GET.get("metric") or runs.primary_key(project.protocol)
         return _download(charts.leaderboard_bars(board, metric), fmt, f"{name}-{metric}")
-    return _download(tables.render_leaderboard(board, fmt, details=_details(request)), fmt, name)
+    breakdown = request.GET.get("breakdown") or None
+    try:
+        body = tables.render_leaderboard(board, fmt, details=_details(request), breakdown=breakdown)
+    except tables.UnknownBreakdown as exc:
+        raise Http404(str(exc))
+    if breakdown:
+        name += "-" + "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in breakdown)
+    return _download(body, fmt, name)
 
 
 @login_required

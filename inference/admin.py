@@ -107,7 +107,8 @@ class JobForm(forms.ModelForm):
 @admin.register(InferenceJob)
 class InferenceJobAdmin(admin.ModelAdmin):
     form = JobForm
-    list_display = ("id", "model_name", "project", "protocol", "mode", "status", "progress", "rate", "eta", "failures", "job_page", "created_at")
+    list_display = ("id", "model_name", "project", "protocol", "mode", "live_status", "progress", "rate", "eta", "failures",
+                    "tokens", "cost", "job_page", "created_at")
     list_filter = ("status", "protocol", "mode")
     search_fields = ("model_name", "project__slug")
     actions = ("cancel_jobs", "retry_failed", "rescore")
@@ -116,6 +117,10 @@ class InferenceJobAdmin(admin.ModelAdmin):
         "error", "total_queries", "done_queries", "failed_queries", "prompt_tokens", "completion_tokens",
         "created_by", "created_at", "started_at", "finished_at",
     )
+
+    class Media:
+        # Polls the progress API of each queued or running job in the list and updates its row.
+        js = ("inference/admin_job_list.js",)
 
     def get_queryset(self, request):
         qs = super().get_queryset(request).select_related("project", "endpoint")
@@ -165,31 +170,60 @@ class InferenceJobAdmin(admin.ModelAdmin):
 
         return HttpResponseRedirect(reverse("inference:job-detail", args=[obj.pk]))
 
+    # Each live cell is a span naming its job and field; admin_job_list.js rewrites them from
+    # the progress API (/api/jobs/<id>/progress/) while the job is queued or running.
+    @staticmethod
+    def _live(job: InferenceJob, field: str, inner, *args):
+        return format_html('<span class="job-live" data-job="{}" data-field="{}">' + inner + "</span>", job.pk, field, *args)
+
+    @admin.display(description="status", ordering="status")
+    def live_status(self, job: InferenceJob):
+        return format_html(
+            '<span class="job-live" data-job="{}" data-field="status" data-status="{}" data-progress-url="{}">{}</span>',
+            job.pk, job.status, reverse("api-job-progress", args=[job.pk]), job.status,
+        )
+
     @admin.display(description="progress")
     def progress(self, job: InferenceJob):
         pct = selectors.job_percent(job)
-        return format_html('<progress value="{}" max="100"></progress> {}% ({}/{})', pct, pct,
-                           job.done_queries + job.failed_queries, job.total_queries)
+        return self._live(job, "progress", '<progress value="{}" max="100"></progress> <span class="pct">{}%</span> '
+                          '(<span class="n">{}/{}</span>)', pct, pct, job.done_queries + job.failed_queries, job.total_queries)
 
     @admin.display(description="rate")
     def rate(self, job: InferenceJob):
         rate, _ = selectors.job_rate_eta(job)
-        return "–" if rate is None else f"{rate:.2f}/s"
+        return self._live(job, "rate", "{}", "–" if rate is None else f"{rate:.2f}/s")
 
     @admin.display(description="ETA")
     def eta(self, job: InferenceJob):
         _, eta = selectors.job_rate_eta(job)
-        if eta is None or job.status != JobStatus.RUNNING:
-            return "–"
-        return f"{int(eta // 60)}m{int(eta % 60):02d}s"
+        text = "–" if eta is None or job.status != JobStatus.RUNNING else f"{int(eta // 60)}m{int(eta % 60):02d}s"
+        return self._live(job, "eta", "{}", text)
 
     @admin.display(description="failures")
     def failures(self, job: InferenceJob):
-        return job.failed_queries
+        """The failed-query count, linked to the job page's failure table; the most frequent
+        errors (or the job's own error) in the tooltip and, for a failed job, in the cell."""
+        title = job.error or (services.failure_summary(job) if job.failed_queries else "")
+        url = reverse("inference:job-detail", args=[job.pk]) + "#job-failures"
+        return format_html(
+            '<a class="job-live" data-job="{}" data-field="failures" href="{}" title="{}">{}</a>{}',
+            job.pk, url, title, job.failed_queries,
+            format_html('<br><span class="errornote job-error">{}</span>', job.error[:200]) if job.error else "",
+        )
+
+    @admin.display(description="tokens (in / out)")
+    def tokens(self, job: InferenceJob):
+        return self._live(job, "tokens", "{} / {}", job.prompt_tokens, job.completion_tokens)
+
+    @admin.display(description="cost")
+    def cost(self, job: InferenceJob):
+        cost = selectors.job_cost(job)
+        return self._live(job, "cost", "{}", "–" if cost is None else f"${cost:.4f}")
 
     @admin.display(description="page")
     def job_page(self, job: InferenceJob):
-        return format_html('<a href="{}">open</a>', reverse("inference:job-detail", args=[job.pk]))
+        return format_html('<a href="{}">live page</a>', reverse("inference:job-detail", args=[job.pk]))
 
     @admin.action(description="Cancel selected jobs")
     def cancel_jobs(self, request, queryset):

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -48,12 +50,15 @@ class ProgressSerializer(serializers.Serializer):
 
 
 class JobProgressApi(APIView):
+    @extend_schema(responses=ProgressSerializer, summary="Live progress of an inference job")
     def get(self, request, pk: int):
         job = _job(request, pk)
         return Response(ProgressSerializer(selectors.job_progress(job=job)).data)
 
 
 class JobCancelApi(APIView):
+    @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT, 409: OpenApiTypes.OBJECT},
+                   summary="Cancel a job ({\"cancelled\": true}; 409 when it had already ended)")
     def post(self, request, pk: int):
         job = _job(request, pk)
         cancelled = services.job_cancel(job=job)
@@ -61,6 +66,8 @@ class JobCancelApi(APIView):
 
 
 class JobRetryFailedApi(APIView):
+    @extend_schema(request=None, responses=OpenApiTypes.OBJECT,
+                   summary="Re-run every item of a job that lacks an OK prediction ({\"items\": n})")
     def post(self, request, pk: int):
         job = _job(request, pk)
         return Response({"items": services.job_retry_failed(job=job)})

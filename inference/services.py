@@ -642,11 +642,28 @@ def predictions_upsert(*, job_id: int, rows: list[PredictionRow]) -> int:
     return len(to_write)
 
 
+def failure_summary(job: InferenceJob, *, top: int = 3) -> str:
+    """The most frequent errors of the job's failed queries, e.g. "12× connection failed: ...;"."""
+    rows = (
+        Prediction.objects.filter(job=job, status=PredictionStatus.FAILED)
+        .values("error")
+        .annotate(n=Count("id"))
+        .order_by("-n", "error")[:top]
+    )
+    return "; ".join(f"{row['n']}× {row['error']}" for row in rows)
+
+
 def _finish_if_done(job: InferenceJob) -> None:
+    """Every query answered or failed: the job ends FINISHED, or FAILED when not one query
+    succeeded (a job with nothing to show is not a finished run), with the main errors."""
     if job.status == JobStatus.RUNNING and job.total_queries and job.done_queries + job.failed_queries >= job.total_queries:
-        job.status = JobStatus.FINISHED
+        if job.done_queries == 0:
+            job.status = JobStatus.FAILED
+            job.error = f"all {job.total_queries} queries failed: {failure_summary(job)}"[:4000]
+        else:
+            job.status = JobStatus.FINISHED
         job.finished_at = timezone.now()
-        job.save(update_fields=["status", "finished_at"])
+        job.save(update_fields=["status", "error", "finished_at"])
         from .tasks import export_job
 
         job_id = job.pk

@@ -33,3 +33,59 @@ def test_docker_compose_config_validates_when_the_client_is_present():
     env = dict(os.environ, POSTGRES_PASSWORD="x", SECRET_KEY="y")
     out = subprocess.run([docker, "compose", "-f", str(COMPOSE), "config", "-q"], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
+
+
+def _dockerignored(patterns: list[str], path: str) -> bool:
+    """Docker's rule, enough for our patterns: a pattern (Go filepath.Match syntax, `**` for any
+    depth) excludes a path when it matches the path or one of its parent folders."""
+    import re
+
+    def regex(pattern: str) -> re.Pattern:
+        out, i = "", 0
+        while i < len(pattern):
+            if pattern.startswith("**/", i):
+                out, i = out + "(?:.*/)?", i + 3
+            elif pattern.startswith("**", i):
+                out, i = out + ".*", i + 2
+            elif pattern[i] == "*":
+                out, i = out + "[^/]*", i + 1
+            elif pattern[i] == "?":
+                out, i = out + "[^/]", i + 1
+            else:
+                out, i = out + re.escape(pattern[i]), i + 1
+        return re.compile(out + "$")
+
+    compiled = [regex(p.strip().rstrip("/")) for p in patterns if p.strip() and not p.startswith("#")]
+    parts = path.split("/")
+    prefixes = ["/".join(parts[: n + 1]) for n in range(len(parts))]
+    return any(r.match(prefix) for r in compiled for prefix in prefixes)
+
+
+def test_dockerignore_keeps_what_the_image_build_needs_and_drops_the_rest():
+    patterns = (ROOT / ".dockerignore").read_text().splitlines()
+    assert not any(p.startswith("!") for p in patterns)  # the matcher above does not do exceptions
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert "COPY . /app" in dockerfile and "-c .ci/constraints.txt" in dockerfile
+    needed = ["pyproject.toml", "README.md", "manage.py", ".ci/constraints.txt", "config/settings.py",
+              "annotation/models.py", "inference/tasks.py", "evaluation/__init__.py", "templates/base.html",
+              "static/js/workbench.js"]
+    for path in needed:
+        assert (ROOT / path).exists(), path
+        assert not _dockerignored(patterns, path), path
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout.split()
+    packaged = [p for p in tracked if p.split("/")[0] in ("config", "annotation", "inference", "evaluation", "templates", "static")]
+    assert packaged and [p for p in packaged if _dockerignored(patterns, p)] == []
+    for path in [".git/HEAD", ".venv/bin/python", ".venv-vllm/bin/python", "var/media/assets/a.png",
+                 "annotation/__pycache__/models.cpython-311.pyc", "staticfiles/css/app.css", "docs/screenshots/box.png",
+                 "static/node_modules/x/index.js", "statelab.egg-info/PKG-INFO", ".env", "bench/out/run.json"]:
+        assert _dockerignored(patterns, path), path
+
+
+def test_readme_deploy_section_covers_every_compose_service_and_key_passing():
+    readme = (ROOT / "README.md").read_text()
+    deploying = readme[readme.index("## Deploying"):]
+    for service in yaml.safe_load(COMPOSE.read_text())["services"]:
+        name = {"web": "web app", "worker": "CPU worker", "gpu-worker": "GPU worker"}.get(service, service)
+        assert name.lower() in deploying.lower(), service
+    assert "OPENAI_API_KEY" in COMPOSE.read_text() and "only `OPENAI_API_KEY`" in deploying
+    assert "api_key_env" in deploying

@@ -92,10 +92,23 @@ def report_duplicates(
             first_line[key] = line
 
 
-def parse_json_line(line: int, text: str | None, errors: ErrorLog) -> Any:
+class InvalidJSON:
+    """Stands in for an item's text where a source could not cut the item out of the file (a
+    syntax error inside a JSON document: nothing after it can be read); `reason` says why."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+
+def parse_json_line(line: int, text: "str | InvalidJSON | None", errors: ErrorLog) -> Any:
     """Decode one JSONL line or record why not (returns None then)."""
     if text is None:
         errors.add(line, "-", "not valid UTF-8")
+        return None
+    if isinstance(text, InvalidJSON):
+        errors.add(line, "-", f"invalid JSON ({text.reason})")
         return None
     try:
         return json.loads(text)

@@ -13,6 +13,10 @@ Every protocol splits its fields in three groups:
 
 OSCBench items have no label fields (their labels are ratings, imported with
 ``import_annotations``), so they arrive pending unless imported as verified.
+
+Every protocol also accepts ``"gold": true`` (default false): the item is a gold item of the
+annotation queue, whose known answer scores annotators. Only a complete item has a known
+answer, so gold on a raw item (and on any OSCBench item) is refused.
 """
 from __future__ import annotations
 
@@ -35,8 +39,8 @@ from annotation.protocols import (
     VISUALTRANS_SUBTASKS,
 )
 
-# Keys every protocol accepts besides its own fields.
-COMMON_KEYS = ("id", "split", "tags")
+# Keys every protocol accepts besides its own fields (none of them goes into the payload).
+COMMON_KEYS = ("id", "split", "tags", "gold")
 # Added by a release export; ignored on import (it is recomputed when a release is frozen).
 EXPORT_ONLY_KEYS = ("resolved",)
 ID_MAX = 200
@@ -63,6 +67,7 @@ class CheckedItem:
     complete: bool
     # (payload field, relative path, "image" | "video") for every media reference, in field order.
     media_paths: list[tuple[str, str, str]] = field(default_factory=list)
+    gold: bool = False
 
 
 class _Invalid(Exception):
@@ -182,14 +187,19 @@ class ProtocolSpec:
         return _ALL_FIELDS[id(self)]
 
 
+# Cross-field checks run on every item, raw or complete; the answer is checked when present.
 def _visualtrans_cross(p: dict[str, Any]) -> list[FieldError]:
     fmt, answer = p.get("format"), p.get("answer")
     if fmt == "choice":
         options = p.get("options")
         if options is None:
             return [FieldError("options", "required when format is choice")]
+        if answer is None:
+            return []
         if not isinstance(answer, str) or len(answer.strip()) != 1 or answer.strip().upper() not in LETTERS[: len(options)]:
             return [FieldError("answer", f"must be one option letter A–{LETTERS[len(options) - 1]}")]
+    elif answer is None:
+        return []
     elif fmt == "count":
         if not isinstance(answer, int) or isinstance(answer, bool) or answer < 0:
             return [FieldError("answer", "must be a non-negative integer when format is count")]
@@ -202,6 +212,8 @@ def _visualtrans_cross(p: dict[str, Any]) -> list[FieldError]:
 def _m3verse_cross(p: dict[str, Any]) -> list[FieldError]:
     options, answer = p.get("options") or [], p.get("answer")
     allowed = LETTERS[: len(options)]
+    if answer is None:
+        return []
     if not isinstance(answer, list) or not answer:
         return [FieldError("answer", "must be a non-empty list of option letters")]
     if not all(isinstance(a, str) and a in allowed for a in answer):
@@ -231,31 +243,24 @@ SPECS: dict[str, ProtocolSpec] = {
         labels={"bbox": _bbox},
         labels_required=("bbox",),
     ),
+    # A QA item's question (with its format and options) defines the task, so even a raw item
+    # carries it; the label is the answer (plus the metadata scoring needs).
     "visualtrans": ProtocolSpec(
-        required={"images": _image_list},
-        optional={"scene": _any_text},
-        labels={
-            "question": _any_text,
-            "format": _choice(VISUALTRANS_FORMATS),
-            "options": _options,
-            "answer": lambda v: v,  # checked against format in _visualtrans_cross
-            "subtask": _choice(VISUALTRANS_SUBTASKS),
-        },
-        labels_required=("question", "format", "answer", "subtask"),
+        required={"images": _image_list, "question": _any_text, "format": _choice(VISUALTRANS_FORMATS)},
+        optional={"scene": _any_text, "options": _options, "subtask": _choice(VISUALTRANS_SUBTASKS)},
+        labels={"answer": lambda v: v},  # checked against format in _visualtrans_cross
+        labels_required=("answer", "subtask"),
         cross=_visualtrans_cross,
     ),
     "m3verse": ProtocolSpec(
-        required={"video_before": _media_path, "video_after": _media_path},
-        optional={},
-        labels={
-            "question": _any_text,
-            "options": _options,
-            "answer": lambda v: v,  # checked against options in _m3verse_cross
+        required={"video_before": _media_path, "video_after": _media_path, "question": _any_text, "options": _options},
+        optional={
             "context": _choice(M3VERSE_CONTEXTS),
             "capabilities": _subset(M3VERSE_CAPABILITIES),
             "hallucination": _boolean,
         },
-        labels_required=("question", "options", "answer", "context", "capabilities"),
+        labels={"answer": lambda v: v},  # checked against options in _m3verse_cross
+        labels_required=("answer", "context", "capabilities"),
         cross=_m3verse_cross,
     ),
     "oscbench": ProtocolSpec(
@@ -334,6 +339,9 @@ def _check_valid(compiled: tuple, obj: dict[str, Any], verified: bool) -> Checke
             if type(t) is not str or not t.strip():
                 return None
         tags = list(tags)
+    gold = get("gold", False)
+    if gold is not False and gold is not True:
+        return None
     payload: dict[str, Any] = {}
     try:
         for name, check in required:
@@ -359,15 +367,17 @@ def _check_valid(compiled: tuple, obj: dict[str, Any], verified: bool) -> Checke
         for name in labels_required:
             if get(name) is None:
                 return None
-        if cross is not None and cross(payload):
-            return None
+    if cross is not None and cross(payload):
+        return None
+    if gold and not complete:
+        return None
     media: list[tuple[str, str, str]] = []
     for name, kind in media_fields:
         if kind == "images":
             media.extend([(name, p, "image") for p in payload[name]])
         else:
             media.append((name, payload[name], kind))
-    return CheckedItem(external_id, payload, split, tags, complete, media)
+    return CheckedItem(external_id, payload, split, tags, complete, media, gold)
 
 
 def _check_item_full(protocol: str, obj: Any, *, verified: bool = False) -> CheckedItem | list[FieldError]:
@@ -391,6 +401,10 @@ def _check_item_full(protocol: str, obj: Any, *, verified: bool = False) -> Chec
     tags = obj.get("tags", [])
     if not isinstance(tags, list) or (tags and not all(isinstance(t, str) and t.strip() for t in tags)):
         errors.append(FieldError("tags", "must be a list of non-empty strings"))
+    gold = obj.get("gold", False)
+    if not isinstance(gold, bool):
+        errors.append(FieldError("gold", "must be true or false"))
+        gold = False
 
     payload: dict[str, Any] = {}
     for name, check in spec.required.items():
@@ -422,8 +436,19 @@ def _check_item_full(protocol: str, obj: Any, *, verified: bool = False) -> Chec
             if obj.get(name) is None:
                 why = "required for a verified import" if verified and not present_labels else "required for a labeled item"
                 errors.append(FieldError(name, why))
-        if not errors and spec.cross:
-            errors.extend(spec.cross(payload))
+    if not errors and spec.cross:
+        errors.extend(spec.cross(payload))
+    if gold and not complete:
+        if not spec.labels:
+            errors.append(FieldError("gold", f"{protocol} items carry no known answer, so they cannot be gold"))
+        else:
+            errors.append(
+                FieldError(
+                    "gold",
+                    "a gold item needs its known answer; this item is raw "
+                    f"(give {', '.join(spec.labels_required)} too, or drop gold)",
+                )
+            )
     if errors:
         return errors
 
@@ -440,6 +465,7 @@ def _check_item_full(protocol: str, obj: Any, *, verified: bool = False) -> Chec
         tags=list(tags),
         complete=complete,
         media_paths=media,
+        gold=gold,
     )
 
 
@@ -582,4 +608,5 @@ def extract_item(protocol: str, obj: dict[str, Any]) -> CheckedItem:
         tags=list(obj.get("tags", [])),
         complete=any(n in payload for n in spec.labels),
         media_paths=media,
+        gold=obj.get("gold") is True,
     )

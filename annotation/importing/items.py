@@ -20,12 +20,20 @@ transaction that writes the rows first takes an advisory lock keyed on the proje
 `lock_project_for_import`), and only then are existing ids looked at, so a second import of the
 same file waits and changes nothing (or, after IMPORT_LOCK_WAIT_S, is refused).
 
-Memory holds one chunk of lines plus one entry per distinct media file, never the whole file.
+Re-importing with ``verified`` promotes items already in the project with identical content
+from pending or annotated to verified (counted as `promoted`); discarded items stay discarded
+(a reviewer's decision wins) and verified ones are left alone. Gold items (``"gold": true``,
+complete lines only) are imported pending, whatever ``verified`` says: the annotation queue
+offers only pending gold items, and their answers never make them done.
+
+Memory holds one chunk of lines plus one entry per distinct media file, never the whole file
+(plus 8 bytes per promoted item).
 """
 from __future__ import annotations
 
 import json
 import queue
+from array import array
 import tempfile
 import threading
 import time
@@ -84,6 +92,7 @@ class ItemImportReport:
     lines: int = 0
     created: int = 0
     unchanged: int = 0
+    promoted: int = 0
     media_files: int = 0
     media_stored: int = 0
     by_status: dict[str, int] = field(default_factory=dict)
@@ -94,18 +103,16 @@ class ItemImportReport:
             "lines": self.lines,
             "created": self.created,
             "unchanged": self.unchanged,
+            "promoted": self.promoted,
             "media_files": self.media_files,
             "media_stored": self.media_stored,
             "by_status": self.by_status,
         }
 
 
-def _is_header(obj: Any) -> bool:
-    """The first line of a JSONL release export: {"release": {...}}."""
-    return isinstance(obj, dict) and set(obj) == {"release"} and isinstance(obj["release"], dict)
-
-
 def _status(checked: CheckedItem, verified: bool) -> str:
+    if checked.gold:
+        return ItemStatus.PENDING  # the queue offers gold items only while pending
     if verified:
         return ItemStatus.VERIFIED
     return ItemStatus.ANNOTATED if checked.complete else ItemStatus.PENDING
@@ -128,6 +135,8 @@ def _media_map(checked: CheckedItem, media: dict[str, MediaInfo]) -> dict[str, A
 _json_encode = json.JSONEncoder(check_circular=False).encode
 # The scanner json.loads uses (same options as its default decoder), called directly.
 _json_scan = json.JSONDecoder().scan_once
+_PENDING = ItemStatus.PENDING.value
+_PROMOTABLE = (ItemStatus.PENDING.value, ItemStatus.ANNOTATED.value)
 _STATUS_TEXT = {
     (True, True): ItemStatus.VERIFIED.value,
     (True, False): ItemStatus.VERIFIED.value,
@@ -166,15 +175,17 @@ class _CopySpool:
     the file on disk).
     """
 
-    COLUMNS = ("project_id", "external_id", "payload", "media", "status", "split", "tags")
-    SET_BY_IMPORT = ("project", "external_id", "payload", "media", "status", "split", "tags", "created_at", "updated_at")
+    COLUMNS = ("project_id", "external_id", "payload", "media", "status", "split", "tags", "is_gold")
+    SET_BY_IMPORT = (
+        "project", "external_id", "payload", "media", "status", "split", "tags", "is_gold", "created_at", "updated_at"
+    )
 
     def __init__(self, project: Project):
         now = timezone.now()
         others = [f for f in Item._meta.concrete_fields if not f.primary_key and f.name not in self.SET_BY_IMPORT]
         self.columns = [*self.COLUMNS, "created_at", "updated_at", *(f.column for f in others)]
-        # Fields the importer does not set (is_gold, annotation_count, any added later) get their
-        # model default, rendered once.
+        # Fields the importer does not set (annotation_count, any added later) get their model
+        # default, rendered once.
         constants = [now, now, *(f.get_db_prep_save(f.get_default(), connection) for f in others)]
         self.suffix = "\t" + "\t".join(_copy_constant(v) for v in constants) + "\n"
         self.prefix = f"{project.pk}\t"
@@ -221,7 +232,8 @@ class _CopySpool:
         tags = checked.tags
         row = (
             f"{self.prefix}{_copy_text(checked.external_id)}\t{payload}\t{media_json}\t{status}\t"
-            f"{_copy_text(checked.split)}\t{_copy_text(_json_encode(tags)) if tags else '[]'}{self.suffix}"
+            f"{_copy_text(checked.split)}\t{_copy_text(_json_encode(tags)) if tags else '[]'}\t"
+            f"{'t' if checked.gold else 'f'}{self.suffix}"
         )
         self._parts.append(row)
         self._size += len(row)
@@ -339,6 +351,7 @@ class _Validation:
         self.media_refused: dict[str, str] = {}
         self.ids = KeySeen()
         self.pending_existing: list[tuple[int, CheckedItem, str]] = []
+        self.promote = array("q")  # ids of identical existing items a verified import promotes
         self.report = ItemImportReport()
         # On PostgreSQL rows are spooled for COPY; elsewhere (SQLite demo) pass 2 re-reads the file.
         self.spool = _CopySpool(project) if connection.vendor == "postgresql" else None
@@ -377,7 +390,6 @@ class _Validation:
             self.spool.add(checked, self.media, status)
 
     def run(self) -> None:
-        first = True
         protocol = self.project.protocol
         verified = self.verified
         errors = self.errors
@@ -399,12 +411,6 @@ class _Validation:
                     obj = loads(text)
                 except (TypeError, ValueError, RecursionError):  # not UTF-8 (None), not JSON: record why
                     parse_json_line(line, text, errors)
-                    first = False
-                    continue
-            if first:
-                first = False
-                if _is_header(obj):
-                    report.header = obj["release"]
                     continue
             lines += 1
             checked = check_item(protocol, obj, verified=verified)
@@ -433,7 +439,7 @@ class _Validation:
                 if reason:
                     errors.add(line, "bbox", reason)
                     continue
-            status = _STATUS_TEXT[verified, checked.complete]
+            status = _STATUS_TEXT[verified, checked.complete] if not checked.gold else _PENDING
             if self.check_existing:
                 self.pending_existing.append((line, checked, status))
                 if len(self.pending_existing) >= EXISTING_CHUNK:
@@ -452,38 +458,46 @@ class _Validation:
         self.report.media_files = len(self.media)
 
     def _id_lines(self):
-        first = True
         for line, text in self.source.lines():
             obj = parse_json_line(line, text, ErrorLog())
-            if first and _is_header(obj):
-                first = False
-                continue
-            first = False
             if isinstance(obj, dict) and isinstance(obj.get("id"), str):
                 yield line, obj["id"]
 
     def compare_existing(self) -> None:
-        """Lines whose id exists already: identical content is skipped, different is refused."""
+        """Lines whose id exists already: identical content is skipped (or, in a verified import,
+        promoted to verified when still pending or annotated), different content is refused."""
         if not self.pending_existing:
             return
         by_id = {c.external_id: (line, c, status) for line, c, status in self.pending_existing}
         rows = Item.objects.filter(project=self.project, external_id__in=list(by_id)).values_list(
-            "external_id", "payload", "split", "tags", "media"
+            "pk", "external_id", "payload", "split", "tags", "media", "is_gold", "status"
         )
         existing: set[str] = set()
-        for external_id, payload, split, tags, media in rows:
+        for pk, external_id, payload, split, tags, media, is_gold, status in rows:
             existing.add(external_id)
             line, checked, _status_ = by_id[external_id]
-            same = (
-                payload == checked.payload
-                and split == checked.split
-                and tags == checked.tags
-                and media == _media_map(checked, self.media)
-            )
-            if same:
-                self.report.unchanged += 1
+            differ = [
+                name
+                for name, same in (
+                    ("payload", payload == checked.payload),
+                    ("split", split == checked.split),
+                    ("tags", tags == checked.tags),
+                    ("media", media == _media_map(checked, self.media)),
+                    ("gold", is_gold == checked.gold),
+                )
+                if not same
+            ]
+            if differ:
+                self.errors.add(
+                    line,
+                    "id",
+                    f"item {external_id!r} already exists in the project with different content ({', '.join(differ)})",
+                )
+            elif self.verified and not is_gold and status in _PROMOTABLE:
+                self.promote.append(pk)
+                self.report.promoted += 1
             else:
-                self.errors.add(line, "id", f"item {external_id!r} already exists in the project with different content")
+                self.report.unchanged += 1
         for _line, checked, status in self.pending_existing:
             if checked.external_id not in existing:
                 self.accept(checked, status)
@@ -502,10 +516,11 @@ def _write(project: Project, source, validation: _Validation) -> ItemImportRepor
             open_file=source.open_media,
             written=written,
         )
+        _promote(validation.promote)
 
     try:
         if spool is not None and spool.live:
-            spool.commit(store_media)  # rows are in already; media and commit in the writer's transaction
+            spool.commit(store_media)  # rows are in already; media, promotions and commit in the writer's transaction
         else:
             with transaction.atomic():
                 store_media()
@@ -517,21 +532,25 @@ def _write(project: Project, source, validation: _Validation) -> ItemImportRepor
         delete_stored(written)
         raise
     report.media_stored = len(written)
-    report.created = report.lines - report.unchanged
+    report.created = report.lines - report.unchanged - report.promoted
     report.by_status = {k: v for k, v in report.by_status.items() if v}
     return report
+
+
+def _promote(ids: array) -> None:
+    """A verified re-import: identical items still pending or annotated become verified."""
+    now = timezone.now()
+    for start in range(0, len(ids), BATCH):
+        Item.objects.filter(
+            pk__in=list(ids[start : start + BATCH]), status__in=_PROMOTABLE, is_gold=False
+        ).update(status=ItemStatus.VERIFIED, updated_at=now)
 
 
 def _bulk_create_from_source(project: Project, source, validation: _Validation) -> None:
     """Write pass without COPY (SQLite): re-read the file, insert in batches, skip existing ids."""
     batch: list[Item] = []
-    first = True
     for _line, text in source.lines():
         obj = json.loads(text)
-        if first and _is_header(obj):
-            first = False
-            continue
-        first = False
         checked = extract_item(project.protocol, obj)
         batch.append(
             Item(
@@ -542,6 +561,7 @@ def _bulk_create_from_source(project: Project, source, validation: _Validation) 
                 status=_status(checked, validation.verified),
                 split=checked.split,
                 tags=checked.tags,
+                is_gold=checked.gold,
             )
         )
         if len(batch) >= BATCH:
@@ -563,11 +583,18 @@ def items_import(
         source = open_source(path, media_root=media_root, max_bytes=settings.IMPORT_MAX_FILE_BYTES)
     except SourceError as exc:
         raise ImportRefused([f"file: field -: {exc}"]) from exc
+    header_protocol = source.header.get("protocol") if isinstance(source.header, dict) else None
+    if isinstance(header_protocol, str) and header_protocol != project.protocol:
+        source.close()
+        raise ImportRefused(
+            [f"file: field protocol: the file is a release export of protocol {header_protocol}, "
+             f"project {project.slug} uses {project.protocol}"]
+        )
     try:
         validation = _Validation(project, source, verified)
         try:
             validation.run()
-            validation.report.header = validation.report.header or source.header
+            validation.report.header = source.header
             if validation.errors:
                 raise validation.errors.refuse()
             return _write(project, source, validation)

@@ -100,21 +100,23 @@ def sample_line(protocol: str, i: int, *, complete: bool = True, media: dict[str
         if complete:
             line["bbox"] = [40, 20, 80, 80]
     elif protocol == "visualtrans":
+        # The question defines a QA task, so raw items carry it too; the answer is the label.
+        fmt = ("choice", "count", "set")[i % 3]
+        line.update(question=f"What happened to the {obj}?", format=fmt, scene="kitchen")
+        if fmt == "choice":
+            line.update(options=[change, distractors[0], distractors[1]])
+        elif fmt == "count":
+            line.update(question=f"How many {obj}s changed state?")
+        else:
+            line.update(question="Which objects changed?")
         if complete:
-            fmt = ("choice", "count", "set")[i % 3]
-            line.update(question=f"What happened to the {obj}?", format=fmt, subtask=("global", "causal", "quantitative")[i % 3],
-                        scene="kitchen")
-            if fmt == "choice":
-                line.update(options=[change, distractors[0], distractors[1]], answer="A")
-            elif fmt == "count":
-                line.update(question=f"How many {obj}s changed state?", answer=1)
-            else:
-                line.update(question="Which objects changed?", answer=[obj])
+            line.update(subtask=("global", "causal", "quantitative")[i % 3],
+                        answer={"choice": "A", "count": 1, "set": [obj]}[fmt])
     elif protocol == "m3verse":
+        line.update(question=f"What differs between the two videos of the {obj}?",
+                    options=[f"the {obj} changed state", "the light changed", "nothing listed is correct"])
         if complete:
-            line.update(question=f"What differs between the two videos of the {obj}?",
-                        options=[f"the {obj} changed state", "the light changed", "nothing listed is correct"],
-                        answer=["A"], context="intra" if i % 2 else "inter", capabilities=["attribute"],
+            line.update(answer=["A"], context="intra" if i % 2 else "inter", capabilities=["attribute"],
                         hallucination=False)
     elif protocol == "oscbench":
         line.update(prompt=f"A person slowly {change.split(' ', 1)[0]}s the {obj}.", generator=f"gen-{i % 2}",

@@ -120,10 +120,27 @@ def normalize_letter(value: Any, n_options: int | None = None) -> str | None:
     if len(text) == 1 and text.upper() in allowed:
         return text.upper()
     for pattern in _LETTER_PATTERNS:
-        m = pattern.search(text)
-        if m and m.group(1).upper() in allowed:
-            return m.group(1).upper()
+        for m in pattern.finditer(text):
+            letter = m.group(1)
+            if letter.upper() in allowed and (letter.isupper() or _stands_alone(text, m.start(1), m.end(1))):
+                return letter.upper()
     return None
+
+
+_ALONE_AFTER = ".,;:!?)]}*_`\"'"
+
+
+def _stands_alone(text: str, start: int, end: int) -> bool:
+    """A lower-case letter is an option only in brackets or with nothing but punctuation after it.
+
+    "answer: b", "answer is (a) ...", "answer is b." are letters; "The answer is a cabinet" and
+    "Answer: a half-open cabinet" use the article "a" and are not.
+    """
+    before = text[start - 1] if start > 0 else ""
+    rest = text[end:].lstrip()
+    if before in "([" and rest[:1] in (")", "]"):
+        return True
+    return rest == "" or rest[0] in _ALONE_AFTER
 
 
 def _match_option_text(value: Any, options: list) -> int | None:

@@ -20,7 +20,7 @@ import numpy as np
 
 CI_LEVEL = 0.95
 N_BOOT = 1000
-COMPRESS_FROM = 20_000  # rows from which the bootstrap resamples column by column (see _bootstrap_per_column)
+COMPRESS_FROM = 5_000  # rows from which the bootstrap resamples column by column (see _bootstrap_per_column)
 
 
 def to_decimal(value: Fraction | int | Decimal, places: int) -> Decimal:
@@ -122,6 +122,13 @@ def _bootstrap_per_column(matrix: ItemMatrix, *, n_boot: int, rng: np.random.Gen
         if not counted.any():
             continue
         values = np.where(counted, cell_num / np.where(counted, cell_den, 1), 0.0)
+        # Cells with the same value (2/4 and 1/2; every uncounted cell) are one category of the
+        # multinomial: equal rationals divide to the same float, so nothing changes but the cost.
+        key = np.where(counted, values, -1.0)
+        uniq, inv = np.unique(key, return_inverse=True)
+        counts = np.bincount(inv.reshape(-1), weights=counts)
+        counted = uniq >= 0
+        values = np.where(counted, uniq, 0.0)
         draws = rng.multinomial(n_rows, counts / counts.sum(), size=n_boot).astype(np.float64)
         sums = draws @ values
         cnts = draws @ counted.astype(np.float64)
@@ -194,8 +201,14 @@ def bootstrap_cis(
             out[key] = None
             continue
         ci = percentile_ci(base[key])
-        out[key] = None if ci is None else [round(ci[0] * scale, places), round(ci[1] * scale, places)]
+        out[key] = None if ci is None else [printed_bound(ci[0] * scale, places), printed_bound(ci[1] * scale, places)]
     return out
+
+
+def printed_bound(value: float, places: int) -> float:
+    """A float interval bound rounded half up like the point values (from its shortest decimal
+    form: 54.125 -> 54.13, where round() on the binary float gives 54.12)."""
+    return float(to_decimal(Decimal(repr(float(value))), places))
 
 
 def printed_means(matrix: ItemMatrix, keys: Sequence[str], *, places: int = 2, as_percent: bool = True) -> dict[str, Decimal | None]:
@@ -221,20 +234,29 @@ def nanmean_rows(arrays: Sequence[np.ndarray]) -> np.ndarray:
 
 
 def interval_ranks(values: Sequence[float | None], cis: Sequence[Sequence[float] | None]) -> list[int | None]:
-    """Rank 1 = best. A row ranks below another only when the other's interval lies wholly above it.
+    """Rank 1 = best, respecting the intervals and never inverting the values.
 
-    rank = 1 + number of rows whose lower bound exceeds this row's upper bound. Rows without a
+    First, rank = 1 + number of rows whose interval lies wholly above this row's (their lower
+    bound exceeds its upper bound): a row only drops below rows it is separated from. Then, going
+    down the values, a row takes at least the rank of every row with a higher value (a running
+    max), so a lower-valued row never ranks above a higher-valued one. The second step can put a
+    row below an overlapping one only when a row valued between them is separated from the
+    higher one (60 [55, 65] > 40 [35, 45] > 10 [5, 54]: 10 cannot rank above 40). Rows without a
     value or interval get None.
     """
-    ranks: list[int | None] = []
-    for i, (value, ci) in enumerate(zip(values, cis)):
-        if value is None or ci is None:
-            ranks.append(None)
-            continue
-        above = sum(
-            1
-            for j, other in enumerate(cis)
-            if j != i and other is not None and values[j] is not None and other[0] > ci[1]
-        )
-        ranks.append(1 + above)
-    return ranks
+    ranked = [i for i, (v, ci) in enumerate(zip(values, cis)) if v is not None and ci is not None]
+    base = {
+        i: 1 + sum(1 for j in ranked if j != i and cis[j][0] > cis[i][1])  # type: ignore[index]
+        for i in ranked
+    }
+    out: list[int | None] = [None] * len(values)
+    running = 0
+    order = sorted(ranked, key=lambda i: -values[i])  # type: ignore[operator]
+    k = 0
+    while k < len(order):
+        group = [i for i in order[k:] if values[i] == values[order[k]]]
+        for i in group:
+            out[i] = max(base[i], running)
+        running = max(running, *(out[i] for i in group))  # type: ignore[type-var]
+        k += len(group)
+    return out

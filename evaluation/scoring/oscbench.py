@@ -35,17 +35,23 @@ def ratings_to_arrays(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def score_dicts_to_arrays(per_item: Sequence[Sequence[Mapping[str, int | None]]]) -> tuple[np.ndarray, np.ndarray]:
-    """Per item a list of {criterion: 1..5 | None} (one per rater) -> (sums, counts)."""
+    """Per item a list of {criterion: 1..5 | None} (one per rater) -> (sums, counts).
+
+    One list comprehension per criterion over all ratings, then bincount by item: the per-rating
+    Python work is a dict lookup per criterion.
+    """
     n = len(per_item)
     sums = np.zeros((n, len(CRITERIA)), dtype=np.int64)
     counts = np.zeros((n, len(CRITERIA)), dtype=np.int64)
-    for i, ratings in enumerate(per_item):
-        for rating in ratings:
-            for j, criterion in enumerate(CRITERIA):
-                value = rating.get(criterion) if rating else None
-                if value is not None:
-                    sums[i, j] += int(value)
-                    counts[i, j] += 1
+    flat = [rating or {} for ratings in per_item for rating in ratings]
+    if not flat:
+        return sums, counts
+    owner = np.repeat(np.arange(n), [len(ratings) for ratings in per_item])
+    for j, criterion in enumerate(CRITERIA):
+        values = np.array([r.get(criterion) for r in flat], dtype=np.float64)  # None -> NaN
+        given = np.isfinite(values)
+        sums[:, j] = np.rint(np.bincount(owner, weights=np.where(given, values, 0.0), minlength=n)).astype(np.int64)
+        counts[:, j] = np.bincount(owner, weights=given, minlength=n).astype(np.int64)
     return sums, counts
 
 

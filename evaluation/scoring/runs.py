@@ -24,7 +24,7 @@ PERCENT_PROTOCOLS = ("status", "changeit", "visualtrans", "m3verse")
 MODULES = {"status": status, "changeit": changeit, "visualtrans": visualtrans, "m3verse": m3verse, "oscbench": oscbench}
 
 
-@dataclass
+@dataclass(slots=True)
 class ScoringItem:
     key: Hashable  # the item's primary key (or any unique key)
     external_id: str
@@ -32,7 +32,7 @@ class ScoringItem:
     resolved: dict[str, dict[str, Any]]
 
 
-@dataclass
+@dataclass(slots=True)  # millions per board: no per-instance dict, faster attribute reads
 class RunAnswer:
     value: Any  # canonical parsed answer (see answers.py) or None
     options: list | None = None  # option order the model saw, when stored
@@ -55,6 +55,21 @@ def primary_key(protocol: str) -> str:
     return MODULES[protocol].PRIMARY
 
 
+def chance(protocol: str, key: str) -> Decimal | None:
+    """Chance level (percent) of a metric or breakdown key ("category:positional:roa" -> roa's).
+
+    STATUS: 50 / 25 / 1.56 (PROTOCOLS.md §1); ChangeIt state accuracy: 10 (one of 10 candidates).
+    None where no fixed chance exists (ChangeIt object accuracy depends on how many candidates
+    name the object; the other protocols): their Random row shows it empirically.
+    """
+    metric = key.rsplit(":", 1)[-1]
+    if protocol == "status":
+        return status.CHANCE.get(metric)
+    if protocol == "changeit" and metric.startswith("state_acc_"):
+        return Decimal("10.00")
+    return None
+
+
 def _remap_index(value_index: int, seen: list | None, resolved: list) -> int | None:
     """Map an option index from the order the model saw to the release's order (by option text)."""
     if not seen or list(seen) == list(resolved):
@@ -64,6 +79,16 @@ def _remap_index(value_index: int, seen: list | None, resolved: list) -> int | N
     try:
         return list(resolved).index(seen[value_index])
     except ValueError:
+        return None
+
+
+def _seen_letter(release_index: int, seen: list | None, resolved: list) -> str | None:
+    """The letter under which the model saw the release's option ``release_index``."""
+    if not seen or list(seen) == list(resolved):
+        return LETTERS[release_index]
+    try:
+        return LETTERS[list(seen).index(resolved[release_index])]
+    except (ValueError, IndexError):
         return None
 
 
@@ -77,31 +102,84 @@ def _letter_in_release(answer: RunAnswer | None, resolved_options: list) -> str 
     return None if idx is None else LETTERS[idx]
 
 
-def score_status(items: Sequence[ScoringItem], answers: Mapping[tuple, RunAnswer]) -> ItemMatrix:
-    n = len(items)
-    truth = np.empty((n, 6), dtype=np.int8)
-    pred = np.full((n, 6), -1, dtype=np.int8)
-    p_a = np.full((n, 4), np.nan)
-    have_logprobs = False
+_LETTER_CODE = {letter: i for i, letter in enumerate(LETTERS)}
+
+
+def _status_code(ans: RunAnswer, options: list) -> int:
+    """Release letter code of a stored STATUS answer; -1 when missing, unreadable or out of range."""
+    value = ans.value
+    code = _LETTER_CODE.get(value) if isinstance(value, str) else None  # canonical answers: one dict lookup
+    if code is None:
+        letter = normalize_letter(value) if isinstance(value, str) else None
+        if letter is None:
+            return -1
+        code = _LETTER_CODE[letter]
+    seen = ans.options
+    if seen and seen != options:
+        mapped = _remap_index(code, seen, options)
+        if mapped is None:
+            return -1
+        code = mapped
+    return code if code < len(options) else -1
+
+
+def _status_scan(items: Sequence[ScoringItem], answers: Mapping[tuple, RunAnswer]):
+    """The one pass over the stored answers: (truth codes, predicted codes, log-prob flat index,
+    log P(release option A)) as flat lists (millions of live tuples would keep the cyclic
+    garbage collector scanning the heap)."""
+    truth_codes: list[int] = []
+    pred_codes: list[int] = []
+    lp_where: list[int] = []
+    lp_values: list[float] = []
+    get = answers.get
+    code_of, code_get = _LETTER_CODE, _LETTER_CODE.get
+    truth_append, pred_append = truth_codes.append, pred_codes.append
+    logprob_of_a = status.logprob_of_a
+    queries = tuple(enumerate(status.QUERIES))
     for i, item in enumerate(items):
-        for j, q in enumerate(status.QUERIES):
-            spec = item.resolved[q]
-            truth[i, j] = LETTERS.index(spec["answer"])
-            ans = answers.get((item.key, q))
-            letter = _letter_in_release(ans, spec["options"])
-            if letter is not None and LETTERS.index(letter) < len(spec["options"]):
-                pred[i, j] = LETTERS.index(letter)
-            if j < 4 and ans is not None and ans.logprobs:
-                have_logprobs = True
-                p_a[i, j] = status.prob_of_a(ans.logprobs)
+        resolved, key = item.resolved, item.key
+        for j, q in queries:
+            spec = resolved[q]
+            options = spec["options"]
+            truth_append(code_of[spec["answer"]])
+            ans = get((key, q))
+            if ans is None:
+                pred_append(-1)
+                continue
+            value, seen = ans.value, ans.options
+            # Fast path, inlined: a canonical letter seen in the release's own option order.
+            same_order = not seen or seen == options
+            if value is None:
+                pred_append(-1)
+            elif same_order and (code := code_get(value) if type(value) is str else None) is not None:
+                pred_append(code if code < len(options) else -1)
+            else:
+                pred_append(_status_code(ans, options))
+            if j < 4 and (logprobs := ans.logprobs):
+                # P of release option A (state_a / image_a) under the letter the model saw it as.
+                seen_a = "A" if same_order else _seen_letter(0, seen, options)
+                lp_where.append(i * 4 + j)
+                lp_values.append(logprob_of_a(logprobs, seen_a) if seen_a else float("nan"))
+    return truth_codes, pred_codes, lp_where, lp_values
+
+
+def score_status(items: Sequence[ScoringItem], answers: Mapping[tuple, RunAnswer]) -> ItemMatrix:
+    """One pass over the stored answers into flat code lists (the only per-answer Python work),
+    then the numpy scoring of ``status.item_matrix``."""
+    n = len(items)
+    truth_codes, pred_codes, lp_where, lp_values = _status_scan(items, answers)
+    truth = np.array(truth_codes, dtype=np.int8).reshape(n, 6)
+    pred = np.array(pred_codes, dtype=np.int8).reshape(n, 6)
     matrix = status.item_matrix(
         truth,
         pred,
         categories=[it.payload.get("category") for it in items],
         differences=[it.payload.get("difference") for it in items],
     )
-    if have_logprobs:
-        matrix.diagnostics["reassigned"] = status.reassigned(p_a)
+    if lp_where:
+        p_a = np.full(n * 4, np.nan)
+        p_a[np.array(lp_where, dtype=np.int64)] = lp_values
+        matrix.diagnostics["reassigned"] = status.reassigned(p_a.reshape(n, 4))
     return matrix
 
 
@@ -225,10 +303,38 @@ def finish(protocol: str, matrix: ItemMatrix, *, n_boot: int = 1000, seed: int =
 
 # --- Random rows ----------------------------------------------------------------------------
 
+def random_oscbench_matrix(items: Sequence[ScoringItem], *, seed: int) -> ItemMatrix:
+    """The Random judge's item matrix: the very draws of ``random_answers("oscbench", ...)``
+    (one 1-5 score per criterion and video), handed to the scoring as arrays instead of 100k
+    answer dicts that would only be read back into the same arrays."""
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(1, 6, size=(len(items), len(oscbench.CRITERIA))).astype(np.int64)
+    return oscbench.item_matrix(
+        draws,
+        np.ones_like(draws),
+        scenarios=[it.payload.get("scenario") for it in items],
+        action_categories=[it.payload.get("action_category") for it in items],
+    )
+
+
 def random_answers(protocol: str, items: Sequence[ScoringItem], *, seed: int) -> dict[tuple, RunAnswer]:
     """Seeded random answers for every query, scored through the same code as any model."""
     rng = np.random.default_rng(seed)
     out: dict[tuple, RunAnswer] = {}
+    if protocol == "oscbench":  # one draw for all videos: the rating tables are large
+        draws = rng.integers(1, 6, size=(len(items), len(oscbench.CRITERIA))).tolist()
+        for item, row in zip(items, draws):
+            out[(item.key, "judge")] = RunAnswer(dict(zip(oscbench.CRITERIA, row)), [])
+        return out
+    if protocol == "status":  # one draw per query, in item and query order
+        sizes = [len(item.resolved[q].get("options") or []) for item in items for q in item.resolved]
+        picks = rng.integers(0, np.maximum(sizes, 1)).tolist() if sizes else []
+        it = iter(picks)
+        for item in items:
+            for q, spec in item.resolved.items():
+                options = list(spec.get("options") or [])
+                out[(item.key, q)] = RunAnswer(LETTERS[next(it)], options)
+        return out
     set_pool = [
         str(x) for it in items if (it.resolved.get("qa") or {}).get("format") == "set" for x in (it.resolved["qa"].get("answer") or [])
     ]
@@ -257,20 +363,43 @@ def random_answers(protocol: str, items: Sequence[ScoringItem], *, seed: int) ->
 def score_blind_answers(
     protocol: str, items: Sequence[ScoringItem], blind: Mapping[Hashable, Sequence[Any]]
 ) -> ItemMatrix:
-    """Every blind answer is one scored row (pooled over annotators); ``blind``: item key -> answers."""
+    """The Human row: one scored row per *item* that has blind answers; ``blind``: item key -> answers.
+
+    Each blind answer is scored like a model's answer; an item's cell is then the mean score of
+    its answers (sum of their numerators over sum of their denominators, which is the mean
+    because every answer to one item has the same denominator), i.e. the expected score of a
+    randomly picked annotator on that item. Items therefore weigh equally however many people
+    answered them, the bootstrap resamples items, and ``n`` counts items. An empty or
+    unparseable blind answer scores 0 for its share and counts in ``parse_failures``.
+    """
     rows: list[ScoringItem] = []
     answers: dict[tuple, RunAnswer] = {}
+    owner: list[int] = []
+    answered_items = 0
     for item in items:
-        for k, raw in enumerate(blind.get(item.key, ())):
+        given = list(blind.get(item.key, ()))
+        if not given:
+            continue
+        for k, raw in enumerate(given):
             key = (item.key, k)
             rows.append(ScoringItem(key=key, external_id=item.external_id, payload=item.payload, resolved=item.resolved))
+            owner.append(answered_items)
             spec = item.resolved["qa"]
             value = None
             if raw not in (None, "", []):
-                value = parse_answer(protocol, "qa", raw, spec.get("options") or [], fmt=spec.get("format") or item.payload.get("format")) if protocol == "visualtrans" else parse_answer(protocol, "qa", raw, spec.get("options") or [])
+                fmt = (spec.get("format") or item.payload.get("format")) if protocol == "visualtrans" else None
+                value = parse_answer(protocol, "qa", raw, spec.get("options") or [], fmt=fmt)
             answers[(key, "qa")] = RunAnswer(value)
-    matrix = SCORERS[protocol](rows, answers)
-    matrix.n = len(rows)
+        answered_items += 1
+    per_answer = SCORERS[protocol](rows, answers)
+    owners = np.asarray(owner, dtype=np.int64)
+    num = np.zeros((answered_items, len(per_answer.keys)), dtype=np.int64)
+    den = np.zeros_like(num)
+    np.add.at(num, owners, per_answer.num.astype(np.int64))
+    np.add.at(den, owners, per_answer.den.astype(np.int64))
+    matrix = ItemMatrix(keys=per_answer.keys, num=num, den=den, parse_failures=per_answer.parse_failures, n=answered_items)
+    matrix.diagnostics = {k: v for k, v in per_answer.diagnostics.items() if k != "unsupported"}
+    matrix.diagnostics["blind_answers"] = {"answers": len(rows), "items": answered_items, "combined": "mean score of an item's answers, items weighted equally"}
     return matrix
 
 

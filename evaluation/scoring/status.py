@@ -117,28 +117,41 @@ def same_letter_bias(truth: np.ndarray, predicted: np.ndarray) -> dict[str, Any]
     return out
 
 
-def prob_of_a(logprobs: Mapping[str, float] | None) -> float:
-    """P(A) renormalized over the option letters present (A, B); NaN when A is absent."""
-    if not logprobs or "A" not in logprobs or logprobs["A"] is None:
+def logprob_of_a(logprobs: Mapping[str, float] | None, letter: str = "A") -> float:
+    """log P(letter) as the model gave it for its first token; -inf (probability 0) when log-probs
+    were stored without that letter; NaN when none were stored.
+
+    Not renormalized over the option letters: PROTOCOLS.md §1 and the STATUS paper (appendix A)
+    compare the model's own P(A | image_a) with P(A | image_b); renormalizing by P(A) + P(B)
+    would change that comparison whenever P(B) differs between the two images.
+    """
+    if not logprobs:
         return float("nan")
-    letters = [k for k in ("A", "B") if logprobs.get(k) is not None]
-    lp = np.array([float(logprobs[k]) for k in letters])
-    p = np.exp(lp - lp.max())
-    return float(p[0] / p.sum())
+    value = logprobs.get(letter)
+    if value is None:
+        return float("-inf")  # below the stored top-k: probability 0, never 1
+    return float(value)
 
 
-def reassigned(p_a: np.ndarray) -> dict[str, Any]:
-    """Rigorous accuracy after probability reassignment, from (N, 4) P(A) for osi_a, osi_b, ir_a, ir_b.
+def prob_of_a(logprobs: Mapping[str, float] | None, letter: str = "A") -> float:
+    """P(letter) = exp(log P(letter)); 0 when absent from stored log-probs, NaN when none stored."""
+    return float(np.exp(logprob_of_a(logprobs, letter)))
+
+
+def reassigned(a_scores: np.ndarray) -> dict[str, Any]:
+    """Rigorous accuracy after probability reassignment, from (N, 4) P(A) (or log P(A); only the
+    order matters) for osi_a, osi_b, ir_a, ir_b.
 
     OSI is rigorously correct iff P(A | image_a) > P(A | image_b); IR iff P(A | state_a) >
-    P(A | state_b). Ties and missing log-probs (NaN) are wrong.
+    P(A | state_b). Ties are wrong (two absent A's are a tie at 0); an item whose query has no
+    stored log-probs at all (NaN) is wrong.
     """
-    p_a = np.asarray(p_a, dtype=np.float64)
-    n = p_a.shape[0]
+    a_scores = np.asarray(a_scores, dtype=np.float64)
+    n = a_scores.shape[0]
     with np.errstate(invalid="ignore"):
-        osi = p_a[:, 0] > p_a[:, 1]
-        ir = p_a[:, 2] > p_a[:, 3]
-    have = np.isfinite(p_a).all(axis=1)
+        osi = a_scores[:, 0] > a_scores[:, 1]
+        ir = a_scores[:, 2] > a_scores[:, 3]
+    have = ~np.isnan(a_scores).any(axis=1)
     return {
         "n": n,
         "with_logprobs": int(have.sum()),

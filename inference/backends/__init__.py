@@ -49,8 +49,18 @@ def get_backend(endpoint) -> ModelBackend:
             model=endpoint.model_id,
             concurrency=endpoint.concurrency,
             options=endpoint.options,
+            # One in-flight bound per endpoint, shared by every chunk, worker process and host
+            # through the broker's Redis; without REDIS_URL (the eager demo) per call only.
+            limiter_key=f"endpoint:{endpoint.pk}:{endpoint.name}",
+            redis_url=_redis_url(),
         )
     return _vllm_backend(endpoint)
+
+
+def _redis_url() -> str | None:
+    from django.conf import settings
+
+    return getattr(settings, "REDIS_URL", "") or None
 
 
 def _vllm_backend(endpoint) -> ModelBackend:

@@ -42,6 +42,23 @@ class Sampling:
     logprobs: int | None = 5  # top-k log-probs of each generated token, where the backend supports it
 
 
+def single_token_choices(choices: list[str] | None) -> bool:
+    """Whether first-token log-probs can stand for the choices: every choice is one character (an
+    option letter, a digit), so the first generated token is the whole answer. Tokenizers split
+    longer choices ("10" starts with the token "1"; "A,C" with "A"), and the first token's
+    log-prob would then be credited to the wrong choice, so none are stored for such queries."""
+    return bool(choices) and all(isinstance(c, str) and len(c.strip()) == 1 for c in choices)
+
+
+def max_tokens_for(query: ModelQuery, sampling: Sampling) -> int:
+    """The generation limit of one query. A job-level max_tokens replaces the protocol's default,
+    except for structured (JSON-schema) replies such as judges, where the protocol's limit is a
+    minimum: a smaller job limit would cut the JSON and lose the answer, so it only raises it."""
+    if query.json_schema is not None:
+        return max(int(sampling.max_tokens or 0), query.max_tokens)
+    return sampling.max_tokens or query.max_tokens
+
+
 class BackendUnavailable(RuntimeError):
     """The backend cannot run here (e.g. vLLM not installed); jobs refuse to start."""
 

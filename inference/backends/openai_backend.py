@@ -1,12 +1,20 @@
 """Any OpenAI-compatible chat endpoint (OpenAI, a `vllm serve` server, others) through AsyncOpenAI.
 
-- Concurrency per endpoint is bounded by an asyncio.Semaphore(endpoint.concurrency).
-- Transient failures (429, 5xx, timeouts, dropped connections) are retried by the openai client
-  itself, which honours retry-after headers; `max_retries` and `timeout` come from the endpoint's
-  options. What still fails comes back as a ModelReply with `error` set, never as answer text.
+- Requests in flight per endpoint are bounded by `endpoint.concurrency` across every chunk,
+  worker process and host (limiter.EndpointLimiter: a Redis counting semaphore keyed by the
+  endpoint, plus a local asyncio.Semaphore; the local one alone without a Redis URL). The
+  option `slot_ttl` (seconds, default 30) is how long a killed worker's slots stay taken.
+- Transient failures (408, 409, 429, 5xx, timeouts, dropped connections) are retried by the
+  openai client itself, which honours retry-after headers; `max_retries` and `timeout` come from
+  the endpoint's options. An HTTP 200 whose body is not a chat completion (not JSON, no choices)
+  is asked again here, up to `max_retries` times with the client's backoff. What still fails
+  comes back as a ModelReply with `error` set, never as answer text; `attempts` counts the
+  requests really made (a 400 is not retried, so it counts 1).
 - Judges get `response_format={"type": "json_schema", ...}` unless the endpoint's options say
-  `"json_schema": false`; option-letter queries ask for first-token top log-probs unless
-  `"logprobs": false`; `"structured_choice": true` adds vLLM's `structured_outputs.choice`.
+  `"json_schema": false`; their protocol token limit is a minimum (base.max_tokens_for).
+  Option queries ask for first-token top log-probs unless `"logprobs": false`, and only when
+  every choice is a single character (base.single_token_choices: not ChangeIt's "1".."10");
+  `"structured_choice": true` adds vLLM's `structured_outputs.choice`.
 - HTTP goes through aiohttp (the SDK's `aiohttp` extra) when installed, else the SDK default.
 - The API key is passed in by the caller (read from the environment variable the endpoint names);
   this module never stores, logs or prints it.
@@ -16,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+import random
 import time
 from typing import Any
 
@@ -23,7 +32,8 @@ import openai
 from openai._constants import RAW_RESPONSE_HEADER
 from openai.types.chat import ChatCompletion
 
-from .base import ModelQuery, ModelReply, Sampling
+from .base import ModelQuery, ModelReply, Sampling, max_tokens_for, single_token_choices
+from .limiter import DEFAULT_TTL, EndpointLimiter
 
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_MAX_RETRIES = 3
@@ -40,6 +50,8 @@ class OpenAIBackend:
         model: str,
         concurrency: int = 8,
         options: dict[str, Any] | None = None,
+        limiter_key: str | None = None,
+        redis_url: str | None = None,
     ):
         self.base_url = base_url or None
         self._api_key = api_key or "not-needed"  # local servers accept any key
@@ -48,6 +60,10 @@ class OpenAIBackend:
         self.options = dict(options or {})
         self.timeout = float(self.options.get("timeout", DEFAULT_TIMEOUT))
         self.max_retries = int(self.options.get("max_retries", DEFAULT_MAX_RETRIES))
+        # The endpoint's in-flight bound is shared through Redis under this key (see limiter.py).
+        self.limiter_key = limiter_key or f"{self.base_url or 'openai'}|{self.model}"
+        self.redis_url = redis_url or None
+        self.slot_ttl = float(self.options.get("slot_ttl", DEFAULT_TTL))
 
     def __repr__(self) -> str:  # never show the key
         return f"OpenAIBackend(base_url={self.base_url!r}, model={self.model!r}, concurrency={self.concurrency})"
@@ -67,10 +83,11 @@ class OpenAIBackend:
             base_url=self.base_url, api_key=self._api_key, timeout=self.timeout, max_retries=self.max_retries,
             http_client=self._http_client(),
         )
-        semaphore = asyncio.Semaphore(self.concurrency)
+        limiter = EndpointLimiter(self.limiter_key, self.concurrency, self.redis_url, ttl=self.slot_ttl)
         try:
-            return list(await asyncio.gather(*(self._one(client, semaphore, q, sampling) for q in queries)))
+            return list(await asyncio.gather(*(self._one(client, limiter, q, sampling) for q in queries)))
         finally:
+            await limiter.close()
             await client.close()
 
     def _http_client(self):
@@ -90,13 +107,13 @@ class OpenAIBackend:
             "messages": query.messages,
             "temperature": sampling.temperature,
             "top_p": sampling.top_p,
-            "max_tokens": sampling.max_tokens or query.max_tokens,
+            "max_tokens": max_tokens_for(query, sampling),
         }
         if sampling.seed is not None:
             kwargs["seed"] = sampling.seed
         extra_body: dict[str, Any] = {}
         if query.choices:
-            if self.options.get("logprobs", True) and sampling.logprobs:
+            if self.options.get("logprobs", True) and sampling.logprobs and single_token_choices(query.choices):
                 kwargs["logprobs"] = True
                 kwargs["top_logprobs"] = min(int(sampling.logprobs), 20)
             if self.options.get("structured_choice", False):
@@ -109,58 +126,81 @@ class OpenAIBackend:
         kwargs.update(extra_body)
         return kwargs
 
-    async def _one(self, client: openai.AsyncOpenAI, semaphore: asyncio.Semaphore, query: ModelQuery, sampling: Sampling) -> ModelReply:
+    async def _one(self, client: openai.AsyncOpenAI, limiter: EndpointLimiter, query: ModelQuery, sampling: Sampling) -> ModelReply:
         kwargs = self.request_kwargs(query, sampling)
-        async with semaphore:
+        attempts = 0
+        async with limiter.slot():
             started = time.monotonic()
-            try:
-                # The client's generic POST: same retries, retry-after handling, timeouts and auth
-                # as chat.completions.create, without re-walking every message part and the JSON
-                # schema through the SDK's typed-params transform (a third of its CPU per call).
-                raw = await client.post(
-                    "/chat/completions", body=kwargs, cast_to=ChatCompletion, options=_RAW_OPTIONS
-                )
+            for round_ in range(1 + self.max_retries):
+                try:
+                    # The client's generic POST: same retries, retry-after handling, timeouts and
+                    # auth as chat.completions.create, without re-walking every message part and
+                    # the JSON schema through the SDK's typed-params transform (a third of its CPU
+                    # per call).
+                    raw = await client.post(
+                        "/chat/completions", body=kwargs, cast_to=ChatCompletion, options=_RAW_OPTIONS
+                    )
+                except openai.APIStatusError as exc:
+                    attempts += self._tries(exc)
+                    return self._failure(query, started, attempts, f"HTTP {exc.status_code}: {_short(_error_message(exc))}")
+                except openai.APITimeoutError as exc:
+                    attempts += 1 + self.max_retries
+                    refused = _connection_failure(exc)
+                    if refused:  # the aiohttp transport reports a refused connection as a connect timeout
+                        return self._failure(query, started, attempts, f"connection failed: {_short(refused)}")
+                    return self._failure(query, started, attempts, f"timed out after {self.timeout:g} s")
+                except openai.APIConnectionError as exc:
+                    attempts += 1 + self.max_retries
+                    return self._failure(query, started, attempts, f"connection failed: {_short(str(exc))}")
+                except openai.APIError as exc:
+                    attempts += 1
+                    return self._failure(query, started, attempts, f"bad response: {_short(str(exc))}")
+                attempts += 1 + int(getattr(raw, "retries_taken", 0) or 0)
                 # The body is read as plain JSON: building the SDK's pydantic models for every
                 # reply costs more CPU than the rest of the reply handling.
-                data = raw.http_response.json()
-            except openai.APIStatusError as exc:
-                return self._failure(query, started, f"HTTP {exc.status_code}: {_short(_error_message(exc))}")
-            except openai.APITimeoutError as exc:
-                refused = _connection_failure(exc)
-                if refused:  # the aiohttp transport reports a refused connection as a connect timeout
-                    return self._failure(query, started, f"connection failed: {_short(refused)}")
-                return self._failure(query, started, f"timed out after {self.timeout:g} s")
-            except openai.APIConnectionError as exc:
-                return self._failure(query, started, f"connection failed: {_short(str(exc))}")
-            except (openai.APIError, ValueError) as exc:  # malformed response bodies and the like
-                return self._failure(query, started, f"bad response: {_short(str(exc))}")
+                try:
+                    data = raw.http_response.json()
+                except ValueError:
+                    problem = f"the body is not JSON: {_short(raw.http_response.text, 120)!r}"
+                else:
+                    choice = _chat_choice(data)
+                    if choice is not None:
+                        break
+                    problem = f"not a chat completion: {_short(json.dumps(data)[:300])}"
+                if round_ < self.max_retries:  # a garbled 200: ask again with the client's backoff
+                    await asyncio.sleep(_backoff(round_))
+            else:
+                return self._failure(query, started, attempts, f"bad response: {problem}")
             latency = int((time.monotonic() - started) * 1000)
-        attempts = 1 + int(getattr(raw, "retries_taken", 0) or 0)
-        try:
-            choice = data["choices"][0]
-            text = choice["message"].get("content") or ""
-            usage = data.get("usage") or {}
-            return ModelReply(
-                key=query.key,
-                text=text,
-                logprobs=_first_token_logprobs(choice.get("logprobs"), query.choices),
-                prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                completion_tokens=int(usage.get("completion_tokens") or 0),
-                latency_ms=latency,
-                attempts=attempts,
-                extra={"finish_reason": choice.get("finish_reason")},
-            )
-        except (KeyError, IndexError, TypeError, AttributeError, ValueError):
-            return ModelReply(key=query.key, latency_ms=latency, attempts=attempts,
-                              error=f"bad response: not a chat completion: {_short(json.dumps(data)[:300])}")
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        return ModelReply(
+            key=query.key,
+            text=choice["message"].get("content") or "",
+            logprobs=_first_token_logprobs(choice.get("logprobs"), query.choices),
+            prompt_tokens=_int(usage.get("prompt_tokens")),
+            completion_tokens=_int(usage.get("completion_tokens")),
+            latency_ms=latency,
+            attempts=attempts,
+            extra={"finish_reason": choice.get("finish_reason")},
+        )
 
-    def _failure(self, query: ModelQuery, started: float, message: str) -> ModelReply:
-        # Every failed request was tried 1 + max_retries times when the error was retryable.
+    def _tries(self, exc: openai.APIStatusError) -> int:
+        """Requests the client made before raising: all of them for what it retries (its rule:
+        x-should-retry, 408, 409, 429, 5xx), one for the rest (400, 401, 404, ...)."""
+        should = exc.response.headers.get("x-should-retry") if exc.response is not None else None
+        if should == "false":
+            return 1
+        if should == "true" or exc.status_code in (408, 409, 429) or exc.status_code >= 500:
+            return 1 + self.max_retries
+        return 1
+
+    def _failure(self, query: ModelQuery, started: float, attempts: int, message: str) -> ModelReply:
+        attempts = max(1, attempts)
         return ModelReply(
             key=query.key,
             latency_ms=int((time.monotonic() - started) * 1000),
-            attempts=1 + self.max_retries,
-            error=f"{message} (after up to {1 + self.max_retries} attempts)",
+            attempts=attempts,
+            error=f"{message} (after {attempts} attempt{'s' if attempts != 1 else ''})",
         )
 
     def close(self) -> None:
@@ -170,6 +210,31 @@ class OpenAIBackend:
 def _short(message: str, limit: int = 300) -> str:
     message = " ".join(str(message).split())
     return message if len(message) <= limit else message[: limit - 1] + "…"
+
+
+def _backoff(round_: int) -> float:
+    """The openai client's own schedule: 0.5 s doubling to at most 8 s, minus up to 25 % jitter."""
+    return min(0.5 * 2.0**round_, 8.0) * (1 - 0.25 * random.random())
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _chat_choice(data: Any) -> dict[str, Any] | None:
+    """The first choice of a chat completion body, or None when the body is not one."""
+    try:
+        choice = data["choices"][0]
+        if isinstance(choice, dict) and isinstance(choice["message"], dict):
+            content = choice["message"].get("content")
+            if content is None or isinstance(content, str):
+                return choice
+    except (KeyError, IndexError, TypeError):
+        pass
+    return None
 
 
 def _connection_failure(exc: BaseException) -> str | None:
@@ -192,8 +257,9 @@ def _error_message(exc: openai.APIStatusError) -> str:
 
 
 def _first_token_logprobs(logprobs: Any, choices: list[str] | None) -> dict[str, float] | None:
-    """Log-probs of the option letters among the first generated token's top alternatives."""
-    if not choices or not logprobs or not logprobs.get("content"):
+    """Log-probs of the option letters among the first generated token's top alternatives
+    (none when a choice is longer than one token: see base.single_token_choices)."""
+    if not single_token_choices(choices) or not isinstance(logprobs, dict) or not logprobs.get("content"):
         return None
     first = logprobs["content"][0]
     wanted = set(choices)

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .base import BackendUnavailable, ModelQuery, ModelReply, Sampling
+from .base import BackendUnavailable, ModelQuery, ModelReply, Sampling, max_tokens_for, single_token_choices
 
 logger = logging.getLogger(__name__)
 
@@ -278,8 +278,10 @@ def _logsumexp(values: list[float]) -> float:
 
 def first_token_logprobs(position: dict[int, Any] | None, choices: list[str] | None) -> dict[str, float] | None:
     """Log-probs of the first generated token: per option letter when there are choices
-    (tokens decoding to the same letter, e.g. "A" and " A", are summed), else the top-k tokens."""
-    if not position:
+    (tokens decoding to the same letter, e.g. "A" and " A", are summed), else the top-k tokens.
+    None when a choice is longer than one character (ChangeIt's "10", M3-Verse's "A,C"): its
+    first token would be credited to another choice (base.single_token_choices)."""
+    if not position or (choices and not single_token_choices(choices)):
         return None
     by_text: dict[str, list[float]] = {}
     for entry in position.values():
@@ -329,7 +331,7 @@ class VLLMBackend:
         return vllm.SamplingParams(
             temperature=sampling.temperature,
             top_p=sampling.top_p,
-            max_tokens=sampling.max_tokens or query.max_tokens,
+            max_tokens=max_tokens_for(query, sampling),  # a judge's limit is a minimum
             seed=sampling.seed,
             logprobs=logprobs,
             structured_outputs=structured,

@@ -1,5 +1,9 @@
 """ChangeIt-Frames: name the state of an object among 10 candidate labels, on the full image and
-on the annotated box (crop), with the standard and the distractor candidate lists."""
+on the annotated box (crop), with the standard and the distractor candidate lists.
+
+The model answers with the candidate's number (PROTOCOLS.md), "1" to "10". Tokenizers split "10"
+into "1" + "0", so a first-token log-prob cannot tell "1" from "10": the backends store no
+log-probs for these queries (inference.backends.base.single_token_choices)."""
 from __future__ import annotations
 
 from typing import Any
@@ -29,8 +33,10 @@ def build(item: ItemInput, *, media: MediaPreparer, params: dict[str, Any]) -> l
     for key, resolved in item.resolved.items():
         options = resolved["options"]
         condition = key.rsplit(":", 1)[1]
-        if condition == "crop" and not bbox:
-            out.append(failed(key, options, "the item has no annotated box to crop"))
+        if condition == "crop" and not isinstance(bbox, list):
+            # No box, or the annotators' answer "nothing_to_label" / "cannot_determine" in its place.
+            why = f"the item has no box to crop ({bbox})" if isinstance(bbox, str) else "the item has no annotated box to crop"
+            out.append(failed(key, options, why))
             continue
         try:
             url = media.image(item.media_paths.get("image"), bbox=bbox if condition == "crop" else None)

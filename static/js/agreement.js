@@ -17,12 +17,15 @@ function bar(v) {
   return h("span", { class: "bar", style: `width:${Math.max(0, Math.min(1, v)) * 4}em` });
 }
 
-function statusCards(el, counts) {
+function statusCards(el, counts, goldItems) {
   const keys = [...STATUS_ORDER.filter((k) => k in counts), ...Object.keys(counts).filter((k) => !STATUS_ORDER.includes(k))];
   const total = keys.reduce((s, k) => s + (counts[k] || 0), 0);
   el.replaceChildren(
     h("div", { class: "stat", dataset: { status: "total" } }, h("span", { class: "muted" }, "items"), h("b", {}, String(total))),
     ...keys.map((k) => h("div", { class: "stat", dataset: { status: k } }, h("span", { class: "muted" }, k), h("b", {}, String(counts[k] || 0)))),
+    // Gold items stay in the queue for good, so they are counted apart from progress.
+    ...(goldItems ? [h("div", { class: "stat", dataset: { status: "gold" }, title: "known-answer items mixed into the queue; not part of progress" },
+      h("span", { class: "muted" }, "gold"), h("b", {}, String(goldItems)))] : []),
   );
   return total ? ((counts.verified || 0) + (counts.discarded || 0)) / total : 0;
 }
@@ -97,7 +100,7 @@ async function load(root) {
   const notices = new Notices(root.querySelector("[data-notices]"));
   try {
     const data = await api("GET", `/api/projects/${slug}/agreement/`, { retries: 2 });
-    const done = statusCards(root.querySelector("[data-status]"), data.status_counts || {});
+    const done = statusCards(root.querySelector("[data-status]"), data.status_counts || {}, data.gold_items || 0);
     root.querySelector("[data-progress]").style.width = `${(done * 100).toFixed(1)}%`;
     annotatorTable(root.querySelector("[data-annotators]"), data.annotators || []);
     workflowFigures(root.querySelector("[data-workflow-figures]"), root.querySelector("[data-workflow-title]"), data.workflow || {});

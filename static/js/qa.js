@@ -20,12 +20,38 @@ function imageLabel(index, count) {
   return count > 3 ? `Candidate ${index - 1}` : "Candidate";
 }
 
+/** The newest machine-made answer (the server sends suggestions newest first), if any. */
+export function suggestionOf(item) {
+  const list = item.suggestions || [];
+  const s = list.find((x) => x && x.result && x.result.answer !== undefined && x.result.answer !== null);
+  return s ? { source: s.source || "a model", answer: s.result.answer } : null;
+}
+
 function mount(container, item, draft, ctx) {
   const format = item.format || "choice";
   const multiple = format === "choice" && isMultiple(item);
   // Options arrive as [{letter, text}] (or plain strings, letters by position).
   const options = (item.options || []).map((o, i) => (typeof o === "string" ? { letter: LETTERS[i], text: o } : { letter: o.letter || LETTERS[i], text: o.text ?? "" }));
+  // A draft (the annotator's own work) wins; else a model's suggestion pre-fills the answer,
+  // marked as machine-made until the annotator changes it. Flags are never pre-filled.
+  const suggestion = suggestionOf(item);
+  const hasDraft = Object.keys(draft || {}).some((k) => !k.startsWith("_"));
+  let machine = hasDraft ? Boolean(draft._machine) : Boolean(suggestion);
+  if (!hasDraft && suggestion) draft = { answer: suggestion.answer, flags: [] };
   const flagsSet = new Set(draft.flags || []);
+  const machineBadge = h("span", { class: "badge machine", "data-machine": "", title: `Pre-filled by ${suggestion ? suggestion.source : "a model"}`, hidden: !machine }, "machine");
+  const machineNote = suggestion
+    ? h("p", { class: "muted small machine-note", hidden: !machine }, h("span", { class: "badge machine" }, "machine"),
+      ` answer suggested by ${suggestion.source}, not checked by anyone; change it if the media show otherwise.`)
+    : null;
+  const answerEdited = () => {
+    if (machine) {
+      machine = false;
+      machineBadge.hidden = true;
+      if (machineNote) machineNote.hidden = true;
+    }
+    ctx.changed();
+  };
 
   // ---- media ----
   const videoBefore = mediaUrl(item, "video_before");
@@ -50,10 +76,10 @@ function mount(container, item, draft, ctx) {
   if (format === "choice") {
     const chosen = new Set(Array.isArray(draft.answer) ? draft.answer : draft.answer ? [draft.answer] : []);
     answerEl = h("fieldset", { class: "options", id: "qa-answer" },
-      h("legend", {}, multiple ? "Choose every correct option" : "Choose one option"),
+      h("legend", {}, multiple ? "Choose every correct option" : "Choose one option", " ", machineBadge),
       options.map(({ letter, text }) => {
         const input = h("input", { type: multiple ? "checkbox" : "radio", name: "answer", value: letter, checked: chosen.has(letter) });
-        input.addEventListener("change", () => ctx.changed());
+        input.addEventListener("change", answerEdited);
         optionInputs.push(input);
         return h("label", { class: "option" }, input, h("kbd", {}, letter), h("span", {}, text));
       }));
@@ -72,14 +98,14 @@ function mount(container, item, draft, ctx) {
     });
   } else if (format === "count") {
     const input = h("input", { type: "number", min: "0", step: "1", inputmode: "numeric", id: "qa-answer", name: "answer", value: draft.answer ?? "", placeholder: "a whole number" });
-    input.addEventListener("input", () => ctx.changed());
+    input.addEventListener("input", answerEdited);
     input.addEventListener("keydown", (e) => {
       if (e.key === "Enter" && !e.ctrlKey) {
         e.preventDefault();
         ctx.submit();
       }
     });
-    answerEl = h("label", { class: "count" }, "Count ", input);
+    answerEl = h("label", { class: "count" }, "Count ", input, " ", machineBadge);
     getAnswer = () => (input.value.trim() === "" ? null : Number(input.value));
     focusAnswer = () => input.focus();
   } else {
@@ -88,7 +114,7 @@ function mount(container, item, draft, ctx) {
     const chips = h("ul", { class: "chips", "data-set": "" });
     const input = h("input", { type: "text", id: "qa-answer", name: "answer", placeholder: "type an object, Enter to add (commas work too)", autocomplete: "off" });
     const renderChips = () => {
-      chips.replaceChildren(...values.map((v, i) => h("li", { class: "chip" }, v, h("button", { type: "button", "aria-label": `Remove ${v}`, onclick: () => { values.splice(i, 1); renderChips(); ctx.changed(); input.focus(); } }, "×"))));
+      chips.replaceChildren(...values.map((v, i) => h("li", { class: "chip" }, v, h("button", { type: "button", "aria-label": `Remove ${v}`, onclick: () => { values.splice(i, 1); renderChips(); answerEdited(); input.focus(); } }, "×"))));
     };
     const addFromInput = () => {
       const parts = input.value.split(",").map((s) => s.trim()).filter(Boolean);
@@ -96,7 +122,7 @@ function mount(container, item, draft, ctx) {
       values.push(...parts);
       input.value = "";
       renderChips();
-      ctx.changed();
+      answerEdited();
       return true;
     };
     input.addEventListener("keydown", (e) => {
@@ -106,7 +132,7 @@ function mount(container, item, draft, ctx) {
       } else if (e.key === "Backspace" && !input.value && values.length) {
         values.pop();
         renderChips();
-        ctx.changed();
+        answerEdited();
       } else if (e.key === ",") {
         e.preventDefault();
         addFromInput();
@@ -114,7 +140,7 @@ function mount(container, item, draft, ctx) {
     });
     input.addEventListener("blur", addFromInput);
     renderChips();
-    answerEl = h("div", { class: "set-input" }, h("label", { for: "qa-answer" }, "Objects"), chips, input);
+    answerEl = h("div", { class: "set-input" }, h("label", { for: "qa-answer" }, "Objects ", machineBadge), chips, input);
     getAnswer = () => {
       addFromInput();
       return [...values];
@@ -149,6 +175,7 @@ function mount(container, item, draft, ctx) {
       media,
       h("section", { class: "card qa-form" },
         h("h2", { class: "question" }, item.question || ""),
+        machineNote,
         answerEl,
         flagsEl),
     ),
@@ -157,7 +184,7 @@ function mount(container, item, draft, ctx) {
 
   return {
     draft() {
-      return { answer: getAnswer === undefined ? null : currentAnswer(), flags: FLAGS.map(([n]) => n).filter((n) => flagInputs[n].checked) };
+      return { answer: getAnswer === undefined ? null : currentAnswer(), flags: FLAGS.map(([n]) => n).filter((n) => flagInputs[n].checked), _machine: machine };
     },
     collect() {
       const answer = getAnswer();

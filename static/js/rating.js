@@ -1,6 +1,7 @@
 // Likert video rating (OSCBench): the video with frame stepping and looping, the prompt, eight
 // criteria scored 1–5 (N/A only where the protocol allows it), the rubric in a dialog. Submit
-// stays disabled until the video has played through once.
+// stays disabled until the video has played through once: the ranges the browser actually played
+// must cover the whole video (seeking or dragging the scrubber to the end does not count).
 import { h, mediaUrl, startWorkbench, videoPlayer } from "./workbench.js";
 
 const DEFAULT_CRITERIA = [
@@ -34,11 +35,33 @@ export function criteriaOf(item) {
   });
 }
 
-function rubricNode(rubric, criteria) {
-  if (!rubric) return h("p", { class: "muted" }, "This project has no rubric text.");
-  if (typeof rubric === "string") return h("div", { class: "rubric-text" }, rubric.split(/\n{2,}/).map((p) => h("p", {}, p)));
+/**
+ * Whether the played ranges cover [0, duration], allowing gaps up to `tolerance` seconds (a frame
+ * step, the last frame's rounding). `ranges` is a TimeRanges or a list of [start, end].
+ */
+export function coversWhole(ranges, duration, tolerance) {
+  if (!duration || !isFinite(duration)) return false;
+  const list = [];
+  if (Array.isArray(ranges)) list.push(...ranges.map(([a, b]) => [a, b]));
+  else for (let i = 0; i < ranges.length; i++) list.push([ranges.start(i), ranges.end(i)]);
+  list.sort((x, y) => x[0] - y[0]);
+  let reached = 0;
+  for (const [start, end] of list) {
+    if (start > reached + tolerance) return false;
+    reached = Math.max(reached, end);
+  }
+  return reached >= duration - tolerance;
+}
+
+function rubricNode(rubric, criteria, text) {
+  const textNode = text ? h("div", { class: "rubric-text", "data-rubric-text": "" }, text.split(/\n{2,}/).map((p) => h("p", {}, p))) : null;
+  if (!rubric || (typeof rubric === "object" && !Object.keys(rubric).length)) {
+    return textNode || h("p", { class: "muted" }, "This project has no rubric text.");
+  }
+  if (typeof rubric === "string") return h("div", { class: "rubric-text" }, textNode, rubric.split(/\n{2,}/).map((p) => h("p", {}, p)));
   const byKey = Object.fromEntries(criteria.map((c) => [c.key, c]));
-  return h("div", { class: "rubric-text" }, Object.entries(rubric).map(([key, value]) => {
+  // A project's single rubric text comes first; the per-criterion wording follows as a reminder.
+  return h("div", { class: "rubric-text" }, textNode, textNode ? h("h3", { class: "rubric-per-criterion" }, "Per criterion") : null, Object.entries(rubric).map(([key, value]) => {
     const title = (byKey[key] && byKey[key].label) || key;
     let body;
     if (typeof value === "string") body = h("p", {}, value);
@@ -53,6 +76,7 @@ function mount(container, item, draft, ctx) {
   const scores = { ...(draft.scores || {}) };
   let watched = Boolean(draft.watched);
   let focusIndex = Math.max(0, criteria.findIndex((c) => !(c.key in scores)));
+  // The asset's frame rate comes from the server (read at import); 25 only when it is unknown.
   let fps = (item.video && item.video.fps) || item.fps || 25;
 
   const { video, figure } = videoPlayer(mediaUrl(item, "video"), null, { loop: Boolean(draft.loop) });
@@ -89,13 +113,15 @@ function mount(container, item, draft, ctx) {
     };
     video.requestVideoFrameCallback(onFrame);
   }
-  let lastTime = 0;
-  video.addEventListener("ended", markWatched);
+  // video.played lists what the browser really played (a seek starts a new range), so only
+  // playback through every part of the video unlocks Submit, looping or not.
+  const checkWatched = () => {
+    if (watched) return;
+    const tolerance = Math.min(0.5, Math.max(0.1, 2 / fps));
+    if (coversWhole(video.played, video.duration, tolerance)) markWatched();
+  };
+  for (const type of ["timeupdate", "ended", "pause", "seeking"]) video.addEventListener(type, checkWatched);
   video.addEventListener("timeupdate", () => {
-    const d = video.duration;
-    // 'ended' never fires while looping, so also count reaching the end or wrapping around.
-    if (d && isFinite(d) && (video.currentTime >= d - 0.05 || (video.loop && lastTime > d - 0.5 && video.currentTime < lastTime - 0.3))) markWatched();
-    lastTime = video.currentTime;
     frameInfo.textContent = `${video.currentTime.toFixed(2)} s · frame ${Math.round(video.currentTime * fps)}`;
   });
   const stepFrame = (dir) => {
@@ -150,7 +176,7 @@ function mount(container, item, draft, ctx) {
 
   const dialog = h("dialog", { class: "rubric", "data-rubric-dialog": "" },
     h("form", { method: "dialog" }, h("button", { class: "close", "aria-label": "Close" }, "×")),
-    h("h2", {}, "Rubric"), rubricNode(item.rubric, criteria));
+    h("h2", {}, "Rubric"), rubricNode(item.rubric, criteria, item.rubric_text));
   const openRubric = () => (dialog.open ? dialog.close() : dialog.showModal());
 
   container.append(

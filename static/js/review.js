@@ -112,7 +112,11 @@ function fieldRows(workflow, data) {
 
 function truthOf(workflow, payload) {
   if (workflow === "quintuplet") return Object.fromEntries(QUINTUPLET_FIELDS.map((f) => [f, payload[f]]));
-  if (workflow === "box") return { bbox: payload.bbox, state: payload.state, outcome: payload.outcome };
+  if (workflow === "box") {
+    // The import format stores "nothing to label" / "cannot determine" in bbox itself.
+    const outcome = typeof payload.bbox === "string" ? payload.bbox : payload.outcome;
+    return { bbox: Array.isArray(payload.bbox) ? payload.bbox : null, state: payload.state, outcome };
+  }
   if (workflow === "qa") return { answer: payload.answer, flags: null };
   return null; // ratings have no truth
 }

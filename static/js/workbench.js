@@ -679,6 +679,8 @@ export class Workbench {
     const draft = this.currentDraft();
     this.dirty = false;
     this.setStatus("Saving…", "pending");
+    // A retry after a lost response resends this very body and version (api() reuses the
+    // request), so the server recognises the replay of a save it already made and accepts it.
     this.saving = api("PUT", `/api/tasks/${task.id}/draft/`, { body: { draft, version: task.version }, retries: 2 });
     try {
       const data = await this.saving;
@@ -868,6 +870,12 @@ export class Workbench {
         this.notices.show(`Not submitted — ${err.message}`, { kind: "error", id: "invalid", sticky: true });
         const field = errorField(err.body);
         if (field && this.view.focusField) this.view.focusField(field);
+      } else if (err instanceof ApiError && err.status === 409 && err.body && err.body.annotation && err.body.annotation.task === task.id) {
+        // Submitted before with a different answer (another tab, an earlier submit): the server
+        // keeps the first answer, so this task is done; nothing here is worth keeping.
+        this.afterSubmit(task);
+        this.setStatus("Already submitted", "error");
+        this.notices.show(`Not submitted: ${err.message}`, { kind: "error", sticky: true, id: "stale", actions: [["Next task", () => this.claim()]] });
       } else if (err instanceof ApiError && err.status === 409) {
         this.setStatus("Not submitted", "error");
         this.storeLocal();

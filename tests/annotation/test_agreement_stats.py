@@ -1,11 +1,13 @@
 """Agreement statistics (pure functions, no database)."""
 from __future__ import annotations
 
-from itertools import permutations
+import random
+from itertools import combinations, permutations
 
 import pytest
 
 from annotation import agreement as ag
+from annotation.protocols import OSC_CRITERIA
 
 N = None
 # Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability": 4 observers, 12 units,
@@ -154,8 +156,75 @@ def test_gold_correct_per_workflow_and_median_seconds():
     assert ag.gold_correct("qa", {"answer": 4}, {"answer": None}) is False
     assert ag.gold_correct("box", {"bbox": [0, 0, 10, 10], "state": "s"}, {"bbox": [1, 1, 10, 10], "state": "s"}) is True
     assert ag.gold_correct("box", {"bbox": [0, 0, 10, 10], "state": "s"}, {"outcome": "cannot_determine"}) is False
+    # The import format keeps a "nothing to label" answer in bbox itself.
+    assert ag.gold_correct("box", {"bbox": "nothing_to_label", "state": "s"}, {"outcome": "nothing_to_label"}) is True
+    assert ag.gold_correct("box", {"bbox": "nothing_to_label", "state": "s"}, {"bbox": [0, 0, 5, 5], "state": "s"}) is False
     assert ag.gold_correct("quintuplet", {"category": "other", "difference": "slight"}, {"category": "other", "difference": "slight"}) is True
     assert ag.gold_correct("rating", {"gold_scores": {"object": 5}}, {"scores": {"object": 3}}) is False
     assert ag.gold_correct("rating", {}, {"scores": {"object": 3}}) is None
     assert ag.median_seconds([3000, 1000, 2000, 10000]) == 2.5
     assert ag.median_seconds([]) is None
+
+
+def test_two_missing_qa_answers_are_not_agreement_in_every_view():
+    # Two annotators who both flagged the question instead of answering it.
+    none_a = {"answer": None, "flags": ["insufficient_evidence"]}
+    none_b = {"answer": None, "flags": ["ambiguous"]}
+
+    assert ag.qa_answers_agree(None, None) is False
+    assert ag.qa_answers_agree("a", None) is False
+    assert ag.qa_answers_agree("a", "A") is True
+    assert ag.pair_agreement("qa", none_a, none_b) == 0.0  # per-annotator rows
+    assert ag.qa_summary([(None, [None, None])])["pairwise_agreement"] == 0.0  # summary
+    assert ag.field_disagreements("qa", [(1, none_a), (2, none_b)])["answer"]["agree"] is False  # review highlight
+    assert not ag.results_agree("qa", [{"answer": None, "flags": []}, {"answer": None, "flags": []}])  # auto-verify
+    stream = ag.ProjectAgreement("qa")
+    stream.add_item([("ann0", none_a), ("ann1", none_b)])
+    assert stream.summary()["pairwise_agreement"] == 0.0
+    assert stream.annotator_agreement("ann0") == stream.annotator_agreement("ann1") == (0.0, 1)
+
+
+@pytest.mark.parametrize("workflow", ["box", "qa", "quintuplet", "rating"])
+def test_streamed_project_agreement_matches_the_list_summaries(workflow):
+    rng = random.Random(7)
+
+    def result():
+        if workflow == "box":
+            if rng.random() < 0.2:
+                return {"outcome": rng.choice(["nothing_to_label", "cannot_determine"])}
+            return {"bbox": [rng.randint(0, 5), rng.randint(0, 5), 10, 10], "state": rng.choice(["s", "t"])}
+        if workflow == "qa":
+            return {"answer": rng.choice(["A", "b", None, ["A", "C"]]), "flags": []}
+        if workflow == "quintuplet":
+            return {"state_a": rng.choice(["The jar.", "jar"]), "state_b": "x", "change": "open",
+                    "change_distractors": ["a", "b", "c"], "category": rng.choice(["functional", "other"]),
+                    "difference": "slight"}
+        return {"scores": {c: rng.choice([1, 2, 3, 4, 5, None]) for c in OSC_CRITERIA}}
+
+    items = [[result() for _ in range(rng.randint(1, 4))] for _ in range(40)]
+    stream = ag.ProjectAgreement(workflow)
+    for results in items:
+        stream.add_item([(f"ann{n}", r) for n, r in enumerate(results)])
+
+    if workflow == "qa":
+        expected = ag.qa_summary([(None, [r["answer"] for r in results]) for results in items])
+        pairs = [ag.pair_agreement("qa", a, b) for results in items for a, b in combinations(results, 2)]
+        assert expected["pairwise_agreement"] == round(sum(pairs) / len(pairs), 4)
+    else:
+        expected = {"box": ag.box_summary, "quintuplet": ag.quintuplet_summary, "rating": ag.rating_summary}[workflow](items)
+    assert stream.summary() == expected
+    if workflow == "rating":
+        for c in OSC_CRITERIA:
+            units = [[(r["scores"]).get(c) for r in results] for results in items]
+            alpha = ag.krippendorff_alpha(units, "ordinal")
+            assert expected["criteria"][c]["alpha"] == (None if alpha is None else round(alpha, 4))
+    # ann0 is in every item with a second annotator: its mean over its pairs, computed directly.
+    scores = [ag.pair_agreement(workflow, results[0], other) for results in items for other in results[1:]]
+    scores = [s for s in scores if s is not None]
+    assert stream.annotator_agreement("ann0") == ((round(sum(scores) / len(scores), 4) if scores else None), len(scores))
+
+
+def test_group_by_item_yields_each_items_rows_in_order():
+    rows = [(1, "a"), (1, "b"), (2, "c"), (5, "d"), (5, "e")]
+    assert list(ag.group_by_item(iter(rows))) == [(1, [(1, "a"), (1, "b")]), (2, [(2, "c")]),
+                                                   (5, [(5, "d"), (5, "e")])]

@@ -127,6 +127,91 @@ def test_duplicated_submits_and_two_tabs_never_create_two_annotations(make_proje
     assert_queue_drained_exactly(project, 16)
 
 
+def test_two_tabs_racing_with_different_answers_keep_one_and_tell_the_other(make_project):
+    # 16 annotators with two tabs each sharing the page's Idempotency-Key but answering
+    # differently: one answer is stored, the other tab hears 409 (never a silent "Submitted").
+    people = make_people(16)
+    project = make_project("diff", "changeit", annotations_per_item=PER_ITEM)
+    make_items_fast(project, N_ITEMS)
+    outcomes: dict[int, list[tuple[str, int, dict]]] = defaultdict(list)
+    lock = threading.Lock()
+
+    def tab(user, answer: dict):
+        def run():
+            while (task := next_task_or_none(project, user)) is not None:
+                key = f"page-{user.pk}-{task.pk}"
+                try:
+                    out = services.task_submit(task_id=task.pk, user=user, result=answer, idempotency_key=key)
+                    seen = ("created" if out.created else "repeat", out.annotation.pk, out.annotation.result)
+                except services.AlreadySubmitted as exc:
+                    seen = ("conflict", exc.annotation.pk, exc.annotation.result)
+                with lock:
+                    outcomes[task.pk].append((seen[0], seen[1], seen[2]))
+        return run
+
+    answers = ({"outcome": "nothing_to_label"}, {"outcome": "cannot_determine"})
+    errors = run_threads([tab(u, answer) for u in people for answer in answers])
+
+    assert errors == []
+    stored = dict(Annotation.objects.filter(item__project=project).values_list("task_id", "pk"))
+    assert set(outcomes) == set(stored)
+    for task_id, seen in outcomes.items():
+        kinds = sorted(kind for kind, _pk, _result in seen)
+        # One tab stored its answer; a tab that came back with the other answer got a conflict.
+        assert kinds.count("created") == 1 and "repeat" not in kinds, (task_id, seen)
+        assert {pk for _kind, pk, _result in seen} == {stored[task_id]}
+        assert len({repr(result) for _kind, _pk, result in seen}) == 1
+    assert_queue_drained_exactly(project, 16)
+
+
+def test_a_claim_never_waits_for_a_held_item_while_it_keeps_another_locked(make_project):
+    # ann0 holds two tasks (a page with a preloaded one). A reviewer settles the first item, and
+    # a submit elsewhere holds the second item's lock. The claim must drop the first hold without
+    # keeping its item locked while it waits for the second: otherwise whoever holds the second
+    # item and then needs the first would deadlock with it.
+    from django.db import transaction
+
+    (user,) = make_people(1)
+    project = make_project("hold", "changeit", annotations_per_item=2)
+    first_id, second_id = make_items_fast(project, 2)
+    t1 = services.task_claim_next(project=project, user=user)
+    t2 = services.task_claim_next(project=project, user=user, exclude=(t1.pk,))
+    assert (t1.item_id, t2.item_id) == (first_id, second_id)
+    Item.objects.filter(pk=first_id).update(status="discarded")
+
+    second_locked = threading.Event()
+    seen: dict = {}
+
+    def blocker():
+        with transaction.atomic():
+            Item.objects.select_for_update().get(pk=second_id)
+            second_locked.set()
+            # Wait until the claim is blocked on the second item, then try the first one.
+            deadline = time.monotonic() + 30
+            with connection.cursor() as cursor:
+                while time.monotonic() < deadline:
+                    cursor.execute("SELECT pg_stat_clear_snapshot()")  # a fresh view inside this transaction
+                    cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                                   "AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()")
+                    if cursor.fetchone()[0]:
+                        break
+                    time.sleep(0.01)
+                seen["claim_waiting"] = time.monotonic() < deadline
+                cursor.execute("SELECT id FROM annotation_item WHERE id = %s FOR UPDATE NOWAIT", [first_id])
+                seen["first_free"] = cursor.fetchall() == [(first_id,)]
+
+    def claimer():
+        second_locked.wait(10)
+        seen["task"] = services.task_claim_next(project=project, user=user)
+
+    errors = run_threads([blocker, claimer])
+
+    assert errors == []
+    assert seen["claim_waiting"] and seen["first_free"]
+    assert seen["task"].pk == t2.pk
+    assert Task.objects.get(pk=t1.pk).status == "expired"
+
+
 def test_two_reviewers_racing_on_one_item_make_one_decision(make_project):
     a, b, r1, r2 = make_people(4)
     project = make_project("race", "changeit", annotations_per_item=2)

@@ -110,8 +110,8 @@ def test_two_commands_creating_the_same_project_at_once_share_it(tmp_path):
 
     assert results == [None, None]
     assert sorted(out.getvalue().split(";")[0] for out in outputs) == [
-        f"fresh: {LINES} lines, 0 items created (none), {LINES} unchanged",
-        f"fresh: {LINES} lines, {LINES} items created (annotated {LINES}), 0 unchanged",
+        f"fresh: {LINES} lines, 0 items created (none), {LINES} unchanged, 0 promoted to verified",
+        f"fresh: {LINES} lines, {LINES} items created (annotated {LINES}), 0 unchanged, 0 promoted to verified",
     ]
     assert Project.objects.filter(slug="fresh").count() == 1
     assert Item.objects.filter(project__slug="fresh").count() == LINES

@@ -295,7 +295,7 @@ def test_existing_id_with_different_content_is_refused(status_project, status_me
     changed = status_line(0, change="shut the door")
     path = write_lines(status_media / "two.jsonl", [status_line(1), changed])
     assert refused(status_project, path) == [
-        "line 2: field id: item 'status-00000' already exists in the project with different content"
+        "line 2: field id: item 'status-00000' already exists in the project with different content (payload)"
     ]
     assert list(Item.objects.values_list("id", "payload", "updated_at")) == before
     assert MediaAsset.objects.count() == assets
@@ -369,6 +369,35 @@ def test_protocol_specific_answer_checks(make_project, data_dir, _media_root):
     assert_nothing_written(_media_root)
 
 
+def test_raw_qa_items_carry_their_question_and_options(make_project, data_dir, _media_root):
+    # A QA item's question defines the task: a raw item (no answer yet) still needs it.
+    vt, m3 = make_project("vt", "visualtrans"), make_project("m3", "m3verse")
+    write_sample_dataset(data_dir / "vt", "visualtrans", 3, complete=False)
+    write_sample_dataset(data_dir / "m3", "m3verse", 1, complete=False)
+    no_question = sample_line("visualtrans", 1, complete=False)
+    del no_question["question"]
+    no_options = sample_line("visualtrans", 0, complete=False)
+    del no_options["options"]
+    bare = {"id": "bare", "images": sample_line("visualtrans", 2)["images"]}
+    path = write_lines(data_dir / "vt" / "bad.jsonl", [no_question, no_options, bare])
+    assert refused(vt, path) == [
+        "line 1: field question: required",
+        "line 2: field options: required when format is choice",
+        "line 3: field question: required",
+        "line 3: field format: required",
+    ]
+    m3_line = sample_line("m3verse", 0, complete=False)
+    del m3_line["options"]
+    assert refused(m3, write_lines(data_dir / "m3" / "bad.jsonl", [m3_line])) == ["line 1: field options: required"]
+    assert_nothing_written(_media_root)
+
+    items_import(project=vt, path=data_dir / "vt" / "items.jsonl")
+    items_import(project=m3, path=data_dir / "m3" / "items.jsonl")
+    assert sorted(Item.objects.values_list("project__slug", "status").distinct()) == [("m3", "pending"), ("vt", "pending")]
+    choice = Item.objects.get(project=vt, external_id=sample_line("visualtrans", 0)["id"]).payload
+    assert choice["format"] == "choice" and len(choice["options"]) == 3 and "answer" not in choice
+
+
 def test_box_outside_the_image_is_refused(make_project, data_dir, _media_root):
     project = make_project("ci", "changeit")
     write_sample_dataset(data_dir, "changeit", 1)
@@ -434,3 +463,196 @@ def test_file_above_the_byte_limit_is_refused(status_project, status_media, sett
         "line 1: field image_b: img/b.png: file is larger than 300 bytes",
     ]
     assert_nothing_written(_media_root)
+
+
+def test_m3verse_answer_and_capability_checks(make_project, data_dir, _media_root):
+    project = make_project("m3", "m3verse")
+    outside = sample_line("m3verse", 0)
+    outside["answer"] = ["A", "D"]  # three options: A-C
+    repeated = sample_line("m3verse", 1)
+    repeated["answer"] = ["B", "B"]
+    unknown = sample_line("m3verse", 2)
+    unknown["capabilities"] = ["spatial", "smell"]
+    path = write_lines(data_dir / "bad.jsonl", [outside, repeated, unknown])
+    assert refused(project, path) == [
+        "line 1: field answer: letters must lie in A–C",
+        "line 2: field answer: lists a letter twice",
+        "line 3: field capabilities: unknown value 'smell'; allowed: spatial, temporal, attribute, reasoning",
+    ]
+    assert_nothing_written(_media_root)
+
+
+def test_oscbench_unknown_scenario_is_refused(osc_project, data_dir, _media_root):
+    make_video(data_dir / "clip.mp4", 1)
+    line = osc_line("clip.mp4")
+    line["scenario"] = "futuristic"
+    path = write_lines(data_dir / "items.jsonl", [osc_line("clip.mp4") | {"id": "ok"}, line])
+    assert refused(osc_project, path) == ["line 2: field scenario: must be one of regular, novel, compositional"]
+    assert_nothing_written(_media_root)
+
+
+# --- JSON documents (the default release export) ---------------------------------------------------
+
+
+def json_document(path: Path, items: list, *, indent=None, **header) -> Path:
+    path.write_text(json.dumps({**header, "items": items}, indent=indent), encoding="utf-8")
+    return path
+
+
+def test_json_document_imports_with_its_header(status_project, status_media):
+    lines = [status_line(i) for i in range(3)]
+    path = json_document(status_media / "doc.json", lines, indent=2, protocol="status", option_seed=4, version="v1")
+    report = items_import(project=status_project, path=path)
+    assert (report.lines, report.created) == (3, 3)
+    assert report.header == {"protocol": "status", "option_seed": 4, "version": "v1"}
+    item = status_project.items.get(external_id="status-00002")
+    assert item.payload == {k: v for k, v in lines[2].items() if k not in ("id", "split", "tags")}
+    again = items_import(project=status_project, path=path)
+    assert (again.created, again.unchanged) == (0, 3)
+
+
+def test_json_document_errors_name_the_line_the_item_starts_on(status_project, status_media, _media_root):
+    # One item per line, as the export writes it: item N starts on line N + 1.
+    good, bad = json.dumps(status_line(0)), json.dumps(status_line(1, category="diagonal"))
+    (status_media / "doc.json").write_text(f'{{"protocol":"status","items":[\n{good},\n{bad}\n]}}\n')
+    assert refused(status_project, status_media / "doc.json") == [
+        "line 3: field category: must be one of positional, functional, other"
+    ]
+    # A syntax error ends the items: nothing after it can be read.
+    (status_media / "doc.json").write_text(f'{{"items":[\n{good}\n{good}\n]}}\n')
+    [message] = refused(status_project, status_media / "doc.json")
+    assert message == "line 3: field -: invalid JSON (expected ',' or ']' after an item at line 3 column 1, found '{')"
+    (status_media / "doc.json").write_text(f'{{"items":[\n{good[:-1]}, "x": ]\n]}}\n')
+    assert refused(status_project, status_media / "doc.json") == [
+        f"line 2: field -: invalid JSON (Expecting value at line 2 column {len(good) + 7})"
+    ]
+    (status_media / "doc.json").write_text(f'{{"items":[\n{good}\n]}} trailing\n')
+    assert refused(status_project, status_media / "doc.json") == [
+        "line 3: field -: invalid JSON (extra data after the document at line 3 column 4)"
+    ]
+    json_document(status_media / "doc.json", [])
+    assert refused(status_project, status_media / "doc.json") == ["file: field -: holds no items"]
+    assert_nothing_written(_media_root)
+
+
+def test_json_document_of_another_protocol_is_refused(status_project, status_media, _media_root):
+    path = json_document(status_media / "doc.json", [status_line(0)], protocol="changeit")
+    assert refused(status_project, path) == [
+        "file: field protocol: the file is a release export of protocol changeit, project st uses status"
+    ]
+    assert_nothing_written(_media_root)
+
+
+def test_json_document_is_read_a_piece_at_a_time(tmp_path, monkeypatch):
+    import tracemalloc
+
+    from annotation.importing import sources
+
+    items = [{"id": f"x{i}", "n": i * 1001, "f": 1.5e-3, "t": True, "s": "é ✓ \\\"q\\\"", "l": [None, i]} for i in range(30)]
+    path = json_document(tmp_path / "small.json", items, indent=1, option_seed=12)
+    monkeypatch.setattr(sources, "DOC_READ_CHARS", 3)  # every number and literal crosses a chunk border
+    source = sources.DirectorySource(path, tmp_path, max_bytes=1)
+    assert source.header == {"option_seed": 12}
+    got = list(source.lines())
+    assert [json.loads(text) for _line, text in got] == items
+    assert [line for line, _text in got[:2]] == [4, 15]  # indent=1: 3 opening lines, 11 lines per item
+
+    # Memory does not follow the file: an 11 MB document is walked with a few MB at most.
+    monkeypatch.setattr(sources, "DOC_READ_CHARS", 1024 * 1024)
+    big = tmp_path / "big.json"
+    with open(big, "w") as fh:
+        fh.write('{"protocol":"status","items":[\n')
+        fh.write(",\n".join(json.dumps(status_line(i, id=f"item-{i:07d}")) for i in range(40_000)))
+        fh.write("\n]}\n")
+    assert big.stat().st_size > 10_000_000
+    source = sources.DirectorySource(big, tmp_path, max_bytes=1)
+    tracemalloc.start()
+    try:
+        count = sum(1 for _ in source.lines())
+        _current, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert count == 40_000 and peak < 8_000_000, peak
+
+
+def test_jsonl_header_line_is_read_as_the_header(status_project, status_media):
+    header = {"release": {"protocol": "status", "option_seed": 9, "checksum": "abc"}}
+    path = write_lines(status_media / "export.jsonl", [header, status_line(0)])
+    report = items_import(project=status_project, path=path)
+    assert report.lines == 1 and report.header == header["release"]
+
+
+# --- --verified on items already there ------------------------------------------------------------
+
+
+def test_verified_reimport_promotes_identical_items(status_project, data_dir, capsys):
+    path = write_sample_dataset(data_dir, "status", 4)
+    items_import(project=status_project, path=path)  # annotated
+    Item.objects.filter(external_id="status-00001").update(status="discarded")
+    Item.objects.filter(external_id="status-00002").update(status="pending")
+    Item.objects.filter(external_id="status-00003").update(status="verified")
+    before = dict(Item.objects.values_list("external_id", "updated_at"))
+
+    call_command("import_items", "st", str(path), "--verified")
+
+    assert "st: 4 lines, 0 items created (none), 2 unchanged, 2 promoted to verified;" in capsys.readouterr().out
+    assert dict(Item.objects.values_list("external_id", "status")) == {
+        "status-00000": "verified", "status-00001": "discarded", "status-00002": "verified", "status-00003": "verified",
+    }
+    after = dict(Item.objects.values_list("external_id", "updated_at"))
+    assert after["status-00001"] == before["status-00001"] and after["status-00003"] == before["status-00003"]
+    again = items_import(project=status_project, path=path, verified=True)
+    assert (again.created, again.unchanged, again.promoted) == (0, 4, 0)
+
+
+def test_verified_reimport_promotes_nothing_when_refused(status_project, data_dir):
+    path = write_sample_dataset(data_dir, "status", 3)
+    items_import(project=status_project, path=path)
+    lines = path.read_text().splitlines()
+    changed = json.loads(lines[2]) | {"change": "shut it"}
+    bad = write_lines(data_dir / "bad.jsonl", [json.loads(lines[0]), json.loads(lines[1]), changed])
+    assert refused(status_project, bad, verified=True) == [
+        "line 3: field id: item 'status-00002' already exists in the project with different content (payload)"
+    ]
+    assert set(Item.objects.values_list("status", flat=True)) == {"annotated"}
+
+
+# --- gold items -------------------------------------------------------------------------------------
+
+
+def test_gold_items_are_flagged_and_offered_pending(status_project, status_media):
+    path = write_lines(status_media / "items.jsonl", [status_line(0, gold=True), status_line(1), status_line(2, gold=False)])
+    report = items_import(project=status_project, path=path, verified=True)
+    assert report.by_status == {"pending": 1, "verified": 2}
+    assert dict(Item.objects.values_list("external_id", "is_gold")) == {
+        "status-00000": True, "status-00001": False, "status-00002": False,
+    }
+    gold = Item.objects.get(external_id="status-00000")
+    assert gold.status == "pending" and "gold" not in gold.payload
+    assert items_import(project=status_project, path=path).unchanged == 3
+    flipped = write_lines(status_media / "flip.jsonl", [status_line(0)])
+    assert refused(status_project, flipped) == [
+        "line 1: field id: item 'status-00000' already exists in the project with different content (gold)"
+    ]
+
+
+def test_gold_needs_a_complete_item(status_project, status_media, osc_project, data_dir, _media_root):
+    raw = {"id": "r", "image_a": "img/a.png", "image_b": "img/b.png", "gold": True}
+    path = write_lines(status_media / "items.jsonl", [raw, status_line(1, gold="yes")])
+    assert refused(status_project, path) == [
+        "line 1: field gold: a gold item needs its known answer; this item is raw "
+        "(give state_a, state_b, change, change_distractors, category, difference too, or drop gold)",
+        "line 2: field gold: must be true or false",
+    ]
+    make_video(data_dir / "clip.mp4", 1)
+    path = write_lines(data_dir / "osc.jsonl", [osc_line("clip.mp4") | {"gold": True}])
+    assert refused(osc_project, path) == ["line 1: field gold: oscbench items carry no known answer, so they cannot be gold"]
+    assert_nothing_written(_media_root)
+
+
+def test_the_readme_error_example_is_a_real_refusal(status_project, status_media):
+    lines = [status_line(i, id=f"s{i}") for i in range(11)] + [status_line(11, id="s11", image_b="img/b12.png")]
+    [message] = refused(status_project, write_lines(status_media / "items.jsonl", lines))
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert message == "line 12: field image_b: img/b12.png: file not found under the media root"
+    assert f"`{message}`" in readme

@@ -175,3 +175,80 @@ def test_export_streams_in_chunks_without_building_the_file(make_project, tmp_pa
     zchunks = list(release_export(release, "zip"))
     assert len(zchunks) > 3
     assert zipfile.ZipFile(io.BytesIO(b"".join(zchunks))).testzip() is None
+
+
+def checksum_after_reimport(tmp_path, protocol, export_args, import_args, slug="copy"):
+    """export_release → import_items (new project) → freeze_release, all through the commands."""
+    out = tmp_path / f"export-{slug}"
+    call_command("export_release", f"src-{protocol}", "v1", "-o", str(out), *export_args)
+    call_command("import_items", slug, str(out), "--create", "--verified", *import_args)
+    call_command("freeze_release", slug, "v1")
+    return Release.objects.get(project__slug=slug, version="v1")
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_json_export_round_trip_through_the_commands(protocol, make_project, tmp_path):
+    source = verified_project(make_project, tmp_path, protocol, n=5, seed=13)
+    original = release_freeze(project=source, version="v1")
+
+    # No --protocol: a project created for a release export takes its protocol and option seed.
+    again = checksum_after_reimport(tmp_path, protocol, [], ["--media-root", str(tmp_path / f"data-{protocol}")])
+
+    copy = Project.objects.get(slug="copy")
+    assert (copy.protocol, copy.option_seed) == (protocol, 13)
+    assert again.checksum == original.checksum and again.item_count == 5
+    a = list(ReleaseItem.objects.filter(release=original).order_by("position").values_list("payload", flat=True))
+    b = list(ReleaseItem.objects.filter(release=again).order_by("position").values_list("payload", flat=True))
+    assert a == b
+
+
+def test_jsonl_export_imported_with_create_keeps_the_option_seed(make_project, tmp_path):
+    source = verified_project(make_project, tmp_path, "m3verse", n=4, seed=21)
+    original = release_freeze(project=source, version="v1")
+    again = checksum_after_reimport(
+        tmp_path, "m3verse", ["--jsonl"], ["--protocol", "m3verse", "--media-root", str(tmp_path / "data-m3verse")]
+    )
+    assert Project.objects.get(slug="copy").option_seed == 21
+    assert again.checksum == original.checksum
+
+
+def test_changeit_items_closed_without_a_box_export_and_reimport(make_project, make_user, tmp_path):
+    from annotation.models import Annotation, ReviewDecision
+    from annotation.services import review_decide
+
+    source = make_project("src-changeit", "changeit", option_seed=5)
+    items_import(project=source, path=write_sample_dataset(tmp_path / "data-changeit", "changeit", 4))  # annotated
+    reviewer, annotator = make_user("rev"), make_user("ann")
+    nothing = Item.objects.get(project=source, external_id="changeit-00001")
+    vote = Annotation.objects.create(item=nothing, annotator=annotator, result={"outcome": "nothing_to_label"})
+    review_decide(item_id=nothing.pk, reviewer=reviewer, decision=ReviewDecision.ACCEPT, annotation_id=vote.pk)
+    unsure = Item.objects.get(project=source, external_id="changeit-00002")
+    review_decide(item_id=unsure.pk, reviewer=reviewer, decision=ReviewDecision.EDIT, result={"outcome": "cannot_determine"})
+    Item.objects.filter(project=source, status=ItemStatus.ANNOTATED).update(status=ItemStatus.VERIFIED)
+    nothing.refresh_from_db()
+    assert nothing.payload["bbox"] == "nothing_to_label" and "outcome" not in nothing.payload
+    original = release_freeze(project=source, version="v1")
+
+    again = checksum_after_reimport(tmp_path, "changeit", ["--jsonl"], ["--media-root", str(tmp_path / "data-changeit")])
+
+    assert again.checksum == original.checksum
+    copied = dict(Item.objects.filter(project__slug="copy").values_list("external_id", "payload"))
+    assert (copied["changeit-00001"]["bbox"], copied["changeit-00002"]["bbox"]) == ("nothing_to_label", "cannot_determine")
+    assert copied["changeit-00000"]["bbox"] == [40, 20, 80, 80]
+
+
+def test_releases_cannot_be_deleted_in_the_admin(make_project, make_user, tmp_path, client):
+    project = verified_project(make_project, tmp_path, "status", n=2)
+    release = release_freeze(project=project, version="v1")
+    client.force_login(make_user("root", superuser=True))
+
+    assert client.get(f"/admin/annotation/release/{release.pk}/delete/").status_code == 403
+    assert client.post(f"/admin/annotation/release/{release.pk}/delete/", {"post": "yes"}).status_code == 403
+    listing = client.get("/admin/annotation/release/")
+    assert listing.status_code == 200 and b"delete_selected" not in listing.content
+    client.post("/admin/annotation/release/", {"action": "delete_selected", "_selected_action": [release.pk], "post": "yes"})
+    # Nor with its project: a project that has releases cannot be deleted there either.
+    assert client.get(f"/admin/annotation/project/{project.pk}/delete/").status_code == 403
+    client.post("/admin/annotation/project/", {"action": "delete_selected", "_selected_action": [project.pk], "post": "yes"})
+    assert Release.objects.filter(pk=release.pk).exists() and Project.objects.filter(pk=project.pk).exists()
+    assert ReleaseItem.objects.filter(release=release).count() == 2

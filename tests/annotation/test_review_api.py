@@ -267,3 +267,85 @@ def test_agreement_for_quintuplets_after_normalization(make_project, team):
     assert body["workflow"]["fields"] == {"state_a": 1.0, "state_b": 1.0, "change": 1.0, "change_distractors": 1.0,
                                           "category": 0.0, "difference": 1.0}
     assert body["annotators"][0]["agreement"] == round(5 / 6, 4)
+
+
+def test_agreement_counts_two_missing_answers_as_disagreement_in_summary_and_rows(make_project, team):
+    a, b, _reviewer, _r2, researcher = team
+    project = project_with(make_project, "visualtrans", team)
+    first, second = make_item(project, "x"), make_item(project, "y")
+    annotate(project, first, [a, b], [{"answer": None, "flags": ["insufficient_evidence"]},
+                                      {"answer": None, "flags": ["ambiguous"]}])
+    annotate(project, second, [a, b], [{"answer": "B"}, {"answer": "b"}])
+
+    body = client_for(researcher).get("/api/projects/rev/agreement/").json()
+
+    # One rule in both views: of the two pairs only the answered one agrees.
+    assert (body["workflow"]["pairs"], body["workflow"]["pairwise_agreement"]) == (2, 0.5)
+    assert [(x["annotator"], x["agreement"], x["pairs"]) for x in body["annotators"]] == [("ann0", 0.5, 2),
+                                                                                          ("ann1", 0.5, 2)]
+
+
+def submit_as(project, person, result, ms):
+    task = services.task_claim_next(project=project, user=person)
+    return services.task_submit(task_id=task.pk, user=person, result=result, time_spent_ms=ms).annotation
+
+
+def test_gold_items_are_counted_apart_so_progress_can_finish(make_project, team):
+    a, b, _reviewer, _r2, _researcher = team
+    project = project_with(make_project, "changeit", team, settings={"gold_share": 1.0})
+    gold = make_item(project, "gold", is_gold=True)  # known state: peeled apple
+    items = [make_item(project, f"x{i}") for i in range(2)]
+    # gold_share 1: each annotator gets the gold item first, then the regular ones.
+    times = {a: [1000, 4000, 2000], b: [3000, 1000, 8000]}
+    for person, gold_state in ((a, "peeled apple"), (b, "whole apple")):
+        assert submit_as(project, person, {"bbox": [0, 0, 50, 50], "state": gold_state}, times[person][0]).item_id == gold.pk
+        for item, ms in zip(items, times[person][1:]):
+            assert submit_as(project, person, {"bbox": [0, 0, 50, 50], "state": "whole apple"}, ms).item_id == item.pk
+
+    counts = services.project_item_counts(project=project)
+    figures = services.project_agreement_figures(project=project)
+
+    assert Item.objects.get(pk=gold.pk).status == "pending"  # gold is never "done"...
+    assert counts == {"status_counts": {"pending": 0, "annotated": 2, "verified": 0, "discarded": 0}, "gold_items": 1}
+    assert (figures["status_counts"], figures["gold_items"]) == (counts["status_counts"], 1)
+    # Median time in SQL (percentile_cont): ann0 1, 2, 4 s -> 2; ann1 1, 3, 8 s -> 3. Gold scored apart,
+    # and gold answers stay out of the pairwise agreement (2 regular items, both agree).
+    assert [(x["annotator"], x["annotations"], x["median_seconds"], x["gold_items"], x["gold_accuracy"],
+             x["agreement"], x["pairs"]) for x in figures["annotators"]] == [
+        ("ann0", 3, 2.0, 1, 1.0, 1.0, 2), ("ann1", 3, 3.0, 1, 0.0, 1.0, 2)]
+    assert figures["workflow"]["items"] == 2
+
+
+def test_median_seconds_of_an_even_count_is_the_midpoint(make_project, team):
+    a, b, _reviewer, _r2, _researcher = team
+    project = make_project("med", "changeit", members={a: "annotator"})
+    for ms in (1000, 4000, 2000, 10000):
+        make_item(project)
+        submit_as(project, a, valid_result("box"), ms)
+
+    (row,) = services.project_agreement_figures(project=project)["annotators"]
+
+    assert (row["annotations"], row["median_seconds"], row["agreement"], row["pairs"]) == (4, 3.0, None, 0)
+
+
+@pytest.mark.parametrize("protocol", ["changeit", "visualtrans", "status", "oscbench"])
+def test_streamed_figures_match_the_agreement_endpoint(make_project, team, protocol):
+    # The SQL/streamed figures give the same per-annotator and workflow numbers as the endpoint.
+    a, b, reviewer, _r2, researcher = team
+    project = project_with(make_project, protocol, team)
+    items = [make_item(project, f"i{i}") for i in range(4)]
+    variants = {"changeit": lambda n: {"bbox": [n * 3, 0, 10, 10], "state": "whole apple"},
+                "visualtrans": lambda n: {"answer": "ABA"[n % 3], "flags": []},
+                "status": lambda n: valid_result("quintuplet", n),
+                "oscbench": lambda n: {"scores": {**valid_result("rating")["scores"], "object": 1 + n % 5}}}[protocol]
+    for n, item in enumerate(items):
+        annotate(project, item, [a, b], [variants(n), variants(n * 2 + 1)])
+    if protocol == "visualtrans":
+        client_for(reviewer).post(f"/api/items/{items[0].pk}/review/", {"decision": "edit", "result": {"answer": "A"}},
+                                  format="json")
+
+    body = client_for(researcher).get("/api/projects/rev/agreement/").json()
+    figures = services.project_agreement_figures(project=project, chunk_size=3)
+
+    assert figures["annotators"] == body["annotators"]
+    assert figures["workflow"] == body["workflow"]

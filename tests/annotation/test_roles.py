@@ -109,7 +109,7 @@ def test_researcher_imports_freezes_and_exports_through_the_api(world):
     api = api_as(world["people"]["res"])
     r = api.post("/api/projects/mine/imports/", {"file": upload(world["zip"])}, format="multipart")
     assert r.status_code == 201
-    assert r.json() == {"lines": 3, "created": 3, "unchanged": 0, "media_files": 6, "media_stored": 0, "by_status": {"annotated": 3}}
+    assert r.json() == {"lines": 3, "created": 3, "unchanged": 0, "promoted": 0, "media_files": 6, "media_stored": 0, "by_status": {"annotated": 3}}
     again = api.post("/api/projects/mine/imports/", {"file": upload(world["zip"])}, format="multipart")
     assert again.status_code == 200 and again.json()["unchanged"] == 3
 
@@ -156,3 +156,16 @@ def test_researcher_pages_import_freeze_and_download(world, client):
     download = client.get("/projects/mine/releases/v2/download/?fmt=jsonl")
     assert download.status_code == 200
     assert json.loads(b"".join(download.streaming_content).splitlines()[0])["release"]["item_count"] == 6
+
+
+def test_import_page_reports_items_promoted_by_a_verified_reimport(world, client):
+    client.force_login(world["people"]["res"])
+    first = client.post("/projects/mine/import/", {"file": upload(world["zip"]), "kind": "items"})
+    assert first.status_code == 200 and 'id="promoted"' not in first.content.decode()
+    assert Item.objects.filter(project=world["mine"], external_id__startswith="new-", status="annotated").count() == 3
+
+    again = client.post("/projects/mine/import/", {"file": upload(world["zip"]), "kind": "items", "verified": "on"})
+    html = again.content.decode()
+    assert again.status_code == 200
+    assert '<strong id="promoted">3</strong> promoted to verified' in html
+    assert Item.objects.filter(project=world["mine"], external_id__startswith="new-", status="verified").count() == 3

@@ -50,6 +50,7 @@ def test_next_returns_the_task_with_media_urls_and_204_when_done(setup):
         "id": item.pk, "workflow": "box", "protocol": "changeit",
         "image": {"url": f"/media/assets/{asset_sha[:2]}/{asset_sha}.jpg", "width": 640, "height": 480, "kind": "image"},
         "object": "apple", "candidates": ["peeled apple", "sliced apple", "whole apple"],
+        "proposed_state": "peeled apple",
         "outcomes": ["nothing_to_label", "cannot_determine"],
     }
     # A reload gets the same task back.
@@ -139,6 +140,64 @@ def test_submit_idempotency_key_gives_201_then_200_with_the_same_annotation(setu
     assert first.json()["result"] == {"bbox": [600.0, 400.0, 40.0, 80.0], "state": "whole apple"}
     assert first.json()["time_spent_ms"] == 4100
     assert Annotation.objects.count() == 1 and Item.objects.get().annotation_count == 1
+
+
+def test_a_second_tab_with_a_different_answer_and_the_same_key_gets_409_with_the_stored_annotation(setup):
+    # The page keeps its Idempotency-Key in localStorage, so two tabs of one task send the same key.
+    project, _other, a, _b, _outsider = setup
+    make_item(project)
+    tab1, tab2 = client_for(a), client_for(a, token=False)
+    task_id = tab1.post("/api/projects/boxes/tasks/next/").json()["task"]
+    assert tab2.post("/api/projects/boxes/tasks/next/").json()["task"] == task_id
+
+    first = tab1.post(f"/api/tasks/{task_id}/submit/", {"result": valid_result("box")}, format="json",
+                      HTTP_IDEMPOTENCY_KEY="page-key")
+    other = tab2.post(f"/api/tasks/{task_id}/submit/", {"result": valid_result("box", 7)}, format="json",
+                      HTTP_IDEMPOTENCY_KEY="page-key")
+    unkeyed = tab2.post(f"/api/tasks/{task_id}/submit/", {"result": valid_result("box", 7)}, format="json")
+    same = tab2.post(f"/api/tasks/{task_id}/submit/", {"result": valid_result("box")}, format="json")
+
+    assert (first.status_code, other.status_code, unkeyed.status_code, same.status_code) == (201, 409, 409, 200)
+    assert other.json()["detail"].startswith("This task was already submitted with a different answer")
+    assert other.json()["annotation"] == unkeyed.json()["annotation"] == first.json() == same.json()
+    assert list(Annotation.objects.values_list("result", flat=True)) == [valid_result("box")]
+    assert Item.objects.get().annotation_count == 1
+
+
+def test_two_annotators_may_send_the_same_idempotency_key(setup):
+    project, _other, a, b, _outsider = setup
+    make_item(project)
+    answers = {}
+    for user, variant in ((a, 0), (b, 1)):
+        client = client_for(user)
+        task_id = client.post("/api/projects/boxes/tasks/next/").json()["task"]
+        body = {"result": valid_result("box", variant)}
+        first = client.post(f"/api/tasks/{task_id}/submit/", body, format="json", HTTP_IDEMPOTENCY_KEY="1")
+        retry = client.post(f"/api/tasks/{task_id}/submit/", body, format="json", HTTP_IDEMPOTENCY_KEY="1")
+        assert (first.status_code, retry.status_code) == (201, 200)
+        assert first.json() == retry.json()
+        answers[user.username] = first.json()["result"]
+
+    assert answers == {a.username: valid_result("box", 0), b.username: valid_result("box", 1)}
+    item = Item.objects.get()
+    assert (item.annotation_count, item.status) == (2, "annotated")
+
+
+def test_a_retried_draft_save_is_not_a_conflict(setup):
+    project, _other, a, _b, _outsider = setup
+    make_item(project)
+    client = client_for(a)
+    task_id = client.post("/api/projects/boxes/tasks/next/").json()["task"]
+    body = {"draft": {"bbox": [1, 2, 3, 4]}, "version": 0}
+
+    first = client.put(f"/api/tasks/{task_id}/draft/", body, format="json")
+    retry = client.put(f"/api/tasks/{task_id}/draft/", body, format="json")
+    other = client.put(f"/api/tasks/{task_id}/draft/", {"draft": {"bbox": [0, 0, 1, 1]}, "version": 0}, format="json")
+
+    assert (first.status_code, retry.status_code, other.status_code) == (200, 200, 409)
+    assert first.json()["version"] == retry.json()["version"] == 1
+    task = Task.objects.get(pk=task_id)
+    assert (task.draft, task.draft_version) == ({"bbox": [1, 2, 3, 4]}, 1)
 
 
 def test_bad_result_is_400_naming_the_field_and_nothing_is_written(setup):
@@ -276,9 +335,11 @@ def test_no_annotator_response_carries_ground_truth_or_metadata(make_project, pr
         leaked = set(_keys(body, skip_result=True)) & (TRUTH_KEYS - ({"scene"} if protocol == "oscbench" else set()))
         assert not leaked, (r.request["PATH_INFO"], leaked)
     if protocol == "changeit":
-        # The true label is among the candidates but not singled out: alphabetical order.
-        candidates = first.json()["item"]["candidates"]
-        assert candidates == sorted(candidates) and "peeled apple" in candidates
+        # Boxes are not blind: the listed label comes as proposed_state for the annotator to
+        # confirm or correct; the candidates stay in alphabetical order and the box is never sent.
+        item = first.json()["item"]
+        assert item["candidates"] == sorted(item["candidates"]) and item["proposed_state"] == "peeled apple"
+        assert "bbox" not in item
     if protocol == "status":
         assert first.json()["item"]["suggestions"] == [
             {"source": "job:1 tiny-vlm", "machine_made": True,

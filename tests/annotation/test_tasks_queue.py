@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 
 from annotation import services
-from annotation.models import Annotation, Item, Review, Task
+from annotation.models import Annotation, Item, Project, Review, Task
 from annotation.results import ResultInvalid
 from tests.annotation.work_factories import make_item, make_items_fast, make_people, valid_result
 
@@ -100,12 +100,89 @@ def test_submit_is_idempotent_by_key_by_task_and_across_tabs(make_project, peopl
 
     first = services.task_submit(task_id=task.pk, user=people[0], result=valid_result("box"), idempotency_key="k-1")
     retry = services.task_submit(task_id=task.pk, user=people[0], result=valid_result("box"), idempotency_key="k-1")
-    other_tab = services.task_submit(task_id=task.pk, user=people[0], result=valid_result("box", 5))
+    other_tab = services.task_submit(task_id=task.pk, user=people[0], result=valid_result("box"))
 
     assert (first.created, retry.created, other_tab.created) == (True, False, False)
     assert retry.annotation.pk == first.annotation.pk == other_tab.annotation.pk
     assert Annotation.objects.count() == 1
     assert Item.objects.get().annotation_count == 1
+
+
+def test_a_repeat_is_compared_after_validation(make_project, people):
+    project = make_project("q", "changeit")
+    make_item(project)  # a 640x480 image
+    task = services.task_claim_next(project=project, user=people[0])
+    first = services.task_submit(task_id=task.pk, user=people[0], result={"bbox": [600, 400, 100, 200],
+                                                                            "state": "peeled apple"})
+
+    # The same raw answer is clipped to the same box, so it is the same answer.
+    again = services.task_submit(task_id=task.pk, user=people[0], result={"bbox": [600, 400, 100, 200],
+                                                                            "state": "peeled apple"})
+
+    assert (first.created, again.created, again.annotation.pk) == (True, False, first.annotation.pk)
+    assert first.annotation.result == {"bbox": [600.0, 400.0, 40.0, 80.0], "state": "peeled apple"}
+
+
+@pytest.mark.parametrize("key", ["tab-key", None])
+def test_a_second_tab_with_a_different_answer_gets_a_conflict_and_the_first_answer_stands(make_project, people, key):
+    # Two tabs share the page's Idempotency-Key (kept in localStorage), or send none at all.
+    project = make_project("q", "changeit", annotations_per_item=2)
+    make_item(project)
+    task = services.task_claim_next(project=project, user=people[0])
+    first = services.task_submit(task_id=task.pk, user=people[0], result=valid_result("box"), idempotency_key=key)
+
+    with pytest.raises(services.AlreadySubmitted) as err:
+        services.task_submit(task_id=task.pk, user=people[0], result=valid_result("box", 5), idempotency_key=key)
+
+    assert "already submitted with a different answer" in str(err.value)
+    assert err.value.annotation.pk == first.annotation.pk
+    assert err.value.annotation.result == valid_result("box")
+    assert list(Annotation.objects.values_list("result", flat=True)) == [valid_result("box")]
+    assert Item.objects.get().annotation_count == 1
+
+
+def test_an_invalid_repeat_of_a_submitted_task_is_a_conflict_too(make_project, people):
+    project = make_project("q", "changeit")
+    make_item(project)
+    task = services.task_claim_next(project=project, user=people[0])
+    services.task_submit(task_id=task.pk, user=people[0], result=valid_result("box"), idempotency_key="k")
+
+    with pytest.raises(services.AlreadySubmitted):
+        services.task_submit(task_id=task.pk, user=people[0], result={"bbox": "nope"}, idempotency_key="k")
+
+    assert Annotation.objects.count() == 1
+
+
+def test_idempotency_keys_are_per_annotator(make_project, people):
+    # External clients often number their submits "1", "2", ...: two annotators may use the same key.
+    project = make_project("q", "changeit", annotations_per_item=2)
+    make_item(project)
+    t0 = services.task_claim_next(project=project, user=people[0])
+    a = services.task_submit(task_id=t0.pk, user=people[0], result=valid_result("box"), idempotency_key="1")
+    t1 = services.task_claim_next(project=project, user=people[1])
+    assert t1.item_id == t0.item_id
+
+    b = services.task_submit(task_id=t1.pk, user=people[1], result=valid_result("box", 1), idempotency_key="1")
+    retry = services.task_submit(task_id=t1.pk, user=people[1], result=valid_result("box", 1), idempotency_key="1")
+
+    assert (a.created, b.created, retry.created) == (True, True, False)
+    assert retry.annotation.pk == b.annotation.pk != a.annotation.pk
+    assert sorted(Annotation.objects.values_list("annotator__username", "idempotency_key")) == [("ann0", "1"),
+                                                                                                ("ann1", "1")]
+
+
+def test_the_database_refuses_one_annotator_reusing_a_key(make_project, people):
+    from django.db import IntegrityError, transaction
+
+    project = make_project("q", "changeit")
+    i1, i2 = make_item(project), make_item(project)
+    Annotation.objects.create(item=i1, annotator=people[0], idempotency_key="k")
+    Annotation.objects.create(item=i1, annotator=people[1], idempotency_key="k")
+
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Annotation.objects.create(item=i2, annotator=people[0], idempotency_key="k")
+
+    assert Annotation.objects.count() == 2
 
 
 def test_an_idempotency_key_cannot_be_reused_for_another_task(make_project, people):
@@ -168,6 +245,62 @@ def test_draft_versions_and_stale_write_conflict(make_project, people):
     assert "another tab" in str(err.value)
     task.refresh_from_db()
     assert (task.draft, task.draft_version) == ({"bbox": [1, 1, 5, 5]}, 1)
+
+
+def test_a_replayed_draft_save_succeeds_and_a_different_stale_one_still_conflicts(make_project, people):
+    # The client retries a PUT whose answer it never got: same draft, same base version.
+    project = make_project("q", "changeit", settings={"lease_seconds": 60})
+    make_item(project)
+    now = timezone.now()
+    task = services.task_claim_next(project=project, user=people[0], now=now)
+    services.task_save_draft(task_id=task.pk, user=people[0], draft={"bbox": [1, 1, 5, 5], "note": "x"}, version=0,
+                             now=now)
+
+    replay = services.task_save_draft(task_id=task.pk, user=people[0], draft={"note": "x", "bbox": [1, 1, 5, 5]},
+                                      version=0, now=now + timedelta(seconds=30))
+
+    assert (replay.draft_version, replay.draft) == (1, {"bbox": [1, 1, 5, 5], "note": "x"})
+    assert replay.lease_expires == now + timedelta(seconds=90)  # a replay keeps the hold like any save
+    with pytest.raises(services.TaskConflict):
+        services.task_save_draft(task_id=task.pk, user=people[0], draft={"bbox": [2, 2, 5, 5]}, version=0)
+    services.task_save_draft(task_id=task.pk, user=people[0], draft={"bbox": [3, 3, 5, 5]}, version=1)
+    # An older save replayed after a newer one is stale, not a replay of the current version.
+    with pytest.raises(services.TaskConflict):
+        services.task_save_draft(task_id=task.pk, user=people[0], draft={"bbox": [1, 1, 5, 5], "note": "x"},
+                                 version=0)
+    task.refresh_from_db()
+    assert (task.draft, task.draft_version) == ({"bbox": [3, 3, 5, 5]}, 2)
+
+
+@pytest.mark.parametrize("protocol, expected", [("oscbench", 3), ("changeit", 1), ("status", 1),
+                                                ("visualtrans", 1), ("m3verse", 1)])
+def test_annotations_per_item_defaults_by_protocol(make_project, protocol, expected):
+    assert make_project("q", protocol).annotations_per_item == expected
+    assert Project.objects.get(slug="q").annotations_per_item == expected
+
+
+def test_an_explicit_annotations_per_item_wins_over_the_protocol_default(make_project):
+    assert make_project("q", "oscbench", annotations_per_item=1).annotations_per_item == 1
+    assert make_project("r", "changeit", annotations_per_item=4).annotations_per_item == 4
+
+
+def test_every_way_of_creating_a_project_gets_the_protocol_default(db):
+    from django.contrib.admin.sites import site
+    from django.test import RequestFactory
+
+    from annotation.importing.items import project_for_import
+
+    imported, created = project_for_import(slug="rated", protocol="oscbench", create=True)
+    assert (created, imported.annotations_per_item) == (True, 3)
+    got, _ = Project.objects.get_or_create(slug="boxes", defaults={"name": "b", "protocol": "changeit"})
+    assert got.annotations_per_item == 1
+    # The admin form leaves the field empty: save() fills in the protocol's default.
+    form_class = site._registry[Project].get_form(RequestFactory().get("/"))
+    form = form_class(data={"slug": "admin-made", "name": "A", "protocol": "oscbench", "settings": "{}",
+                            "option_seed": 0, "description": ""})
+    assert form.is_valid(), form.errors
+    assert form.save().annotations_per_item == 3
+    assert Project.objects.get(slug="admin-made").annotations_per_item == 3
 
 
 def test_skip_hands_the_item_to_others_but_not_back(make_project, people):
@@ -266,8 +399,16 @@ def test_gold_items_are_mixed_in_do_not_count_and_go_to_everyone(make_project, p
     assert (gold.status, gold.annotation_count) == ("pending", 0)
     from annotation.selectors import project_agreement
 
-    rows = {r["annotator"]: r for r in project_agreement(project=project)["annotators"]}
+    figures = project_agreement(project=project)
+    rows = {r["annotator"]: r for r in figures["annotators"]}
     assert (rows["ann0"]["gold_accuracy"], rows["ann1"]["gold_accuracy"]) == (1.0, 0.0)
+    # Gold stays pending for good, so progress counts it apart (agreement and overview alike).
+    assert figures["gold_items"] == 1
+    assert figures["status_counts"] == {"pending": 1, "annotated": 0, "verified": 0, "discarded": 0}  # "normal", held
+    from annotation.views_io import project_overview_data
+
+    overview = project_overview_data(project=project, user=people[0])
+    assert (overview["status_counts"], overview["gold_items"], overview["total"]) == (figures["status_counts"], 1, 2)
 
 
 def test_auto_verify_when_annotators_agree(make_project, people):

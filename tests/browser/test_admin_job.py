@@ -48,6 +48,16 @@ def test_researcher_creates_job_in_admin_watches_progress_and_opens_leaderboard(
             new MutationObserver(() => window.seen.push(Number(bar.getAttribute('aria-valuenow'))))
                 .observe(bar, {attributes: true, attributeFilter: ['aria-valuenow']});
         }""")
+        # Meanwhile the admin list, in a second tab, keeps the job's row live too.
+        listing = page.context.new_page()
+        listing.goto(f"{live_server.url}/admin/inference/inferencejob/")
+        row = f'.job-live[data-job="{job.pk}"]'
+        listing.evaluate("""(row) => {
+            const bar = document.querySelector(row + '[data-field="progress"] progress');
+            window.listSeen = [bar.value];
+            new MutationObserver(() => window.listSeen.push(bar.value)).observe(bar, {attributes: true});
+            setInterval(() => window.listSeen.push(bar.value), 100);
+        }""", row)
         page.wait_for_function("document.getElementById('job-bar').getAttribute('aria-valuenow') === '100'", timeout=90_000)
         assert page.locator("#job-status").inner_text() == "finished"
         assert page.locator("#job-counts").inner_text() == "60 done, 0 failed of 60"
@@ -55,6 +65,20 @@ def test_researcher_creates_job_in_admin_watches_progress_and_opens_leaderboard(
         seen = page.evaluate("window.seen")
         assert seen[-1] == 100 and any(0 <= v < 100 for v in seen), seen
         assert Prediction.objects.filter(job=job).count() == 60
+
+        listing.wait_for_function(
+            f"document.querySelector('{row}[data-field=\"status\"]').textContent === 'finished'", timeout=30_000)
+        job.refresh_from_db()
+        assert listing.locator(f'{row}[data-field="progress"]').inner_text().strip() == "100.0% (60/60)"
+        assert listing.locator(f'{row}[data-field="tokens"]').inner_text() == f"{job.prompt_tokens} / {job.completion_tokens}"
+        assert job.prompt_tokens > 0
+        assert listing.locator(f'{row}[data-field="cost"]').inner_text() == f"${job.prompt_tokens * 1.5 / 1e6:.4f}"
+        assert listing.locator(f'{row}[data-field="failures"]').inner_text() == "0"
+        assert listing.locator("th.column-tokens").inner_text().strip().lower() == "tokens (in / out)"
+        assert listing.locator("th.column-cost").count() == 1
+        list_seen = listing.evaluate("window.listSeen")
+        assert list_seen[-1] == 100 and any(v < 100 for v in list_seen), list_seen  # updated in place, no reload
+        listing.close()
 
         page.click("#leaderboard-link")
         page.wait_for_url(f"{live_server.url}/projects/st/leaderboard/")

@@ -53,9 +53,14 @@ def test_box_draw_keys_outcomes(page, login, live_server, box_project):
     assert "Nothing to label" in page.inner_text("[data-help-body]")
     page.keyboard.press("Escape")
     assert not page.is_visible("[data-help]")
-    # Candidates come in a neutral order (the truth is not singled out).
+    # Candidates in alphabetical order; the item's listed state is marked and preselected, for
+    # the annotator to confirm or correct (this workflow is not blind).
     labels = page.eval_on_selector_all("label.candidate input", "els => els.map(e => e.value)")
     assert labels == ["peeled apple", "sliced apple", "whole apple"]
+    assert page.eval_on_selector_all("label.candidate.proposed", "els => els.map(e => e.querySelector('input').value)") == ["peeled apple"]
+    assert page.locator("label.candidate .badge").all_inner_texts() == ["listed"]
+    assert page.is_checked("input[name=state][value='peeled apple']")
+    assert "Listed state: peeled apple" in page.inner_text(".box-side")
 
     # A drag past the image's bottom-right corner is clipped to the image.
     x0, y0 = to_screen(page, 250, 200)
@@ -98,10 +103,10 @@ def test_box_draw_keys_outcomes(page, login, live_server, box_project):
     a = Annotation.objects.get(item=items[0])
     assert a.result == {"bbox": after_move, "state": "whole apple"}
 
-    # Second task: draw, let the draft save, reload: the same task and box come back.
+    # Second task: draw (the listed state stays chosen), let the draft save, reload: the same
+    # task, box and state come back.
     page.wait_for_function("() => document.querySelector('canvas.box-canvas').width > 0")
     drag(page, to_screen(page, 10, 10), to_screen(page, 60, 50))
-    page.keyboard.press("1")
     wait_saved(page)
     kept = bbox_shown(page)
     page.reload()
@@ -109,6 +114,7 @@ def test_box_draw_keys_outcomes(page, login, live_server, box_project):
     page.wait_for_function("() => document.querySelector('canvas.box-canvas').width > 0")
     assert bbox_shown(page) == kept
     assert page.is_checked("input[name=state][value='peeled apple']")
+    assert page.evaluate("window.statelabWorkbench.view.collect().result") == {"bbox": kept, "state": "peeled apple"}
     # "Cannot determine" replaces the box; Enter submits.
     page.keyboard.press("c")
     assert bbox_shown(page) is None

@@ -1,4 +1,7 @@
-"""Video rating page in Chromium: watch-through gate, frame step, loop, rubric, keyboard scoring."""
+"""Video rating page in Chromium: watch-through gate, frame step, loop, rubric, keyboard scoring.
+
+The test videos are 1 s at 10 fps (work_helpers.mp4), so one frame is 0.1 s.
+"""
 import pytest
 
 from annotation.models import Annotation, Role
@@ -65,9 +68,10 @@ def test_rating_keyboard_and_watch_gate(page, login, live_server, rating_project
     page.keyboard.press("Escape")
     assert not page.is_visible("[data-rubric-dialog]")
 
-    # Frame stepping and loop.
+    # Frame stepping by the asset's own frame rate (10 fps: 0.1 s), and loop.
     page.keyboard.press(".")
     page.wait_for_function("() => document.querySelector('video').currentTime > 0")
+    assert abs(page.evaluate("document.querySelector('video').currentTime") - 0.1) < 0.01
     page.keyboard.press(",")
     page.wait_for_function("() => document.querySelector('video').currentTime === 0")
     page.keyboard.press("l")
@@ -75,10 +79,26 @@ def test_rating_keyboard_and_watch_gate(page, login, live_server, rating_project
     page.keyboard.press("l")
     assert page.evaluate("document.querySelector('video').loop") is False
 
+    # Dragging the scrubber to the end is not watching: Submit stays disabled.
+    for t in (0.3, 0.6, 0.9, 1.0):
+        page.evaluate("t => { const v = document.querySelector('video'); v.currentTime = Math.min(t, v.duration); }", t)
+        page.wait_for_function("() => !document.querySelector('video').seeking")
+    page.wait_for_timeout(300)
+    assert not page.locator("[data-workbench][data-watched]").count()
+    assert page.is_disabled("[data-submit]")
+    # Nor is playing only the second half to the end.
+    page.evaluate("() => { const v = document.querySelector('video'); v.currentTime = v.duration / 2; v.play(); }")
+    page.wait_for_function("() => document.querySelector('video').ended", timeout=10_000)
+    page.wait_for_timeout(300)
+    assert not page.locator("[data-workbench][data-watched]").count()
+    assert page.is_disabled("[data-submit]")
+    assert "watch the whole video" in page.inner_text("[data-watched]")
+
     # Submitting before the video played through is refused in the page.
     page.keyboard.press("Control+Enter")
     assert page.locator(".notice").filter(has_text="Watch the whole video").count() == 1
     assert Annotation.objects.count() == 0
+    # Playing it through (play restarts an ended video from the start) unlocks Submit.
     page.keyboard.press("Space")
     page.wait_for_selector("[data-workbench][data-watched]", timeout=10_000)
     assert page.is_enabled("[data-submit]")
@@ -109,3 +129,24 @@ def test_rating_keyboard_and_watch_gate(page, login, live_server, rating_project
     assert Annotation.objects.get(item=items[1]).result == {"scores": {
         "subject": 5, "object": 5, "action": 5, "osc_accuracy": 5, "osc_consistency": 1, "scene": 1, "realism": 1,
         "aesthetics": 1}}
+
+
+def test_single_text_rubric_is_one_click_away(page, login, live_server, settings, make_user, make_project, tmp_path):
+    settings.MEDIA_ROOT = served_media_root()
+    ann = make_user("rater2")
+    text = "Judge only what the video shows.\n\nA 3 means acceptable with visible flaws; keep 5 for flawless."
+    project = make_project("osc1", "oscbench", members={ann: Role.ANNOTATOR}, settings={"rubric": text})
+    video = store(mp4(tmp_path / "gen.mp4", seconds=1), "video")
+    make_item(project, "gen-x", {"video": "gen.mp4", "prompt": "A hand folds a towel"}, {"video": video})
+    login(page, "rater2")
+    page.goto(f"{live_server.url}/projects/osc1/annotate/")
+    wait_task(page)
+    assert not page.is_visible("[data-rubric-dialog]")
+
+    page.click("[data-rubric-open]")
+
+    assert page.is_visible("[data-rubric-text]")
+    assert page.locator("[data-rubric-text] p").all_inner_texts() == [
+        "Judge only what the video shows.", "A 3 means acceptable with visible flaws; keep 5 for flawless."]
+    # The per-criterion reminders follow the project's text.
+    assert "Would the video pass for real footage" in page.inner_text("[data-rubric-dialog] [data-rubric=realism]")

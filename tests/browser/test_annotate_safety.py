@@ -1,6 +1,10 @@
 """No lost or doubled work in the browser: a lost submit response retried with the same key,
-and two tabs on the same task (draft conflict, one annotation)."""
+a lost draft response retried with the same body and version, and two tabs on the same task
+(draft conflict, one annotation)."""
+import json
+
 import pytest
+from django.db.models import F
 
 from annotation.models import Annotation, Role, Task
 
@@ -47,6 +51,42 @@ def test_lost_submit_response_is_retried_with_the_same_key(page, login, live_ser
     assert Annotation.objects.get(item=items[0]).idempotency_key == seen[0]
 
 
+def test_lost_draft_response_is_retried_unchanged_and_a_real_conflict_still_shows(page, login, live_server, count_project):
+    project, items = count_project
+    sent = []
+
+    def drop_first_response(route):
+        # The server stores the draft, but the browser never hears back (a dropped connection).
+        sent.append(json.loads(route.request.post_data))
+        if len(sent) == 1:
+            route.fetch()
+            route.abort("connectionreset")
+        else:
+            route.continue_()
+
+    page.route("**/api/tasks/*/draft/", drop_first_response)
+    login(page, "safe")
+    page.goto(f"{live_server.url}/projects/safe/annotate/")
+    task = wait_task(page)
+    page.wait_for_function("() => document.activeElement && document.activeElement.id === 'qa-answer'")
+    page.keyboard.type("2")
+    wait_saved(page)
+
+    # The retry is the very same request: same draft, same base version.
+    assert len(sent) == 2 and sent[0] == sent[1] and sent[0]["version"] == 0 and sent[0]["draft"]["answer"] == 2
+    assert page.locator(".notice.error").count() == 0
+    stored = Task.objects.get(pk=task)
+    assert (stored.draft_version, stored.draft["answer"]) == (1, 2)
+
+    # A genuine stale write (another tab saved a different draft meanwhile) still shows the conflict.
+    Task.objects.filter(pk=task).update(draft={"answer": 9, "flags": []}, draft_version=F("draft_version") + 1)
+    page.keyboard.type("3")
+    page.wait_for_selector(".notice.error:has-text('another tab')")
+    assert page.inner_text("[data-save-status]") == "Conflict"
+    assert sent[-1]["version"] == 1 and sent[-1]["draft"]["answer"] == 23
+    assert Task.objects.get(pk=task).draft["answer"] == 9
+
+
 def test_two_tabs_on_one_task(page, login, live_server, count_project):
     project, items = count_project
     login(page, "safe")
@@ -74,12 +114,17 @@ def test_two_tabs_on_one_task(page, login, live_server, count_project):
     wait_saved(page)
     assert Task.objects.get(pk=task).draft["answer"] == 8
 
-    # Submitting from both tabs makes one annotation.
+    # Submitting from both tabs makes one annotation: the first answer is kept, and the other tab
+    # (a different answer) is told so and moves on.
     page.focus("#qa-answer")
     page.keyboard.press("Enter")
     wait_task(page, task)
     other.focus("#qa-answer")
     other.keyboard.press("Enter")
+    notice = other.wait_for_selector(".notice.error:has-text('already submitted with a different answer')")
+    assert "Your answer is kept in this browser" not in notice.inner_text()
+    assert other.evaluate(f"localStorage.getItem('statelab:draft:{task}')") is None
+    other.click(".notice.error button:has-text('Next task')")
     wait_task(other, task)
     assert list(Annotation.objects.filter(item__project=project).values_list("item_id", "result")) == [
         (items[0].pk, {"answer": 8, "flags": []})]
@@ -94,6 +139,9 @@ def test_skip_and_a_lost_hold(page, login, live_server, count_project, make_user
     page.keyboard.press("Shift+S")
     second = wait_task(page, first)
     assert Task.objects.get(pk=first).status == "skipped"
+    # The page claims the task after this one in the background; let that finish first, or it
+    # may claim the item whose hold is taken away below before the rival gets it.
+    page.wait_for_function("() => window.statelabWorkbench.preloaded && window.statelabWorkbench.preloaded.task")
 
     # The hold on the second task runs out and someone else takes the item: submitting says so.
     rival = make_user("rival")

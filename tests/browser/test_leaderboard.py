@@ -55,6 +55,19 @@ def test_leaderboard_sort_and_download(page, login, live_server, make_user, make
     assert lines[0].startswith("model,rank,n,parse_failures,acc_osi")
     assert lines[1].startswith("contrarian,2,4,0,0.00,") and lines[2].startswith("oracle,1,4,0,100.00,")
 
+    # The open tab downloads its own breakdown table.
+    tab_link = page.locator('#panel-tab1 a[data-format="csv"]')
+    breakdown = tab_link.get_attribute("data-breakdown")
+    assert breakdown
+    with page.expect_download() as info:
+        tab_link.click()
+    tab_download = info.value
+    tab_lines = open(tab_download.path(), encoding="utf-8").read().splitlines()
+    assert breakdown == "category:positional"  # every item of this release is positional
+    assert tab_download.suggested_filename == "stb-leaderboard-v1-category-positional.csv"
+    assert tab_lines[0].startswith("model,rank,n,parse_failures,acc_osi")
+    assert tab_lines[1].startswith("contrarian,2,4,0,0.00,") and tab_lines[2].startswith("oracle,1,4,0,100.00,")
+
 
 def test_correlation_page_and_heatmap_download(page, login, live_server, make_user, make_project):
     researcher = make_user("res2")

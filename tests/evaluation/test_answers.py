@@ -11,6 +11,10 @@ CHANGES = ["open the cabinet", "close the cabinet", "paint the cabinet", "lift t
     ("B", "B"), ("b", "B"), (" (B) ", "B"), ("**B**", "B"), ("Answer: (B)", "B"), ("The answer is A.", "A"),
     ("B. an open cabinet", "B"), ("an open cabinet", "B"), ("Option B", "B"), ("I think it is an open cabinet.", "B"),
     ("C", None), ("", None), ("A cabinet", None), (None, None), (1, None),
+    # The article "a" is not option A; a lower-case letter counts only when it stands alone.
+    ("The answer is a cabinet that is open", None), ("Answer: a half-open cabinet", None),
+    ("answer: b", "B"), ("The answer is a.", "A"), ("the answer is (b) the open one", "B"), ("answer - a", "A"),
+    ("The answer is B because the door is ajar", "B"),
 ])
 def test_status_letters(raw, expected):
     assert parse_answer("status", "osi_a", raw, STATES) == expected

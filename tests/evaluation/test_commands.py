@@ -90,12 +90,36 @@ def test_status_import_then_leaderboard_json(make_project, tmp_path):
     assert board["rows"][1]["n"] == 4 and board["rows"][1]["parse_failures"] == 0
     assert m1["rank"] == 1
 
-    md = run("leaderboard", "st", "--format", "markdown", "--boot", "50")
-    assert md.splitlines()[2].startswith("| m1 | 1 | 4 | 1 | 87.50 | 100.00 | 75.00 | 87.50 |")
+    # Tables carry the intervals ("87.50 [lo, hi]") and the chance row PROTOCOLS.md requires.
+    ci50 = json.loads(run("leaderboard", "st", "--details", "--boot", "50"))["rows"][0]["ci"]
+    cell = {k: f"{v:.2f} [{ci50[k][0]:.2f}, {ci50[k][1]:.2f}]" for k, v in m1["metrics"].items()}
+    assert cell["acc_ir"] == "100.00 [100.00, 100.00]"
+    md = run("leaderboard", "st", "--format", "markdown", "--boot", "50").splitlines()
+    assert md[0] == "| Model | Rank | n | Parse failures | acc_osi | acc_ir | acc_sci | oa | racc_osi | racc_ir | racc_sci | roa |"
+    assert md[2] == "| m1 | 1 | 4 | 1 | " + " | ".join(cell[k] for k in m1["metrics"]) + " |"
+    assert md[-1] == "| Chance |  |  |  | 50.00 | 50.00 | 50.00 | 50.00 | 25.00 | 25.00 | 25.00 | 1.56 |"
     latex = run("leaderboard", "st", "--format", "latex", "--boot", "50")
-    assert r"m1 & 87.50 & 100.00 & 75.00 & 87.50 & 75.00 & 100.00 & 75.00 & 50.00 \\" in latex
-    csv_text = run("leaderboard", "st", "--format", "csv", "--boot", "50")
+    assert "m1 & " + " & ".join(cell[k] for k in m1["metrics"]) + r" \\" in latex
+    assert r"\midrule" + "\n" + r"Chance & 50.00 & 50.00 & 50.00 & 50.00 & 25.00 & 25.00 & 25.00 & 1.56 \\" in latex
+    csv_lines = run("leaderboard", "st", "--format", "csv", "--boot", "50").splitlines()
+    assert csv_lines[0].startswith("model,rank,n,parse_failures,acc_osi,acc_osi_ci_lo,acc_osi_ci_hi,acc_ir,")
+    assert csv_lines[1].startswith(f"m1,1,4,1,87.50,{ci50['acc_osi'][0]:.2f},{ci50['acc_osi'][1]:.2f},100.00,100.00,100.00,")
+    assert csv_lines[-1] == "Chance,,,," + ",".join(f"{c},," for c in ["50.00"] * 4 + ["25.00"] * 3 + ["1.56"])
+
+    # One breakdown tab in every format; an unknown one is refused with the names that exist.
+    md = run("leaderboard", "st", "--format", "markdown", "--boot", "50", "--breakdown", "category:positional").splitlines()
+    assert md[0].endswith("| acc_osi | acc_ir | acc_sci | oa | racc_osi | racc_ir | racc_sci | roa |")
+    assert md[2].startswith("| m1 | 1 | 4 | 1 | 75.00 [")  # it0, it1: OSI 3/4
+    assert md[-1].endswith("| 50.00 | 50.00 | 50.00 | 50.00 | 25.00 | 25.00 | 25.00 | 1.56 |")
+    latex = run("leaderboard", "st", "--format", "latex", "--boot", "50", "--breakdown", "difference:slight")
+    assert "difference slight" in latex and "m1 & 87.50 [" in latex
+    csv_text = run("leaderboard", "st", "--format", "csv", "--boot", "50", "--breakdown", "category:functional")
     assert csv_text.splitlines()[0].startswith("model,rank,n,parse_failures,acc_osi,acc_osi_ci_lo,acc_osi_ci_hi")
+    tab = json.loads(run("leaderboard", "st", "--boot", "50", "--breakdown", "category:positional"))
+    assert tab["breakdown"] == "category:positional"
+    assert tab["rows"][0]["metrics"]["racc_osi"] == 50.0 == m1["breakdowns"]["category:positional:racc_osi"]["value"]
+    with pytest.raises(CommandError, match="unknown breakdown 'category:nope'.*category:positional"):
+        run("leaderboard", "st", "--boot", "20", "--breakdown", "category:nope")
 
 
 def test_bad_lines_are_refused_whole_with_line_and_reason(make_project, tmp_path):
@@ -182,6 +206,13 @@ def test_oscbench_generators_judge_and_correlation(make_project, tmp_path):
     assert report["human"]["object"]["krippendorff_alpha"] == 1.0
     assert report["human"]["subject"]["krippendorff_alpha"] is None
     assert set(report["human"]["realism"]) >= {"loo_kendall_tau_b", "loo_spearman_rho", "krippendorff_alpha"}
+    # Details: system level per criterion and overall with n (generators) and an interval; the
+    # human reference with n (videos rated twice or more) and intervals.
+    assert j["system"] == {"kendall_tau_b": None, "n": 2, "ci": None}
+    assert j["system_per_criterion"]["object"]["n"] == 2 and "too few" in j["system_per_criterion"]["object"]["note"]
+    assert report["human"]["object"]["n"] == 8
+    assert report["human"]["object"]["ci"]["krippendorff_alpha"] == [1.0, 1.0]
+    assert report["human"]["subject"]["ci"]["krippendorff_alpha"] is None
 
     csv_text = run("correlation", "osc", "--format", "csv", "--boot", "50")
     assert csv_text.splitlines()[0] == "source,criterion,kendall_tau_b,spearman_rho,n,tau_ci_lo,tau_ci_hi,rho_ci_lo,rho_ci_hi,krippendorff_alpha,note"
@@ -203,3 +234,25 @@ def test_row_for_job_matches_the_leaderboard_row(make_project, tmp_path):
     assert row["metrics"] == board["rows"][0]["metrics"]
     assert row["metrics"]["acc_osi"] == 50.0 and row["metrics"]["racc_osi"] == 0.0
     assert row["diagnostics"]["same_letter"]["osi"]["share"] == 100.0
+
+
+def test_latest_job_of_a_model_is_the_one_finished_last(make_project, tmp_path):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    project = make_project("st4", "status")
+    release = make_release(project, {f"it{i}": status_payload(i) for i in range(2)})
+    resolved = {ri.item.external_id: ri.payload["resolved"] for ri in release.release_items.select_related("item")}
+    right = [{"item": e, "query": q, "answer": r[q]["answer"]} for e, r in resolved.items() for q in r]
+    wrong = [{"item": e, "query": q, "answer": "Z"} for e, r in resolved.items() for q in r]
+    run("import_predictions", "st4", write_lines(tmp_path, right), "--model", "m")
+    run("import_predictions", "st4", write_lines(tmp_path, wrong, "w.jsonl"), "--model", "m")
+    first, second = InferenceJob.objects.filter(model_name="m").order_by("created_at", "pk")
+    now = timezone.now()
+    # The job created first finished last (e.g. re-run after the other was created): it is the latest.
+    InferenceJob.objects.filter(pk=first.pk).update(finished_at=now)
+    InferenceJob.objects.filter(pk=second.pk).update(finished_at=now - timedelta(hours=1))
+    board = json.loads(run("leaderboard", "st4", "--boot", "20"))
+    (row,) = [r for r in board["rows"] if r["model"] == "m"]
+    assert row["metrics"]["roa"] == 100.0 and row["parse_failures"] == 0

@@ -61,12 +61,14 @@ def test_visualtrans_models_random_and_human(make_project, tmp_path):
     assert rows["partial"]["metrics"]["overall"] == 25.0
     assert (rows["partial"]["n"], rows["partial"]["parse_failures"]) == (4, 1)
     assert rows["partial"]["diagnostics"]["unsupported"] == ["intermediate"]
-    # Human: 5 blind answers pooled: q1 twice right, q2 wrong, q3 right, q4 flagged without answer.
-    assert rows["Human"]["n"] == 5
+    # Human, per item the mean of its blind answers: q1 1 (two right), q2 0, q3 1, q4 0 (flagged
+    # without an answer). Items weigh equally: 2 / 4, not 3 / 5 pooled; n counts the 4 items.
+    assert rows["Human"]["n"] == 4
     assert rows["Human"]["parse_failures"] == 1  # the flagged question left unanswered
     assert rows["full"]["parse_failures"] == 0
-    assert rows["Human"]["metrics"]["overall"] == 60.0
+    assert rows["Human"]["metrics"]["overall"] == 50.0
     assert rows["Human"]["metrics"]["fine_grained"] == 100.0
+    assert rows["Human"]["diagnostics"]["blind_answers"]["answers"] == 5
 
 
 def test_m3verse_partial_credit_through_commands(make_project, tmp_path):

@@ -83,3 +83,28 @@ def test_oscbench_judge_answers_parse_with_na():
     assert parse_answer("oscbench", "judge", "no json here", []) is None
     sums, counts = oscbench.score_dicts_to_arrays([[parsed]])
     assert counts[0].tolist() == [0, 1, 0, 0, 0, 0, 0, 0]
+
+
+def test_interval_bounds_round_half_up_like_the_values():
+    # Every video: raters gave 1, 1, 1, 2 -> mean 1.25 -> normalized 1/16 = 0.0625 exactly, which
+    # prints 0.063 half up; round() on the float gives 0.062 (half to even).
+    sums = np.full((50, len(oscbench.CRITERIA)), 5)
+    counts = np.full((50, len(oscbench.CRITERIA)), 4)
+    m = oscbench.item_matrix(sums, counts)
+    assert str(oscbench.printed(m)["object"]) == "0.063"
+    assert oscbench.cis(m, n_boot=50)["object"] == [0.063, 0.063]
+
+
+def test_random_judge_matrix_equals_scoring_its_answers():
+    # The OSCBench Random row skips the answer dicts; it must score exactly like them.
+    from evaluation.scoring import runs
+
+    items = [runs.ScoringItem(key=i, external_id=f"v{i}", payload={"scenario": ("regular", "novel")[i % 2],
+                                                                  "action_category": f"c{i % 3}"}, resolved={"judge": {}})
+             for i in range(50)]
+    via_answers = runs.finish("oscbench", runs.score_oscbench_judge(items, runs.random_answers("oscbench", items, seed=11)), n_boot=50)
+    direct = runs.finish("oscbench", runs.random_oscbench_matrix(items, seed=11), n_boot=50)
+    assert direct.printed == via_answers.printed and direct.cis == via_answers.cis
+    assert direct.matrix.parse_failures == 0
+    other_seed = runs.finish("oscbench", runs.random_oscbench_matrix(items, seed=12), n_boot=50)
+    assert other_seed.printed != direct.printed

@@ -94,10 +94,61 @@ def test_probability_reassignment_reproduces_table5_counts():
     assert (out["racc_osi"], out["racc_ir"]) == (Decimal("72.28"), Decimal("44.06"))
 
 
-def test_prob_of_a_renormalizes_over_option_letters():
-    assert abs(status.prob_of_a({"A": np.log(0.2), "B": np.log(0.6)}) - 0.25) < 1e-12
-    assert np.isnan(status.prob_of_a({"B": -0.1}))
+def test_prob_of_a_is_the_models_own_probability_and_zero_when_absent():
+    assert abs(status.prob_of_a({"A": np.log(0.2), "B": np.log(0.6)}) - 0.2) < 1e-12  # not 0.25
+    assert status.prob_of_a({"B": -0.1}) == 0.0  # stored without A: probability 0, never 1
     assert np.isnan(status.prob_of_a(None))
+
+
+def _status_item(key):
+    from evaluation.scoring.runs import ScoringItem
+
+    states = ["a closed box", "an open box"]
+    resolved = {q: {"options": states, "answer": "A" if q.endswith("_a") else "B"} for q in status.QUERIES[:4]}
+    resolved["sci2"] = {"options": ["open", "lift"], "answer": "A"}
+    resolved["sci4"] = {"options": ["open", "lift", "shake", "close"], "answer": "A"}
+    return ScoringItem(key=key, external_id=str(key), payload={"category": "other", "difference": "slight"}, resolved=resolved)
+
+
+def test_reassignment_compares_raw_p_a_between_images_as_the_spec_says():
+    from evaluation.scoring.runs import RunAnswer, score_status
+
+    items = [_status_item(k) for k in range(4)]
+    lp = np.log
+    logprobs = {
+        # 0: P(A|a) = .4 < P(A|b) = .5 -> wrong; renormalizing (.8 vs .5) would call it right.
+        0: ({"A": lp(0.4), "B": lp(0.1)}, {"A": lp(0.5), "B": lp(0.5)}),
+        # 1: A absent for image_b: probability 0 < P(A|a) -> right (it was NaN, i.e. wrong).
+        1: ({"A": lp(0.3), "B": lp(0.6)}, {"B": lp(0.9)}),
+        # 2: equal P(A): a tie is wrong.
+        2: ({"A": lp(0.5), "B": lp(0.2)}, {"A": lp(0.5), "B": lp(0.1)}),
+        # 3: A absent on image_a: 0 is never above anything -> wrong (never read as P = 1).
+        3: ({"B": lp(0.2)}, {"A": lp(0.1), "B": lp(0.8)}),
+    }
+    answers = {}
+    for k, (on_a, on_b) in logprobs.items():
+        for q in status.QUERIES:
+            answers[(k, q)] = RunAnswer("A")
+        answers[(k, "osi_a")] = RunAnswer("A", logprobs=on_a)
+        answers[(k, "osi_b")] = RunAnswer("A", logprobs=on_b)
+        answers[(k, "ir_a")] = RunAnswer("A", logprobs=on_a)
+        answers[(k, "ir_b")] = RunAnswer("A", logprobs=on_b)
+    out = score_status(items, answers).diagnostics["reassigned"]
+    assert (out["n"], out["with_logprobs"]) == (4, 4)
+    assert out["racc_osi"] == Decimal("25.00") and out["racc_ir"] == Decimal("25.00")  # item 1 only
+
+
+def test_reassignment_follows_the_option_order_the_model_saw():
+    from evaluation.scoring.runs import RunAnswer, score_status
+
+    item = _status_item(0)
+    states = item.resolved["osi_a"]["options"]
+    answers = {(0, q): RunAnswer("A") for q in status.QUERIES}
+    # The model saw the states swapped for osi_b, so release option A was its letter "B" there.
+    answers[(0, "osi_a")] = RunAnswer("A", options=states, logprobs={"A": np.log(0.6), "B": np.log(0.4)})
+    answers[(0, "osi_b")] = RunAnswer("A", options=states[::-1], logprobs={"A": np.log(0.7), "B": np.log(0.3)})
+    out = score_status([item], answers).diagnostics["reassigned"]
+    assert out["racc_osi"] == Decimal("100.00")  # P(state_a | image_b) = .3 < .6
 
 
 def test_free_text_and_option_text_answers_score_like_letters():

@@ -2,6 +2,8 @@
 from decimal import Decimal
 from fractions import Fraction
 
+import numpy as np
+
 from evaluation.scoring import visualtrans
 from evaluation.scoring.answers import parse_answer
 from evaluation.scoring.common import percent
@@ -31,19 +33,33 @@ def test_gpt4o_row_digit_for_digit():
 def test_phi4_row_with_unsupported_intermediate():
     counts = {"fine_grained": 32, "global": 10, "causal": 28, "planning": 6, "quantitative": 15}
     matrix, row = run(counts, unsupported=("intermediate",))
-    assert row["intermediate"] is None
-    assert row["procedural_mean"] == Decimal("23.43")  # (32.56 + 14.29) / 2 = 23.425, half up
-    assert row["overall"] == Decimal("18.31")  # 91 / 497, the unsupported subtask counted wrong
-    assert row["spatial_mean"] == Decimal("19.53")  # (19.05 + 20.00) / 2
+    # 32/168 = 19.048, 10/50, (19.05 + 20.00) / 2 = 19.525, -, 28/86 = 32.558, 6/42 = 14.286,
+    # (32.56 + 14.29) / 2 = 23.425, 15/63 = 23.810, 91/497 = 18.310 (the paper's Table 2 row).
+    assert [None if row[k] is None else str(row[k]) for k in visualtrans.KEYS] == [
+        "19.05", "20.00", "19.53", None, "32.56", "14.29", "23.43", "23.81", "18.31"
+    ]
     assert matrix.diagnostics["unsupported"] == ["intermediate"]
+    assert matrix.n == 497
     # Averaging the unrounded subtask accuracies would print 23.42: the printed convention matters.
     assert percent((Fraction(28, 86) + Fraction(6, 42)) / 2) == Decimal("23.42")
 
 
 def test_unparseable_answer_keeps_subtask_supported():
-    matrix, row = run({"fine_grained": 0})
-    assert row["fine_grained"] == Decimal("0.00")
+    from evaluation.scoring.runs import RunAnswer, ScoringItem, score_visualtrans
+
+    items = [
+        ScoringItem(key=k, external_id=k, payload={"subtask": subtask, "format": "count"}, resolved={"qa": {"format": "count", "answer": 2}})
+        for k, subtask in (("q1", "fine_grained"), ("q2", "global"), ("q3", "global"))
+    ]
+    raw = parse_answer("visualtrans", "qa", "two or three", [], fmt="count")
+    assert raw is None  # unparseable
+    answers = {("q1", "qa"): RunAnswer(raw), ("q2", "qa"): RunAnswer(2)}  # q3: no prediction at all
+    matrix = score_visualtrans(items, answers)
+    row = visualtrans.printed(matrix)
+    assert row["fine_grained"] == Decimal("0.00")  # answered, unreadable: supported and wrong
+    assert row["global"] == Decimal("50.00")
     assert matrix.diagnostics["unsupported"] == []
+    assert matrix.parse_failures == 2  # the unreadable answer and the missing one in a supported subtask
 
 
 def test_formats_normalize_before_exact_match():
@@ -54,3 +70,22 @@ def test_formats_normalize_before_exact_match():
     assert not visualtrans.is_correct("set", ["apple", "pear"], ["apple", "pear", "fig"])
     assert not visualtrans.is_correct("set", ["apple", "apple"], ["apple"])  # a multiset
     assert not visualtrans.is_correct("count", 3, None)
+
+
+def test_human_row_combines_answers_per_item_and_resamples_items():
+    from evaluation.scoring.common import bootstrap_means
+    from evaluation.scoring.runs import ScoringItem, score_blind_answers
+
+    items = [
+        ScoringItem(key=k, external_id=k, payload={"subtask": "global", "format": "count"}, resolved={"qa": {"format": "count", "answer": 2}})
+        for k in ("q1", "q2")
+    ]
+    # q1: three annotators, all right; q2: one annotator, wrong. Pooling answers would give 3/4.
+    matrix = score_blind_answers("visualtrans", items, {"q1": [2, "2", 2], "q2": [5]})
+    assert matrix.n == 2 and matrix.num.shape[0] == 2
+    assert visualtrans.printed(matrix)["overall"] == Decimal("50.00")
+    assert matrix.diagnostics["blind_answers"]["answers"] == 4
+    # Resampling items can only give 0, 1/2 or 1 (resampling answers would also give 1/4, 3/4).
+    samples = bootstrap_means(matrix, n_boot=200, seed=1)[:, matrix.column("overall")]
+    assert set(np.round(samples, 12)) <= {0.0, 0.5, 1.0}
+    assert len(set(np.round(samples, 12))) == 3

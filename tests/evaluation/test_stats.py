@@ -25,16 +25,54 @@ def test_kendall_and_spearman_equal_scipy_with_ties_and_na():
     assert rho.value == sps.spearmanr(xs, ys).statistic
 
 
-def test_vectorized_tau_b_equals_scipy_on_resamples():
-    rng = np.random.default_rng(0)
-    x = rng.integers(1, 6, size=40).astype(float)
-    y = x + rng.integers(-1, 2, size=40)
-    idx = rng.integers(0, 40, size=(5, 40))
-    sx = np.sign(x[:, None] - x[None, :])[idx[:, :, None], idx[:, None, :]]
-    sy = np.sign(y[:, None] - y[None, :])[idx[:, :, None], idx[:, None, :]]
-    ours = stats.tau_b_from_signs(sx, sy)
-    for b in range(5):
-        assert math.isclose(ours[b], sps.kendalltau(x[idx[b]], y[idx[b]]).statistic, rel_tol=1e-12)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_point_estimates_equal_scipy_on_tied_vectors_with_na(seed):
+    rng = np.random.default_rng(seed)
+    judge = rng.integers(1, 6, size=80).astype(object)
+    human = (rng.integers(3, 16, size=80) / 3).astype(object)
+    judge[rng.random(80) < 0.1] = None
+    human[rng.random(80) < 0.1] = None
+    keep = [i for i in range(80) if judge[i] is not None and human[i] is not None]
+    xs, ys = [float(judge[i]) for i in keep], [float(human[i]) for i in keep]
+    assert stats.kendall_tau_b(list(judge), list(human)).value == sps.kendalltau(xs, ys).statistic
+    assert stats.spearman_rho(list(judge), list(human)).value == sps.spearmanr(xs, ys).statistic
+
+
+def naive_bootstrap(x, y, n_boot, seed):
+    """SciPy on every resampled vector, from the same resample draws."""
+    xs, ys = stats.paired(x, y)
+    taus, rhos = [], []
+    for _, idx in stats.resample_indices(xs.size, n_boot, seed):
+        for r in idx:
+            taus.append(sps.kendalltau(xs[r], ys[r]).statistic)
+            rhos.append(sps.spearmanr(xs[r], ys[r]).statistic)
+    return np.array(taus), np.array(rhos)
+
+
+@pytest.mark.parametrize("table_max_cells", [stats.TABLE_MAX_CELLS, 0])  # contingency table / O(n log n) fallback
+def test_fast_bootstrap_equals_naive_bootstrap_resample_by_resample(table_max_cells):
+    x = X + [5, 5, 1, 3, 2]
+    y = Y + [4.0, 5.0, 1.5, None, 2.0]
+    fast = stats.bootstrap_correlations(x, y, n_boot=300, seed=4, table_max_cells=table_max_cells)
+    taus, rhos = naive_bootstrap(x, y, 300, 4)
+    # Degenerate resamples (a constant side) are NaN on both sides.
+    assert np.array_equal(np.isnan(fast["kendall_tau_b"]), np.isnan(taus))
+    assert np.array_equal(np.isnan(fast["spearman_rho"]), np.isnan(rhos))
+    ok = ~np.isnan(taus)
+    assert np.allclose(fast["kendall_tau_b"][ok], taus[ok], rtol=0, atol=1e-12)
+    assert np.allclose(fast["spearman_rho"][ok], rhos[ok], rtol=0, atol=1e-12)
+    assert ok.sum() > 250
+
+
+def test_table_bootstrap_handles_few_values_at_scale():
+    # Judge scores 1-5 against means of three raters: the contingency-table path, not n x n pairs.
+    rng = np.random.default_rng(3)
+    human = rng.integers(1, 6, size=(3000, 3)).mean(axis=1)
+    judge = np.clip(np.rint(human + rng.normal(scale=0.7, size=3000)), 1, 5)
+    fast = stats.bootstrap_correlations(judge, human, n_boot=20, seed=9)
+    taus, rhos = naive_bootstrap(judge, human, 20, 9)
+    assert np.allclose(fast["kendall_tau_b"], taus, rtol=0, atol=1e-12)
+    assert np.allclose(fast["spearman_rho"], rhos, rtol=0, atol=1e-12)
 
 
 def test_too_few_and_constant_say_so_instead_of_zero():
@@ -96,11 +134,26 @@ def test_leave_one_rater_out_matches_manual_computation():
     assert out["raters"] == 3
 
 
-def test_rank_respects_intervals():
+def test_rank_respects_intervals_and_never_inverts_values():
     from evaluation.scoring.common import interval_ranks
 
     values = [60.0, 58.0, 40.0, None, 10.0]
     cis = [[55.0, 65.0], [50.0, 62.0], [35.0, 45.0], None, [5.0, 54.0]]
-    # 60 and 58 overlap: both rank 1; 40 lies below both; 10's interval reaches 54, overlapping
-    # the second row's interval [50, 62] but not the first's [55, 65].
-    assert interval_ranks(values, cis) == [1, 1, 3, None, 2]
+    # 60 and 58 overlap: both rank 1; 40 lies below both: rank 3. 10's interval overlaps 58's,
+    # but 10 must not rank above 40 (a higher value): it shares rank 3.
+    assert interval_ranks(values, cis) == [1, 1, 3, None, 3]
+    # Overlapping intervals share a rank even when the lower value's interval is wider.
+    assert interval_ranks([10.0, 40.0], [[5.0, 54.0], [35.0, 45.0]]) == [1, 1]
+    # Separated intervals order the rows; equal values overlapping a separated pair.
+    assert interval_ranks([80.0, 50.0, 50.0], [[75.0, 85.0], [45.0, 55.0], [20.0, 90.0]]) == [1, 2, 1]
+
+
+def test_tau_b_from_signs_equals_scipy_on_small_vectors():
+    rng = np.random.default_rng(0)
+    x = rng.integers(1, 4, size=(6, 9)).astype(float)
+    y = x + rng.integers(-1, 2, size=(6, 9))
+    sx = np.sign(x[:, :, None] - x[:, None, :])
+    sy = np.sign(y[:, :, None] - y[:, None, :])
+    ours = stats.tau_b_from_signs(sx, sy)
+    for b in range(6):
+        assert math.isclose(ours[b], sps.kendalltau(x[b], y[b]).statistic, rel_tol=1e-12)

@@ -45,6 +45,12 @@ def test_downloads_have_attachment_names_and_content(client, status_project):
     assert api.json()["rows"][0]["metrics"] == client.get("/api/projects/stv/leaderboard/?details=1").json()["rows"][0]["metrics"]
     assert "rank" in client.get("/api/projects/stv/leaderboard/?details=1").json()["rows"][0]
     assert json.loads(client.get("/projects/stv/leaderboard/download/json/").content)["protocol"] == "status"
+    tab = client.get("/projects/stv/leaderboard/download/markdown/?breakdown=difference:slight")
+    assert tab["Content-Disposition"] == 'attachment; filename="stv-leaderboard-v1-difference-slight.md"'
+    lines = tab.content.decode().splitlines()
+    assert lines[2].startswith("| Random | 1 | 3 | 0 | ") and " [" in lines[2]
+    assert lines[-1].endswith("| 25.00 | 1.56 |")
+    assert client.get("/projects/stv/leaderboard/download/csv/?breakdown=nope").status_code == 404
 
 
 def test_annotators_and_strangers_are_refused(client, status_project, make_user):

@@ -13,10 +13,17 @@ for judges. It also misbehaves by a deterministic rule per query, so tests know 
     bucket  5-9   500 on attempt 1                            (recovered)
     bucket 10-12  sleeps past the client timeout on attempt 1 (recovered)
     bucket 13-14  500 on every attempt                        (unrecoverable: the query fails)
-    bucket 15-19  malformed JSON content on attempt 1 when a JSON schema is asked for
-                  (recovered by the job's JSON repair round)
+    bucket 15-19  malformed JSON content in a well-formed reply on attempt 1: for a JSON schema
+                  (judges) the object cut in half, recovered by the job's JSON repair round;
+                  for option prompts (letters, numbers) a cut JSON object instead of the
+                  option, which no repair round asks again: a parse failure (answer null)
+    bucket 20-23  HTTP 200 whose body is not JSON on attempt 1 (recovered: the backend asks again)
+    bucket 24     HTTP 200 whose body is not JSON on every attempt (unrecoverable)
 
 `faults=False` turns all of this off; `latency` adds a fixed delay to every request.
+`events` records each request with its arrival and reply times (time.monotonic()), so tests can
+check how long the client waited after a retry-after; `max_in_flight` is the most requests the
+server was handling at once (`reset_in_flight()` starts counting again).
 Run alone: python -m tests.inference.openai_standin --port 8765 --latency 0.1 --no-faults
 """
 from __future__ import annotations
@@ -59,6 +66,10 @@ def planned_fault(key: str) -> str | None:
         return "always500"
     if b < 20:
         return "badjson"
+    if b < 24:
+        return "badbody"
+    if b < 25:
+        return "alwaysbadbody"
     return None
 
 
@@ -103,6 +114,9 @@ class StandIn:
         self.retry_after = retry_after
         self.attempts: Counter[str] = Counter()
         self.log: list[tuple[str, int, str]] = []  # (key, attempt, outcome)
+        self.events: list[dict[str, Any]] = []  # {"key", "attempt", "outcome", "received", "replied"}
+        self.in_flight = 0
+        self.max_in_flight = 0
         self.lock = threading.Lock()
         self.address: tuple[str, int] | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -144,6 +158,10 @@ class StandIn:
             self.loop.call_soon_threadsafe(self.loop.stop)
             self.thread.join(10)
 
+    def reset_in_flight(self) -> None:
+        with self.lock:
+            self.max_in_flight = self.in_flight
+
     def outcomes(self) -> dict[str, list[str]]:
         """key -> outcomes in order (what the server did with each request of that query)."""
         out: dict[str, list[str]] = {}
@@ -160,11 +178,11 @@ class StandIn:
                 method, path, _ = lines[0].split(" ", 2)
                 headers = {k.strip().lower(): v.strip() for k, v in (ln.split(":", 1) for ln in lines[1:] if ":" in ln)}
                 body = await reader.readexactly(int(headers.get("content-length") or 0))
-                if method != "POST" or not path.endswith("/chat/completions"):
+                if method != "POST" or not path.startswith("/v1/") or not path.endswith("/chat/completions"):
                     status, payload, extra = 404, {"error": {"message": "not found"}}, {}
                 else:
                     status, payload, extra = await self.respond(json.loads(body or b"{}"))
-                data = json.dumps(payload).encode()
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 reason = {200: "OK", 404: "Not Found", 429: "Too Many Requests", 500: "Internal Server Error"}[status]
                 out = [f"HTTP/1.1 {status} {reason}", "content-type: application/json", f"content-length: {len(data)}"]
                 out += [f"{k}: {v}" for k, v in extra.items()]
@@ -175,12 +193,27 @@ class StandIn:
         finally:
             writer.close()
 
-    async def respond(self, body: dict[str, Any]) -> tuple[int, dict[str, Any], dict[str, str]]:
+    async def respond(self, body: dict[str, Any]) -> tuple[int, dict[str, Any] | bytes, dict[str, str]]:
+        received = time.monotonic()
+        with self.lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        event: dict[str, Any] = {"received": received}
+        try:
+            return await self._respond(body, event)
+        finally:
+            event["replied"] = time.monotonic()
+            with self.lock:
+                self.in_flight -= 1
+                self.events.append(event)
+
+    async def _respond(self, body: dict[str, Any], event: dict[str, Any]) -> tuple[int, dict[str, Any] | bytes, dict[str, str]]:
         messages = body.get("messages") or []
         key = query_key(messages)
         with self.lock:
             self.attempts[key] += 1
             attempt = self.attempts[key]
+        event.update(key=key, attempt=attempt)
         fault = planned_fault(key) if self.faults else None
         if self.latency:
             await asyncio.sleep(self.latency)
@@ -193,8 +226,11 @@ class StandIn:
             outcome = "500"
         elif fault == "timeout" and attempt == 1:
             outcome = "timeout"
-        elif fault == "badjson" and attempt == 1 and body.get("response_format"):
+        elif fault == "badjson" and attempt == 1:
             outcome = "badjson"
+        elif (fault == "badbody" and attempt == 1) or fault == "alwaysbadbody":
+            outcome = "badbody"
+        event["outcome"] = outcome
         with self.lock:
             self.log.append((key, attempt, outcome))
         if outcome == "429":
@@ -203,6 +239,8 @@ class StandIn:
             return 500, {"error": {"message": "internal error", "type": "server_error"}}, {}
         if outcome == "timeout":
             await asyncio.sleep(self.timeout_sleep)
+        if outcome == "badbody":  # a proxy's error page, or a reply cut off, under status 200
+            return 200, b'<html><body>502 Bad Gateway</body></html>{"id": "chatcmpl-', {}
         return 200, self.completion(body, key, malformed=outcome == "badjson"), {}
 
     def completion(self, body: dict[str, Any], key: str, *, malformed: bool = False) -> dict[str, Any]:
@@ -229,14 +267,21 @@ class StandIn:
             weights = [-(0.2 + ((h >> (3 * i)) % 7) * 0.35) for i in range(len(options))]
             best = max(range(len(options)), key=lambda i: weights[i])
             content = options[best]
+            if malformed:  # JSON where the option was asked for, cut off: no option to read
+                content = '{"answer": "' + content
             if body.get("logprobs"):
-                top = sorted(zip(options, weights), key=lambda t: -t[1])[: body.get("top_logprobs") or 1]
+                ranked = sorted(zip(options, weights), key=lambda t: -t[1])
+                first, first_lp = content, weights[best]
+                if malformed:  # the reply's first token is the brace, the options come after it
+                    first, first_lp = '{"', -0.05
+                    ranked = [(first, first_lp)] + ranked
+                top = ranked[: body.get("top_logprobs") or 1]
                 logprobs = {
                     "content": [
                         {
-                            "token": content,
-                            "logprob": weights[best],
-                            "bytes": list(content.encode()),
+                            "token": first,
+                            "logprob": first_lp,
+                            "bytes": list(first.encode()),
                             "top_logprobs": [{"token": t, "logprob": w, "bytes": list(t.encode())} for t, w in top],
                         }
                     ]

@@ -42,7 +42,70 @@ def test_researcher_creates_a_job_in_the_admin_and_it_runs(eager, client, make_u
     assert job.params == {"logprobs": 3, "temperature": 0.0, "item_limit": 3}
     assert (job.status, job.total_queries, job.done_queries, job.created_by) == (JobStatus.FINISHED, 18, 18, user)
     listing = client.get("/admin/inference/inferencejob/").content.decode()
-    assert '<progress value="100.0" max="100"></progress> 100.0% (18/18)' in listing
+    assert ('<progress value="100.0" max="100"></progress> <span class="pct">100.0%</span> '
+            '(<span class="n">18/18</span>)') in listing
+    # The live cells: status (with the progress API the list script polls), tokens, cost.
+    assert (f'<span class="job-live" data-job="{job.pk}" data-field="status" data-status="finished" '
+            f'data-progress-url="/api/jobs/{job.pk}/progress/">finished</span>') in listing
+    assert f'<span class="job-live" data-job="{job.pk}" data-field="tokens">0 / 0</span>' in listing
+    assert f'<span class="job-live" data-job="{job.pk}" data-field="cost">–</span>' in listing
+    assert "inference/admin_job_list.js" in listing
+    assert f'href="/jobs/{job.pk}/">live page</a>' in listing
+
+
+def test_admin_list_shows_tokens_cost_and_failures_with_their_errors(eager, client, make_user, make_project, tmp_path):
+    project = make_project("st", "status")
+    items = factories.status_items(project, 2, tmp_path)
+    endpoint = services.endpoint_create(name="R", backend="random",
+                                        options={"price_per_1m_input": 2.0, "price_per_1m_output": 8.0})
+    job = services.job_create(endpoint=endpoint, project=project, release=factories.release_of(project, items))
+    Prediction.objects.filter(job=job, item=items[0], query="sci4").update(status="failed", error="HTTP 500: boom", answer=None)
+    InferenceJob.objects.filter(pk=job.pk).update(done_queries=11, failed_queries=1, prompt_tokens=1200, completion_tokens=300)
+    client.force_login(_researcher(make_user, project))
+    listing = client.get("/admin/inference/inferencejob/").content.decode()
+    assert "<th scope=\"col\" class=\"column-tokens\">" in listing and "column-cost" in listing
+    assert f'<span class="job-live" data-job="{job.pk}" data-field="tokens">1200 / 300</span>' in listing
+    assert f'<span class="job-live" data-job="{job.pk}" data-field="cost">$0.0048</span>' in listing
+    assert (f'<a class="job-live" data-job="{job.pk}" data-field="failures" href="/jobs/{job.pk}/#job-failures" '
+            f'title="1× HTTP 500: boom">1</a>') in listing
+    # A job whose queries all failed shows its error summary in the list.
+    InferenceJob.objects.filter(pk=job.pk).update(status=JobStatus.FAILED, error="all 12 queries failed: 12× HTTP 500: boom")
+    listing = client.get("/admin/inference/inferencejob/").content.decode()
+    assert '<span class="errornote job-error">all 12 queries failed: 12× HTTP 500: boom</span>' in listing
+
+
+def test_rescore_action_reparses_edited_raw_output_and_rewrites_the_exports(eager, client, make_user, make_project, tmp_path):
+    project = make_project("st", "status")
+    items = factories.status_items(project, 3, tmp_path)
+    job = services.job_create(endpoint=services.endpoint_create(name="R", backend="random"), project=project,
+                              release=factories.release_of(project, items))
+    folder = services.job_export_dir(job)
+    before = json.loads((folder / "results.json").read_text())
+    assert before["counts"]["parse_failures"] == 0 and before["metrics"]["parse_failures"] == 0
+    flipped = Prediction.objects.get(job=job, item=items[0], query="osi_a")
+    other = "B" if flipped.answer == "A" else "A"
+    # A researcher edits raw outputs (e.g. after fixing a transcription): one to the other letter
+    # in words, one to text no parser can read.
+    flipped.raw_output = f"The answer is {other}."
+    flipped.save()
+    broken = Prediction.objects.get(job=job, item=items[1], query="sci4")
+    broken.raw_output = "I cannot tell."
+    broken.save()
+
+    client.force_login(_researcher(make_user, project))
+    resp = client.post("/admin/inference/inferencejob/", {"action": "rescore", "_selected_action": [job.pk]}, follow=True)
+    assert "Re-scored; 2 answer(s) changed." in resp.content.decode()
+    flipped.refresh_from_db()
+    broken.refresh_from_db()
+    assert (flipped.answer, broken.answer) == (other, None)
+
+    samples = {(s["item"], s["query"]): s for s in map(json.loads, (folder / "samples.jsonl").read_text().splitlines())}
+    assert samples[(items[0].external_id, "osi_a")]["answer"] == other
+    assert samples[(items[0].external_id, "osi_a")]["raw_output"] == f"The answer is {other}."
+    assert samples[(items[1].external_id, "sci4")]["answer"] is None
+    after = json.loads((folder / "results.json").read_text())
+    assert after["counts"]["parse_failures"] == 1 and after["counts"]["by_query"]["sci4"]["parse_failures"] == 1
+    assert after["metrics"]["parse_failures"] == 1
 
 
 def test_admin_refuses_a_job_whose_protocol_does_not_match(eager, client, make_user, make_project):

@@ -1,4 +1,6 @@
 """OpenAIBackend request shapes and reply handling against the stand-in (real HTTP)."""
+import pytest
+
 from inference.backends import get_backend
 from inference.backends.base import ModelQuery, Sampling
 from inference.backends.openai_backend import OpenAIBackend
@@ -80,6 +82,183 @@ def test_a_slow_server_is_reported_as_a_timeout():
     try:
         backend = OpenAIBackend(base_url=standin.base_url, api_key=None, model="m", options={"timeout": 0.3, "max_retries": 0})
         (reply,) = backend.complete([_letters_query()], Sampling())
-        assert reply.error == "timed out after 0.3 s (after up to 1 attempts)" and reply.text == ""
+        assert reply.error == "timed out after 0.3 s (after 1 attempt)" and reply.text == ""
+    finally:
+        standin.stop()
+
+
+def _redis_url():
+    from django.conf import settings
+
+    if not getattr(settings, "REDIS_URL", ""):
+        pytest.skip("needs REDIS_URL (the shared in-flight bound lives in Redis)")
+    return settings.REDIS_URL
+
+
+def _two_chunks_at_once(standin, *, redis_url, concurrency=3, per_chunk=18):
+    """Two chunk tasks of one endpoint, each with its own backend call and event loop (as two
+    worker processes would have), started together."""
+    import threading
+    import uuid
+
+    key = f"test-endpoint-{uuid.uuid4().hex}"
+    results, barrier = {}, threading.Barrier(2)
+
+    def chunk(n):
+        backend = OpenAIBackend(base_url=standin.base_url, api_key=None, model="m", concurrency=concurrency,
+                                limiter_key=key, redis_url=redis_url)
+        barrier.wait()
+        results[n] = backend.complete([_letters_query(100 * n + i) for i in range(per_chunk)], Sampling())
+
+    threads = [threading.Thread(target=chunk, args=(n,)) for n in (1, 2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert all(r.error is None for n in (1, 2) for r in results[n])
+    return key
+
+
+def test_two_chunks_of_one_endpoint_never_exceed_its_concurrency_together():
+    redis_url = _redis_url()
+    standin = StandIn(faults=False, latency=0.05).start()
+    try:
+        key = _two_chunks_at_once(standin, redis_url=redis_url)
+        assert standin.max_in_flight == 3  # the bound is reached and never passed
+        from inference.backends.limiter import in_flight
+
+        assert in_flight(redis_url, key) == 0  # every slot was given back
+        # Without the shared bound each chunk keeps its own 3 in flight: 6 at once.
+        standin.reset_in_flight()
+        _two_chunks_at_once(standin, redis_url=None)
+        assert standin.max_in_flight > 3
+    finally:
+        standin.stop()
+
+
+def test_slots_of_a_killed_worker_lapse_after_their_ttl():
+    import asyncio
+    import time
+    import uuid
+
+    from inference.backends.limiter import EndpointLimiter, in_flight
+
+    redis_url = _redis_url()
+    key = f"test-lapse-{uuid.uuid4().hex}"
+
+    async def dies_holding_the_slot():
+        limiter = EndpointLimiter(key, 1, redis_url, ttl=1.0)
+        slot = limiter.slot()
+        await slot.__aenter__()  # acquired, never released: the process is "killed" here
+        limiter._heartbeat.cancel()  # and stops refreshing
+        await limiter._redis.aclose()
+
+    async def next_worker():
+        limiter = EndpointLimiter(key, 1, redis_url, ttl=1.0)
+        started = time.monotonic()
+        async with limiter.slot():
+            waited = time.monotonic() - started
+            assert in_flight(redis_url, key) == 1
+        await limiter.close()
+        return waited
+
+    from concurrent.futures import ThreadPoolExecutor
+
+    # Each "worker" runs its own event loop in a thread of its own (the main thread may already
+    # run one: Playwright's, when browser tests ran earlier in the session).
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, dies_holding_the_slot()).result()
+        assert in_flight(redis_url, key) == 1
+        waited = pool.submit(asyncio.run, next_worker()).result()
+    assert 0.5 <= waited < 5  # it waited for the dead holder's slot to lapse, then got it
+    assert in_flight(redis_url, key) == 0
+
+
+def test_a_held_slot_is_kept_alive_past_its_ttl_while_its_request_runs():
+    standin = StandIn(faults=False, latency=2.0).start()
+    try:
+        import uuid
+
+        from inference.backends.limiter import in_flight
+
+        redis_url = _redis_url()
+        key = f"test-alive-{uuid.uuid4().hex}"
+        backend = OpenAIBackend(base_url=standin.base_url, api_key=None, model="m", concurrency=1, limiter_key=key,
+                                redis_url=redis_url, options={"slot_ttl": 1.0, "timeout": 10})
+        import threading
+
+        seen = []
+        thread = threading.Thread(target=lambda: seen.extend(backend.complete([_letters_query(1)], Sampling())))
+        thread.start()
+        import time
+
+        time.sleep(1.6)  # past the ttl: only the heartbeat keeps the slot taken
+        assert in_flight(redis_url, key) == 1
+        thread.join(20)
+        assert seen[0].error is None and in_flight(redis_url, key) == 0
+    finally:
+        standin.stop()
+
+
+def test_the_registry_shares_the_bound_through_the_brokers_redis(settings, monkeypatch):
+    settings.REDIS_URL = "redis://127.0.0.1:6379/15"
+    endpoint = ModelEndpoint(pk=7, name="judge", backend="openai", model_id="m", base_url="http://x/v1", concurrency=5)
+    backend = get_backend(endpoint)
+    assert (backend.limiter_key, backend.redis_url, backend.concurrency) == ("endpoint:7:judge", settings.REDIS_URL, 5)
+    settings.REDIS_URL = ""
+    assert get_backend(endpoint).redis_url is None  # the eager demo: the local bound only
+
+
+def test_a_refused_request_is_not_counted_as_retried():
+    standin = StandIn(faults=False).start()
+    try:
+        backend = OpenAIBackend(base_url=standin.base_url.replace("/v1", "/nowhere"), api_key=None, model="m",
+                                options={"max_retries": 3})
+        (reply,) = backend.complete([_letters_query()], Sampling())
+        assert reply.error == "HTTP 404: not found (after 1 attempt)" and reply.attempts == 1
+        assert len(standin.log) == 0 and len(standin.events) == 0  # 404s are answered before the query is seen
+    finally:
+        standin.stop()
+
+
+def _numbers_query(n, i=0):
+    ask = f"Which label {i}?\n" + "\n".join(f"{k + 1}. label {k}" for k in range(n)) + f"\nAnswer with the number (1 to {n})."
+    return ModelQuery(key=f"{i}|state:standard:full", messages=[{"role": "user", "content": ask}],
+                      choices=[str(k + 1) for k in range(n)], max_tokens=4)
+
+
+def test_no_first_token_logprobs_for_changeit_numbers_1_to_10():
+    """Tokenizers split "10" into "1" + "0": the first token's log-prob would be credited to "1"."""
+    backend = OpenAIBackend(base_url=None, api_key="k", model="m")
+    assert "logprobs" not in backend.request_kwargs(_numbers_query(10), Sampling(logprobs=5))
+    assert backend.request_kwargs(_numbers_query(9), Sampling(logprobs=5))["top_logprobs"] == 5
+    standin = StandIn(faults=False).start()
+    try:
+        backend = OpenAIBackend(base_url=standin.base_url, api_key=None, model="m")
+        ten, nine = backend.complete([_numbers_query(10, 1), _numbers_query(9, 2)], Sampling(logprobs=5))
+        assert ten.error is None and ten.text in {str(k) for k in range(1, 11)} and ten.logprobs is None
+        assert nine.error is None and max(nine.logprobs, key=nine.logprobs.get) == nine.text
+    finally:
+        standin.stop()
+
+
+def test_a_job_max_tokens_never_cuts_below_the_judge_minimum():
+    backend = OpenAIBackend(base_url=None, api_key="k", model="m")
+    judge = ModelQuery(key="1|judge", messages=[], json_schema=JUDGE_SCHEMA, max_tokens=800)
+    assert backend.request_kwargs(judge, Sampling(max_tokens=64))["max_tokens"] == 800
+    assert backend.request_kwargs(judge, Sampling(max_tokens=4000))["max_tokens"] == 4000
+    assert backend.request_kwargs(_letters_query(), Sampling(max_tokens=64))["max_tokens"] == 64
+    assert backend.request_kwargs(_letters_query(), Sampling())["max_tokens"] == 4
+
+
+def test_an_unreachable_redis_leaves_the_local_bound_and_the_queries_answered(caplog):
+    standin = StandIn(faults=False, latency=0.02).start()
+    try:
+        backend = OpenAIBackend(base_url=standin.base_url, api_key=None, model="m", concurrency=2,
+                                redis_url="redis://127.0.0.1:9/0")
+        replies = backend.complete([_letters_query(i) for i in range(6)], Sampling())
+        assert [r.error for r in replies] == [None] * 6
+        assert standin.max_in_flight <= 2
+        assert "Redis failed" in caplog.text and "bounding by this process only" in caplog.text
     finally:
         standin.stop()

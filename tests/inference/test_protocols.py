@@ -59,6 +59,10 @@ def test_changeit_ten_candidates_full_and_crop_from_the_annotated_box(tmp_path):
     no_box = dict(payload, bbox=None)
     out = changeit.build(_item(no_box, {"image": path}, resolved), media=MediaPreparer(cache_root=tmp_path), params={})
     assert [q.error for q in out] == [None, "the item has no annotated box to crop", None, "the item has no annotated box to crop"]
+    nothing = dict(payload, bbox="nothing_to_label")  # the annotators found no such object to box
+    out = changeit.build(_item(nothing, {"image": path}, resolved), media=MediaPreparer(cache_root=tmp_path), params={})
+    assert [q.error for q in out] == [None, "the item has no box to crop (nothing_to_label)", None,
+                                      "the item has no box to crop (nothing_to_label)"]
 
 
 def test_visualtrans_formats_choose_reply_rules(tmp_path):

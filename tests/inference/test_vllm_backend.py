@@ -150,3 +150,28 @@ def test_option_letter_logprobs_merge_spellings_and_drop_masked_tokens():
     assert letters["B"] == pytest.approx(math.log(0.3))
     assert free.keys() == {"A", " A", "B", "x"}
     assert first_token_logprobs(None, ["A"]) is None
+
+
+def test_no_first_token_logprobs_when_a_choice_is_longer_than_one_token():
+    position = {
+        1: SimpleNamespace(logprob=math.log(0.6), decoded_token="1"),  # the first token of "1" and of "10"
+        2: SimpleNamespace(logprob=math.log(0.4), decoded_token="2"),
+    }
+    assert first_token_logprobs(position, [str(i) for i in range(1, 11)]) is None  # ChangeIt: "1".."10"
+    assert first_token_logprobs(position, ["A", "B", "A,B"]) is None  # M3-Verse answer sets
+    assert first_token_logprobs(position, [str(i) for i in range(1, 10)]).keys() == {"1", "2"}
+
+
+def test_a_job_max_tokens_never_cuts_below_the_judge_minimum(monkeypatch):
+    from inference.backends.base import ModelQuery, Sampling
+
+    monkeypatch.setattr(vllm_backend, "vllm_available", lambda: True)
+    fake = SimpleNamespace(SamplingParams=lambda **kw: kw)
+    monkeypatch.setattr(vllm_backend, "_import_vllm", lambda: (fake, lambda **kw: kw))
+    backend = VLLMBackend({}, "Qwen/Qwen2-VL-2B-Instruct", "")
+    judge = ModelQuery(key="1|judge", messages=[], json_schema={"type": "object"}, max_tokens=800)
+    letters = ModelQuery(key="1|qa", messages=[], choices=["A", "B"], max_tokens=4)
+    assert backend.sampling_params(judge, Sampling(max_tokens=64))["max_tokens"] == 800
+    assert backend.sampling_params(judge, Sampling(max_tokens=2000))["max_tokens"] == 2000
+    assert backend.sampling_params(letters, Sampling(max_tokens=64))["max_tokens"] == 64
+    assert backend.sampling_params(letters, Sampling())["max_tokens"] == 4

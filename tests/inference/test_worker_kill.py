@@ -23,7 +23,7 @@ def test_killed_worker_mid_job_then_new_worker_completes_exactly_once(broker, ma
         project = make_project("vt", "visualtrans")
         items = factories.visualtrans_items(project, 40, tmp_path)
         endpoint = services.endpoint_create(name="slow", backend="openai", model_id="m", base_url=standin.base_url,
-                                            concurrency=2, options={"timeout": 5, "max_retries": 1})
+                                            concurrency=2, options={"timeout": 5, "max_retries": 1, "slot_ttl": 3})
         job = services.job_create(endpoint=endpoint, project=project, release=factories.release_of(project, items),
                                   params={"chunk_size": 4})
 
@@ -37,7 +37,10 @@ def test_killed_worker_mid_job_then_new_worker_completes_exactly_once(broker, ma
 
         time.sleep(2.5)  # past the visibility timeout
         workers.append(start_worker("second", tmp_path / "w2.log"))
+        # The killed worker's in-flight slots (shared through Redis) lapse after slot_ttl; then the
+        # second worker takes them.
         wait_for(lambda: InferenceJob.objects.get(pk=job.pk).status == JobStatus.FINISHED, 120, "the job to finish")
+        assert standin.max_in_flight <= 2
 
         job.refresh_from_db()
         rows = list(Prediction.objects.filter(job=job).values_list("item_id", "query", "status"))

@@ -14,8 +14,10 @@ class Command(BaseCommand):
         parser.add_argument("--format", default="json", choices=["json", "csv", "latex", "markdown"])
         parser.add_argument("--details", action="store_true", help="json: add rank, breakdowns and diagnostics to each row")
         parser.add_argument("--boot", type=int, default=leaderboard.N_BOOT, help="bootstrap resamples")
+        parser.add_argument("--breakdown", default=None, metavar="NAME",
+                            help="one breakdown tab instead of the main table, e.g. category:positional, difference:slight, state_change:scenario")
 
-    def handle(self, *args, project, release, judge, format, boot, details, **options):
+    def handle(self, *args, project, release, judge, format, boot, details, breakdown, **options):
         try:
             proj = Project.objects.get(slug=project)
         except Project.DoesNotExist:
@@ -30,4 +32,8 @@ class Command(BaseCommand):
             missing = [k for k, v in row["metrics"].items() if v is None]
             if missing:
                 self.stderr.write(f"{row['model']}: no value for {', '.join(missing)} (no item counts, or unsupported)")
-        self.stdout.write(tables.render_leaderboard(board, format, details=details), ending="" if format != "json" else "\n")
+        try:
+            text = tables.render_leaderboard(board, format, details=details, breakdown=breakdown)
+        except tables.UnknownBreakdown as exc:
+            raise CommandError(str(exc))
+        self.stdout.write(text, ending="" if format != "json" else "\n")

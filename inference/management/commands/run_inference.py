@@ -1,5 +1,9 @@
 """python manage.py run_inference --endpoint N --project P [--release V] --protocol X
-[--param key=value ...] [--mode evaluate|suggest] [--wait]"""
+[--param key=value ...] [--mode evaluate|suggest] [--wait [--strict]]
+
+Exit status with --wait: 0 when the job finished (a warning line on stderr gives the number of
+failed queries and their main errors if some failed); 1 when the job failed (including every
+query failing) or was cancelled; 2 when it finished with failed queries and --strict was given."""
 import sys
 import time
 
@@ -12,7 +16,8 @@ from inference.models import InferenceJob, JobMode, JobStatus, ModelEndpoint
 
 
 class Command(BaseCommand):
-    help = "Start an inference job; with --wait, print progress until it ends (exit 1 if it failed)."
+    help = ("Start an inference job; with --wait, print progress until it ends (exit 1 if it failed or was "
+            "cancelled; a finished job with failed queries exits 0 with a warning, or 2 with --strict).")
 
     def add_arguments(self, parser):
         parser.add_argument("--endpoint", required=True, help="endpoint name")
@@ -24,6 +29,8 @@ class Command(BaseCommand):
                             help="job parameter: temperature, max_tokens, seed, frames, item_limit, strategy, chunk_size, ...")
         parser.add_argument("--wait", action="store_true")
         parser.add_argument("--poll", type=float, default=2.0, help="seconds between progress lines with --wait")
+        parser.add_argument("--strict", action="store_true",
+                            help="with --wait: exit 2 when the job finished but some queries failed")
 
     def handle(self, *args, **opts):
         try:
@@ -58,4 +65,12 @@ class Command(BaseCommand):
             self.stderr.write(f"job {job.pk} failed: {job.error}")
             sys.exit(1)
         if job.status == JobStatus.CANCELLED:
+            self.stderr.write(f"job {job.pk} was cancelled")
             sys.exit(1)
+        if job.failed_queries:
+            self.stderr.write(
+                f"warning: job {job.pk} finished with {job.failed_queries} of {job.total_queries} queries failed "
+                f"({services.failure_summary(job)}); re-run them with the admin action 'Retry failed items'"
+            )
+            if opts["strict"]:
+                sys.exit(2)
