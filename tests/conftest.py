@@ -87,6 +87,11 @@ def page(browser):
     pg = context.new_page()
     pg.set_default_timeout(15_000)
     yield pg
+    # A route handler may still be fetching a request the page sent as the test ended (the
+    # preloaded next task, say). Drop the handlers and swallow their late errors first, or one
+    # of them surfaces in whatever Playwright call the next test makes.
+    for owner in (*context.pages, context):
+        owner.unroute_all(behavior="ignoreErrors")
     context.close()
 
 
