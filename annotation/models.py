@@ -69,7 +69,10 @@ class Project(models.Model):
                   "lease_seconds (default 600): how long a claimed task stays held without a renewal before the "
                   "item returns to the queue. "
                   "rubric (video rating): the rubric shown to raters, one text or criterion -> text. "
-                  "state_labels (boxes): object -> extra state labels offered as candidates.",
+                  "state_labels (boxes): object -> extra state labels offered as candidates. "
+                  "suggestions (true/false, default true; quintuplet and QA): show model suggestions on the "
+                  "annotation form. A QA answer given with one on the form is not blind and is left out of the "
+                  "Human row, so a project that wants a Human row sets this to false.",
     )
     # Seed for every deterministic option order derived for this project's items.
     option_seed = models.IntegerField(default=0)
@@ -211,6 +214,10 @@ class Annotation(models.Model):
     # never collide, while a retry by the same annotator always finds its first submit.
     idempotency_key = models.CharField(max_length=200, null=True, blank=True)
     source = models.CharField(max_length=20, default="task")  # task | import
+    # A machine-made suggestion was offered on the form when this answer was given, so it is not a
+    # blind answer: the Human row leaves it out. Imported human studies are blind (False).
+    with_suggestion = models.BooleanField(
+        default=False, db_default=False, help_text="A model suggestion was on the form when this answer was given (not blind).")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

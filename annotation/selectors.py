@@ -119,6 +119,11 @@ def rubric_text_for(*, project) -> str | None:
     return None
 
 
+def shows_suggestions(*, project) -> bool:
+    """Whether the annotation form offers model suggestions (quintuplet and QA; settings["suggestions"])."""
+    return project.workflow in ("quintuplet", "qa") and project.settings.get("suggestions", True) is not False
+
+
 def qa_suggested_answer(*, shape: dict, answer):
     """A model's answer in the shape the QA form takes, or None when it does not fit the item.
 
@@ -191,6 +196,9 @@ def annotator_item_payload(*, item) -> dict:
     def suggestions():
         # Machine-made answers, newest first: the pages pre-fill from the first one. Built only for
         # the protocols that show them: a ChangeIt or OSC-Bench claim no longer builds a queryset.
+        # None at all when the project turned them off (e.g. to keep QA answers blind).
+        if not shows_suggestions(project=project):
+            return Suggestion.objects.none()
         return Suggestion.objects.filter(item=item).order_by("-created_at", "-pk")
 
     if protocol == "status":

@@ -25,9 +25,9 @@ from psycopg import RawCursor
 from psycopg.types.numeric import Int8
 
 from . import agreement
-from .models import Annotation, Item, ItemStatus, Project, Review, ReviewDecision, Task, TaskStatus
+from .models import Annotation, Item, ItemStatus, Project, Review, ReviewDecision, Suggestion, Task, TaskStatus
 from .results import QAContext, ResultInvalid, Validated, validate_result
-from .selectors import result_context_for
+from .selectors import result_context_for, shows_suggestions
 
 DEFAULT_LEASE_SECONDS = 600
 # A page may hold the task it shows plus one preloaded task.
@@ -393,17 +393,19 @@ def _prior_ids_portable(item_id: int, user, key: str | None) -> list[int]:
 
 
 def _store_portable(*, item: Item, user, task: Task, result: dict, ms: int, key: str | None, now: datetime,
-                    needed: int) -> tuple[int, int | None, str | None]:
+                    needed: int, suggestable: bool) -> tuple[int, int | None, str | None, bool]:
+    suggested = suggestable and Suggestion.objects.filter(item=item, created_at__lte=now).exists()
     annotation = Annotation.objects.create(item=item, annotator=user, external_rater="", task=task, result=result,
-                                           time_spent_ms=ms, idempotency_key=key, source="task")
+                                           time_spent_ms=ms, idempotency_key=key, source="task",
+                                           with_suggestion=suggested)
     Task.objects.filter(pk=task.pk).update(status=TaskStatus.SUBMITTED, updated_at=now)
     if item.is_gold:
-        return annotation.pk, None, None
+        return annotation.pk, None, None, suggested
     Item.objects.filter(pk=item.pk).update(
         annotation_count=F("annotation_count") + 1, updated_at=now,
         status=Case(When(annotation_count__gte=needed - 1, then=Value(str(ItemStatus.ANNOTATED))), default=F("status")))
     count, status = Item.objects.filter(pk=item.pk).values_list("annotation_count", "status").get()
-    return annotation.pk, count, status
+    return annotation.pk, count, status, suggested
 
 
 # --- holding a task ---------------------------------------------------------------------------
@@ -611,9 +613,12 @@ def task_submit(*, task_id: int, user, result: dict, time_spent_ms: int = 0, ide
 _STORE_SQL = """
 WITH stored AS (
     INSERT INTO annotation_annotation (item_id, annotator_id, external_rater, task_id, result, time_spent_ms,
-                                       idempotency_key, source, created_at)
-    VALUES (%(item)s, %(user)s, '', %(task)s, %(result)s::jsonb, %(ms)s, %(key)s::text, 'task', %(now)s)
-    RETURNING id
+                                       idempotency_key, source, with_suggestion, created_at)
+    VALUES (%(item)s, %(user)s, '', %(task)s, %(result)s::jsonb, %(ms)s, %(key)s::text, 'task',
+            %(suggestable)s::boolean AND EXISTS (SELECT 1 FROM annotation_suggestion s
+                                        WHERE s.item_id = %(item)s AND s.created_at <= %(now)s),
+            %(now)s)
+    RETURNING id, with_suggestion
 ), submitted AS (
     UPDATE annotation_task SET status = 'submitted', updated_at = %(now)s WHERE id = %(task)s
 ), counted AS (
@@ -624,7 +629,7 @@ WITH stored AS (
     WHERE id = %(item)s AND NOT is_gold
     RETURNING annotation_count, status
 )
-SELECT stored.id, counted.annotation_count, counted.status FROM stored LEFT JOIN counted ON true
+SELECT stored.id, counted.annotation_count, counted.status, stored.with_suggestion FROM stored LEFT JOIN counted ON true
 """
 
 
@@ -667,15 +672,20 @@ def _task_submit(*, task_id: int, user, result: dict, time_spent_ms: int, idempo
         raise TaskConflict("This item already has all the annotations it needs; your answer was not saved.")
 
     ms = max(0, int(time_spent_ms or 0))
+    # The answer is blind unless the form offered a model suggestion for this item (conservative:
+    # any suggestion stored by the time of the submit counts as seen).
+    suggestable = shows_suggestions(project=project)
     if connection.vendor != "postgresql":
-        annotation_id, count, status = _store_portable(item=item, user=user, task=task, result=validated.result, ms=ms,
-                                                       key=key, now=now, needed=project.annotations_per_item)
+        annotation_id, count, status, suggested = _store_portable(
+            item=item, user=user, task=task, result=validated.result, ms=ms, key=key, now=now,
+            needed=project.annotations_per_item, suggestable=suggestable)
     else:
-        ((annotation_id, count, status),) = _rows(_STORE_SQL, {
+        ((annotation_id, count, status, suggested),) = _rows(_STORE_SQL, {
             "item": Int8(item.pk), "user": Int8(user.pk), "task": Int8(task.pk), "result": json.dumps(validated.result),
-            "ms": ms, "key": key, "now": now, "needed": project.annotations_per_item})
+            "ms": ms, "key": key, "now": now, "needed": project.annotations_per_item, "suggestable": suggestable})
     annotation = Annotation(pk=annotation_id, item=item, annotator=user, task=task, result=validated.result,
-                            time_spent_ms=ms, idempotency_key=key, source="task", created_at=now)
+                            time_spent_ms=ms, idempotency_key=key, source="task", with_suggestion=suggested,
+                            created_at=now)
     annotation._state.adding = False
     task.status = TaskStatus.SUBMITTED
     if not item.is_gold:

@@ -70,6 +70,7 @@ def build(project: Project, *, release_version: str | None = None, judge: str | 
     protocol = project.protocol
     seed = (release.option_seed if release is not None else project.option_seed) + RANDOM_SEED_OFFSET
     rows: list[dict[str, Any]] = []
+    human: dict[str, int] | None = None
     if protocol == "oscbench":
         rows = _generator_rows(project, release, items, judge=judge, n_boot=n_boot, seed=seed)
     else:
@@ -81,17 +82,23 @@ def build(project: Project, *, release_version: str | None = None, judge: str | 
         if items:
             rows.append(_row("Random", protocol, runs.score(protocol, items, runs.random_answers(protocol, items, seed=seed), n_boot=n_boot)))
         if runs.protocol_has_human_row(protocol):
-            blind = selectors.blind_answers(items)
+            blind, with_suggestion = selectors.blind_answers(items)
+            # Answers given with a model suggestion on the form are not blind: never in the Human row.
+            human = {"blind_answers": sum(len(v) for v in blind.values()), "items": len(blind),
+                     "left_out_with_suggestion": with_suggestion}
             if blind:
                 matrix = runs.score_blind_answers(protocol, items, blind)
                 rows.append(_row("Human", protocol, runs.finish(protocol, matrix, n_boot=n_boot)))
     _rank(rows, runs.primary_key(protocol))
-    return {
+    board = {
         "project": project.slug,
         "release": release.version if release is not None else None,
         "protocol": protocol,
         "rows": rows,
     }
+    if human is not None:
+        board["human"] = human
+    return board
 
 
 def _generator_rows(project, release, items, *, judge: str | None, n_boot: int, seed: int) -> list[dict[str, Any]]:

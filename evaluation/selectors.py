@@ -90,13 +90,18 @@ def rater_key(annotation_row: dict[str, Any]) -> str:
     return f"ext:{annotation_row['external_rater']}"
 
 
-def blind_answers(items: list[ScoringItem]) -> dict[int, list[Any]]:
-    """item pk -> the blind answers given (QA workflows)."""
+def blind_answers(items: list[ScoringItem]) -> tuple[dict[int, list[Any]], int]:
+    """item pk -> the blind answers given (QA workflows), and how many answers were left out
+    because a model suggestion was on the form when they were given (not blind)."""
     out: dict[int, list[Any]] = defaultdict(list)
-    for row in annotations_for(items).values("item_id", "result"):
+    with_suggestion = 0
+    for row in annotations_for(items).values("item_id", "result", "with_suggestion"):
+        if row["with_suggestion"]:
+            with_suggestion += 1
+            continue
         result = row["result"] or {}
         out[row["item_id"]].append(result.get("answer"))
-    return dict(out)
+    return dict(out), with_suggestion
 
 
 def ratings_by_item(items: list[ScoringItem]) -> dict[int, list[tuple[str, dict]]]:
