@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import Annotation, Item, MediaAsset, Membership, Project, Release, Review
+from .models import Annotation, ImportRun, Item, MediaAsset, Membership, Project, Release, Review
 
 
 class MembershipInline(admin.TabularInline):
@@ -51,3 +51,18 @@ class ReleaseAdmin(admin.ModelAdmin):
 
 admin.site.register(Annotation)
 admin.site.register(Review)
+
+
+@admin.register(ImportRun)
+class ImportRunAdmin(admin.ModelAdmin):
+    """Uploads imported by the worker: read only (the import page makes them)."""
+
+    list_display = ("id", "project", "file_name", "kind", "verified", "status", "error_count", "created_by", "created_at", "finished_at")
+    list_filter = ("status", "kind")
+    search_fields = ("project__slug", "file_name")
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

@@ -5,9 +5,6 @@ and serializes the answer. Refused imports answer 400 with the "line N: field F:
 """
 from __future__ import annotations
 
-from pathlib import Path
-
-from django.conf import settings
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
@@ -17,41 +14,16 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .importing import ImportRefused, annotations_import, items_import
-from .importing.sources import copy_upload
-from .models import Release, Role
+from .importing.runs import import_run_data, import_run_queue
+from .models import ImportKind, ImportRun, Release, Role
 from .permissions import get_project_for
 from .releases import EXPORT_CONTENT_TYPES, EXPORT_FORMATS, ReleaseRefused, export_filename, release_export, release_freeze
 from .views_io import project_overview_data, release_list_data
 
 
-def import_media_root() -> Path:
-    """Where media paths of an uploaded bare JSONL resolve (a zip carries its own media)."""
-    root = Path(getattr(settings, "IMPORT_MEDIA_ROOT", None) or Path(settings.MEDIA_ROOT) / "incoming")
-    root.mkdir(parents=True, exist_ok=True)
-    return root
-
-
-def run_upload(uploaded, run):
-    """Spool an upload to a temporary file, call run(path), always delete the file."""
-    name = (uploaded.name or "").lower()
-    suffix = ".zip" if name.endswith(".zip") else ".jsonl"
-    tmp = copy_upload(uploaded, Path(settings.CACHE_ROOT) / "uploads", suffix=suffix)
-    try:
-        return run(tmp)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
 class UploadSerializer(serializers.Serializer):
     file = serializers.FileField()
     verified = serializers.BooleanField(default=False, required=False)
-
-
-class ErrorListSerializer(serializers.Serializer):
-    detail = serializers.CharField()
-    error_count = serializers.IntegerField()
-    errors = serializers.ListField(child=serializers.CharField(), help_text='"line N: field F: reason"')
 
 
 class ReleaseSerializer(serializers.Serializer):
@@ -71,43 +43,76 @@ class ProjectOverviewApi(APIView):
         return Response(project_overview_data(project=project, user=request.user))
 
 
+class ImportRunSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    project = serializers.CharField()
+    kind = serializers.ChoiceField(choices=ImportKind.choices)
+    verified = serializers.BooleanField()
+    file_name = serializers.CharField()
+    file_bytes = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=["queued", "running", "finished", "refused", "failed"])
+    done = serializers.BooleanField()
+    report = serializers.DictField(allow_null=True, help_text="the importer's counts once finished")
+    error_count = serializers.IntegerField()
+    errors = serializers.ListField(child=serializers.CharField(), help_text='"line N: field F: reason" when refused')
+    created_by = serializers.CharField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+    url = serializers.CharField(help_text="poll this until done")
+    page = serializers.CharField()
+
+
+def queued(run: ImportRun) -> Response:
+    response = Response(import_run_data(run), status=status.HTTP_202_ACCEPTED)
+    response["Location"] = f"/api/imports/{run.pk}/"
+    return response
+
+
 class ItemImportApi(APIView):
-    """POST a .jsonl or .zip of items (multipart field `file`; `verified` optional)."""
+    """POST a .jsonl or .zip of items (multipart field `file`; `verified` optional): a worker
+    imports it; 202 with the run to poll. GET lists the project's recent import runs."""
 
     parser_classes = [MultiPartParser, FormParser]
 
-    @extend_schema(request=UploadSerializer, responses={201: OpenApiTypes.OBJECT, 200: OpenApiTypes.OBJECT, 400: ErrorListSerializer})
+    @extend_schema(responses=ImportRunSerializer(many=True))
+    def get(self, request, slug):
+        project = get_project_for(request.user, slug, Role.RESEARCHER)
+        runs = ImportRun.objects.filter(project=project).select_related("project", "created_by")[:50]
+        return Response([import_run_data(run) for run in runs])
+
+    @extend_schema(request=UploadSerializer, responses={202: ImportRunSerializer})
     def post(self, request, slug):
         project = get_project_for(request.user, slug, Role.RESEARCHER)
         data = UploadSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            report = run_upload(
-                data.validated_data["file"],
-                lambda path: items_import(
-                    project=project, path=path, media_root=import_media_root(), verified=data.validated_data["verified"]
-                ),
-            )
-        except ImportRefused as exc:
-            return Response(exc.as_dict(), status=status.HTTP_400_BAD_REQUEST)
-        return Response(report.as_dict(), status=status.HTTP_201_CREATED if report.created else status.HTTP_200_OK)
+        return queued(import_run_queue(project=project, user=request.user, uploaded=data.validated_data["file"],
+                                       kind=ImportKind.ITEMS, verified=data.validated_data["verified"]))
 
 
 class AnnotationImportApi(APIView):
-    """POST a .jsonl of ratings (oscbench) or blind QA answers (visualtrans, m3verse)."""
+    """POST a .jsonl of ratings (oscbench) or blind QA answers (visualtrans, m3verse): a worker
+    imports it; 202 with the run to poll."""
 
     parser_classes = [MultiPartParser, FormParser]
 
-    @extend_schema(request=UploadSerializer, responses={201: OpenApiTypes.OBJECT, 200: OpenApiTypes.OBJECT, 400: ErrorListSerializer})
+    @extend_schema(request=UploadSerializer, responses={202: ImportRunSerializer})
     def post(self, request, slug):
         project = get_project_for(request.user, slug, Role.RESEARCHER)
         data = UploadSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            report = run_upload(data.validated_data["file"], lambda path: annotations_import(project=project, path=path))
-        except ImportRefused as exc:
-            return Response(exc.as_dict(), status=status.HTTP_400_BAD_REQUEST)
-        return Response(report.as_dict(), status=status.HTTP_201_CREATED if report.created else status.HTTP_200_OK)
+        return queued(import_run_queue(project=project, user=request.user, uploaded=data.validated_data["file"],
+                                       kind=ImportKind.ANNOTATIONS))
+
+
+class ImportRunApi(APIView):
+    """GET one import run: status, then the report or the refusal ("line N: field F: reason")."""
+
+    @extend_schema(responses=ImportRunSerializer)
+    def get(self, request, run_id: int):
+        run = get_object_or_404(ImportRun.objects.select_related("project", "created_by"), pk=run_id)
+        get_project_for(request.user, run.project.slug, Role.RESEARCHER)
+        return Response(import_run_data(run))
 
 
 class ReleaseListApi(APIView):

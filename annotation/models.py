@@ -299,3 +299,50 @@ class ReleaseItem(models.Model):
             models.UniqueConstraint(fields=["release", "item"], name="releaseitem_unique_release_item"),
             models.UniqueConstraint(fields=["release", "position"], name="releaseitem_unique_release_position"),
         ]
+
+
+class ImportKind(models.TextChoices):
+    ITEMS = "items", "Items"
+    ANNOTATIONS = "annotations", "Human annotations"
+
+
+class ImportStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    FINISHED = "finished", "Imported"
+    REFUSED = "refused", "Refused (nothing written)"
+    FAILED = "failed", "Failed (nothing written)"
+
+
+class ImportRun(models.Model):
+    """An upload from the import page or API, imported by a Celery worker (`default` queue).
+
+    The file waits under CACHE_ROOT/uploads (shared by web and workers) and is removed once the
+    run ends. The command `import_items` imports in its own process and makes no run.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="import_runs")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    kind = models.CharField(max_length=20, choices=ImportKind.choices, default=ImportKind.ITEMS)
+    verified = models.BooleanField(default=False)
+    file_name = models.CharField(max_length=255)
+    file_bytes = models.BigIntegerField(default=0)
+    staged_path = models.CharField(max_length=1000, blank=True)
+    status = models.CharField(max_length=20, choices=ImportStatus.choices, default=ImportStatus.QUEUED)
+    report = models.JSONField(default=dict, blank=True)  # the importer's report once imported
+    errors = models.JSONField(default=list, blank=True)  # "line N: field F: reason" (first ones) when refused
+    error_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        indexes = [models.Index(fields=["project", "-created_at"], name="importrun_project_created_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.project.slug} import #{self.pk} ({self.status})"
+
+    @property
+    def done(self) -> bool:
+        return self.status in (ImportStatus.FINISHED, ImportStatus.REFUSED, ImportStatus.FAILED)

@@ -7,8 +7,7 @@ from django.db.models import Count
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
-from .importing import ImportRefused, annotations_import, items_import
-from .models import ItemStatus, Project, Release, Role
+from .models import ImportKind, ImportRun, ItemStatus, Project, Release, Role
 from .permissions import get_project_for, has_role, role_in
 from .releases import EXPORT_FORMATS, ReleaseRefused, release_freeze
 
@@ -75,30 +74,35 @@ def project_overview(request, slug):
 @login_required
 @require_http_methods(["GET", "POST"])
 def project_import(request, slug):
-    from .api_io import import_media_root, run_upload
+    """The upload form and the project's recent imports. A POST queues the import for a worker
+    and redirects to the run's page, which follows it until it is done."""
+    from .importing.runs import import_run_queue
 
     project = get_project_for(request.user, slug, Role.RESEARCHER)
-    context = {"project": project, "errors": None, "report": None, "error_count": 0}
+    context = {"project": project, "errors": None}
     status = 200
     if request.method == "POST":
         uploaded = request.FILES.get("file")
-        kind = request.POST.get("kind", "items")
+        kind = request.POST.get("kind", ImportKind.ITEMS)
         if uploaded is None:
-            context["errors"], status = ["file: field file: choose a .jsonl or .zip file"], 400
+            context["errors"], status = ["file: field file: choose a .jsonl, .json or .zip file"], 400
+        elif kind not in ImportKind.values:
+            context["errors"], status = [f"kind: field kind: one of {', '.join(ImportKind.values)}"], 400
         else:
-            try:
-                if kind == "annotations":
-                    report = run_upload(uploaded, lambda p: annotations_import(project=project, path=p))
-                else:
-                    verified = request.POST.get("verified") == "on"
-                    report = run_upload(
-                        uploaded,
-                        lambda p: items_import(project=project, path=p, media_root=import_media_root(), verified=verified),
-                    )
-                context["report"] = report.as_dict()
-            except ImportRefused as exc:
-                context["errors"], context["error_count"], status = exc.errors, exc.total, 400
+            run = import_run_queue(project=project, user=request.user, uploaded=uploaded, kind=kind,
+                                   verified=request.POST.get("verified") == "on")
+            return redirect("io-import-run", slug=project.slug, run_id=run.pk)
+    context["runs"] = ImportRun.objects.filter(project=project).select_related("created_by")[:20]
     return render(request, "annotation/io/import.html", context, status=status)
+
+
+@login_required
+def import_run_page(request, slug, run_id):
+    from .importing.runs import import_run_data
+
+    project = get_project_for(request.user, slug, Role.RESEARCHER)
+    run = get_object_or_404(ImportRun.objects.select_related("project", "created_by"), pk=run_id, project=project)
+    return render(request, "annotation/io/import_run.html", {"project": project, "run": run, "data": import_run_data(run)})
 
 
 @login_required

@@ -43,7 +43,7 @@ def _resolve(path: str) -> tuple[Path, Path]:
 
 
 def _upload_root(root: Path) -> Path | None:
-    from annotation.api_io import import_media_root
+    from annotation.importing.runs import import_media_root
 
     upload = import_media_root().resolve()
     return upload if upload == root or root in upload.parents else None

@@ -71,6 +71,18 @@ def make_project(db):
     return make
 
 
+@pytest.fixture
+def eager_celery():
+    """Run Celery tasks in the calling process (as the demo does without Redis), inside the test's
+    transaction. Tests of real queueing start a worker instead (tests/inference/worker.py)."""
+    from config.celery import app
+
+    saved = app.conf.task_always_eager, app.conf.task_eager_propagates
+    app.conf.task_always_eager = app.conf.task_eager_propagates = True
+    yield app
+    app.conf.task_always_eager, app.conf.task_eager_propagates = saved
+
+
 @pytest.fixture(scope="session")
 def browser():
     from playwright.sync_api import sync_playwright

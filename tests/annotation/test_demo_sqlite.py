@@ -83,6 +83,15 @@ for slug in ["demo-status", "demo-changeit", "demo-visualtrans", "demo-m3verse",
                      f"/api/projects/{slug}/agreement/", f"/projects/{slug}/leaderboard/", f"/projects/{slug}/"]
     }
     out[slug] = got
+
+# Without Redis Celery runs eagerly: an upload on the Import page is done when the page answers.
+from django.core.files.uploadedfile import SimpleUploadedFile
+line = json.dumps({"id": "demo-upload-1", "image_a": "nowhere/a.png", "image_b": "nowhere/b.png"}) + "\n"
+r = researcher.post("/projects/demo-status/import/",
+                    {"file": SimpleUploadedFile("one.jsonl", line.encode()), "kind": "items"}, follow=True)
+html = r.content.decode()
+out["upload"] = {"status": r.status_code, "redirected": bool(r.redirect_chain), "refused": 'data-status="refused"' in html,
+                 "names_line": "line 1: field image_a: nowhere/a.png" in html}
 print("RESULT " + json.dumps(out))
 """
 
@@ -101,6 +110,7 @@ def test_demo_runs_on_sqlite_and_every_workflow_takes_an_annotation(tmp_path):
     (line,) = [ln for ln in run.stdout.splitlines() if ln.startswith("RESULT ")]
     got = json.loads(line[len("RESULT "):])
 
+    assert got.pop("upload") == {"status": 200, "redirected": True, "refused": True, "names_line": True}
     assert sorted(got) == ["demo-changeit", "demo-m3verse", "demo-oscbench", "demo-status", "demo-visualtrans"]
     for slug, g in got.items():
         assert (g["next"], g["reload_same_task"], g["draft"]) == (200, True, 200), slug

@@ -151,7 +151,7 @@ def test_command(osc, tmp_path, capsys):
         call_command("import_annotations", "osc", str(bad))
 
 
-def test_api_and_page_import_ratings_for_researchers(osc, make_user, client, tmp_path, settings):
+def test_api_and_page_import_ratings_for_researchers(osc, make_user, client, tmp_path, settings, eager_celery):
     import io
 
     from rest_framework.test import APIClient
@@ -167,13 +167,15 @@ def test_api_and_page_import_ratings_for_researchers(osc, make_user, client, tmp
     upload = io.BytesIO(body)
     upload.name = "ratings.jsonl"
     r = api.post("/api/projects/osc/annotation-imports/", {"file": upload}, format="multipart")
-    assert r.status_code == 201
-    assert r.json() == {"lines": 1, "created": 1, "unchanged": 0, "items_touched": 1}
+    assert r.status_code == 202
+    run = api.get(r["Location"]).json()
+    assert (run["kind"], run["status"]) == ("annotations", "finished")
+    assert run["report"] == {"lines": 1, "created": 1, "unchanged": 0, "items_touched": 1}
 
     client.force_login(res)
     bad = io.BytesIO(json.dumps({"item": "oscbench-00001", "rater": "r7", "scores": {**FULL, "object": 2}}).encode())
     bad.name = "ratings.jsonl"
-    page = client.post("/projects/osc/import/", {"file": bad, "kind": "annotations"})
-    assert page.status_code == 400
+    page = client.post("/projects/osc/import/", {"file": bad, "kind": "annotations"}, follow=True)
+    assert page.status_code == 200 and 'data-status="refused"' in page.content.decode()
     assert "line 1: field rater: &#x27;r7&#x27; already has a different annotation of item &#x27;oscbench-00001&#x27;" in page.content.decode()
     assert Annotation.objects.get(external_rater="r7").result["scores"]["object"] == 5

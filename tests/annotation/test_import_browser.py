@@ -1,6 +1,6 @@
-"""Browser (Debian Chromium via Playwright): a researcher uploads a zip, sees a refusal listed by
-line and field, imports, freezes a release and finds it listed with its downloads; the
-project page shows the counts."""
+"""Browser (Debian Chromium via Playwright): a researcher uploads a file, a real Celery worker
+imports it while the run's page follows it, sees a refusal listed by line and field, imports a
+zip, freezes a release and finds it listed with its downloads; the project page shows the counts."""
 from __future__ import annotations
 
 import json
@@ -9,9 +9,10 @@ import zipfile
 import pytest
 
 from annotation.importing.samples import write_sample_dataset
-from annotation.models import Item, Release, Role
+from annotation.models import ImportRun, Item, Release, Role
+from tests.inference.worker import broker, start_worker, stop_worker  # noqa: F401 (broker is a fixture)
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture(autouse=True)
@@ -19,7 +20,21 @@ def _fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
-def test_researcher_imports_and_freezes_in_the_browser(page, live_server, login, make_user, make_project, tmp_path):
+@pytest.fixture
+def worker(broker, tmp_path):
+    process = start_worker("imports", tmp_path / "worker.log")
+    yield process
+    stop_worker(process)
+
+
+def wait_done(page, timeout: float = 90_000) -> str:
+    """The run's page refreshes itself until the worker is done; return the final status."""
+    page.wait_for_selector("#import-run[data-status=finished], #import-run[data-status=refused], "
+                           "#import-run[data-status=failed]", timeout=timeout)
+    return page.get_attribute("#import-run", "data-status")
+
+
+def test_researcher_imports_and_freezes_in_the_browser(page, live_server, login, make_user, make_project, tmp_path, worker):
     researcher = make_user("res")
     make_project("web", "status", members={researcher: Role.RESEARCHER})
     data = tmp_path / "data"
@@ -36,6 +51,8 @@ def test_researcher_imports_and_freezes_in_the_browser(page, live_server, login,
     page.goto(f"{live_server.url}/projects/web/import/")
     page.set_input_files("#id_file", str(bad))
     page.click("#import-form button[type=submit]")
+    page.wait_for_url(f"{live_server.url}/projects/web/imports/*/")
+    assert wait_done(page) == "refused"
     errors = page.locator("#import-errors li").all_inner_texts()
     assert errors == [
         "line 1: field image_a: /etc/passwd: absolute paths are refused; give a path relative to the media root",
@@ -43,11 +60,16 @@ def test_researcher_imports_and_freezes_in_the_browser(page, live_server, login,
     ]
     assert Item.objects.count() == 0
 
+    page.goto(f"{live_server.url}/projects/web/import/")
     page.set_input_files("#id_file", str(good))
     page.check("#id_verified")
     page.click("#import-form button[type=submit]")
+    assert wait_done(page) == "finished"
     assert page.locator("#created").inner_text() == "4"
     assert Item.objects.filter(project__slug="web", status="verified").count() == 4
+    assert [r.status for r in ImportRun.objects.order_by("pk")] == ["refused", "finished"]
+    page.goto(f"{live_server.url}/projects/web/import/")
+    assert page.locator("#import-runs tr[data-run]").count() == 2
 
     page.goto(f"{live_server.url}/projects/web/releases/")
     page.fill("#id_version", "v1")

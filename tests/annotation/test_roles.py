@@ -8,14 +8,16 @@ from __future__ import annotations
 import io
 import json
 import zipfile
+from pathlib import Path
 
 import pytest
+from django.conf import settings
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from annotation.importing import items_import
 from annotation.importing.samples import write_sample_dataset
-from annotation.models import Item, MediaAsset, Release, Role
+from annotation.models import ImportRun, Item, MediaAsset, Release, Role
 from annotation.releases import release_freeze
 
 pytestmark = pytest.mark.django_db
@@ -58,7 +60,7 @@ def upload(data: bytes, name="items.zip"):
 
 
 def state():
-    return (Item.objects.count(), MediaAsset.objects.count(), Release.objects.count())
+    return (Item.objects.count(), MediaAsset.objects.count(), Release.objects.count(), ImportRun.objects.count())
 
 
 @pytest.mark.parametrize("who,expected", [("ann", 403), ("rev", 403), ("outsider", 404)])
@@ -70,7 +72,23 @@ def test_api_researcher_endpoints_refuse_lower_roles_and_outsiders(world, who, e
     assert client.post("/api/projects/mine/releases/", {"version": "v2"}, format="json").status_code == expected
     assert client.get("/api/projects/mine/releases/").status_code == expected
     assert client.get("/api/projects/mine/releases/v1/export/").status_code == expected
+    assert client.get("/api/projects/mine/imports/").status_code == expected
     assert state() == before
+
+
+@pytest.mark.parametrize("who,expected", [("ann", 403), ("rev", 403), ("outsider", 404)])
+def test_import_runs_are_shown_to_the_projects_researchers_only(world, client, eager_celery, who, expected):
+    res = api_as(world["people"]["res"])
+    run = res.post("/api/projects/mine/imports/", {"file": upload(world["zip"])}, format="multipart").json()
+    assert api_as(world["people"][who]).get(run["url"]).status_code == expected
+    client.force_login(world["people"][who])
+    assert client.get(run["page"]).status_code == expected
+    assert res.get(run["url"]).status_code == 200
+    # A run is reached through its own project only: a researcher of another project gets 404.
+    client.force_login(world["people"]["res"])
+    assert client.get(run["page"]).status_code == 200
+    client.force_login(world["people"]["outsider"])  # researcher of "other"
+    assert client.get(run["page"].replace("/mine/", "/other/")).status_code == 404
 
 
 @pytest.mark.parametrize("who,expected", [("ann", 403), ("rev", 403), ("outsider", 404)])
@@ -105,21 +123,34 @@ def test_anonymous_is_sent_to_login_or_refused(world, client):
     assert APIClient().get("/api/projects/mine/releases/").status_code in (401, 403)
 
 
-def test_researcher_imports_freezes_and_exports_through_the_api(world):
+def queued_run(api, response) -> dict:
+    """A 202 from an import endpoint, followed to its run (Celery is eager in these tests)."""
+    assert response.status_code == 202, response.content
+    assert response["Location"] == response.json()["url"]
+    run = api.get(response["Location"])
+    assert run.status_code == 200
+    return run.json()
+
+
+def test_researcher_imports_freezes_and_exports_through_the_api(world, eager_celery):
     api = api_as(world["people"]["res"])
     r = api.post("/api/projects/mine/imports/", {"file": upload(world["zip"])}, format="multipart")
-    assert r.status_code == 201
-    assert r.json() == {"lines": 3, "created": 3, "unchanged": 0, "promoted": 0, "media_files": 6, "media_stored": 0, "by_status": {"annotated": 3}}
-    again = api.post("/api/projects/mine/imports/", {"file": upload(world["zip"])}, format="multipart")
-    assert again.status_code == 200 and again.json()["unchanged"] == 3
+    run = queued_run(api, r)
+    assert (run["status"], run["done"], run["file_name"], run["created_by"]) == ("finished", True, "items.zip", "res")
+    assert run["report"] == {"lines": 3, "created": 3, "unchanged": 0, "promoted": 0, "media_files": 6, "media_stored": 0, "by_status": {"annotated": 3}}
+    again = queued_run(api, api.post("/api/projects/mine/imports/", {"file": upload(world["zip"])}, format="multipart"))
+    assert again["status"] == "finished" and again["report"]["unchanged"] == 3
 
-    bad = api.post("/api/projects/mine/imports/", {"file": upload(b'{"id": "x", "image_a": "../a.png", "image_b": "b.png"}\n', "x.jsonl")}, format="multipart")
-    assert bad.status_code == 400
-    assert bad.json()["errors"] == [
+    bad = queued_run(api, api.post("/api/projects/mine/imports/", {"file": upload(b'{"id": "x", "image_a": "../a.png", "image_b": "b.png"}\n', "x.jsonl")}, format="multipart"))
+    assert (bad["status"], bad["error_count"], bad["report"]) == ("refused", 2, None)
+    assert bad["errors"] == [
         "line 1: field image_a: ../a.png: path leaves the media root ('..')",
         "line 1: field image_b: b.png: file not found under the media root",
     ]
     assert Item.objects.filter(project=world["mine"]).count() == 6
+    listed = api.get("/api/projects/mine/imports/").json()
+    assert [(x["id"], x["status"]) for x in listed] == [(bad["id"], "refused"), (again["id"], "finished"), (run["id"], "finished")]
+    assert not any((Path(settings.CACHE_ROOT) / "uploads").iterdir())  # staged files are gone
 
     Item.objects.filter(external_id__startswith="new-").update(status="verified")
     frozen = api.post("/api/projects/mine/releases/", {"version": "v2", "split": "test"}, format="json")
@@ -140,14 +171,19 @@ def test_researcher_imports_freezes_and_exports_through_the_api(world):
     assert "items.jsonl" in zipfile.ZipFile(io.BytesIO(b"".join(zipped.streaming_content))).namelist()
 
 
-def test_researcher_pages_import_freeze_and_download(world, client):
+def test_researcher_pages_import_freeze_and_download(world, client, eager_celery):
     client.force_login(world["people"]["res"])
     assert b'id="import-form"' in client.get("/projects/mine/import/").content
-    bad = client.post("/projects/mine/import/", {"file": upload(b"not json\n", "x.jsonl"), "kind": "items"})
-    assert bad.status_code == 400
+    bad = client.post("/projects/mine/import/", {"file": upload(b"not json\n", "x.jsonl"), "kind": "items"}, follow=True)
+    assert bad.status_code == 200 and bad.redirect_chain[0][0].startswith("/projects/mine/imports/")
+    assert 'data-status="refused"' in bad.content.decode()
     assert "line 1: field -: invalid JSON (Expecting value at column 1)" in bad.content.decode()
-    ok = client.post("/projects/mine/import/", {"file": upload(world["zip"]), "kind": "items", "verified": "on"})
+    ok = client.post("/projects/mine/import/", {"file": upload(world["zip"]), "kind": "items", "verified": "on"}, follow=True)
     assert ok.status_code == 200 and '<strong id="created">3</strong>' in ok.content.decode()
+    assert "<meta http-equiv=\"refresh\"" not in ok.content.decode()  # done: the page stops refreshing
+    history = client.get("/projects/mine/import/").content.decode()
+    assert history.count("data-run=") == 2 and 'data-status="refused"' in history and "3 created, 0 unchanged" in history
+    assert client.post("/projects/mine/import/", {"kind": "items"}).status_code == 400  # no file
 
     page = client.post("/projects/mine/releases/", {"version": "v2", "split": "test"}, follow=True)
     assert page.status_code == 200
@@ -158,13 +194,13 @@ def test_researcher_pages_import_freeze_and_download(world, client):
     assert json.loads(b"".join(download.streaming_content).splitlines()[0])["release"]["item_count"] == 6
 
 
-def test_import_page_reports_items_promoted_by_a_verified_reimport(world, client):
+def test_import_page_reports_items_promoted_by_a_verified_reimport(world, client, eager_celery):
     client.force_login(world["people"]["res"])
-    first = client.post("/projects/mine/import/", {"file": upload(world["zip"]), "kind": "items"})
+    first = client.post("/projects/mine/import/", {"file": upload(world["zip"]), "kind": "items"}, follow=True)
     assert first.status_code == 200 and 'id="promoted"' not in first.content.decode()
     assert Item.objects.filter(project=world["mine"], external_id__startswith="new-", status="annotated").count() == 3
 
-    again = client.post("/projects/mine/import/", {"file": upload(world["zip"]), "kind": "items", "verified": "on"})
+    again = client.post("/projects/mine/import/", {"file": upload(world["zip"]), "kind": "items", "verified": "on"}, follow=True)
     html = again.content.decode()
     assert again.status_code == 200
     assert '<strong id="promoted">3</strong> promoted to verified' in html
