@@ -133,6 +133,8 @@ CACHE_ROOT = Path(os.environ.get("STATELAB_CACHE_ROOT", DATA_DIR / "cache"))
 # Media referenced by a bare JSONL uploaded through the API or page are looked up here
 # (a zip upload carries its own media). Unset: MEDIA_ROOT/incoming.
 IMPORT_MEDIA_ROOT = os.environ.get("IMPORT_MEDIA_ROOT") or None
+# The scorer inference's results.json asks for (inference never imports evaluation itself).
+STATELAB_JOB_METRICS = "evaluation.leaderboard.job_metrics"
 IMPORT_MAX_IMAGE_PIXELS = int(os.environ.get("IMPORT_MAX_IMAGE_PIXELS", 64_000_000))
 IMPORT_MAX_FILE_BYTES = int(os.environ.get("IMPORT_MAX_FILE_BYTES", 2 * 1024**3))
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024

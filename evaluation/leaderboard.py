@@ -148,3 +148,31 @@ def row_for_job(job, *, n_boot: int = 200) -> dict[str, Any]:
     items = selectors.scoring_items(job.project, job.release)
     scored = runs.score(job.protocol, items, selectors.job_answers(job), n_boot=n_boot)
     return _jsonable(_row(selectors.job_name(job), job.protocol, scored))
+
+
+def job_metrics(job) -> dict[str, Any]:
+    """Scores of one evaluate job for its results.json (settings.STATELAB_JOB_METRICS points here).
+
+    A model on STATUS, ChangeIt, VisualTrans or M3-Verse: its leaderboard row on its release.
+    An OSCBench judge: per generator, the judge's mean scores per criterion (0-1) with bootstrap
+    intervals; how far the judge agrees with human raters is the correlation page's business.
+    """
+    if job.protocol != "oscbench":
+        return row_for_job(job, n_boot=200)
+    items = selectors.scoring_items(job.project, job.release)
+    answers = selectors.job_answers(job)
+    by_generator: dict[str, list[runs.ScoringItem]] = defaultdict(list)
+    for item in items:
+        by_generator[str(item.payload.get("generator") or "unknown")].append(item)
+    keys = runs.main_keys("oscbench")
+    generators = []
+    for generator in sorted(by_generator):
+        scored = runs.finish("oscbench", runs.score_oscbench_judge(by_generator[generator], answers), n_boot=200)
+        generators.append({
+            "generator": generator,
+            "n": scored.matrix.n,
+            "parse_failures": scored.matrix.parse_failures,
+            "metrics": {k: _num(scored.printed.get(k)) for k in keys},
+            "ci": {k: _jsonable(scored.cis.get(k)) for k in keys},
+        })
+    return {"judge": job.model_name, "generators": generators}

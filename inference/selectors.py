@@ -5,8 +5,10 @@ import importlib.metadata
 import platform
 from typing import Any, Iterator
 
+from django.conf import settings
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
+from django.utils.module_loading import import_string
 
 from .models import InferenceJob, JobStatus, ModelEndpoint, Prediction, PredictionStatus
 
@@ -125,59 +127,26 @@ def job_counts(job: InferenceJob) -> dict[str, Any]:
 
 
 def job_metrics(job: InferenceJob) -> dict[str, Any] | None:
-    """The evaluation app's scores for this job, when it can give them: its leaderboard row
-    (evaluation.leaderboard.row_for_job), or for an OSCBench judge the judge's scores of the
-    rated videos per generator (the leaderboard's rows with --judge).
+    """The scores of an evaluate job for results.json, from the scorer that settings name.
 
-    Data flows annotation -> inference -> evaluation, so the import is late and optional: a
-    missing or failing scorer leaves the counts in results.json and records why. Only the
-    evaluation app's public functions are used.
+    Data flows annotation -> inference -> evaluation and nothing imports evaluation, so the
+    scorer is wired by configuration: settings.STATELAB_JOB_METRICS is the dotted path of a
+    function job -> dict (the project sets it to evaluation.leaderboard.job_metrics). Without it,
+    or when scoring fails, results.json keeps its counts and records why.
     """
     if job.mode != "evaluate":
         return None
-    try:
-        from evaluation import leaderboard
-    except ImportError:
+    path = getattr(settings, "STATELAB_JOB_METRICS", None)
+    if not path:
         return None
     try:
-        if job.protocol == "oscbench":
-            return _judge_metrics(job)
-        return leaderboard.row_for_job(job, n_boot=200)
+        scorer = import_string(path)
+    except ImportError as exc:
+        return {"error": f"scorer {path} cannot be imported: {exc}"}
+    try:
+        return scorer(job)
     except Exception as exc:  # a scoring problem must not block the export of raw results
         return {"error": f"scoring failed: {type(exc).__name__}: {exc}"}
-
-
-def _float(value: Any) -> Any:
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, (list, tuple)):
-        return [_float(v) for v in value]
-    return float(value)  # Decimal, numpy scalars
-
-
-def _judge_metrics(job: InferenceJob, *, n_boot: int = 200) -> dict[str, Any]:
-    """Per generator: the judge's mean scores per criterion (0-1), with bootstrap intervals.
-    How far the judge agrees with human raters is the correlation page's business."""
-    from evaluation import selectors as evaluation_selectors
-    from evaluation.scoring import runs
-
-    items = evaluation_selectors.scoring_items(job.project, job.release)
-    answers = evaluation_selectors.job_answers(job)
-    by_generator: dict[str, list] = {}
-    for item in items:
-        by_generator.setdefault(str(item.payload.get("generator") or "unknown"), []).append(item)
-    keys = runs.main_keys("oscbench")
-    generators = []
-    for generator in sorted(by_generator):
-        scored = runs.finish("oscbench", runs.score_oscbench_judge(by_generator[generator], answers), n_boot=n_boot)
-        generators.append({
-            "generator": generator,
-            "n": scored.matrix.n,
-            "parse_failures": scored.matrix.parse_failures,
-            "metrics": {k: _float(scored.printed.get(k)) for k in keys},
-            "ci": {k: _float(scored.cis.get(k)) for k in keys},
-        })
-    return {"judge": job.model_name, "generators": generators}
 
 
 def job_results(*, job: InferenceJob) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from annotation.models import Item, ItemStatus, MediaAsset, Project, Release, ReleaseItem, Suggestion, Workflow
 from annotation.protocols import MEDIA_FIELDS, QUERY_KEYS, changeit_vocabulary, resolve_queries
-from evaluation.scoring.answers import parse_answer
+from .answers import parse_answer
 
 from . import protocols
 from .backends import BackendUnavailable, check_available, get_backend

@@ -8,7 +8,7 @@ from django.test import Client
 from annotation.models import Annotation, Item, Suggestion
 from evaluation import leaderboard
 from tests.annotation.work_factories import make_item, make_people
-from tests.annotation.test_annotate_payloads import client_for, next_item
+from tests.annotation.test_annotate_payloads import client_for
 
 pytestmark = pytest.mark.django_db
 
@@ -42,7 +42,8 @@ def board_of(project) -> dict:
 def test_answers_given_with_a_suggestion_on_the_form_are_left_out_of_the_human_row(make_project):
     a, b = make_people(2)
     project = make_project("vt", "visualtrans", members={a: "annotator", b: "annotator"}, annotations_per_item=2)
-    hinted, _plain = make_item(project, "hinted"), make_item(project, "plain")
+    hinted = make_item(project, "hinted")
+    make_item(project, "plain")
     Suggestion.objects.create(item=hinted, source="job:1 tiny-vlm", result={"answer": WRONG})
 
     answer_everything(project, (a, b))
