@@ -167,6 +167,11 @@ SPECTACULAR_SETTINGS = {
 
 # Celery: a real broker when REDIS_URL is set; eager execution only for the demo without Redis.
 REDIS_URL = os.environ.get("REDIS_URL", "")
+# Computed leaderboards and correlation reports are cached under a fingerprint of their data, in
+# Redis when there is one, so every web process and the workers that pre-compute them share it.
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+                          "KEY_PREFIX": "statelab"}}
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
     CELERY_RESULT_BACKEND = REDIS_URL

@@ -128,4 +128,9 @@ def data_fingerprint(project: Project, release_version: str | None) -> str:
     jobs = InferenceJob.objects.filter(project=project, status=JobStatus.FINISHED).aggregate(n=Count("id"), last=Max("id"), fin=Max("finished_at"))
     anns = Annotation.objects.filter(item__project=project).aggregate(n=Count("id"), last=Max("id"))
     rel = Release.objects.filter(project=project).aggregate(n=Count("id"), last=Max("id"))
-    return f"{project.pk}:{release_version}:{jobs}:{anns}:{rel}:{project.option_seed}"
+    # A live board scores the verified items: a verification or a discard changes it.
+    live = (Item.objects.filter(project=project, status=ItemStatus.VERIFIED).aggregate(n=Count("id"), last=Max("id"))
+            if release_version is None else None)
+    # created_at: ids restart when a database is recreated (a test run, a restore); the cache may outlive it.
+    return (f"{project.pk}:{project.created_at.isoformat()}:{release_version}:{jobs}:{anns}:{rel}:{live}:"
+            f"{project.option_seed}")

@@ -1,20 +1,17 @@
 """Leaderboard and correlation pages with their downloads (researchers and admins)."""
 from __future__ import annotations
 
-import hashlib
 
 from django.contrib.auth.decorators import login_required
-from django.core.cache import cache
 from django.http import Http404, HttpResponse
 from django.shortcuts import render
 
 from annotation.models import Release, Role
 from annotation.permissions import get_project_for
 
-from . import charts, correlation, leaderboard, selectors, tables
+from . import boards, charts, correlation, leaderboard, selectors, tables
 from .scoring import runs
 
-CACHE_SECONDS = 600
 CONTENT_TYPES = {
     "json": ("application/json", "json"),
     "csv": ("text/csv", "csv"),
@@ -24,19 +21,9 @@ CONTENT_TYPES = {
 }
 
 
-def _cached(kind: str, project, release: str | None, extra: str, build):
-    raw = f"{kind}:{extra}:{selectors.data_fingerprint(project, release)}"
-    key = "eval:" + hashlib.sha256(raw.encode()).hexdigest()
-    value = cache.get(key)
-    if value is None:
-        value = build()
-        cache.set(key, value, CACHE_SECONDS)
-    return value
-
-
 def _board(project, release: str | None, judge: str | None):
     try:
-        return _cached("lb", project, release, f"{judge}", lambda: leaderboard.build(project, release_version=release, judge=judge))
+        return boards.board(project, release, judge)
     except Release.DoesNotExist:
         raise Http404("No such release.")
     except leaderboard.LeaderboardError as exc:
@@ -45,7 +32,7 @@ def _board(project, release: str | None, judge: str | None):
 
 def _report(project, release: str | None):
     try:
-        return _cached("corr", project, release, "", lambda: correlation.build(project, release_version=release))
+        return boards.report(project, release)
     except Release.DoesNotExist:
         raise Http404("No such release.")
     except correlation.CorrelationError as exc:

@@ -664,10 +664,14 @@ def _finish_if_done(job: InferenceJob) -> None:
             job.status = JobStatus.FINISHED
         job.finished_at = timezone.now()
         job.save(update_fields=["status", "error", "finished_at"])
+        from .signals import job_finished
         from .tasks import export_job
 
-        job_id = job.pk
+        job_id, project_id, release_id = job.pk, job.project_id, job.release_id
         transaction.on_commit(lambda: export_job.delay(job_id))
+        if job.status == JobStatus.FINISHED:
+            transaction.on_commit(lambda: job_finished.send(sender=InferenceJob, job_id=job_id, project_id=project_id,
+                                                            release_id=release_id))
 
 
 @transaction.atomic

@@ -72,15 +72,18 @@ def make_project(db):
 
 
 @pytest.fixture
-def eager_celery():
-    """Run Celery tasks in the calling process (as the demo does without Redis), inside the test's
-    transaction. Tests of real queueing start a worker instead (tests/inference/worker.py)."""
+def eager(settings):
+    """Run Celery tasks in the calling process (as the demo does without Redis). Tests of real
+    queueing start a worker instead (tests/inference/worker.py)."""
     from config.celery import app
 
-    saved = app.conf.task_always_eager, app.conf.task_eager_propagates
-    app.conf.task_always_eager = app.conf.task_eager_propagates = True
+    before = (app.conf.task_always_eager, app.conf.task_eager_propagates)
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.CELERY_TASK_EAGER_PROPAGATES = True
+    app.conf.task_always_eager = True
+    app.conf.task_eager_propagates = True
     yield app
-    app.conf.task_always_eager, app.conf.task_eager_propagates = saved
+    app.conf.task_always_eager, app.conf.task_eager_propagates = before
 
 
 @pytest.fixture(scope="session")

@@ -151,7 +151,7 @@ def test_command(osc, tmp_path, capsys):
         call_command("import_annotations", "osc", str(bad))
 
 
-def test_api_and_page_import_ratings_for_researchers(osc, make_user, client, tmp_path, settings, eager_celery):
+def test_api_and_page_import_ratings_for_researchers(osc, make_user, client, tmp_path, settings, eager):
     import io
 
     from rest_framework.test import APIClient

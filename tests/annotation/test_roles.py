@@ -77,7 +77,7 @@ def test_api_researcher_endpoints_refuse_lower_roles_and_outsiders(world, who, e
 
 
 @pytest.mark.parametrize("who,expected", [("ann", 403), ("rev", 403), ("outsider", 404)])
-def test_import_runs_are_shown_to_the_projects_researchers_only(world, client, eager_celery, who, expected):
+def test_import_runs_are_shown_to_the_projects_researchers_only(world, client, eager, who, expected):
     res = api_as(world["people"]["res"])
     run = res.post("/api/projects/mine/imports/", {"file": upload(world["zip"])}, format="multipart").json()
     assert api_as(world["people"][who]).get(run["url"]).status_code == expected
@@ -132,7 +132,7 @@ def queued_run(api, response) -> dict:
     return run.json()
 
 
-def test_researcher_imports_freezes_and_exports_through_the_api(world, eager_celery):
+def test_researcher_imports_freezes_and_exports_through_the_api(world, eager):
     api = api_as(world["people"]["res"])
     r = api.post("/api/projects/mine/imports/", {"file": upload(world["zip"])}, format="multipart")
     run = queued_run(api, r)
@@ -171,7 +171,7 @@ def test_researcher_imports_freezes_and_exports_through_the_api(world, eager_cel
     assert "items.jsonl" in zipfile.ZipFile(io.BytesIO(b"".join(zipped.streaming_content))).namelist()
 
 
-def test_researcher_pages_import_freeze_and_download(world, client, eager_celery):
+def test_researcher_pages_import_freeze_and_download(world, client, eager):
     client.force_login(world["people"]["res"])
     assert b'id="import-form"' in client.get("/projects/mine/import/").content
     bad = client.post("/projects/mine/import/", {"file": upload(b"not json\n", "x.jsonl"), "kind": "items"}, follow=True)
@@ -194,7 +194,7 @@ def test_researcher_pages_import_freeze_and_download(world, client, eager_celery
     assert json.loads(b"".join(download.streaming_content).splitlines()[0])["release"]["item_count"] == 6
 
 
-def test_import_page_reports_items_promoted_by_a_verified_reimport(world, client, eager_celery):
+def test_import_page_reports_items_promoted_by_a_verified_reimport(world, client, eager):
     client.force_login(world["people"]["res"])
     first = client.post("/projects/mine/import/", {"file": upload(world["zip"]), "kind": "items"}, follow=True)
     assert first.status_code == 200 and 'id="promoted"' not in first.content.decode()

@@ -1,0 +1,70 @@
+"""Leaderboards and correlation reports as the pages serve them: computed once per state of
+their data and cached (Redis when configured, shared by web processes and workers).
+
+The key is a fingerprint of everything a board depends on (selectors.data_fingerprint), so a
+new job, prediction import, annotation or verification gives a new key and a stale board is
+never served. When a job finishes, a worker pre-computes its project's boards
+(tasks.warm_boards) so the first page view does not pay for scoring.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+from typing import Any, Callable
+
+from django.core.cache import cache
+
+from annotation.models import Project, Release
+
+from . import correlation, leaderboard, selectors
+
+log = logging.getLogger(__name__)
+
+CACHE_SECONDS = 24 * 3600  # a key never goes stale (it names the data); this only bounds memory
+
+
+def cached(kind: str, project: Project, release: str | None, extra: str, build: Callable[[], Any]) -> Any:
+    raw = f"{kind}:{extra}:{selectors.data_fingerprint(project, release)}"
+    key = "eval:" + hashlib.sha256(raw.encode()).hexdigest()
+    value = cache.get(key)
+    if value is None:
+        value = build()
+        cache.set(key, value, CACHE_SECONDS)
+    return value
+
+
+def board(project: Project, release: str | None, judge: str | None = None) -> dict:
+    return cached("lb", project, release, f"{judge}",
+                  lambda: leaderboard.build(project, release_version=release, judge=judge))
+
+
+def report(project: Project, release: str | None) -> dict:
+    return cached("corr", project, release, "", lambda: correlation.build(project, release_version=release))
+
+
+def warm(project_id: int, release_id: int | None) -> list[str]:
+    """Compute and cache the boards a finished job changes: its release's and the live one."""
+    project = Project.objects.get(pk=project_id)
+    versions: list[str | None] = [None]
+    if release_id is not None:
+        versions.insert(0, Release.objects.get(pk=release_id).version)
+    done = []
+    for version in versions:
+        board(project, version)
+        done.append(f"leaderboard {version or 'live'}")
+        if project.protocol == "oscbench":
+            try:
+                report(project, version)
+                done.append(f"correlation {version or 'live'}")
+            except correlation.CorrelationError:
+                pass  # no human ratings yet: the page says so
+    return done
+
+
+def on_job_finished(sender, *, job_id: int, project_id: int, release_id: int | None, **kwargs) -> None:
+    from .tasks import warm_boards
+
+    try:
+        warm_boards.delay(project_id, release_id)
+    except Exception:  # a broker hiccup must not fail the job that just finished
+        log.exception("could not queue warm_boards for job %s", job_id)
