@@ -10,6 +10,7 @@ import pytest
 
 from annotation.importing.samples import write_sample_dataset
 from annotation.models import ImportRun, Item, Release, Role
+from tests.browser.work_helpers import shot
 from tests.inference.worker import broker, start_worker, stop_worker  # noqa: F401 (broker is a fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
@@ -66,10 +67,12 @@ def test_researcher_imports_and_freezes_in_the_browser(page, live_server, login,
     page.click("#import-form button[type=submit]")
     assert wait_done(page) == "finished"
     assert page.locator("#created").inner_text() == "4"
+    shot(page, "import_run")
     assert Item.objects.filter(project__slug="web", status="verified").count() == 4
     assert [r.status for r in ImportRun.objects.order_by("pk")] == ["refused", "finished"]
     page.goto(f"{live_server.url}/projects/web/import/")
     assert page.locator("#import-runs tr[data-run]").count() == 2
+    shot(page, "import")
 
     page.goto(f"{live_server.url}/projects/web/releases/")
     page.fill("#id_version", "v1")
