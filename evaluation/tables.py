@@ -173,10 +173,15 @@ def _caption(board: dict[str, Any], breakdown: str | None) -> str:
 def leaderboard_latex(board: dict[str, Any], keys: Sequence[str] | None = None, *, breakdown: str | None = None) -> str:
     keys = leaderboard_columns(board, keys, breakdown)
     places = places_for(board["protocol"])
-    rows = [[_latex_escape(r["model"])] + [_with_ci(*_value(r, k), places, dash="--") for k in keys] for r in board["rows"]]
+    rows = [
+        [_latex_escape(r["model"]), "--" if r.get("rank") is None else str(r["rank"]), str(r["n"]), str(r["parse_failures"])]
+        + [_with_ci(*_value(r, k), places, dash="--") for k in keys]
+        for r in board["rows"]
+    ]
     chance = _chance(board, keys)
-    footer = [["Chance"] + ["--" if v is None else str(v) for v in chance]] if chance is not None else []
-    return latex_table(["Model"] + [_header(k, breakdown) for k in keys], rows, _caption(board, breakdown), footer)
+    footer = [["Chance", "", "", ""] + ["--" if v is None else str(v) for v in chance]] if chance is not None else []
+    header = ["Model", "Rank", "n", "Parse failures"] + [_header(k, breakdown) for k in keys]
+    return latex_table(header, rows, _caption(board, breakdown), footer)
 
 
 def leaderboard_markdown(board: dict[str, Any], keys: Sequence[str] | None = None, *, breakdown: str | None = None) -> str:
@@ -265,21 +270,28 @@ def correlation_latex(report: dict[str, Any]) -> str:
 
 
 def correlation_public(report: dict[str, Any]) -> dict[str, Any]:
-    """The issue's exact JSON shape; notes on undefined values (and project/release) come with details."""
+    """The issue's JSON shape; a statistic that is null carries a "note" saying why (too few
+    items, one side constant). Project, release and the rest come with details."""
+
+    def pick(entry: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+        out = {k: entry[k] for k in keys}
+        if entry.get("note"):
+            out["note"] = entry["note"]
+        return out
+
     return {
         "criteria": list(report["criteria"]),
         "judges": [
             {
                 "judge": j["judge"],
-                "per_criterion": {
-                    c: {k: e[k] for k in ("kendall_tau_b", "spearman_rho", "n", "ci")} for c, e in j["per_criterion"].items()
-                },
+                "per_criterion": {c: pick(e, ("kendall_tau_b", "spearman_rho", "n", "ci")) for c, e in j["per_criterion"].items()},
                 "system_kendall_tau_b": j["system_kendall_tau_b"],
+                **({"system_note": j["system_note"]} if j.get("system_note") else {}),
             }
             for j in report["judges"]
         ],
         "human": {
-            c: {k: h[k] for k in ("loo_kendall_tau_b", "loo_spearman_rho", "krippendorff_alpha")} for c, h in report["human"].items()
+            c: pick(h, ("loo_kendall_tau_b", "loo_spearman_rho", "krippendorff_alpha")) for c, h in report["human"].items()
         },
     }
 

@@ -85,8 +85,9 @@ def item_matrix(
     ):
         if labels is None:
             continue
-        labels = np.asarray(labels)
-        for name in names or sorted(set(labels.tolist())):
+        labels = np.asarray(labels, dtype=object)
+        # A video without the (optional) label is in no group of that breakdown.
+        for name in names or sorted({label for label in labels.tolist() if label not in (None, "")}, key=str):
             member = labels == name
             nums.append(np.where(member, sc_num, 0)[:, None])
             dens.append(np.where(member, sc_den, 0)[:, None])

@@ -99,8 +99,9 @@ def test_status_import_then_leaderboard_json(make_project, tmp_path):
     assert md[2] == "| m1 | 1 | 4 | 1 | " + " | ".join(cell[k] for k in m1["metrics"]) + " |"
     assert md[-1] == "| Chance |  |  |  | 50.00 | 50.00 | 50.00 | 50.00 | 25.00 | 25.00 | 25.00 | 1.56 |"
     latex = run("leaderboard", "st", "--format", "latex", "--boot", "50")
-    assert "m1 & " + " & ".join(cell[k] for k in m1["metrics"]) + r" \\" in latex
-    assert r"\midrule" + "\n" + r"Chance & 50.00 & 50.00 & 50.00 & 50.00 & 25.00 & 25.00 & 25.00 & 1.56 \\" in latex
+    assert "Model & Rank & n & Parse failures & acc\\_osi" in latex
+    assert "m1 & 1 & 4 & 1 & " + " & ".join(cell[k] for k in m1["metrics"]) + r" \\" in latex
+    assert r"\midrule" + "\n" + r"Chance &  &  &  & 50.00 & 50.00 & 50.00 & 50.00 & 25.00 & 25.00 & 25.00 & 1.56 \\" in latex
     csv_lines = run("leaderboard", "st", "--format", "csv", "--boot", "50").splitlines()
     assert csv_lines[0].startswith("model,rank,n,parse_failures,acc_osi,acc_osi_ci_lo,acc_osi_ci_hi,acc_ir,")
     assert csv_lines[1].startswith(f"m1,1,4,1,87.50,{ci50['acc_osi'][0]:.2f},{ci50['acc_osi'][1]:.2f},100.00,100.00,100.00,")
@@ -112,7 +113,7 @@ def test_status_import_then_leaderboard_json(make_project, tmp_path):
     assert md[2].startswith("| m1 | 1 | 4 | 1 | 75.00 [")  # it0, it1: OSI 3/4
     assert md[-1].endswith("| 50.00 | 50.00 | 50.00 | 50.00 | 25.00 | 25.00 | 25.00 | 1.56 |")
     latex = run("leaderboard", "st", "--format", "latex", "--boot", "50", "--breakdown", "difference:slight")
-    assert "difference slight" in latex and "m1 & 87.50 [" in latex
+    assert "difference slight" in latex and "m1 & 1 & 4 & 1 & 87.50 [" in latex
     csv_text = run("leaderboard", "st", "--format", "csv", "--boot", "50", "--breakdown", "category:functional")
     assert csv_text.splitlines()[0].startswith("model,rank,n,parse_failures,acc_osi,acc_osi_ci_lo,acc_osi_ci_hi")
     tab = json.loads(run("leaderboard", "st", "--boot", "50", "--breakdown", "category:positional"))
@@ -182,9 +183,16 @@ def test_oscbench_generators_judge_and_correlation(make_project, tmp_path):
 
     plain = json.loads(run("correlation", "osc", "--format", "json", "--boot", "200"))
     assert list(plain) == ["criteria", "judges", "human"]
-    assert list(plain["judges"][0]) == ["judge", "per_criterion", "system_kendall_tau_b"]
-    assert all(list(v) == ["kendall_tau_b", "spearman_rho", "n", "ci"] for v in plain["judges"][0]["per_criterion"].values())
-    assert all(list(v) == ["loo_kendall_tau_b", "loo_spearman_rho", "krippendorff_alpha"] for v in plain["human"].values())
+    assert list(plain["judges"][0]) == ["judge", "per_criterion", "system_kendall_tau_b", "system_note"]
+    assert all(list(v)[:4] == ["kendall_tau_b", "spearman_rho", "n", "ci"] for v in plain["judges"][0]["per_criterion"].values())
+    assert all(list(v)[:3] == ["loo_kendall_tau_b", "loo_spearman_rho", "krippendorff_alpha"] for v in plain["human"].values())
+    # The keys, plus a note exactly where a statistic is null (here: subject, all N/A; 2 generators).
+    per = plain["judges"][0]["per_criterion"]
+    assert per["subject"]["kendall_tau_b"] is None and per["subject"]["note"].startswith("too few items: 0 paired values")
+    assert "note" not in per["object"] and per["object"]["kendall_tau_b"] is not None
+    assert plain["judges"][0]["system_kendall_tau_b"] is None
+    assert plain["judges"][0]["system_note"].startswith("too few items: 2 paired values")
+    assert plain["human"]["subject"]["note"].startswith("too few raters")
     err = StringIO()
     call_command("correlation", "osc", "--boot", "50", stdout=StringIO(), stderr=err)
     assert "judge-1 / subject: too few items" in err.getvalue()  # a null says why

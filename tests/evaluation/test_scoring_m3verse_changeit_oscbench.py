@@ -76,6 +76,18 @@ def test_oscbench_na_is_missing_never_zero():
     assert row["state_change:action_category:cut"] == Decimal("0.531")  # 0.53125 half up
 
 
+def test_oscbench_videos_without_an_action_category_are_in_no_category_group():
+    sums = np.array([[5] * 8, [1] * 8, [3] * 8], dtype=np.int64)
+    counts = np.ones_like(sums)
+    m = oscbench.item_matrix(sums, counts, scenarios=["regular", None, "novel"], action_categories=["cut", None, ""])
+    row = oscbench.printed(m)
+    assert [k for k in m.keys if k.startswith("state_change:action_category:")] == ["state_change:action_category:cut"]
+    assert row["state_change:action_category:cut"] == Decimal("1.000")
+    assert row["state_change"] == Decimal("0.500")  # every video counts in the overall figure
+    none_at_all = oscbench.item_matrix(sums, counts, action_categories=[None, None, None])
+    assert not any(k.startswith("state_change:action_category:") for k in none_at_all.keys)
+
+
 def test_oscbench_judge_answers_parse_with_na():
     parsed = parse_answer("oscbench", "judge", 'Scores:\n```json\n{"scores": {"subject": "N/A", "object": 4, "scene": null}}\n```', [])
     assert parsed["subject"] is None and parsed["object"] == 4 and parsed["scene"] is None
