@@ -304,10 +304,15 @@ def job_retry_failed(*, job: InferenceJob) -> int:
     todo = [item_id for item_id in planned if ok_counts.get(item_id, 0) < per_item]
     if not todo:
         return 0
+    # The failed rows of these items are asked again: they stop counting, so the job finishes only
+    # once every retried chunk has written its outcome (else the first chunk back would find
+    # done + failed = total and end the job before the others ran).
+    cleared, _ = Prediction.objects.filter(job=job, item_id__in=todo, status=PredictionStatus.FAILED).delete()
+    job.failed_queries = max(0, job.failed_queries - cleared)
     job.status = JobStatus.RUNNING
     job.error = ""
     job.finished_at = None
-    job.save(update_fields=["status", "error", "finished_at"])
+    job.save(update_fields=["status", "error", "finished_at", "failed_queries"])
     _enqueue_chunks(job, _chunks(todo, _chunk_size(job)))
     return len(todo)
 

@@ -191,6 +191,34 @@ def test_a_backend_crash_marks_the_chunk_failed_and_retry_recovers(eager, make_p
     assert (job.status, job.done_queries, job.failed_queries) == (JobStatus.FINISHED, 24, 0)
 
 
+def test_retry_failed_reruns_every_failed_chunk_not_just_the_first(eager, make_project, tmp_path, monkeypatch):
+    # Three of four chunks break: the retry re-queues three chunks, and the job may end only once
+    # all of them are back (each chunk that comes back alone must not find done + failed = total).
+    from inference.backends.random_backend import RandomBackend
+
+    project = make_project("st", "status")
+    items = factories.status_items(project, 8, tmp_path)
+    real = RandomBackend.complete
+    calls = {"n": 0}
+
+    def flaky(self, queries, sampling):
+        calls["n"] += 1
+        if calls["n"] in (2, 3, 4):
+            raise RuntimeError("engine died")
+        return real(self, queries, sampling)
+
+    monkeypatch.setattr(RandomBackend, "complete", flaky)
+    job = services.job_create(endpoint=_random(), project=project, release=factories.release_of(project, items),
+                              params={"chunk_size": 2})
+    job.refresh_from_db()
+    assert (job.status, job.done_queries, job.failed_queries) == (JobStatus.FINISHED, 12, 36)
+    assert services.job_retry_failed(job=job) == 6
+    job.refresh_from_db()
+    assert (job.status, job.done_queries, job.failed_queries) == (JobStatus.FINISHED, 48, 0)
+    assert Prediction.objects.filter(job=job).count() == 48
+    assert calls["n"] == 4 + 3  # one request per re-queued chunk
+
+
 def test_endpoint_options_that_look_like_secrets_are_refused(db):
     from django.core.exceptions import ValidationError
 
