@@ -180,10 +180,10 @@ def job_enqueue_start(*, job: InferenceJob) -> None:
     transaction.on_commit(lambda: start_job.apply_async(args=[job.pk], queue=queue))
 
 
-def _plan_rows(job: InferenceJob, *, with_payload: bool = True):
+def _plan_rows(job: InferenceJob, *, with_payload: bool = True, limited: bool = True):
     """(item id, payload) rows of the job's items in run order (release position, else item id);
-    just item ids when with_payload is False."""
-    limit = job.params.get("item_limit")
+    just item ids when with_payload is False; all of them, item_limit aside, when limited is False."""
+    limit = job.params.get("item_limit") if limited else None
     if job.release_id:
         rows = ReleaseItem.objects.filter(release_id=job.release_id).order_by("position")
         fields = ("item_id", "payload")
@@ -207,6 +207,13 @@ def queries_per_item(job: InferenceJob) -> int:
     if job.mode == JobMode.SUGGEST:
         return 1
     return len(QUERY_KEYS[job.protocol])
+
+
+def _query_keys(job: InferenceJob) -> tuple[str, ...]:
+    """The queries every item of this job answers (suggestion mode: one)."""
+    if job.mode == JobMode.SUGGEST:
+        return ("suggest",) if job.protocol == "status" else ("qa",)
+    return tuple(QUERY_KEYS[job.protocol])
 
 
 def _option_seed(job: InferenceJob) -> int:
@@ -247,9 +254,10 @@ def job_start(*, job_id: int) -> InferenceJob:
             job.save(update_fields=["status", "error", "finished_at"])
             return job
         if job.protocol == "changeit" and "changeit_vocabulary" not in job.params:
-            # One label vocabulary for the whole run, so every chunk draws candidates alike.
+            # One label vocabulary for the whole run, so every chunk draws candidates alike: from
+            # every item of the release or project (an item limit must not change the candidates).
             job.params["changeit_vocabulary"] = changeit_vocabulary(
-                payload for _, payload in _plan_rows(job).iterator(chunk_size=5000)
+                payload for _, payload in _plan_rows(job, limited=False).iterator(chunk_size=5000)
             )
         job.status = JobStatus.RUNNING
         job.started_at = timezone.now()
@@ -398,8 +406,12 @@ def item_inputs(job: InferenceJob, item_ids: list[int]) -> list[ItemInput]:
             continue
         item, payload = items[item_id], payloads[item_id]
         fields = MEDIA_FIELDS[job.protocol]
+        stored = payload.get("resolved") if job.release_id else None
         if job.mode == JobMode.SUGGEST:
             resolved = _resolve_unlabeled(job.protocol, item.external_id, payload, seed)
+        elif isinstance(stored, dict) and stored:
+            # A release froze the option orders (and ChangeIt candidates) its scores use: show exactly those.
+            resolved = stored
         else:
             resolved = resolve_queries(job.protocol, item.external_id, payload, seed=seed, vocabulary=vocabulary)
         out.append(
@@ -553,6 +565,17 @@ def job_run_chunk(*, job_id: int, item_ids: list[int]) -> int:
                     pairs = [(p, ModelReply(key=q.key, error=error)) for (p, _), q in zip(pending, queries)]
                 for (prepared, reply), (_, item_pk) in zip(pairs, pending):
                     rows.append(row_from_reply(job, item_pk, prepared, reply))
+    except BackendUnavailable as exc:  # e.g. the multistage path losing its engine
+        job_fail(job=job, error=_message(exc))
+        return 0
+    except Exception as exc:
+        # Anything else (reading an item, preparing media, a multistage step) fails this chunk's
+        # unanswered queries with the reason, so the job still ends and a retry can re-ask them.
+        log.exception("chunk of job %s failed", job.pk)
+        error = f"chunk error: {type(exc).__name__}: {exc}"[:2000]
+        have = done_ok | {(r.item_id, r.query) for r in rows}
+        rows += [PredictionRow(item_id, key, PredictionStatus.FAILED, error=error)
+                 for item_id in item_ids for key in _query_keys(job) if (item_id, key) not in have]
     finally:
         backend.close()  # a vLLM backend keeps its engine loaded for the next chunk
     written = predictions_upsert(job_id=job.pk, rows=rows)

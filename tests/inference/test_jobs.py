@@ -219,6 +219,52 @@ def test_retry_failed_reruns_every_failed_chunk_not_just_the_first(eager, make_p
     assert calls["n"] == 4 + 3  # one request per re-queued chunk
 
 
+def test_a_release_job_shows_the_option_orders_the_release_froze_even_with_an_item_limit(eager, make_project, tmp_path):
+    from annotation.models import Item, ReleaseItem
+    from annotation.releases import release_freeze
+
+    project = make_project("ci", "changeit")
+    image = factories.asset(factories.image_file(tmp_path / "c.png", (10, 20, 30)), "image")
+    for i, state in enumerate(["whole", "sliced", "peeled", "diced", "mashed", "juiced"]):
+        Item.objects.create(project=project, external_id=f"c{i}", status=ItemStatus.VERIFIED, media={"image": image.sha256},
+                            payload={"image": "c.png", "object": "apple", "state": state, "bbox": [1, 1, 10, 10]})
+    release = release_freeze(project=project, version="v1")
+    job = services.job_create(endpoint=_random(), project=project, release=release, params={"item_limit": 1})
+    job.refresh_from_db()
+    assert job.status == JobStatus.FINISHED
+    frozen = ReleaseItem.objects.get(release=release, position=0).payload["resolved"]
+    shown = {p.query: p.options for p in Prediction.objects.filter(job=job)}
+    assert shown and shown == {key: spec["options"] for key, spec in frozen.items() if key in shown}
+    # The standard strategy offers every apple state of the release, though the job ran one item.
+    standard = [options for key, options in shown.items() if key.startswith("state:standard:")]
+    assert len(standard) == 2
+    assert all(set(options) == {"whole", "sliced", "peeled", "diced", "mashed", "juiced"} for options in standard)
+
+
+def test_an_unexpected_error_in_a_chunk_fails_its_queries_and_the_job_still_ends(eager, make_project, tmp_path, monkeypatch):
+    project = make_project("st", "status")
+    items = factories.status_items(project, 4, tmp_path)
+    real = services.item_inputs
+    calls = {"n": 0}
+
+    def broken_once(job, item_ids):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise KeyError("image_a")
+        return real(job, item_ids)
+
+    monkeypatch.setattr(services, "item_inputs", broken_once)
+    job = services.job_create(endpoint=_random(), project=project, release=factories.release_of(project, items),
+                              params={"chunk_size": 2})
+    job.refresh_from_db()
+    assert (job.status, job.done_queries, job.failed_queries) == (JobStatus.FINISHED, 12, 12)
+    assert set(Prediction.objects.filter(job=job, status="failed").values_list("error", flat=True)) == {
+        "chunk error: KeyError: 'image_a'"}
+    assert services.job_retry_failed(job=job) == 2
+    job.refresh_from_db()
+    assert (job.status, job.done_queries, job.failed_queries) == (JobStatus.FINISHED, 24, 0)
+
+
 def test_endpoint_options_that_look_like_secrets_are_refused(db):
     from django.core.exceptions import ValidationError
 
