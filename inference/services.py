@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -29,7 +29,7 @@ from .backends import BackendUnavailable, check_available, get_backend
 from .backends.base import ModelQuery, ModelReply, Sampling
 from .media import DEFAULT_BOUND, MediaError, VideoInfo
 from .models import Backend, InferenceJob, JobMode, JobStatus, ModelEndpoint, Prediction, PredictionStatus
-from .protocols.base import ItemInput, MediaPreparer, PreparedQuery
+from .protocols.base import ItemInput, MediaPreparer, PreparedQuery, render_prompt
 
 log = logging.getLogger(__name__)
 
@@ -494,7 +494,7 @@ def _repair_json(backend, job: InferenceJob, pending: list[tuple[PreparedQuery, 
             for _, prepared, reply in todo
         ]
         replies = backend.complete(again, sampling)
-        for (i, prepared, old), new in zip(todo, replies):
+        for (i, prepared, old), new, query in zip(todo, replies, again):
             new.attempts += old.attempts
             new.prompt_tokens += old.prompt_tokens
             new.completion_tokens += old.completion_tokens
@@ -502,7 +502,8 @@ def _repair_json(backend, job: InferenceJob, pending: list[tuple[PreparedQuery, 
             new.extra = {**old.extra, **new.extra, "json_repairs": old.extra.get("json_repairs", 0) + 1}
             if new.error:  # the repair request itself failed: keep the unreadable reply as the answer
                 continue
-            pending[i] = (prepared, new)
+            # The stored prompt is the conversation that produced the stored output (repair turns included).
+            pending[i] = (replace(prepared, query=query, prompt=render_prompt(query.messages)), new)
 
 
 def job_run_chunk(*, job_id: int, item_ids: list[int]) -> int:

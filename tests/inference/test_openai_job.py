@@ -149,6 +149,10 @@ def test_judge_json_is_repaired_by_asking_again(eager, standin, make_project, tm
             assert "- object: Is it bread?" in p.prompt and p.prompt.count("<image") == 4
     repaired = [p for p in preds.values() if p.status == "ok" and p.attempts >= 2]
     assert len(repaired) >= len(bad)
+    # A repaired prediction stores the whole conversation that produced its output.
+    with_repair = [p for p in preds.values() if services.JSON_REPAIR_PROMPT in p.prompt]
+    assert len(with_repair) == len(bad)
+    assert all(p.prompt.index("[assistant]") < p.prompt.index(services.JSON_REPAIR_PROMPT) for p in with_repair)
     # results.json carries the judge's scores per generator (not null): the evaluation app's scoring.
     from evaluation.scoring import runs
 
