@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+import math
 import random
 import time
 from typing import Any
@@ -263,12 +264,21 @@ def _first_token_logprobs(logprobs: Any, choices: list[str] | None) -> dict[str,
         return None
     first = logprobs["content"][0]
     wanted = set(choices)
-    out: dict[str, float] = {}
-    for alt in first.get("top_logprobs") or []:
-        token = alt["token"].strip()
-        if token in wanted and token not in out:
-            out[token] = float(alt["logprob"])
-    token = first["token"].strip()
-    if token in wanted and token not in out:
-        out[token] = float(first["logprob"])
+    # Each distinct token once (the chosen one is usually among the alternatives too); tokens that
+    # decode to the same letter ("A", " A") are summed, as the vLLM backend does.
+    seen: dict[str, float] = {}
+    for alt in [*(first.get("top_logprobs") or []), first]:
+        token, value = alt.get("token"), alt.get("logprob")
+        if isinstance(token, str) and isinstance(value, (int, float)) and math.isfinite(value) and token not in seen:
+            seen[token] = float(value)
+    by_letter: dict[str, list[float]] = {}
+    for token, value in seen.items():
+        if token.strip() in wanted:
+            by_letter.setdefault(token.strip(), []).append(value)
+    out = {letter: _logsumexp(values) for letter, values in by_letter.items()}
     return out or None
+
+
+def _logsumexp(values: list[float]) -> float:
+    top = max(values)
+    return top + math.log(sum(math.exp(v - top) for v in values))

@@ -262,3 +262,19 @@ def test_an_unreachable_redis_leaves_the_local_bound_and_the_queries_answered(ca
         assert "Redis failed" in caplog.text and "bounding by this process only" in caplog.text
     finally:
         standin.stop()
+
+
+def test_first_token_logprobs_sum_the_tokens_of_one_letter_once_each():
+    import math
+
+    from inference.backends.openai_backend import _first_token_logprobs
+
+    first = {"token": "A", "logprob": math.log(0.5), "top_logprobs": [
+        {"token": "A", "logprob": math.log(0.5)}, {"token": " A", "logprob": math.log(0.2)},
+        {"token": "B", "logprob": math.log(0.1)}, {"token": "maybe", "logprob": math.log(0.1)}]}
+    out = _first_token_logprobs({"content": [first]}, ["A", "B"])
+    assert set(out) == {"A", "B"}
+    assert math.isclose(math.exp(out["A"]), 0.7) and math.isclose(math.exp(out["B"]), 0.1)
+    # The chosen token alone (no alternatives asked for) still gives its letter.
+    assert _first_token_logprobs({"content": [{"token": " B", "logprob": -0.5}]}, ["A", "B"]) == {"B": -0.5}
+    assert _first_token_logprobs({"content": [first]}, ["10", "2"]) is None  # multi-token choices: none
