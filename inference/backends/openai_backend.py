@@ -103,13 +103,12 @@ class OpenAIBackend:
         return None
 
     def request_kwargs(self, query: ModelQuery, sampling: Sampling) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {
-            "model": self.model,
-            "messages": query.messages,
-            "temperature": sampling.temperature,
-            "top_p": sampling.top_p,
-            "max_tokens": max_tokens_for(query, sampling),
-        }
+        kwargs: dict[str, Any] = {"model": self.model, "messages": query.messages}
+        if self.options.get("sampling_params", True):  # reasoning models refuse temperature / top_p
+            kwargs["temperature"] = sampling.temperature
+            kwargs["top_p"] = sampling.top_p
+        # OpenAI's reasoning models take max_completion_tokens; most servers take max_tokens.
+        kwargs[str(self.options.get("max_tokens_param", "max_tokens"))] = max_tokens_for(query, sampling)
         if sampling.seed is not None:
             kwargs["seed"] = sampling.seed
         extra_body: dict[str, Any] = {}
@@ -125,6 +124,11 @@ class OpenAIBackend:
                 "json_schema": {"name": "answer", "schema": query.json_schema, "strict": True},
             }
         kwargs.update(extra_body)
+        # Anything else the server understands (e.g. reasoning_effort, chat_template_kwargs);
+        # it never replaces the model or the messages.
+        extra = self.options.get("extra_body") or {}
+        if isinstance(extra, dict):
+            kwargs.update({k: v for k, v in extra.items() if k not in ("model", "messages")})
         return kwargs
 
     async def _one(self, client: openai.AsyncOpenAI, limiter: EndpointLimiter, query: ModelQuery, sampling: Sampling) -> ModelReply:

@@ -278,3 +278,17 @@ def test_first_token_logprobs_sum_the_tokens_of_one_letter_once_each():
     # The chosen token alone (no alternatives asked for) still gives its letter.
     assert _first_token_logprobs({"content": [{"token": " B", "logprob": -0.5}]}, ["A", "B"]) == {"B": -0.5}
     assert _first_token_logprobs({"content": [first]}, ["10", "2"]) is None  # multi-token choices: none
+
+
+def test_request_options_for_reasoning_models_and_server_extras():
+    query = _numbers_query(4)
+    plain = OpenAIBackend(base_url=None, api_key="k", model="m").request_kwargs(query, Sampling())
+    assert plain["max_tokens"] == 4 and "temperature" in plain and "max_completion_tokens" not in plain
+    reasoning = OpenAIBackend(base_url=None, api_key="k", model="o-model", options={
+        "max_tokens_param": "max_completion_tokens", "sampling_params": False,
+        "extra_body": {"reasoning_effort": "low", "model": "not-this", "messages": []}})
+    body = reasoning.request_kwargs(query, Sampling())
+    assert body["max_completion_tokens"] == 4 and "max_tokens" not in body
+    assert "temperature" not in body and "top_p" not in body
+    assert body["reasoning_effort"] == "low"
+    assert body["model"] == "o-model" and body["messages"] == query.messages
