@@ -140,6 +140,10 @@ def inspect_image(path: Path, *, ext: str = "", max_pixels: int | None = None) -
                 im.verify()
             with Image.open(path) as im:
                 im.load()  # a full decode catches truncated data that verify() misses
+                # Sizes as shown: browsers apply the EXIF orientation (naturalWidth), and so do
+                # crops for models (inference.media.load_image), so boxes live in these pixels.
+                if im.getexif().get(0x0112) in (5, 6, 7, 8):  # rotated a quarter turn
+                    width, height = height, width
     except MediaRefused:
         raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:

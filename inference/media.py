@@ -23,7 +23,7 @@ from pathlib import Path
 
 import ffmpeg
 import numpy as np
-from PIL import Image, UnidentifiedImageError
+from PIL import Image, ImageOps, UnidentifiedImageError
 
 DEFAULT_BOUND = (448, 448)
 JPEG_QUALITY = 90
@@ -223,7 +223,9 @@ def load_image(
     try:
         with Image.open(path) as img:
             img.load()
-            image = img.convert("RGB")
+            # Upright as people see it (the browser applies the EXIF orientation too), so a box drawn
+            # on the annotation page crops the same pixels here.
+            image = ImageOps.exif_transpose(img).convert("RGB")
     except (OSError, UnidentifiedImageError) as exc:
         raise MediaError(f"cannot read image {name}: {exc}") from None
     if bbox is not None:

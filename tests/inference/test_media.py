@@ -76,3 +76,25 @@ def test_known_metadata_skips_the_probe_and_a_wrong_frame_count_falls_back_to_it
     # A container that claims 40 frames: asking for frame 35 returns too few frames, so it probes.
     wrong = media.sample_frames(video, 4, cache_root=tmp_path / "b", known=media.VideoInfo(320, 240, 40, 4.0))
     assert wrong.indices == [2, 7, 12, 17] and wrong.source_frames == 20 and len(calls) == 1
+
+
+def test_exif_rotated_photos_are_upright_for_sizes_boxes_and_crops(tmp_path):
+    # A phone photo stored 40x30 with "rotate 90° clockwise" (orientation 6) is shown 30x40 by the
+    # browser; the import records that size and crops use the same upright pixels.
+    from annotation.media import inspect_image
+
+    raw = Image.new("RGB", (40, 30), (0, 0, 255))
+    raw.paste((255, 0, 0), (0, 0, 10, 30))  # a red band on the stored image's left edge
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    path = tmp_path / "phone.jpg"
+    raw.save(path, "JPEG", exif=exif.tobytes(), quality=95)
+
+    info = inspect_image(path, max_pixels=10**6)
+    assert (info.width, info.height) == (30, 40)
+    upright = media.load_image(path, bound=(1000, 1000))
+    assert upright.size == (30, 40)
+    # Rotated clockwise, the stored left edge is now the top: the box [0, 0, 30, 8] is red.
+    top = media.load_image(path, bound=(1000, 1000), bbox=[0, 0, 30, 8])
+    r, g, b = top.resize((1, 1)).getpixel((0, 0))
+    assert r > 200 and b < 60
