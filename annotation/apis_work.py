@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from . import services
-from .models import Item, Role
+from .models import Item, ItemStatus, Role
 from .permissions import get_project_for, get_task_project_for, require_role
 from .results import ResultInvalid
 from .selectors import (
@@ -197,7 +197,13 @@ class ItemReviewApi(WorkApi):
     @extend_schema(responses={200: OpenApiTypes.OBJECT},
                    summary="An item with its truth, all annotations side by side and per-field disagreements")
     def get(self, request, item_id: int):
-        return Response(item_review_detail(item=self._item(request, item_id)))
+        item = self._item(request, item_id)
+        if item.status == ItemStatus.PENDING:
+            # Still out for annotation (gold items stay pending): its truth must not reach anyone who
+            # may yet answer it blind, and reviewers may annotate too.
+            return Response({"detail": "This item is still waiting for annotations; it can be reviewed once annotated."},
+                            status=status.HTTP_409_CONFLICT)
+        return Response(item_review_detail(item=item))
 
     @extend_schema(request=InputSerializer, responses={201: OpenApiTypes.OBJECT, 400: ErrorOut, 409: ErrorOut},
                    summary="Accept an annotation, save an edited answer, or discard the item")

@@ -701,7 +701,7 @@ def _auto_verify(item: Item) -> None:
     if not agreement.results_agree(workflow, results):
         return
     merged = agreement.consensus_result(workflow, results)
-    item.payload = apply_result_to_payload(workflow, item.payload, merged)
+    item.payload = apply_result_to_payload(workflow, item.payload, merged, protocol=item.project.protocol)
     item.status = ItemStatus.VERIFIED
     item.save(update_fields=["payload", "status", "updated_at"])
     Review.objects.create(item=item, reviewer=None, decision=ReviewDecision.AUTO, result=merged,
@@ -710,8 +710,9 @@ def _auto_verify(item: Item) -> None:
 
 # --- review -----------------------------------------------------------------------------------
 
-def apply_result_to_payload(workflow: str, payload: dict, result: dict) -> dict:
-    """The item payload after a reviewer (or agreeing annotators) settled its answer."""
+def apply_result_to_payload(workflow: str, payload: dict, result: dict, *, protocol: str | None = None) -> dict:
+    """The item payload after a reviewer (or agreeing annotators) settled its answer, in the
+    import format (so a verified item exports and re-imports as it is)."""
     out = dict(payload or {})
     if workflow == "quintuplet":
         for name in agreement.QUINTUPLET_FIELDS:
@@ -731,6 +732,8 @@ def apply_result_to_payload(workflow: str, payload: dict, result: dict) -> dict:
             if name in result:
                 out[name] = result[name]
         out["answer"] = result["answer"]
+        if protocol == "m3verse" and isinstance(out["answer"], str):
+            out["answer"] = [out["answer"]]  # M3-Verse answers are lists of letters, one correct option too
     # Ratings stay as annotations: the item payload carries no answer.
     return out
 
@@ -804,11 +807,11 @@ def review_decide(*, item_id: int, reviewer, decision: str, annotation_id: int |
             if applied.get("answer") is None:
                 raise ResultInvalid({"annotation": "This annotation has no answer; edit the answer instead."})
             applied = {"answer": applied["answer"]}
-        item.payload = apply_result_to_payload(workflow, item.payload, applied)
+        item.payload = apply_result_to_payload(workflow, item.payload, applied, protocol=item.project.protocol)
         item.status = ItemStatus.VERIFIED
     elif decision == ReviewDecision.EDIT:
         applied = _validate_review_edit(item, result)
-        item.payload = apply_result_to_payload(workflow, item.payload, applied)
+        item.payload = apply_result_to_payload(workflow, item.payload, applied, protocol=item.project.protocol)
         item.status = ItemStatus.VERIFIED
     elif decision == ReviewDecision.DISCARD:
         item.status = ItemStatus.DISCARDED

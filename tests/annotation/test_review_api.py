@@ -6,7 +6,7 @@ from rest_framework.test import APIClient
 
 from annotation import services
 from annotation.models import Item, Review
-from tests.annotation.work_factories import make_item, make_people, valid_result
+from tests.annotation.work_factories import m3verse_payload, make_item, make_people, valid_result
 
 pytestmark = pytest.mark.django_db
 
@@ -197,6 +197,22 @@ def test_pending_item_cannot_be_reviewed(make_project, team):
     assert r.status_code == 409 and Item.objects.get(pk=item.pk).status == "pending"
 
 
+@pytest.mark.parametrize("gold", [False, True])
+def test_a_reviewer_who_also_annotates_cannot_read_the_truth_of_an_item_still_out_for_answers(make_project, team, gold):
+    # Roles are ranked: a reviewer can claim blind QA tasks. While the item is pending (gold items
+    # always are), its review view, which carries the truth, is refused.
+    _a, _b, reviewer, _r2, _res = team
+    project = project_with(make_project, "visualtrans", team, settings={"gold_share": 1.0} if gold else {})
+    item = make_item(project, is_gold=gold)
+    task = services.task_claim_next(project=project, user=reviewer)
+    assert task is not None and task.item_id == item.pk
+
+    r = client_for(reviewer).get(f"/api/items/{item.pk}/review/")
+
+    assert r.status_code == 409 and "waiting for annotations" in r.json()["detail"]
+    assert "TRUTH" not in r.content.decode() and item.payload["answer"] not in r.json().values()
+
+
 def test_agreement_for_ratings_per_annotator_and_alpha(make_project, team):
     a, b, reviewer, _r2, researcher = team
     project = project_with(make_project, "oscbench", team)
@@ -349,3 +365,19 @@ def test_streamed_figures_match_the_agreement_endpoint(make_project, team, proto
 
     assert figures["annotators"] == body["annotators"]
     assert figures["workflow"] == body["workflow"]
+
+
+@pytest.mark.parametrize("path", ["accept", "auto_verify"])
+def test_a_single_answer_m3verse_item_is_verified_with_a_list_of_letters(make_project, team, path):
+    # One correct option: annotators answer one letter, but the import format keeps M3-Verse
+    # answers as lists, so the verified item exports and re-imports as it is.
+    a, b, reviewer, _r2, _res = team
+    project = project_with(make_project, "m3verse", team, settings={"auto_verify": path == "auto_verify"})
+    payload = {**m3verse_payload(), "answer": ["B"]}
+    item = make_item(project, payload=payload)
+    ids = annotate(project, item, [a, b], [{"answer": "B", "flags": []}, {"answer": "B", "flags": []}])
+    if path == "accept":
+        r = client_for(reviewer).post(f"/api/items/{item.pk}/review/", {"decision": "accept", "annotation": ids[0]}, format="json")
+        assert r.status_code == 201, r.content
+    item.refresh_from_db()
+    assert (item.status, item.payload["answer"]) == ("verified", ["B"])
