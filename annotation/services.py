@@ -697,7 +697,10 @@ def _task_submit(*, task_id: int, user, result: dict, time_spent_ms: int, idempo
 
 def _auto_verify(item: Item) -> None:
     workflow = item.project.workflow
-    results = list(Annotation.objects.filter(item=item).order_by("pk").values_list("result", flat=True))
+    annotations = Annotation.objects.filter(item=item)
+    if workflow == "qa" and annotations.filter(with_suggestion=True).exists():
+        return  # annotators agreeing on a pre-filled model answer is no blind consensus: a reviewer decides
+    results = list(annotations.order_by("pk").values_list("result", flat=True))
     if not agreement.results_agree(workflow, results):
         return
     merged = agreement.consensus_result(workflow, results)
@@ -871,7 +874,13 @@ def project_agreement_figures(*, project: Project, chunk_size: int = 5000) -> di
     columns = ["item_id", "annotator__username", "external_rater", "result", "item__status"]
     if workflow == "qa":
         columns.append("item__payload__answer")
-    rows = (annotations.filter(item__is_gold=False).order_by("item_id", "pk").values_list(*columns)
+    scored = annotations.filter(item__is_gold=False)
+    left_out = 0
+    if workflow == "qa":
+        # Blind figures: an answer given with a model suggestion on the form is not blind.
+        left_out = scored.filter(with_suggestion=True).count()
+        scored = scored.filter(with_suggestion=False)
+    rows = (scored.order_by("item_id", "pk").values_list(*columns)
             .iterator(chunk_size=chunk_size))
     for _item_id, entries in agreement.group_by_item(rows):
         pairs = [(_annotator_name(e[1], e[2]), e[3]) for e in entries]
@@ -906,6 +915,7 @@ def project_agreement_figures(*, project: Project, chunk_size: int = 5000) -> di
     summary = figures.summary()
     if workflow == "qa":
         summary["truth"] = "verified items only"
+        summary["answers_with_suggestion_left_out"] = left_out
     summary["kind"] = str(workflow)
     counts = project_item_counts(project=project)
     return {

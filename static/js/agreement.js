@@ -75,6 +75,7 @@ function workflowFigures(el, titleEl, w) {
       ["Answers scored", String(w.answers_scored ?? "—")],
       ["Pairwise agreement between annotators", pct(w.pairwise_agreement), { "data-figure": "pairwise_agreement" }],
       ["Pairs", String(w.pairs ?? "—")],
+      ["Answers given with a model suggestion on the form (not blind, left out)", String(w.answers_with_suggestion_left_out ?? 0), { "data-figure": "with_suggestion" }],
     ]));
   } else if (kind === "quintuplet") {
     titleEl.textContent = "Quintuplet field agreement (after normalization)";

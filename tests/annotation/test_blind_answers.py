@@ -99,3 +99,23 @@ def test_a_suggestion_stored_after_the_answer_does_not_mark_it(make_project):
 
     assert recorded(project) == [("late", False)]
     assert {r["model"] for r in board_of(project)["rows"]} >= {"Human"}
+
+
+def test_agreement_figures_and_auto_verify_use_blind_answers_only(make_project, make_user):
+    a, b = make_people(2)
+    researcher = make_user("res2")
+    project = make_project("vt", "visualtrans", members={a: "annotator", b: "annotator", researcher: "researcher"},
+                           annotations_per_item=2, settings={"auto_verify": True})
+    hinted, plain = make_item(project, "hinted"), make_item(project, "plain")
+    Suggestion.objects.create(item=hinted, source="job:1 tiny-vlm", result={"answer": WRONG})
+
+    answer_everything(project, (a, b))  # both keep the suggested letter on "hinted", both answer "plain" blind
+
+    hinted.refresh_from_db()
+    plain.refresh_from_db()
+    # Two annotators agreeing on a pre-filled model answer is no blind consensus: a reviewer decides.
+    assert (hinted.status, plain.status) == ("annotated", "verified")
+    body = client_for(researcher).get("/api/projects/vt/agreement/").json()["workflow"]
+    assert body["answers_with_suggestion_left_out"] == 2
+    assert (body["pairs"], body["pairwise_agreement"]) == (1, 1.0)  # the plain item's pair only
+    assert body["answers_scored"] == 2 and body["accuracy"] == 1.0
