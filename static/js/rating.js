@@ -164,14 +164,14 @@ function mount(container, item, draft, ctx) {
       rows[focusIndex].scrollIntoView({ block: "nearest" });
     }
   }
-  function setScore(value) {
+  function setScore(value, { advance = true } = {}) {
     const c = criteria[focusIndex];
     if (value === null && !c.nullable) return;
     const input = rows[focusIndex].querySelector(`input[value="${value === null ? "na" : value}"]`);
     input.checked = true;
     input.dispatchEvent(new Event("change"));
-    // Fast entry: after a score, move on to the next criterion.
-    if (focusIndex < criteria.length - 1) setFocus(focusIndex + 1);
+    // Fast entry: after a typed score, move on to the next criterion (the arrows adjust in place).
+    if (advance && focusIndex < criteria.length - 1) setFocus(focusIndex + 1);
   }
 
   const dialog = h("dialog", { class: "rubric", "data-rubric-dialog": "" },
@@ -213,8 +213,8 @@ function mount(container, item, draft, ctx) {
   s.register("arrowdown", "Next criterion", () => setFocus(focusIndex + 1), { group: "Scores" });
   s.register("arrowup", "Previous criterion", () => setFocus(focusIndex - 1), { group: "Scores" });
   s.register("j", "Next criterion", () => setFocus(focusIndex + 1), { group: "Scores", hidden: true });
-  s.register("arrowright", "Score +1", () => setScore(Math.min(5, (scores[criteria[focusIndex].key] || 0) + 1)), { group: "Scores" });
-  s.register("arrowleft", "Score −1", () => setScore(Math.max(1, (scores[criteria[focusIndex].key] || 2) - 1)), { group: "Scores" });
+  s.register("arrowright", "Score +1", () => setScore(Math.min(5, (scores[criteria[focusIndex].key] || 0) + 1), { advance: false }), { group: "Scores" });
+  s.register("arrowleft", "Score −1", () => setScore(Math.max(1, (scores[criteria[focusIndex].key] || 2) - 1), { advance: false }), { group: "Scores" });
   for (const n of [1, 2, 3, 4, 5]) s.register(String(n), `Score ${n} for the focused criterion`, () => setScore(n), { group: "Scores" });
   s.register("0", "N/A (where allowed)", () => setScore(null), { group: "Scores" });
   s.register("r", "Open / close the rubric", openRubric, { group: "Scores" });

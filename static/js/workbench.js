@@ -233,8 +233,11 @@ export class Shortcuts {
     if (!this.enabled || e.defaultPrevented || e.isComposing) return;
     const key = eventKey(e);
     const typing = isTyping(e.target);
-    // Enter and Space keep their native meaning on buttons, links and disclosure widgets.
-    if ((key === "enter" || key === " ") && e.target instanceof Element && e.target.closest("button, a[href], summary")) return;
+    // Plain Enter and Space keep their native meaning on buttons, links and disclosure widgets,
+    // and Space ticks a focused checkbox; with a modifier (Ctrl+Enter) the shortcut wins.
+    const plain = !(e.ctrlKey || e.metaKey || e.altKey);
+    if (plain && (key === "enter" || key === " ") && e.target instanceof Element && e.target.closest("button, a[href], summary")) return;
+    if (plain && key === " " && e.target instanceof HTMLInputElement && e.target.type === "checkbox") return;
     const printableSymbol = key.length === 1 && !/[a-z]/.test(key);
     // Later registrations (the current task's keys) win over page-wide ones.
     for (let i = this.entries.length - 1; i >= 0; i--) {

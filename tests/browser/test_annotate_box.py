@@ -120,8 +120,10 @@ def test_box_draw_keys_outcomes(page, login, live_server, box_project):
     assert bbox_shown(page) is None
     page.keyboard.press("Enter")
     wait_task(page, second)
-    page.keyboard.press("n")
-    page.keyboard.press("Enter")
+    # With the mouse: the clicked button keeps the focus, and Ctrl+Enter still submits.
+    page.click("button[data-outcome=nothing_to_label]")
+    assert page.evaluate("document.activeElement.dataset.outcome") == "nothing_to_label"
+    page.keyboard.press("Control+Enter")
     page.wait_for_selector("[data-queue-empty]")
 
     assert Annotation.objects.get(item=items[1]).result == {"outcome": "cannot_determine"}

@@ -60,6 +60,15 @@ def test_rating_keyboard_and_watch_gate(page, login, live_server, rating_project
     page.keyboard.press("ArrowUp")
     assert focused_criterion(page) == "realism"
     page.keyboard.press("3")
+    assert focused_criterion(page) == "aesthetics"
+    # The arrows adjust the focused criterion in place (a typed score moves on).
+    page.keyboard.press("ArrowUp")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    assert focused_criterion(page) == "realism" and page.is_checked("input[name=score-realism][value='5']")
+    page.keyboard.press("ArrowLeft")
+    page.keyboard.press("ArrowLeft")
+    assert focused_criterion(page) == "realism" and page.is_checked("input[name=score-realism][value='3']")
 
     # Rubric one key away, with the project's own wording.
     page.keyboard.press("r")
