@@ -376,7 +376,9 @@ async function startDetail(root) {
   async function goNext() {
     try {
       const { items } = await reviewQueue(slug);
-      const next = items.find((it) => it.id !== itemId);
+      // Onward from this item (then from the start), so reviewers working side by side move
+      // through the queue instead of all landing on its oldest item.
+      const next = items.find((it) => it.id > itemId) || items.find((it) => it.id !== itemId);
       window.location.href = next ? `/projects/${slug}/review/${next.id}/` : `/projects/${slug}/review/`;
     } catch {
       window.location.href = `/projects/${slug}/review/`;
