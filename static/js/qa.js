@@ -139,6 +139,7 @@ function mount(container, item, draft, ctx) {
       }
     });
     input.addEventListener("blur", addFromInput);
+    input.addEventListener("input", answerEdited); // a half-typed entry is autosaved too (see currentAnswer)
     renderChips();
     answerEl = h("div", { class: "set-input" }, h("label", { for: "qa-answer" }, "Objects ", machineBadge), chips, input);
     getAnswer = () => {
@@ -204,7 +205,8 @@ function mount(container, item, draft, ctx) {
   function currentAnswer() {
     if (format === "set") {
       const chipsText = [...container.querySelectorAll(".chip")].map((li) => li.firstChild.textContent);
-      return chipsText;
+      const typed = (container.querySelector("#qa-answer")?.value || "").split(",").map((s) => s.trim()).filter(Boolean);
+      return [...chipsText, ...typed];
     }
     return getAnswer();
   }

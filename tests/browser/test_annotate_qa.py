@@ -146,6 +146,15 @@ def test_qa_images_keyboard_and_blind(page, login, live_server, image_qa):
     page.keyboard.type("bowl, spoon")
     page.keyboard.press("Enter")
     assert page.locator(".chip").count() == 3
+    # A half-typed entry is autosaved: after a reload it is there (as an entry).
+    page.keyboard.type("ket")
+    wait_saved(page)
+    page.reload()
+    assert wait_task(page) == third
+    page.wait_for_function("() => document.activeElement && document.activeElement.id === 'qa-answer'")
+    assert page.locator(".chip").all_inner_texts()[-1].startswith("ket")
+    page.keyboard.press("Backspace")  # removes it again
+    assert page.locator(".chip").count() == 3
     page.keyboard.press("Backspace")
     page.keyboard.press("i")  # typing goes into the box, not to the flag shortcut
     page.keyboard.press("Backspace")
