@@ -631,13 +631,15 @@ export class Workbench {
   }
 
   // ---- drafts ----
-  localKey() {
-    return `statelab:draft:${this.task.id}`;
+  // Kept per annotator and item, not per task: when a lost hold is taken again the item comes
+  // back as a new task, and the answer typed for it must come back too.
+  localKey(task = this.task) {
+    return `statelab:draft:${this.root.dataset.user || ""}:${task.item.id}`;
   }
 
   readLocal() {
     try {
-      return JSON.parse(localStorage.getItem(`statelab:draft:${this.task.id}`) || "null");
+      return JSON.parse(localStorage.getItem(this.localKey()) || "null");
     } catch {
       return null;
     }
@@ -896,7 +898,7 @@ export class Workbench {
   afterSubmit(task) {
     this.finished.add(task.id);
     try {
-      localStorage.removeItem(`statelab:draft:${task.id}`);
+      localStorage.removeItem(this.localKey(task));
       localStorage.removeItem(`statelab:idem:${task.id}`);
     } catch {
       /* ignore */

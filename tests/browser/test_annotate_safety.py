@@ -123,7 +123,8 @@ def test_two_tabs_on_one_task(page, login, live_server, count_project):
     other.keyboard.press("Enter")
     notice = other.wait_for_selector(".notice.error:has-text('already submitted with a different answer')")
     assert "Your answer is kept in this browser" not in notice.inner_text()
-    assert other.evaluate(f"localStorage.getItem('statelab:draft:{task}')") is None
+    held = Task.objects.get(pk=task)
+    assert other.evaluate(f"localStorage.getItem('statelab:draft:{held.annotator_id}:{held.item_id}')") is None
     other.click(".notice.error button:has-text('Next task')")
     wait_task(other, task)
     assert list(Annotation.objects.filter(item__project=project).values_list("item_id", "result")) == [
@@ -157,3 +158,4 @@ def test_skip_and_a_lost_hold(page, login, live_server, count_project, make_user
     page.click(".notice.error button:has-text('Next task')")
     third = wait_task(page, second)
     assert Task.objects.get(pk=third).item_id == items[2].pk  # the skipped item is not offered again
+
