@@ -251,7 +251,7 @@ def test_agreement_for_qa_scores_blind_answers_against_final_truth(make_project,
 
     # Only the verified item has a final truth (A): ann0 wrong, ann1 right. Pairs: 1 of 2 agree.
     assert body["workflow"] == {"answers_scored": 2, "accuracy": 0.5, "pairs": 2, "pairwise_agreement": 0.5,
-                                "truth": "verified items only", "kind": "qa"}
+                                "truth": "verified items only", "kind": "qa", "answers_with_suggestion_left_out": 0}
     assert [x["agreement"] for x in body["annotators"]] == [0.5, 0.5]
 
 
