@@ -165,21 +165,27 @@ def test_run_inference_wait_exits_non_zero_when_the_job_failed(eager, make_proje
     assert "vLLM is not installed" in err.getvalue()
 
 
-def test_a_backend_crash_marks_the_chunk_failed_and_retry_recovers(eager, make_project, tmp_path, monkeypatch):
+def break_random_backend(monkeypatch, failing_calls) -> dict:
+    """Make the Random backend's nth complete() calls (1-based) raise; returns the call counter."""
     from inference.backends.random_backend import RandomBackend
 
-    project = make_project("st", "status")
-    items = factories.status_items(project, 4, tmp_path)
     real = RandomBackend.complete
     calls = {"n": 0}
 
     def flaky(self, queries, sampling):
         calls["n"] += 1
-        if calls["n"] == 2:
+        if calls["n"] in failing_calls:
             raise RuntimeError("engine died")
         return real(self, queries, sampling)
 
     monkeypatch.setattr(RandomBackend, "complete", flaky)
+    return calls
+
+
+def test_a_backend_crash_marks_the_chunk_failed_and_retry_recovers(eager, make_project, tmp_path, monkeypatch):
+    project = make_project("st", "status")
+    items = factories.status_items(project, 4, tmp_path)
+    break_random_backend(monkeypatch, {2})
     job = services.job_create(endpoint=_random(), project=project, release=factories.release_of(project, items),
                               params={"chunk_size": 2})
     job.refresh_from_db()
@@ -194,20 +200,9 @@ def test_a_backend_crash_marks_the_chunk_failed_and_retry_recovers(eager, make_p
 def test_retry_failed_reruns_every_failed_chunk_not_just_the_first(eager, make_project, tmp_path, monkeypatch):
     # Three of four chunks break: the retry re-queues three chunks, and the job may end only once
     # all of them are back (each chunk that comes back alone must not find done + failed = total).
-    from inference.backends.random_backend import RandomBackend
-
     project = make_project("st", "status")
     items = factories.status_items(project, 8, tmp_path)
-    real = RandomBackend.complete
-    calls = {"n": 0}
-
-    def flaky(self, queries, sampling):
-        calls["n"] += 1
-        if calls["n"] in (2, 3, 4):
-            raise RuntimeError("engine died")
-        return real(self, queries, sampling)
-
-    monkeypatch.setattr(RandomBackend, "complete", flaky)
+    calls = break_random_backend(monkeypatch, {2, 3, 4})
     job = services.job_create(endpoint=_random(), project=project, release=factories.release_of(project, items),
                               params={"chunk_size": 2})
     job.refresh_from_db()
