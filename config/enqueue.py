@@ -1,0 +1,31 @@
+"""Enqueue Celery work by task name once the current transaction commits.
+
+Services call this instead of importing their app's ``tasks`` module, so no service ever imports
+a task (tasks import services, never the reverse) and work never starts before the rows it reads
+are committed. Looking the task up in the app's registry (rather than ``send_task``) keeps eager
+mode working for the SQLite demo, where there is no broker.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+
+def enqueue(task_name: str, *args: Any, queue: str | None = None) -> None:
+    """Send ``task_name(*args)`` now, to ``queue`` or the task's routed queue."""
+    from config.celery import app
+
+    options = {"queue": queue} if queue else {}
+    app.tasks[task_name].apply_async(args=list(args), **options)
+
+
+def enqueue_on_commit(task_name: str, *args: Any, queue: str | None = None) -> None:
+    """Send ``task_name(*args)`` when the surrounding transaction commits (at once outside one)."""
+    transaction.on_commit(lambda: enqueue(task_name, *args, queue=queue))
+
+
+def enqueue_many_on_commit(task_name: str, arg_lists: list[tuple], *, queue: str | None = None) -> None:
+    """Send one ``task_name(*args)`` per entry of ``arg_lists`` when the transaction commits."""
+    arg_lists = [tuple(a) for a in arg_lists]
+    transaction.on_commit(lambda: [enqueue(task_name, *args, queue=queue) for args in arg_lists])
