@@ -31,6 +31,7 @@ import zipfile
 from typing import Any, Iterable, Iterator
 
 from django.core.files.storage import default_storage
+from django.http import StreamingHttpResponse
 from django.db import IntegrityError, connection, transaction
 from django.db.models import TextField
 from django.db.models.functions import Cast
@@ -294,3 +295,26 @@ def export_filename(release: Release, fmt: str) -> str:
 
 
 EXPORT_CONTENT_TYPES = {"json": "application/json", "jsonl": "application/x-ndjson", "zip": "application/zip"}
+
+
+def release_list_data(*, project: Project) -> list[dict]:
+    """The project's releases, newest first (releases page and API)."""
+    return [
+        {
+            "version": r.version,
+            "split": r.split,
+            "item_count": r.item_count,
+            "checksum": r.checksum,
+            "created_at": r.created_at.isoformat(),
+            "created_by": r.created_by.username if r.created_by else None,
+        }
+        for r in project.releases.select_related("created_by").order_by("-created_at")
+    ]
+
+
+def release_download_response(release: Release, fmt: str) -> StreamingHttpResponse:
+    """The release streamed as an attachment (page and API)."""
+    response = StreamingHttpResponse(release_export(release, fmt), content_type=EXPORT_CONTENT_TYPES[fmt])
+    response["Content-Disposition"] = f'attachment; filename="{export_filename(release, fmt)}"'
+    response["X-Release-Checksum"] = release.checksum
+    return response

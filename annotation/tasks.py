@@ -2,6 +2,7 @@
 from celery import shared_task
 
 from . import services
+from .importing.runs import import_run_execute
 
 
 @shared_task(name="annotation.tasks.expire_task_leases")
@@ -10,12 +11,7 @@ def expire_task_leases() -> int:
     return services.task_expire_stale()
 
 
-@shared_task(name="annotation.tasks.run_import", bind=True, max_retries=10, default_retry_delay=1)
-def run_import(self, run_id: int) -> str:
-    """Import an uploaded file queued by the import page or API (see importing.runs)."""
-    from .importing.runs import import_run_execute
-
-    outcome = import_run_execute(run_id)
-    if outcome == "missing":  # sent from inside a transaction that has not committed yet
-        raise self.retry()
-    return outcome
+@shared_task(name="annotation.tasks.run_import")
+def run_import(run_id: int) -> str:
+    """Import an uploaded file queued by the import page or API (sent on commit: see importing.runs)."""
+    return import_run_execute(run_id)

@@ -7,6 +7,7 @@ mode working for the SQLite demo, where there is no broker.
 """
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from django.db import transaction
@@ -16,6 +17,8 @@ def enqueue(task_name: str, *args: Any, queue: str | None = None) -> None:
     """Send ``task_name(*args)`` now, to ``queue`` or the task's routed queue."""
     from config.celery import app
 
+    if task_name not in app.tasks:  # autodiscovery is lazy outside a worker: import the task's module
+        importlib.import_module(task_name.rsplit(".", 1)[0])
     options = {"queue": queue} if queue else {}
     app.tasks[task_name].apply_async(args=list(args), **options)
 

@@ -54,3 +54,109 @@ def test_results_json_scorer_is_wired_by_settings(settings):
 
 def fake_scorer(job):
     return {"scored": job.protocol}
+
+
+# --- one job per module: no import cycles between files, no module over 500 lines ------------------
+# STYLE.md: services never import tasks, selectors never import services, and no two files import
+# each other, not even behind a function-level import (that only hides the cycle from Python).
+
+APPS = ("annotation", "inference", "evaluation", "config")
+MAX_LINES = 500
+
+
+def module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def module_graph(root: Path, packages: tuple[str, ...]) -> dict[str, set[str]]:
+    """Module -> the modules of `packages` it imports anywhere in its source (relative imports
+    resolved; `from package import name` counts the submodule when `name` is one)."""
+    files = {module_name(p, root): p for pkg in packages for p in (root / pkg).rglob("*.py")
+             if "migrations" not in p.parts}
+    graph: dict[str, set[str]] = {}
+    for name, path in files.items():
+        is_package = path.name == "__init__.py"
+        here = name.split(".") if is_package else name.split(".")[:-1]
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = here[: len(here) - (node.level - 1)] if node.level > 1 else here
+                    module = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    module = node.module or ""
+                for alias in node.names:
+                    sub = f"{module}.{alias.name}"
+                    targets.add(sub if sub in files else module)
+        graph[name] = {t for t in targets if t in files and t != name}
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(cycles)
+
+
+def test_no_import_cycle_between_files():
+    assert import_cycles(module_graph(ROOT, APPS)) == []
+
+
+def test_the_cycle_check_sees_a_late_import(tmp_path):
+    pkg = tmp_path / "app"
+    (pkg / "queue").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "queue" / "__init__.py").write_text("from .claim import claim\n")
+    (pkg / "queue" / "claim.py").write_text("from ..selectors import counts\n\ndef claim():\n    pass\n")
+    (pkg / "selectors.py").write_text("def counts():\n    from .queue import claim\n")
+    (pkg / "tasks.py").write_text("from . import selectors\n")
+    graph = module_graph(tmp_path, ("app",))
+    assert graph["app.tasks"] == {"app.selectors"}
+    assert graph["app.selectors"] == {"app.queue.claim"}
+    assert import_cycles(graph) == [["app.queue.claim", "app.selectors"]]
+
+
+def test_no_app_module_over_500_lines():
+    long = []
+    for app in APPS:
+        for path in sorted((ROOT / app).rglob("*.py")):
+            if "migrations" in path.parts:
+                continue
+            lines = len(path.read_text(encoding="utf-8").splitlines())
+            if lines > MAX_LINES:
+                long.append(f"{path.relative_to(ROOT)}: {lines} lines")
+    assert long == []

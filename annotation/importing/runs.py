@@ -1,7 +1,8 @@
 """Imports from the page and the API: the upload is staged, a Celery worker imports it.
 
 `import_run_queue` writes the upload to CACHE_ROOT/uploads (the web and worker containers share
-it), records an ImportRun and sends `annotation.tasks.run_import`; the request returns at once,
+it), records an ImportRun and sends `annotation.tasks.run_import` once the row is committed
+(by name, through config.enqueue: this module never imports tasks); the request returns at once,
 however large the file. `import_run_execute` (the task's body) runs the same importers as the
 command, all or nothing, and records the report or the refusal. Without Redis (the demo) Celery
 runs eagerly, so the run is done when the request returns.
@@ -13,6 +14,8 @@ from pathlib import Path
 
 from django.conf import settings
 from django.utils import timezone
+
+from config.enqueue import enqueue_on_commit
 
 from ..models import ImportKind, ImportRun, ImportStatus, Project
 from .annotations import annotations_import
@@ -37,8 +40,6 @@ def staging_root() -> Path:
 def import_run_queue(*, project: Project, user, uploaded, kind: str = ImportKind.ITEMS,
                      verified: bool = False) -> ImportRun:
     """Stage an uploaded file and queue its import; returns the run (already done when eager)."""
-    from ..tasks import run_import
-
     if kind not in ImportKind.values:
         raise ValueError(f"kind must be one of {', '.join(ImportKind.values)}")
     name = (getattr(uploaded, "name", "") or "upload").rsplit("/", 1)[-1][:255]
@@ -53,9 +54,9 @@ def import_run_queue(*, project: Project, user, uploaded, kind: str = ImportKind
     except BaseException:
         staged.unlink(missing_ok=True)
         raise
-    # The row is committed here (pages and API run without a request-wide transaction). Should a
-    # caller hold a transaction, the task retries until the row is visible.
-    run_import.delay(run.pk)
+    # Sent when the row is committed: at once here (pages and API run without a request-wide
+    # transaction), or when a caller's transaction commits, so the worker always finds the row.
+    enqueue_on_commit("annotation.tasks.run_import", run.pk)
     run.refresh_from_db()  # eager (demo): already done
     return run
 

@@ -151,6 +151,7 @@ def test_command(osc, tmp_path, capsys):
         call_command("import_annotations", "osc", str(bad))
 
 
+@pytest.mark.django_db(transaction=True)  # the import is sent when its run is committed
 def test_api_and_page_import_ratings_for_researchers(osc, make_user, client, tmp_path, settings, eager):
     import io
 

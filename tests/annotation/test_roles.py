@@ -76,6 +76,7 @@ def test_api_researcher_endpoints_refuse_lower_roles_and_outsiders(world, who, e
     assert state() == before
 
 
+@pytest.mark.django_db(transaction=True)  # the import is sent when its run is committed
 @pytest.mark.parametrize("who,expected", [("ann", 403), ("rev", 403), ("outsider", 404)])
 def test_import_runs_are_shown_to_the_projects_researchers_only(world, client, eager, who, expected):
     res = api_as(world["people"]["res"])
@@ -132,6 +133,7 @@ def queued_run(api, response) -> dict:
     return run.json()
 
 
+@pytest.mark.django_db(transaction=True)  # the import is sent when its run is committed
 def test_researcher_imports_freezes_and_exports_through_the_api(world, eager):
     api = api_as(world["people"]["res"])
     r = api.post("/api/projects/mine/imports/", {"file": upload(world["zip"])}, format="multipart")
@@ -171,6 +173,7 @@ def test_researcher_imports_freezes_and_exports_through_the_api(world, eager):
     assert "items.jsonl" in zipfile.ZipFile(io.BytesIO(b"".join(zipped.streaming_content))).namelist()
 
 
+@pytest.mark.django_db(transaction=True)  # the import is sent when its run is committed
 def test_researcher_pages_import_freeze_and_download(world, client, eager):
     client.force_login(world["people"]["res"])
     assert b'id="import-form"' in client.get("/projects/mine/import/").content
@@ -194,6 +197,7 @@ def test_researcher_pages_import_freeze_and_download(world, client, eager):
     assert json.loads(b"".join(download.streaming_content).splitlines()[0])["release"]["item_count"] == 6
 
 
+@pytest.mark.django_db(transaction=True)  # the import is sent when its run is committed
 def test_import_page_reports_items_promoted_by_a_verified_reimport(world, client, eager):
     client.force_login(world["people"]["res"])
     first = client.post("/projects/mine/import/", {"file": upload(world["zip"]), "kind": "items"}, follow=True)

@@ -405,7 +405,7 @@ def test_gold_items_are_mixed_in_do_not_count_and_go_to_everyone(make_project, p
     # Gold stays pending for good, so progress counts it apart (agreement and overview alike).
     assert figures["gold_items"] == 1
     assert figures["status_counts"] == {"pending": 1, "annotated": 0, "verified": 0, "discarded": 0}  # "normal", held
-    from annotation.views_io import project_overview_data
+    from annotation.overview import project_overview_data
 
     overview = project_overview_data(project=project, user=people[0])
     assert (overview["status_counts"], overview["gold_items"], overview["total"]) == (figures["status_counts"], 1, 2)

@@ -1,0 +1,91 @@
+"""Imports through the API (researchers): the upload is staged and a worker imports it; 202 with
+the run to poll. A refused import ends `refused` with its "line N: field F: reason" list."""
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from ..importing.runs import import_run_data, import_run_queue
+from ..models import ImportKind, ImportRun, Role
+from ..permissions import get_project_for
+
+
+class UploadSerializer(serializers.Serializer):
+    file = serializers.FileField()
+    verified = serializers.BooleanField(default=False, required=False)
+
+
+class ImportRunSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    project = serializers.CharField()
+    kind = serializers.ChoiceField(choices=ImportKind.choices)
+    verified = serializers.BooleanField()
+    file_name = serializers.CharField()
+    file_bytes = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=["queued", "running", "finished", "refused", "failed"])
+    done = serializers.BooleanField()
+    report = serializers.DictField(allow_null=True, help_text="the importer's counts once finished")
+    error_count = serializers.IntegerField()
+    errors = serializers.ListField(child=serializers.CharField(), help_text='"line N: field F: reason" when refused')
+    created_by = serializers.CharField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+    url = serializers.CharField(help_text="poll this until done")
+    page = serializers.CharField()
+
+
+def queued(run: ImportRun) -> Response:
+    response = Response(import_run_data(run), status=status.HTTP_202_ACCEPTED)
+    response["Location"] = f"/api/imports/{run.pk}/"
+    return response
+
+
+class ItemImportApi(APIView):
+    """POST a .jsonl or .zip of items (multipart field `file`; `verified` optional): a worker
+    imports it; 202 with the run to poll. GET lists the project's recent import runs."""
+
+    parser_classes = [MultiPartParser, FormParser]
+
+    @extend_schema(responses=ImportRunSerializer(many=True))
+    def get(self, request, slug):
+        project = get_project_for(request.user, slug, Role.RESEARCHER)
+        runs = ImportRun.objects.filter(project=project).select_related("project", "created_by")[:50]
+        return Response([import_run_data(run) for run in runs])
+
+    @extend_schema(request=UploadSerializer, responses={202: ImportRunSerializer})
+    def post(self, request, slug):
+        project = get_project_for(request.user, slug, Role.RESEARCHER)
+        data = UploadSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        return queued(import_run_queue(project=project, user=request.user, uploaded=data.validated_data["file"],
+                                       kind=ImportKind.ITEMS, verified=data.validated_data["verified"]))
+
+
+class AnnotationImportApi(APIView):
+    """POST a .jsonl of ratings (oscbench) or blind QA answers (visualtrans, m3verse): a worker
+    imports it; 202 with the run to poll."""
+
+    parser_classes = [MultiPartParser, FormParser]
+
+    @extend_schema(request=UploadSerializer, responses={202: ImportRunSerializer})
+    def post(self, request, slug):
+        project = get_project_for(request.user, slug, Role.RESEARCHER)
+        data = UploadSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        return queued(import_run_queue(project=project, user=request.user, uploaded=data.validated_data["file"],
+                                       kind=ImportKind.ANNOTATIONS))
+
+
+class ImportRunApi(APIView):
+    """GET one import run: status, then the report or the refusal ("line N: field F: reason")."""
+
+    @extend_schema(responses=ImportRunSerializer)
+    def get(self, request, run_id: int):
+        run = get_object_or_404(ImportRun.objects.select_related("project", "created_by"), pk=run_id)
+        get_project_for(request.user, run.project.slug, Role.RESEARCHER)
+        return Response(import_run_data(run))

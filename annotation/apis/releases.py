@@ -1,0 +1,73 @@
+"""Releases through the API (researchers): list, freeze, and the streamed export."""
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from ..models import Release, Role
+from ..permissions import get_project_for
+from ..releases import EXPORT_FORMATS, ReleaseRefused, release_download_response, release_freeze, release_list_data
+
+
+class ReleaseSerializer(serializers.Serializer):
+    version = serializers.CharField()
+    split = serializers.CharField()
+    item_count = serializers.IntegerField()
+    checksum = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class ReleaseListApi(APIView):
+    """GET the project's releases; POST {version, split} freezes a new one."""
+
+    class InputSerializer(serializers.Serializer):
+        version = serializers.CharField(max_length=50)
+        split = serializers.CharField(max_length=50, default="test", required=False)
+
+    @extend_schema(responses=ReleaseSerializer(many=True))
+    def get(self, request, slug):
+        project = get_project_for(request.user, slug, Role.RESEARCHER)
+        return Response(release_list_data(project=project))
+
+    @extend_schema(request=InputSerializer, responses={201: ReleaseSerializer})
+    def post(self, request, slug):
+        project = get_project_for(request.user, slug, Role.RESEARCHER)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            release = release_freeze(project=project, user=request.user, **data.validated_data)
+        except ReleaseRefused as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(
+            {
+                "version": release.version,
+                "split": release.split,
+                "item_count": release.item_count,
+                "checksum": release.checksum,
+                "created_at": release.created_at.isoformat(),
+            },
+            status=status.HTTP_201_CREATED,
+        )
+
+
+class ReleaseExportApi(APIView):
+    """GET the release streamed as ?fmt=json (default), jsonl or zip (with media).
+
+    (`fmt`, not `format`: DRF reserves ?format= for choosing its renderer.)
+    """
+
+    @extend_schema(
+        parameters=[OpenApiParameter("fmt", str, enum=list(EXPORT_FORMATS), description="json (default), jsonl or zip")],
+        responses={(200, "application/json"): OpenApiTypes.BINARY},
+    )
+    def get(self, request, slug, version):
+        project = get_project_for(request.user, slug, Role.RESEARCHER)
+        release = get_object_or_404(Release.objects.select_related("project"), project=project, version=version)
+        fmt = request.query_params.get("fmt", "json")
+        if fmt not in EXPORT_FORMATS:
+            return Response({"detail": f"fmt must be one of {', '.join(EXPORT_FORMATS)}"}, status=400)
+        return release_download_response(release, fmt)
