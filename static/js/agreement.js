@@ -1,12 +1,12 @@
 // Progress and agreement of one project: items per status, a row per annotator (count, median
 // time, gold accuracy, agreement with the others) and the workflow's agreement figures.
-import { Notices, api, h } from "./workbench.js";
+import { OSC_CRITERIA } from "./oscbench.js";
+import { api } from "./workbench/api.js";
+import { h } from "./workbench/dom.js";
+import { Notices } from "./workbench/notices.js";
 
 const STATUS_ORDER = ["pending", "annotated", "verified", "discarded"];
-const CRITERION_LABELS = {
-  subject: "Subject", object: "Object", action: "Action", osc_accuracy: "State change: accuracy",
-  osc_consistency: "State change: consistency", scene: "Scene", realism: "Realism", aesthetics: "Aesthetics",
-};
+const CRITERION_LABELS = Object.fromEntries(OSC_CRITERIA);
 
 const pct = (v) => (v === null || v === undefined ? "—" : `${(v * 100).toFixed(1)} %`);
 const num = (v, d = 3) => (v === null || v === undefined ? "—" : typeof v === "number" ? String(Number(v.toFixed(d))) : String(v));

@@ -1,4 +1,6 @@
 // Live job progress: polls /api/jobs/<id>/progress/ until the job stops running.
+import { h } from "./workbench/dom.js";
+
 const root = document.getElementById("job");
 const url = root.dataset.progressUrl;
 const $ = (id) => document.getElementById(id);
@@ -10,12 +12,6 @@ function duration(seconds) {
   if (s < 60) return `${s}s`;
   const m = Math.floor(s / 60);
   return m < 60 ? `${m}m${String(s % 60).padStart(2, "0")}s` : `${Math.floor(m / 60)}h${String(m % 60).padStart(2, "0")}m`;
-}
-
-function cell(text) {
-  const td = document.createElement("td");
-  td.textContent = text;
-  return td;
 }
 
 function render(p) {
@@ -32,18 +28,9 @@ function render(p) {
   $("job-cost").textContent = p.cost_usd === null ? "–" : `$${p.cost_usd}`;
   const body = $("job-failures").tBodies[0];
   body.replaceChildren();
-  if (!p.failures.length) {
-    const tr = document.createElement("tr");
-    tr.className = "none";
-    const td = cell("No failures.");
-    td.colSpan = 4;
-    tr.append(td);
-    body.append(tr);
-  }
+  if (!p.failures.length) body.append(h("tr", { class: "none" }, h("td", { colspan: "4" }, "No failures.")));
   for (const f of p.failures) {
-    const tr = document.createElement("tr");
-    tr.append(cell(f.item), cell(f.query), cell(String(f.attempts)), cell(f.error));
-    body.append(tr);
+    body.append(h("tr", {}, h("td", {}, f.item), h("td", {}, f.query), h("td", {}, String(f.attempts)), h("td", {}, f.error)));
   }
 }
 

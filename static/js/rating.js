@@ -2,28 +2,17 @@
 // criteria scored 1–5 (N/A only where the protocol allows it), the rubric in a dialog. Submit
 // stays disabled until the video has played through once: the ranges the browser actually played
 // must cover the whole video (seeking or dragging the scrubber to the end does not count).
+import { OSC_CRITERIA, OSC_NULLABLE } from "./oscbench.js";
 import { h, mediaUrl, startWorkbench, videoPlayer } from "./workbench.js";
-
-const DEFAULT_CRITERIA = [
-  ["subject", "Subject"],
-  ["object", "Object"],
-  ["action", "Action"],
-  ["osc_accuracy", "State change: accuracy"],
-  ["osc_consistency", "State change: consistency"],
-  ["scene", "Scene"],
-  ["realism", "Realism"],
-  ["aesthetics", "Aesthetics"],
-];
-const DEFAULT_NULLABLE = new Set(["subject", "scene"]);
 
 /** Criteria as [{key, label, nullable, help}] from whatever shape the item gives. */
 export function criteriaOf(item) {
   const nullable = new Set(item.nullable || item.nullable_criteria || item.allow_na || []);
-  const raw = item.criteria && item.criteria.length ? item.criteria : DEFAULT_CRITERIA.map(([key]) => key);
-  const labels = Object.fromEntries(DEFAULT_CRITERIA);
+  const raw = item.criteria && item.criteria.length ? item.criteria : OSC_CRITERIA.map(([key]) => key);
+  const labels = Object.fromEntries(OSC_CRITERIA);
   return raw.map((c) => {
     if (typeof c === "string") {
-      return { key: c, label: labels[c] || c, nullable: item.nullable || item.nullable_criteria || item.allow_na ? nullable.has(c) : DEFAULT_NULLABLE.has(c), help: "" };
+      return { key: c, label: labels[c] || c, nullable: item.nullable || item.nullable_criteria || item.allow_na ? nullable.has(c) : OSC_NULLABLE.has(c), help: "" };
     }
     const key = c.key || c.name || c.id;
     return {

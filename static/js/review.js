@@ -1,13 +1,16 @@
 // Review: the queue of annotated items, and one item with every annotation side by side,
 // disagreements highlighted; the reviewer accepts one annotation, edits a merged answer, or
 // discards the item. Everything goes through the JSON API.
-import { ApiError, Notices, Shortcuts, api, describeError, h, videoPlayer, zoomableImage } from "./workbench.js";
+import { OSC_CRITERIA, OSC_NULLABLE } from "./oscbench.js";
+import { ApiError, api, describeError } from "./workbench/api.js";
+import { h } from "./workbench/dom.js";
+import { videoPlayer, zoomableImage } from "./workbench/media.js";
+import { Notices } from "./workbench/notices.js";
+import { Shortcuts } from "./workbench/shortcuts.js";
 
-const LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
 const COLORS = ["#ffd400", "#00c2ff", "#ff5ca8", "#7cff6b", "#ff8c1a", "#b388ff"];
 const QUINTUPLET_FIELDS = ["state_a", "state_b", "change", "change_distractors", "category", "difference"];
-const OSC_CRITERIA = ["subject", "object", "action", "osc_accuracy", "osc_consistency", "scene", "realism", "aesthetics"];
-const OSC_NULLABLE = new Set(["subject", "scene"]);
+const OSC_KEYS = OSC_CRITERIA.map(([key]) => key);
 
 function fmt(value) {
   if (value === null || value === undefined) return h("span", { class: "muted" }, "—");
@@ -107,7 +110,7 @@ function fieldRows(workflow, data) {
   }
   if (workflow === "qa") return [["answer", "answer", (r) => r.answer], ["flags", "flags", (r) => r.flags]];
   const criteria = Object.keys(data.disagreements || {}).filter((k) => k.startsWith("scores.")).map((k) => k.slice(7));
-  return (criteria.length ? criteria : OSC_CRITERIA).map((c) => [`scores.${c}`, c.replace("_", " "), (r) => (r.scores || {})[c]]);
+  return (criteria.length ? criteria : OSC_KEYS).map((c) => [`scores.${c}`, c.replace("_", " "), (r) => (r.scores || {})[c]]);
 }
 
 function truthOf(workflow, payload) {
@@ -234,7 +237,7 @@ function editor(workflow, item, base) {
     });
   } else {
     const scores = base.scores || {};
-    const sels = OSC_CRITERIA.map((c) => {
+    const sels = OSC_KEYS.map((c) => {
       const values = [1, 2, 3, 4, 5, ...(OSC_NULLABLE.has(c) ? ["na"] : [])];
       const current = c in scores ? (scores[c] === null ? "na" : String(scores[c])) : "";
       const sel = h("select", { name: `scores.${c}` }, h("option", { value: "" }, "—"), values.map((v) => h("option", { value: String(v), selected: current === String(v) }, v === "na" ? "N/A" : String(v))));

@@ -1,0 +1,24 @@
+// Messages above the workspace: info, warnings and errors, with optional action buttons.
+import { h } from "./dom.js";
+
+export class Notices {
+  constructor(el) {
+    this.el = el;
+  }
+
+  show(text, { kind = "info", actions = [], sticky = false, id = null } = {}) {
+    if (id) this.clear(id);
+    const li = h("li", { class: `notice ${kind}`, role: kind === "error" ? "alert" : "status", dataset: { id: id || "" } }, h("span", {}, text));
+    for (const [label, fn] of actions) {
+      li.append(h("button", { type: "button", onclick: () => { li.remove(); fn(); } }, label));
+    }
+    li.append(h("button", { type: "button", class: "close", "aria-label": "Dismiss", onclick: () => li.remove() }, "×"));
+    this.el.append(li);
+    if (!sticky) setTimeout(() => li.remove(), kind === "error" ? 12000 : 5000);
+    return li;
+  }
+
+  clear(id) {
+    for (const li of this.el.querySelectorAll(`li[data-id="${id}"]`)) li.remove();
+  }
+}

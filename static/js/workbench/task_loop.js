@@ -1,0 +1,219 @@
+// The task loop of every annotator page: claim a task, show it through the workflow module,
+// and after a submit or skip claim the next. Drafts, the lease and submitting add their methods
+// from drafts.js, lease.js and submit.js.
+import { api } from "./api.js";
+import { h } from "./dom.js";
+import { draftMethods } from "./drafts.js";
+import { leaseMethods } from "./lease.js";
+import { mediaOf, preloadMedia } from "./media.js";
+import { Notices } from "./notices.js";
+import { Shortcuts } from "./shortcuts.js";
+import { submitMethods } from "./submit.js";
+
+/**
+ * Runs one annotator's session: claim, show, autosave, renew, submit, claim the next.
+ *
+ * workflow = {name, mount(container, item, draft, ctx) -> view}
+ * view = {collect() -> {result} | {error, field}, draft() -> object, focusField?(name),
+ *         blocked?() -> reason string or "", destroy?()}
+ */
+export class Workbench {
+  constructor({ root, slug, workflow }) {
+    this.root = root;
+    this.slug = slug;
+    this.workflow = workflow;
+    this.shortcuts = new Shortcuts();
+    this.notices = new Notices(root.querySelector("[data-notices]"));
+    this.workspace = root.querySelector("[data-workspace]");
+    this.statusEl = root.querySelector("[data-save-status]");
+    this.leaseEl = root.querySelector("[data-lease]");
+    this.taskEl = root.querySelector("[data-task-label]");
+    this.submitBtn = root.querySelector("[data-submit]");
+    this.skipBtn = root.querySelector("[data-skip]");
+    this.countEl = root.querySelector("[data-done-count]");
+    this.task = null;
+    this.view = null;
+    this.preloaded = null;
+    this.preloading = false;
+    this.finished = new Set(); // tasks submitted or skipped here: late answers about them are moot
+    this.doneCount = 0;
+    this.lastActivity = Date.now();
+    this.saveTimer = null;
+    this.saving = null;
+    this.dirty = false;
+    this.conflict = false;
+    this.submitting = false;
+
+    this.submitBtn.addEventListener("click", () => this.submit());
+    this.skipBtn.addEventListener("click", () => this.skip());
+    this.shortcuts.register("ctrl+enter", "Submit", () => this.submit(), { inInputs: true, group: "Task" });
+    this.shortcuts.register("shift+s", "Skip this item", () => this.skip(), { group: "Task" });
+    this.shortcuts.register("ctrl+s", "Save the draft now", () => this.saveDraft(), { inInputs: true, group: "Task" });
+    const help = root.querySelector("[data-help]");
+    const helpBody = root.querySelector("[data-help-body]");
+    if (help) {
+      const open = () => {
+        this.shortcuts.renderHelp(helpBody);
+        help.showModal();
+      };
+      this.shortcuts.register("?", "Show keyboard shortcuts", open, { group: "Page" });
+      root.querySelector("[data-help-open]")?.addEventListener("click", open);
+    }
+    for (const type of ["keydown", "pointerdown", "input"]) {
+      document.addEventListener(type, () => (this.lastActivity = Date.now()), { capture: true, passive: true });
+    }
+    // Flush the draft when the tab is hidden or closed; keepalive lets the request outlive the page.
+    document.addEventListener("visibilitychange", () => {
+      if (document.visibilityState === "hidden") this.flushDraft();
+    });
+    window.addEventListener("pagehide", () => this.flushDraft());
+    window.addEventListener("beforeunload", (e) => {
+      if (this.dirty && this.task) {
+        this.storeLocal();
+      }
+    });
+    window.addEventListener("online", () => {
+      if (this.dirty) this.saveDraft();
+    });
+    this.activeMs = 0;
+    this.activeSince = null;
+    document.addEventListener("visibilitychange", () => this.tickClock());
+    setInterval(() => this.updateLeaseClock(), 1000);
+  }
+
+  // ---- time on task: counted only while the page is visible ----
+  tickClock() {
+    const now = performance.now();
+    if (this.activeSince !== null) this.activeMs += now - this.activeSince;
+    this.activeSince = document.visibilityState === "visible" && this.task ? now : null;
+  }
+
+  timeSpentMs() {
+    this.tickClock();
+    return Math.round(this.activeMs);
+  }
+
+  setStatus(text, kind = "") {
+    this.statusEl.textContent = text;
+    this.statusEl.className = `save-status ${kind}`;
+  }
+
+  // ---- claiming ----
+  async start() {
+    await this.claim();
+  }
+
+  async claim() {
+    this.setStatus("Loading…");
+    const ready = await this.takePreloaded();
+    if (ready) {
+      this.load(ready);
+      return;
+    }
+    let data;
+    try {
+      data = await api("POST", `/api/projects/${this.slug}/tasks/next/`, { retries: 3 });
+    } catch (err) {
+      this.setStatus("Not loaded", "error");
+      this.notices.show(`Could not get a task: ${err.message}`, { kind: "error", sticky: true, id: "claim", actions: [["Try again", () => this.claim()]] });
+      return;
+    }
+    this.notices.clear("claim");
+    if (!data) {
+      this.showDone();
+      return;
+    }
+    await preloadMedia(mediaOf(data.item), { timeoutMs: 3000 });
+    this.load(data);
+  }
+
+  showDone() {
+    this.unload();
+    this.workspace.replaceChildren(
+      h("section", { class: "card done", "data-queue-empty": "" },
+        h("h2", {}, "Nothing left for you in this project"),
+        h("p", {}, "Every item has its annotations, or the remaining ones are held by someone else. Check again later."),
+        h("button", { type: "button", class: "primary", onclick: () => this.claim() }, "Check again")),
+    );
+    this.taskEl.textContent = "—";
+    this.submitBtn.disabled = true;
+    this.skipBtn.disabled = true;
+    this.setStatus("");
+  }
+
+  unload() {
+    clearInterval(this.renewTimer);
+    clearTimeout(this.saveTimer);
+    if (this.view && this.view.destroy) this.view.destroy();
+    if (this.scope) this.scope.clear();
+    this.view = null;
+    this.task = null;
+    this.dirty = false;
+    this.conflict = false;
+  }
+
+  load(data) {
+    this.unload();
+    this.lastData = data;
+    // A preload that raced with a plain claim may hold this very task: never offer it again.
+    if (this.preloaded && this.preloaded.task === data.task) this.preloaded = null;
+    this.task = {
+      id: data.task,
+      item: data.item,
+      version: data.draft_version ?? data.version ?? 0,
+      leaseExpires: data.lease_expires ? Date.parse(data.lease_expires) : null,
+    };
+    this.root.dataset.task = String(data.task);
+    this.taskEl.textContent = `Task ${data.task}` + (data.item.external_id ? ` · item ${data.item.external_id}` : "");
+    let draft = data.draft || {};
+    const local = this.readLocal();
+    if (local && local.dirty && local.baseVersion >= this.task.version) {
+      // Changes typed here that never reached the server (offline, tab closed): keep them.
+      draft = local.draft;
+      this.dirty = true;
+    }
+    this.activeMs = (draft && draft._time_ms) || 0;
+    this.activeSince = null;
+    this.tickClock();
+    this.scope = this.shortcuts.scope();
+    const ctx = {
+      changed: () => this.changed(),
+      shortcuts: this.scope,
+      submit: () => this.submit(),
+      notices: this.notices,
+      refreshSubmit: () => this.refreshSubmit(),
+    };
+    this.workspace.replaceChildren();
+    this.view = this.workflow.mount(this.workspace, data.item, draft, ctx);
+    this.submitBtn.disabled = false;
+    this.skipBtn.disabled = false;
+    this.refreshSubmit();
+    this.setStatus(this.dirty ? "Unsaved changes" : "Saved", this.dirty ? "pending" : "ok");
+    if (this.dirty) this.scheduleSave();
+    this.startLeaseTimer();
+    this.updateLeaseClock();
+    // Submit-to-next-task time is visible in the browser's performance timeline.
+    performance.mark("statelab:task-shown");
+    clearTimeout(this.preloadTimer);
+    // A short pause lets the current task's own requests (video bytes, first draft) go first.
+    this.preloadTimer = setTimeout(() => this.preloadNext(), 200);
+  }
+
+  refreshSubmit() {
+    if (!this.view || !this.task) return;
+    const reason = this.view.blocked ? this.view.blocked() : "";
+    this.submitBtn.disabled = Boolean(reason) || this.submitting;
+    this.submitBtn.title = reason || "Submit (Ctrl+Enter)";
+  }
+}
+
+Object.assign(Workbench.prototype, draftMethods, leaseMethods, submitMethods);
+
+/** Wire a page's root element to a workflow module. */
+export function startWorkbench(workflow) {
+  const root = document.querySelector("[data-workbench]");
+  const bench = new Workbench({ root, slug: root.dataset.project, workflow });
+  window.statelabWorkbench = bench; // for debugging and the browser tests
+  bench.start();
+  return bench;
+}
