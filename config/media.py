@@ -11,6 +11,13 @@ Who may read what (the role rules themselves live in annotation/permissions.py):
 - anything else under MEDIA_ROOT (job exports, …): superusers only (404 for others).
 Superusers read everything under MEDIA_ROOT.
 
+Media are untrusted bytes (DESIGN, invariants). A stored asset is answered only as the image or
+video type its import recorded, and only when that type is on SAFE_TYPES; anything else (the
+upload area, exports, an asset of another type) is an attachment of type application/octet-stream.
+Every answer carries ``X-Content-Type-Options: nosniff`` and ``Content-Security-Policy: sandbox;
+default-src 'none'``, so a file opened directly can never run script as the viewer, whatever its
+name or content.
+
 Production can put media on object storage instead; this view is what the demo, the tests and a
 single-machine deployment use. It reads settings.MEDIA_ROOT on every request.
 """
@@ -27,6 +34,12 @@ from django.core.exceptions import PermissionDenied
 from django.db import connection
 from django.http import FileResponse, Http404, HttpResponse, StreamingHttpResponse
 
+# What a stored asset may be served as (inline). SVG is deliberately absent: it can carry script.
+SAFE_TYPES = {
+    "image": {"image/png", "image/jpeg", "image/gif", "image/webp", "image/bmp", "image/tiff"},
+    "video": {"video/mp4", "video/webm", "video/quicktime", "video/x-matroska", "video/x-msvideo"},
+}
+SANDBOX_CSP = "sandbox; default-src 'none'"
 RANGE_RE = re.compile(r"bytes=(\d*)-(\d*)$")
 CHUNK = 64 * 1024
 # annotation.media.asset_name: assets/<sha[:2]>/<sha256><ext>
@@ -34,7 +47,9 @@ ASSET_NAME_RE = re.compile(r"^assets/([0-9a-f]{2})/(\1[0-9a-f]{62})(\.[A-Za-z0-9
 
 
 def _resolve(path: str) -> tuple[Path, Path]:
-    """(media root, the path asked for) — 404 when it leaves the root."""
+    """(media root, the path asked for) — 404 when it leaves the root or is not a plain path."""
+    if "\x00" in path or len(path) > 1024:
+        raise Http404("No such media file.")
     root = Path(settings.MEDIA_ROOT).resolve()
     target = (root / path).resolve()
     if root not in target.parents:
@@ -67,16 +82,24 @@ def _asset_media_sql() -> str:
     return "EXISTS (SELECT 1 FROM json_tree(i.media) t WHERE t.atom = a.sha256)"  # SQLite (demo)
 
 
-def user_may_read_asset(user, relpath: str) -> bool:
-    """Whether some project the user belongs to has an item using the asset stored at `relpath`."""
+def readable_asset(user, relpath: str) -> tuple[str, str] | None:
+    """(kind, recorded mime) of the asset stored at `relpath` when some project the user belongs to
+    has an item using it; None otherwise. One statement (asset_check_sql)."""
     sql, params = asset_check_sql(user, relpath)
     with connection.cursor() as cur:
         cur.execute(sql, params)
-        return bool(cur.fetchone()[0])
+        row = cur.fetchone()
+    return (row[0], row[1]) if row else None
+
+
+def user_may_read_asset(user, relpath: str) -> bool:
+    """Whether some project the user belongs to has an item using the asset stored at `relpath`."""
+    return readable_asset(user, relpath) is not None
 
 
 def asset_check_sql(user, relpath: str) -> tuple[str, list]:
-    """The one statement behind user_may_read_asset (served by annotation_item_media_gin)."""
+    """The one statement behind readable_asset (served by annotation_item_media_gin): the asset's
+    kind and mime, as one row when the user may read it, no row otherwise."""
     from annotation.models import Item, MediaAsset
     from annotation.permissions import projects_visible_to
 
@@ -87,7 +110,7 @@ def asset_check_sql(user, relpath: str) -> tuple[str, list]:
     if sha256:  # the usual name: look the asset up by its unique sha256 index
         where += " AND a.sha256 = %s"
         params.append(sha256)
-    asset_sql = f"SELECT 1 FROM {MediaAsset._meta.db_table} a WHERE {where}"
+    asset_sql = f"SELECT a.kind, a.mime FROM {MediaAsset._meta.db_table} a WHERE {where}"
     if sha256 and connection.vendor == "postgresql":
         # One EXISTS per media field, each a containment test against a constant: the GIN index
         # annotation_item_media_gin answers each with an index scan, however many items the
@@ -98,28 +121,52 @@ def asset_check_sql(user, relpath: str) -> tuple[str, list]:
             for _ in tests
         )
         uses_params = [p for test in tests for p in (json.dumps(test), *visible_params)]
-        return f"SELECT EXISTS ({asset_sql}) AND ({uses})", [*params, *uses_params]
+        return f"{asset_sql} AND ({uses})", [*params, *uses_params]
     sql = (
-        f"SELECT EXISTS ({asset_sql} AND EXISTS ("
-        f"SELECT 1 FROM {Item._meta.db_table} i WHERE i.project_id IN ({visible_sql}) AND {_asset_media_sql()}))"
+        f"{asset_sql} AND EXISTS ("
+        f"SELECT 1 FROM {Item._meta.db_table} i WHERE i.project_id IN ({visible_sql}) AND {_asset_media_sql()})"
     )
     return sql, [*params, *visible_params]
 
 
-def _check_access(user, root: Path, target: Path) -> None:
+def _asset_row(relpath: str) -> tuple[str, str] | None:
+    from annotation.models import MediaAsset
+
+    return MediaAsset.objects.filter(file=relpath).values_list("kind", "mime").first()
+
+
+def _check_access(user, root: Path, target: Path) -> tuple[str, str] | None:
+    """Refuse (404 / 403) unless the user may read the file; returns the asset's (kind, mime)
+    when it is a stored asset, None for anything else."""
     from annotation.permissions import is_researcher_anywhere
 
+    relpath = target.relative_to(root).as_posix()
     if user.is_superuser:
-        return
+        return _asset_row(relpath) if relpath.startswith("assets/") else None
     upload = _upload_root(root)
     if upload is not None and (target.parent == upload or upload in target.parents):
         if not is_researcher_anywhere(user):
             raise PermissionDenied("The upload area is for researchers.")
-        return
-    relpath = target.relative_to(root).as_posix()
-    if relpath.startswith("assets/") and user_may_read_asset(user, relpath):
-        return
+        return None
+    if relpath.startswith("assets/"):
+        asset = readable_asset(user, relpath)
+        if asset is not None:
+            return asset
     raise Http404("No such media file.")
+
+
+def served_type(asset: tuple[str, str] | None, target: Path) -> str | None:
+    """The type a file may be served inline as: a stored asset's recorded image/video type when it
+    is on SAFE_TYPES (for rows recorded without one, the type of its extension when that is safe
+    for its kind); None means "attachment only"."""
+    if asset is None:
+        return None
+    kind, mime = asset
+    allowed = SAFE_TYPES.get(kind, set())
+    if mime:
+        return mime if mime in allowed else None
+    guessed = mimetypes.guess_type(target.name)[0]
+    return guessed if guessed in allowed else None
 
 
 def _iter_range(fh, start: int, length: int):
@@ -137,11 +184,12 @@ def _iter_range(fh, start: int, length: int):
 @login_required
 def serve_media(request, path: str):
     root, target = _resolve(path)
-    _check_access(request.user, root, target)  # before looking at the file: a refusal says nothing about it
+    asset = _check_access(request.user, root, target)  # before looking at the file: a refusal says nothing about it
     if not target.is_file():
         raise Http404("No such media file.")
     size = target.stat().st_size
-    content_type = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
+    inline_type = served_type(asset, target)
+    content_type = inline_type or "application/octet-stream"
     header = request.headers.get("Range", "")
     match = RANGE_RE.match(header.strip()) if header else None
     if match and (match.group(1) or match.group(2)):
@@ -165,4 +213,8 @@ def serve_media(request, path: str):
         response["Content-Length"] = str(size)
     response["Accept-Ranges"] = "bytes"
     response["Cache-Control"] = "private, max-age=3600"
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Security-Policy"] = SANDBOX_CSP
+    if inline_type is None:
+        response["Content-Disposition"] = 'attachment; filename="media.bin"'
     return response

@@ -137,6 +137,11 @@ IMPORT_MEDIA_ROOT = os.environ.get("IMPORT_MEDIA_ROOT") or None
 STATELAB_JOB_METRICS = "evaluation.leaderboard.job_metrics"
 IMPORT_MAX_IMAGE_PIXELS = int(os.environ.get("IMPORT_MAX_IMAGE_PIXELS", 64_000_000))
 IMPORT_MAX_FILE_BYTES = int(os.environ.get("IMPORT_MAX_FILE_BYTES", 2 * 1024**3))
+# Environment variables an endpoint may name as its API key (inference/backends/keys.py): these
+# names, and names starting with the prefix; Django's and StateLab's own secrets never.
+STATELAB_ENDPOINT_KEY_VARS = tuple(
+    v.strip() for v in os.environ.get("STATELAB_ENDPOINT_KEY_VARS", "OPENAI_API_KEY").split(",") if v.strip())
+STATELAB_ENDPOINT_KEY_PREFIX = os.environ.get("STATELAB_ENDPOINT_KEY_PREFIX", "STATELAB_KEY_")
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 

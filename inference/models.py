@@ -1,5 +1,6 @@
 """Model endpoints, inference jobs and their predictions."""
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 
 from annotation.models import Item, Project, Protocol, Release
@@ -27,6 +28,13 @@ class ModelEndpoint(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        from .backends.keys import key_var_refusal
+
+        refusal = key_var_refusal(self.api_key_env)
+        if refusal:
+            raise ValidationError({"api_key_env": refusal})
 
 
 class JobStatus(models.TextChoices):

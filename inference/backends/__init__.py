@@ -9,9 +9,9 @@ VLLMBackend instance is cheap and its close() leaves the engine loaded.
 from __future__ import annotations
 
 import importlib.util
-import os
 
 from .base import BackendUnavailable, ModelBackend
+from .keys import endpoint_api_key
 
 VLLM_MISSING = (
     "vLLM is not installed in this environment: the 'vllm' backend needs the gpu extra "
@@ -24,10 +24,7 @@ def check_available(endpoint) -> None:
         if importlib.util.find_spec("vllm") is None:
             raise BackendUnavailable(VLLM_MISSING)
     elif endpoint.backend == "openai":
-        if endpoint.api_key_env and endpoint.api_key_env not in os.environ:
-            raise BackendUnavailable(
-                f"the API key variable {endpoint.api_key_env} named by endpoint {endpoint.name} is not set"
-            )
+        endpoint_api_key(endpoint)  # an allowed variable that is set (keys.py), or none
         if not endpoint.model_id:
             raise BackendUnavailable(f"endpoint {endpoint.name} names no model")
     elif endpoint.backend != "random":
@@ -45,7 +42,7 @@ def get_backend(endpoint) -> ModelBackend:
 
         return OpenAIBackend(
             base_url=endpoint.base_url or None,
-            api_key=os.environ.get(endpoint.api_key_env) if endpoint.api_key_env else None,
+            api_key=endpoint_api_key(endpoint),
             model=endpoint.model_id,
             concurrency=endpoint.concurrency,
             options=endpoint.options,

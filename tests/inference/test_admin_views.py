@@ -180,12 +180,12 @@ def test_endpoint_admin_refuses_secret_options_and_shows_availability(client, ma
 
     client.force_login(make_user("root", superuser=True))
     form = {"name": "judge", "backend": "openai", "model_id": "gpt", "revision": "", "base_url": "http://x/v1",
-            "api_key_env": "JUDGE_KEY", "concurrency": "8"}
+            "api_key_env": "STATELAB_KEY_JUDGE", "concurrency": "8"}
     resp = client.post("/admin/inference/modelendpoint/add/", dict(form, options='{"api_key": "sk-1"}'))
     assert resp.status_code == 200 and "looks like a secret" in resp.content.decode()
     assert ModelEndpoint.objects.count() == 0
     resp = client.post("/admin/inference/modelendpoint/add/", dict(form, options='{"timeout": 5}'))
     assert resp.status_code == 302 and ModelEndpoint.objects.get().options == {"timeout": 5}
-    monkeypatch.delenv("JUDGE_KEY", raising=False)
+    monkeypatch.delenv("STATELAB_KEY_JUDGE", raising=False)
     listing = client.get("/admin/inference/modelendpoint/").content.decode()
-    assert "no: the API key variable JUDGE_KEY named by endpoint judge is not set" in listing
+    assert "no: the API key variable STATELAB_KEY_JUDGE named by endpoint judge is not set" in listing

@@ -51,8 +51,8 @@ def test_connection_refused_is_a_failed_reply_not_an_exception():
 
 
 def test_registry_reads_the_key_from_the_environment_and_never_shows_it(monkeypatch):
-    monkeypatch.setenv("MY_KEY", "sk-do-not-show")
-    endpoint = ModelEndpoint(name="e", backend="openai", model_id="m", base_url="http://x/v1", api_key_env="MY_KEY", concurrency=3)
+    monkeypatch.setenv("STATELAB_KEY_MINE", "sk-do-not-show")
+    endpoint = ModelEndpoint(name="e", backend="openai", model_id="m", base_url="http://x/v1", api_key_env="STATELAB_KEY_MINE", concurrency=3)
     backend = get_backend(endpoint)
     assert isinstance(backend, OpenAIBackend) and backend.concurrency == 3
     assert "sk-do-not-show" not in repr(backend) and "sk-do-not-show" not in str(vars(backend).get("options"))

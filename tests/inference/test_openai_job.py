@@ -172,14 +172,14 @@ def test_api_key_comes_from_the_environment_and_is_never_stored(eager, standin, 
     project = make_project("vt", "visualtrans")
     items = factories.visualtrans_items(project, 3, tmp_path)
     endpoint = services.endpoint_create(name="keyed", backend="openai", model_id="m", base_url=standin.base_url,
-                                        api_key_env="STANDIN_KEY", options={"timeout": 0.5, "max_retries": 2})
+                                        api_key_env="STATELAB_KEY_STANDIN", options={"timeout": 0.5, "max_retries": 2})
     job = services.job_create(endpoint=endpoint, project=project, release=factories.release_of(project, items))
     job.refresh_from_db()
     assert job.status == JobStatus.FAILED
-    assert job.error == "the API key variable STANDIN_KEY named by endpoint keyed is not set"
+    assert job.error == "the API key variable STATELAB_KEY_STANDIN named by endpoint keyed is not set"
     assert Prediction.objects.filter(job=job).count() == 0
 
-    monkeypatch.setenv("STANDIN_KEY", "sk-secret-123")
+    monkeypatch.setenv("STATELAB_KEY_STANDIN", "sk-secret-123")
     job2 = services.job_create(endpoint=endpoint, project=project, release=factories.release_of(project, items, "v2"))
     job2.refresh_from_db()
     assert job2.status == JobStatus.FINISHED

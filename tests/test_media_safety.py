@@ -1,0 +1,111 @@
+"""/media/ never serves a file so that it can run in the viewer's session (issue 10, stored XSS):
+a stored asset is answered only as its recorded image/video type, every answer is sandboxed and
+not sniffable, and anything else is an attachment."""
+import hashlib
+import io
+import zlib
+
+import pytest
+from PIL import Image
+
+from annotation.models import Item, MediaAsset, Role
+
+pytestmark = pytest.mark.django_db
+
+SCRIPT = b"<script>fetch('/api/me/').then(r => r.text()).then(t => document.title = t)</script>"
+
+
+def polyglot_png() -> bytes:
+    """A valid PNG whose text chunk holds an HTML script (what the attacker imported as poly.html)."""
+    out = io.BytesIO()
+    Image.new("RGB", (4, 4), "red").save(out, "PNG")
+    png = out.getvalue()
+    body = b"Comment\x00" + SCRIPT
+    chunk = len(body).to_bytes(4, "big") + b"tEXt" + body + zlib.crc32(b"tEXt" + body).to_bytes(4, "big")
+    return png[:33] + chunk + png[33:]  # after the IHDR chunk
+
+
+def store(media_root, content: bytes, ext: str, *, kind: str, mime: str) -> MediaAsset:
+    sha = hashlib.sha256(content).hexdigest()
+    name = f"assets/{sha[:2]}/{sha}{ext}"
+    (media_root / name).parent.mkdir(parents=True, exist_ok=True)
+    (media_root / name).write_bytes(content)
+    return MediaAsset.objects.create(sha256=sha, kind=kind, file=name, size_bytes=len(content), mime=mime)
+
+
+@pytest.fixture
+def member(make_project, make_user):
+    user = make_user("ann")
+    project = make_project("p", "changeit", members={user: Role.ANNOTATOR})
+    return user, project
+
+
+def used_by(project, asset, n: int) -> None:
+    Item.objects.create(project=project, external_id=f"i{n}", payload={"image": "x", "object": "door", "state": "open"},
+                        media={"image": asset.sha256})
+
+
+def assert_sandboxed(response):
+    assert response["X-Content-Type-Options"] == "nosniff"
+    assert response["Content-Security-Policy"] == "sandbox; default-src 'none'"
+
+
+def test_an_image_named_html_is_served_as_its_recorded_image_type(client, member, settings):
+    user, project = member
+    asset = store(settings.MEDIA_ROOT, polyglot_png(), ".html", kind="image", mime="image/png")
+    used_by(project, asset, 1)
+    client.force_login(user)
+    response = client.get(f"/media/{asset.file.name}")
+    assert response.status_code == 200
+    assert response["Content-Type"] == "image/png"
+    assert "attachment" not in response.get("Content-Disposition", "")
+    assert_sandboxed(response)
+
+
+@pytest.mark.parametrize("ext,kind,mime", [
+    (".svg", "image", "image/svg+xml"),
+    (".html", "image", "text/html"),
+    (".js", "video", "application/javascript"),
+    (".htm", "image", ""),
+    (".html", "video", ""),
+])
+def test_an_asset_of_any_other_type_is_only_an_attachment(client, member, settings, ext, kind, mime):
+    user, project = member
+    asset = store(settings.MEDIA_ROOT, SCRIPT + ext.encode(), ext, kind=kind, mime=mime)
+    used_by(project, asset, 1)
+    client.force_login(user)
+    response = client.get(f"/media/{asset.file.name}")
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/octet-stream"
+    assert response["Content-Disposition"].startswith("attachment")
+    assert_sandboxed(response)
+
+
+def test_a_legacy_row_without_a_type_is_served_by_a_safe_extension_of_its_kind(client, member, settings):
+    user, project = member
+    asset = store(settings.MEDIA_ROOT, polyglot_png(), ".png", kind="image", mime="")
+    used_by(project, asset, 1)
+    client.force_login(user)
+    response = client.get(f"/media/{asset.file.name}")
+    assert response["Content-Type"] == "image/png"
+    assert_sandboxed(response)
+
+
+def test_the_upload_area_is_served_as_attachments(client, make_user, make_project, settings):
+    researcher = make_user("res")
+    make_project("p", "status", members={researcher: Role.RESEARCHER})
+    incoming = settings.MEDIA_ROOT / "incoming"
+    incoming.mkdir(parents=True, exist_ok=True)
+    (incoming / "page.html").write_bytes(SCRIPT)
+    client.force_login(researcher)
+    response = client.get("/media/incoming/page.html")
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/octet-stream"
+    assert response["Content-Disposition"].startswith("attachment")
+    assert_sandboxed(response)
+
+
+@pytest.mark.parametrize("path", ["assets/a%00b.png", "incoming/%00", "x" * 2000])
+def test_odd_media_paths_are_not_found_never_a_server_error(client, member, path):
+    client.force_login(member[0])
+    assert client.get(f"/media/{path}").status_code == 404
