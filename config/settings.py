@@ -21,9 +21,34 @@ def env_bool(name: str, default: bool) -> bool:
 
 
 DEBUG = env_bool("DEBUG", False)
-SECRET_KEY = os.environ.get("SECRET_KEY") or "insecure-dev-key-only-for-local-demo"
+# Production (DEBUG off) refuses to start without its own key: the demo's key is public.
+SECRET_KEY = os.environ.get("SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG:
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(
+            "SECRET_KEY is not set. Production (DEBUG=0) needs its own secret key in the environment; "
+            "the demo (bash .ci/demo) runs with DEBUG=1 and a public development key.")
+    SECRET_KEY = "insecure-dev-key-only-for-local-demo"
 ALLOWED_HOSTS = [h.strip() for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h.strip()]
 CSRF_TRUSTED_ORIGINS = [o.strip() for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()]
+
+# HTTPS (STATELAB_HTTPS=1 in production, set by docker-compose): secure cookies, HSTS and a
+# redirect to https. Behind a TLS-terminating proxy, SECURE_PROXY_SSL_HEADER=X-Forwarded-Proto
+# makes Django trust the proxy's header (only set it when the proxy always sets it).
+HTTPS = env_bool("STATELAB_HTTPS", False)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = HTTPS
+SECURE_SSL_REDIRECT = HTTPS and env_bool("SECURE_SSL_REDIRECT", True)
+SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", 31_536_000 if HTTPS else 0))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", HTTPS)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", HTTPS)
+if os.environ.get("SECURE_PROXY_SSL_HEADER"):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_" + os.environ["SECURE_PROXY_SSL_HEADER"].upper().replace("-", "_"), "https")
+SESSION_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -92,7 +117,12 @@ else:
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-AUTH_PASSWORD_VALIDATORS = []
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 10}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
@@ -135,6 +165,9 @@ CACHE_ROOT = Path(os.environ.get("STATELAB_CACHE_ROOT", DATA_DIR / "cache"))
 IMPORT_MEDIA_ROOT = os.environ.get("IMPORT_MEDIA_ROOT") or None
 # The scorer inference's results.json asks for (inference never imports evaluation itself).
 STATELAB_JOB_METRICS = "evaluation.leaderboard.job_metrics"
+# Tasks sent by name, with (project_id, release_id), once an inference job ends FINISHED: the
+# evaluation app pre-computes the job's boards (again without inference importing evaluation).
+STATELAB_JOB_FINISHED_TASKS = ["evaluation.tasks.warm_boards"]
 IMPORT_MAX_IMAGE_PIXELS = int(os.environ.get("IMPORT_MAX_IMAGE_PIXELS", 64_000_000))
 IMPORT_MAX_FILE_BYTES = int(os.environ.get("IMPORT_MAX_FILE_BYTES", 2 * 1024**3))
 # Environment variables an endpoint may name as its API key (inference/backends/keys.py): these

@@ -89,3 +89,56 @@ def test_readme_deploy_section_covers_every_compose_service_and_key_passing():
         assert name.lower() in deploying.lower(), service
     assert "OPENAI_API_KEY" in COMPOSE.read_text() and "only `OPENAI_API_KEY`" in deploying
     assert "api_key_env" in deploying
+
+
+# --- production is secure by default (issue 10) ------------------------------------------------------
+
+def _compose_env() -> dict[str, str]:
+    """The app environment docker-compose.yml gives every service, with the operator's values."""
+    spec = yaml.safe_load(COMPOSE.read_text())
+    env = {}
+    for key, value in spec["services"]["web"]["environment"].items():
+        value = str(value)
+        if value.startswith("${"):
+            name, _, default = value[2:-1].partition(":-")
+            name = name.split(":?")[0]
+            value = {"SECRET_KEY": "a-long-random-production-key-" + "x" * 40, "POSTGRES_PASSWORD": "pw",
+                     "ALLOWED_HOSTS": "statelab.example.org"}.get(name, default)
+        env[key] = value.replace("${POSTGRES_PASSWORD:?set POSTGRES_PASSWORD}", "pw")
+    return env
+
+
+def _manage(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    import sys
+
+    base = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
+    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env={**base, **env},
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_check_deploy_is_clean_with_the_compose_settings(tmp_path):
+    env = _compose_env()
+    assert env["DEBUG"] == "0" and env["STATELAB_HTTPS"] == "1"
+    env.update(DATABASE_URL=os.environ.get("DATABASE_URL", ""), REDIS_URL=os.environ.get("REDIS_URL", ""),
+               MEDIA_ROOT=str(tmp_path / "media"), STATELAB_CACHE_ROOT=str(tmp_path / "cache"))
+    out = _manage(env, "check", "--deploy", "--fail-level", "WARNING")
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_production_refuses_to_start_without_a_secret_key(tmp_path):
+    out = _manage({"DEBUG": "0", "STATELAB_DATA_DIR": str(tmp_path)}, "check")
+    assert out.returncode != 0
+    assert "SECRET_KEY is not set" in out.stderr
+
+
+def test_passwords_are_validated():
+    import django.contrib.auth.password_validation as pv
+    from django.core.exceptions import ValidationError
+
+    import pytest
+
+    with pytest.raises(ValidationError):
+        pv.validate_password("a")
+    with pytest.raises(ValidationError):
+        pv.validate_password("password123")
+    pv.validate_password("lemon-sliced-door-ajar-42")
