@@ -24,6 +24,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django.setup()
 from django.conf import settings
 from django.db import connection
+from django.http import HttpRequest
 from django.test import Client
 
 settings.ALLOWED_HOSTS = ["*"]
@@ -52,8 +53,8 @@ def result_for(item):
 
 out = {}
 annotator, researcher = Client(), Client()
-assert annotator.login(username="annotator1", password="annotator1-demo")
-assert researcher.login(username="researcher", password="researcher-demo")
+assert annotator.login(request=HttpRequest(), username="annotator1", password="annotator1-demo")
+assert researcher.login(request=HttpRequest(), username="researcher", password="researcher-demo")
 for slug in ["demo-status", "demo-changeit", "demo-visualtrans", "demo-m3verse", "demo-oscbench"]:
     got = {}
     r = annotator.post(f"/api/projects/{slug}/tasks/next/")

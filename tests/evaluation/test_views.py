@@ -2,6 +2,7 @@
 import json
 
 import pytest
+from django.http import HttpRequest
 
 from annotation.models import Role
 
@@ -20,7 +21,7 @@ def status_project(make_project, make_user):
 
 
 def test_researcher_sees_leaderboard_with_random_row(client, status_project):
-    client.login(username="res", password="pw")
+    client.login(request=HttpRequest(), username="res", password="pw")
     page = client.get("/projects/stv/leaderboard/")
     assert page.status_code == 200
     html = page.content.decode()
@@ -32,7 +33,7 @@ def test_researcher_sees_leaderboard_with_random_row(client, status_project):
 
 
 def test_downloads_have_attachment_names_and_content(client, status_project):
-    client.login(username="res", password="pw")
+    client.login(request=HttpRequest(), username="res", password="pw")
     csv_resp = client.get("/projects/stv/leaderboard/download/csv/")
     assert csv_resp["Content-Disposition"] == 'attachment; filename="stv-leaderboard-v1.csv"'
     assert csv_resp.content.decode().startswith("model,rank,n,parse_failures,acc_osi")
@@ -54,24 +55,24 @@ def test_downloads_have_attachment_names_and_content(client, status_project):
 
 
 def test_annotators_and_strangers_are_refused(client, status_project, make_user):
-    client.login(username="ann", password="pw")
+    client.login(request=HttpRequest(), username="ann", password="pw")
     assert client.get("/projects/stv/leaderboard/").status_code == 403
     assert client.get("/api/projects/stv/leaderboard/").status_code == 403
     make_user("stranger")
-    client.login(username="stranger", password="pw")
+    client.login(request=HttpRequest(), username="stranger", password="pw")
     assert client.get("/projects/stv/leaderboard/").status_code == 404
     client.logout()
     assert client.get("/projects/stv/leaderboard/").status_code == 302
 
 
 def test_correlation_page_is_for_rating_projects(client, status_project):
-    client.login(username="res", password="pw")
+    client.login(request=HttpRequest(), username="res", password="pw")
     assert client.get("/projects/stv/correlation/").status_code == 404
 
 
 def test_correlation_page_scatter_and_api(client, make_project, make_user, tmp_path):
     from evaluation.scoring.oscbench import CRITERIA
-    from evaluation.services import predictions_import
+    from inference.services import predictions_import
 
     from .factories import rate
     from .test_commands import osc_payload
@@ -84,7 +85,7 @@ def test_correlation_page_scatter_and_api(client, make_project, make_user, tmp_p
             rate(f"g{i}", project, rater, {c: level for c in CRITERIA})
     lines = [json.dumps({"item": f"g{i}", "query": "judge", "answer": {c: lv for c in CRITERIA}}) for i, lv in enumerate([2, 3, 3, 5])]
     predictions_import(project=project, lines=lines, model_name="j1", release=project.releases.get())
-    client.login(username="res9", password="pw")
+    client.login(request=HttpRequest(), username="res9", password="pw")
     html = client.get("/projects/oscv/correlation/").content.decode()
     assert 'data-model="j1"' in html and "Krippendorff" in html
     scatter = client.get("/projects/oscv/correlation/download/svg/?judge=j1&criterion=object")
