@@ -1,6 +1,8 @@
 """Leaderboard and correlation pages with their downloads (researchers and admins)."""
 from __future__ import annotations
 
+import re
+
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
@@ -9,7 +11,7 @@ from django.shortcuts import render
 from annotation.models import Release, Role
 from annotation.permissions import get_project_for
 
-from . import boards, charts, correlation, leaderboard, selectors, tables
+from . import board_cache as boards, charts, correlation, leaderboard, selectors, tables
 from .scoring import runs
 
 CONTENT_TYPES = {
@@ -42,8 +44,14 @@ def _report(project, release: str | None):
 def _download(body: str, fmt: str, name: str) -> HttpResponse:
     content_type, ext = CONTENT_TYPES[fmt]
     response = HttpResponse(body, content_type=f"{content_type}; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{name}.{ext}"'
+    response["Content-Disposition"] = f'attachment; filename="{download_name(name)}.{ext}"'
     return response
+
+
+def download_name(name: str) -> str:
+    """A file name made of letters, digits, '.', '_' and '-' only: query values (metric, judge,
+    criterion) end up in it and must not inject header parameters or control characters."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")[:150] or "download"
 
 
 def _details(request) -> bool:

@@ -5,12 +5,13 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.db.models import Q
+from django.http import HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html
 
 from annotation.models import Project, Release, Role
 
-from . import protocols, selectors, services
+from . import selectors, services
 from .backends import BackendUnavailable, check_available
 from .models import InferenceJob, JobMode, JobStatus, ModelEndpoint
 
@@ -155,19 +156,15 @@ class InferenceJobAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         if change:
             return  # a job is immutable once created; use the actions
-        data = form.cleaned_data
-        obj.params = data["params"]
-        obj.protocol = data["protocol"]
-        obj.model_name = obj.endpoint.name
-        obj.prompt_version = protocols.prompt_version(obj.protocol, obj.params.get("strategy"))
-        obj.created_by = request.user
-        obj.save()
-        services.job_enqueue_start(job=obj)  # runs once the admin's transaction commits
+        data = form.cleaned_data  # checked by JobForm.clean with services.job_validate
+        job = services.job_create(endpoint=obj.endpoint, project=obj.project, release=obj.release, protocol=data["protocol"],
+                                  mode=obj.mode, params=data["params"], created_by=request.user)  # starts once the admin commits
+        # The admin logs and redirects to the object it passed in: make it the job the service created.
+        obj.pk = job.pk
+        obj.refresh_from_db()
 
     def response_add(self, request, obj, post_url_continue=None):
         self.message_user(request, f"Job {obj.pk} created; it starts now.", messages.SUCCESS)
-        from django.http import HttpResponseRedirect
-
         return HttpResponseRedirect(reverse("inference:job-detail", args=[obj.pk]))
 
     # Each live cell is a span naming its job and field; admin_job_list.js rewrites them from

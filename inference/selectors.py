@@ -1,22 +1,57 @@
-"""Read paths of the inference app: job progress, failures, results and samples."""
+"""Read paths of the inference app: the items a run answers, job progress, failures, results and samples."""
 from __future__ import annotations
 
 import importlib.metadata
 import platform
+from dataclasses import dataclass
 from typing import Any, Iterator
 
 from django.conf import settings
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Q
 from django.utils import timezone
 from django.utils.module_loading import import_string
+
+from annotation.models import Item, ItemStatus, Project, Release
+from annotation.protocols import changeit_vocabulary, resolve_queries
 
 from .models import InferenceJob, JobStatus, ModelEndpoint, Prediction, PredictionStatus
 
 FAILURES_SHOWN = 50
 
 
-def jobs_for_project(*, project) -> QuerySet[InferenceJob]:
-    return InferenceJob.objects.filter(project=project).select_related("endpoint", "release")
+@dataclass
+class RunItem:
+    """An item as a run answers it: the payload it was released with, its resolved queries."""
+
+    key: int  # the item's primary key
+    external_id: str
+    payload: dict[str, Any]
+    resolved: dict[str, dict[str, Any]]
+
+
+def run_items(*, project: Project, release: Release | None) -> list[RunItem]:
+    """Items with their resolved option orders, in release order (or verified items by id)."""
+    if release is not None:
+        out = []
+        for ri in release.release_items.select_related("item").order_by("position"):
+            payload = dict(ri.payload)
+            resolved = payload.pop("resolved", None)
+            payload.pop("id", None)
+            if resolved is None:
+                resolved = resolve_queries(project.protocol, ri.item.external_id, payload, seed=release.option_seed)
+            out.append(RunItem(key=ri.item_id, external_id=ri.item.external_id, payload=payload, resolved=resolved))
+        return out
+    items = list(Item.objects.filter(project=project, status=ItemStatus.VERIFIED).order_by("id"))
+    vocab = changeit_vocabulary([it.payload for it in items]) if project.protocol == "changeit" else None
+    return [
+        RunItem(
+            key=it.pk,
+            external_id=it.external_id,
+            payload=it.payload,
+            resolved=resolve_queries(project.protocol, it.external_id, it.payload, seed=project.option_seed, vocabulary=vocab),
+        )
+        for it in items
+    ]
 
 
 def job_cost(job: InferenceJob) -> float | None:

@@ -4,8 +4,11 @@ captions of each video, then answer the question from the two summaries as text.
 Same items, same query key ("qa"), same parsing and scoring as the direct strategy; only the way
 the model sees the videos changes. Each stage is one batched backend call over the whole chunk.
 A failure in any stage fails that item's query with the stage named in the error. Token usage
-and attempts of all stages are added to the final prediction; the stored prompt is the final,
+and attempts of all stages are added to the final reply; the prompt of the final query is the
 text-only prompt, which contains both summaries.
+
+Plain Python like every protocol module: `run` returns (item pk, prepared query, reply) per item
+and the chunk that called it turns them into predictions.
 """
 from __future__ import annotations
 
@@ -49,14 +52,16 @@ def _add(total: ModelReply, reply: ModelReply) -> None:
     total.attempts += reply.attempts
 
 
-def run(*, job, items: list[ItemInput], media: MediaPreparer, backend, sampling: Sampling, done_ok: set) -> list:
-    from inference.models import PredictionStatus
-    from inference.services import PredictionRow, row_from_reply
-
-    params = dict(job.params)
+def run(
+    *, params: dict, items: list[ItemInput], media: MediaPreparer, backend, sampling: Sampling, done_ok: set
+) -> list[tuple[int, PreparedQuery, ModelReply]]:
+    """The "qa" query of each item not in done_ok, answered through the three stages. An item that
+    failed in a stage comes back with a query-less PreparedQuery and a reply carrying the error
+    and the usage of the stages it went through."""
+    params = dict(params)
     n = frames_param(params, DEFAULT_FRAMES)
     n_clips = int(params.get("clips", DEFAULT_CLIPS))
-    rows: list = []
+    answered: list[tuple[int, PreparedQuery, ModelReply]] = []
     usage: dict[int, ModelReply] = {}
     errors: dict[int, str] = {}
     indices: dict[int, dict[str, list[int]]] = {}
@@ -111,10 +116,12 @@ def run(*, job, items: list[ItemInput], media: MediaPreparer, backend, sampling:
             continue
         options = item.resolved["qa"]["options"]
         if item.item_pk in errors:
-            rows.append(PredictionRow(item.item_pk, "qa", PredictionStatus.FAILED, error=errors[item.item_pk], options=options,
-                                      frame_indices=indices.get(item.item_pk), attempts=usage[item.item_pk].attempts,
-                                      prompt_tokens=usage[item.item_pk].prompt_tokens,
-                                      completion_tokens=usage[item.item_pk].completion_tokens))
+            error, spent = errors[item.item_pk], usage[item.item_pk]
+            answered.append((item.item_pk,
+                             PreparedQuery(key="qa", query=None, options=options, frame_indices=indices.get(item.item_pk),
+                                           error=error),
+                             ModelReply(key=f"{item.item_pk}|qa", error=error, attempts=spent.attempts,
+                                        prompt_tokens=spent.prompt_tokens, completion_tokens=spent.completion_tokens)))
             continue
         rule, min_size = reply_rule(item.resolved["qa"]["answer"])
         ask = _ANSWER.format(before=summaries[(item.item_pk, "video_before")], after=summaries[(item.item_pk, "video_after")],
@@ -126,6 +133,6 @@ def run(*, job, items: list[ItemInput], media: MediaPreparer, backend, sampling:
     replies = backend.complete([p.query for _, p in final], sampling) if final else []
     for (item, prepared), reply in zip(final, replies):
         _add(reply, usage[item.item_pk])
-        rows.append(row_from_reply(job, item.item_pk, prepared, reply))
-    return rows
+        answered.append((item.item_pk, prepared, reply))
+    return answered
 

@@ -6,7 +6,7 @@ import pytest
 
 from annotation.models import Role
 from evaluation.scoring.oscbench import CRITERIA
-from evaluation.services import predictions_import
+from inference.services import predictions_import
 from tests.evaluation.factories import make_release, rate
 from tests.evaluation.test_commands import osc_payload, status_payload
 

@@ -3,7 +3,7 @@ leaves its project's boards computed by a worker task, so the first page view pa
 import pytest
 
 from annotation.models import Item, ItemStatus, Membership, Role
-from evaluation import boards, leaderboard
+from evaluation import board_cache, leaderboard
 from inference import services
 from inference.models import JobStatus
 from tests.inference import factories
@@ -55,6 +55,6 @@ def test_a_finished_job_leaves_its_boards_computed_and_new_data_gives_a_new_boar
 def test_the_cache_key_changes_with_the_data_a_board_reads(make_project, tmp_path):
     project = make_project("st", "status")
     items = factories.status_items(project, 3, tmp_path)
-    before = boards.selectors.data_fingerprint(project, None)
+    before = board_cache.selectors.data_fingerprint(project, None)
     Item.objects.filter(pk=items[0].pk).update(status=ItemStatus.DISCARDED)
-    assert boards.selectors.data_fingerprint(project, None) != before
+    assert board_cache.selectors.data_fingerprint(project, None) != before

@@ -7,6 +7,7 @@ from django.core.management import call_command
 
 from annotation.models import ItemStatus, Suggestion
 from inference import services
+from inference.services import chunks, jobs
 from inference.models import InferenceJob, JobStatus, ModelEndpoint, Prediction
 
 from . import factories
@@ -48,6 +49,28 @@ def test_random_status_job_six_queries_per_item_deterministic_and_exported(eager
     first = lines[0]
     assert first["item"] == "s0000" and first["query"] in {"osi_a", "osi_b", "ir_a", "ir_b", "sci2", "sci4"}
     assert first["prompt"].startswith("[user]\n") and first["raw_output"] == first["answer"]
+
+
+def test_a_finished_job_sends_the_follow_up_tasks_settings_name_and_a_failed_send_is_only_logged(
+    eager, make_project, tmp_path, settings, monkeypatch, caplog
+):
+    settings.STATELAB_JOB_FINISHED_TASKS = ["follow.broken", "follow.up"]
+    sent = []
+
+    def record(task_name, *args):
+        sent.append((task_name, args))
+        if task_name == "follow.broken":
+            raise ConnectionError("broker down")
+
+    monkeypatch.setattr(jobs, "enqueue", record)
+    project = make_project("st", "status")
+    items = factories.status_items(project, 2, tmp_path)
+    release = factories.release_of(project, items)
+    job = services.job_create(endpoint=_random(), project=project, release=release)
+    job.refresh_from_db()
+    assert job.status == JobStatus.FINISHED
+    assert sent == [("follow.broken", (project.pk, release.pk)), ("follow.up", (project.pk, release.pk))]
+    assert f"could not queue follow.broken for job {job.pk}" in caplog.text
 
 
 def test_unreadable_video_fails_that_item_only(eager, make_project, tmp_path):
@@ -239,7 +262,7 @@ def test_a_release_job_shows_the_option_orders_the_release_froze_even_with_an_it
 def test_an_unexpected_error_in_a_chunk_fails_its_queries_and_the_job_still_ends(eager, make_project, tmp_path, monkeypatch):
     project = make_project("st", "status")
     items = factories.status_items(project, 4, tmp_path)
-    real = services.item_inputs
+    real = chunks.item_inputs
     calls = {"n": 0}
 
     def broken_once(job, item_ids):
@@ -248,7 +271,7 @@ def test_an_unexpected_error_in_a_chunk_fails_its_queries_and_the_job_still_ends
             raise KeyError("image_a")
         return real(job, item_ids)
 
-    monkeypatch.setattr(services, "item_inputs", broken_once)
+    monkeypatch.setattr(chunks, "item_inputs", broken_once)
     job = services.job_create(endpoint=_random(), project=project, release=factories.release_of(project, items),
                               params={"chunk_size": 2})
     job.refresh_from_db()

@@ -2,7 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Project, Release
 from evaluation.selectors import release_for
-from evaluation.services import PredictionImportError, predictions_import
+from inference.services import PredictionImportError, predictions_import
 
 
 class Command(BaseCommand):

@@ -1,15 +1,16 @@
-"""Leaderboards and correlation reports as the pages serve them: computed once per state of
-their data and cached (Redis when configured, shared by web processes and workers).
+"""The leaderboard cache: leaderboards and correlation reports as the pages serve them, computed
+once per state of their data and cached (Redis when configured, shared by web processes and
+workers).
 
 The key is a fingerprint of everything a board depends on (selectors.data_fingerprint), so a
 new job, prediction import, annotation or verification gives a new key and a stale board is
-never served. When a job finishes, a worker pre-computes its project's boards
-(tasks.warm_boards) so the first page view does not pay for scoring.
+never served. When a job finishes, a worker pre-computes its project's boards (`warm`, run by
+tasks.warm_boards, which settings.STATELAB_JOB_FINISHED_TASKS names) so the first page view does
+not pay for scoring.
 """
 from __future__ import annotations
 
 import hashlib
-import logging
 from typing import Any, Callable
 
 from django.core.cache import cache
@@ -17,8 +18,6 @@ from django.core.cache import cache
 from annotation.models import Project, Release
 
 from . import correlation, leaderboard, selectors
-
-log = logging.getLogger(__name__)
 
 CACHE_SECONDS = 24 * 3600  # a key never goes stale (it names the data); this only bounds memory
 
@@ -60,11 +59,3 @@ def warm(project_id: int, release_id: int | None) -> list[str]:
                 pass  # no human ratings yet: the page says so
     return done
 
-
-def on_job_finished(sender, *, job_id: int, project_id: int, release_id: int | None, **kwargs) -> None:
-    from .tasks import warm_boards
-
-    try:
-        warm_boards.delay(project_id, release_id)
-    except Exception:  # a broker hiccup must not fail the job that just finished
-        log.exception("could not queue warm_boards for job %s", job_id)

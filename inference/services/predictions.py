@@ -1,9 +1,11 @@
-"""Writes for evaluation: importing predictions computed elsewhere."""
+"""Writing predictions: the rows a job's chunks produce (upserted under the job's row lock, with
+exact counter deltas), and a file of predictions computed elsewhere, stored as a finished
+imported job (all lines or nothing)."""
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from django.db import transaction
@@ -11,10 +13,96 @@ from django.utils import timezone
 
 from annotation.models import Item, Project, Release
 from annotation.protocols import QUERY_KEYS
-from inference.models import InferenceJob, JobMode, JobStatus, Prediction, PredictionStatus
 
-from . import selectors
-from .scoring.answers import parse_answer
+from ..answers import parse_answer
+from ..models import InferenceJob, JobMode, JobStatus, Prediction, PredictionStatus
+from ..selectors import run_items
+from .jobs import finish_if_done
+
+
+@dataclass
+class PredictionRow:
+    item_id: int
+    query: str
+    status: str
+    error: str = ""
+    prompt: str = ""
+    options: list = field(default_factory=list)
+    raw_output: str = ""
+    answer: Any = None
+    logprobs: dict | None = None
+    frame_indices: dict | None = None
+    attempts: int = 0
+    latency_ms: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+_UPDATE_FIELDS = [
+    "status", "error", "prompt", "options", "raw_output", "answer", "logprobs", "frame_indices",
+    "attempts", "latency_ms", "prompt_tokens", "completion_tokens", "updated_at",
+]
+
+
+@transaction.atomic
+def predictions_upsert(*, job_id: int, rows: list[PredictionRow]) -> int:
+    """Insert or update predictions under the job's row lock; an OK prediction is never overwritten.
+
+    Counters move by exact deltas computed against the rows already stored, so redelivered or
+    concurrent chunks keep done/failed/token figures equal to what the table holds.
+    """
+    job = InferenceJob.objects.select_for_update().get(pk=job_id)
+    if not rows:
+        finish_if_done(job)
+        return 0
+    item_ids = {r.item_id for r in rows}
+    existing = {
+        (item_id, query): status
+        for item_id, query, status in Prediction.objects.filter(job_id=job_id, item_id__in=item_ids).values_list(
+            "item_id", "query", "status"
+        )
+    }
+    now = timezone.now()
+    to_write: dict[tuple[int, str], Prediction] = {}
+    d_done = d_failed = d_prompt = d_completion = 0
+    for r in rows:
+        key = (r.item_id, r.query)
+        before = existing.get(key)
+        if before == PredictionStatus.OK:
+            continue
+        if before is None:
+            d_done += r.status == PredictionStatus.OK
+            d_failed += r.status == PredictionStatus.FAILED
+        elif r.status == PredictionStatus.OK:  # a failed query recovered
+            d_done += 1
+            d_failed -= 1
+        d_prompt += r.prompt_tokens
+        d_completion += r.completion_tokens
+        existing[key] = r.status
+        to_write[key] = Prediction(
+            job_id=job_id, item_id=r.item_id, query=r.query, status=r.status, error=r.error, prompt=r.prompt,
+            options=r.options, raw_output=r.raw_output, answer=r.answer, logprobs=r.logprobs,
+            frame_indices=r.frame_indices, attempts=min(r.attempts, 32767), latency_ms=r.latency_ms,
+            prompt_tokens=r.prompt_tokens, completion_tokens=r.completion_tokens, created_at=now, updated_at=now,
+        )
+    if to_write:
+        Prediction.objects.bulk_create(
+            list(to_write.values()),
+            update_conflicts=True,
+            unique_fields=["job", "item", "query"],
+            update_fields=_UPDATE_FIELDS,
+        )
+    job.done_queries += d_done
+    job.failed_queries += d_failed
+    job.prompt_tokens += d_prompt
+    job.completion_tokens += d_completion
+    job.save(update_fields=["done_queries", "failed_queries", "prompt_tokens", "completion_tokens"])
+    finish_if_done(job)
+    return len(to_write)
+
+
+# --- predictions computed elsewhere ----------------------------------------------------------
+
 
 MAX_ERRORS_SHOWN = 50
 
@@ -71,7 +159,7 @@ def _answer_type_error(protocol: str, fmt: str | None, raw: Any) -> str | None:
 
 def parse_prediction_lines(project: Project, release: Release | None, lines: Iterable[str]) -> list[ParsedLine]:
     """Validate every line; raise PredictionImportError listing all bad lines."""
-    items = selectors.scoring_items(project, release)
+    items = run_items(project=project, release=release)
     by_external = {it.external_id: it for it in items}
     verified_elsewhere = set()
     if release is None:

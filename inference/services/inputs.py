@@ -1,0 +1,137 @@
+"""What a job asks and how it reads the answer: each item's input (its payload as the job sees
+it, resolved queries, local media paths and known video metadata), the protocol's queries for
+it, and the parsing of a reply with the same protocol (also used when a job is re-scored)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from annotation.models import Item, MediaAsset, Project, ReleaseItem
+from annotation.protocols import MEDIA_FIELDS, resolve_queries
+
+from .. import protocols
+from ..answers import parse_answer
+from ..media import MediaError, VideoInfo
+from ..models import InferenceJob, JobMode
+from ..protocols.base import ItemInput, MediaPreparer, PreparedQuery
+from ..protocols.status import parse_suggestion
+
+
+def _option_seed(job: InferenceJob) -> int:
+    return job.release.option_seed if job.release_id else job.project.option_seed
+
+
+def _media_assets(items: list[Item]) -> dict[str, MediaAsset]:
+    shas: set[str] = set()
+    for item in items:
+        for value in (item.media or {}).values():
+            shas.update(value if isinstance(value, list) else [value])
+    return {a.sha256: a for a in MediaAsset.objects.filter(sha256__in=shas)}
+
+
+def _video_info(item: Item, field_name: str, assets: dict[str, MediaAsset]) -> VideoInfo | None:
+    asset = assets.get((item.media or {}).get(field_name) or "")
+    if asset is None or not (asset.width and asset.height and asset.frame_count):
+        return None
+    return VideoInfo(asset.width, asset.height, asset.frame_count, asset.duration)
+
+
+def _local_path(item: Item, field_name: str, lookup: dict[str, str], payload: dict) -> Any:
+    sha = (item.media or {}).get(field_name)
+    rel = payload.get(field_name)
+    if isinstance(sha, list) or isinstance(rel, list):
+        shas = sha if isinstance(sha, list) else [None] * len(rel or [])
+        rels = rel if isinstance(rel, list) else [None] * len(shas)
+        return [_one_path(s, r, lookup) for s, r in zip(shas, rels)]
+    return _one_path(sha, rel, lookup)
+
+
+def _one_path(sha: str | None, rel: str | None, lookup: dict[str, str]) -> str | None:
+    if sha and sha in lookup:
+        return lookup[sha]
+    if rel:
+        path = Path(settings.MEDIA_ROOT) / rel
+        return str(path) if path.exists() else None
+    return None
+
+
+def item_inputs(job: InferenceJob, item_ids: list[int]) -> list[ItemInput]:
+    items = {i.pk: i for i in Item.objects.filter(pk__in=item_ids)}
+    if job.release_id:
+        payloads = dict(ReleaseItem.objects.filter(release_id=job.release_id, item_id__in=item_ids).values_list("item_id", "payload"))
+    else:
+        payloads = {pk: item.payload for pk, item in items.items()}
+    assets = _media_assets(list(items.values()))
+    lookup = {sha: asset.file.path for sha, asset in assets.items()}
+    seed = _option_seed(job)
+    vocabulary = job.params.get("changeit_vocabulary")
+    out = []
+    for item_id in item_ids:
+        if item_id not in items or item_id not in payloads:
+            continue
+        item, payload = items[item_id], payloads[item_id]
+        fields = MEDIA_FIELDS[job.protocol]
+        stored = payload.get("resolved") if job.release_id else None
+        if job.mode == JobMode.SUGGEST:
+            resolved = _resolve_unlabeled(job.protocol, item.external_id, payload, seed)
+        elif isinstance(stored, dict) and stored:
+            # A release froze the option orders (and ChangeIt candidates) its scores use: show exactly those.
+            resolved = stored
+        else:
+            resolved = resolve_queries(job.protocol, item.external_id, payload, seed=seed, vocabulary=vocabulary)
+        out.append(
+            ItemInput(
+                item_pk=item.pk,
+                external_id=item.external_id,
+                payload=payload,
+                media_paths={f: _local_path(item, f, lookup, payload) for f in fields},
+                media_hashes=dict(item.media or {}),
+                resolved=resolved,
+                media_info={f: info for f, kind in fields.items() if kind == "video" and (info := _video_info(item, f, assets))},
+            )
+        )
+    return out
+
+
+def _resolve_unlabeled(protocol: str, external_id: str, payload: dict, seed: int) -> dict[str, dict]:
+    """Queries of an item that has no answer yet (suggestion mode)."""
+    if protocol == "status":
+        return {"suggest": {"options": [], "answer": None}}
+    if protocol == "m3verse":
+        return {"qa": {"options": list(payload.get("options") or []), "answer": None}}
+    return {"qa": {"options": list(payload.get("options") or []), "answer": None, "format": payload.get("format")}}
+
+
+def _judge_rubric(project: Project) -> Any:
+    """The rubric human raters of this project see (its own wording over the platform default),
+    so judge and humans rate against the same text."""
+    custom = (project.settings or {}).get("rubric")
+    if isinstance(custom, str) and custom.strip():
+        return custom
+    from annotation.selectors import rubric_for
+
+    return rubric_for(project=project)
+
+
+def build_queries(job: InferenceJob, item: ItemInput, media: MediaPreparer) -> list[PreparedQuery]:
+    module = protocols.get_protocol(job.protocol)
+    params = dict(job.params)
+    if job.protocol == "oscbench" and "rubric" not in params:
+        params["rubric"] = _judge_rubric(job.project)
+    try:
+        if job.mode == JobMode.SUGGEST and job.protocol == "status":
+            return module.build_suggestion(item, media=media, params=params)
+        return module.build(item, media=media, params=params)
+    except MediaError as exc:
+        return [PreparedQuery(key=k, query=None, options=v.get("options", []), error=str(exc)) for k, v in item.resolved.items()]
+    except (KeyError, TypeError, ValueError) as exc:
+        msg = f"cannot build the prompt: {type(exc).__name__}: {exc}"
+        return [PreparedQuery(key=k, query=None, options=v.get("options", []), error=msg) for k, v in item.resolved.items()]
+
+
+def parse_reply(job: InferenceJob, prepared: PreparedQuery, text: str) -> Any:
+    if job.mode == JobMode.SUGGEST and job.protocol == "status":
+        return parse_suggestion(text)
+    return parse_answer(job.protocol, prepared.key, text, prepared.options, fmt=prepared.fmt)

@@ -1,0 +1,324 @@
+"""Jobs: create (validated), start (plan items and totals, enqueue chunks), cancel, retry the
+failed items, finish (FINISHED, or FAILED when nothing succeeded) and re-score.
+
+Work is enqueued by task name once the transaction commits (config.enqueue): this module never
+imports the tasks. A job that ends FINISHED also enqueues the follow-up tasks that
+settings.STATELAB_JOB_FINISHED_TASKS names (the evaluation app's board warming), by name, so
+inference imports no other app.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from functools import partial
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import Count
+from django.utils import timezone
+
+from annotation.models import Item, ItemStatus, Project, Release, ReleaseItem, Workflow
+from annotation.protocols import QUERY_KEYS, changeit_vocabulary
+from config.enqueue import enqueue, enqueue_many_on_commit, enqueue_on_commit
+
+from .. import protocols
+from ..backends import BackendUnavailable, check_available
+from ..models import Backend, InferenceJob, JobMode, JobStatus, ModelEndpoint, Prediction, PredictionStatus
+from ..protocols.base import PreparedQuery
+from .inputs import parse_reply
+
+log = logging.getLogger(__name__)
+
+ACTIVE = (JobStatus.QUEUED, JobStatus.RUNNING)
+SUGGEST_WORKFLOWS = (Workflow.QUINTUPLET, Workflow.QA)
+
+
+class JobRefused(ValidationError):
+    """The job cannot be created or started as asked (message says why)."""
+
+
+def error_message(exc: BaseException) -> str:
+    """The text recorded as a job's error: a ValidationError's messages, else the exception's."""
+    if isinstance(exc, ValidationError):
+        return " ".join(exc.messages)
+    return str(exc)
+
+
+# --- creation and control --------------------------------------------------------------------
+
+
+def job_validate(
+    *, endpoint: ModelEndpoint, project: Project, release: Release | None, protocol: str, mode: str, params: dict
+) -> None:
+    if protocol != project.protocol:
+        raise JobRefused(f"project {project.slug} uses the {project.protocol} protocol, not {protocol}")
+    if release is not None and release.project_id != project.pk:
+        raise JobRefused(f"release {release} does not belong to project {project.slug}")
+    if mode == JobMode.SUGGEST:
+        if project.workflow not in SUGGEST_WORKFLOWS:
+            raise JobRefused("suggestions are made for quintuplet and QA projects only")
+        if release is not None:
+            raise JobRefused("suggestions run over unlabeled items, not over a release")
+    elif mode != JobMode.EVALUATE:
+        raise JobRefused(f"jobs run in evaluate or suggest mode, not {mode}")
+    if params.get("strategy") not in (None, "", "direct", "multistage"):
+        raise JobRefused("strategy must be direct or multistage")
+    if params.get("strategy") == "multistage" and protocol != "m3verse":
+        raise JobRefused("the multistage strategy is for video QA (m3verse)")
+    for name in ("item_limit", "frames", "chunk_size"):
+        if params.get(name) is not None and (not isinstance(params[name], int) or params[name] < 1):
+            raise JobRefused(f"{name} must be a positive integer")
+    if params.get("frames") and params["frames"] > 200:
+        raise JobRefused("frames must be at most 200")
+
+
+@transaction.atomic
+def job_create(
+    *,
+    endpoint: ModelEndpoint,
+    project: Project,
+    protocol: str | None = None,
+    release: Release | None = None,
+    mode: str = JobMode.EVALUATE,
+    params: dict[str, Any] | None = None,
+    created_by=None,
+    start: bool = True,
+) -> InferenceJob:
+    """Create a job and (by default) start it once the transaction commits."""
+    params = dict(params or {})
+    protocol = protocol or project.protocol
+    job_validate(endpoint=endpoint, project=project, release=release, protocol=protocol, mode=mode, params=params)
+    job = InferenceJob.objects.create(
+        endpoint=endpoint,
+        model_name=endpoint.name,
+        project=project,
+        release=release,
+        protocol=protocol,
+        mode=mode,
+        params=params,
+        prompt_version=protocols.prompt_version(protocol, params.get("strategy")),
+        created_by=created_by,
+    )
+    if start:
+        job_enqueue_start(job=job)
+    return job
+
+
+def job_enqueue_start(*, job: InferenceJob) -> None:
+    """Start the job after commit; vLLM jobs start on the gpu queue, where vLLM must be importable."""
+    queue = "gpu" if job.endpoint and job.endpoint.backend == Backend.VLLM else "default"
+    enqueue_on_commit("inference.tasks.start_job", job.pk, queue=queue)
+
+
+def _plan_rows(job: InferenceJob, *, with_payload: bool = True, limited: bool = True):
+    """(item id, payload) rows of the job's items in run order (release position, else item id);
+    just item ids when with_payload is False; all of them, item_limit aside, when limited is False."""
+    limit = job.params.get("item_limit") if limited else None
+    if job.release_id:
+        rows = ReleaseItem.objects.filter(release_id=job.release_id).order_by("position")
+        fields = ("item_id", "payload")
+    else:
+        if job.mode == JobMode.SUGGEST:
+            rows = Item.objects.filter(project_id=job.project_id, status=ItemStatus.PENDING, annotation_count=0)
+        else:
+            rows = Item.objects.filter(project_id=job.project_id, status=ItemStatus.VERIFIED)
+        rows = rows.order_by("id")
+        fields = ("id", "payload")
+    rows = rows.values_list(*fields) if with_payload else rows.values_list(fields[0], flat=True)
+    return rows[:limit] if limit else rows
+
+
+def _plan_items(job: InferenceJob) -> list[int]:
+    """The job's item ids; payloads stay in the database (each chunk loads its own)."""
+    return list(_plan_rows(job, with_payload=False))
+
+
+def queries_per_item(job: InferenceJob) -> int:
+    if job.mode == JobMode.SUGGEST:
+        return 1
+    return len(QUERY_KEYS[job.protocol])
+
+
+def _chunk_size(job: InferenceJob) -> int:
+    if job.params.get("chunk_size"):
+        return int(job.params["chunk_size"])
+    if job.endpoint.backend == Backend.VLLM:
+        return 64
+    # Enough queries per chunk to keep the endpoint's concurrency busy.
+    per_item = queries_per_item(job)
+    return max(4, math.ceil(2 * job.endpoint.concurrency / per_item))
+
+
+def _chunks(ids: list[int], size: int) -> list[list[int]]:
+    return [ids[i : i + size] for i in range(0, len(ids), size)]
+
+
+def job_start(*, job_id: int) -> InferenceJob:
+    """Plan a queued job (items, totals), then enqueue its chunks. Refuses with a recorded error."""
+    with transaction.atomic():
+        job = InferenceJob.objects.select_for_update(of=("self",)).select_related("endpoint", "release", "project").get(pk=job_id)
+        if job.status != JobStatus.QUEUED:
+            return job  # started already (a redelivered start) or cancelled meanwhile
+        try:
+            if job.endpoint is None:
+                raise BackendUnavailable("the job has no model endpoint")
+            check_available(job.endpoint)
+            planned = _plan_items(job)
+            if not planned:
+                raise JobRefused("there are no items to run (check the release, the item status and the item limit)")
+        except (BackendUnavailable, JobRefused) as exc:
+            job.status = JobStatus.FAILED
+            job.error = error_message(exc)
+            job.finished_at = timezone.now()
+            job.save(update_fields=["status", "error", "finished_at"])
+            return job
+        if job.protocol == "changeit" and "changeit_vocabulary" not in job.params:
+            # One label vocabulary for the whole run, so every chunk draws candidates alike: from
+            # every item of the release or project (an item limit must not change the candidates).
+            job.params["changeit_vocabulary"] = changeit_vocabulary(
+                payload for _, payload in _plan_rows(job, limited=False).iterator(chunk_size=5000)
+            )
+        job.status = JobStatus.RUNNING
+        job.started_at = timezone.now()
+        job.error = ""
+        job.total_queries = len(planned) * queries_per_item(job)
+        job.save(update_fields=["status", "started_at", "error", "total_queries", "params"])
+        chunks = _chunks(planned, _chunk_size(job))
+        _enqueue_chunks(job, chunks)
+    return job
+
+
+def _enqueue_chunks(job: InferenceJob, chunks: list[list[int]]) -> None:
+    task = "inference.tasks.run_gpu_chunk" if job.endpoint.backend == Backend.VLLM else "inference.tasks.run_api_chunk"
+    enqueue_many_on_commit(task, [(job.pk, chunk) for chunk in chunks])
+
+
+@transaction.atomic
+def job_cancel(*, job: InferenceJob) -> bool:
+    job = InferenceJob.objects.select_for_update().get(pk=job.pk)
+    if job.status not in ACTIVE:
+        return False
+    job.status = JobStatus.CANCELLED
+    job.finished_at = timezone.now()
+    job.save(update_fields=["status", "finished_at"])
+    return True
+
+
+@transaction.atomic
+def job_retry_failed(*, job: InferenceJob) -> int:
+    """Re-run every item that lacks an OK prediction for one of its queries. Returns the item count."""
+    job = InferenceJob.objects.select_for_update(of=("self",)).select_related("endpoint", "release", "project").get(pk=job.pk)
+    if job.status in ACTIVE and job.status != JobStatus.RUNNING:
+        return 0
+    if job.total_queries == 0:  # never planned (failed to start): start from scratch
+        job.status = JobStatus.QUEUED
+        job.error = ""
+        job.finished_at = None
+        job.save(update_fields=["status", "error", "finished_at"])
+        job_enqueue_start(job=job)
+        return 0
+    planned = _plan_items(job)
+    per_item = queries_per_item(job)
+    ok_counts = dict(
+        Prediction.objects.filter(job=job, status=PredictionStatus.OK)
+        .values("item_id")
+        .annotate(n=Count("id"))
+        .values_list("item_id", "n")
+    )
+    todo = [item_id for item_id in planned if ok_counts.get(item_id, 0) < per_item]
+    if not todo:
+        return 0
+    # The failed rows of these items are asked again: they stop counting, so the job finishes only
+    # once every retried chunk has written its outcome (else the first chunk back would find
+    # done + failed = total and end the job before the others ran).
+    cleared, _ = Prediction.objects.filter(job=job, item_id__in=todo, status=PredictionStatus.FAILED).delete()
+    job.failed_queries = max(0, job.failed_queries - cleared)
+    job.status = JobStatus.RUNNING
+    job.error = ""
+    job.finished_at = None
+    job.save(update_fields=["status", "error", "finished_at", "failed_queries"])
+    _enqueue_chunks(job, _chunks(todo, _chunk_size(job)))
+    return len(todo)
+
+
+# --- finishing -------------------------------------------------------------------------------
+
+
+def failure_summary(job: InferenceJob, *, top: int = 3) -> str:
+    """The most frequent errors of the job's failed queries, e.g. "12× connection failed: ...;"."""
+    rows = (
+        Prediction.objects.filter(job=job, status=PredictionStatus.FAILED)
+        .values("error")
+        .annotate(n=Count("id"))
+        .order_by("-n", "error")[:top]
+    )
+    return "; ".join(f"{row['n']}× {row['error']}" for row in rows)
+
+
+def finish_if_done(job: InferenceJob) -> None:
+    """Every query answered or failed: the job ends FINISHED, or FAILED when not one query
+    succeeded (a job with nothing to show is not a finished run), with the main errors.
+    The caller holds the job's row lock (select_for_update) in the current transaction."""
+    if job.status == JobStatus.RUNNING and job.total_queries and job.done_queries + job.failed_queries >= job.total_queries:
+        if job.done_queries == 0:
+            job.status = JobStatus.FAILED
+            job.error = f"all {job.total_queries} queries failed: {failure_summary(job)}"[:4000]
+        else:
+            job.status = JobStatus.FINISHED
+        job.finished_at = timezone.now()
+        job.save(update_fields=["status", "error", "finished_at"])
+        enqueue_on_commit("inference.tasks.export_job", job.pk)
+        if job.status == JobStatus.FINISHED:
+            _enqueue_finished_tasks(job)
+
+
+def _enqueue_finished_tasks(job: InferenceJob) -> None:
+    """Once the FINISHED status commits, send each task settings.STATELAB_JOB_FINISHED_TASKS names
+    (project id, release id): other apps follow a finished job without inference importing them."""
+    for task_name in getattr(settings, "STATELAB_JOB_FINISHED_TASKS", ()):
+        transaction.on_commit(partial(_enqueue_finished_task, task_name, job.pk, job.project_id, job.release_id))
+
+
+def _enqueue_finished_task(task_name: str, job_id: int, project_id: int, release_id: int | None) -> None:
+    try:
+        enqueue(task_name, project_id, release_id)
+    except Exception:  # a broker hiccup must not fail the job that just finished
+        log.exception("could not queue %s for job %s", task_name, job_id)
+
+
+@transaction.atomic
+def job_refresh_finished(*, job_id: int) -> None:
+    finish_if_done(InferenceJob.objects.select_for_update().get(pk=job_id))
+
+
+@transaction.atomic
+def job_fail(*, job: InferenceJob, error: str) -> None:
+    job = InferenceJob.objects.select_for_update().get(pk=job.pk)
+    if job.status in ACTIVE:
+        job.status = JobStatus.FAILED
+        job.error = error
+        job.finished_at = timezone.now()
+        job.save(update_fields=["status", "error", "finished_at"])
+
+
+# --- re-scoring ------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def job_rescore(*, job: InferenceJob) -> int:
+    """Re-parse every OK prediction's raw output with the current parser; returns how many changed."""
+    changed = []
+    for pred in Prediction.objects.filter(job=job, status=PredictionStatus.OK).select_for_update():
+        fmt = None
+        if job.protocol == "visualtrans":
+            fmt = (pred.item.payload or {}).get("format")
+        prepared = PreparedQuery(key=pred.query, query=None, options=pred.options, fmt=fmt)
+        answer = parse_reply(job, prepared, pred.raw_output)
+        if answer != pred.answer:
+            pred.answer = answer
+            changed.append(pred)
+    Prediction.objects.bulk_update(changed, ["answer"])
+    enqueue_on_commit("inference.tasks.export_job", job.pk)
+    return len(changed)
