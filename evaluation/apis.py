@@ -10,7 +10,8 @@ from rest_framework.views import APIView
 from annotation.models import Role
 from annotation.permissions import get_project_for
 
-from . import tables, views
+from . import tables
+from .board_access import board_or_404, report_or_404, wants_details
 
 
 class LeaderboardApi(APIView):
@@ -24,8 +25,8 @@ class LeaderboardApi(APIView):
         project = get_project_for(request.user, slug, Role.RESEARCHER)
         params = self.InputSerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
-        board = views._board(project, params.validated_data.get("release") or None, params.validated_data.get("judge") or None)
-        return Response(board if views._details(request) else tables.leaderboard_public(board))
+        board = board_or_404(project, params.validated_data.get("release") or None, params.validated_data.get("judge") or None)
+        return Response(board if wants_details(request) else tables.leaderboard_public(board))
 
 
 class CorrelationApi(APIView):
@@ -38,5 +39,5 @@ class CorrelationApi(APIView):
         project = get_project_for(request.user, slug, Role.RESEARCHER)
         params = self.InputSerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
-        report = views._report(project, params.validated_data.get("release") or None)
-        return Response(report if views._details(request) else tables.correlation_public(report))
+        report = report_or_404(project, params.validated_data.get("release") or None)
+        return Response(report if wants_details(request) else tables.correlation_public(report))

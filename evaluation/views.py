@@ -11,7 +11,8 @@ from django.shortcuts import render
 from annotation.models import Release, Role
 from annotation.permissions import get_project_for
 
-from . import board_cache as boards, charts, correlation, leaderboard, selectors, tables
+from . import charts, correlation, leaderboard, selectors, tables
+from .board_access import board_or_404, release_and_judge, report_or_404, wants_details
 from .scoring import runs
 
 CONTENT_TYPES = {
@@ -21,24 +22,6 @@ CONTENT_TYPES = {
     "markdown": ("text/markdown", "md"),
     "svg": ("image/svg+xml", "svg"),
 }
-
-
-def _board(project, release: str | None, judge: str | None):
-    try:
-        return boards.board(project, release, judge)
-    except Release.DoesNotExist:
-        raise Http404("No such release.")
-    except leaderboard.LeaderboardError as exc:
-        raise Http404(str(exc))
-
-
-def _report(project, release: str | None):
-    try:
-        return boards.report(project, release)
-    except Release.DoesNotExist:
-        raise Http404("No such release.")
-    except correlation.CorrelationError as exc:
-        raise Http404(str(exc))
 
 
 def _download(body: str, fmt: str, name: str) -> HttpResponse:
@@ -54,19 +37,11 @@ def download_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")[:150] or "download"
 
 
-def _details(request) -> bool:
-    return request.GET.get("details") in ("1", "true", "yes")
-
-
-def _params(request):
-    return request.GET.get("release") or None, request.GET.get("judge") or None
-
-
 @login_required
 def leaderboard_page(request, slug: str):
     project = get_project_for(request.user, slug, Role.RESEARCHER)
-    release, judge = _params(request)
-    board = _board(project, release, judge)
+    release, judge = release_and_judge(request)
+    board = board_or_404(project, release, judge)
     keys = list(runs.main_keys(project.protocol))
     groups = leaderboard.breakdown_groups(board)
     tabs = [{"id": "main", "label": "Main table", "keys": keys}] + [
@@ -129,15 +104,15 @@ def leaderboard_download(request, slug: str, fmt: str):
     project = get_project_for(request.user, slug, Role.RESEARCHER)
     if fmt not in CONTENT_TYPES:
         raise Http404("Unknown format.")
-    release, judge = _params(request)
-    board = _board(project, release, judge)
+    release, judge = release_and_judge(request)
+    board = board_or_404(project, release, judge)
     name = f"{project.slug}-leaderboard" + (f"-{board['release']}" if board["release"] else "")
     if fmt == "svg":
         metric = request.GET.get("metric") or runs.primary_key(project.protocol)
         return _download(charts.leaderboard_bars(board, metric), fmt, f"{name}-{metric}")
     breakdown = request.GET.get("breakdown") or None
     try:
-        body = tables.render_leaderboard(board, fmt, details=_details(request), breakdown=breakdown)
+        body = tables.render_leaderboard(board, fmt, details=wants_details(request), breakdown=breakdown)
     except tables.UnknownBreakdown as exc:
         raise Http404(str(exc))
     if breakdown:
@@ -148,8 +123,8 @@ def leaderboard_download(request, slug: str, fmt: str):
 @login_required
 def correlation_page(request, slug: str):
     project = get_project_for(request.user, slug, Role.RESEARCHER)
-    release, _ = _params(request)
-    report = _report(project, release)
+    release, _ = release_and_judge(request)
+    report = report_or_404(project, release)
     rows = []
     for j in report["judges"]:
         rows.append({"judge": j, "mean": correlation.mean_tau(j), "cells": [j["per_criterion"][c] for c in report["criteria"]]})
@@ -167,7 +142,7 @@ def correlation_page(request, slug: str):
 @login_required
 def correlation_download(request, slug: str, fmt: str):
     project = get_project_for(request.user, slug, Role.RESEARCHER)
-    release, judge = _params(request)
+    release, judge = release_and_judge(request)
     if fmt not in ("json", "csv", "latex", "svg"):
         raise Http404("Unknown format.")
     name = f"{project.slug}-correlation"
@@ -179,5 +154,5 @@ def correlation_download(request, slug: str, fmt: str):
             except (correlation.CorrelationError, Release.DoesNotExist) as exc:
                 raise Http404(str(exc))
             return _download(charts.scatter(xs, ys, criterion=criterion, judge_name=judge), fmt, f"{name}-{judge}-{criterion}")
-        return _download(charts.heatmap(_report(project, release)), fmt, f"{name}-heatmap")
-    return _download(tables.render_correlation(_report(project, release), fmt, details=_details(request)), fmt, name)
+        return _download(charts.heatmap(report_or_404(project, release)), fmt, f"{name}-heatmap")
+    return _download(tables.render_correlation(report_or_404(project, release), fmt, details=wants_details(request)), fmt, name)
