@@ -13,9 +13,18 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from . import services
 from .models import Item, ItemStatus, Role
 from .permissions import get_project_for, get_task_project_for, require_role
+from .queue import (
+    AlreadySubmitted,
+    TaskConflict,
+    TaskNotFound,
+    annotation_submit,
+    hold_renew,
+    hold_save_draft,
+    hold_skip,
+    queue_claim_next,
+)
 from .results import ResultInvalid
 from .selectors import (
     annotation_view,
@@ -24,6 +33,7 @@ from .selectors import (
     review_queue_for,
     task_view,
 )
+from .services import review_decide
 
 
 def _bad_request(errors: dict[str, str]) -> Response:
@@ -67,12 +77,12 @@ class WorkApi(APIView):
     def handle_exception(self, exc):
         if isinstance(exc, ResultInvalid):
             return _bad_request(exc.errors)
-        if isinstance(exc, services.AlreadySubmitted):
+        if isinstance(exc, AlreadySubmitted):
             return Response({"detail": str(exc), "annotation": annotation_view(annotation=exc.annotation)},
                             status=status.HTTP_409_CONFLICT)
-        if isinstance(exc, services.TaskConflict):
+        if isinstance(exc, TaskConflict):
             return Response({"detail": str(exc), **exc.extra}, status=status.HTTP_409_CONFLICT)
-        if isinstance(exc, services.TaskNotFound):
+        if isinstance(exc, TaskNotFound):
             exc = Http404(str(exc))
         return super().handle_exception(exc)
 
@@ -93,7 +103,7 @@ class TaskNextApi(WorkApi):
     def post(self, request, slug: str):
         project = get_project_for(request.user, slug, Role.ANNOTATOR)
         data = _parse(self.InputSerializer, request.data or {})
-        task = services.task_claim_next(project=project, user=request.user, exclude=tuple(data["exclude"]))
+        task = queue_claim_next(project=project, user=request.user, exclude=tuple(data["exclude"]))
         if task is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
         return Response(task_view(task=task))
@@ -118,7 +128,7 @@ class TaskDraftApi(WorkApi):
     def put(self, request, task_id: int):
         self.own_task_project(request, task_id)
         data = _parse(self.InputSerializer, request.data)
-        task = services.task_save_draft(task_id=task_id, user=request.user, draft=data["draft"], version=data["version"])
+        task = hold_save_draft(task_id=task_id, user=request.user, draft=data["draft"], version=data["version"])
         return Response({"task": task.pk, "version": task.draft_version, "lease_expires": task.lease_expires.isoformat()})
 
 
@@ -126,7 +136,7 @@ class TaskRenewApi(WorkApi):
     @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT, 409: ErrorOut}, summary="Renew the task's lease")
     def post(self, request, task_id: int):
         self.own_task_project(request, task_id)
-        task = services.task_renew(task_id=task_id, user=request.user)
+        task = hold_renew(task_id=task_id, user=request.user)
         return Response({"task": task.pk, "lease_expires": task.lease_expires.isoformat()})
 
 
@@ -148,8 +158,8 @@ class TaskSubmitApi(WorkApi):
         key = request.headers.get("Idempotency-Key")
         if key is not None and len(key) > 200:
             raise ResultInvalid({"Idempotency-Key": "At most 200 characters."})
-        outcome = services.task_submit(task_id=task_id, user=request.user, result=data["result"],
-                                       time_spent_ms=data["time_spent_ms"], idempotency_key=key)
+        outcome = annotation_submit(task_id=task_id, user=request.user, result=data["result"],
+                                   time_spent_ms=data["time_spent_ms"], idempotency_key=key)
         return Response(
             annotation_view(annotation=outcome.annotation, warnings=outcome.warnings),
             status=status.HTTP_201_CREATED if outcome.created else status.HTTP_200_OK,
@@ -160,7 +170,7 @@ class TaskSkipApi(WorkApi):
     @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT, 409: ErrorOut}, summary="Skip the task")
     def post(self, request, task_id: int):
         self.own_task_project(request, task_id)
-        task = services.task_skip(task_id=task_id, user=request.user)
+        task = hold_skip(task_id=task_id, user=request.user)
         return Response({"task": task.pk, "status": task.status})
 
 
@@ -210,9 +220,8 @@ class ItemReviewApi(WorkApi):
     def post(self, request, item_id: int):
         self._item(request, item_id)
         data = _parse(self.InputSerializer, request.data)
-        review = services.review_decide(item_id=item_id, reviewer=request.user, decision=data["decision"],
-                                        annotation_id=data["annotation"], result=data["result"],
-                                        comment=data["comment"])
+        review = review_decide(item_id=item_id, reviewer=request.user, decision=data["decision"],
+                               annotation_id=data["annotation"], result=data["result"], comment=data["comment"])
         return Response(
             {
                 "review": review.pk,

@@ -15,6 +15,7 @@ from django.http import Http404
 from django.utils.translation import gettext_lazy as _
 from rest_framework import authentication, exceptions
 
+from .db import first_row
 from .models import ROLE_RANK, Membership, Project, Role
 
 
@@ -57,7 +58,8 @@ def require_role(user, project: Project, role: str) -> str:
 # The project and the caller's membership role in one statement (a correlated subquery on the
 # (project, user) unique index), written once per process: the ORM spent more CPU building and
 # compiling the two queries than the database spent answering them. The role goes to role_in's
-# per-request cache, so require_role then decides 404 / 403 exactly as before.
+# per-request cache, so require_role then decides 404 / 403 exactly as before. It runs through the
+# queue's statement runner (annotation/db.py first_row): bound server-side, ids as int8.
 _PROJECT_STATEMENTS: dict[tuple[str, str], tuple[str, list]] = {}
 
 
@@ -70,16 +72,16 @@ def _project_statement(alias: str, by: str) -> tuple[str, list]:
         qn = connection.ops.quote_name
         meta, col = Project._meta, (lambda model, name: qn(model._meta.get_field(name).column))
         role = (f"(SELECT m.{col(Membership, 'role')} FROM {qn(Membership._meta.db_table)} m "
-                f"WHERE m.{col(Membership, 'project')} = p.{qn(meta.pk.column)} AND m.{col(Membership, 'user')} = %s "
+                f"WHERE m.{col(Membership, 'project')} = p.{qn(meta.pk.column)} AND m.{col(Membership, 'user')} = %(user)s "
                 f"LIMIT 1)")
         columns = ", ".join(f"p.{qn(f.column)}" for f in meta.concrete_fields)
         if by == "slug":
-            where = f"FROM {qn(meta.db_table)} p WHERE p.{col(Project, 'slug')} = %s"
+            where = f"FROM {qn(meta.db_table)} p WHERE p.{col(Project, 'slug')} = %(slug)s"
         else:
             where = (f"FROM {qn(Task._meta.db_table)} t "
                      f"INNER JOIN {qn(Item._meta.db_table)} i ON i.{qn(Item._meta.pk.column)} = t.{col(Task, 'item')} "
                      f"INNER JOIN {qn(meta.db_table)} p ON p.{qn(meta.pk.column)} = i.{col(Item, 'project')} "
-                     f"WHERE t.{qn(Task._meta.pk.column)} = %s AND t.{col(Task, 'annotator')} = %s")
+                     f"WHERE t.{qn(Task._meta.pk.column)} = %(task)s AND t.{col(Task, 'annotator')} = %(annotator)s")
         converters = []
         for i, field in enumerate(meta.concrete_fields):
             expression = field.get_col(meta.db_table)
@@ -93,41 +95,14 @@ def _project_statement(alias: str, by: str) -> tuple[str, list]:
 _INT8_RANGE = range(-(2**63), 2**63)
 
 
-def _fetch_one(alias: str, sql: str, params: list):
-    """One row of a fixed statement.
-
-    On PostgreSQL, like the task queue's hot path (annotation/services.py _rows): a psycopg cursor
-    that binds parameters server-side (ids as int8, one statement whatever the id) on the request's
-    connection and transaction, errors mapped to Django's, so the statement is parsed and planned
-    once per connection where preparing is on (config/settings.py prepare_threshold; off with
-    DATABASE_PREPARE=0). Like those statements it bypasses Django's query log (a prepared statement
-    has no text to log). Elsewhere: Django's default cursor.
-    """
-    connection = connections[alias]
-    if connection.vendor == "postgresql":
-        from psycopg import Cursor
-        from psycopg.types.numeric import Int8
-
-        params = [Int8(p) if isinstance(p, int) and not isinstance(p, bool) else p for p in params]
-        connection.ensure_connection()
-        connection.validate_no_broken_transaction()
-        with connection.wrap_database_errors:
-            with Cursor(connection.connection) as cursor:
-                cursor.execute(sql, params)
-                return cursor.fetchone()
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchone()
-
-
-def _project_with_role(user, by: str, params: list) -> Project | None:
-    if any(isinstance(p, int) and p not in _INT8_RANGE for p in params):
+def _project_with_role(user, by: str, params: dict) -> Project | None:
+    if any(isinstance(p, int) and p not in _INT8_RANGE for p in params.values()):
         return None  # an id no row can have (the ORM answers such lookups with no rows, too)
     alias = router.db_for_read(Project)
     connection = connections[alias]
     sql, converters = _project_statement(alias, by)
     user_pk = user.pk if user is not None and user.is_authenticated else None
-    row = _fetch_one(alias, sql, [user_pk, *params])
+    row = first_row(sql, {"user": user_pk, **params}, using=alias)
     if row is None:
         return None
     values = list(row[:-1])
@@ -142,7 +117,7 @@ def _project_with_role(user, by: str, params: list) -> Project | None:
 
 def get_project_for(user, slug: str, role: str) -> Project:
     """Load a project by slug and check the role in one step (404 when missing or hidden)."""
-    project = _project_with_role(user, "slug", [slug])
+    project = _project_with_role(user, "slug", {"slug": slug})
     if project is None:
         raise Http404("No such project.")
     require_role(user, project, role)
@@ -151,7 +126,7 @@ def get_project_for(user, slug: str, role: str) -> Project:
 
 def get_task_project_for(user, task_id: int, role: str) -> Project:
     """The project of the user's own task, checking the role in it (404 when no such task of theirs)."""
-    project = _project_with_role(user, "task", [task_id, user.pk])
+    project = _project_with_role(user, "task", {"task": task_id, "annotator": user.pk})
     if project is None:
         raise Http404("No such task.")
     require_role(user, project, role)
@@ -197,7 +172,7 @@ class TokenAuthentication(authentication.TokenAuthentication):
             sql = (f"SELECT {', '.join(columns)} FROM {qn(token_model._meta.db_table)} t "
                    f"INNER JOIN {qn(user_model._meta.db_table)} u "
                    f"ON u.{qn(user_model._meta.pk.column)} = t.{qn(token_model._meta.get_field('user').column)} "
-                   f"WHERE t.{qn(token_model._meta.get_field('key').column)} = %s")
+                   f"WHERE t.{qn(token_model._meta.get_field('key').column)} = %(key)s")
             self._compiled[alias] = (sql, [f.attname for f in token_fields], [f.attname for f in user_fields])
         return self._compiled[alias]
 
@@ -208,7 +183,7 @@ class TokenAuthentication(authentication.TokenAuthentication):
         if statement is None:
             return super().authenticate_credentials(key)
         sql, token_names, user_names = statement
-        row = _fetch_one(alias, sql, [key])
+        row = first_row(sql, {"key": key}, using=alias)
         if row is None:
             raise exceptions.AuthenticationFailed(_("Invalid token."))
         n = len(token_names)

@@ -42,7 +42,7 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
-from annotation import services  # noqa: E402
+from annotation.queue import annotation_submit, queue_claim_next, rules, sql  # noqa: E402
 from annotation.models import Annotation, Item, Membership, Project, Task  # noqa: E402
 from annotation.selectors import task_view  # noqa: E402
 
@@ -90,11 +90,11 @@ def build(n_items: int, n_users: int, reuse: bool) -> tuple[Project, list]:
 
 
 def explain_claim(project: Project, user, count: int = 0, window: int | None = None) -> str:
-    params = services.claim_sql_params(project=project, user_id=user.pk, gold=False, now=timezone.now())
-    sql = services.claim_sql(count, window)
+    params = sql.claim_sql_params(project=project, user_id=user.pk, gold=False, now=timezone.now())
+    statement = sql.claim_sql(count, window)
     with transaction.atomic():
         with connection.cursor() as c:
-            c.execute("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + sql, params)
+            c.execute("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + statement, params)
             plan = "\n".join(r[0] for r in c.fetchall())
         transaction.set_rollback(True)
     return plan
@@ -119,12 +119,12 @@ class InProcess:
         return user
 
     def claim(self, user) -> int | None:
-        task = services.task_claim_next(project=self.project, user=user)
+        task = queue_claim_next(project=self.project, user=user)
         return None if task is None else task_view(task=task)["task"]
 
     def submit(self, user, task_id: int, i: int) -> None:
-        services.task_submit(task_id=task_id, user=user, time_spent_ms=1000 + i, result=BOX,
-                             idempotency_key=f"{user.pk}:{task_id}")
+        annotation_submit(task_id=task_id, user=user, time_spent_ms=1000 + i, result=BOX,
+                          idempotency_key=f"{user.pk}:{task_id}")
 
 
 class OverHttp:
@@ -287,8 +287,8 @@ def main() -> None:
         sys.exit("The queue benchmark needs PostgreSQL (set DATABASE_URL).")
     call_command("migrate", verbosity=0)
     project, users = build(args.items, args.threads, args.reuse)
-    print(f"\nEXPLAIN ANALYZE of a windowed claim (first {services.CLAIM_WINDOW} items with 2 annotations):")
-    print(explain_claim(project, users[0], 2, services.CLAIM_WINDOW))
+    print(f"\nEXPLAIN ANALYZE of a windowed claim (first {rules.CLAIM_WINDOW} items with 2 annotations):")
+    print(explain_claim(project, users[0], 2, rules.CLAIM_WINDOW))
     print("\nEXPLAIN ANALYZE of the claim at level 0 (items without annotations):")
     print(explain_claim(project, users[0]))
     if args.http:

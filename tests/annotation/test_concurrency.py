@@ -13,8 +13,9 @@ import pytest
 from django.db import connection
 from django.db.models import Count
 
-from annotation import services
 from annotation.models import Annotation, Item, Review, Task
+from annotation.queue import AlreadySubmitted, TaskConflict, annotation_submit, queue_claim_next
+from annotation.services import review_decide
 from tests.annotation.work_factories import make_items_fast, make_people, valid_result
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -48,11 +49,11 @@ def run_threads(targets) -> list[BaseException]:
 def next_task_or_none(project, user):
     """Claim; when nothing is free but someone still holds a task, wait for it to be settled."""
     while True:
-        task = services.task_claim_next(project=project, user=user)
+        task = queue_claim_next(project=project, user=user)
         if task is not None:
             return task
         if not Task.objects.filter(item__project=project, status="active").exists():
-            return services.task_claim_next(project=project, user=user)
+            return queue_claim_next(project=project, user=user)
         time.sleep(0.005)
 
 
@@ -81,8 +82,8 @@ def test_32_annotators_claim_and_submit_until_the_queue_is_empty(make_project):
     def annotator(user):
         def run():
             while (task := next_task_or_none(project, user)) is not None:
-                out = services.task_submit(task_id=task.pk, user=user, result={"outcome": "cannot_determine"},
-                                           idempotency_key=f"{user.pk}:{task.pk}")
+                out = annotation_submit(task_id=task.pk, user=user, result={"outcome": "cannot_determine"},
+                                        idempotency_key=f"{user.pk}:{task.pk}")
                 with lock:
                     created[out.created] += 1
         return run
@@ -109,8 +110,8 @@ def test_duplicated_submits_and_two_tabs_never_create_two_annotations(make_proje
             while (task := next_task_or_none(project, user)) is not None:
                 key = f"{user.pk}:{task.pk}" if keyed else None
                 for _ in range(2):
-                    out = services.task_submit(task_id=task.pk, user=user, result={"outcome": "nothing_to_label"},
-                                               idempotency_key=key)
+                    out = annotation_submit(task_id=task.pk, user=user, result={"outcome": "nothing_to_label"},
+                                            idempotency_key=key)
                     with lock:
                         seen[task.pk].add(out.annotation.pk)
                         created[out.created] += 1
@@ -141,9 +142,9 @@ def test_two_tabs_racing_with_different_answers_keep_one_and_tell_the_other(make
             while (task := next_task_or_none(project, user)) is not None:
                 key = f"page-{user.pk}-{task.pk}"
                 try:
-                    out = services.task_submit(task_id=task.pk, user=user, result=answer, idempotency_key=key)
+                    out = annotation_submit(task_id=task.pk, user=user, result=answer, idempotency_key=key)
                     seen = ("created" if out.created else "repeat", out.annotation.pk, out.annotation.result)
-                except services.AlreadySubmitted as exc:
+                except AlreadySubmitted as exc:
                     seen = ("conflict", exc.annotation.pk, exc.annotation.result)
                 with lock:
                     outcomes[task.pk].append((seen[0], seen[1], seen[2]))
@@ -174,8 +175,8 @@ def test_a_claim_never_waits_for_a_held_item_while_it_keeps_another_locked(make_
     (user,) = make_people(1)
     project = make_project("hold", "changeit", annotations_per_item=2)
     first_id, second_id = make_items_fast(project, 2)
-    t1 = services.task_claim_next(project=project, user=user)
-    t2 = services.task_claim_next(project=project, user=user, exclude=(t1.pk,))
+    t1 = queue_claim_next(project=project, user=user)
+    t2 = queue_claim_next(project=project, user=user, exclude=(t1.pk,))
     assert (t1.item_id, t2.item_id) == (first_id, second_id)
     Item.objects.filter(pk=first_id).update(status="discarded")
 
@@ -202,7 +203,7 @@ def test_a_claim_never_waits_for_a_held_item_while_it_keeps_another_locked(make_
 
     def claimer():
         second_locked.wait(10)
-        seen["task"] = services.task_claim_next(project=project, user=user)
+        seen["task"] = queue_claim_next(project=project, user=user)
 
     errors = run_threads([blocker, claimer])
 
@@ -217,16 +218,16 @@ def test_two_reviewers_racing_on_one_item_make_one_decision(make_project):
     project = make_project("race", "changeit", annotations_per_item=2)
     (item_id,) = make_items_fast(project, 1)
     for user in (a, b):
-        task = services.task_claim_next(project=project, user=user)
-        services.task_submit(task_id=task.pk, user=user, result={"outcome": "cannot_determine"})
+        task = queue_claim_next(project=project, user=user)
+        annotation_submit(task_id=task.pk, user=user, result={"outcome": "cannot_determine"})
     outcomes = []
 
     def decide(reviewer, decision):
         def run():
             try:
-                services.review_decide(item_id=item_id, reviewer=reviewer, decision=decision)
+                review_decide(item_id=item_id, reviewer=reviewer, decision=decision)
                 outcomes.append(decision)
-            except services.TaskConflict:
+            except TaskConflict:
                 outcomes.append("conflict")
         return run
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from annotation import services
 from annotation.models import Item, Review
+from annotation.queue import annotation_submit, queue_claim_next
+from annotation.selectors import item_counts, project_agreement
 from tests.annotation.work_factories import m3verse_payload, make_item, make_people, valid_result
 
 pytestmark = pytest.mark.django_db
@@ -21,9 +22,9 @@ def annotate(project, item, people, results):
     """Each person claims the item (it must be first in their queue) and submits a result."""
     ids = []
     for person, result in zip(people, results):
-        task = services.task_claim_next(project=project, user=person)
+        task = queue_claim_next(project=project, user=person)
         assert task.item_id == item.pk
-        ids.append(services.task_submit(task_id=task.pk, user=person, result=result, time_spent_ms=1000 * (len(ids) + 1)).annotation.pk)
+        ids.append(annotation_submit(task_id=task.pk, user=person, result=result, time_spent_ms=1000 * (len(ids) + 1)).annotation.pk)
     item.refresh_from_db()
     return ids
 
@@ -204,7 +205,7 @@ def test_a_reviewer_who_also_annotates_cannot_read_the_truth_of_an_item_still_ou
     _a, _b, reviewer, _r2, _res = team
     project = project_with(make_project, "visualtrans", team, settings={"gold_share": 1.0} if gold else {})
     item = make_item(project, is_gold=gold)
-    task = services.task_claim_next(project=project, user=reviewer)
+    task = queue_claim_next(project=project, user=reviewer)
     assert task is not None and task.item_id == item.pk
 
     r = client_for(reviewer).get(f"/api/items/{item.pk}/review/")
@@ -302,8 +303,8 @@ def test_agreement_counts_two_missing_answers_as_disagreement_in_summary_and_row
 
 
 def submit_as(project, person, result, ms):
-    task = services.task_claim_next(project=project, user=person)
-    return services.task_submit(task_id=task.pk, user=person, result=result, time_spent_ms=ms).annotation
+    task = queue_claim_next(project=project, user=person)
+    return annotation_submit(task_id=task.pk, user=person, result=result, time_spent_ms=ms).annotation
 
 
 def test_gold_items_are_counted_apart_so_progress_can_finish(make_project, team):
@@ -318,8 +319,8 @@ def test_gold_items_are_counted_apart_so_progress_can_finish(make_project, team)
         for item, ms in zip(items, times[person][1:]):
             assert submit_as(project, person, {"bbox": [0, 0, 50, 50], "state": "whole apple"}, ms).item_id == item.pk
 
-    counts = services.project_item_counts(project=project)
-    figures = services.project_agreement_figures(project=project)
+    counts = item_counts(project=project)
+    figures = project_agreement(project=project)
 
     assert Item.objects.get(pk=gold.pk).status == "pending"  # gold is never "done"...
     assert counts == {"status_counts": {"pending": 0, "annotated": 2, "verified": 0, "discarded": 0}, "gold_items": 1}
@@ -339,7 +340,7 @@ def test_median_seconds_of_an_even_count_is_the_midpoint(make_project, team):
         make_item(project)
         submit_as(project, a, valid_result("box"), ms)
 
-    (row,) = services.project_agreement_figures(project=project)["annotators"]
+    (row,) = project_agreement(project=project)["annotators"]
 
     assert (row["annotations"], row["median_seconds"], row["agreement"], row["pairs"]) == (4, 3.0, None, 0)
 
@@ -361,7 +362,7 @@ def test_streamed_figures_match_the_agreement_endpoint(make_project, team, proto
                                   format="json")
 
     body = client_for(researcher).get("/api/projects/rev/agreement/").json()
-    figures = services.project_agreement_figures(project=project, chunk_size=3)
+    figures = project_agreement(project=project, chunk_size=3)
 
     assert figures["annotators"] == body["annotators"]
     assert figures["workflow"] == body["workflow"]

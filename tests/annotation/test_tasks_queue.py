@@ -8,8 +8,19 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from annotation import services
 from annotation.models import Annotation, Item, Project, Review, Task
+from annotation.queue import (
+    AlreadySubmitted,
+    TaskConflict,
+    TaskNotFound,
+    annotation_submit,
+    hold_renew,
+    hold_save_draft,
+    hold_skip,
+    holds_expire_stale,
+    queue_claim_next,
+    rules,
+)
 from annotation.results import ResultInvalid
 from tests.annotation.work_factories import make_item, make_items_fast, make_people, valid_result
 
@@ -26,7 +37,7 @@ def test_claim_hands_the_first_free_item_with_a_lease(make_project, people):
     ids = make_items_fast(project, 3)
     now = timezone.now()
 
-    task = services.task_claim_next(project=project, user=people[0], now=now)
+    task = queue_claim_next(project=project, user=people[0], now=now)
 
     assert task.item_id == ids[0]
     assert task.status == "active"
@@ -38,9 +49,9 @@ def test_claim_again_returns_the_held_task_and_renews_it(make_project, people):
     project = make_project("q", "changeit")
     make_items_fast(project, 3)
     now = timezone.now()
-    first = services.task_claim_next(project=project, user=people[0], now=now)
+    first = queue_claim_next(project=project, user=people[0], now=now)
 
-    again = services.task_claim_next(project=project, user=people[0], now=now + timedelta(seconds=30))
+    again = queue_claim_next(project=project, user=people[0], now=now + timedelta(seconds=30))
 
     assert again.pk == first.pk
     assert again.lease_expires == now + timedelta(seconds=630)
@@ -51,9 +62,9 @@ def test_two_annotators_never_hold_the_same_item(make_project, people):
     project = make_project("q", "changeit", annotations_per_item=3)
     ids = make_items_fast(project, 2)
 
-    a = services.task_claim_next(project=project, user=people[0])
-    b = services.task_claim_next(project=project, user=people[1])
-    c = services.task_claim_next(project=project, user=people[2])
+    a = queue_claim_next(project=project, user=people[0])
+    b = queue_claim_next(project=project, user=people[1])
+    c = queue_claim_next(project=project, user=people[2])
 
     assert (a.item_id, b.item_id) == (ids[0], ids[1])
     assert c is None
@@ -63,19 +74,19 @@ def test_submit_counts_and_finishes_the_item_at_the_configured_number(make_proje
     project = make_project("q", "changeit", annotations_per_item=2)
     item = make_item(project)
 
-    t1 = services.task_claim_next(project=project, user=people[0])
-    out1 = services.task_submit(task_id=t1.pk, user=people[0], result=valid_result("box"), time_spent_ms=1200)
+    t1 = queue_claim_next(project=project, user=people[0])
+    out1 = annotation_submit(task_id=t1.pk, user=people[0], result=valid_result("box"), time_spent_ms=1200)
     item.refresh_from_db()
     assert (out1.created, item.annotation_count, item.status) == (True, 1, "pending")
     # The same annotator is never offered the item again.
-    assert services.task_claim_next(project=project, user=people[0]) is None
+    assert queue_claim_next(project=project, user=people[0]) is None
 
-    t2 = services.task_claim_next(project=project, user=people[1])
-    services.task_submit(task_id=t2.pk, user=people[1], result=valid_result("box", 1))
+    t2 = queue_claim_next(project=project, user=people[1])
+    annotation_submit(task_id=t2.pk, user=people[1], result=valid_result("box", 1))
     item.refresh_from_db()
 
     assert (t2.item_id, item.annotation_count, item.status) == (item.pk, 2, "annotated")
-    assert services.task_claim_next(project=project, user=people[2]) is None
+    assert queue_claim_next(project=project, user=people[2]) is None
     assert list(Annotation.objects.order_by("pk").values_list("annotator__username", "time_spent_ms")) == [
         ("ann0", 1200), ("ann1", 0)]
     assert Task.objects.get(pk=t1.pk).status == "submitted"
@@ -84,23 +95,23 @@ def test_submit_counts_and_finishes_the_item_at_the_configured_number(make_proje
 def test_depth_first_items_closest_to_done_go_first(make_project, people):
     project = make_project("q", "changeit", annotations_per_item=3)
     ids = make_items_fast(project, 3)
-    t = services.task_claim_next(project=project, user=people[0])
-    services.task_submit(task_id=t.pk, user=people[0], result=valid_result("box"))
+    t = queue_claim_next(project=project, user=people[0])
+    annotation_submit(task_id=t.pk, user=people[0], result=valid_result("box"))
     # people[1] is offered the partly annotated first item; people[0] the next fresh one.
     Item.objects.filter(pk=ids[1]).update(annotation_count=0)
 
-    assert services.task_claim_next(project=project, user=people[1]).item_id == ids[0]
-    assert services.task_claim_next(project=project, user=people[0]).item_id == ids[1]
+    assert queue_claim_next(project=project, user=people[1]).item_id == ids[0]
+    assert queue_claim_next(project=project, user=people[0]).item_id == ids[1]
 
 
 def test_submit_is_idempotent_by_key_by_task_and_across_tabs(make_project, people):
     project = make_project("q", "changeit", annotations_per_item=2)
     make_item(project)
-    task = services.task_claim_next(project=project, user=people[0])
+    task = queue_claim_next(project=project, user=people[0])
 
-    first = services.task_submit(task_id=task.pk, user=people[0], result=valid_result("box"), idempotency_key="k-1")
-    retry = services.task_submit(task_id=task.pk, user=people[0], result=valid_result("box"), idempotency_key="k-1")
-    other_tab = services.task_submit(task_id=task.pk, user=people[0], result=valid_result("box"))
+    first = annotation_submit(task_id=task.pk, user=people[0], result=valid_result("box"), idempotency_key="k-1")
+    retry = annotation_submit(task_id=task.pk, user=people[0], result=valid_result("box"), idempotency_key="k-1")
+    other_tab = annotation_submit(task_id=task.pk, user=people[0], result=valid_result("box"))
 
     assert (first.created, retry.created, other_tab.created) == (True, False, False)
     assert retry.annotation.pk == first.annotation.pk == other_tab.annotation.pk
@@ -111,13 +122,13 @@ def test_submit_is_idempotent_by_key_by_task_and_across_tabs(make_project, peopl
 def test_a_repeat_is_compared_after_validation(make_project, people):
     project = make_project("q", "changeit")
     make_item(project)  # a 640x480 image
-    task = services.task_claim_next(project=project, user=people[0])
-    first = services.task_submit(task_id=task.pk, user=people[0], result={"bbox": [600, 400, 100, 200],
-                                                                            "state": "peeled apple"})
+    task = queue_claim_next(project=project, user=people[0])
+    first = annotation_submit(task_id=task.pk, user=people[0], result={"bbox": [600, 400, 100, 200],
+                                                                         "state": "peeled apple"})
 
     # The same raw answer is clipped to the same box, so it is the same answer.
-    again = services.task_submit(task_id=task.pk, user=people[0], result={"bbox": [600, 400, 100, 200],
-                                                                            "state": "peeled apple"})
+    again = annotation_submit(task_id=task.pk, user=people[0], result={"bbox": [600, 400, 100, 200],
+                                                                         "state": "peeled apple"})
 
     assert (first.created, again.created, again.annotation.pk) == (True, False, first.annotation.pk)
     assert first.annotation.result == {"bbox": [600.0, 400.0, 40.0, 80.0], "state": "peeled apple"}
@@ -128,11 +139,11 @@ def test_a_second_tab_with_a_different_answer_gets_a_conflict_and_the_first_answ
     # Two tabs share the page's Idempotency-Key (kept in localStorage), or send none at all.
     project = make_project("q", "changeit", annotations_per_item=2)
     make_item(project)
-    task = services.task_claim_next(project=project, user=people[0])
-    first = services.task_submit(task_id=task.pk, user=people[0], result=valid_result("box"), idempotency_key=key)
+    task = queue_claim_next(project=project, user=people[0])
+    first = annotation_submit(task_id=task.pk, user=people[0], result=valid_result("box"), idempotency_key=key)
 
-    with pytest.raises(services.AlreadySubmitted) as err:
-        services.task_submit(task_id=task.pk, user=people[0], result=valid_result("box", 5), idempotency_key=key)
+    with pytest.raises(AlreadySubmitted) as err:
+        annotation_submit(task_id=task.pk, user=people[0], result=valid_result("box", 5), idempotency_key=key)
 
     assert "already submitted with a different answer" in str(err.value)
     assert err.value.annotation.pk == first.annotation.pk
@@ -144,11 +155,11 @@ def test_a_second_tab_with_a_different_answer_gets_a_conflict_and_the_first_answ
 def test_an_invalid_repeat_of_a_submitted_task_is_a_conflict_too(make_project, people):
     project = make_project("q", "changeit")
     make_item(project)
-    task = services.task_claim_next(project=project, user=people[0])
-    services.task_submit(task_id=task.pk, user=people[0], result=valid_result("box"), idempotency_key="k")
+    task = queue_claim_next(project=project, user=people[0])
+    annotation_submit(task_id=task.pk, user=people[0], result=valid_result("box"), idempotency_key="k")
 
-    with pytest.raises(services.AlreadySubmitted):
-        services.task_submit(task_id=task.pk, user=people[0], result={"bbox": "nope"}, idempotency_key="k")
+    with pytest.raises(AlreadySubmitted):
+        annotation_submit(task_id=task.pk, user=people[0], result={"bbox": "nope"}, idempotency_key="k")
 
     assert Annotation.objects.count() == 1
 
@@ -157,13 +168,13 @@ def test_idempotency_keys_are_per_annotator(make_project, people):
     # External clients often number their submits "1", "2", ...: two annotators may use the same key.
     project = make_project("q", "changeit", annotations_per_item=2)
     make_item(project)
-    t0 = services.task_claim_next(project=project, user=people[0])
-    a = services.task_submit(task_id=t0.pk, user=people[0], result=valid_result("box"), idempotency_key="1")
-    t1 = services.task_claim_next(project=project, user=people[1])
+    t0 = queue_claim_next(project=project, user=people[0])
+    a = annotation_submit(task_id=t0.pk, user=people[0], result=valid_result("box"), idempotency_key="1")
+    t1 = queue_claim_next(project=project, user=people[1])
     assert t1.item_id == t0.item_id
 
-    b = services.task_submit(task_id=t1.pk, user=people[1], result=valid_result("box", 1), idempotency_key="1")
-    retry = services.task_submit(task_id=t1.pk, user=people[1], result=valid_result("box", 1), idempotency_key="1")
+    b = annotation_submit(task_id=t1.pk, user=people[1], result=valid_result("box", 1), idempotency_key="1")
+    retry = annotation_submit(task_id=t1.pk, user=people[1], result=valid_result("box", 1), idempotency_key="1")
 
     assert (a.created, b.created, retry.created) == (True, True, False)
     assert retry.annotation.pk == b.annotation.pk != a.annotation.pk
@@ -188,12 +199,12 @@ def test_the_database_refuses_one_annotator_reusing_a_key(make_project, people):
 def test_an_idempotency_key_cannot_be_reused_for_another_task(make_project, people):
     project = make_project("q", "changeit")
     make_items_fast(project, 2)
-    t1 = services.task_claim_next(project=project, user=people[0])
-    services.task_submit(task_id=t1.pk, user=people[0], result=valid_result("box"), idempotency_key="same")
-    t2 = services.task_claim_next(project=project, user=people[0])
+    t1 = queue_claim_next(project=project, user=people[0])
+    annotation_submit(task_id=t1.pk, user=people[0], result=valid_result("box"), idempotency_key="same")
+    t2 = queue_claim_next(project=project, user=people[0])
 
-    with pytest.raises(services.TaskConflict):
-        services.task_submit(task_id=t2.pk, user=people[0], result=valid_result("box"), idempotency_key="same")
+    with pytest.raises(TaskConflict):
+        annotation_submit(task_id=t2.pk, user=people[0], result=valid_result("box"), idempotency_key="same")
 
     assert Annotation.objects.count() == 1
     assert Task.objects.get(pk=t2.pk).status == "active"
@@ -202,10 +213,10 @@ def test_an_idempotency_key_cannot_be_reused_for_another_task(make_project, peop
 def test_a_bad_result_names_the_field_and_writes_nothing(make_project, people):
     project = make_project("q", "changeit")
     item = make_item(project)
-    task = services.task_claim_next(project=project, user=people[0])
+    task = queue_claim_next(project=project, user=people[0])
 
     with pytest.raises(ResultInvalid) as err:
-        services.task_submit(task_id=task.pk, user=people[0], result={"bbox": [1, 2, 3], "state": "peeled apple"})
+        annotation_submit(task_id=task.pk, user=people[0], result={"bbox": [1, 2, 3], "state": "peeled apple"})
 
     assert list(err.value.errors) == ["bbox"]
     item.refresh_from_db()
@@ -215,15 +226,15 @@ def test_a_bad_result_names_the_field_and_writes_nothing(make_project, people):
 def test_someone_elses_task_is_not_found_and_unchanged(make_project, people):
     project = make_project("q", "changeit")
     make_item(project)
-    task = services.task_claim_next(project=project, user=people[0])
+    task = queue_claim_next(project=project, user=people[0])
 
     for call in (
-        lambda: services.task_submit(task_id=task.pk, user=people[1], result=valid_result("box")),
-        lambda: services.task_skip(task_id=task.pk, user=people[1]),
-        lambda: services.task_save_draft(task_id=task.pk, user=people[1], draft={"x": 1}, version=0),
-        lambda: services.task_renew(task_id=task.pk, user=people[1]),
+        lambda: annotation_submit(task_id=task.pk, user=people[1], result=valid_result("box")),
+        lambda: hold_skip(task_id=task.pk, user=people[1]),
+        lambda: hold_save_draft(task_id=task.pk, user=people[1], draft={"x": 1}, version=0),
+        lambda: hold_renew(task_id=task.pk, user=people[1]),
     ):
-        with pytest.raises(services.TaskNotFound):
+        with pytest.raises(TaskNotFound):
             call()
 
     task.refresh_from_db()
@@ -234,14 +245,14 @@ def test_draft_versions_and_stale_write_conflict(make_project, people):
     project = make_project("q", "changeit", settings={"lease_seconds": 60})
     make_item(project)
     now = timezone.now()
-    task = services.task_claim_next(project=project, user=people[0], now=now)
+    task = queue_claim_next(project=project, user=people[0], now=now)
 
-    saved = services.task_save_draft(task_id=task.pk, user=people[0], draft={"bbox": [1, 1, 5, 5]}, version=0,
-                                     now=now + timedelta(seconds=50))
+    saved = hold_save_draft(task_id=task.pk, user=people[0], draft={"bbox": [1, 1, 5, 5]}, version=0,
+                            now=now + timedelta(seconds=50))
     assert (saved.draft_version, saved.lease_expires) == (1, now + timedelta(seconds=110))
 
-    with pytest.raises(services.TaskConflict) as err:
-        services.task_save_draft(task_id=task.pk, user=people[0], draft={"bbox": [9, 9, 9, 9]}, version=0)
+    with pytest.raises(TaskConflict) as err:
+        hold_save_draft(task_id=task.pk, user=people[0], draft={"bbox": [9, 9, 9, 9]}, version=0)
     assert "another tab" in str(err.value)
     task.refresh_from_db()
     assert (task.draft, task.draft_version) == ({"bbox": [1, 1, 5, 5]}, 1)
@@ -252,22 +263,22 @@ def test_a_replayed_draft_save_succeeds_and_a_different_stale_one_still_conflict
     project = make_project("q", "changeit", settings={"lease_seconds": 60})
     make_item(project)
     now = timezone.now()
-    task = services.task_claim_next(project=project, user=people[0], now=now)
-    services.task_save_draft(task_id=task.pk, user=people[0], draft={"bbox": [1, 1, 5, 5], "note": "x"}, version=0,
-                             now=now)
+    task = queue_claim_next(project=project, user=people[0], now=now)
+    hold_save_draft(task_id=task.pk, user=people[0], draft={"bbox": [1, 1, 5, 5], "note": "x"}, version=0,
+                    now=now)
 
-    replay = services.task_save_draft(task_id=task.pk, user=people[0], draft={"note": "x", "bbox": [1, 1, 5, 5]},
-                                      version=0, now=now + timedelta(seconds=30))
+    replay = hold_save_draft(task_id=task.pk, user=people[0], draft={"note": "x", "bbox": [1, 1, 5, 5]},
+                             version=0, now=now + timedelta(seconds=30))
 
     assert (replay.draft_version, replay.draft) == (1, {"bbox": [1, 1, 5, 5], "note": "x"})
     assert replay.lease_expires == now + timedelta(seconds=90)  # a replay keeps the hold like any save
-    with pytest.raises(services.TaskConflict):
-        services.task_save_draft(task_id=task.pk, user=people[0], draft={"bbox": [2, 2, 5, 5]}, version=0)
-    services.task_save_draft(task_id=task.pk, user=people[0], draft={"bbox": [3, 3, 5, 5]}, version=1)
+    with pytest.raises(TaskConflict):
+        hold_save_draft(task_id=task.pk, user=people[0], draft={"bbox": [2, 2, 5, 5]}, version=0)
+    hold_save_draft(task_id=task.pk, user=people[0], draft={"bbox": [3, 3, 5, 5]}, version=1)
     # An older save replayed after a newer one is stale, not a replay of the current version.
-    with pytest.raises(services.TaskConflict):
-        services.task_save_draft(task_id=task.pk, user=people[0], draft={"bbox": [1, 1, 5, 5], "note": "x"},
-                                 version=0)
+    with pytest.raises(TaskConflict):
+        hold_save_draft(task_id=task.pk, user=people[0], draft={"bbox": [1, 1, 5, 5], "note": "x"},
+                        version=0)
     task.refresh_from_db()
     assert (task.draft, task.draft_version) == ({"bbox": [3, 3, 5, 5]}, 2)
 
@@ -306,15 +317,15 @@ def test_every_way_of_creating_a_project_gets_the_protocol_default(db):
 def test_skip_hands_the_item_to_others_but_not_back(make_project, people):
     project = make_project("q", "changeit")
     ids = make_items_fast(project, 2)
-    task = services.task_claim_next(project=project, user=people[0])
+    task = queue_claim_next(project=project, user=people[0])
 
-    skipped = services.task_skip(task_id=task.pk, user=people[0])
+    skipped = hold_skip(task_id=task.pk, user=people[0])
 
     assert skipped.status == "skipped"
-    assert services.task_claim_next(project=project, user=people[0]).item_id == ids[1]
-    assert services.task_claim_next(project=project, user=people[1]).item_id == ids[0]
-    with pytest.raises(services.TaskConflict):
-        services.task_submit(task_id=task.pk, user=people[0], result=valid_result("box"))
+    assert queue_claim_next(project=project, user=people[0]).item_id == ids[1]
+    assert queue_claim_next(project=project, user=people[1]).item_id == ids[0]
+    with pytest.raises(TaskConflict):
+        annotation_submit(task_id=task.pk, user=people[0], result=valid_result("box"))
     assert Annotation.objects.count() == 0
 
 
@@ -322,19 +333,19 @@ def test_an_expired_lease_returns_the_item_to_the_queue(make_project, people):
     project = make_project("q", "changeit", settings={"lease_seconds": 60})
     item = make_item(project)
     now = timezone.now()
-    old = services.task_claim_next(project=project, user=people[0], now=now)
-    assert services.task_claim_next(project=project, user=people[1], now=now + timedelta(seconds=59)) is None
+    old = queue_claim_next(project=project, user=people[0], now=now)
+    assert queue_claim_next(project=project, user=people[1], now=now + timedelta(seconds=59)) is None
 
-    new = services.task_claim_next(project=project, user=people[1], now=now + timedelta(seconds=61))
+    new = queue_claim_next(project=project, user=people[1], now=now + timedelta(seconds=61))
 
     assert new.item_id == item.pk
     assert Task.objects.get(pk=old.pk).status == "expired"
     # The late submit of the first holder is refused; nothing is written.
-    with pytest.raises(services.TaskConflict) as err:
-        services.task_submit(task_id=old.pk, user=people[0], result=valid_result("box"), now=now + timedelta(seconds=62))
+    with pytest.raises(TaskConflict) as err:
+        annotation_submit(task_id=old.pk, user=people[0], result=valid_result("box"), now=now + timedelta(seconds=62))
     assert "another annotator took the item" in str(err.value)
-    with pytest.raises(services.TaskConflict):
-        services.task_renew(task_id=old.pk, user=people[0])
+    with pytest.raises(TaskConflict):
+        hold_renew(task_id=old.pk, user=people[0])
     assert Annotation.objects.count() == 0
     item.refresh_from_db()
     assert item.annotation_count == 0
@@ -344,11 +355,11 @@ def test_an_expired_lease_nobody_took_can_still_be_renewed_and_submitted(make_pr
     project = make_project("q", "changeit", settings={"lease_seconds": 60})
     make_item(project)
     now = timezone.now()
-    task = services.task_claim_next(project=project, user=people[0], now=now)
-    assert services.task_expire_stale(now=now + timedelta(seconds=61)) == 1
+    task = queue_claim_next(project=project, user=people[0], now=now)
+    assert holds_expire_stale(now=now + timedelta(seconds=61)) == 1
 
-    renewed = services.task_renew(task_id=task.pk, user=people[0], now=now + timedelta(seconds=70))
-    out = services.task_submit(task_id=task.pk, user=people[0], result=valid_result("box"))
+    renewed = hold_renew(task_id=task.pk, user=people[0], now=now + timedelta(seconds=70))
+    out = annotation_submit(task_id=task.pk, user=people[0], result=valid_result("box"))
 
     assert (renewed.status, renewed.lease_expires) == ("active", now + timedelta(seconds=130))
     assert out.created and Annotation.objects.count() == 1
@@ -359,8 +370,8 @@ def test_the_celery_task_expires_stale_leases(make_project, people):
 
     project = make_project("q", "changeit", settings={"lease_seconds": 60})
     make_items_fast(project, 2)
-    fresh = services.task_claim_next(project=project, user=people[1])
-    stale = services.task_claim_next(project=project, user=people[0], now=timezone.now() - timedelta(seconds=120))
+    fresh = queue_claim_next(project=project, user=people[1])
+    stale = queue_claim_next(project=project, user=people[0], now=timezone.now() - timedelta(seconds=120))
     assert fresh.item_id != stale.item_id
 
     assert expire_task_leases.apply().get() == 1
@@ -371,13 +382,13 @@ def test_the_celery_task_expires_stale_leases(make_project, people):
 def test_preloading_holds_at_most_two_tasks(make_project, people):
     project = make_project("q", "changeit")
     ids = make_items_fast(project, 4)
-    t1 = services.task_claim_next(project=project, user=people[0])
-    t2 = services.task_claim_next(project=project, user=people[0], exclude=(t1.pk,))
+    t1 = queue_claim_next(project=project, user=people[0])
+    t2 = queue_claim_next(project=project, user=people[0], exclude=(t1.pk,))
 
     assert (t1.item_id, t2.item_id) == (ids[0], ids[1])
-    assert services.task_claim_next(project=project, user=people[0], exclude=(t1.pk, t2.pk)) is None
+    assert queue_claim_next(project=project, user=people[0], exclude=(t1.pk, t2.pk)) is None
     # A reload without exclude returns the oldest held task.
-    assert services.task_claim_next(project=project, user=people[0]).pk == t1.pk
+    assert queue_claim_next(project=project, user=people[0]).pk == t1.pk
 
 
 def test_gold_items_are_mixed_in_do_not_count_and_go_to_everyone(make_project, people):
@@ -388,11 +399,11 @@ def test_gold_items_are_mixed_in_do_not_count_and_go_to_everyone(make_project, p
     always, never = random.Random(), random.Random()
     always.random, never.random = (lambda: 0.0), (lambda: 0.99)
 
-    t0 = services.task_claim_next(project=project, user=people[0], rng=always)
-    services.task_submit(task_id=t0.pk, user=people[0], result=valid_result("box"))
-    t1 = services.task_claim_next(project=project, user=people[1], rng=always)
-    services.task_submit(task_id=t1.pk, user=people[1], result={"bbox": [300, 300, 10, 10], "state": "whole apple"})
-    t2 = services.task_claim_next(project=project, user=people[2], rng=never)
+    t0 = queue_claim_next(project=project, user=people[0], rng=always)
+    annotation_submit(task_id=t0.pk, user=people[0], result=valid_result("box"))
+    t1 = queue_claim_next(project=project, user=people[1], rng=always)
+    annotation_submit(task_id=t1.pk, user=people[1], result={"bbox": [300, 300, 10, 10], "state": "whole apple"})
+    t2 = queue_claim_next(project=project, user=people[2], rng=never)
 
     assert (t0.item_id, t1.item_id, t2.item_id) == (gold.pk, gold.pk, normal.pk)
     gold.refresh_from_db()
@@ -416,8 +427,8 @@ def test_auto_verify_when_annotators_agree(make_project, people):
     agreeing, disagreeing = make_item(project, "a"), make_item(project, "b")
     for user, boxes in ((people[0], ([10, 20, 100, 80], [0, 0, 50, 50])), (people[1], ([12, 20, 100, 80], [300, 300, 50, 50]))):
         for bbox in boxes:
-            t = services.task_claim_next(project=project, user=user)
-            services.task_submit(task_id=t.pk, user=user, result={"bbox": bbox, "state": "peeled apple"})
+            t = queue_claim_next(project=project, user=user)
+            annotation_submit(task_id=t.pk, user=user, result={"bbox": bbox, "state": "peeled apple"})
 
     agreeing.refresh_from_db()
     disagreeing.refresh_from_db()
@@ -431,25 +442,25 @@ def test_windowed_levels_still_hand_out_every_item_before_saying_done(make_proje
     # Level 1 starts with items ann0 already did (waiting for a second annotator); with a window
     # of 2 they hide item 3 from the first pass, so ann0 gets the fresh items first, then item 3
     # from the last unbounded pass; only then is the queue empty for ann0.
-    monkeypatch.setattr(services, "CLAIM_WINDOW", 2)
+    monkeypatch.setattr(rules, "CLAIM_WINDOW", 2)
     project = make_project("q", "changeit", annotations_per_item=2)
     ids = make_items_fast(project, 6)
     for _ in range(3):
-        t = services.task_claim_next(project=project, user=people[0])
-        services.task_submit(task_id=t.pk, user=people[0], result=valid_result("box"))
+        t = queue_claim_next(project=project, user=people[0])
+        annotation_submit(task_id=t.pk, user=people[0], result=valid_result("box"))
     for expected in ids[:2]:
-        t = services.task_claim_next(project=project, user=people[1])
+        t = queue_claim_next(project=project, user=people[1])
         assert t.item_id == expected
-        services.task_skip(task_id=t.pk, user=people[1])
+        hold_skip(task_id=t.pk, user=people[1])
     # The window (items 0 and 1, both skipped) hides item 2 from ann1 too: a fresh item comes first.
-    t = services.task_claim_next(project=project, user=people[1])
-    services.task_submit(task_id=t.pk, user=people[1], result=valid_result("box"))
+    t = queue_claim_next(project=project, user=people[1])
+    annotation_submit(task_id=t.pk, user=people[1], result=valid_result("box"))
     assert t.item_id == ids[3]
 
     got = []
-    while (t := services.task_claim_next(project=project, user=people[0])) is not None:
+    while (t := queue_claim_next(project=project, user=people[0])) is not None:
         got.append(t.item_id)
-        services.task_submit(task_id=t.pk, user=people[0], result=valid_result("box"))
+        annotation_submit(task_id=t.pk, user=people[0], result=valid_result("box"))
 
     assert got == [ids[4], ids[5], ids[3]]
     assert list(Item.objects.order_by("id").values_list("annotation_count", flat=True)) == [1, 1, 1, 2, 1, 1]
@@ -458,10 +469,10 @@ def test_windowed_levels_still_hand_out_every_item_before_saying_done(make_proje
 def test_a_held_task_whose_item_was_settled_is_dropped_on_the_next_claim(make_project, people):
     project = make_project("q", "changeit")
     ids = make_items_fast(project, 2)
-    held = services.task_claim_next(project=project, user=people[0])
+    held = queue_claim_next(project=project, user=people[0])
     Item.objects.filter(pk=held.item_id).update(status="discarded")
 
-    nxt = services.task_claim_next(project=project, user=people[0])
+    nxt = queue_claim_next(project=project, user=people[0])
 
     assert (held.item_id, nxt.item_id) == (ids[0], ids[1])
     assert Task.objects.get(pk=held.pk).status == "expired"
@@ -476,8 +487,8 @@ def test_claim_and_submit_run_as_prepared_statements_with_their_generic_plan(mak
     project = make_project("q", "changeit", annotations_per_item=1)
     make_items_fast(project, 3)
     for user in people[:3]:
-        task = services.task_claim_next(project=project, user=user)
-        services.task_submit(task_id=task.pk, user=user, result=valid_result("box"))
+        task = queue_claim_next(project=project, user=user)
+        annotation_submit(task_id=task.pk, user=user, result=valid_result("box"))
 
     with connection.cursor() as cursor:
         cursor.execute("SELECT left(btrim(statement, E' \\n'), 12), generic_plans, custom_plans FROM pg_prepared_statements "

@@ -102,12 +102,12 @@ def js(value) -> str:
 
 def annotate_through_queue(project, user, results: list[dict]) -> list[int]:
     """Claim and submit through the real services, one result per claimed task; returns item ids."""
-    from annotation import services
+    from annotation.queue import annotation_submit, queue_claim_next
 
     done = []
     for result in results:
-        task = services.task_claim_next(project=project, user=user)
+        task = queue_claim_next(project=project, user=user)
         assert task is not None
-        services.task_submit(task_id=task.pk, user=user, result=result, time_spent_ms=4000 + 1000 * len(done))
+        annotation_submit(task_id=task.pk, user=user, result=result, time_spent_ms=4000 + 1000 * len(done))
         done.append(task.item_id)
     return done

@@ -1,0 +1,32 @@
+"""The annotators' work queue: claim a task (an item held under a lease), hold it (renew, autosave
+a draft, skip), submit it.
+
+Locking rule (the same everywhere, so there are no deadlocks): lock the Item row first, then the
+Task row. Claims take items with `FOR UPDATE SKIP LOCKED`, so two annotators never wait on each
+other for the same item; submit, renew, skip and review wait for the item lock, so each sees the
+outcome of whatever came before it. No transaction waits for an item lock while it holds another
+item's (claim._claim says how the claim keeps to that). The database has the last word through
+its constraints: one active task per item, one annotation per item and annotator, one annotation
+per annotator and idempotency key.
+
+Modules: sql.py holds every hot-path statement (run by annotation/db.py), claim.py, hold.py and
+submit.py the services, portable.py the ORM twins for the SQLite demo, rules.py what both paths
+share, errors.py what the services raise.
+"""
+from .claim import queue_claim_next
+from .errors import AlreadySubmitted, TaskConflict, TaskNotFound
+from .hold import hold_renew, hold_save_draft, hold_skip, holds_expire_stale
+from .submit import Submitted, annotation_submit
+
+__all__ = [
+    "AlreadySubmitted",
+    "Submitted",
+    "TaskConflict",
+    "TaskNotFound",
+    "annotation_submit",
+    "hold_renew",
+    "hold_save_draft",
+    "hold_skip",
+    "holds_expire_stale",
+    "queue_claim_next",
+]

@@ -1,0 +1,112 @@
+"""Holding a task: renew its lease, autosave its draft, skip it; expire the holds nobody renewed."""
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from django.db import transaction
+from django.utils import timezone
+from psycopg.types.numeric import Int8
+
+from .. import db
+from ..models import Item, Project, Task, TaskStatus
+from . import portable, sql
+from .errors import TaskConflict, TaskNotFound
+from .rules import item_accepts_annotations, lease_until
+
+
+def lock_own_task(task_id: int, user, *, idempotency_key: str | None = None) -> tuple[Task, Item]:
+    """Lock the task's item, then the task (the global lock order); 404 for other people's tasks.
+
+    The task comes with `prior_ids`: what makes a submit a repeat (sql.LOCK_OWN_TASK_SQL says which).
+    """
+    if portable.in_use():
+        return portable.lock_own_task(task_id, user, idempotency_key=idempotency_key)
+    rows = db.rows(sql.LOCK_OWN_TASK_SQL, {"task": Int8(task_id), "user": Int8(user.pk), "key": idempotency_key})
+    if not rows:
+        raise TaskNotFound("No such task.")
+    (row,) = rows
+    n, m = sql.N_ITEM_COLUMNS, sql.N_ITEM_COLUMNS + sql.N_PROJECT_COLUMNS
+    item = db.instance(Item, row[:n])
+    item.project = db.instance(Project, row[n:m])
+    task = db.instance(Task, row[m:-1])
+    task.prior_ids = row[-1]
+    task.item = item
+    return task, item
+
+
+def _keep_hold(task: Task, item: Item, now: datetime) -> None:
+    """Extend the lease; an expired hold comes back if nobody took the item meanwhile."""
+    if task.status == TaskStatus.ACTIVE:
+        task.lease_expires = lease_until(item.project, now)
+        return
+    if task.status == TaskStatus.EXPIRED:
+        taken = Task.objects.filter(item=item, status=TaskStatus.ACTIVE).exclude(pk=task.pk).exists()
+        if not taken and item_accepts_annotations(item):
+            task.status = TaskStatus.ACTIVE
+            task.lease_expires = lease_until(item.project, now)
+            return
+        raise TaskConflict("Your hold on this task expired and the item went to someone else. Your draft is kept "
+                           "on this task, but it can no longer be submitted; load the next task.")
+    if task.status == TaskStatus.SUBMITTED:
+        raise TaskConflict("This task was already submitted.")
+    raise TaskConflict("You skipped this task; load the next one.")
+
+
+@transaction.atomic
+def hold_renew(*, task_id: int, user, now: datetime | None = None) -> Task:
+    now = now or timezone.now()
+    task, item = lock_own_task(task_id, user)
+    _keep_hold(task, item, now)
+    task.save(update_fields=["status", "lease_expires", "updated_at"])
+    return task
+
+
+@transaction.atomic
+def hold_save_draft(*, task_id: int, user, draft: dict, version: int, now: datetime | None = None) -> Task:
+    """Autosave. `version` is the draft version the client last saw; the save makes it version + 1.
+
+    A stale version gets TaskConflict, except a replay of the save that made the current version
+    (same draft at version + 1), which returns the task unchanged.
+    """
+    now = now or timezone.now()
+    task, item = lock_own_task(task_id, user)
+    if version + 1 == task.draft_version and json.loads(json.dumps(draft)) == task.draft:
+        # The same save replayed (a client retry after the first one committed but its answer
+        # was lost): answer as the first time did, keeping the hold as any save does.
+        if task.status == TaskStatus.ACTIVE:
+            _keep_hold(task, item, now)
+            task.save(update_fields=["lease_expires", "updated_at"])
+        return task
+    if version != task.draft_version:
+        raise TaskConflict(
+            f"This draft was saved from another tab or window in the meantime (version {task.draft_version}, "
+            f"yours is based on version {version}). Reload the task to continue from the latest draft.",
+            version=task.draft_version, draft=task.draft,
+        )
+    _keep_hold(task, item, now)
+    task.draft = draft
+    task.draft_version += 1
+    task.save(update_fields=["status", "lease_expires", "draft", "draft_version", "updated_at"])
+    return task
+
+
+@transaction.atomic
+def hold_skip(*, task_id: int, user) -> Task:
+    task, _item = lock_own_task(task_id, user)
+    if task.status == TaskStatus.SKIPPED:
+        return task
+    if task.status == TaskStatus.SUBMITTED:
+        raise TaskConflict("This task was already submitted; it cannot be skipped.")
+    task.status = TaskStatus.SKIPPED
+    task.save(update_fields=["status", "updated_at"])
+    return task
+
+
+@transaction.atomic
+def holds_expire_stale(*, now: datetime | None = None) -> int:
+    """Mark every hold whose lease ran out as expired (claims also do this lazily per item)."""
+    now = now or timezone.now()
+    return Task.objects.filter(status=TaskStatus.ACTIVE, lease_expires__lte=now).update(
+        status=TaskStatus.EXPIRED, updated_at=now
+    )

@@ -1,0 +1,48 @@
+"""The queue's rules that its two paths share: the PostgreSQL statements (sql.py, run by claim.py,
+hold.py and submit.py) and their portable twins for the SQLite demo (portable.py)."""
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from ..models import Item, ItemStatus, Project, Task
+
+DEFAULT_LEASE_SECONDS = 600
+# A page may hold the task it shows plus one preloaded task.
+MAX_HELD_TASKS = 2
+# How many items of a partly annotated level a claim looks at first (see claim_passes).
+CLAIM_WINDOW = 64
+
+
+def lease_seconds(project: Project) -> int:
+    return int(project.settings.get("lease_seconds", DEFAULT_LEASE_SECONDS))
+
+
+def lease_until(project: Project, now: datetime) -> datetime:
+    return now + timedelta(seconds=lease_seconds(project))
+
+
+def item_accepts_annotations(item: Item) -> bool:
+    if item.is_gold:
+        return item.status == ItemStatus.PENDING
+    return item.status == ItemStatus.PENDING and item.annotation_count < item.project.annotations_per_item
+
+
+def claim_passes(project: Project, want_gold: bool) -> list[tuple[int, bool, int | None]]:
+    """(level, gold?, window) in the order a claim tries them.
+
+    Depth first: items closest to done first, so items reach review while the queue is long.
+    Upper levels are first read through a window; level 0 never holds an item this annotator did,
+    so it needs none; the upper levels are walked to their end before anyone hears "done".
+    Gold items keep annotation_count at 0 (their annotations never make them done) and are
+    offered only when the draw asks for it, so a finished queue stays finished.
+    """
+    upper = range(project.annotations_per_item - 1, 0, -1)
+    passes = [(c, False, CLAIM_WINDOW) for c in upper] + [(0, False, None)] + [(c, False, None) for c in upper]
+    return [(0, True, None), *passes] if want_gold else passes
+
+
+def renew_held(task: Task, item: Item, now: datetime) -> Task:
+    """Hand a hold the caller already has back to them, its lease renewed."""
+    task.lease_expires = lease_until(item.project, now)
+    task.save(update_fields=["lease_expires", "updated_at"])
+    return task

@@ -1,0 +1,198 @@
+"""Every statement of the queue's hot path, and the functions that build them.
+
+Claim and submit run a few fixed statements many times a second; annotation/db.py runs them as
+prepared statements (why, and the rules they keep: ids as int8, columns listed, never `*`).
+portable.py holds their ORM twins for the SQLite demo.
+"""
+from __future__ import annotations
+
+import functools
+from datetime import datetime
+
+from psycopg.types.numeric import Int8
+
+from ..models import Item, Project, Task
+from .rules import MAX_HELD_TASKS
+
+
+def columns(model, alias: str) -> str:
+    """The model's concrete columns in order (db.instance reads a row of them back)."""
+    return ", ".join(f"{alias}.{f.column}" for f in model._meta.concrete_fields)
+
+
+def ids(values) -> list[Int8]:
+    return [Int8(v) for v in values]
+
+
+# --- claim ------------------------------------------------------------------------------------
+
+# The queue is item_queue_idx: (project, status, annotation_count, id). A "level" is the items
+# with one annotation count. Each level is read as a row-comparison range on that index in the
+# index's own order, so only that index can serve it: the walk starts at the level's first row
+# and stops at the first free one, however many items the project has, and done items are never
+# read. (With plain equalities and ORDER BY id the planner may prefer the primary key and crawl
+# through every done item.)
+def _level(alias: str, count: int) -> str:
+    c = int(count)
+    return (f"({alias}.project_id, {alias}.status, {alias}.annotation_count, {alias}.id) > (%(project)s, 'pending', {c}, 0) "
+            f"AND ({alias}.project_id, {alias}.status, {alias}.annotation_count) < (%(project)s, 'pending', {c + 1})")
+
+
+CLAIM_SELECT = """SELECT {columns},
+       EXISTS (SELECT 1 FROM annotation_task x WHERE x.item_id = i.id AND x.status = 'active') AS held_before
+FROM annotation_item i"""
+CLAIM_FILTERS = """
+  AND i.is_gold = {gold}
+  AND i.id <> ALL(%(passed)s::bigint[])
+  AND NOT EXISTS (SELECT 1 FROM annotation_task t
+                  WHERE t.item_id = i.id AND t.status = 'active' AND t.lease_expires > %(now)s)
+  AND NOT EXISTS (SELECT 1 FROM annotation_annotation a
+                  WHERE a.item_id = i.id AND a.annotator_id = %(user)s)
+  AND NOT EXISTS (SELECT 1 FROM annotation_task s
+                  WHERE s.item_id = i.id AND s.annotator_id = %(user)s AND s.status = 'skipped')"""
+
+
+@functools.lru_cache(maxsize=64)
+def claim_sql(count: int, window: int | None, gold: bool | None = None) -> str:
+    """The claim statement for one level (gold None: the flag is the parameter %(gold)s).
+
+    window=None walks the level to its end. window=n looks only at the level's first n items:
+    partly annotated levels fill up with items this annotator already did, waiting for others,
+    and the window keeps a claim from re-reading all of them every time. Both forms return rows
+    in index order, so the scan stops at the first free item (no sort of the candidates).
+    """
+    select = CLAIM_SELECT.format(columns=columns(Item, "i"))
+    filters = CLAIM_FILTERS.format(gold="%(gold)s" if gold is None else ("true" if gold else "false"))
+    if window is None:
+        return f"""{select}
+WHERE {_level("i", count)}{filters}
+ORDER BY i.project_id, i.status, i.annotation_count, i.id
+LIMIT 1
+FOR UPDATE OF i SKIP LOCKED"""
+    return f"""{select}
+JOIN (SELECT w.project_id, w.status, w.annotation_count, w.id FROM annotation_item w
+      WHERE {_level("w", count)}
+      ORDER BY w.project_id, w.status, w.annotation_count, w.id
+      LIMIT {int(window)}) win ON win.id = i.id
+WHERE i.project_id = %(project)s AND i.status = 'pending' AND i.annotation_count = win.annotation_count{filters}
+ORDER BY win.project_id, win.status, win.annotation_count, win.id
+LIMIT 1
+FOR UPDATE OF i SKIP LOCKED"""
+
+
+# The partial unique index (one active task per item) is the final guard against a double hold.
+INSERT_TASK_SQL = """
+INSERT INTO annotation_task (item_id, annotator_id, status, lease_expires, draft, draft_version, created_at, updated_at)
+VALUES (%(item)s, %(user)s, 'active', %(lease)s, '{}'::jsonb, 0, %(now)s, %(now)s)
+ON CONFLICT (item_id) WHERE status = 'active' DO NOTHING
+RETURNING id
+"""
+
+
+def claim_sql_params(*, project: Project, user_id: int, gold: bool, now: datetime, passed=()) -> dict:
+    return {"project": Int8(project.pk), "gold": gold, "now": now, "user": Int8(user_id), "passed": ids(passed)}
+
+
+@functools.lru_cache(maxsize=64)
+def claim_next_sql(passes: tuple[tuple[int, bool, int | None], ...]) -> str:
+    """The whole claim in one statement (one round trip, planned once per connection).
+
+    `held`: the caller's active tasks in the project. The passes are CTEs read in order through
+    UNION ALL ... LIMIT 1, so a pass runs only when the ones before it found nothing, and each
+    locks only the row it returns. The claim is gated on the holds: it runs only when every hold
+    is one the caller shows or already dealt with (%(ignore)s) and fewer than MAX_HELD_TASKS are
+    shown. `ins` creates the task; the partial unique index (one active task per item) is the final
+    guard: a conflict (a lapsed hold on the item, or one renewed meanwhile) inserts nothing and the
+    caller decides. One row always: the holds, the new task id (or NULL), the item (or NULLs).
+    """
+    ctes = ",\n".join(f"p{n} AS ({claim_sql(count, window, gold)})" for n, (count, gold, window) in enumerate(passes))
+    union = " UNION ALL ".join(f"SELECT * FROM p{n}" for n in range(len(passes)))
+    return f"""WITH held AS (
+    SELECT t.id, t.item_id, t.created_at FROM annotation_task t JOIN annotation_item h ON h.id = t.item_id
+    WHERE t.annotator_id = %(user)s AND t.status = 'active' AND h.project_id = %(project)s
+),
+{ctes},
+cand AS (
+    SELECT * FROM ({union}) u
+    WHERE NOT EXISTS (SELECT 1 FROM held WHERE held.id <> ALL(%(ignore)s::bigint[]))
+      AND (SELECT count(*) FROM held WHERE held.id = ANY(%(shown)s::bigint[])) < {MAX_HELD_TASKS}
+    LIMIT 1
+),
+ins AS (
+    INSERT INTO annotation_task (item_id, annotator_id, status, lease_expires, draft, draft_version, created_at, updated_at)
+    SELECT cand.id, %(user)s, 'active', %(lease)s, '{{}}'::jsonb, 0, %(now)s, %(now)s FROM cand
+    WHERE cand.status = 'pending' AND (cand.is_gold OR cand.annotation_count < %(needed)s)
+    ON CONFLICT (item_id) WHERE status = 'active' DO NOTHING
+    RETURNING id
+)
+SELECT (SELECT array_agg(held.id ORDER BY held.created_at, held.id) FROM held),
+       (SELECT array_agg(held.item_id ORDER BY held.created_at, held.id) FROM held),
+       (SELECT ins.id FROM ins),
+       cand.*
+FROM (SELECT 1) one LEFT JOIN cand ON true"""
+
+
+# Lazy reclaim, run when the claim locked an item whose hold lapsed: the lapsed hold gives the
+# item back to the queue, then INSERT_TASK_SQL takes it (both through Django's cursor: rare).
+EXPIRE_LAPSED_HOLD_SQL = ("UPDATE annotation_task SET status = 'expired', updated_at = %s "
+                          "WHERE item_id = %s AND status = 'active' AND lease_expires <= %s")
+
+
+# --- holding and submitting a task ------------------------------------------------------------
+
+# Lock the item of the caller's own task (with its project), then the task: one statement, one
+# round trip. The item is locked inside `it`, which the outer join must read before it can lock
+# the task, so the global lock order holds. Both rows come back in their latest committed
+# version (READ COMMITTED re-reads a row it had to wait for). `prior_ids` (this annotator's
+# annotation of the item, or their annotation stored under the same Idempotency-Key: what makes
+# a submit a repeat) is read with the statement's snapshot, taken before any wait for the item
+# lock, so it can miss an annotation committed by the submit we waited for; the unique
+# constraints catch that case and submit.annotation_submit then runs again (see there).
+LOCK_OWN_TASK_SQL = f"""
+WITH it AS (
+    SELECT {columns(Item, "i")}, {", ".join(f"p.{f.column} AS p_{f.column}" for f in Project._meta.concrete_fields)}
+    FROM annotation_item i JOIN annotation_project p ON p.id = i.project_id
+    WHERE i.id = (SELECT o.item_id FROM annotation_task o WHERE o.id = %(task)s AND o.annotator_id = %(user)s)
+    FOR UPDATE OF i
+)
+SELECT it.*, {columns(Task, "t")},
+       ARRAY(SELECT a.id FROM annotation_annotation a
+             WHERE (a.item_id = t.item_id AND a.annotator_id = t.annotator_id)
+                OR (a.annotator_id = t.annotator_id AND a.idempotency_key = %(key)s::text)
+             ORDER BY a.id) AS prior_ids
+FROM it JOIN annotation_task t ON t.id = %(task)s AND t.item_id = it.id
+FOR UPDATE OF t
+"""
+PRIOR_IDS_SQL = """
+SELECT ARRAY(SELECT a.id FROM annotation_annotation a
+             WHERE (a.item_id = %(item)s AND a.annotator_id = %(user)s)
+                OR (a.annotator_id = %(user)s AND a.idempotency_key = %(key)s::text)
+             ORDER BY a.id)
+"""
+N_ITEM_COLUMNS = len(Item._meta.concrete_fields)
+N_PROJECT_COLUMNS = len(Project._meta.concrete_fields)
+
+
+# Store the annotation, mark the task submitted and count the annotation in one round trip (three
+# different tables, so the order of the CTEs does not matter); gold items are never counted.
+STORE_SQL = """
+WITH stored AS (
+    INSERT INTO annotation_annotation (item_id, annotator_id, external_rater, task_id, result, time_spent_ms,
+                                       idempotency_key, source, with_suggestion, created_at)
+    VALUES (%(item)s, %(user)s, '', %(task)s, %(result)s::jsonb, %(ms)s, %(key)s::text, 'task',
+            %(suggestable)s::boolean AND EXISTS (SELECT 1 FROM annotation_suggestion s
+                                        WHERE s.item_id = %(item)s AND s.created_at <= %(now)s),
+            %(now)s)
+    RETURNING id, with_suggestion
+), submitted AS (
+    UPDATE annotation_task SET status = 'submitted', updated_at = %(now)s WHERE id = %(task)s
+), counted AS (
+    UPDATE annotation_item
+    SET annotation_count = annotation_count + 1,
+        status = CASE WHEN annotation_count + 1 >= %(needed)s THEN 'annotated' ELSE status END,
+        updated_at = %(now)s
+    WHERE id = %(item)s AND NOT is_gold
+    RETURNING annotation_count, status
+)
+SELECT stored.id, counted.annotation_count, counted.status, stored.with_suggestion FROM stored LEFT JOIN counted ON true
+"""

@@ -1,0 +1,136 @@
+"""Submitting: store the annotation of a held task exactly once, count it, verify the item when its
+annotators agree (and the project asks for that)."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from psycopg.types.numeric import Int8
+
+from .. import db
+from ..models import Annotation, Item, ItemStatus, Task, TaskStatus
+from ..results import ResultInvalid, Validated, quintuplet_warnings, validate_result
+from ..selectors import result_context_for, shows_suggestions
+from ..verification import item_auto_verify
+from . import portable, sql
+from .errors import AlreadySubmitted, TaskConflict
+from .hold import lock_own_task
+from .rules import item_accepts_annotations
+
+
+@dataclass
+class Submitted:
+    annotation: Annotation
+    created: bool
+    warnings: dict[str, str] = field(default_factory=dict)
+
+
+def _warnings_for(workflow: str, result: dict) -> dict[str, str]:
+    if workflow == "quintuplet":
+        return quintuplet_warnings(result)
+    return {}
+
+
+def _repeat(annotation: Annotation, workflow: str) -> Submitted:
+    return Submitted(annotation, False, _warnings_for(workflow, annotation.result))
+
+
+def _same_result(workflow: str, item: Item, result, stored: dict) -> bool:
+    """Whether a repeated submit carries the answer already stored (compared after validation,
+    which normalizes, e.g. clips boxes; as stored JSON, so tuples and lists compare equal)."""
+    try:
+        validated = validate_result(workflow, result, result_context_for(item=item))
+    except ResultInvalid:
+        return False
+    return json.loads(json.dumps(validated.result)) == stored
+
+
+def annotation_submit(*, task_id: int, user, result: dict, time_spent_ms: int = 0, idempotency_key: str | None = None,
+                      now: datetime | None = None) -> Submitted:
+    """Store the annotation of a held task, exactly once.
+
+    A repeat (same key, same task, or a second tab) with the same answer returns the first
+    annotation with created=False; with a different answer it raises AlreadySubmitted (nothing
+    changes). Idempotency keys are per annotator. Raises ResultInvalid (nothing written),
+    TaskNotFound or TaskConflict.
+    """
+    kwargs = dict(task_id=task_id, user=user, result=result, time_spent_ms=time_spent_ms,
+                  idempotency_key=(idempotency_key or "").strip() or None, now=now or timezone.now())
+    try:
+        return _submit(**kwargs)
+    except IntegrityError:
+        pass
+    # The first try lost a race its snapshot could not see (a concurrent submit of the same task,
+    # e.g. a double click, committed while we waited for the item lock): nothing was written, and
+    # a second try sees that submit and returns it as the repeat.
+    try:
+        return _submit(**kwargs)
+    except IntegrityError:
+        # Only an Idempotency-Key sent with another item's submit can get here: the item lock and
+        # the checks rule out every other unique violation.
+        raise TaskConflict("This Idempotency-Key was already used for another submission.")
+
+
+@transaction.atomic
+def _submit(*, task_id: int, user, result: dict, time_spent_ms: int, idempotency_key: str | None,
+            now: datetime) -> Submitted:
+    key = idempotency_key
+    task, item = lock_own_task(task_id, user, idempotency_key=key)
+    project = item.project
+    workflow = project.workflow
+    if not task.prior_ids and not (task.status == TaskStatus.ACTIVE and task.lease_expires > now
+                                   and item_accepts_annotations(item)):
+        # Off the plain path (e.g. the task was submitted while we waited for the lock): read the
+        # earlier annotations again with a snapshot taken now, so a repeat is answered as one.
+        if portable.in_use():
+            task.prior_ids = portable.prior_ids(item.pk, user, key)
+        else:
+            ((task.prior_ids,),) = db.rows(sql.PRIOR_IDS_SQL, {"item": Int8(item.pk), "user": Int8(user.pk), "key": key})
+    if task.prior_ids:
+        priors = list(Annotation.objects.filter(pk__in=task.prior_ids).order_by("pk"))
+        for prior in priors:
+            if key and prior.idempotency_key == key and prior.item_id != item.pk:
+                raise TaskConflict("This Idempotency-Key was already used for another submission.")
+        (stored,) = [prior for prior in priors if prior.item_id == item.pk]
+        # A retry with the same key, a double click or a second tab sending the same answer gets the
+        # first annotation back. A different answer is not dropped silently: 409 with the stored one.
+        if _same_result(workflow, item, result, stored.result):
+            return _repeat(stored, workflow)
+        raise AlreadySubmitted(stored)
+
+    validated: Validated = validate_result(workflow, result, result_context_for(item=item))
+
+    if task.status == TaskStatus.SKIPPED:
+        raise TaskConflict("You skipped this task; load the next one.")
+    if task.status == TaskStatus.EXPIRED or task.lease_expires <= now:
+        if Task.objects.filter(item=item, status=TaskStatus.ACTIVE).exclude(pk=task.pk).exists():
+            raise TaskConflict("Your hold on this task expired and another annotator took the item, so this answer "
+                               "was not saved. Load the next task.")
+    if not item_accepts_annotations(item):
+        raise TaskConflict("This item already has all the annotations it needs; your answer was not saved.")
+
+    ms = max(0, int(time_spent_ms or 0))
+    # The answer is blind unless the form offered a model suggestion for this item (conservative:
+    # any suggestion stored by the time of the submit counts as seen).
+    suggestable = shows_suggestions(project=project)
+    if portable.in_use():
+        annotation_id, count, status, suggested = portable.store(
+            item=item, user=user, task=task, result=validated.result, ms=ms, key=key, now=now,
+            needed=project.annotations_per_item, suggestable=suggestable)
+    else:
+        ((annotation_id, count, status, suggested),) = db.rows(sql.STORE_SQL, {
+            "item": Int8(item.pk), "user": Int8(user.pk), "task": Int8(task.pk), "result": json.dumps(validated.result),
+            "ms": ms, "key": key, "now": now, "needed": project.annotations_per_item, "suggestable": suggestable})
+    annotation = Annotation(pk=annotation_id, item=item, annotator=user, task=task, result=validated.result,
+                            time_spent_ms=ms, idempotency_key=key, source="task", with_suggestion=suggested,
+                            created_at=now)
+    annotation._state.adding = False
+    task.status = TaskStatus.SUBMITTED
+    if not item.is_gold:
+        item.annotation_count, item.status = count, status
+        if item.status == ItemStatus.ANNOTATED and project.settings.get("auto_verify"):
+            item_auto_verify(item=item)
+    return Submitted(annotation, True, validated.warnings)
