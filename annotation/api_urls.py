@@ -1,8 +1,7 @@
 """REST API of the annotation app (mounted at /api/)."""
 from django.urls import path
 
-from . import apis_work
-from .apis import imports, projects, releases
+from .apis import imports, projects, releases, work
 
 urlpatterns = [
     path("me/", projects.MeApi.as_view(), name="api-me"),
@@ -13,12 +12,12 @@ urlpatterns = [
     path("projects/<slug:slug>/annotation-imports/", imports.AnnotationImportApi.as_view(), name="api-annotation-import"),
     path("projects/<slug:slug>/releases/", releases.ReleaseListApi.as_view(), name="api-releases"),
     path("projects/<slug:slug>/releases/<str:version>/export/", releases.ReleaseExportApi.as_view(), name="api-release-export"),
-    path("projects/<slug:slug>/tasks/next/", apis_work.TaskNextApi.as_view(), name="api-task-next"),
-    path("tasks/<int:task_id>/draft/", apis_work.TaskDraftApi.as_view(), name="api-task-draft"),
-    path("tasks/<int:task_id>/renew/", apis_work.TaskRenewApi.as_view(), name="api-task-renew"),
-    path("tasks/<int:task_id>/submit/", apis_work.TaskSubmitApi.as_view(), name="api-task-submit"),
-    path("tasks/<int:task_id>/skip/", apis_work.TaskSkipApi.as_view(), name="api-task-skip"),
-    path("projects/<slug:slug>/review/", apis_work.ReviewQueueApi.as_view(), name="api-review-queue"),
-    path("items/<int:item_id>/review/", apis_work.ItemReviewApi.as_view(), name="api-item-review"),
-    path("projects/<slug:slug>/agreement/", apis_work.AgreementApi.as_view(), name="api-agreement"),
+    path("projects/<slug:slug>/tasks/next/", work.TaskNextApi.as_view(), name="api-task-next"),
+    path("tasks/<int:task_id>/draft/", work.TaskDraftApi.as_view(), name="api-task-draft"),
+    path("tasks/<int:task_id>/renew/", work.TaskRenewApi.as_view(), name="api-task-renew"),
+    path("tasks/<int:task_id>/submit/", work.TaskSubmitApi.as_view(), name="api-task-submit"),
+    path("tasks/<int:task_id>/skip/", work.TaskSkipApi.as_view(), name="api-task-skip"),
+    path("projects/<slug:slug>/review/", work.ReviewQueueApi.as_view(), name="api-review-queue"),
+    path("items/<int:item_id>/review/", work.ItemReviewApi.as_view(), name="api-item-review"),
+    path("projects/<slug:slug>/agreement/", work.AgreementApi.as_view(), name="api-agreement"),
 ]

@@ -1,8 +1,7 @@
 """Pages of the annotation app (mounted at /)."""
 from django.urls import path
 
-from . import views_work
-from .views import home, imports, releases
+from .views import home, imports, releases, work
 
 urlpatterns = [
     path("", home.home, name="home"),
@@ -11,8 +10,8 @@ urlpatterns = [
     path("projects/<slug:slug>/imports/<int:run_id>/", imports.import_run_page, name="io-import-run"),
     path("projects/<slug:slug>/releases/", releases.project_releases, name="io-releases"),
     path("projects/<slug:slug>/releases/<str:version>/download/", releases.release_download, name="io-release-download"),
-    path("projects/<slug:slug>/annotate/", views_work.annotate, name="work-annotate"),
-    path("projects/<slug:slug>/review/", views_work.review_list, name="work-review-list"),
-    path("projects/<slug:slug>/review/<int:item_id>/", views_work.review_detail, name="work-review-detail"),
-    path("projects/<slug:slug>/agreement/", views_work.agreement, name="work-agreement"),
+    path("projects/<slug:slug>/annotate/", work.annotate, name="work-annotate"),
+    path("projects/<slug:slug>/review/", work.review_list, name="work-review-list"),
+    path("projects/<slug:slug>/review/<int:item_id>/", work.review_detail, name="work-review-detail"),
+    path("projects/<slug:slug>/agreement/", work.agreement, name="work-agreement"),
 ]

@@ -1,5 +1,5 @@
 """What a queue service raises when a request cannot be carried out; the API maps each to a status
-in one place (apis_work.WorkApi)."""
+in one place (annotation.apis.work.WorkApi)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING

@@ -1,15 +1,15 @@
 """Server-rendered shells of the annotator, reviewer and progress pages.
 
 The pages carry no item data: their ES modules load everything through the same JSON API that
-external front ends use (annotation/apis_work.py), so what an annotator's browser can see is
+external front ends use (annotation/apis/work.py), so what an annotator's browser can see is
 exactly what that API gives an annotator — never ground truth or metadata.
 """
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
-from .models import Item, Role, Workflow
-from .permissions import get_project_for, has_role
+from ..models import Item, Role, Workflow
+from ..permissions import get_project_for, has_role
 
 WORKFLOW_PAGES = {
     Workflow.QUINTUPLET: ("annotation/work/quintuplet.html", "js/quintuplet.js", "Quintuplet labeling"),

@@ -13,9 +13,9 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .models import Item, ItemStatus, Role
-from .permissions import get_project_for, get_task_project_for, require_role
-from .queue import (
+from ..models import Item, ItemStatus, Role
+from ..permissions import get_project_for, get_task_project_for, require_role
+from ..queue import (
     AlreadySubmitted,
     TaskConflict,
     TaskNotFound,
@@ -25,15 +25,15 @@ from .queue import (
     hold_skip,
     queue_claim_next,
 )
-from .results import ResultInvalid
-from .selectors import (
+from ..results import ResultInvalid
+from ..selectors import (
     annotation_view,
     item_review_detail,
     project_agreement,
     review_queue_for,
     task_view,
 )
-from .services import review_decide
+from ..services import review_decide
 
 
 def _bad_request(errors: dict[str, str]) -> Response:
