@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import authenticate
 from django.core.management import call_command
+from django.http import HttpRequest
 
 from annotation.models import Annotation, Item, MediaAsset, Membership, Project, Release
 
@@ -32,8 +33,8 @@ def test_demo_sets_up_every_workflow_and_is_idempotent(tmp_path, capsys):
     out = capsys.readouterr().out
 
     assert "researcher  / researcher-demo" in out and "annotator3  / annotator3-demo" in out
-    assert authenticate(username="annotator2", password="annotator2-demo") is not None
-    assert authenticate(username="admin", password="admin-demo").is_superuser
+    assert authenticate(HttpRequest(), username="annotator2", password="annotator2-demo") is not None
+    assert authenticate(HttpRequest(), username="admin", password="admin-demo").is_superuser
     first = census()
     assert first["projects"] == [
         ("demo-changeit", "changeit"),
