@@ -10,9 +10,10 @@ import re
 import string
 from collections import Counter, defaultdict
 from itertools import combinations, groupby
-from typing import Any, Callable, Hashable, Iterable, Sequence
+from typing import Any, Hashable, Iterable, Sequence
 
 from .protocols import OSC_CRITERIA
+from .reliability import CoincidenceMatrix
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = str.maketrans({c: " " for c in string.punctuation})
@@ -76,7 +77,14 @@ def box_summary(items: Iterable[Sequence[dict]]) -> dict[str, Any]:
 # --- blind QA -----------------------------------------------------------------------------
 
 def normalize_qa_answer(answer: Any) -> Hashable:
-    """A comparable form: letters upper-cased, integers parsed, sets as sorted normalized tuples."""
+    """The key two answers are compared by: letters upper-cased, integers parsed, sets as sorted
+    normalized tuples.
+
+    Stored answers share one form (annotation.canonical), but a comparison still needs a key: an
+    M3-Verse truth is a list where a single-answer submit is one letter, and set answers match
+    whatever their order and case. Raw spellings ("b", "A, C", "07") are still read alike, so the
+    figures recomputed in a notebook from a frozen release's export (which keeps the spelling it
+    was frozen with) are the platform's."""
     if answer is None:
         return None
     if isinstance(answer, bool):
@@ -139,84 +147,7 @@ def quintuplet_summary(items: Iterable[Sequence[dict]]) -> dict[str, Any]:
     return _summarize("quintuplet", items)
 
 
-# --- ratings: Krippendorff's alpha --------------------------------------------------------
-
-def _delta_nominal(c, k, marginals, values):
-    return 0.0 if c == k else 1.0
-
-
-def _delta_interval(c, k, marginals, values):
-    return float(c - k) ** 2
-
-
-def _delta_ratio(c, k, marginals, values):
-    return ((c - k) / (c + k)) ** 2 if c + k else 0.0
-
-
-def _delta_ordinal(c, k, marginals, values):
-    lo, hi = (c, k) if values.index(c) <= values.index(k) else (k, c)
-    i, j = values.index(lo), values.index(hi)
-    between = sum(marginals[values[g]] for g in range(i, j + 1))
-    return (between - (marginals[lo] + marginals[hi]) / 2) ** 2
-
-
-_DELTAS: dict[str, Callable] = {
-    "nominal": _delta_nominal,
-    "ordinal": _delta_ordinal,
-    "interval": _delta_interval,
-    "ratio": _delta_ratio,
-}
-
-
-def add_unit_coincidences(matrix: dict[tuple[Any, Any], float], unit: Sequence[Any]) -> None:
-    """Add one unit's pairs to o_ck: with m >= 2 values, 1/(m-1) for every ordered pair."""
-    values = [v for v in unit if v is not None]
-    m = len(values)
-    if m < 2:
-        return
-    for i, c in enumerate(values):
-        for j, k in enumerate(values):
-            if i != j:
-                matrix[(c, k)] += 1.0 / (m - 1)
-
-
-def coincidence_matrix(units: Iterable[Sequence[Any]]) -> dict[tuple[Any, Any], float]:
-    """o_ck: each unit with m >= 2 values adds 1/(m-1) for every ordered pair of its values."""
-    matrix: dict[tuple[Any, Any], float] = defaultdict(float)
-    for unit in units:
-        add_unit_coincidences(matrix, unit)
-    return dict(matrix)
-
-
-def krippendorff_alpha(units: Iterable[Sequence[Any]], metric: str = "ordinal") -> float | None:
-    """Krippendorff's alpha over units (one list of coders' values each, None = missing).
-
-    Built from the coincidence matrix: alpha = 1 - D_o / D_e with
-    D_o = sum o_ck d2_ck / n and D_e = sum n_c n_k d2_ck / (n (n - 1)). The ordinal metric uses
-    d2_ck = (sum of n_g for g from c to k - (n_c + n_k) / 2)^2 over the sorted values seen.
-    Returns None when undefined (fewer than two pairable values, or no variation at all).
-    """
-    return alpha_from_coincidences(coincidence_matrix(units), metric)
-
-
-def alpha_from_coincidences(matrix: dict[tuple[Any, Any], float], metric: str = "ordinal") -> float | None:
-    """Krippendorff's alpha from a coincidence matrix (see krippendorff_alpha)."""
-    delta = _DELTAS[metric]
-    marginals: dict[Any, float] = defaultdict(float)
-    for (c, _k), o in matrix.items():
-        marginals[c] += o
-    n = sum(marginals.values())
-    if n <= 1:
-        return None
-    values = sorted(marginals)
-    observed = sum(o * delta(c, k, marginals, values) for (c, k), o in matrix.items()) / n
-    expected = sum(
-        marginals[c] * marginals[k] * delta(c, k, marginals, values) for c in values for k in values
-    ) / (n * (n - 1))
-    if expected == 0:
-        return None
-    return 1.0 - observed / expected
-
+# --- ratings: Krippendorff's alpha (annotation.reliability) ---------------------------------
 
 def rating_summary(items: Iterable[Sequence[dict]], criteria: Sequence[str] = OSC_CRITERIA) -> dict[str, Any]:
     """Per criterion: ordinal alpha over the items with at least two numeric scores, and n."""
@@ -378,7 +309,7 @@ class ProjectAgreement:
         self.field_agree: Counter = Counter()  # quintuplet
         self.iou_sum, self.iou_n, self.consistent = 0.0, 0, 0  # box
         self.scored = self.correct = 0  # qa against the final truth
-        self.coincidences = {c: defaultdict(float) for c in self.criteria}  # rating
+        self.coincidences = {c: CoincidenceMatrix() for c in self.criteria}  # rating
         self.rated_items: Counter = Counter()  # rating: items with >= 2 scores per criterion
         self._annotator_sum: dict[str, float] = defaultdict(float)
         self._annotator_pairs: Counter = Counter()
@@ -421,7 +352,7 @@ class ProjectAgreement:
                 unit = [(r.get("scores") or {}).get(criterion) for r in results]
                 if sum(v is not None for v in unit) >= 2:
                     self.rated_items[criterion] += 1
-                    add_unit_coincidences(self.coincidences[criterion], unit)
+                    self.coincidences[criterion].add_unit(unit)
 
     def annotator_agreement(self, annotator: str) -> tuple[float | None, int]:
         """(mean pairwise agreement rounded to 4 places or None, number of pairs) of one annotator."""
@@ -450,7 +381,7 @@ class ProjectAgreement:
                     "fields": {f: (round(self.field_agree[f] / pairs, 4) if pairs else None) for f in QUINTUPLET_FIELDS}}
         out: dict[str, Any] = {}
         for criterion in self.criteria:
-            alpha = alpha_from_coincidences(self.coincidences[criterion], "ordinal")
+            alpha = self.coincidences[criterion].alpha("ordinal")
             out[criterion] = {"alpha": None if alpha is None else round(alpha, 4), "n_items": self.rated_items[criterion]}
         return {"criteria": out}
 

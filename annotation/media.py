@@ -4,23 +4,19 @@
   ``settings.IMPORT_MAX_IMAGE_PIXELS`` *before* any decoding (a small file can expand to
   gigabytes: a decompression bomb), then the file is verified and fully decoded once so a
   truncated or corrupt image is refused at import, not when an annotator opens it.
-- Videos are probed with ffprobe (or, where only the ffmpeg binary bundled by imageio-ffmpeg
-  exists, by parsing ``ffmpeg -i``): a file must hold a real video stream in a container that
-  matches its extension and must decode its first frame. Width, height, duration, fps and frame
-  count are recorded.
+- Videos are probed by annotation.media_probe (ffprobe, or ``ffmpeg -i`` where only the ffmpeg
+  binary bundled by imageio-ffmpeg exists): a file must hold a real video stream in a container
+  that matches its extension and must decode its first frame. Width, height, duration, fps and
+  frame count are recorded.
 - Every accepted file is stored once under ``MEDIA_ROOT/assets/<sha[:2]>/<sha256><ext>`` and
   recorded as a `MediaAsset` keyed by its SHA-256 (content-hash dedup across projects).
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import re
-import shutil
 import subprocess
 import warnings
 from dataclasses import dataclass
-from fractions import Fraction
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterable
 
@@ -28,6 +24,7 @@ from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import default_storage
 
+from .media_probe import MediaError, NoVideoStream, VideoUnreadable, ffmpeg_exe, probe_video, sha256_of
 from .models import MediaAsset
 
 IMAGE_FORMATS = {"JPEG", "PNG", "WEBP", "BMP", "GIF", "TIFF"}
@@ -44,7 +41,6 @@ VIDEO_CONTAINERS = {
     ".ogv": ("ogg",),
 }
 VIDEO_EXTENSIONS = set(VIDEO_CONTAINERS)
-HASH_CHUNK = 1024 * 1024
 
 
 class MediaRefused(Exception):
@@ -65,15 +61,6 @@ class MediaInfo:
     frame_count: int | None = None
 
 
-def sha256_of(path: Path) -> tuple[str, int]:
-    digest, size = hashlib.sha256(), 0
-    with open(path, "rb") as fh:
-        while chunk := fh.read(HASH_CHUNK):
-            digest.update(chunk)
-            size += len(chunk)
-    return digest.hexdigest(), size
-
-
 def _ext_of(name: str) -> str:
     suffix = Path(name).suffix.lower()
     return suffix if re.fullmatch(r"\.[a-z0-9]{1,8}", suffix) else ""
@@ -89,7 +76,7 @@ def inspect_media(path: Path, kind: str, *, name: str | None = None) -> MediaInf
     ext = _ext_of(name or path.name)
     if kind == "image":
         return inspect_image(path, ext=ext)
-    return probe_video(path, ext=ext)
+    return inspect_video(path, ext=ext)
 
 
 def known_media(path: Path, kind: str, *, name: str | None = None) -> MediaInfo | None:
@@ -167,103 +154,6 @@ def inspect_image(path: Path, *, ext: str = "", max_pixels: int | None = None) -
 # --- videos -------------------------------------------------------------------------------------
 
 
-def ffmpeg_exe() -> str:
-    """The system ffmpeg when installed, else the static build bundled by imageio-ffmpeg."""
-    found = shutil.which("ffmpeg")
-    if found:
-        return found
-    import imageio_ffmpeg
-
-    return imageio_ffmpeg.get_ffmpeg_exe()
-
-
-def _rate(text: str | None) -> float | None:
-    if not text or text in ("0/0", "N/A"):
-        return None
-    try:
-        value = float(Fraction(text))
-    except (ValueError, ZeroDivisionError):
-        return None
-    return value if value > 0 else None
-
-
-def _probe_with_ffprobe(exe: str, path: Path) -> dict:
-    proc = subprocess.run(
-        [exe, "-v", "error", "-print_format", "json", "-show_format", "-show_streams", str(path)],
-        capture_output=True,
-        timeout=60,
-    )
-    if proc.returncode != 0:
-        first = (proc.stderr.decode("utf-8", "replace").strip().splitlines() or ["unreadable"])[-1]
-        raise MediaRefused(f"not a readable video (ffprobe: {first[:200]})")
-    data = json.loads(proc.stdout or b"{}")
-    fmt = data.get("format", {})
-    streams = [
-        s
-        for s in data.get("streams", [])
-        if s.get("codec_type") == "video" and not s.get("disposition", {}).get("attached_pic")
-    ]
-    if not streams:
-        raise MediaRefused("holds no video stream")
-    s = streams[0]
-    fps = _rate(s.get("avg_frame_rate")) or _rate(s.get("r_frame_rate"))
-    duration = None
-    for raw in (s.get("duration"), fmt.get("duration")):
-        try:
-            duration = float(raw)
-            break
-        except (TypeError, ValueError):
-            continue
-    try:
-        frames = int(s.get("nb_frames"))
-    except (TypeError, ValueError):
-        frames = None
-    return {
-        "format": fmt.get("format_name", ""),
-        "codec": s.get("codec_name", ""),
-        "width": s.get("width"),
-        "height": s.get("height"),
-        "fps": fps,
-        "duration": duration,
-        "frames": frames,
-    }
-
-
-_INPUT_RE = re.compile(r"Input #0, ([^ ]+), from")
-_DURATION_RE = re.compile(r"Duration: (\d+):(\d+):(\d+(?:\.\d+)?)")
-_VIDEO_RE = re.compile(r"Stream #0:\d+[^:]*: Video: ([a-z0-9_]+)[^\n]*?, (\d{2,5})x(\d{2,5})[^\n]*")
-_FPS_RE = re.compile(r"([\d.]+) fps")
-
-
-def _probe_with_ffmpeg(exe: str, path: Path) -> dict:
-    """Probe by reading `ffmpeg -i` (used when ffprobe is not installed)."""
-    proc = subprocess.run([exe, "-hide_banner", "-i", str(path)], capture_output=True, timeout=60)
-    text = proc.stderr.decode("utf-8", "replace")
-    m_input = _INPUT_RE.search(text)
-    if not m_input:
-        last = (text.strip().splitlines() or ["unreadable"])[-1]
-        raise MediaRefused(f"not a readable video (ffmpeg: {last[:200]})")
-    video = [m for m in _VIDEO_RE.finditer(text) if "attached pic" not in m.group(0)]
-    if not video:
-        raise MediaRefused("holds no video stream")
-    m = video[0]
-    fps_m = _FPS_RE.search(m.group(0))
-    dur_m = _DURATION_RE.search(text)
-    duration = None
-    if dur_m:
-        h, mi, sec = dur_m.groups()
-        duration = int(h) * 3600 + int(mi) * 60 + float(sec)
-    return {
-        "format": m_input.group(1).rstrip(","),
-        "codec": m.group(1),
-        "width": int(m.group(2)),
-        "height": int(m.group(3)),
-        "fps": float(fps_m.group(1)) if fps_m else None,
-        "duration": duration,
-        "frames": None,
-    }
-
-
 def _decodes_first_frame(exe: str, path: Path) -> str | None:
     proc = subprocess.run(
         [exe, "-v", "error", "-i", str(path), "-map", "0:v:0", "-frames:v", "1", "-f", "null", "-"],
@@ -275,24 +165,32 @@ def _decodes_first_frame(exe: str, path: Path) -> str | None:
     return None
 
 
-def probe_video(path: Path, *, ext: str = "") -> MediaInfo:
-    ffprobe = shutil.which("ffprobe")
-    info = _probe_with_ffprobe(ffprobe, path) if ffprobe else _probe_with_ffmpeg(ffmpeg_exe(), path)
-    formats = set(info["format"].split(","))
-    if any(f == "image2" or f.endswith("_pipe") for f in formats) or info["format"] in ("gif", "apng"):
-        raise MediaRefused(f"is a still image ({info['format']}), not a video")
+def inspect_video(path: Path, *, ext: str = "") -> MediaInfo:
+    """Validate one local video (see the module docstring); raise MediaRefused if it is not one."""
+    try:
+        probed = probe_video(path, count_frames=False)  # the container's frame count will do
+    except NoVideoStream:
+        raise MediaRefused("holds no video stream") from None
+    except VideoUnreadable as exc:
+        raise MediaRefused(f"not a readable video ({exc.tool}: {exc.detail[:200]})") from None
+    except MediaError as exc:
+        raise MediaRefused(str(exc)) from None
+    container = probed.format
+    formats = set(container.split(","))
+    if any(f == "image2" or f.endswith("_pipe") for f in formats) or container in ("gif", "apng"):
+        raise MediaRefused(f"is a still image ({container}), not a video")
     claimed = VIDEO_CONTAINERS.get(ext)
     if claimed and not formats & set(claimed):
-        raise MediaRefused(f"claims to be {ext} but its container is {info['format']}")
-    if not info["width"] or not info["height"]:
+        raise MediaRefused(f"claims to be {ext} but its container is {container}")
+    if not probed.width or not probed.height:
         raise MediaRefused("video stream without a frame size")
-    if not info["duration"] or info["duration"] <= 0:
+    if not probed.duration or probed.duration <= 0:
         raise MediaRefused("video has no duration")
     failure = _decodes_first_frame(ffmpeg_exe(), path)
     if failure:
         raise MediaRefused(f"video does not decode ({failure})")
-    fps = info["fps"]
-    frames = info["frames"] or (round(info["duration"] * fps) if fps else None)
+    fps = probed.fps
+    frames = probed.frame_count or (round(probed.duration * fps) if fps else None)
     sha, size = sha256_of(path)
     mime = {".webm": "video/webm", ".mkv": "video/x-matroska", ".avi": "video/x-msvideo", ".mov": "video/quicktime"}
     return MediaInfo(
@@ -301,9 +199,9 @@ def probe_video(path: Path, *, ext: str = "") -> MediaInfo:
         size_bytes=size,
         ext=ext or ".mp4",
         mime=mime.get(ext, "video/mp4"),
-        width=int(info["width"]),
-        height=int(info["height"]),
-        duration=round(float(info["duration"]), 4),
+        width=int(probed.width),
+        height=int(probed.height),
+        duration=round(float(probed.duration), 4),
         fps=round(fps, 4) if fps else None,
         frame_count=frames,
     )

@@ -47,6 +47,7 @@ OSC_CRITERIA = (
 )
 # Criteria that may be N/A when the prompt names no subject / no scene.
 OSC_NULLABLE = ("subject", "scene")
+OSC_SCENARIOS = ("regular", "novel", "compositional")
 
 VISUALTRANS_SUBTASKS = ("fine_grained", "global", "intermediate", "causal", "planning", "quantitative")
 VISUALTRANS_DIMENSIONS = {
@@ -57,10 +58,26 @@ VISUALTRANS_DIMENSIONS = {
 M3VERSE_CAPABILITIES = ("spatial", "temporal", "attribute", "reasoning")
 STATUS_CATEGORIES = ("positional", "functional", "other")
 STATUS_DIFFERENCES = ("slight", "significant")
+# How a QA item is answered: an option letter (or letters), a whole number, a list of objects.
+QA_FORMATS = ("choice", "count", "set")
 QA_FLAGS = ("missing_correct_option", "wrong_ground_truth", "ambiguous", "insufficient_evidence")
 BOX_OUTCOMES = ("nothing_to_label", "cannot_determine")
 
 CHANGEIT_CANDIDATES = 10
+
+
+def qa_shape(*, protocol: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """The answer a QA item takes: {"format", "n_options", "multiple"} (the facts a model's prompt
+    states too). An M3-Verse item takes several letters when its payload says so ("multiple") or
+    its known answer lists several; VisualTrans items take one."""
+    if protocol == "m3verse":
+        answer = payload.get("answer") or []
+        multiple = payload.get("multiple")
+        if multiple is None:
+            multiple = len(answer) > 1
+        return {"format": "choice", "n_options": len(payload.get("options") or []), "multiple": bool(multiple)}
+    fmt = payload.get("format") or "choice"
+    return {"format": fmt, "n_options": len(payload.get("options") or []), "multiple": False}
 
 
 def seeded_rng(seed: int, item_id: str, key: str) -> random.Random:

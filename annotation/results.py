@@ -1,6 +1,7 @@
 """Validation of a submitted annotation result, one function per workflow. Plain Python, no Django.
 
-Each validator returns the cleaned result (the exact JSON stored) or raises `ResultInvalid`
+Each validator returns the cleaned result (the exact JSON stored, in annotation.canonical's
+form, the same as an import stores) or raises `ResultInvalid`
 whose `errors` maps a field name (``"bbox"``, ``"scores.subject"``, ``"change_distractors.2"``)
 to a message a person can act on. Light format checks that should not block a submit (a state
 description that names no state, a change that does not start with a verb) come back as
@@ -12,9 +13,17 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .protocols import BOX_OUTCOMES, LETTERS, OSC_CRITERIA, OSC_NULLABLE, QA_FLAGS, STATUS_CATEGORIES, STATUS_DIFFERENCES
+from . import canonical
+from .protocols import (
+    BOX_OUTCOMES,
+    LETTERS,
+    OSC_CRITERIA,
+    OSC_NULLABLE,
+    QA_FLAGS,
+    STATUS_CATEGORIES,
+    STATUS_DIFFERENCES,
+)
 
-QA_FORMATS = ("choice", "count", "set")
 MAX_TEXT = 500
 
 
@@ -192,14 +201,6 @@ def validate_box(result: Any, ctx: BoxContext) -> Validated:
 
 # --- blind QA -----------------------------------------------------------------------------
 
-def _letters(value: Any) -> list[str] | None:
-    if isinstance(value, str):
-        value = [part for part in re.split(r"[\s,;]+", value.strip()) if part]
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        return None
-    return [v.strip().upper() for v in value]
-
-
 def validate_qa(result: Any, ctx: QAContext) -> Validated:
     result = _require_mapping(result)
     errors: dict[str, str] = {}
@@ -208,7 +209,7 @@ def validate_qa(result: Any, ctx: QAContext) -> Validated:
     if not isinstance(flags, list) or any(f not in QA_FLAGS for f in flags):
         errors["flags"] = f"Flags are a list drawn from: {', '.join(QA_FLAGS)}."
         flags = []
-    flags = [f for f in QA_FLAGS if f in flags]  # canonical order, no repeats
+    flags = canonical.qa_flags(flags)
     answer = result.get("answer")
     clean_answer: Any = None
     if answer is None or answer == "" or answer == []:
@@ -216,7 +217,7 @@ def validate_qa(result: Any, ctx: QAContext) -> Validated:
             errors["answer"] = "Answer the question, or set a flag saying why you cannot."
     elif ctx.format == "choice":
         allowed = set(LETTERS[: ctx.n_options])
-        letters = _letters(answer)
+        letters = canonical.option_letters(answer)
         if letters is None or not letters or any(v not in allowed for v in letters):
             errors["answer"] = f"Answer with option letters from {', '.join(sorted(allowed))}."
         elif len(set(letters)) != len(letters):
@@ -224,23 +225,20 @@ def validate_qa(result: Any, ctx: QAContext) -> Validated:
         elif not ctx.multiple and len(letters) != 1:
             errors["answer"] = "Exactly one option is correct for this question: give one letter."
         else:
-            clean_answer = sorted(letters) if ctx.multiple else letters[0]
+            clean_answer = canonical.qa_answer(letters, fmt="choice", multiple=ctx.multiple)
     elif ctx.format == "count":
-        if isinstance(answer, str) and answer.strip().isdigit():
-            answer = int(answer.strip())
+        answer = canonical.qa_answer(answer, fmt="count")
         if isinstance(answer, bool) or not isinstance(answer, int) or answer < 0:
             errors["answer"] = "Answer with a whole number (0 or more)."
         else:
             clean_answer = answer
     elif ctx.format == "set":
-        if isinstance(answer, str):
-            answer = answer.split(",")
-        if not isinstance(answer, list) or not all(isinstance(v, str) for v in answer):
+        clean_answer = canonical.qa_answer(answer, fmt="set")
+        if not isinstance(clean_answer, list):
             errors["answer"] = "Answer with a list of objects."
-        else:
-            clean_answer = [" ".join(v.split()) for v in answer if v.strip()]
-            if not clean_answer and not flags:
-                errors["answer"] = "Name at least one object, or set a flag."
+            clean_answer = None
+        elif not clean_answer and not flags:
+            errors["answer"] = "Name at least one object, or set a flag."
     else:
         errors["answer"] = f"This item has an unknown answer format {ctx.format!r}."
     if errors:
@@ -269,13 +267,13 @@ def validate_rating(result: Any, ctx: RatingContext = RatingContext()) -> Valida
             if name not in ctx.nullable:
                 errors[f"scores.{name}"] = "N/A is not allowed for this criterion; give 1 to 5."
             clean[name] = None
-        elif isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 5:
+        elif not canonical.is_score(value):
             errors[f"scores.{name}"] = "Give a whole number from 1 to 5."
         else:
             clean[name] = value
     if errors:
         raise ResultInvalid(errors)
-    return Validated({"scores": clean})
+    return Validated({"scores": canonical.rating_scores(clean, ctx.criteria)})
 
 
 def validate_result(workflow: str, result: Any, context: Any = None) -> Validated:

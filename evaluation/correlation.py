@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 
 from annotation.models import Project
+from annotation.protocols import OSC_CRITERIA as CRITERIA
 
 from . import selectors, stats
-from .scoring.oscbench import CRITERIA
 
 N_BOOT = 1000
 

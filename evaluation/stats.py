@@ -1,5 +1,6 @@
-"""Agreement statistics: Kendall tau-b, Spearman rho, bootstrap intervals, Krippendorff's alpha,
-leave-one-rater-out human reference. Plain numpy/SciPy, no Django.
+"""Agreement statistics: Kendall tau-b, Spearman rho, bootstrap intervals, Krippendorff's alpha
+(annotation.reliability's, with notes and a bootstrap), leave-one-rater-out human reference.
+Plain numpy/SciPy, no Django.
 
 Missing values (None / NaN) drop the pair; they never become 0. A statistic that cannot be
 computed (too few pairs, a constant vector) is returned as value None with a ``note`` saying why.
@@ -11,6 +12,8 @@ from typing import Any, Hashable, Mapping, Sequence
 
 import numpy as np
 from scipy import stats as sps
+
+from annotation import reliability
 
 MIN_PAIRS = 3
 N_BOOT = 1000
@@ -248,67 +251,25 @@ def correlation_with_ci(x: Sequence[Any], y: Sequence[Any], *, n_boot: int = N_B
 
 
 # --- Krippendorff's alpha -------------------------------------------------------------------
-
-def coincidence_matrix(units: Sequence[Sequence[Any]], values: Sequence[Any]) -> np.ndarray:
-    """Coincidence matrix o[c, k] over the given ordered value scale.
-
-    ``units``: per unit (item) the values given by its raters (None / NaN = missing). Units with
-    fewer than two values are not pairable and drop out. Each ordered pair of values from
-    different raters in a unit of m values adds 1 / (m - 1).
-    """
-    index = {v: i for i, v in enumerate(values)}
-    k = len(values)
-    o = np.zeros((k, k))
-    for unit in units:
-        vals = [v for v in unit if v is not None and not (isinstance(v, float) and np.isnan(v))]
-        m = len(vals)
-        if m < 2:
-            continue
-        counts = np.zeros(k)
-        for v in vals:
-            counts[index[int(v) if isinstance(v, float) and float(v).is_integer() else v]] += 1
-        pair = np.outer(counts, counts) - np.diag(counts)
-        o += pair / (m - 1)
-    return o
-
-
-def _delta2(values: Sequence[Any], n_c: np.ndarray, metric: str) -> np.ndarray:
-    k = len(values)
-    if metric == "nominal":
-        return 1.0 - np.eye(k)
-    if metric == "interval":
-        v = np.asarray(values, dtype=np.float64)
-        return (v[:, None] - v[None, :]) ** 2
-    if metric == "ordinal":
-        d = np.zeros((k, k))
-        cum = np.concatenate([[0.0], np.cumsum(n_c)])
-        for c in range(k):
-            for j in range(k):
-                lo, hi = min(c, j), max(c, j)
-                d[c, j] = (cum[hi + 1] - cum[lo] - (n_c[c] + n_c[j]) / 2) ** 2
-        return d
-    raise ValueError(f"unknown metric {metric!r}")
+# One implementation, annotation.reliability (the agreement page uses it too); here it gets the
+# note of an undefined value and a bootstrap over units.
 
 
 def krippendorff_alpha(
     units: Sequence[Sequence[Any]], *, values: Sequence[Any] = (1, 2, 3, 4, 5), metric: str = "ordinal"
 ) -> Correlation:
-    """Krippendorff's alpha from units x raters data (missing allowed), via the coincidence matrix.
+    """Krippendorff's alpha from units x raters data (missing allowed) on the scale ``values``.
 
-    alpha = 1 - (n - 1) * sum(o_ck * d_ck) / sum(n_c * n_k * d_ck). ``n`` of the result is the
-    number of pairable values.
+    ``n`` of the result is the number of pairable values.
     """
-    o = coincidence_matrix(units, values)
-    n_c = o.sum(axis=1)
-    n = float(n_c.sum())
+    o = reliability.coincidence_matrix(units, values)
+    n = o.pairable_values
     if n < 2:
         return Correlation(None, int(n), "too few pairable values")
-    d = _delta2(values, n_c, metric)
-    observed = float((o * d).sum())
-    expected = float((np.outer(n_c, n_c) * d).sum())
-    if expected == 0:
+    value = o.alpha(metric)
+    if value is None:
         return Correlation(None, int(round(n)), "undefined: all values identical")
-    return Correlation(1.0 - (n - 1) * observed / expected, int(round(n)))
+    return Correlation(value, int(round(n)))
 
 
 def _unit_coincidences(units: Sequence[Sequence[Any]], values: Sequence[Any]) -> np.ndarray:
@@ -316,7 +277,7 @@ def _unit_coincidences(units: Sequence[Sequence[Any]], values: Sequence[Any]) ->
     k = len(values)
     out = np.zeros((len(units), k * k))
     for u, unit in enumerate(units):
-        out[u] = coincidence_matrix([unit], values).ravel()
+        out[u] = reliability.coincidence_matrix([unit], values).counts.ravel()
     return out
 
 
@@ -333,14 +294,9 @@ def krippendorff_alpha_bootstrap(
     for start, w in resample_weights(len(units), n_boot, seed):
         o = (w.astype(np.float64) @ per_unit).reshape(-1, k, k)
         for r in range(o.shape[0]):
-            n_c = o[r].sum(axis=1)
-            n = float(n_c.sum())
-            if n < 2:
-                continue
-            d = _delta2(values, n_c, metric)
-            expected = float((np.outer(n_c, n_c) * d).sum())
-            if expected > 0:
-                out[start + r] = 1.0 - (n - 1) * float((o[r] * d).sum()) / expected
+            alpha = reliability.alpha_from_matrix(o[r], values, metric)
+            if alpha is not None:
+                out[start + r] = alpha
     return out
 
 

@@ -16,21 +16,9 @@ from __future__ import annotations
 import json
 import math
 import re
-import string
 from typing import Any, Iterable
 
-LETTERS = string.ascii_uppercase
-
-OSC_CRITERIA = (
-    "subject",
-    "object",
-    "action",
-    "osc_accuracy",
-    "osc_consistency",
-    "scene",
-    "realism",
-    "aesthetics",
-)
+from annotation.protocols import LETTERS, OSC_CRITERIA
 
 _WS = re.compile(r"\s+")
 _PUNCT_EDGES = " \t\r\n.,;:!?\"'`()[]{}"

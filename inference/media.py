@@ -5,13 +5,13 @@ to fit a bound (448x448 by default), cached on disk by (content hash, N, bound) 
 second job never decodes the same video twice. Images: resized to fit the same bound and
 optionally cropped to an annotated box `[x, y, width, height]` in image pixels.
 
-A video ffmpeg cannot read raises `MediaError` with a message naming the file; callers fail that
-item only.
+Videos are probed (exact frame count, no decoding) by annotation.media_probe, which holds the one
+probe, ffmpeg_exe, file hash and `MediaError` of both apps. A video ffmpeg cannot read raises
+`MediaError` with a message naming the file; callers fail that item only.
 """
 from __future__ import annotations
 
 import base64
-import hashlib
 import io
 import json
 import os
@@ -25,34 +25,15 @@ import ffmpeg
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
+from annotation.media_probe import MediaError, VideoInfo, ffmpeg_exe, last_line, probe_video, sha256_of
+
 DEFAULT_BOUND = (448, 448)
 JPEG_QUALITY = 90
 CACHE_FORMAT = 1  # bump when the cached layout or the resizing changes
 
 
-class MediaError(RuntimeError):
-    """A media file cannot be read or prepared; the item that needs it fails with this message."""
-
-
 class FrameCountMismatch(MediaError):
     """ffmpeg returned fewer frames than asked for (the frame count used was wrong)."""
-
-
-def ffmpeg_exe() -> str:
-    exe = shutil.which("ffmpeg")
-    if exe:
-        return exe
-    import imageio_ffmpeg  # bundles a static ffmpeg when the system has none
-
-    return imageio_ffmpeg.get_ffmpeg_exe()
-
-
-def file_sha256(path: str | os.PathLike) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def fit_within(width: int, height: int, bound: tuple[int, int]) -> tuple[int, int]:
@@ -71,55 +52,6 @@ def uniform_indices(total: int, n: int) -> list[int]:
     return [int((i + 0.5) * total / n) for i in range(n)]
 
 
-@dataclass(frozen=True)
-class VideoInfo:
-    width: int
-    height: int
-    frame_count: int
-    duration: float | None
-
-
-def probe_video(path: str | os.PathLike) -> VideoInfo:
-    """Size and exact frame count (packets counted by ffprobe, no decoding)."""
-    name = Path(path).name
-    if not Path(path).is_file():
-        raise MediaError(f"video {name} does not exist")
-    try:
-        info = ffmpeg.probe(str(path), count_packets=None, select_streams="v:0")
-    except ffmpeg.Error as exc:
-        raise MediaError(f"ffmpeg cannot read video {name}: {_last_line(exc.stderr)}") from None
-    except FileNotFoundError:  # no ffprobe: fall back to the bundled ffmpeg's counter
-        return _probe_without_ffprobe(path)
-    streams = info.get("streams") or []
-    if not streams:
-        raise MediaError(f"ffmpeg cannot read video {name}: no video stream")
-    stream = streams[0]
-    count = int(stream.get("nb_read_packets") or stream.get("nb_frames") or 0)
-    if count <= 0:
-        raise MediaError(f"ffmpeg cannot read video {name}: no frames")
-    duration = stream.get("duration") or info.get("format", {}).get("duration")
-    return VideoInfo(int(stream["width"]), int(stream["height"]), count, float(duration) if duration else None)
-
-
-def _probe_without_ffprobe(path) -> VideoInfo:
-    import imageio_ffmpeg
-
-    try:
-        count, secs = imageio_ffmpeg.count_frames_and_secs(str(path))
-        reader = imageio_ffmpeg.read_frames(str(path))
-        meta = next(reader)
-        reader.close()
-    except Exception as exc:  # imageio raises RuntimeError / OSError with ffmpeg's message
-        raise MediaError(f"ffmpeg cannot read video {Path(path).name}: {exc}") from None
-    width, height = meta["size"]
-    return VideoInfo(int(width), int(height), int(count), float(secs))
-
-
-def _last_line(stderr: bytes | None) -> str:
-    lines = [ln.strip() for ln in (stderr or b"").decode(errors="replace").splitlines() if ln.strip()]
-    return lines[-1] if lines else "unknown error"
-
-
 def decode_frames(path: str | os.PathLike, indices: list[int], size: tuple[int, int]) -> list[np.ndarray]:
     """Decode exactly the frames at `indices`, scaled to `size`, in one ffmpeg pass."""
     width, height = size
@@ -133,7 +65,7 @@ def decode_frames(path: str | os.PathLike, indices: list[int], size: tuple[int, 
     try:
         out, _ = stream.run(cmd=ffmpeg_exe(), capture_stdout=True, capture_stderr=True)
     except ffmpeg.Error as exc:
-        raise MediaError(f"ffmpeg cannot decode video {Path(path).name}: {_last_line(exc.stderr)}") from None
+        raise MediaError(f"ffmpeg cannot decode video {Path(path).name}: {last_line(exc.stderr, 'unknown error')}") from None
     frame_bytes = width * height * 3
     got = len(out) // frame_bytes
     if got != len(indices):
@@ -176,7 +108,7 @@ def sample_frames(
     """N uniformly spaced frames of a video, cached under cache_root/frames/<hash>/<n>_<w>x<h>/."""
     if n < 1:
         raise ValueError("n must be at least 1")
-    digest = content_hash or file_sha256(path)
+    digest = content_hash or sha256_of(path)[0]
     folder = Path(cache_root) / "frames" / digest[:2] / digest / f"v{CACHE_FORMAT}_{n}_{bound[0]}x{bound[1]}"
     meta_path = folder / "frames.json"
     if meta_path.is_file():

@@ -5,11 +5,11 @@
   "flags"}``.
 
 Each line becomes one `Annotation` with ``external_rater`` set (no platform user) and
-``source="import"``. Same all-or-nothing, two-pass, streaming scheme as the item importer: the
-(item, rater) pair is unique; re-importing an identical line changes nothing, a different result
-for an existing pair is refused. Each new annotation counts toward the item's
-``annotation_count``; a pending item that reaches the project's ``annotations_per_item`` becomes
-annotated.
+``source="import"``, its result in the form a submit of it stores (annotation.canonical). Same
+all-or-nothing, two-pass, streaming scheme as the item importer: the (item, rater) pair is
+unique; re-importing an identical line changes nothing, a different result for an existing pair
+is refused. Each new annotation counts toward the item's ``annotation_count``; a pending item
+that reaches the project's ``annotations_per_item`` becomes annotated.
 """
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ from django.db.models import F
 from annotation.models import Annotation, Item, ItemStatus, Project
 
 from .common import ErrorLog, ImportRefused, KeySeen, parse_json_line, report_duplicates
-from .formats import CheckedAnnotation, check_qa_answer, check_rating
+from .annotation_lines import CheckedAnnotation, check_qa_answer, check_rating
+from .field_checks import FieldError
 from .sources import DirectorySource
 
 CHUNK = 1000
@@ -51,8 +52,6 @@ class AnnotationImportReport:
 
 
 def _check_line(project: Project, obj: Any, item_payload: dict | None) -> CheckedAnnotation | list:
-    from .formats import FieldError
-
     if not isinstance(obj, dict):
         return [FieldError("-", "a line must be a JSON object")]
     if project.protocol in RATING_PROTOCOLS:

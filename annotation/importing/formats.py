@@ -17,27 +17,32 @@ OSCBench items have no label fields (their labels are ratings, imported with
 Every protocol also accepts ``"gold": true`` (default false): the item is a gold item of the
 annotation queue, whose known answer scores annotators. Only a complete item has a known
 answer, so gold on a raw item (and on any OSCBench item) is refused.
+
+A known QA answer is stored in annotation.canonical's form (a raw ``"b"`` becomes ``"B"``), the
+form a reviewer's verification writes. Single field values are checked in field_checks.py; lines
+of annotations made elsewhere in annotation_lines.py.
 """
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from annotation import canonical
 from annotation.protocols import (
-    BOX_OUTCOMES,
     LETTERS,
     M3VERSE_CAPABILITIES,
     MEDIA_FIELDS,
-    OSC_CRITERIA,
-    OSC_NULLABLE,
+    OSC_SCENARIOS,
     PROTOCOLS,
-    QA_FLAGS,
+    QA_FORMATS,
     STATUS_CATEGORIES,
     STATUS_DIFFERENCES,
     VISUALTRANS_SUBTASKS,
 )
+
+from . import field_checks as fields
+from .field_checks import FieldError
 
 # Keys every protocol accepts besides its own fields (none of them goes into the payload).
 COMMON_KEYS = ("id", "split", "tags", "gold")
@@ -45,15 +50,7 @@ COMMON_KEYS = ("id", "split", "tags", "gold")
 EXPORT_ONLY_KEYS = ("resolved",)
 ID_MAX = 200
 SPLIT_RE = re.compile(r"^[A-Za-z0-9_.-]{1,50}$")
-OSC_SCENARIOS = ("regular", "novel", "compositional")
-VISUALTRANS_FORMATS = ("choice", "count", "set")
 M3VERSE_CONTEXTS = ("intra", "inter")
-
-
-@dataclass(frozen=True)
-class FieldError:
-    field: str
-    reason: str
 
 
 @dataclass(slots=True)
@@ -70,109 +67,6 @@ class CheckedItem:
     gold: bool = False
 
 
-class _Invalid(Exception):
-    def __init__(self, reason: str):
-        self.reason = reason
-
-
-# --- value checks: each returns the value or raises _Invalid ------------------------------------
-
-
-def _text(value: Any, *, max_len: int = 2000) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise _Invalid("must be a non-empty string")
-    if len(value) > max_len:
-        raise _Invalid(f"longer than {max_len} characters")
-    return value
-
-
-def _choice(options: tuple[str, ...]) -> Callable[[Any], str]:
-    def check(value: Any) -> str:
-        if value not in options:
-            raise _Invalid(f"must be one of {', '.join(options)}")
-        return value
-
-    return check
-
-
-def _media_path(value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise _Invalid("must be a relative media path (a non-empty string)")
-    if len(value) > 500:
-        raise _Invalid("path longer than 500 characters")
-    return value
-
-
-def _image_list(value: Any) -> list[str]:
-    if not isinstance(value, list) or len(value) < 2:
-        raise _Invalid("must be a list of at least 2 image paths (initial, final, …)")
-    return [_media_path(v) for v in value]
-
-
-def _text_list(*, exactly: int | None = None, min_len: int = 0) -> Callable[[Any], list[str]]:
-    def check(value: Any) -> list[str]:
-        if not isinstance(value, list):
-            raise _Invalid("must be a list of strings")
-        if exactly is not None and len(value) != exactly:
-            raise _Invalid(f"must hold exactly {exactly} strings, got {len(value)}")
-        if len(value) < min_len:
-            raise _Invalid(f"must hold at least {min_len} strings")
-        for v in value:
-            _text(v)
-        return value
-
-    return check
-
-
-def _bbox(value: Any) -> Any:
-    if isinstance(value, str):
-        if value not in BOX_OUTCOMES:
-            raise _Invalid(f"must be [x, y, width, height] or one of {', '.join(BOX_OUTCOMES)}")
-        return value
-    if not isinstance(value, list) or len(value) != 4:
-        raise _Invalid("must be [x, y, width, height] in image pixels")
-    for v in value:
-        if type(v) not in (int, float) or not math.isfinite(v):  # type(): bool is not a coordinate
-            raise _Invalid("must be [x, y, width, height] in image pixels")
-    x, y, w, h = value
-    if x < 0 or y < 0 or w <= 0 or h <= 0:
-        raise _Invalid("needs x, y >= 0 and width, height > 0")
-    return value
-
-
-def _boolean(value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise _Invalid("must be true or false")
-    return value
-
-
-def _subset(options: tuple[str, ...]) -> Callable[[Any], list[str]]:
-    def check(value: Any) -> list[str]:
-        if not isinstance(value, list) or not value:
-            raise _Invalid(f"must be a non-empty list drawn from {', '.join(options)}")
-        bad = [v for v in value if v not in options]
-        if bad:
-            raise _Invalid(f"unknown value {bad[0]!r}; allowed: {', '.join(options)}")
-        if len(set(value)) != len(value):
-            raise _Invalid("lists a value twice")
-        return value
-
-    return check
-
-
-def _options(value: Any) -> list[str]:
-    if not isinstance(value, list) or len(value) < 2:
-        raise _Invalid("must be a list of at least 2 option strings (A = first)")
-    if len(value) > len(LETTERS):
-        raise _Invalid(f"at most {len(LETTERS)} options")
-    for v in value:
-        _text(v)
-    return value
-
-
-_any_text = _text  # any non-empty string of the default maximum length
-
-
 @dataclass(frozen=True)
 class ProtocolSpec:
     required: dict[str, Callable[[Any], Any]]
@@ -181,6 +75,8 @@ class ProtocolSpec:
     labels_required: tuple[str, ...]
     # Checks across fields of a complete item: returns errors.
     cross: Callable[[dict[str, Any]], list[FieldError]] | None = None
+    # Rewrites a valid payload's values into the stored form (QA answers: annotation.canonical).
+    canonical: Callable[[dict[str, Any]], None] | None = None
 
     @property
     def all_fields(self) -> set[str]:
@@ -209,6 +105,16 @@ def _visualtrans_cross(p: dict[str, Any]) -> list[FieldError]:
     return []
 
 
+def _qa_answer_canonical(protocol: str) -> Callable[[dict[str, Any]], None]:
+    """The item's known answer as annotation.canonical stores it ("b" -> "B", ["C", "A"] -> ["A", "C"])."""
+
+    def rewrite(payload: dict[str, Any]) -> None:
+        if payload.get("answer") is not None:
+            payload["answer"] = canonical.payload_answer(protocol, payload)
+
+    return rewrite
+
+
 def _m3verse_cross(p: dict[str, Any]) -> list[FieldError]:
     options, answer = p.get("options") or [], p.get("answer")
     allowed = LETTERS[: len(options)]
@@ -225,53 +131,60 @@ def _m3verse_cross(p: dict[str, Any]) -> list[FieldError]:
 
 SPECS: dict[str, ProtocolSpec] = {
     "status": ProtocolSpec(
-        required={"image_a": _media_path, "image_b": _media_path},
+        required={"image_a": fields.media_path, "image_b": fields.media_path},
         optional={},
         labels={
-            "state_a": _any_text,
-            "state_b": _any_text,
-            "change": _any_text,
-            "change_distractors": _text_list(exactly=3),
-            "category": _choice(STATUS_CATEGORIES),
-            "difference": _choice(STATUS_DIFFERENCES),
+            "state_a": fields.any_text,
+            "state_b": fields.any_text,
+            "change": fields.any_text,
+            "change_distractors": fields.text_list(exactly=3),
+            "category": fields.choice(STATUS_CATEGORIES),
+            "difference": fields.choice(STATUS_DIFFERENCES),
         },
         labels_required=("state_a", "state_b", "change", "change_distractors", "category", "difference"),
     ),
     "changeit": ProtocolSpec(
-        required={"image": _media_path, "object": _any_text, "state": _any_text},
-        optional={"distractors": _text_list()},
-        labels={"bbox": _bbox},
+        required={"image": fields.media_path, "object": fields.any_text, "state": fields.any_text},
+        optional={"distractors": fields.text_list()},
+        labels={"bbox": fields.bbox},
         labels_required=("bbox",),
     ),
     # A QA item's question (with its format and options) defines the task, so even a raw item
     # carries it; the label is the answer (plus the metadata scoring needs).
     "visualtrans": ProtocolSpec(
-        required={"images": _image_list, "question": _any_text, "format": _choice(VISUALTRANS_FORMATS)},
-        optional={"scene": _any_text, "options": _options, "subtask": _choice(VISUALTRANS_SUBTASKS)},
+        required={"images": fields.image_list, "question": fields.any_text, "format": fields.choice(QA_FORMATS)},
+        optional={"scene": fields.any_text, "options": fields.options, "subtask": fields.choice(VISUALTRANS_SUBTASKS)},
         labels={"answer": lambda v: v},  # checked against format in _visualtrans_cross
         labels_required=("answer", "subtask"),
         cross=_visualtrans_cross,
+        canonical=_qa_answer_canonical("visualtrans"),
     ),
     "m3verse": ProtocolSpec(
-        required={"video_before": _media_path, "video_after": _media_path, "question": _any_text, "options": _options},
+        required={
+            "video_before": fields.media_path,
+            "video_after": fields.media_path,
+            "question": fields.any_text,
+            "options": fields.options,
+        },
         optional={
-            "context": _choice(M3VERSE_CONTEXTS),
-            "capabilities": _subset(M3VERSE_CAPABILITIES),
-            "hallucination": _boolean,
+            "context": fields.choice(M3VERSE_CONTEXTS),
+            "capabilities": fields.subset(M3VERSE_CAPABILITIES),
+            "hallucination": fields.boolean,
         },
         labels={"answer": lambda v: v},  # checked against options in _m3verse_cross
         labels_required=("answer", "context", "capabilities"),
         cross=_m3verse_cross,
+        canonical=_qa_answer_canonical("m3verse"),
     ),
     "oscbench": ProtocolSpec(
-        required={"video": _media_path, "prompt": _any_text},
+        required={"video": fields.media_path, "prompt": fields.any_text},
         optional={
-            "generator": _any_text,
-            "scenario": _choice(OSC_SCENARIOS),
-            "action": _any_text,
-            "action_category": _any_text,
-            "object": _any_text,
-            "object_category": _any_text,
+            "generator": fields.any_text,
+            "scenario": fields.choice(OSC_SCENARIOS),
+            "action": fields.any_text,
+            "action_category": fields.any_text,
+            "object": fields.any_text,
+            "object_category": fields.any_text,
         },
         labels={},
         labels_required=(),
@@ -283,7 +196,8 @@ _ALLOWED_KEYS = {p: frozenset(_ALL_FIELDS[id(spec)] | set(COMMON_KEYS) | set(EXP
 _OTHER_CHECKS = {p: {**spec.optional, **spec.labels} for p, spec in SPECS.items()}
 _split_match = SPLIT_RE.match
 # Per protocol, what `_check_valid` walks: (required (name, check) pairs, allowed keys, optional
-# and label checks by key, label names, labels required of a complete item, cross check, media fields).
+# and label checks by key, label names, labels required of a complete item, cross check, rewrite
+# into the stored form, media fields).
 _COMPILED = {
     p: (
         tuple(spec.required.items()),
@@ -292,6 +206,7 @@ _COMPILED = {
         tuple(spec.labels),
         spec.labels_required,
         spec.cross,
+        spec.canonical,
         tuple(MEDIA_FIELDS[p].items()),
     )
     for p, spec in SPECS.items()
@@ -314,7 +229,7 @@ def check_item(protocol: str, obj: Any, *, verified: bool = False) -> CheckedIte
 
 def _check_valid(compiled: tuple, obj: dict[str, Any], verified: bool) -> CheckedItem | None:
     """`_check_item_full` for a line without errors: the same CheckedItem, or None at any error."""
-    required, allowed, others, labels, labels_required, cross, media_fields = compiled
+    required, allowed, others, labels, labels_required, cross, canon, media_fields = compiled
     get = obj.get
     external_id = get("id")
     if (
@@ -356,7 +271,7 @@ def _check_valid(compiled: tuple, obj: dict[str, Any], verified: bool) -> Checke
                     payload[key] = check(value)
             elif key not in allowed:
                 return None
-    except _Invalid:
+    except fields.Invalid:
         return None
     complete = False
     for name in labels:
@@ -369,6 +284,8 @@ def _check_valid(compiled: tuple, obj: dict[str, Any], verified: bool) -> Checke
                 return None
     if cross is not None and cross(payload):
         return None
+    if canon is not None:
+        canon(payload)
     if gold and not complete:
         return None
     media: list[tuple[str, str, str]] = []
@@ -414,7 +331,7 @@ def _check_item_full(protocol: str, obj: Any, *, verified: bool = False) -> Chec
             continue
         try:
             payload[name] = check(value)
-        except _Invalid as exc:
+        except fields.Invalid as exc:
             errors.append(FieldError(name, exc.reason))
     # One walk over the line's keys: unknown ones are errors, optional and label fields checked.
     allowed, others = _ALLOWED_KEYS[protocol], _OTHER_CHECKS[protocol]
@@ -424,7 +341,7 @@ def _check_item_full(protocol: str, obj: Any, *, verified: bool = False) -> Chec
             if value is not None:
                 try:
                     payload[key] = check(value)
-                except _Invalid as exc:
+                except fields.Invalid as exc:
                     errors.append(FieldError(key, exc.reason))
         elif key not in allowed:
             errors.append(FieldError(key, f"unknown field for protocol {protocol}"))
@@ -451,6 +368,8 @@ def _check_item_full(protocol: str, obj: Any, *, verified: bool = False) -> Chec
             )
     if errors:
         return errors
+    if spec.canonical is not None:
+        spec.canonical(payload)
 
     media: list[tuple[str, str, str]] = []
     for name, kind in MEDIA_FIELDS[protocol].items():
@@ -469,123 +388,6 @@ def _check_item_full(protocol: str, obj: Any, *, verified: bool = False) -> Chec
     )
 
 
-def check_media_path(relpath: str) -> str | None:
-    """Reason a relative media path is refused before touching the disk, or None when fine."""
-    if "\x00" in relpath:
-        return "path contains a NUL byte"
-    if relpath.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", relpath):
-        return "absolute paths are refused; give a path relative to the media root"
-    parts = re.split(r"[/\\]", relpath)
-    if any(part == ".." for part in parts):
-        return "path leaves the media root ('..')"
-    return None
-
-
-def check_box_inside(bbox: Any, width: int | None, height: int | None) -> str | None:
-    """A box must lie inside its image (boxes are stored clipped to the image)."""
-    if not isinstance(bbox, list) or width is None or height is None:
-        return None
-    x, y, w, h = bbox
-    eps = 1e-6
-    if x + w > width + eps or y + h > height + eps:
-        return f"box [{x}, {y}, {w}, {h}] leaves the {width}×{height} image"
-    return None
-
-
-# --- human annotations from elsewhere ---------------------------------------------------------
-
-
-@dataclass
-class CheckedAnnotation:
-    item: str
-    rater: str
-    result: dict[str, Any]
-
-
-def check_rating(obj: dict[str, Any]) -> CheckedAnnotation | list[FieldError]:
-    """`{"item", "rater", "scores": {criterion: 1..5 or null}}` with every OSCBench criterion."""
-    errors: list[FieldError] = []
-    for key in obj:
-        if key not in ("item", "rater", "scores"):
-            errors.append(FieldError(key, "unknown field for a rating"))
-    item, rater = obj.get("item"), obj.get("rater")
-    if not isinstance(item, str) or not item:
-        errors.append(FieldError("item", "required, the item id (a string)"))
-    if not isinstance(rater, str) or not rater.strip() or len(rater) > 200:
-        errors.append(FieldError("rater", "required, a rater id string of at most 200 characters"))
-    scores = obj.get("scores")
-    if not isinstance(scores, dict):
-        errors.append(FieldError("scores", "required, an object criterion -> 1..5 or null"))
-    else:
-        for key in scores:
-            if key not in OSC_CRITERIA:
-                errors.append(FieldError(f"scores.{key}", f"unknown criterion; allowed: {', '.join(OSC_CRITERIA)}"))
-        for criterion in OSC_CRITERIA:
-            if criterion not in scores:
-                errors.append(FieldError(f"scores.{criterion}", "missing (give null for N/A where allowed)"))
-                continue
-            value = scores[criterion]
-            if value is None:
-                if criterion not in OSC_NULLABLE:
-                    errors.append(FieldError(f"scores.{criterion}", "may not be null (only subject and scene may be N/A)"))
-            elif not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 5:
-                errors.append(FieldError(f"scores.{criterion}", "must be an integer 1..5"))
-    if errors:
-        return errors
-    return CheckedAnnotation(item=item, rater=rater, result={"scores": {c: scores[c] for c in OSC_CRITERIA}})
-
-
-def check_qa_answer(obj: dict[str, Any], protocol: str, item_payload: dict[str, Any] | None) -> CheckedAnnotation | list[FieldError]:
-    """`{"item", "annotator", "answer", "flags": [...]}`; the answer is checked against the item.
-
-    A null answer is allowed only together with at least one flag (e.g. insufficient_evidence).
-    """
-    errors: list[FieldError] = []
-    for key in obj:
-        if key not in ("item", "annotator", "answer", "flags"):
-            errors.append(FieldError(key, "unknown field for a QA answer"))
-    item, annotator = obj.get("item"), obj.get("annotator")
-    if not isinstance(item, str) or not item:
-        errors.append(FieldError("item", "required, the item id (a string)"))
-    if not isinstance(annotator, str) or not annotator.strip() or len(annotator) > 200:
-        errors.append(FieldError("annotator", "required, an annotator id string of at most 200 characters"))
-    flags = obj.get("flags", [])
-    if not isinstance(flags, list) or any(f not in QA_FLAGS for f in flags) or len(set(flags)) != len(flags):
-        errors.append(FieldError("flags", f"must be a list drawn from {', '.join(QA_FLAGS)}, each once"))
-    answer = obj.get("answer")
-    if answer is None:
-        if not flags:
-            errors.append(FieldError("answer", "required (null only together with a flag)"))
-    elif item_payload is not None:
-        reason = _qa_answer_reason(protocol, answer, item_payload)
-        if reason:
-            errors.append(FieldError("answer", reason))
-    if errors:
-        return errors
-    return CheckedAnnotation(item=item, rater=annotator, result={"answer": answer, "flags": list(flags)})
-
-
-def _qa_answer_reason(protocol: str, answer: Any, payload: dict[str, Any]) -> str | None:
-    options = payload.get("options") or []
-    allowed = LETTERS[: len(options)]
-    if protocol == "m3verse":
-        letters = [a.strip() for a in answer.split(",")] if isinstance(answer, str) else answer
-        if not isinstance(letters, list) or not letters or not all(isinstance(a, str) and a in allowed for a in letters):
-            return f"must be a list of option letters in A–{allowed[-1] if allowed else 'A'}"
-        return None
-    fmt = payload.get("format")
-    if fmt == "choice":
-        if not isinstance(answer, str) or answer.strip().upper() not in allowed:
-            return f"must be one option letter in A–{allowed[-1] if allowed else 'A'}"
-    elif fmt == "count":
-        if not isinstance(answer, int) or isinstance(answer, bool) or answer < 0:
-            return "must be a non-negative integer"
-    elif fmt == "set":
-        if not isinstance(answer, list) or not all(isinstance(a, str) for a in answer):
-            return "must be a list of strings"
-    return None
-
-
 def extract_item(protocol: str, obj: dict[str, Any]) -> CheckedItem:
     """The write pass's cheap twin of `check_item` for a line that already passed it.
 
@@ -595,6 +397,8 @@ def extract_item(protocol: str, obj: dict[str, Any]) -> CheckedItem:
     spec = SPECS[protocol]
     skip = set(COMMON_KEYS) | set(EXPORT_ONLY_KEYS)
     payload = {k: v for k, v in obj.items() if k not in skip and v is not None}
+    if spec.canonical is not None:
+        spec.canonical(payload)
     media: list[tuple[str, str, str]] = []
     for name, kind in MEDIA_FIELDS[protocol].items():
         if kind == "images":

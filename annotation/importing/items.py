@@ -17,7 +17,7 @@ file and inserts batches of `BATCH` with ``bulk_create``. Media files stored for
 then fails are deleted again, so a refused or failed import leaves no trace. Lines identical to
 items already in the project are skipped. On PostgreSQL, imports into one project take turns: the
 transaction that writes the rows first takes an advisory lock keyed on the project (see
-`lock_project_for_import`), and only then are existing ids looked at, so a second import of the
+`copy_spool.lock_project_for_import`), and only then are existing ids looked at, so a second import of the
 same file waits and changes nothing (or, after IMPORT_LOCK_WAIT_S, is refused).
 
 Re-importing with ``verified`` promotes items already in the project with identical content
@@ -32,11 +32,7 @@ Memory holds one chunk of lines plus one entry per distinct media file, never th
 from __future__ import annotations
 
 import json
-import queue
 from array import array
-import tempfile
-import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,42 +45,14 @@ from annotation.media import MediaInfo, MediaRefused, assets_store, delete_store
 from annotation.models import Item, ItemStatus, Project
 
 from .common import ErrorLog, ImportRefused, KeySeen, parse_json_line, report_duplicates
-from .formats import CheckedItem, check_box_inside, check_item, extract_item
+from .copy_spool import CopySpool, media_map
+from .copy_spool import copy_text as _copy_text  # noqa: F401 -- annotation/releases.py imports it from here
+from .field_checks import check_box_inside
+from .formats import CheckedItem, check_item, extract_item
 from .sources import SourceError, open_source
 
 BATCH = 2000
-SPOOL_CHUNK = 1024 * 1024
 EXISTING_CHUNK = 1000
-# First key of the PostgreSQL advisory lock that serializes imports into one project ("STLI");
-# the second key is the project id.
-IMPORT_LOCK_CLASS = 0x53544C49
-
-
-def lock_project_for_import(cursor, project: Project) -> None:
-    """Take the per-project import lock in the cursor's transaction (held until it ends).
-
-    Two imports into one project would otherwise both find no existing ids and both write; the
-    second then fails on the unique (project, external_id) index. With the lock the second waits
-    until the first has committed (or rolled back), then compares against what is there: an
-    identical file changes nothing. After IMPORT_LOCK_WAIT_S seconds of waiting it is refused
-    with a clear message instead. PostgreSQL only; the caller skips it elsewhere.
-    """
-    deadline = time.monotonic() + float(getattr(settings, "IMPORT_LOCK_WAIT_S", 600))
-    delay = 0.02
-    while True:
-        cursor.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", [IMPORT_LOCK_CLASS, project.pk])
-        if cursor.fetchone()[0]:
-            return
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise ImportRefused(
-                [
-                    f"file: field -: another import into project {project.slug} is still running; "
-                    "nothing was written, try again once it has finished"
-                ]
-            )
-        time.sleep(min(delay, left))
-        delay = min(delay * 2, 0.25)
 
 
 @dataclass
@@ -118,21 +86,6 @@ def _status(checked: CheckedItem, verified: bool) -> str:
     return ItemStatus.ANNOTATED if checked.complete else ItemStatus.PENDING
 
 
-def _media_map(checked: CheckedItem, media: dict[str, MediaInfo]) -> dict[str, Any]:
-    """payload field -> sha256 (a list of sha256 for list fields such as VisualTrans images)."""
-    out: dict[str, Any] = {}
-    for field_name, relpath, _kind in checked.media_paths:
-        sha = media[relpath].sha256
-        if isinstance(checked.payload[field_name], list):
-            out.setdefault(field_name, []).append(sha)
-        else:
-            out[field_name] = sha
-    return out
-
-
-# json.dumps's output with its default options, without the per-call set-up and the circular
-# reference check (a decoded JSON line holds no cycles).
-_json_encode = json.JSONEncoder(check_circular=False).encode
 # The scanner json.loads uses (same options as its default decoder), called directly.
 _json_scan = json.JSONDecoder().scan_once
 _PENDING = ItemStatus.PENDING.value
@@ -143,200 +96,6 @@ _STATUS_TEXT = {
     (False, True): ItemStatus.ANNOTATED.value,
     (False, False): ItemStatus.PENDING.value,
 }
-
-
-def _copy_text(value: str) -> str:
-    """Escape a value for PostgreSQL's COPY text format (JSON text only ever needs the backslash)."""
-    if "\\" in value or "\t" in value or "\n" in value or "\r" in value:
-        value = value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
-    return value
-
-
-def _copy_constant(value: Any) -> str:
-    if value is None:
-        return "\\N"
-    if isinstance(value, bool):
-        return "t" if value else "f"
-    if isinstance(value, (int, float)):
-        return str(value)
-    if hasattr(value, "isoformat"):
-        return value.isoformat()
-    if hasattr(value, "obj"):  # psycopg Jsonb adapter of a JSONField default
-        value = value.obj
-    if isinstance(value, (dict, list)):
-        return _copy_text(json.dumps(value))
-    return _copy_text(str(value))
-
-
-class _CopySpool:
-    """Rows accepted by pass 1, encoded once for COPY, sent in 1 MiB chunks either to a live
-    writer thread (see `_LiveCopy`) or to a temporary file copied after pass 1. The write never
-    re-parses the JSONL nor adapts values row by row, and memory stays flat (a bounded queue, or
-    the file on disk).
-    """
-
-    COLUMNS = ("project_id", "external_id", "payload", "media", "status", "split", "tags", "is_gold")
-    SET_BY_IMPORT = (
-        "project", "external_id", "payload", "media", "status", "split", "tags", "is_gold", "created_at", "updated_at"
-    )
-
-    def __init__(self, project: Project):
-        now = timezone.now()
-        others = [f for f in Item._meta.concrete_fields if not f.primary_key and f.name not in self.SET_BY_IMPORT]
-        self.columns = [*self.COLUMNS, "created_at", "updated_at", *(f.column for f in others)]
-        # Fields the importer does not set (annotation_count, any added later) get their model
-        # default, rendered once.
-        constants = [now, now, *(f.get_db_prep_save(f.get_default(), connection) for f in others)]
-        self.suffix = "\t" + "\t".join(_copy_constant(v) for v in constants) + "\n"
-        self.prefix = f"{project.pk}\t"
-        cols = ", ".join(f'"{c}"' for c in self.columns)
-        self.sql = f'COPY "{Item._meta.db_table}" ({cols}) FROM STDIN'
-        self._media_json: dict[tuple, str] = {}
-        self.rows = 0
-        self._parts: list[str] = []  # rows of the chunk being built
-        self._size = 0  # their length in characters
-        # Live mode: a writer thread with its own connection runs the COPY while pass 1 is still
-        # validating, so PostgreSQL parses and indexes rows on the other core. It needs every row
-        # it references (the project) committed, so it is used only outside an atomic block.
-        self.live = not connection.in_atomic_block
-        if self.live:
-            self.writer = _LiveCopy(self.sql, project)
-            self.writer.start()
-            self._streaming = True
-        else:
-            Path(settings.CACHE_ROOT).mkdir(parents=True, exist_ok=True)
-            self.file = tempfile.TemporaryFile(dir=settings.CACHE_ROOT, prefix="import-spool-")
-
-    def lock_project(self, project: Project) -> None:
-        """Hold the per-project import lock in the transaction that will write the rows."""
-        if self.live:
-            self.writer.locked.wait()
-            if self.writer.error is not None:
-                raise self.writer.error
-        else:
-            with connection.cursor() as cur:
-                lock_project_for_import(cur, project)
-
-    def add(self, checked: CheckedItem, media: dict[str, MediaInfo], status: str) -> None:
-        paths = checked.media_paths
-        key = paths[0][1] if len(paths) == 1 else tuple([p for _f, p, _k in paths])
-        media_json = self._media_json.get(key)
-        if media_json is None:
-            if len(self._media_json) > 50_000:
-                self._media_json.clear()
-            media_json = self._media_json[key] = _copy_text(_json_encode(_media_map(checked, media)))
-        # JSON text holds no raw tab or newline: only its backslashes need escaping for COPY.
-        payload = _json_encode(checked.payload)
-        if "\\" in payload:
-            payload = payload.replace("\\", "\\\\")
-        tags = checked.tags
-        row = (
-            f"{self.prefix}{_copy_text(checked.external_id)}\t{payload}\t{media_json}\t{status}\t"
-            f"{_copy_text(checked.split)}\t{_copy_text(_json_encode(tags)) if tags else '[]'}\t"
-            f"{'t' if checked.gold else 'f'}{self.suffix}"
-        )
-        self._parts.append(row)
-        self._size += len(row)
-        self.rows += 1
-        if self._size >= SPOOL_CHUNK:
-            self._emit()
-
-    def _emit(self) -> None:
-        if self._parts:
-            chunk = "".join(self._parts).encode("utf-8")
-            self._parts = []
-            self._size = 0
-            if self.live:
-                self.writer.chunks.put(chunk)
-            else:
-                self.file.write(chunk)
-
-    def _end_stream(self) -> None:
-        if self.live and self._streaming:
-            self._emit()
-            self.writer.chunks.put(None)
-            self._streaming = False
-
-    def copy_into_db(self) -> None:
-        """Spool-file mode: stream the spooled rows to COPY on this connection."""
-        self._emit()
-        self.file.flush()
-        self.file.seek(0)
-        with connection.cursor() as cur:
-            with cur.cursor.copy(self.sql) as copy:
-                while chunk := self.file.read(SPOOL_CHUNK):
-                    copy.write(chunk)
-
-    def commit(self, before_commit) -> None:
-        """Live mode: end the COPY, run `before_commit` (media) in the writer's transaction, commit."""
-        self._end_stream()
-        self.writer.finish(before_commit)
-
-    def close(self) -> None:
-        if self.live:
-            if self.writer.is_alive():  # not committed: roll the writer's transaction back
-                self._end_stream()
-                self.writer.finish(None)
-        else:
-            self.file.close()
-
-
-class _Aborted(Exception):
-    pass
-
-
-class _LiveCopy(threading.Thread):
-    """Runs ``COPY … FROM STDIN`` on the thread's own database connection, fed by a queue.
-
-    Everything it writes stays in its transaction until `finish(before_commit)`: with a callable
-    it runs it (storing the media in the same transaction) and commits; with None it rolls back.
-    """
-
-    def __init__(self, sql: str, project: Project):
-        super().__init__(name="statelab-import-copy", daemon=True)
-        self.sql = sql
-        self.project = project
-        self.chunks: queue.Queue = queue.Queue(maxsize=16)
-        # Set once the per-project import lock is held (or taking it failed: `error` says why).
-        self.locked = threading.Event()
-        self._decided = threading.Event()
-        self._before_commit = None
-        self._stream_ended = False
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            with transaction.atomic():
-                with connection.cursor() as cur:
-                    try:
-                        lock_project_for_import(cur, self.project)
-                    finally:
-                        self.locked.set()
-                    with cur.cursor.copy(self.sql) as copy:
-                        while (chunk := self.chunks.get()) is not None:
-                            copy.write(chunk)
-                        self._stream_ended = True
-                self._decided.wait()
-                if self._before_commit is None:
-                    raise _Aborted
-                self._before_commit()
-        except _Aborted:
-            pass
-        except BaseException as exc:  # reported to the importing thread by lock_project() or finish()
-            self.error = exc
-            self.locked.set()
-            while not self._stream_ended and self.chunks.get() is not None:
-                pass  # keep the producer from blocking on a full queue
-            self._stream_ended = True
-        finally:
-            connection.close()
-
-    def finish(self, before_commit) -> None:
-        self._before_commit = before_commit
-        self._decided.set()
-        self.join()
-        if self.error is not None and before_commit is not None:
-            raise self.error
 
 
 class _Validation:
@@ -354,7 +113,7 @@ class _Validation:
         self.promote = array("q")  # ids of identical existing items a verified import promotes
         self.report = ItemImportReport()
         # On PostgreSQL rows are spooled for COPY; elsewhere (SQLite demo) pass 2 re-reads the file.
-        self.spool = _CopySpool(project) if connection.vendor == "postgresql" else None
+        self.spool = CopySpool(project) if connection.vendor == "postgresql" else None
         if self.spool is not None:
             try:  # before looking at existing ids: a concurrent import into the project finishes first
                 self.spool.lock_project(project)
@@ -482,7 +241,7 @@ class _Validation:
                     ("payload", payload == checked.payload),
                     ("split", split == checked.split),
                     ("tags", tags == checked.tags),
-                    ("media", media == _media_map(checked, self.media)),
+                    ("media", media == media_map(checked, self.media)),
                     ("gold", is_gold == checked.gold),
                 )
                 if not same
@@ -557,7 +316,7 @@ def _bulk_create_from_source(project: Project, source, validation: _Validation) 
                 project=project,
                 external_id=checked.external_id,
                 payload=checked.payload,
-                media=_media_map(checked, validation.media),
+                media=media_map(checked, validation.media),
                 status=_status(checked, validation.verified),
                 split=checked.split,
                 tags=checked.tags,

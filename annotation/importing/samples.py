@@ -14,7 +14,7 @@ from typing import Any
 
 from PIL import Image, ImageDraw
 
-from annotation.media import ffmpeg_exe
+from annotation.media_probe import ffmpeg_exe
 
 # (object, list of states in order of change, change verb phrase, distractor changes)
 SCENES = [

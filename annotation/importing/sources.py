@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator
 
 from .common import InvalidJSON
-from .formats import check_media_path
+from .field_checks import check_media_path
 
 READ_CHUNK = 1024 * 1024
 # A JSON document: characters read per refill, the longest one item may be, and how far into the

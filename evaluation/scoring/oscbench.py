@@ -15,11 +15,11 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from annotation.protocols import OSC_CRITERIA as CRITERIA
+from annotation.protocols import OSC_SCENARIOS as SCENARIOS
+
 from .common import ItemMatrix, bootstrap_cis, printed_means
 
-CRITERIA = ("subject", "object", "action", "osc_accuracy", "osc_consistency", "scene", "realism", "aesthetics")
-NULLABLE = ("subject", "scene")
-SCENARIOS = ("regular", "novel", "compositional")
 KEYS = CRITERIA
 PRIMARY = "osc_accuracy"
 PLACES = 3

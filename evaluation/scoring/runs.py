@@ -8,18 +8,18 @@ prediction that failed or could not be parsed.
 """
 from __future__ import annotations
 
-import string
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Hashable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from annotation.protocols import LETTERS
+
 from . import changeit, m3verse, oscbench, status, visualtrans
 from .answers import normalize_letter, parse_answer
 from .common import ItemMatrix
 
-LETTERS = string.ascii_uppercase
 PERCENT_PROTOCOLS = ("status", "changeit", "visualtrans", "m3verse")
 MODULES = {"status": status, "changeit": changeit, "visualtrans": visualtrans, "m3verse": m3verse, "oscbench": oscbench}
 

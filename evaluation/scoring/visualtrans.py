@@ -12,10 +12,11 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from annotation.protocols import VISUALTRANS_SUBTASKS as SUBTASKS
+
 from .answers import normalize_int, normalize_letter, normalize_set
 from .common import ItemMatrix, bootstrap_cis, nanmean_rows, percent
 
-SUBTASKS = ("fine_grained", "global", "intermediate", "causal", "planning", "quantitative")
 DIMENSIONS = {
     "spatial_mean": ("fine_grained", "global"),
     "procedural_mean": ("intermediate", "causal", "planning"),

@@ -7,6 +7,7 @@ from itertools import combinations, permutations
 import pytest
 
 from annotation import agreement as ag
+from annotation import reliability
 from annotation.protocols import OSC_CRITERIA
 
 N = None
@@ -22,11 +23,11 @@ CANONICAL = list(zip(
 
 @pytest.mark.parametrize("metric,published", [("nominal", 0.743), ("ordinal", 0.815), ("interval", 0.849), ("ratio", 0.797)])
 def test_alpha_reproduces_krippendorffs_published_example(metric, published):
-    assert round(ag.krippendorff_alpha(CANONICAL, metric), 3) == published
+    assert round(reliability.krippendorff_alpha(CANONICAL, metric), 3) == published
 
 
 def test_coincidence_matrix_of_the_canonical_example():
-    m = ag.coincidence_matrix(CANONICAL)
+    m = reliability.coincidence_matrix(CANONICAL)
     # Hand-counted from the paper's table: n_1 = 9, n_2 = 13, n_3 = 10, n_4 = 5, n_5 = 3; n = 40.
     marginals = {c: round(sum(v for (a, _b), v in m.items() if a == c), 6) for c in range(1, 6)}
     assert marginals == {1: 9.0, 2: 13.0, 3: 10.0, 4: 5.0, 5: 3.0}
@@ -36,16 +37,16 @@ def test_coincidence_matrix_of_the_canonical_example():
 
 def test_alpha_small_examples_computed_by_hand():
     # Units (1,2), (2,3), (1,3): n_c = 2 each; d2_12 = d2_23 = 4, d2_13 = 16; D_o = 8, D_e = 6.4.
-    assert ag.krippendorff_alpha([(1, 2), (2, 3), (1, 3)], "ordinal") == pytest.approx(-0.25)
+    assert reliability.krippendorff_alpha([(1, 2), (2, 3), (1, 3)], "ordinal") == pytest.approx(-0.25)
     # Units (1,1), (2,2), (1,2): alpha = 1 - (1/3) / 0.6 = 4/9 for nominal and ordinal alike.
-    assert ag.krippendorff_alpha([(1, 1), (2, 2), (1, 2)], "nominal") == pytest.approx(4 / 9)
-    assert ag.krippendorff_alpha([(1, 1), (2, 2), (1, 2)], "ordinal") == pytest.approx(4 / 9)
-    assert ag.krippendorff_alpha([(3, 3), (5, 5), (1, 1, N)], "ordinal") == 1.0
+    assert reliability.krippendorff_alpha([(1, 1), (2, 2), (1, 2)], "nominal") == pytest.approx(4 / 9)
+    assert reliability.krippendorff_alpha([(1, 1), (2, 2), (1, 2)], "ordinal") == pytest.approx(4 / 9)
+    assert reliability.krippendorff_alpha([(3, 3), (5, 5), (1, 1, N)], "ordinal") == 1.0
 
 
 def test_alpha_is_undefined_without_pairs_or_variation():
-    assert ag.krippendorff_alpha([(1, N), (N, 4)], "ordinal") is None
-    assert ag.krippendorff_alpha([(2, 2), (2, 2, 2)], "ordinal") is None
+    assert reliability.krippendorff_alpha([(1, N), (N, 4)], "ordinal") is None
+    assert reliability.krippendorff_alpha([(2, 2), (2, 2, 2)], "ordinal") is None
 
 
 def _alpha_pairwise(units, metric):
@@ -75,7 +76,7 @@ def _alpha_pairwise(units, metric):
 ])
 @pytest.mark.parametrize("metric", ["ordinal", "interval"])
 def test_alpha_matches_an_independent_pairwise_computation(units, metric):
-    assert ag.krippendorff_alpha(units, metric) == pytest.approx(_alpha_pairwise(units, metric), abs=1e-12)
+    assert reliability.krippendorff_alpha(units, metric) == pytest.approx(_alpha_pairwise(units, metric), abs=1e-12)
 
 
 def test_rating_summary_per_criterion_with_n_items():
@@ -85,7 +86,7 @@ def test_rating_summary_per_criterion_with_n_items():
         [{"scores": {"subject": 1, "object": None}}, {"scores": {"subject": 3, "object": 2}}],
     ]
     out = ag.rating_summary(items, criteria=("subject", "object"))["criteria"]
-    assert out["subject"] == {"alpha": round(ag.krippendorff_alpha([(1, 2), (2, 3), (1, 3)]), 4), "n_items": 3}
+    assert out["subject"] == {"alpha": round(reliability.krippendorff_alpha([(1, 2), (2, 3), (1, 3)]), 4), "n_items": 3}
     assert out["subject"]["alpha"] == -0.25
     assert out["object"] == {"alpha": 1.0, "n_items": 2}
 
@@ -216,7 +217,7 @@ def test_streamed_project_agreement_matches_the_list_summaries(workflow):
     if workflow == "rating":
         for c in OSC_CRITERIA:
             units = [[(r["scores"]).get(c) for r in results] for results in items]
-            alpha = ag.krippendorff_alpha(units, "ordinal")
+            alpha = reliability.krippendorff_alpha(units, "ordinal")
             assert expected["criteria"][c]["alpha"] == (None if alpha is None else round(alpha, 4))
     # ann0 is in every item with a second annotator: its mean over its pairs, computed directly.
     scores = [ag.pair_agreement(workflow, results[0], other) for results in items for other in results[1:]]

@@ -111,8 +111,9 @@ def test_blind_qa_answers_are_checked_against_the_item(m3, tmp_path):
     ]
     report = annotations_import(project=m3, path=write_lines(tmp_path / "qa.jsonl", good))
     assert report.created == 3
+    # Stored as a submit of the same answer stores it (annotation.canonical), not as written.
     assert Annotation.objects.get(external_rater="h1", item__external_id="m3verse-00001").result == {
-        "answer": "A,C",
+        "answer": ["A", "C"],
         "flags": ["ambiguous"],
     }
     bad = [

@@ -14,7 +14,7 @@ from django.core.management import call_command
 from django.db import connection, connections, transaction
 
 from annotation.importing import ImportRefused, items_import
-from annotation.importing.items import IMPORT_LOCK_CLASS
+from annotation.importing.copy_spool import IMPORT_LOCK_CLASS
 from annotation.importing.samples import write_sample_dataset
 from annotation.models import Item, MediaAsset, Project
 

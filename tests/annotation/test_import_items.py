@@ -438,7 +438,7 @@ def test_zip_without_items_is_refused(status_project, tmp_path, _media_root):
 
 
 def test_failure_while_writing_rolls_back_items_assets_and_files(status_project, data_dir, monkeypatch, _media_root):
-    from annotation.importing.items import _CopySpool
+    from annotation.importing.copy_spool import CopySpool as _CopySpool
 
     path = write_sample_dataset(data_dir, "status", 5)
     copy_into_db = _CopySpool.copy_into_db

@@ -83,13 +83,13 @@ def test_live_copy_rolls_back_when_a_late_line_is_bad(tmp_path, make_project, mo
     """Outside a transaction rows stream to PostgreSQL while pass 1 runs; a bad last line must
     still leave nothing behind (the writer's transaction is rolled back)."""
     from annotation.importing import ImportRefused, items_import
-    from annotation.importing import items as importer
+    from annotation.importing import copy_spool as importer
     from annotation.models import MediaAsset
 
     started = []
-    original_start = importer._LiveCopy.start
+    original_start = importer.LiveCopy.start
     monkeypatch.setattr(importer, "SPOOL_CHUNK", 4096)  # many chunks reach the server before the error
-    monkeypatch.setattr(importer._LiveCopy, "start", lambda self: (started.append(self), original_start(self))[1])
+    monkeypatch.setattr(importer.LiveCopy, "start", lambda self: (started.append(self), original_start(self))[1])
     project = make_project("live", "changeit")
     data = tmp_path / "data"
     write_sample_media(data, "changeit")

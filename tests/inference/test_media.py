@@ -1,6 +1,7 @@
 import pytest
 from PIL import Image
 
+from annotation.media_probe import sha256_of
 from inference import media
 
 
@@ -33,7 +34,7 @@ def test_sample_frames_one_pass_exact_frames_and_cache(tmp_path):
     # Second call: served from the cache by (content hash, N, bound), without ffmpeg.
     folder = frames.paths[0].parent
     assert folder.name == f"v{media.CACHE_FORMAT}_4_448x448"
-    again = media.sample_frames(video, 4, cache_root=tmp_path / "cache", content_hash=media.file_sha256(video))
+    again = media.sample_frames(video, 4, cache_root=tmp_path / "cache", content_hash=sha256_of(video)[0])
     assert again.paths == frames.paths and again.indices == frames.indices
 
 

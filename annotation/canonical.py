@@ -1,0 +1,94 @@
+"""The one stored form of annotators' answers: QA answers, QA flags, rating scores and an item's
+known QA answer. Plain Python, no Django.
+
+A submit (annotation.results) and an import (annotation.importing) each check a value in their
+own words, then store what these functions return, so an answer imported as "b" and one
+submitted as "b" are the same "B" in the database. Migration 0006 rewrote the rows stored before.
+
+- QA answer to a choice item: one upper-case letter ("B"); the sorted list of letters
+  (["A", "C"]) when the item takes several letters (or an import gives several);
+- to a count item: an int; to a set item: the object names, whitespace collapsed, blanks dropped,
+  in the order given; no answer (None, "" or []): None;
+- QA flags: each at most once, in QA_FLAGS order;
+- ratings: {criterion: 1..5 or None} with every criterion, in criteria order;
+- an item's known answer (the import format): a VisualTrans answer as above, an M3-Verse answer
+  the sorted list of its letters (one correct option too: M3-Verse answers are lists).
+
+Comparing answers (agreement, gold) stays annotation.agreement's job: an M3-Verse truth is a list
+where a single-answer submit is one letter, and set answers compare without order or case.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable, Mapping
+
+from .protocols import OSC_CRITERIA, QA_FLAGS, qa_shape
+
+QA_PROTOCOLS = ("visualtrans", "m3verse")
+_LETTER_SEPARATORS = re.compile(r"[\s,;]+")
+
+
+def option_letters(value: Any) -> list[str] | None:
+    """Option letters as given ("b", "a, c", "A;C", ["c", "a"]): stripped and upper-cased, in the
+    order given; None when the value is neither text nor a list of texts."""
+    if isinstance(value, str):
+        value = [part for part in _LETTER_SEPARATORS.split(value.strip()) if part]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        return None
+    return [v.strip().upper() for v in value]
+
+
+def qa_answer(answer: Any, *, fmt: str, multiple: bool = False) -> Any:
+    """The stored form of a QA answer its caller has checked (see the module docstring).
+
+    A value of the wrong type comes back unchanged, for its caller's check to refuse.
+    """
+    if answer is None or answer == "" or answer == []:
+        return None
+    if fmt == "choice":
+        letters = option_letters(answer)
+        if not letters:
+            return answer
+        return sorted(letters) if multiple or len(letters) != 1 else letters[0]
+    if fmt == "count":
+        if isinstance(answer, str) and answer.strip().isdigit():
+            return int(answer.strip())
+        return answer
+    if fmt == "set":
+        names = answer.split(",") if isinstance(answer, str) else answer
+        if isinstance(names, list) and all(isinstance(v, str) for v in names):
+            return [" ".join(v.split()) for v in names if v.strip()]
+        return answer
+    return answer
+
+
+def qa_result_answer(answer: Any, *, protocol: str, payload: Mapping[str, Any]) -> Any:
+    """The stored form of an annotator's answer to this item (its shape from the item's payload)."""
+    shape = qa_shape(protocol=protocol, payload=dict(payload))
+    return qa_answer(answer, fmt=shape["format"], multiple=shape["multiple"])
+
+
+def qa_flags(flags: Iterable[str]) -> list[str]:
+    """Known flags, each once, in QA_FLAGS order."""
+    given = set(flags)
+    return [f for f in QA_FLAGS if f in given]
+
+
+def payload_answer(protocol: str, payload: Mapping[str, Any]) -> Any:
+    """The stored form of an item's known QA answer (None when it has none)."""
+    answer = payload.get("answer")
+    if protocol == "m3verse":
+        return qa_answer(answer, fmt="choice", multiple=True)
+    if protocol == "visualtrans":
+        return qa_answer(answer, fmt=payload.get("format") or "choice")
+    return answer
+
+
+def is_score(value: Any) -> bool:
+    """A rating score: a whole number from 1 to 5 (N/A is None, never a score)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 5
+
+
+def rating_scores(scores: Mapping[str, Any], criteria: Iterable[str] = OSC_CRITERIA) -> dict[str, Any]:
+    """Every criterion's score (or None for N/A), in criteria order."""
+    return {c: scores[c] for c in criteria}

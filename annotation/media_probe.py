@@ -1,0 +1,201 @@
+"""What a media file on disk holds, read without Django: the one video probe, the one way to find
+ffmpeg and the one file hash, used by the import (annotation.media) and by inference's frame
+sampling (inference.media).
+
+The probe asks ffprobe through ffmpeg-python (``ffmpeg.probe``). The demo has no system ffmpeg:
+imageio-ffmpeg bundles an ffmpeg binary but no ffprobe, so without ffprobe the probe reads the
+header that ``ffmpeg -i`` prints instead, and counts frames with imageio-ffmpeg's counter (a
+stream copy to the null muxer, no decoding) — the two fallbacks the import and inference used
+before they shared this module.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+
+import ffmpeg
+
+HASH_CHUNK = 1024 * 1024
+
+
+def sha256_of(path: str | os.PathLike) -> tuple[str, int]:
+    """(hex SHA-256, size in bytes) of a file, read in 1 MiB chunks."""
+    digest, size = hashlib.sha256(), 0
+    with open(path, "rb") as fh:
+        while chunk := fh.read(HASH_CHUNK):
+            digest.update(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size
+
+
+def ffmpeg_exe() -> str:
+    """The system ffmpeg when installed, else the static build bundled by imageio-ffmpeg."""
+    found = shutil.which("ffmpeg")
+    if found:
+        return found
+    import imageio_ffmpeg
+
+    return imageio_ffmpeg.get_ffmpeg_exe()
+
+
+def ffprobe_exe() -> str | None:
+    """The system ffprobe, or None (imageio-ffmpeg bundles none)."""
+    return shutil.which("ffprobe")
+
+
+@dataclass(frozen=True)
+class VideoInfo:
+    """A video's first real video stream (cover art left out) and its container.
+
+    ``frame_count`` is the counted packets when the probe was asked to count, else the
+    container's claim (None when it makes none); inference builds one from an imported asset's
+    recorded width, height, frame count and duration.
+    """
+
+    width: int | None
+    height: int | None
+    frame_count: int | None
+    duration: float | None
+    fps: float | None = None
+    format: str = ""  # ffmpeg's container names, comma-separated ("mov,mp4,m4a,3gp,3g2,mj2")
+    codec: str = ""
+
+
+class MediaError(RuntimeError):
+    """A media file cannot be read or prepared; the message names the file and says why."""
+
+
+class VideoUnreadable(MediaError):
+    """ffprobe / ffmpeg cannot read the file: `tool` names which, `detail` is its last word."""
+
+    def __init__(self, path: str | os.PathLike, tool: str, detail: str):
+        self.tool = tool
+        self.detail = detail
+        super().__init__(f"ffmpeg cannot read video {Path(path).name}: {detail}")
+
+
+class NoVideoStream(VideoUnreadable):
+    def __init__(self, path: str | os.PathLike, tool: str):
+        super().__init__(path, tool, "no video stream")
+
+
+def last_line(stderr: bytes | str | None, default: str = "unreadable") -> str:
+    text = stderr.decode("utf-8", "replace") if isinstance(stderr, bytes) else (stderr or "")
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return lines[-1] if lines else default
+
+
+def probe_video(path: str | os.PathLike, *, count_frames: bool = True) -> VideoInfo:
+    """Container, codec, size, frame rate, duration and frame count of a video file.
+
+    ``count_frames`` (the default: frame sampling needs the exact count) counts the packets of
+    the stream, reading the whole file without decoding it, and refuses a video without frames;
+    without it (the import) the frame count is what the container claims, if anything. Raises
+    VideoUnreadable (NoVideoStream when the file holds no video stream), or MediaError when the
+    file does not exist.
+    """
+    if not Path(path).is_file():
+        raise MediaError(f"video {Path(path).name} does not exist")
+    ffprobe = ffprobe_exe()
+    if ffprobe is None:
+        info = _probe_with_ffmpeg(path, count_frames=count_frames)
+    else:
+        info = _probe_with_ffprobe(ffprobe, path, count_frames=count_frames)
+    if count_frames and not info.frame_count:
+        raise VideoUnreadable(path, "ffprobe" if ffprobe else "ffmpeg", "no frames")
+    return info
+
+
+def _probe_with_ffprobe(ffprobe: str, path: str | os.PathLike, *, count_frames: bool) -> VideoInfo:
+    options = {"v": "error", "select_streams": "v"}
+    if count_frames:
+        options["count_packets"] = None
+    try:
+        data = ffmpeg.probe(str(path), cmd=ffprobe, **options)
+    except ffmpeg.Error as exc:
+        raise VideoUnreadable(path, "ffprobe", last_line(exc.stderr)) from None
+    streams = [s for s in data.get("streams", []) if not s.get("disposition", {}).get("attached_pic")]
+    if not streams:
+        raise NoVideoStream(path, "ffprobe")
+    s = streams[0]
+    fmt = data.get("format", {})
+    duration = None
+    for raw in (s.get("duration"), fmt.get("duration")):
+        try:
+            duration = float(raw)
+            break
+        except (TypeError, ValueError):
+            continue
+    frames_raw = (s.get("nb_read_packets") or s.get("nb_frames")) if count_frames else s.get("nb_frames")
+    try:
+        frames = int(frames_raw)
+    except (TypeError, ValueError):
+        frames = None
+    return VideoInfo(
+        width=s.get("width"),
+        height=s.get("height"),
+        frame_count=frames,
+        duration=duration,
+        fps=_rate(s.get("avg_frame_rate")) or _rate(s.get("r_frame_rate")),
+        format=fmt.get("format_name", ""),
+        codec=s.get("codec_name", ""),
+    )
+
+
+def _rate(text: str | None) -> float | None:
+    if not text or text in ("0/0", "N/A"):
+        return None
+    try:
+        value = float(Fraction(text))
+    except (ValueError, ZeroDivisionError):
+        return None
+    return value if value > 0 else None
+
+
+# --- without ffprobe: the header `ffmpeg -i` prints ----------------------------------------------
+
+_INPUT_RE = re.compile(r"Input #0, ([^ ]+), from")
+_DURATION_RE = re.compile(r"Duration: (\d+):(\d+):(\d+(?:\.\d+)?)")
+_VIDEO_RE = re.compile(r"Stream #0:\d+[^:]*: Video: ([a-z0-9_]+)[^\n]*?, (\d{2,5})x(\d{2,5})[^\n]*")
+_FPS_RE = re.compile(r"([\d.]+) fps")
+
+
+def _probe_with_ffmpeg(path: str | os.PathLike, *, count_frames: bool) -> VideoInfo:
+    proc = subprocess.run([ffmpeg_exe(), "-hide_banner", "-i", str(path)], capture_output=True, timeout=60)
+    text = proc.stderr.decode("utf-8", "replace")
+    m_input = _INPUT_RE.search(text)
+    if not m_input:
+        raise VideoUnreadable(path, "ffmpeg", last_line(text))
+    video = [m for m in _VIDEO_RE.finditer(text) if "attached pic" not in m.group(0)]
+    if not video:
+        raise NoVideoStream(path, "ffmpeg")
+    m = video[0]
+    fps_m = _FPS_RE.search(m.group(0))
+    dur_m = _DURATION_RE.search(text)
+    duration = None
+    if dur_m:
+        h, mi, sec = dur_m.groups()
+        duration = int(h) * 3600 + int(mi) * 60 + float(sec)
+    frames = None
+    if count_frames:
+        import imageio_ffmpeg
+
+        try:
+            frames, _secs = imageio_ffmpeg.count_frames_and_secs(str(path))
+        except Exception as exc:  # imageio raises RuntimeError / OSError with ffmpeg's message
+            raise VideoUnreadable(path, "ffmpeg", last_line(str(exc))) from None
+    return VideoInfo(
+        width=int(m.group(2)),
+        height=int(m.group(3)),
+        frame_count=frames,
+        duration=duration,
+        fps=float(fps_m.group(1)) if fps_m else None,
+        format=m_input.group(1).rstrip(","),
+        codec=m.group(1),
+    )
