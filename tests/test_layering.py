@@ -1,6 +1,8 @@
 """DESIGN.md: data flows annotation -> inference -> evaluation; evaluation reads the other two and
 nothing imports evaluation. Checked on the source (every import statement, late ones included)."""
 import ast
+
+import pytest
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -160,3 +162,29 @@ def test_no_app_module_over_500_lines():
             if lines > MAX_LINES:
                 long.append(f"{path.relative_to(ROOT)}: {lines} lines")
     assert long == []
+
+
+def definitions(name: str) -> list[str]:
+    """Where a function or a module-level constant called `name` is defined in the apps."""
+    found = []
+    for app in APPS:
+        for path in sorted((ROOT / app).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+                    found.append(str(path.relative_to(ROOT)))
+            for node in tree.body:
+                if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == name for t in node.targets):
+                    found.append(str(path.relative_to(ROOT)))
+    return found
+
+
+@pytest.mark.parametrize("name,home", [
+    ("coincidence_matrix", "annotation/reliability.py"),  # the core of Krippendorff's alpha
+    ("probe_video", "annotation/media_probe.py"),
+    ("ffmpeg_exe", "annotation/media_probe.py"),
+    ("LETTERS", "annotation/protocols.py"),
+    ("OSC_CRITERIA", "annotation/protocols.py"),
+])
+def test_shared_pieces_are_defined_once(name, home):
+    assert definitions(name) == [home]
