@@ -69,7 +69,7 @@ def rating_agreement_project(settings, make_user, make_project, tmp_path):
 
 
 def test_agreement_page_rating_alpha(page, login, live_server, rating_agreement_project):
-    from annotation.agreement import krippendorff_alpha
+    from annotation.reliability import krippendorff_alpha
 
     project, scores = rating_agreement_project
     login(page, "rv")
