@@ -77,6 +77,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "config.csp.ContentSecurityPolicyMiddleware",  # Content-Security-Policy on HTML pages (config/csp.py)
     "axes.middleware.AxesMiddleware",  # last: turns a locked-out login into a 429 page
 ]
 

@@ -51,4 +51,7 @@ async function poll() {
   setTimeout(poll, delay);
 }
 
+// The page is rendered with the job's progress; the bar's width is set here (no inline style).
+const jobBar = $("job-bar");
+jobBar.firstElementChild.style.width = `${Number(jobBar.getAttribute("aria-valuenow")) || 0}%`;
 poll();

@@ -48,3 +48,8 @@ tabs.forEach((button) => {
     });
   });
 });
+
+// Filters (release, judge) apply as soon as one is picked.
+document.querySelectorAll("select[data-autosubmit]").forEach((select) => {
+  select.addEventListener("change", () => select.form.submit());
+});

@@ -11,7 +11,8 @@
 //   workbench/media.js      media URLs of an item, preloading, image and video widgets
 //   workbench/task_loop.js  the Workbench: claim, show, claim the next; startWorkbench()
 //   workbench/drafts.js     local copy and server autosave of the draft   (Workbench methods)
-//   workbench/lease.js      renewing the hold, preloading the next task   (Workbench methods)
+//   workbench/lease.js      renewing the hold while someone is at the page,
+//                           preloading the next task                      (Workbench methods)
 //   workbench/submit.js     submit and skip, idempotency keys              (Workbench methods)
 
 export { h, sleep, uuid } from "./workbench/dom.js";

@@ -58,7 +58,7 @@ def test_researcher_creates_job_in_admin_watches_progress_and_opens_leaderboard(
             new MutationObserver(() => window.listSeen.push(bar.value)).observe(bar, {attributes: true});
             setInterval(() => window.listSeen.push(bar.value), 100);
         }""", row)
-        page.wait_for_function("document.getElementById('job-bar').getAttribute('aria-valuenow') === '100'", timeout=90_000)
+        page.wait_for_function("() => document.getElementById('job-bar').getAttribute('aria-valuenow') === '100'", timeout=90_000)
         assert page.locator("#job-status").inner_text() == "finished"
         assert page.locator("#job-counts").inner_text() == "60 done, 0 failed of 60"
         assert page.locator("#job-failures tbody tr.none").inner_text() == "No failures."
@@ -67,7 +67,7 @@ def test_researcher_creates_job_in_admin_watches_progress_and_opens_leaderboard(
         assert Prediction.objects.filter(job=job).count() == 60
 
         listing.wait_for_function(
-            f"document.querySelector('{row}[data-field=\"status\"]').textContent === 'finished'", timeout=30_000)
+            f"() => document.querySelector('{row}[data-field=\"status\"]').textContent === 'finished'", timeout=30_000)
         job.refresh_from_db()
         assert listing.locator(f'{row}[data-field="progress"]').inner_text().strip() == "100.0% (60/60)"
         assert listing.locator(f'{row}[data-field="tokens"]').inner_text() == f"{job.prompt_tokens} / {job.completion_tokens}"

@@ -62,6 +62,17 @@ export function errorField(body) {
 
 const RETRY_DELAYS_MS = [400, 1200, 3000, 6000];
 
+let clockOffsetMs = 0;
+
+/**
+ * This browser's clock minus the server's, from the Date header of the latest answer (to about a
+ * second). Times the server sends (a lease's end) plus this are times on this browser's clock,
+ * however wrong either clock is.
+ */
+export function serverClockOffset() {
+  return clockOffsetMs;
+}
+
 /**
  * Call the JSON API. Network failures and 502/503/504 are retried `retries` times with the same
  * request (and so the same Idempotency-Key), which is what makes a retried submit safe.
@@ -89,6 +100,8 @@ export async function api(method, url, { body, headers = {}, retries = 0, keepal
       }
       throw new NetworkError("The server cannot be reached. Your work is kept in this browser.");
     }
+    const serverDate = Date.parse(response.headers.get("Date") || "");
+    if (Number.isFinite(serverDate)) clockOffsetMs = Date.now() - serverDate;
     if ([502, 503, 504].includes(response.status) && attempt < retries) {
       await sleep(RETRY_DELAYS_MS[Math.min(attempt, RETRY_DELAYS_MS.length - 1)]);
       continue;

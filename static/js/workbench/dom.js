@@ -1,12 +1,18 @@
 // Small helpers every page module uses: build an element, wait, make a request id.
 
-/** Create an element: h("div", {class: "x", onclick: fn}, child, "text", ...). */
+/**
+ * Create an element: h("div", {class: "x", onclick: fn}, child, "text", ...).
+ * `style` (text or an object) goes through the CSSOM: the Content-Security-Policy
+ * (config/csp.py) refuses style attributes but not el.style.
+ */
 export function h(tag, attrs = {}, ...children) {
   const el = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs || {})) {
     if (value === undefined || value === null || value === false) continue;
     if (key.startsWith("on") && typeof value === "function") el.addEventListener(key.slice(2), value);
     else if (key === "class") el.className = value;
+    else if (key === "style" && typeof value === "object") Object.assign(el.style, value);
+    else if (key === "style") el.style.cssText = value;
     else if (key === "dataset") Object.assign(el.dataset, value);
     else if (key === "text") el.textContent = value;
     else if (value === true) el.setAttribute(key, "");

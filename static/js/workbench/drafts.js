@@ -20,10 +20,11 @@ export const draftMethods = {
     }
   },
 
-  storeLocal() {
-    if (!this.task || !this.view) return;
+  // `unsaved`: the copy must win over the server's when the item comes back (a lapsed hold).
+  storeLocal({ unsaved = this.dirty } = {}) {
+    if (!this.task || !this.view || this.loggingOut) return;
     try {
-      localStorage.setItem(this.localKey(), JSON.stringify({ draft: this.currentDraft(), baseVersion: this.task.version, dirty: this.dirty, at: Date.now() }));
+      localStorage.setItem(this.localKey(), JSON.stringify({ draft: this.currentDraft(), baseVersion: this.task.version, dirty: unsaved, at: Date.now() }));
     } catch {
       /* storage full or disabled: the server copy still exists */
     }
@@ -59,6 +60,7 @@ export const draftMethods = {
     const draft = this.currentDraft();
     this.dirty = false;
     this.setStatus("Saving…", "pending");
+    const sentAt = Date.now();
     // A retry after a lost response resends this very body and version (api() reuses the
     // request), so the server recognises the replay of a save it already made and accepts it.
     this.saving = api("PUT", `/api/tasks/${task.id}/draft/`, { body: { draft, version: task.version }, retries: 2 });
@@ -66,7 +68,7 @@ export const draftMethods = {
       const data = await this.saving;
       if (this.task !== task) return;
       task.version = data.version ?? data.draft_version ?? task.version + 1;
-      if (data.lease_expires) task.leaseExpires = Date.parse(data.lease_expires);
+      if (data.lease_expires) this.holdExtended(task, data, sentAt);
       this.storeLocal();
       if (!this.dirty) this.setStatus("Saved", "ok");
     } catch (err) {
@@ -88,7 +90,7 @@ export const draftMethods = {
   },
 
   flushDraft() {
-    if (!this.task || !this.view || !this.dirty || this.conflict) return;
+    if (!this.task || !this.view || !this.dirty || this.conflict || this.loggingOut) return;
     this.tickClock();
     this.storeLocal();
     // keepalive: survives the page going away; the local copy covers a failure.
@@ -102,6 +104,12 @@ export const draftMethods = {
         }
       })
       .catch(() => undefined);
+  },
+
+  /** Before a logout: save the draft while the session lasts; keep nothing in this browser after. */
+  async beforeLogout() {
+    this.loggingOut = true;
+    if (this.dirty && this.task && this.view && !this.conflict) await this.saveDraft();
   },
 
   onDraftConflict(err) {
@@ -128,7 +136,8 @@ export const draftMethods = {
     let fresh = null;
     if (choice === "theirs" && serverDraft && typeof serverDraft === "object" && serverVersion !== undefined && serverVersion !== null) {
       // The 409 carried the stored draft: no second request needed.
-      fresh = { ...this.lastData, draft: serverDraft, version: serverVersion, lease_expires: new Date(task.leaseExpires || Date.now()).toISOString() };
+      fresh = { ...this.lastData, draft: serverDraft, version: serverVersion, lease_expires: new Date(task.leaseExpires || Date.now()).toISOString(),
+                endsAt: task.leaseExpires, heldAt: task.heldAt };
     } else if (choice === "theirs" || serverVersion === undefined || serverVersion === null) {
       // Asking for the next task returns the task this user already holds, with the stored draft.
       fresh = await api("POST", `/api/projects/${this.slug}/tasks/next/`, { retries: 2 }).catch(() => null);

@@ -1,14 +1,34 @@
 // The task lease: renewing the hold while the annotator works, the hold clock, a lost hold, and
 // holding and preloading the next task so it appears at once after a submit.
 // Methods of Workbench (task_loop.js), kept here so the task loop reads on its own.
-import { ApiError, api } from "./api.js";
+//
+// A hold is renewed only while someone is at the page: each renewal needs activity (keys,
+// pointer, typing, scrolling, a video playing through) since the server last extended the hold.
+// A page left alone stops renewing, so its task (and the preloaded next one) go back to the
+// queue one lease after the person left, and one forgotten tab cannot starve everyone else.
+// When the person comes back the page says the hold lapsed while they were away and offers to
+// go on; their answer is kept in this browser and comes back whenever the item does.
+import { ApiError, api, serverClockOffset } from "./api.js";
 import { mediaOf, preloadMedia } from "./media.js";
 
-const IDLE_LIMIT_MS = 15 * 60 * 1000; // stop renewing the lease after 15 idle minutes
+const ACTIVITY_EVENTS = ["keydown", "pointerdown", "pointermove", "input", "wheel", "scroll", "touchstart"];
+// A hold this close to its end when the person comes back counts as lapsed: a renewal sent now
+// could arrive after it ended.
+const LAPSE_MARGIN_MS = 5000;
 
 function formatClock(ms) {
   const s = Math.max(0, Math.round(ms / 1000));
   return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`;
+}
+
+function formatAway(ms) {
+  const minutes = Math.round(ms / 60000);
+  return minutes < 2 ? "a minute" : `${minutes} minutes`;
+}
+
+/** When the hold the server describes ends, on this browser's clock. */
+export function holdEndsAt(data) {
+  return data && data.lease_expires ? Date.parse(data.lease_expires) + serverClockOffset() : null;
 }
 
 export const leaseMethods = {
@@ -24,6 +44,8 @@ export const leaseMethods = {
     try {
       const data = await api("POST", `/api/projects/${this.slug}/tasks/next/`, { body: { exclude: [current.id] }, retries: 1 });
       if (data && data.task !== current.id && (!this.task || data.task !== this.task.id)) {
+        data.heldAt = Date.now();
+        data.endsAt = holdEndsAt(data);
         this.preloaded = data;
         preloadMedia(mediaOf(data.item), { timeoutMs: 60000 });
       }
@@ -38,7 +60,7 @@ export const leaseMethods = {
     const next = this.preloaded;
     this.preloaded = null;
     if (!next || (this.lastData && next.task === this.lastData.task)) return null;
-    const left = next.lease_expires ? Date.parse(next.lease_expires) - Date.now() : 0;
+    const left = next.endsAt ? next.endsAt - Date.now() : 0;
     if (left > 60000) {
       // The hold is still good for a while: show the task at once; the lease timer renews it.
       setTimeout(() => this.renew(), 0);
@@ -47,11 +69,53 @@ export const leaseMethods = {
     try {
       // The hold may have run out while the previous task took long: confirm it first.
       const renewed = await api("POST", `/api/tasks/${next.task}/renew/`, { retries: 1 });
-      if (renewed && renewed.lease_expires) next.lease_expires = renewed.lease_expires;
+      if (renewed && renewed.lease_expires) {
+        next.lease_expires = renewed.lease_expires;
+        next.heldAt = Date.now();
+        next.endsAt = holdEndsAt(renewed);
+      }
       return next;
     } catch {
       return null;
     }
+  },
+
+  /** Note what a person does on the page; a page that was left alone wakes up on the first sign. */
+  watchActivity() {
+    this.lastActivity = Date.now();
+    this.playedTo = new WeakMap(); // video -> the position its last timeupdate reported
+    this.repeating = new WeakSet(); // looping videos gone round since the person last did anything
+    const active = () => this.noteActivity();
+    for (const type of ACTIVITY_EVENTS) document.addEventListener(type, active, { capture: true, passive: true });
+    // Media events do not bubble; a capturing listener on the document still sees them.
+    document.addEventListener("play", active, { capture: true });
+    document.addEventListener("timeupdate", (e) => this.notePlayback(e.target), { capture: true, passive: true });
+  },
+
+  noteActivity() {
+    this.repeating = new WeakSet();
+    this.wake();
+  },
+
+  wake() {
+    const idleSince = this.lastActivity;
+    this.lastActivity = Date.now();
+    if (this.renewalPaused) {
+      this.renewalPaused = false;
+      this.backFromIdle(idleSince);
+    }
+  },
+
+  /**
+   * A video playing counts as someone watching it, once through: the repeats of a looping video
+   * left alone do not, until the person does something again.
+   */
+  notePlayback(video) {
+    if (!(video instanceof HTMLMediaElement) || video.paused) return;
+    const last = this.playedTo.get(video) ?? 0;
+    this.playedTo.set(video, video.currentTime);
+    if (video.loop && video.currentTime < last && last > video.duration - 1) this.repeating.add(video);
+    if (!this.repeating.has(video)) this.wake();
   },
 
   startLeaseTimer() {
@@ -62,18 +126,83 @@ export const leaseMethods = {
     this.renewTimer = setInterval(() => this.renew(), every);
   },
 
+  /** The server extended `task`'s hold with this answer (a claim, renewal or autosave). */
+  holdExtended(task, data, sentAt) {
+    task.leaseExpires = holdEndsAt(data);
+    task.heldAt = Math.max(task.heldAt || 0, sentAt);
+    if (this.lapsed === task) {
+      // Typing after a lapse saved the draft, which took the hold again: go on as before.
+      this.lapsed = null;
+      this.notices.clear("lease");
+      this.startLeaseTimer();
+    }
+  },
+
   async renew() {
     const task = this.task;
-    if (!task) return;
-    const video = this.workspace.querySelector("video");
-    const watching = video && !video.paused;
-    if (Date.now() - this.lastActivity > IDLE_LIMIT_MS && !watching) return; // abandoned: let it expire
+    if (!task || this.lapsed === task) return;
+    if (this.lastActivity <= task.heldAt) {
+      // Nobody has been at the page since the hold was last extended: let it run down.
+      this.renewalPaused = true;
+      return;
+    }
+    const sentAt = Date.now();
+    task.heldAt = sentAt; // what the person did until now is answered by this renewal
     try {
       const data = await api("POST", `/api/tasks/${task.id}/renew/`, { retries: 2 });
-      if (this.task === task && data && data.lease_expires) task.leaseExpires = Date.parse(data.lease_expires);
+      if (this.task === task && data && data.lease_expires) this.holdExtended(task, data, sentAt);
     } catch (err) {
       if (this.task !== task || this.finished.has(task.id)) return;
       if (err instanceof ApiError && [403, 404, 409, 410].includes(err.status)) this.onLeaseLost(err);
+    }
+  },
+
+  /** The person is back after renewals paused: renew at once, or say that the hold lapsed. */
+  backFromIdle(idleSince) {
+    const task = this.task;
+    if (!task || this.lapsed === task || this.finished.has(task.id)) return;
+    if (task.leaseExpires && task.leaseExpires - Date.now() < LAPSE_MARGIN_MS) this.onHoldLapsed(task, idleSince);
+    else this.renew();
+  },
+
+  onHoldLapsed(task, idleSince) {
+    this.lapsed = task;
+    clearInterval(this.renewTimer);
+    const away = Date.now() - idleSince;
+    // Marked unsaved, so the answer comes back if the item is offered again as a new task.
+    if (this.dirty || task.version > 0) this.storeLocal({ unsaved: true });
+    this.setStatus("Hold lapsed", "error");
+    this.notices.show(
+      `Your hold on this task lapsed while you were away (about ${formatAway(away)} without activity), so the item went back to the queue. Your answer is kept in this browser.`,
+      { kind: "warning", sticky: true, id: "lease", actions: [["Continue", () => this.continueAfterLapse(task)]] },
+    );
+  },
+
+  /** Take the lapsed task again if nobody took it meanwhile; otherwise claim the next one. */
+  async continueAfterLapse(task) {
+    if (this.task !== task) return;
+    const sentAt = Date.now();
+    try {
+      const data = await api("POST", `/api/tasks/${task.id}/renew/`, { retries: 2 });
+      if (this.task !== task) return;
+      this.lapsed = null;
+      this.holdExtended(task, data, sentAt);
+      this.startLeaseTimer();
+      this.updateLeaseClock();
+      this.setStatus(this.dirty ? "Unsaved changes" : "Saved", this.dirty ? "pending" : "ok");
+      this.notices.show("The task is yours again.", { kind: "ok", id: "lease" });
+    } catch (err) {
+      if (this.task !== task) return;
+      if (err instanceof ApiError) {
+        // Someone else has the item now (or it is settled): go on with the next task; this
+        // item's answer stays in the browser for when it is offered again.
+        this.lapsed = null;
+        await this.claim();
+      } else {
+        this.notices.show(`Could not take the task again: ${err.message}`, {
+          kind: "error", sticky: true, id: "lease", actions: [["Try again", () => this.continueAfterLapse(task)]],
+        });
+      }
     }
   },
 

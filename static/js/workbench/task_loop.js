@@ -1,10 +1,11 @@
 // The task loop of every annotator page: claim a task, show it through the workflow module,
 // and after a submit or skip claim the next. Drafts, the lease and submitting add their methods
 // from drafts.js, lease.js and submit.js.
+import { onLogout } from "../session.js";
 import { api } from "./api.js";
 import { h } from "./dom.js";
 import { draftMethods } from "./drafts.js";
-import { leaseMethods } from "./lease.js";
+import { holdEndsAt, leaseMethods } from "./lease.js";
 import { mediaOf, preloadMedia } from "./media.js";
 import { Notices } from "./notices.js";
 import { Shortcuts } from "./shortcuts.js";
@@ -37,7 +38,6 @@ export class Workbench {
     this.preloading = false;
     this.finished = new Set(); // tasks submitted or skipped here: late answers about them are moot
     this.doneCount = 0;
-    this.lastActivity = Date.now();
     this.saveTimer = null;
     this.saving = null;
     this.dirty = false;
@@ -59,9 +59,9 @@ export class Workbench {
       this.shortcuts.register("?", "Show keyboard shortcuts", open, { group: "Page" });
       root.querySelector("[data-help-open]")?.addEventListener("click", open);
     }
-    for (const type of ["keydown", "pointerdown", "input"]) {
-      document.addEventListener(type, () => (this.lastActivity = Date.now()), { capture: true, passive: true });
-    }
+    this.watchActivity();
+    // Logging out saves the draft to the server first; then session.js clears this browser's copy.
+    onLogout(() => this.beforeLogout());
     // Flush the draft when the tab is hidden or closed; keepalive lets the request outlive the page.
     document.addEventListener("visibilitychange", () => {
       if (document.visibilityState === "hidden") this.flushDraft();
@@ -161,7 +161,8 @@ export class Workbench {
       id: data.task,
       item: data.item,
       version: data.draft_version ?? data.version ?? 0,
-      leaseExpires: data.lease_expires ? Date.parse(data.lease_expires) : null,
+      leaseExpires: data.endsAt ?? holdEndsAt(data),
+      heldAt: data.heldAt ?? Date.now(), // when the server last extended the hold (this clock)
     };
     this.root.dataset.task = String(data.task);
     this.taskEl.textContent = `Task ${data.task}` + (data.item.external_id ? ` · item ${data.item.external_id}` : "");
