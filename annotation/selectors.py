@@ -7,6 +7,7 @@ from django.db.models import Aggregate, Count, FloatField, QuerySet
 from . import agreement
 from .models import Annotation, Item, ItemStatus, Project
 from .permissions import projects_visible_to, role_in
+from .protocols import qa_shape
 
 
 def project_list_for(*, user) -> list[dict]:
@@ -92,18 +93,6 @@ def box_candidates(*, project, payload: dict) -> list[str]:
     labels = {payload.get("state")} | set(payload.get("distractors") or [])
     labels |= set((project.settings.get("state_labels") or {}).get(payload.get("object"), []))
     return sorted((x for x in labels if isinstance(x, str) and x), key=lambda s: (s.lower(), s))
-
-
-def qa_shape(*, protocol: str, payload: dict) -> dict:
-    """The answer format an annotator is asked for (the same facts a model's prompt states)."""
-    if protocol == "m3verse":
-        answer = payload.get("answer") or []
-        multiple = payload.get("multiple")
-        if multiple is None:
-            multiple = len(answer) > 1
-        return {"format": "choice", "n_options": len(payload.get("options") or []), "multiple": bool(multiple)}
-    fmt = payload.get("format") or "choice"
-    return {"format": fmt, "n_options": len(payload.get("options") or []), "multiple": False}
 
 
 def rubric_for(*, project) -> dict[str, str]:

@@ -7,7 +7,7 @@ from typing import Any
 from django.db.models import F, QuerySet
 
 from annotation.models import Annotation, Item, ItemStatus, Project, Release
-from annotation.protocols import changeit_vocabulary, resolve_queries
+from inference.selectors import run_items
 from inference.models import InferenceJob, JobMode, JobStatus, Prediction, PredictionStatus
 
 from .scoring.runs import RunAnswer, ScoringItem
@@ -22,28 +22,10 @@ def release_for(project: Project, version: str | None = None) -> Release | None:
 
 
 def scoring_items(project: Project, release: Release | None) -> list[ScoringItem]:
-    """Items with their resolved option orders, in release order (or verified items by id)."""
-    if release is not None:
-        out = []
-        for ri in release.release_items.select_related("item").order_by("position"):
-            payload = dict(ri.payload)
-            resolved = payload.pop("resolved", None)
-            payload.pop("id", None)
-            if resolved is None:
-                resolved = resolve_queries(project.protocol, ri.item.external_id, payload, seed=release.option_seed)
-            out.append(ScoringItem(key=ri.item_id, external_id=ri.item.external_id, payload=payload, resolved=resolved))
-        return out
-    items = list(Item.objects.filter(project=project, status=ItemStatus.VERIFIED).order_by("id"))
-    vocab = changeit_vocabulary([it.payload for it in items]) if project.protocol == "changeit" else None
-    return [
-        ScoringItem(
-            key=it.pk,
-            external_id=it.external_id,
-            payload=it.payload,
-            resolved=resolve_queries(project.protocol, it.external_id, it.payload, seed=project.option_seed, vocabulary=vocab),
-        )
-        for it in items
-    ]
+    """Items with their resolved option orders, in release order (or verified items by id): the
+    same items a run answers (inference.selectors.run_items), as scoring's plain records."""
+    return [ScoringItem(key=i.key, external_id=i.external_id, payload=i.payload, resolved=i.resolved)
+            for i in run_items(project=project, release=release)]
 
 
 def latest_finished_jobs(project: Project, release: Release | None) -> list[InferenceJob]:
