@@ -37,7 +37,7 @@ from django.db.models import TextField
 from django.db.models.functions import Cast
 
 from .models import Item, ItemStatus, MediaAsset, Project, Release, ReleaseItem
-from .importing.items import _copy_text
+from .importing.copy_spool import copy_text
 from .protocols import changeit_vocabulary, resolve_queries
 
 VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,49}$")
@@ -122,7 +122,7 @@ class _ReleaseItemWriter:
     def add(self, item_pk: int, text: bytes, line: dict) -> None:
         if self.use_copy:
             json_text = text.decode("utf-8")
-            self.buffer.append(f"{self.release.pk}\t{item_pk}\t{self.position}\t{_copy_text(json_text)}\n")
+            self.buffer.append(f"{self.release.pk}\t{item_pk}\t{self.position}\t{copy_text(json_text)}\n")
         else:
             self.buffer.append(ReleaseItem(release=self.release, item_id=item_pk, position=self.position, payload=line))
         self.position += 1

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from .canonical import payload_answer
 from .models import Annotation, Item, ItemStatus, Review, ReviewDecision
 from .queue.errors import TaskConflict, TaskNotFound
 from .results import BoxContext, QAContext, ResultInvalid, validate_result
@@ -42,8 +43,8 @@ def _validate_review_edit(item: Item, result) -> dict:
         clean = validate_result("qa", answer_part, ctx).result
         if clean["answer"] is None:
             raise ResultInvalid({"answer": "A verified item needs an answer."})
-        if item.project.protocol == "m3verse" and not isinstance(clean["answer"], list):
-            clean["answer"] = [clean["answer"]]
+        # The item's known answer in its stored form (an M3-Verse answer is a list of letters).
+        clean["answer"] = payload_answer(item.project.protocol, {**item.payload, **fixes, "answer": clean["answer"]})
         return {**fixes, "answer": clean["answer"]}
     if workflow == "box":
         base = result_context_for(item=item)

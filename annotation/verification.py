@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from . import agreement
+from .canonical import payload_answer
 from .models import Annotation, Item, ItemStatus, Review, ReviewDecision
 
 
@@ -29,8 +30,8 @@ def apply_result_to_payload(workflow: str, payload: dict, result: dict, *, proto
             if name in result:
                 out[name] = result[name]
         out["answer"] = result["answer"]
-        if protocol == "m3verse" and isinstance(out["answer"], str):
-            out["answer"] = [out["answer"]]  # M3-Verse answers are lists of letters, one correct option too
+        if protocol:  # the known answer's stored form (an M3-Verse answer is a list of letters)
+            out["answer"] = payload_answer(protocol, out)
     # Ratings stay as annotations: the item payload carries no answer.
     return out
 

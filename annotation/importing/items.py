@@ -46,7 +46,6 @@ from annotation.models import Item, ItemStatus, Project
 
 from .common import ErrorLog, ImportRefused, KeySeen, parse_json_line, report_duplicates
 from .copy_spool import CopySpool, media_map
-from .copy_spool import copy_text as _copy_text  # noqa: F401 -- annotation/releases.py imports it from here
 from .field_checks import check_box_inside
 from .formats import CheckedItem, check_item, extract_item
 from .sources import SourceError, open_source

@@ -12,10 +12,11 @@ and the chunk that called it turns them into predictions.
 """
 from __future__ import annotations
 
+from annotation.protocols import LETTERS
 from inference.backends.base import ModelQuery, ModelReply, Sampling
 from inference.media import MediaError
 
-from .base import LETTERS, ItemInput, MediaPreparer, PreparedQuery, frames_param, image, letter_subsets, lettered, render_prompt, text, user
+from .base import ItemInput, MediaPreparer, PreparedQuery, frames_param, image, letter_subsets, lettered, render_prompt, text, user
 from .m3verse import _ONE, DEFAULT_FRAMES, reply_rule
 
 PROMPT_VERSION = "multistage-v1"
