@@ -24,7 +24,6 @@ Export formats (all streamed; nothing is built in memory):
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import re
 import zipfile
@@ -38,13 +37,21 @@ from django.db.models.functions import Cast
 
 from .models import Item, ItemStatus, MediaAsset, Project, Release, ReleaseItem
 from .importing.copy_spool import copy_text
+from .interchange import coco
+from .interchange.stream_zip import StreamSink
 from .protocols import changeit_vocabulary, resolve_queries
 
 VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,49}$")
 FREEZE_BATCH = 2000
 EXPORT_CHUNK = 2000
 FLUSH_BYTES = 256 * 1024
-EXPORT_FORMATS = ("json", "jsonl", "zip")
+EXPORT_FORMATS = ("json", "jsonl", "zip", "coco", "coco_zip")
+BOX_ONLY_FORMATS = ("coco", "coco_zip")  # COCO object detection: box projects only
+
+
+def export_formats(protocol: str) -> tuple[str, ...]:
+    """The formats a release of this protocol exports to."""
+    return tuple(f for f in EXPORT_FORMATS if protocol == "changeit" or f not in BOX_ONLY_FORMATS)
 
 
 class ReleaseRefused(Exception):
@@ -214,35 +221,11 @@ def _jsonl_parts(release: Release, *, header: bool = True) -> Iterator[bytes]:
         yield text.encode("utf-8") + b"\n"
 
 
-class _StreamSink(io.RawIOBase):
-    """A write-only, non-seekable file for zipfile; the generator drains what was written."""
-
-    def __init__(self) -> None:
-        self._buf = bytearray()
-        self._pos = 0
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data) -> int:
-        self._buf += data
-        self._pos += len(data)
-        return len(data)
-
-    def tell(self) -> int:
-        return self._pos
-
-    def drain(self) -> bytes:
-        out = bytes(self._buf)
-        self._buf.clear()
-        return out
-
-
 def _zip_parts(release: Release) -> Iterator[bytes]:
     """A zip written on the fly (data descriptors, no seeking): header, items, media files."""
     from .protocols import MEDIA_FIELDS
 
-    sink = _StreamSink()
+    sink = StreamSink()
     media_fields = MEDIA_FIELDS[release.project.protocol]
     wanted: dict[str, str] = {}  # relative path -> sha256 (first item naming a path wins)
     with zipfile.ZipFile(sink, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
@@ -265,7 +248,7 @@ def _zip_parts(release: Release) -> Iterator[bytes]:
                         pairs = [(paths, shas)] if paths and shas else []
                     for path, sha in pairs:
                         wanted.setdefault(path, sha)
-                if len(sink._buf) >= FLUSH_BYTES:
+                if sink.pending() >= FLUSH_BYTES:
                     yield sink.drain()
         yield sink.drain()
         files = dict(MediaAsset.objects.filter(sha256__in=set(wanted.values())).values_list("sha256", "file"))
@@ -280,7 +263,13 @@ def _zip_parts(release: Release) -> Iterator[bytes]:
 
 
 def release_export(release: Release, fmt: str = "json") -> Iterator[bytes]:
-    """The release as a stream of byte chunks in `fmt` (json | jsonl | zip)."""
+    """The release as a stream of byte chunks in `fmt` (json | jsonl | zip | coco | coco_zip)."""
+    if fmt in BOX_ONLY_FORMATS and release.project.protocol != coco.BOX_PROTOCOL:
+        raise ReleaseRefused(f"{fmt} export is for box projects (ChangeIt-Frames), not {release.project.protocol}")
+    if fmt == "coco":
+        return _buffered(coco.coco_parts(release))
+    if fmt == "coco_zip":
+        return (chunk for chunk in coco.coco_zip_parts(release, flush_bytes=FLUSH_BYTES) if chunk)
     if fmt == "json":
         return _buffered(_json_parts(release))
     if fmt == "jsonl":
@@ -290,11 +279,15 @@ def release_export(release: Release, fmt: str = "json") -> Iterator[bytes]:
     raise ValueError(f"unknown export format {fmt!r}; use one of {', '.join(EXPORT_FORMATS)}")
 
 
+_EXTENSIONS = {"coco": "coco.json", "coco_zip": "coco.zip"}
+
+
 def export_filename(release: Release, fmt: str) -> str:
-    return f"{release.project.slug}-{release.version}.{fmt}"
+    return f"{release.project.slug}-{release.version}.{_EXTENSIONS.get(fmt, fmt)}"
 
 
-EXPORT_CONTENT_TYPES = {"json": "application/json", "jsonl": "application/x-ndjson", "zip": "application/zip"}
+EXPORT_CONTENT_TYPES = {"json": "application/json", "jsonl": "application/x-ndjson", "zip": "application/zip",
+                        "coco": "application/json", "coco_zip": "application/zip"}
 
 
 def release_list_data(*, project: Project) -> list[dict]:

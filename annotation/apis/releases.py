@@ -10,7 +10,7 @@ from rest_framework.views import APIView
 
 from ..models import Release, Role
 from ..permissions import get_project_for
-from ..releases import EXPORT_FORMATS, ReleaseRefused, release_download_response, release_freeze, release_list_data
+from ..releases import EXPORT_FORMATS, ReleaseRefused, export_formats, release_download_response, release_freeze, release_list_data
 
 
 class ReleaseSerializer(serializers.Serializer):
@@ -55,19 +55,21 @@ class ReleaseListApi(APIView):
 
 
 class ReleaseExportApi(APIView):
-    """GET the release streamed as ?fmt=json (default), jsonl or zip (with media).
+    """GET the release streamed as ?fmt=json (default), jsonl, zip (with media), and for box
+    projects coco (COCO object-detection JSON) or coco_zip (with the images).
 
     (`fmt`, not `format`: DRF reserves ?format= for choosing its renderer.)
     """
 
     @extend_schema(
-        parameters=[OpenApiParameter("fmt", str, enum=list(EXPORT_FORMATS), description="json (default), jsonl or zip")],
+        parameters=[OpenApiParameter("fmt", str, enum=list(EXPORT_FORMATS), description="json (default), jsonl, zip; coco or coco_zip for box projects")],
         responses={(200, "application/json"): OpenApiTypes.BINARY},
     )
     def get(self, request, slug, version):
         project = get_project_for(request.user, slug, Role.RESEARCHER)
         release = get_object_or_404(Release.objects.select_related("project"), project=project, version=version)
         fmt = request.query_params.get("fmt", "json")
-        if fmt not in EXPORT_FORMATS:
-            return Response({"detail": f"fmt must be one of {', '.join(EXPORT_FORMATS)}"}, status=400)
+        allowed = export_formats(project.protocol)
+        if fmt not in allowed:
+            return Response({"detail": f"fmt must be one of {', '.join(allowed)}"}, status=400)
         return release_download_response(release, fmt)

@@ -8,7 +8,7 @@ from django.views.decorators.http import require_http_methods
 
 from ..models import ItemStatus, Release, Role
 from ..permissions import get_project_for
-from ..releases import EXPORT_FORMATS, ReleaseRefused, release_download_response, release_freeze, release_list_data
+from ..releases import ReleaseRefused, export_formats, release_download_response, release_freeze, release_list_data
 
 
 @login_required
@@ -34,7 +34,7 @@ def project_releases(request, slug):
     return render(
         request,
         "annotation/io/releases.html",
-        {"project": project, "releases": release_list_data(project=project), "splits": splits or ["test"], "formats": EXPORT_FORMATS},
+        {"project": project, "releases": release_list_data(project=project), "splits": splits or ["test"], "formats": export_formats(project.protocol)},
         status=status,
     )
 
@@ -44,6 +44,6 @@ def release_download(request, slug, version):
     project = get_project_for(request.user, slug, Role.RESEARCHER)
     release = get_object_or_404(Release.objects.select_related("project"), project=project, version=version)
     fmt = request.GET.get("fmt", "json")
-    if fmt not in EXPORT_FORMATS:
+    if fmt not in export_formats(release.project.protocol):
         fmt = "json"
     return release_download_response(release, fmt)

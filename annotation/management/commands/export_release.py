@@ -1,16 +1,17 @@
-"""python manage.py export_release <project> <version> [-o FILE] [--jsonl | --zip]"""
+"""python manage.py export_release <project> <version> [-o FILE] [--jsonl | --zip | --format F]"""
 import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Release
-from annotation.releases import release_export
+from annotation.releases import EXPORT_FORMATS, ReleaseRefused, release_export
 
 
 class Command(BaseCommand):
     help = (
         "Stream a release as JSON (default), JSONL (--jsonl: a header line, then one item per line) or a zip "
-        "with items.jsonl, release.json and the media (--zip, or an -o name ending in .zip)."
+        "with items.jsonl, release.json and the media (--zip, or an -o name ending in .zip). Box projects also "
+        "export as COCO object-detection JSON (--format coco; with -o FILE.zip, a zip with the images)."
     )
 
     def add_arguments(self, parser):
@@ -20,6 +21,8 @@ class Command(BaseCommand):
         fmt = parser.add_mutually_exclusive_group()
         fmt.add_argument("--jsonl", action="store_true")
         fmt.add_argument("--zip", action="store_true")
+        fmt.add_argument("--format", choices=["json", "jsonl", "zip", "coco"], dest="format",
+                         help="json, jsonl, zip, or coco (box projects; a zip with the images when -o ends in .zip)")
 
     def handle(self, *args, **opts):
         release = Release.objects.select_related("project").filter(
@@ -28,12 +31,23 @@ class Command(BaseCommand):
         if release is None:
             raise CommandError(f"no release {opts['version']!r} in project {opts['project']!r}")
         out_name = opts["output"]
-        fmt = "jsonl" if opts["jsonl"] else "zip" if opts["zip"] or (out_name or "").endswith(".zip") else "json"
-        if fmt == "zip" and not out_name:
+        zipped = (out_name or "").endswith(".zip")
+        if opts["format"] == "coco":
+            fmt = "coco_zip" if zipped else "coco"
+        elif opts["format"]:
+            fmt = opts["format"]
+        else:
+            fmt = "jsonl" if opts["jsonl"] else "zip" if opts["zip"] or zipped else "json"
+        assert fmt in EXPORT_FORMATS
+        if fmt in ("zip", "coco_zip") and not out_name:
             raise CommandError("a zip export needs -o FILE")
+        try:
+            chunks = release_export(release, fmt)
+        except ReleaseRefused as exc:
+            raise CommandError(str(exc)) from exc
         stream = open(out_name, "wb") if out_name else sys.stdout.buffer
         try:
-            for chunk in release_export(release, fmt):
+            for chunk in chunks:
                 stream.write(chunk)
         finally:
             if out_name:

@@ -1,0 +1,1 @@
+"""Other tools' formats in and out of StateLab: COCO for box releases."""
