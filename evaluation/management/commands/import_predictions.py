@@ -3,18 +3,24 @@ from django.core.management.base import BaseCommand, CommandError
 from annotation.models import Project, Release
 from evaluation.selectors import release_for
 from inference.services import PredictionImportError, predictions_import
+from inference.services.prediction_formats import FORMATS, prediction_lines
 
 
 class Command(BaseCommand):
-    help = "Import predictions computed elsewhere (JSONL: item, query, answer, optional logprobs) as a model's run."
+    help = (
+        "Import predictions computed elsewhere as a model's run: StateLab JSONL (item, query, answer, optional "
+        "logprobs), lmms-eval's --log_samples JSONL, or a VLMEvalKit prediction file (TSV/CSV/JSONL); "
+        "the format is detected unless --format says it."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("project", help="project slug")
         parser.add_argument("file", help="JSONL file of predictions")
         parser.add_argument("--model", required=True, help="row name on the leaderboard")
+        parser.add_argument("--format", default="auto", choices=("auto",) + FORMATS, dest="fmt")
         parser.add_argument("--release", default=None, help="release version (default: the newest release, else the project's verified items)")
 
-    def handle(self, *args, project, file, model, release, **options):
+    def handle(self, *args, project, file, model, release, fmt, **options):
         try:
             proj = Project.objects.get(slug=project)
         except Project.DoesNotExist:
@@ -25,8 +31,9 @@ class Command(BaseCommand):
         except Release.DoesNotExist:
             raise CommandError(f"no release {release!r} in project {project!r}")
         try:
-            with open(file, encoding="utf-8") as fh:
-                job = predictions_import(project=proj, lines=fh, model_name=model, release=rel)
+            text = "" if file.lower().endswith(".xlsx") else open(file, encoding="utf-8").read()
+            lines = prediction_lines(proj.protocol, file, text, fmt)
+            job = predictions_import(project=proj, lines=lines, model_name=model, release=rel)
         except OSError as exc:
             raise CommandError(f"cannot read {file}: {exc}")
         except UnicodeDecodeError:
