@@ -37,7 +37,8 @@ from django.db.models.functions import Cast
 
 from .models import Item, ItemStatus, MediaAsset, Project, Release, ReleaseItem
 from .importing.copy_spool import copy_text
-from .interchange import coco
+from .interchange import coco, hf
+from .interchange.header import release_header
 from .interchange.stream_zip import StreamSink
 from .protocols import changeit_vocabulary, resolve_queries
 
@@ -45,7 +46,7 @@ VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,49}$")
 FREEZE_BATCH = 2000
 EXPORT_CHUNK = 2000
 FLUSH_BYTES = 256 * 1024
-EXPORT_FORMATS = ("json", "jsonl", "zip", "coco", "coco_zip")
+EXPORT_FORMATS = ("json", "jsonl", "zip", "hf", "coco", "coco_zip")
 BOX_ONLY_FORMATS = ("coco", "coco_zip")  # COCO object detection: box projects only
 
 
@@ -152,20 +153,6 @@ class _ReleaseItemWriter:
         self.flush()
 
 
-def release_header(release: Release) -> dict[str, Any]:
-    return {
-        "protocol": release.project.protocol,
-        "project": release.project.slug,
-        "version": release.version,
-        "split": release.split,
-        "created_at": release.created_at.isoformat(),
-        "item_count": release.item_count,
-        "checksum": release.checksum,
-        "checksum_method": "sha256(canonical {protocol, split, option_seed} + canonical item lines, newline-terminated)",
-        "option_seed": release.option_seed,
-    }
-
-
 def release_lines(release: Release) -> Iterator[dict]:
     """The export lines in release order, fetched in chunks (server-side cursor on PostgreSQL)."""
     rows = ReleaseItem.objects.filter(release=release).order_by("position").values_list("payload", flat=True)
@@ -263,9 +250,12 @@ def _zip_parts(release: Release) -> Iterator[bytes]:
 
 
 def release_export(release: Release, fmt: str = "json") -> Iterator[bytes]:
-    """The release as a stream of byte chunks in `fmt` (json | jsonl | zip | coco | coco_zip)."""
+    """The release as a stream of byte chunks in `fmt` (json | jsonl | zip | hf (a zipped dataset
+    folder) | coco | coco_zip)."""
     if fmt in BOX_ONLY_FORMATS and release.project.protocol != coco.BOX_PROTOCOL:
         raise ReleaseRefused(f"{fmt} export is for box projects (ChangeIt-Frames), not {release.project.protocol}")
+    if fmt == "hf":
+        return (chunk for chunk in hf.hf_zip_parts(release, flush_bytes=FLUSH_BYTES) if chunk)
     if fmt == "coco":
         return _buffered(coco.coco_parts(release))
     if fmt == "coco_zip":
@@ -279,7 +269,7 @@ def release_export(release: Release, fmt: str = "json") -> Iterator[bytes]:
     raise ValueError(f"unknown export format {fmt!r}; use one of {', '.join(EXPORT_FORMATS)}")
 
 
-_EXTENSIONS = {"coco": "coco.json", "coco_zip": "coco.zip"}
+_EXTENSIONS = {"coco": "coco.json", "coco_zip": "coco.zip", "hf": "hf.zip"}
 
 
 def export_filename(release: Release, fmt: str) -> str:
@@ -287,7 +277,7 @@ def export_filename(release: Release, fmt: str) -> str:
 
 
 EXPORT_CONTENT_TYPES = {"json": "application/json", "jsonl": "application/x-ndjson", "zip": "application/zip",
-                        "coco": "application/json", "coco_zip": "application/zip"}
+                        "coco": "application/json", "coco_zip": "application/zip", "hf": "application/zip"}
 
 
 def release_list_data(*, project: Project) -> list[dict]:

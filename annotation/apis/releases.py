@@ -62,7 +62,7 @@ class ReleaseExportApi(APIView):
     """
 
     @extend_schema(
-        parameters=[OpenApiParameter("fmt", str, enum=list(EXPORT_FORMATS), description="json (default), jsonl, zip; coco or coco_zip for box projects")],
+        parameters=[OpenApiParameter("fmt", str, enum=list(EXPORT_FORMATS), description="json (default), jsonl, zip, hf (a zipped Hugging Face dataset folder); coco or coco_zip for box projects")],
         responses={(200, "application/json"): OpenApiTypes.BINARY},
     )
     def get(self, request, slug, version):

@@ -1,1 +1,1 @@
-"""Other tools' formats in and out of StateLab: COCO for box releases."""
+"""Other tools' formats in and out of StateLab: Hugging Face dataset folders, COCO for box releases."""

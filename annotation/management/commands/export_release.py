@@ -1,9 +1,11 @@
 """python manage.py export_release <project> <version> [-o FILE] [--jsonl | --zip | --format F]"""
 import sys
+from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Release
+from annotation.interchange.hf import HFFolderError, hf_export
 from annotation.releases import EXPORT_FORMATS, ReleaseRefused, release_export
 
 
@@ -21,8 +23,9 @@ class Command(BaseCommand):
         fmt = parser.add_mutually_exclusive_group()
         fmt.add_argument("--jsonl", action="store_true")
         fmt.add_argument("--zip", action="store_true")
-        fmt.add_argument("--format", choices=["json", "jsonl", "zip", "coco"], dest="format",
-                         help="json, jsonl, zip, or coco (box projects; a zip with the images when -o ends in .zip)")
+        fmt.add_argument("--format", choices=["json", "jsonl", "zip", "coco", "hf"], dest="format",
+                         help="json, jsonl, zip, coco (box projects; a zip with the images when -o ends in .zip), "
+                              "or hf (a Hugging Face dataset folder at -o DIR)")
 
     def handle(self, *args, **opts):
         release = Release.objects.select_related("project").filter(
@@ -31,6 +34,8 @@ class Command(BaseCommand):
         if release is None:
             raise CommandError(f"no release {opts['version']!r} in project {opts['project']!r}")
         out_name = opts["output"]
+        if opts["format"] == "hf":
+            return self._hf(release, out_name)
         zipped = (out_name or "").endswith(".zip")
         if opts["format"] == "coco":
             fmt = "coco_zip" if zipped else "coco"
@@ -56,3 +61,12 @@ class Command(BaseCommand):
                 stream.flush()
         if out_name:
             self.stderr.write(f"{release}: {release.item_count} items -> {out_name} ({fmt})")
+
+    def _hf(self, release, out_name):
+        if not out_name:
+            raise CommandError("a dataset folder export needs -o DIR")
+        try:
+            summary = hf_export(release, Path(out_name))
+        except HFFolderError as exc:
+            raise CommandError(str(exc)) from exc
+        self.stderr.write(f"{release}: {summary['items']} items in {summary['shards']} shard(s) -> {out_name} (hf)")

@@ -1,10 +1,12 @@
 """python manage.py import_items <project> <file> --protocol P [--media-root DIR] [--create] [--verified]
 
-The file is JSONL, a JSON release export ({header..., "items": [...]}) or a zip. A release export
+The file is JSONL, a JSON release export ({header..., "items": [...]}), a zip, or a Hugging Face
+dataset folder written by `export_release --format hf`. A release export
 (either format, or a zip with release.json) carries its option seed: a project created for it
 with --create takes that seed (and, without --protocol, the export's protocol), so freezing the
 imported items again gives the same checksum.
 """
+import tempfile
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
@@ -12,6 +14,7 @@ from django.core.management.base import BaseCommand, CommandError
 from annotation.importing import ImportRefused, items_import
 from annotation.importing.items import project_for_import
 from annotation.importing.sources import SourceError, open_source
+from annotation.interchange.hf import HFFolderError, hf_folder_to_jsonl, is_hf_folder
 from annotation.protocols import PROTOCOLS
 
 
@@ -24,7 +27,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("project", help="project slug")
-        parser.add_argument("file", type=Path, help="items .jsonl or .zip")
+        parser.add_argument("file", type=Path, help="items .jsonl or .zip, or a dataset folder (export_release --format hf)")
         parser.add_argument(
             "--protocol", choices=PROTOCOLS, help="checked against the project; with --create, defaults to a release export's"
         )
@@ -33,6 +36,17 @@ class Command(BaseCommand):
         parser.add_argument("--verified", action="store_true", help="import a published benchmark as verified items")
 
     def handle(self, *args, **opts):
+        if not is_hf_folder(opts["file"]):
+            return self._import(opts)
+        # A dataset folder: its rows become a release JSONL and media files in a scratch folder.
+        with tempfile.TemporaryDirectory(prefix="statelab-hf-") as work:
+            try:
+                jsonl = hf_folder_to_jsonl(opts["file"], Path(work))
+            except HFFolderError as exc:
+                raise CommandError(f"import refused: {exc}; nothing was written") from exc
+            return self._import({**opts, "file": jsonl, "media_root": Path(work)})
+
+    def _import(self, opts):
         seed, protocol = None, opts["protocol"]
         if opts["create"]:
             # A release export carries its option seed; a project created for it keeps it.

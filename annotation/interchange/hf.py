@@ -1,0 +1,373 @@
+"""A release as a Hugging Face dataset folder, and such a folder imported back.
+
+The folder `datasets.load_dataset(DIR)` loads as it is:
+- `data/<split>-NNNNN-of-MMMMM.parquet`: one row per release item, in release order; columns
+  `id`, every item field, `split`, `tags` and `resolved` (the option orders and candidates the
+  release froze). Images are the `Image` feature (the bytes with their original path); videos
+  stay files under `media/` with their relative path in a string column. A column whose values
+  all have one simple type keeps it (string, int64, float64, bool, a list of strings or of
+  int64); any other column (nested objects, mixed types such as a box that may be
+  "nothing_to_label") is JSON text, listed in the card's `statelab.json_columns`. The features
+  travel in each shard's `huggingface` schema metadata, as the `datasets` library writes them.
+- `README.md`: the dataset card, YAML metadata (license, citation, protocol, version, item
+  count, checksum, the configs entry for the shards) and a short description.
+
+Importing the folder back (`import_items <project> DIR`) rebuilds the release's export lines and
+media and imports them like a release export: the same items, fields and media bytes. A field
+that was absent from an item comes back absent (Parquet cannot tell absent from null, so a null
+value is read as absent).
+
+pyarrow writes and reads the Parquet; the `datasets` library is needed only to load the folder.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import tempfile
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from django.core.files.storage import default_storage
+
+from ..models import MediaAsset, Release, ReleaseItem
+from ..protocols import MEDIA_FIELDS
+from .header import release_header
+from .stream_zip import StreamSink
+
+CARD = "README.md"
+ROWS_PER_SHARD = 1000
+_IMAGE = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+_CARD_LINE = re.compile(r"^statelab: (\{.*\})$", re.MULTILINE)
+_SIMPLE = {
+    "string": (pa.string(), {"dtype": "string", "_type": "Value"}),
+    "int64": (pa.int64(), {"dtype": "int64", "_type": "Value"}),
+    "float64": (pa.float64(), {"dtype": "float64", "_type": "Value"}),
+    "bool": (pa.bool_(), {"dtype": "bool", "_type": "Value"}),
+    "list_string": (pa.list_(pa.string()), {"_type": "List", "feature": {"dtype": "string", "_type": "Value"}}),
+    "list_int64": (pa.list_(pa.int64()), {"_type": "List", "feature": {"dtype": "int64", "_type": "Value"}}),
+    "json": (pa.string(), {"dtype": "string", "_type": "Value"}),
+    "image": (_IMAGE, {"_type": "Image"}),
+    "list_image": (pa.list_(_IMAGE), {"_type": "List", "feature": {"_type": "Image"}}),
+    "video": (pa.string(), {"dtype": "string", "_type": "Value"}),
+    "list_video": (pa.list_(pa.string()), {"_type": "List", "feature": {"dtype": "string", "_type": "Value"}}),
+}
+
+
+class HFFolderError(ValueError):
+    """A folder that is not a StateLab dataset export, or one that is damaged."""
+
+
+# --- export -------------------------------------------------------------------------------------
+
+
+def _value_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int64" if -(2**63) <= value < 2**63 else "json"
+    if isinstance(value, float):
+        return "float64"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        if all(isinstance(v, str) for v in value):
+            return "list_string"
+        if all(isinstance(v, int) and not isinstance(v, bool) and -(2**63) <= v < 2**63 for v in value):
+            return "list_int64"
+    return "json"
+
+
+def _merge(a: str | None, b: str) -> str:
+    if a is None or a == b:
+        return b
+    if {a, b} == {"int64", "float64"}:
+        return "json"  # keep 3 and 3.0 apart: a float column would turn 3 into 3.0
+    if {a, b} <= {"list_string", "list_int64"}:
+        return "json"
+    return "json"
+
+
+def _lines(release: Release) -> Iterator[tuple[dict, dict]]:
+    rows = (
+        ReleaseItem.objects.filter(release=release).order_by("position")
+        .values_list("payload", "item__media").iterator(chunk_size=2000)
+    )
+    for line, media in rows:
+        yield line, media or {}
+
+
+def _column_types(release: Release) -> dict[str, str]:
+    media = MEDIA_FIELDS[release.project.protocol]
+    types: dict[str, str | None] = {"id": "string"}
+    for line, _ in _lines(release):
+        for name, value in line.items():
+            if name in media:
+                kind = "image" if media[name] == "image" else "video"
+                types[name] = ("list_" + kind) if isinstance(value, list) else kind
+                continue
+            if value is None:
+                types.setdefault(name, None)
+                continue
+            types[name] = _merge(types.get(name), _value_type(value))
+    # A list column whose lists were all empty has no element type: JSON keeps it exact.
+    return {name: (t or "string") for name, t in types.items()}
+
+
+def _safe_relpath(path: str) -> PurePosixPath:
+    rel = PurePosixPath(path)
+    if rel.is_absolute() or ".." in rel.parts or not rel.parts:
+        raise HFFolderError(f"media path {path!r} is not a relative path inside the dataset")
+    return rel
+
+
+class _MediaFiles:
+    """Media bytes by sha256, read from the storage in batches."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, str] = {}
+
+    def load(self, shas: set[str]) -> None:
+        missing = shas - set(self.files)
+        if missing:
+            self.files.update(MediaAsset.objects.filter(sha256__in=missing).values_list("sha256", "file"))
+
+    def read(self, sha: str) -> bytes:
+        with default_storage.open(self.files[sha], "rb") as fh:
+            return fh.read()
+
+    def copy_to(self, sha: str, target: Path) -> None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with default_storage.open(self.files[sha], "rb") as src, open(target, "wb") as dst:
+            shutil.copyfileobj(src, dst, 1024 * 1024)
+
+
+def _shas(value: Any) -> list[str]:
+    return value if isinstance(value, list) else [value] if isinstance(value, str) else []
+
+
+def _row(line: dict, media_map: dict, types: dict[str, str], media: _MediaFiles, out: Path) -> dict:
+    row: dict[str, Any] = {}
+    for name, kind in types.items():
+        value = line.get(name)
+        if value is None:
+            row[name] = None
+        elif kind in ("image", "list_image"):
+            paths = value if isinstance(value, list) else [value]
+            cells = [{"bytes": media.read(sha), "path": p} for p, sha in zip(paths, _shas(media_map.get(name)))]
+            row[name] = cells if kind == "list_image" else cells[0]
+        elif kind in ("video", "list_video"):
+            paths = value if isinstance(value, list) else [value]
+            for p, sha in zip(paths, _shas(media_map.get(name))):
+                target = out / "media" / _safe_relpath(p)
+                if not target.exists():
+                    media.copy_to(sha, target)
+            row[name] = ["media/" + p for p in paths] if kind == "list_video" else "media/" + value
+        elif kind == "json":
+            row[name] = json.dumps(value, ensure_ascii=False)
+        else:
+            row[name] = value
+    return row
+
+
+def _schema(types: dict[str, str]) -> pa.Schema:
+    fields = [pa.field(name, _SIMPLE[kind][0]) for name, kind in types.items()]
+    features = {name: _SIMPLE[kind][1] for name, kind in types.items()}
+    return pa.schema(fields).with_metadata({b"huggingface": json.dumps({"info": {"features": features}}).encode()})
+
+
+def _yaml_text(value: str) -> str:
+    return json.dumps(value, ensure_ascii=False)  # a JSON string is a valid YAML scalar
+
+
+def _card(release: Release, types: dict[str, str], shards: int) -> str:
+    project = release.project
+    settings = project.settings or {}
+    header = release_header(release)
+    meta = {
+        **header,
+        "columns": types,
+        "json_columns": [n for n, t in types.items() if t == "json"],
+        "image_columns": [n for n, t in types.items() if t in ("image", "list_image")],
+        "video_columns": [n for n, t in types.items() if t in ("video", "list_video")],
+        "shards": shards,
+    }
+    split = release.split or "test"
+    citation = settings.get("citation") or ""
+    lines = [
+        "---",
+        f"license: {_yaml_text(str(settings.get('license') or 'other'))}",
+        f"pretty_name: {_yaml_text(project.name or project.slug)}",
+        "tags:",
+        "- statelab",
+        "- object-states",
+        f"- {_yaml_text(project.protocol)}",
+        "configs:",
+        "- config_name: default",
+        "  data_files:",
+        f"  - split: {_yaml_text(split)}",
+        f"    path: {_yaml_text(f'data/{split}-*.parquet')}",
+        f"statelab: {json.dumps(meta, ensure_ascii=False, sort_keys=True)}",
+        "---",
+        "",
+        f"# {project.name or project.slug} — release {release.version}",
+        "",
+        (project.description or "").strip(),
+        "",
+        f"- Protocol: `{project.protocol}`; split `{split}`; {release.item_count} items.",
+        f"- Release checksum (sha256): `{release.checksum}`.",
+        "- Images are stored in the Parquet shards (`Image` feature); videos are files under `media/`.",
+        "- Columns listed in `statelab.json_columns` hold JSON text.",
+        "",
+    ]
+    if citation:
+        lines += ["## Citation", "", "```bibtex", citation.strip(), "```", ""]
+    return "\n".join(lines)
+
+
+def hf_export(release: Release, out: Path, *, rows_per_shard: int = ROWS_PER_SHARD) -> dict:
+    """Write the release as a dataset folder at `out` (created; must be empty or absent)."""
+    out = Path(out)
+    if out.exists() and any(out.iterdir()):
+        raise HFFolderError(f"{out} is not empty")
+    (out / "data").mkdir(parents=True, exist_ok=True)
+    types = _column_types(release)
+    schema = _schema(types)
+    split = release.split or "test"
+    total = release.item_count
+    shards = max(1, -(-total // rows_per_shard))
+    media = _MediaFiles()
+    batch: list[tuple[dict, dict]] = []
+    shard = 0
+
+    def flush() -> None:
+        nonlocal shard, batch
+        media.load({sha for _, m in batch for v in m.values() for sha in _shas(v)})
+        rows = [_row(line, m, types, media, out) for line, m in batch]
+        table = pa.Table.from_pylist(rows, schema=schema)
+        pq.write_table(table, out / "data" / f"{split}-{shard:05d}-of-{shards:05d}.parquet")
+        shard += 1
+        batch = []
+
+    for line, m in _lines(release):
+        batch.append((line, m))
+        if len(batch) >= rows_per_shard:
+            flush()
+    if batch or shard == 0:
+        flush()
+    (out / CARD).write_text(_card(release, types, shard), encoding="utf-8")
+    return {"items": total, "shards": shard, "folder": str(out)}
+
+
+# --- import -------------------------------------------------------------------------------------
+
+
+def is_hf_folder(path: Path) -> bool:
+    path = Path(path)
+    return path.is_dir() and (path / CARD).is_file() and (path / "data").is_dir()
+
+
+def _card_meta(folder: Path) -> dict:
+    text = (folder / CARD).read_text(encoding="utf-8", errors="replace")
+    found = _CARD_LINE.search(text.split("\n---", 1)[0] if text.startswith("---") else "")
+    if not found:
+        raise HFFolderError(f"{folder.name}/{CARD}: no `statelab:` metadata (not a StateLab dataset export)")
+    try:
+        meta = json.loads(found.group(1))
+    except ValueError as exc:
+        raise HFFolderError(f"{folder.name}/{CARD}: field statelab: not readable ({exc})") from exc
+    if not isinstance(meta, dict) or not isinstance(meta.get("columns"), dict):
+        raise HFFolderError(f"{folder.name}/{CARD}: field statelab.columns is missing")
+    return meta
+
+
+def hf_folder_to_jsonl(folder: Path, work: Path) -> Path:
+    """Rebuild the export lines (a release JSONL with its header) and the media under `work`;
+    returns the JSONL path (its media root is `work`)."""
+    folder, work = Path(folder), Path(work)
+    meta = _card_meta(folder)
+    columns: dict[str, str] = meta["columns"]
+    shards = sorted((folder / "data").glob("*.parquet"))
+    if not shards:
+        raise HFFolderError(f"{folder.name}/data: no Parquet shards")
+    header = {k: meta[k] for k in ("protocol", "project", "version", "split", "item_count", "checksum", "option_seed")
+              if k in meta}
+    target = work / "items.jsonl"
+    with open(target, "w", encoding="utf-8") as out:
+        out.write(json.dumps({"release": header}) + "\n")
+        for shard in shards:
+            try:
+                table = pq.read_table(shard)
+            except (pa.ArrowException, OSError) as exc:
+                raise HFFolderError(f"{shard.name}: not a readable Parquet file ({exc})") from exc
+            unknown = set(table.column_names) - set(columns)
+            if unknown:
+                raise HFFolderError(f"{shard.name}: column {sorted(unknown)[0]!r} is not in the card's statelab.columns")
+            for n, row in enumerate(table.to_pylist(), start=1):
+                out.write(json.dumps(_line(row, columns, folder, work, f"{shard.name} row {n}"), ensure_ascii=False) + "\n")
+    return target
+
+
+def _line(row: dict, columns: dict[str, str], folder: Path, work: Path, where: str) -> dict:
+    line: dict[str, Any] = {}
+    for name, value in row.items():
+        if value is None:
+            continue
+        kind = columns[name]
+        if kind in ("image", "list_image"):
+            cells = value if kind == "list_image" else [value]
+            paths = []
+            for cell in cells:
+                if not isinstance(cell, dict) or not cell.get("bytes") or not cell.get("path"):
+                    raise HFFolderError(f"{where}: field {name}: an image needs its bytes and path")
+                rel = _safe_relpath(cell["path"])
+                (work / rel).parent.mkdir(parents=True, exist_ok=True)
+                (work / rel).write_bytes(cell["bytes"])
+                paths.append(str(rel))
+            line[name] = paths if kind == "list_image" else paths[0]
+        elif kind in ("video", "list_video"):
+            values = value if kind == "list_video" else [value]
+            paths = []
+            for p in values:
+                rel = _safe_relpath(p)
+                if rel.parts[0] != "media" or len(rel.parts) < 2:
+                    raise HFFolderError(f"{where}: field {name}: a video path lies under media/")
+                source = folder / rel
+                if not source.is_file() or source.is_symlink():
+                    raise HFFolderError(f"{where}: field {name}: {p} is missing from the folder")
+                inner = PurePosixPath(*rel.parts[1:])
+                (work / inner).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(source, work / inner)
+                paths.append(str(inner))
+            line[name] = paths if kind == "list_video" else paths[0]
+        elif kind == "json":
+            try:
+                line[name] = json.loads(value)
+            except (TypeError, ValueError) as exc:
+                raise HFFolderError(f"{where}: field {name}: not JSON text") from exc
+        else:
+            line[name] = value
+    return line
+
+
+def hf_zip_parts(release: Release, *, flush_bytes: int = 256 * 1024) -> Iterator[bytes]:
+    """The dataset folder as a streamed zip (the page's and API's download): written to a scratch
+    folder first, removed when the stream ends or is abandoned."""
+    work = Path(tempfile.mkdtemp(prefix="statelab-hf-export-"))
+    try:
+        hf_export(release, work / "dataset")
+        sink = StreamSink()
+        with zipfile.ZipFile(sink, "w", compression=zipfile.ZIP_STORED) as zf:
+            for path in sorted(p for p in (work / "dataset").rglob("*") if p.is_file()):
+                info = zipfile.ZipInfo(str(path.relative_to(work / "dataset")), date_time=(2020, 1, 1, 0, 0, 0))
+                with open(path, "rb") as src, zf.open(info, "w", force_zip64=True) as dst:
+                    while data := src.read(flush_bytes):
+                        dst.write(data)
+                        yield sink.drain()
+        yield sink.drain()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
