@@ -137,3 +137,15 @@ def test_hf_download_from_the_api_is_the_folder_zipped(make_project, make_user, 
         zf.extractall(folder)
     split = datasets.load_dataset(str(folder), cache_dir=str(tmp_path / "hf-cache"))["test"]
     assert split.num_rows == 3 and all((folder / p).is_file() for p in split["video"])
+
+
+def test_push_to_hub_needs_the_hf_format_and_a_token(make_project, tmp_path, monkeypatch):
+    # No network here: only the refusals are exercised (the upload itself is huggingface_hub's).
+    release = frozen(make_project, tmp_path, "status", n=2)
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    with pytest.raises(CommandError, match="needs --format hf"):
+        call_command("export_release", release.project.slug, "v1", "-o", str(tmp_path / "x.json"), "--push-to-hub", "me/ds")
+    with pytest.raises(CommandError, match="HF_TOKEN"):
+        call_command("export_release", release.project.slug, "v1", "--format", "hf", "-o", str(tmp_path / "hf"),
+                     "--push-to-hub", "me/ds")
+    assert (tmp_path / "hf" / "README.md").is_file()

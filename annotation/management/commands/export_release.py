@@ -1,4 +1,5 @@
 """python manage.py export_release <project> <version> [-o FILE] [--jsonl | --zip | --format F]"""
+import os
 import sys
 from pathlib import Path
 
@@ -20,6 +21,9 @@ class Command(BaseCommand):
         parser.add_argument("project", help="project slug")
         parser.add_argument("version")
         parser.add_argument("-o", "--output", help="file to write (default: standard output)")
+        parser.add_argument("--push-to-hub", metavar="REPO_ID",
+                            help="with --format hf: upload the folder to this Hugging Face dataset repository "
+                                 "(private when it is created; needs huggingface_hub and HF_TOKEN)")
         fmt = parser.add_mutually_exclusive_group()
         fmt.add_argument("--jsonl", action="store_true")
         fmt.add_argument("--zip", action="store_true")
@@ -34,8 +38,10 @@ class Command(BaseCommand):
         if release is None:
             raise CommandError(f"no release {opts['version']!r} in project {opts['project']!r}")
         out_name = opts["output"]
+        if opts["push_to_hub"] and opts["format"] != "hf":
+            raise CommandError("--push-to-hub needs --format hf")
         if opts["format"] == "hf":
-            return self._hf(release, out_name)
+            return self._hf(release, out_name, opts["push_to_hub"])
         zipped = (out_name or "").endswith(".zip")
         if opts["format"] == "coco":
             fmt = "coco_zip" if zipped else "coco"
@@ -62,7 +68,7 @@ class Command(BaseCommand):
         if out_name:
             self.stderr.write(f"{release}: {release.item_count} items -> {out_name} ({fmt})")
 
-    def _hf(self, release, out_name):
+    def _hf(self, release, out_name, repo_id):
         if not out_name:
             raise CommandError("a dataset folder export needs -o DIR")
         try:
@@ -70,3 +76,20 @@ class Command(BaseCommand):
         except HFFolderError as exc:
             raise CommandError(str(exc)) from exc
         self.stderr.write(f"{release}: {summary['items']} items in {summary['shards']} shard(s) -> {out_name} (hf)")
+        if repo_id:
+            self._push(Path(out_name), repo_id, release)
+
+    def _push(self, folder, repo_id, release):
+        """Upload the dataset folder (the only network use of StateLab outside model endpoints)."""
+        token = os.environ.get("HF_TOKEN")
+        if not token:
+            raise CommandError("--push-to-hub needs HF_TOKEN in the environment; the folder is written")
+        try:
+            from huggingface_hub import HfApi
+        except ImportError as exc:
+            raise CommandError("--push-to-hub needs the huggingface_hub package; the folder is written") from exc
+        api = HfApi(token=token)
+        api.create_repo(repo_id, repo_type="dataset", private=True, exist_ok=True)
+        info = api.upload_folder(repo_id=repo_id, repo_type="dataset", folder_path=str(folder),
+                                 commit_message=f"StateLab release {release.project.slug} {release.version} ({release.checksum[:12]})")
+        self.stderr.write(f"pushed to {getattr(info, 'commit_url', repo_id)}")
