@@ -297,22 +297,27 @@ def hf_folder_to_jsonl(folder: Path, work: Path) -> Path:
     header = {k: meta[k] for k in ("protocol", "project", "version", "split", "item_count", "checksum", "option_seed")
               if k in meta}
     target = work / "items.jsonl"
+    written: dict[str, int] = {}  # media path -> hash of the bytes written there (items share media)
     with open(target, "w", encoding="utf-8") as out:
         out.write(json.dumps({"release": header}) + "\n")
         for shard in shards:
             try:
-                table = pq.read_table(shard)
+                parquet = pq.ParquetFile(shard)
+                unknown = set(parquet.schema_arrow.names) - set(columns)
+                if unknown:
+                    raise HFFolderError(f"{shard.name}: column {sorted(unknown)[0]!r} is not in the card's statelab.columns")
+                n = 0
+                for batch in parquet.iter_batches(batch_size=500):
+                    for row in batch.to_pylist():
+                        n += 1
+                        line = _line(row, columns, folder, work, f"{shard.name} row {n}", written)
+                        out.write(json.dumps(line, ensure_ascii=False) + "\n")
             except (pa.ArrowException, OSError) as exc:
                 raise HFFolderError(f"{shard.name}: not a readable Parquet file ({exc})") from exc
-            unknown = set(table.column_names) - set(columns)
-            if unknown:
-                raise HFFolderError(f"{shard.name}: column {sorted(unknown)[0]!r} is not in the card's statelab.columns")
-            for n, row in enumerate(table.to_pylist(), start=1):
-                out.write(json.dumps(_line(row, columns, folder, work, f"{shard.name} row {n}"), ensure_ascii=False) + "\n")
     return target
 
 
-def _line(row: dict, columns: dict[str, str], folder: Path, work: Path, where: str) -> dict:
+def _line(row: dict, columns: dict[str, str], folder: Path, work: Path, where: str, written: dict[str, int]) -> dict:
     line: dict[str, Any] = {}
     for name, value in row.items():
         if value is None:
@@ -325,8 +330,13 @@ def _line(row: dict, columns: dict[str, str], folder: Path, work: Path, where: s
                 if not isinstance(cell, dict) or not cell.get("bytes") or not cell.get("path"):
                     raise HFFolderError(f"{where}: field {name}: an image needs its bytes and path")
                 rel = _safe_relpath(cell["path"])
-                (work / rel).parent.mkdir(parents=True, exist_ok=True)
-                (work / rel).write_bytes(cell["bytes"])
+                digest = hash(cell["bytes"])
+                if str(rel) not in written:
+                    (work / rel).parent.mkdir(parents=True, exist_ok=True)
+                    (work / rel).write_bytes(cell["bytes"])
+                    written[str(rel)] = digest
+                elif written[str(rel)] != digest:
+                    raise HFFolderError(f"{where}: field {name}: two different images under one path {rel}")
                 paths.append(str(rel))
             line[name] = paths if kind == "list_image" else paths[0]
         elif kind in ("video", "list_video"):
@@ -340,8 +350,10 @@ def _line(row: dict, columns: dict[str, str], folder: Path, work: Path, where: s
                 if not source.is_file() or source.is_symlink():
                     raise HFFolderError(f"{where}: field {name}: {p} is missing from the folder")
                 inner = PurePosixPath(*rel.parts[1:])
-                (work / inner).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(source, work / inner)
+                if str(inner) not in written:
+                    (work / inner).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(source, work / inner)
+                    written[str(inner)] = 0
                 paths.append(str(inner))
             line[name] = paths if kind == "list_video" else paths[0]
         elif kind == "json":
