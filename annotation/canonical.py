@@ -62,9 +62,11 @@ def qa_answer(answer: Any, *, fmt: str, multiple: bool = False) -> Any:
     return answer
 
 
-def qa_result_answer(answer: Any, *, protocol: str, payload: Mapping[str, Any]) -> Any:
-    """The stored form of an annotator's answer to this item (its shape from the item's payload)."""
-    shape = qa_shape(protocol=protocol, payload=dict(payload))
+def qa_result_answer(answer: Any, *, protocol: str, payload: Mapping[str, Any],
+                     project_settings: Mapping[str, Any] | None = None) -> Any:
+    """The stored form of an annotator's answer to this item (its shape from the item's payload and
+    its project's settings, as the annotator's form had it)."""
+    shape = qa_shape(protocol=protocol, payload=dict(payload), project_settings=project_settings)
     return qa_answer(answer, fmt=shape["format"], multiple=shape["multiple"])
 
 

@@ -6,8 +6,13 @@
   truncated or corrupt image is refused at import, not when an annotator opens it.
 - Videos are probed by annotation.media_probe (ffprobe, or ``ffmpeg -i`` where only the ffmpeg
   binary bundled by imageio-ffmpeg exists): a file must hold a real video stream in a container
-  that matches its extension and must decode its first frame. Width, height, duration, fps and
-  frame count are recorded.
+  on the allow-list (VIDEO_CONTAINERS; one that matches its extension when the name claims a
+  video extension) and must decode its first frame. Width, height, duration, fps and frame count
+  are recorded.
+- The stored extension comes from what the file *is* (Pillow's format, the probed container), on
+  an allow-list, never from its name: a PNG named ``poly.html`` is stored as ``.png`` and an MP4
+  named ``v.html`` as ``.mp4`` (media are untrusted bytes; DESIGN, invariants). The name's own
+  extension is kept only where it is one of that format's usual ones (``.jpeg`` for a JPEG).
 - Every accepted file is stored once under ``MEDIA_ROOT/assets/<sha[:2]>/<sha256><ext>`` and
   recorded as a `MediaAsset` keyed by its SHA-256 (content-hash dedup across projects).
 """
@@ -28,6 +33,15 @@ from .media_probe import MediaError, NoVideoStream, VideoUnreadable, ffmpeg_exe,
 from .models import MediaAsset
 
 IMAGE_FORMATS = {"JPEG", "PNG", "WEBP", "BMP", "GIF", "TIFF"}
+# Pillow format -> extensions it is stored under (the first unless the name gives another listed).
+IMAGE_EXTENSIONS = {
+    "JPEG": (".jpg", ".jpeg", ".jpe"),
+    "PNG": (".png",),
+    "WEBP": (".webp",),
+    "BMP": (".bmp",),
+    "GIF": (".gif",),
+    "TIFF": (".tiff", ".tif"),
+}
 # Extension -> container names ffprobe may report for it (a file must be what it claims to be).
 VIDEO_CONTAINERS = {
     ".mp4": ("mp4", "mov"),
@@ -41,6 +55,11 @@ VIDEO_CONTAINERS = {
     ".ogv": ("ogg",),
 }
 VIDEO_EXTENSIONS = set(VIDEO_CONTAINERS)
+# What a file whose name claims no video extension is stored as, by the container ffprobe reports
+# (first match in this order; matroska holding VP8/VP9/AV1 is WebM).
+CONTAINER_EXTENSIONS = (("mp4", ".mp4"), ("mov", ".mp4"), ("webm", ".webm"), ("matroska", ".mkv"),
+                        ("avi", ".avi"), ("mpeg", ".mpg"), ("ogg", ".ogv"))
+WEBM_CODECS = {"vp8", "vp9", "av1"}
 
 
 class MediaRefused(Exception):
@@ -140,11 +159,12 @@ def inspect_image(path: Path, *, ext: str = "", max_pixels: int | None = None) -
     except (OSError, SyntaxError, ValueError) as exc:
         raise MediaRefused(f"corrupt image ({exc})") from exc
     sha, size = sha256_of(path)
+    allowed = IMAGE_EXTENSIONS[fmt]
     return MediaInfo(
         kind="image",
         sha256=sha,
         size_bytes=size,
-        ext=ext or "." + fmt.lower(),
+        ext=ext if ext in allowed else allowed[0],  # from the format, never from the name alone
         mime=Image.MIME.get(fmt, ""),
         width=width,
         height=height,
@@ -165,6 +185,13 @@ def _decodes_first_frame(exe: str, path: Path) -> str | None:
     return None
 
 
+def _container_ext(formats: set[str], codec: str) -> str | None:
+    """The allow-listed extension of a probed container, or None when it is on no list."""
+    if "webm" in formats and "matroska" in formats:
+        return ".webm" if codec in WEBM_CODECS else ".mkv"
+    return next((ext for name, ext in CONTAINER_EXTENSIONS if name in formats), None)
+
+
 def inspect_video(path: Path, *, ext: str = "") -> MediaInfo:
     """Validate one local video (see the module docstring); raise MediaRefused if it is not one."""
     try:
@@ -182,6 +209,11 @@ def inspect_video(path: Path, *, ext: str = "") -> MediaInfo:
     claimed = VIDEO_CONTAINERS.get(ext)
     if claimed and not formats & set(claimed):
         raise MediaRefused(f"claims to be {ext} but its container is {container}")
+    if not claimed:  # the name claims no video type (v.html): the container alone decides
+        ext = _container_ext(formats, probed.codec)
+        if ext is None:
+            raise MediaRefused(f"container {container} is not an allowed video format "
+                               f"({', '.join(sorted(VIDEO_EXTENSIONS))})")
     if not probed.width or not probed.height:
         raise MediaRefused("video stream without a frame size")
     if not probed.duration or probed.duration <= 0:
@@ -197,7 +229,7 @@ def inspect_video(path: Path, *, ext: str = "") -> MediaInfo:
         kind="video",
         sha256=sha,
         size_bytes=size,
-        ext=ext or ".mp4",
+        ext=ext,
         mime=mime.get(ext, "video/mp4"),
         width=int(probed.width),
         height=int(probed.height),

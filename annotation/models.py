@@ -2,6 +2,7 @@
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 
 class Protocol(models.TextChoices):
@@ -70,6 +71,10 @@ class Project(models.Model):
                   "item returns to the queue. "
                   "rubric (video rating): the rubric shown to raters, one text or criterion -> text. "
                   "state_labels (boxes): object -> extra state labels offered as candidates. "
+                  "disagreement: thresholds that mark an annotated item for adjudication (it then comes first in "
+                  "the review queue): rating_spread (default 2: a criterion whose scores spread this much), "
+                  "box_iou (default 0.5: boxes overlapping less), quintuplet_fields (default all six); QA items "
+                  "are marked when their answers differ. "
                   "suggestions (true/false, default true; quintuplet and QA): show model suggestions on the "
                   "annotation form. A QA answer given with one on the form is not blind and is left out of the "
                   "Human row, so a project that wants a Human row sets this to false.",
@@ -110,6 +115,27 @@ class Membership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} @ {self.project} ({self.role})"
+
+
+class ProjectInvite(models.Model):
+    """A link that lets whoever opens it (signed in, before `expires_at`) join the project with
+    `role`, once. Only the token's SHA-256 is stored: the link is shown once, when it is made."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="invites")
+    role = models.CharField(max_length=20, choices=Role.choices)
+    token_sha256 = models.CharField(max_length=64, unique=True)
+    expires_at = models.DateTimeField()
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    used_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                                related_name="+")
+    used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"{self.project.slug} invite #{self.pk} ({self.role})"
 
 
 class MediaKind(models.TextChoices):
@@ -157,6 +183,10 @@ class Item(models.Model):
     is_gold = models.BooleanField(default=False)
     # Denormalised count of submitted annotations, kept in the same transaction as each insert.
     annotation_count = models.PositiveIntegerField(default=0)
+    # Set when the item becomes annotated and its annotations disagree beyond the project's
+    # thresholds (annotation/disagreement.py): {"fields": [...]}; null when they agree. Such items
+    # come first in the review queue.
+    disagreement = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -234,6 +264,21 @@ class Annotation(models.Model):
             ),
         ]
         indexes = [models.Index(fields=["annotator", "created_at"], name="annotation_annotator_idx")]
+
+
+class AnnotationRevision(models.Model):
+    """An earlier version of an annotation its annotator amended (annotation/history.py): the
+    annotation row holds what counts now; each amendment keeps what it replaced here."""
+
+    annotation = models.ForeignKey(Annotation, on_delete=models.CASCADE, related_name="revisions")
+    result = models.JSONField()
+    time_spent_ms = models.PositiveIntegerField(default=0)
+    with_suggestion = models.BooleanField(default=False)
+    submitted_at = models.DateTimeField()  # when the replaced version was given
+    replaced_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["annotation", "replaced_at", "pk"]
 
 
 class Suggestion(models.Model):
@@ -332,6 +377,11 @@ class ImportRun(models.Model):
     report = models.JSONField(default=dict, blank=True)  # the importer's report once imported
     errors = models.JSONField(default=list, blank=True)  # "line N: field F: reason" (first ones) when refused
     error_count = models.PositiveIntegerField(default=0)
+    # Crash recovery (importing/runs.py): claims so far, the claiming worker, and the heartbeat
+    # it refreshes while it imports; the watchdog re-queues a run whose heartbeat lapsed.
+    attempts = models.PositiveSmallIntegerField(default=0)
+    worker = models.CharField(max_length=200, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -346,3 +396,63 @@ class ImportRun(models.Model):
     @property
     def done(self) -> bool:
         return self.status in (ImportStatus.FINISHED, ImportStatus.REFUSED, ImportStatus.FAILED)
+
+
+class AuditAction(models.TextChoices):
+    IMPORT = "import", "Import"
+    VERIFY = "verify", "Verify"
+    EDIT = "edit", "Edit and verify"
+    DISCARD = "discard", "Discard"
+    FREEZE = "freeze", "Freeze release"
+    EXPORT = "export", "Export release"
+    LAUNCH = "launch", "Launch inference job"
+    CANCEL = "cancel", "Cancel inference job"
+    RETRY = "retry", "Retry inference job"
+    MEMBER_ADD = "member_add", "Add member"
+    MEMBER_CHANGE = "member_change", "Change member role"
+    MEMBER_REMOVE = "member_remove", "Remove member"
+    MEMBER_INVITE = "member_invite", "Create invite link"
+    PROJECT_CREATE = "project_create", "Create project"
+    AMEND = "amend", "Amend own annotation"
+    STUDY_OPEN = "study_open", "Open crowd study"
+    STUDY_CLOSE = "study_close", "Close crowd study"
+    STUDY_APPROVE = "study_approve", "Approve study participant"
+    STUDY_REJECT = "study_reject", "Reject study participant"
+
+
+class AuditEvent(models.Model):
+    """Who did what to which object, when: written by the service that made the change, in its
+    transaction (annotation/audit.py); read by the project's researchers (annotation/audit_trail.py)."""
+
+    at = models.DateTimeField(default=timezone.now)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                              related_name="+")
+    actor_name = models.CharField(max_length=150, blank=True)  # kept when the account is deleted
+    project = models.ForeignKey(Project, on_delete=models.SET_NULL, null=True, blank=True, related_name="audit_events")
+    action = models.CharField(max_length=20, choices=AuditAction.choices)
+    object_type = models.CharField(max_length=100)
+    object_id = models.CharField(max_length=64, blank=True)
+    object_repr = models.CharField(max_length=200, blank=True)
+    details = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-pk"]
+        indexes = [
+            models.Index(fields=["project", "-at", "-id"], name="audit_project_at_idx"),
+            models.Index(fields=["project", "action", "-at"], name="audit_project_action_at_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M:%S} {self.actor_name or '-'} {self.action} {self.object_repr}"
+
+
+
+# Crowd-rater studies: their models live in study_models.py (kept apart for size), re-exported here.
+from .study_models import (  # noqa: E402
+    CrowdAccount,
+    ExcludedAnnotation,
+    ParticipantStatus,
+    Study,
+    StudyParticipant,
+    StudyPlatform,
+)

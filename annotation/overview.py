@@ -13,15 +13,17 @@ def project_overview_data(*, project: Project, user) -> dict:
     counts = item_counts(project=project)
     splits = dict(project.items.values_list("split").annotate(n=Count("id")).values_list("split", "n"))
     base = f"/projects/{project.slug}"
-    links = {
-        "annotate": f"{base}/annotate/",
-        "review": f"{base}/review/",
-        "agreement": f"{base}/agreement/",
-        "leaderboard": f"{base}/leaderboard/",
-        "correlation": f"{base}/correlation/",
-    }
+    # Only the pages this user's role (and the project's protocol) can open: no link answers 403/404.
+    links = {"annotate": f"{base}/annotate/"}
+    if has_role(user, project, Role.REVIEWER):
+        links.update(review=f"{base}/review/", agreement=f"{base}/agreement/")
     if has_role(user, project, Role.RESEARCHER):
-        links.update(releases=f"{base}/releases/", import_=f"{base}/import/")
+        links["leaderboard"] = f"{base}/leaderboard/"
+        if project.protocol == "oscbench":  # human–judge correlation exists for ratings only
+            links["correlation"] = f"{base}/correlation/"
+    if has_role(user, project, Role.RESEARCHER):
+        links.update(releases=f"{base}/releases/", import_=f"{base}/import/", audit=f"{base}/audit/",
+                     members=f"{base}/members/")
     return {
         "slug": project.slug,
         "name": project.name,

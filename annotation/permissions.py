@@ -7,6 +7,7 @@ a member whose role is too low gets 403.
 """
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.db import connections, router
@@ -17,6 +18,7 @@ from rest_framework import authentication, exceptions
 
 from .db import first_row
 from .models import ROLE_RANK, Membership, Project, Role
+from .tokens import bad_token_count, bad_tokens_blocked, client_address, token_expired, token_expired_message
 
 
 def _role_cache(user) -> dict:
@@ -139,10 +141,32 @@ def projects_visible_to(user) -> QuerySet[Project]:
     return Project.objects.filter(memberships__user=user).distinct()
 
 
+def projects_with_role(user, role: str) -> QuerySet[Project]:
+    """Projects where the user has at least `role` (every project for a superuser)."""
+    if not user.is_authenticated:
+        return Project.objects.none()
+    if user.is_superuser:
+        return Project.objects.all()
+    roles = [r for r, rank in ROLE_RANK.items() if rank >= ROLE_RANK[role]]
+    return Project.objects.filter(memberships__user=user, memberships__role__in=roles)
+
+
 def is_researcher_anywhere(user) -> bool:
     return user.is_superuser or Membership.objects.filter(
         user=user, role__in=[Role.RESEARCHER, Role.ADMIN]
     ).exists()
+
+
+def can_create_projects(user) -> bool:
+    """Staff, and researchers or admins of some project (the creator becomes the new project's
+    admin). Annotators, reviewers and crowd accounts cannot spawn projects (and so admin rights)."""
+    return bool(user and user.is_authenticated and (user.is_staff or is_researcher_anywhere(user)))
+
+
+def require_project_creator(user) -> None:
+    if not can_create_projects(user):
+        raise PermissionDenied("Creating a project needs the researcher or admin role in some project (or a staff "
+                               "account).")
 
 
 class TokenAuthentication(authentication.TokenAuthentication):
@@ -153,10 +177,28 @@ class TokenAuthentication(authentication.TokenAuthentication):
     Same statement (the token joined with its user), same checks and messages; what goes is the
     ORM's per-request building and compiling of `Token.objects.select_related("user").get(key=...)`,
     about 1 ms of CPU per request, more than the query itself. Other databases (the SQLite demo),
-    or models whose fields need converting from the database, take DRF's own path.
+    or models whose fields need converting from the database, take DRF's own path. Both paths
+    add the token's lifetime and the count of wrong tokens per address (annotation/tokens.py).
     """
 
     _compiled: dict[str, tuple | None] = {}
+
+    def authenticate(self, request):
+        # Wrong tokens are counted per client address (annotation/tokens.py): past the limit, every
+        # token request from there gets 429 for the rest of the window, a right token included.
+        words = authentication.get_authorization_header(request).split()
+        if not words or words[0].lower() != self.keyword.lower().encode():
+            return None  # no token offered (DRF's own test)
+        address = client_address(getattr(request, "_request", request))
+        if bad_tokens_blocked(address):
+            raise exceptions.Throttled(wait=settings.STATELAB_BAD_TOKEN_WINDOW_SECONDS,
+                                       detail="Too many wrong tokens from this address.")
+        try:
+            return super().authenticate(request)
+        except exceptions.AuthenticationFailed as exc:
+            if getattr(exc, "bad_token", False):
+                bad_token_count(address)
+            raise TokenRefused(exc.detail) from exc
 
     def _statement(self, alias: str):
         if alias not in self._compiled:
@@ -181,14 +223,42 @@ class TokenAuthentication(authentication.TokenAuthentication):
         alias = router.db_for_read(token_model)
         statement = self._statement(alias)
         if statement is None:
-            return super().authenticate_credentials(key)
+            try:
+                user, token = super().authenticate_credentials(key)
+            except exceptions.AuthenticationFailed as exc:
+                if exc.detail == _("Invalid token."):
+                    exc.bad_token = True
+                raise
+            return self._unexpired(user, token)
         sql, token_names, user_names = statement
         row = first_row(sql, {"key": key}, using=alias)
         if row is None:
-            raise exceptions.AuthenticationFailed(_("Invalid token."))
+            raise _bad_token()
         n = len(token_names)
         token = token_model.from_db(alias, token_names, row[:n])
         token.user = get_user_model().from_db(alias, user_names, row[n:])
         if not token.user.is_active:
             raise exceptions.AuthenticationFailed(_("User inactive or deleted."))
-        return (token.user, token)
+        return self._unexpired(token.user, token)
+
+    @staticmethod
+    def _unexpired(user, token):
+        if token_expired(token.created):
+            raise exceptions.AuthenticationFailed(token_expired_message())
+        return (user, token)
+
+
+class TokenRefused(exceptions.APIException):
+    """A token that does not authenticate: 401 with `WWW-Authenticate: Token`. (DRF would answer an
+    AuthenticationFailed with 403 here, because session authentication comes first and names no
+    scheme; a client holding an expired or revoked token should be told to authenticate again.)"""
+
+    status_code = 401
+    default_code = "authentication_failed"
+    auth_header = "Token"
+
+
+def _bad_token() -> exceptions.AuthenticationFailed:
+    exc = exceptions.AuthenticationFailed(_("Invalid token."))
+    exc.bad_token = True  # counted against the caller's address
+    return exc

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 import string
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 LETTERS = string.ascii_uppercase
 
@@ -66,16 +66,30 @@ BOX_OUTCOMES = ("nothing_to_label", "cannot_determine")
 CHANGEIT_CANDIDATES = 10
 
 
-def qa_shape(*, protocol: str, payload: dict[str, Any]) -> dict[str, Any]:
+# M3-Verse: whether several options may be correct when neither the item (its `multiple` field)
+# nor the project (settings["multiple"]) says; PROTOCOLS.md: several may be correct.
+M3VERSE_MULTIPLE_DEFAULT = True
+
+
+def m3verse_multiple(payload: Mapping[str, Any], project_settings: Mapping[str, Any] | None = None) -> bool:
+    """Whether an M3-Verse item takes several letters: its own `multiple` field, else the project's
+    setting, else M3VERSE_MULTIPLE_DEFAULT. Never its answer: a gold item's form must look like a
+    raw one's (issue 10, blind means blind)."""
+    own = payload.get("multiple")
+    if isinstance(own, bool):
+        return own
+    chosen = (project_settings or {}).get("multiple")
+    return chosen if isinstance(chosen, bool) else M3VERSE_MULTIPLE_DEFAULT
+
+
+def qa_shape(*, protocol: str, payload: Mapping[str, Any],
+             project_settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The answer a QA item takes: {"format", "n_options", "multiple"} (the facts a model's prompt
-    states too). An M3-Verse item takes several letters when its payload says so ("multiple") or
-    its known answer lists several; VisualTrans items take one."""
+    states too). An M3-Verse item takes one or several letters as `m3verse_multiple` says (from the
+    item's field or the project's setting, never from the answer); VisualTrans items take one."""
     if protocol == "m3verse":
-        answer = payload.get("answer") or []
-        multiple = payload.get("multiple")
-        if multiple is None:
-            multiple = len(answer) > 1
-        return {"format": "choice", "n_options": len(payload.get("options") or []), "multiple": bool(multiple)}
+        multiple = m3verse_multiple(payload, project_settings)
+        return {"format": "choice", "n_options": len(payload.get("options") or []), "multiple": multiple}
     fmt = payload.get("format") or "choice"
     return {"format": fmt, "n_options": len(payload.get("options") or []), "multiple": False}
 

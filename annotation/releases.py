@@ -35,7 +35,8 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import TextField
 from django.db.models.functions import Cast
 
-from .models import Item, ItemStatus, MediaAsset, Project, Release, ReleaseItem
+from .audit import audit_record
+from .models import AuditAction, Item, ItemStatus, MediaAsset, Project, Release, ReleaseItem
 from .importing.copy_spool import copy_text
 from .interchange import coco, hf
 from .interchange.header import release_header
@@ -115,6 +116,8 @@ def release_freeze(*, project: Project, version: str, split: str = "test", user=
     release.item_count = writer.position
     release.checksum = digest.hexdigest()
     release.save(update_fields=["item_count", "checksum"])
+    audit_record(action=AuditAction.FREEZE, actor=user, project=project, obj=release,
+                 details={"split": split, "items": release.item_count, "checksum": release.checksum})
     return release
 
 
@@ -295,9 +298,10 @@ def release_list_data(*, project: Project) -> list[dict]:
     ]
 
 
-def release_download_response(release: Release, fmt: str) -> StreamingHttpResponse:
-    """The release streamed as an attachment (page and API)."""
+def release_download_response(release: Release, fmt: str, *, actor=None) -> StreamingHttpResponse:
+    """The release streamed as an attachment (page and API); the download is audited."""
     response = StreamingHttpResponse(release_export(release, fmt), content_type=EXPORT_CONTENT_TYPES[fmt])
     response["Content-Disposition"] = f'attachment; filename="{export_filename(release, fmt)}"'
     response["X-Release-Checksum"] = release.checksum
+    audit_record(action=AuditAction.EXPORT, actor=actor, project=release.project, obj=release, details={"format": fmt})
     return response

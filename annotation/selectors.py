@@ -2,7 +2,7 @@
 import statistics
 
 from django.db import connection
-from django.db.models import Aggregate, Count, FloatField, QuerySet
+from django.db.models import Aggregate, BooleanField, Count, ExpressionWrapper, FloatField, Q, QuerySet
 
 from . import agreement
 from .models import Annotation, Item, ItemStatus, Project
@@ -168,7 +168,7 @@ def result_context_for(*, item):
         return BoxContext(width=image.get("width"), height=image.get("height"),
                           labels=tuple(box_candidates(project=project, payload=item.payload)))
     if workflow == "qa":
-        shape = qa_shape(protocol=project.protocol, payload=item.payload)
+        shape = qa_shape(protocol=project.protocol, payload=item.payload, project_settings=project.settings)
         return QAContext(format=shape["format"], n_options=shape["n_options"], multiple=shape["multiple"])
     if workflow == "rating":
         return RatingContext(criteria=OSC_CRITERIA, nullable=OSC_NULLABLE)
@@ -213,7 +213,7 @@ def annotator_item_payload(*, item) -> dict:
         else:
             out["video_before"] = _media_field(item, "video_before", assets)
             out["video_after"] = _media_field(item, "video_after", assets)
-        shape = qa_shape(protocol=protocol, payload=payload)
+        shape = qa_shape(protocol=protocol, payload=payload, project_settings=project.settings)
         out["question"] = payload.get("question")
         out["options"] = [{"letter": LETTERS[i], "text": t} for i, t in enumerate(payload.get("options") or [])]
         out["format"] = shape["format"]
@@ -285,21 +285,26 @@ def item_status_counts(*, project) -> dict[str, int]:
 
 
 def review_queue_for(*, project, limit: int = 100, offset: int = 0) -> dict:
-    """Items waiting for a reviewer (status annotated), oldest first, with the project's counts."""
+    """Items waiting for a reviewer (status annotated): those whose annotators disagree first (to
+    adjudicate), then oldest first; each with the fields in dispute; and the project's counts."""
     rows = (
         Item.objects.filter(project=project, status=ItemStatus.ANNOTATED)
-        .order_by("id")
-        .values("id", "external_id", "annotation_count", "is_gold", "updated_at")[offset : offset + limit]
+        .alias(agreed=ExpressionWrapper(Q(disagreement__isnull=True), output_field=BooleanField()))
+        .order_by("agreed", "id")
+        .values("id", "external_id", "annotation_count", "is_gold", "updated_at", "disagreement")[offset : offset + limit]
     )
     return {
         "counts": item_status_counts(project=project),
-        "items": [{**r, "updated_at": r["updated_at"].isoformat()} for r in rows],
+        "items": [{**r, "updated_at": r["updated_at"].isoformat(),
+                   "disagreement": [f["field"] for f in (r["disagreement"] or {}).get("fields", [])]}
+                  for r in rows],
     }
 
 
 def item_review_detail(*, item) -> dict:
     """Everything a reviewer needs: the full payload (with truth), all annotations, disagreements."""
     from .agreement import field_disagreements
+    from .disagreement import find_disagreement, thresholds_from
 
     project = item.project
     assets = media_urls_for(items=[item])
@@ -330,6 +335,9 @@ def item_review_detail(*, item) -> dict:
             for a in annotations
         ],
         "disagreements": field_disagreements(project.workflow, [(a.pk, a.result) for a in annotations]),
+        # Beyond the project's thresholds (what marks the item for adjudication), computed afresh.
+        "disagreement": find_disagreement(project.workflow, [(a.pk, a.result) for a in annotations],
+                                          thresholds_from(project.settings)),
         "reviews": [
             {
                 "decision": r.decision,

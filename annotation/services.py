@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from .audit import audit_record
 from .canonical import payload_answer
-from .models import Annotation, Item, ItemStatus, Review, ReviewDecision
+from .models import Annotation, AuditAction, Item, ItemStatus, Review, ReviewDecision
 from .queue.errors import TaskConflict, TaskNotFound
-from .results import BoxContext, QAContext, ResultInvalid, validate_result
+from .results import QAContext, ResultInvalid, validate_result
 from .selectors import result_context_for
 from .verification import apply_result_to_payload
 
@@ -46,10 +47,8 @@ def _validate_review_edit(item: Item, result) -> dict:
         # The item's known answer in its stored form (an M3-Verse answer is a list of letters).
         clean["answer"] = payload_answer(item.project.protocol, {**item.payload, **fixes, "answer": clean["answer"]})
         return {**fixes, "answer": clean["answer"]}
-    if workflow == "box":
-        base = result_context_for(item=item)
-        extra = (result.get("state"),) if isinstance(result.get("state"), str) and result["state"].strip() else ()
-        return validate_result("box", result, BoxContext(base.width, base.height, base.labels + extra)).result
+    # A box edit's state is one of the item's candidate labels (its state, its distractors, the
+    # project's state_labels for its object), as for annotators: no free text enters a release.
     return validate_result(workflow, result, result_context_for(item=item)).result
 
 
@@ -93,5 +92,13 @@ def review_decide(*, item_id: int, reviewer, decision: str, annotation_id: int |
     else:
         raise ResultInvalid({"decision": "Choose accept, edit or discard."})
     item.save(update_fields=["payload", "status", "updated_at"])
-    return Review.objects.create(item=item, reviewer=reviewer, decision=decision, accepted_annotation=accepted,
-                                 result=applied, comment=(comment or "")[:5000])
+    review = Review.objects.create(item=item, reviewer=reviewer, decision=decision, accepted_annotation=accepted,
+                                   result=applied, comment=(comment or "")[:5000])
+    # The reviewer is the actor: the audit trail records who verified, edited or discarded the item.
+    audit_record(action=_AUDIT_ACTION[decision], actor=reviewer, project=item.project, obj=item,
+                 details={"review": review.pk, "annotation": accepted.pk if accepted else None})
+    return review
+
+
+_AUDIT_ACTION = {ReviewDecision.ACCEPT: AuditAction.VERIFY, ReviewDecision.EDIT: AuditAction.EDIT,
+                 ReviewDecision.DISCARD: AuditAction.DISCARD}

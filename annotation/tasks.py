@@ -11,7 +11,8 @@ def expire_task_leases() -> int:
     return holds_expire_stale()
 
 
-@shared_task(name="annotation.tasks.run_import")
-def run_import(run_id: int) -> str:
-    """Import an uploaded file queued by the import page or API (sent on commit: see importing.runs)."""
-    return import_run_execute(run_id)
+@shared_task(name="annotation.tasks.run_import", bind=True, acks_late=True, reject_on_worker_lost=True)
+def run_import(self, run_id: int) -> str:
+    """Import an uploaded file queued by the import page or API (sent on commit: see importing.runs).
+    The run's row is claimed and its heartbeat kept fresh there; a duplicate delivery does nothing."""
+    return import_run_execute(run_id, worker=self.request.hostname or "", heartbeat=not self.request.is_eager)

@@ -1,10 +1,14 @@
 """Pages of the annotation app (mounted at /)."""
 from django.urls import path
 
-from .views import home, imports, releases, work
+from .views import audit, history, home, imports, members, releases, studies, work
 
 urlpatterns = [
     path("", home.home, name="home"),
+    path("projects/new/", members.project_new, name="io-project-new"),  # before projects/<slug>/ ("new" is reserved)
+    path("projects/<slug:slug>/members/", members.project_members, name="io-members"),
+    path("invites/<str:token>/", members.invite_page, name="io-invite"),
+    path("projects/<slug:slug>/my-work/<int:annotation_id>/", history.amend, name="work-amend"),
     path("projects/<slug:slug>/", home.project_overview, name="io-project"),
     path("projects/<slug:slug>/import/", imports.project_import, name="io-import"),
     path("projects/<slug:slug>/imports/<int:run_id>/", imports.import_run_page, name="io-import-run"),
@@ -14,4 +18,11 @@ urlpatterns = [
     path("projects/<slug:slug>/review/", work.review_list, name="work-review-list"),
     path("projects/<slug:slug>/review/<int:item_id>/", work.review_detail, name="work-review-detail"),
     path("projects/<slug:slug>/agreement/", work.agreement, name="work-agreement"),
+    path("projects/<slug:slug>/audit/", audit.project_audit, name="io-audit"),
+    path("projects/<slug:slug>/studies/", studies.project_studies, name="io-studies"),
+    path("projects/<slug:slug>/studies/<int:study_id>/", studies.study_detail, name="io-study"),
+    path("projects/<slug:slug>/studies/<int:study_id>/participants.csv", studies.study_csv, name="io-study-csv"),
+    # The public study link: anonymous by design (the crowd platform's id signs the participant in).
+    path("study/<str:token>/", studies.study_entry, name="study-entry"),
+    path("study/<str:token>/done/", studies.study_finish, name="study-finish"),
 ]

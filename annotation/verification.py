@@ -1,10 +1,15 @@
 """How a settled answer verifies an item: written into the item's payload, by a reviewer
 (services.review_decide) or, when the annotators agree, by the submit that completes the item
-(queue/submit.py)."""
+(queue/submit.py). An item whose annotators disagree is marked for adjudication when it becomes
+annotated (item_mark_disagreement), so a reviewer settles it first."""
 from __future__ import annotations
+
+from collections import defaultdict
+from typing import Iterable
 
 from . import agreement
 from .canonical import payload_answer
+from .disagreement import find_disagreement, thresholds_from
 from .models import Annotation, Item, ItemStatus, Review, ReviewDecision
 
 
@@ -52,3 +57,46 @@ def item_auto_verify(*, item: Item) -> None:
     item.save(update_fields=["payload", "status", "updated_at"])
     Review.objects.create(item=item, reviewer=None, decision=ReviewDecision.AUTO, result=merged,
                           comment="Annotators agree.")
+
+
+def items_mark_disagreement(*, project, item_ids: Iterable[int], chunk_size: int = 2000) -> int:
+    """Store (or clear) `Item.disagreement` of those of these items that are annotated (gold items
+    never are), from their annotations and the project's thresholds; returns how many are marked.
+    Called when items become annotated by an import; a submit or an amendment marks its one item
+    (item_mark_disagreement). Items already verified or discarded keep what they had."""
+    ids = sorted(set(item_ids))
+    thresholds = thresholds_from(project.settings)
+    marked = 0
+    for start in range(0, len(ids), chunk_size):
+        open_ids = list(Item.objects.filter(pk__in=ids[start:start + chunk_size], project=project,
+                                            status=ItemStatus.ANNOTATED, is_gold=False).values_list("pk", flat=True))
+        per_item: dict[int, list[tuple[int, dict]]] = defaultdict(list)
+        for item_id, pk, result in (Annotation.objects.filter(item_id__in=open_ids).order_by("item_id", "pk")
+                                    .values_list("item_id", "pk", "result")):
+            per_item[item_id].append((pk, result))
+        rows, cleared = [], []
+        for pk in open_ids:
+            found = find_disagreement(project.workflow, per_item.get(pk, []), thresholds)
+            if found is None:
+                cleared.append(pk)
+            else:
+                rows.append(Item(pk=pk, disagreement=found))
+        # Cleared with one UPDATE: SQL NULL (not the JSON null a bulk_update might write).
+        Item.objects.filter(pk__in=cleared, disagreement__isnull=False).update(disagreement=None)
+        Item.objects.bulk_update(rows, ["disagreement"], batch_size=1000)
+        marked += len(rows)
+    return marked
+
+
+def item_mark_disagreement(*, item: Item) -> dict | None:
+    """Mark one item as items_mark_disagreement does (the caller holds the item, locked, with its
+    current status) and return what was stored: one read of its annotations, one write if changed."""
+    found = None
+    if item.status == ItemStatus.ANNOTATED and not item.is_gold:
+        project = item.project
+        annotations = list(Annotation.objects.filter(item_id=item.pk).order_by("pk").values_list("pk", "result"))
+        found = find_disagreement(project.workflow, annotations, thresholds_from(project.settings))
+    if found != item.disagreement:
+        Item.objects.filter(pk=item.pk).update(disagreement=found)
+        item.disagreement = found
+    return found

@@ -164,10 +164,12 @@ def main() -> None:
             seconds, rss = streaming_import(f"bench-{n}", path)
             rows.append((f"streaming import, {n:,} lines", n / seconds, seconds, rss))
             print(f"import {n:>9,} lines: {seconds:7.1f} s  {n / seconds:9,.0f} items/s  peak RSS {rss / 2**20:5.0f} MiB", flush=True)
-        base_path = write_jsonl(data / f"items-{max(args.baseline, 1)}.jsonl", args.baseline)
-        base_s = orm_baseline(base_path, args.baseline)
-        print(f"per-row ORM baseline, {args.baseline:,} lines: {base_s:.1f} s  {args.baseline / base_s:,.0f} items/s "
-              f"({base_s / args.baseline * 1e6:.0f} µs per item)", flush=True)
+        base_s = None
+        if args.baseline > 0:  # --baseline 0 skips the per-row baseline
+            base_path = write_jsonl(data / f"items-{args.baseline}.jsonl", args.baseline)
+            base_s = orm_baseline(base_path, args.baseline)
+            print(f"per-row ORM baseline, {args.baseline:,} lines: {base_s:.1f} s  {args.baseline / base_s:,.0f} items/s "
+                  f"({base_s / args.baseline * 1e6:.0f} µs per item)", flush=True)
         export = None
         if args.export:
             export = export_run(write_jsonl(data / f"items-{args.export}.jsonl", args.export), args.export)
@@ -181,9 +183,10 @@ def main() -> None:
     print("|---|---|---|---|---|")
     for label, rate, seconds, rss in rows:
         print(f"| {label} | {rate:,.0f} | {seconds:.1f} s | {rss / 2**20:.0f} MiB | {rate / LABEL_STUDIO_IMPORT_PER_S:.1f}× |")
-    rate = args.baseline / base_s
-    print(f"| per-row `Item.objects.create`, {args.baseline:,} lines | {rate:,.0f} | "
-          f"{base_s / args.baseline * 1e6:.0f} µs/item | – | {rate / LABEL_STUDIO_IMPORT_PER_S:.1f}× |")
+    if base_s:
+        rate = args.baseline / base_s
+        print(f"| per-row `Item.objects.create`, {args.baseline:,} lines | {rate:,.0f} | "
+              f"{base_s / args.baseline * 1e6:.0f} µs/item | – | {rate / LABEL_STUDIO_IMPORT_PER_S:.1f}× |")
     if export:
         print(f"| freeze release, {export['items']:,} items | {export['items'] / export['freeze_s']:,.0f} | "
               f"{export['freeze_s']:.1f} s | – | – |")

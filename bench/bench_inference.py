@@ -10,7 +10,17 @@
    scaled to fit 448x448, with inference.media.sample_frames (one `select` pass, cache emptied
    each round) vs decoding every frame and keeping 20. Median of 3. Prints the ratio.
 
+3. Long videos: a 60 s 1280x720 30 fps testsrc2 clip with a keyframe every 2 s (-g 60) and a
+   5-minute one (the same clip five times, stream-copied: same GOP), made once into --clip-dir
+   (a temporary folder by default; never committed). For the protocols' frame counts (OSCBench 20,
+   M3-Verse 32), fitted into 448x448: decoding every frame (the baseline, streamed, keeping the
+   wanted ones), one `select` pass, a seek per frame on 1 and on N threads (N = min(4, CPUs),
+   inference.video_frames), and keyframe mode (nearest keyframes, positions recorded). Wall time
+   (median of --long-rounds) and the CPU seconds of the ffmpeg processes; ratios against the
+   baseline measured in the same run. Targets: exact >= 4x, keyframe mode >= 20x.
+
     .venv/bin/python bench/bench_inference.py [--calls 1000] [--latency 0.1] [--rounds 3]
+    .venv/bin/python bench/bench_inference.py --skip-judges --skip-frames --long [--long-rounds 3]
 """
 from __future__ import annotations
 
@@ -18,6 +28,7 @@ import argparse
 import base64
 import io
 import os
+import resource
 import shutil
 import socket
 import statistics
@@ -33,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 
 from PIL import Image  # noqa: E402
 
-from inference import media  # noqa: E402
+from inference import media, video_frames  # noqa: E402
 from inference.backends.base import ModelQuery, Sampling  # noqa: E402
 from inference.backends.openai_backend import OpenAIBackend  # noqa: E402
 from inference.protocols.oscbench import JUDGE_SCHEMA  # noqa: E402
@@ -146,6 +157,95 @@ def bench_frames(rounds: int) -> dict[str, float]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def long_clips(folder: Path) -> dict[str, Path]:
+    """The 60 s clip (encoded once, reused from the folder) and the 5-minute one (five copies of it,
+    stream-copied with the concat demuxer: no re-encoding, the same keyframe every 2 s)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    short, long = folder / "testsrc2-60s-720p30-gop60.mp4", folder / "testsrc2-300s-720p30-gop60.mp4"
+    if not short.is_file():
+        print("frames: encoding the 60 s clip (once)...", flush=True)
+        media.make_test_video(folder / "tmp-60.mp4", seconds=60, size="1280x720", rate=30, gop=60, source="testsrc2",
+                              preset="veryfast").rename(short)
+    if not long.is_file():
+        listing = folder / "five.txt"
+        listing.write_text(f"file '{short.name}'\n" * 5)
+        subprocess.run([media.ffmpeg_exe(), "-y", "-loglevel", "error", "-f", "concat", "-safe", "0", "-i", str(listing),
+                        "-c", "copy", str(folder / "tmp-300.mp4")], check=True)
+        (folder / "tmp-300.mp4").rename(long)
+    return {"60 s": short, "5 min": long}
+
+
+def decode_every_frame(path: Path, size: tuple[int, int], keep: list[int]) -> list:
+    """The baseline: decode and scale every frame, streamed through a pipe, keeping the wanted ones
+    (all of them in memory would be 3 GB for the 5-minute clip)."""
+    import numpy as np
+
+    frame_bytes = size[0] * size[1] * 3
+    wanted, kept, n = set(keep), [], 0
+    proc = subprocess.Popen([media.ffmpeg_exe(), "-v", "error", "-i", str(path), "-vf", f"scale={size[0]}:{size[1]}",
+                             "-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:"], stdout=subprocess.PIPE)
+    while chunk := proc.stdout.read(frame_bytes):
+        if n in wanted:
+            kept.append(np.frombuffer(chunk, dtype=np.uint8).reshape(size[1], size[0], 3))
+        n += 1
+    proc.wait()
+    return kept
+
+
+def children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def bench_long_frames(clip_dir: Path, rounds: int, rounds_5min: int, counts: tuple[int, ...] = (20, 32)) -> dict:
+    threads = video_frames.worker_threads()
+    results: dict = {}
+    for label, path in long_clips(clip_dir).items():
+        rounds = rounds_5min if label == "5 min" else rounds
+        info = media.probe_video(path)
+        size = media.fit_within(info.width, info.height, media.DEFAULT_BOUND)
+        layout = video_frames.probe_layout(path)
+        print(f"frames: {label} clip {info.width}x{info.height}, {info.frame_count} frames at {info.fps:g} fps, "
+              f"keyframe every {layout.gop_seconds:g} s; {threads} seek threads; load avg {os.getloadavg()[0]:.1f}", flush=True)
+        times: dict[tuple, list[tuple[float, float]]] = {}
+
+        def timed(key, fn):
+            cpu, t0 = children_cpu(), time.perf_counter()
+            out = fn()
+            times.setdefault(key, []).append((time.perf_counter() - t0, children_cpu() - cpu))
+            return out
+
+        for _ in range(rounds):
+            every = timed(("every",), lambda: decode_every_frame(path, size, media.uniform_indices(info.frame_count, max(counts))))
+            assert len(every) == max(counts)
+            for n in counts:
+                idx = media.uniform_indices(info.frame_count, n)
+                one = timed(("select", n), lambda: media.decode_frames(path, idx, size))
+                # As jobs run them: the seeks with their probe, keyframe mode with its packet listing.
+                seek1 = timed(("seek 1", n), lambda: video_frames.decode_seeking(
+                    path, idx, size, video_frames.probe_layout(path), threads=1))
+                seekn = timed((f"seek {threads}", n), lambda: video_frames.decode_seeking(
+                    path, idx, size, video_frames.probe_layout(path), threads=threads))
+                key, used = timed(("keyframe", n), lambda: video_frames.decode_keyframes(path, idx, size))
+                assert all((a == b).all() and (a == c).all() for a, b, c in zip(one, seek1, seekn)), "seeking is not exact"
+                assert len(key) == n and all(u % 60 == 0 for u in used)
+        base_wall = statistics.median(w for w, _ in times[("every",)])
+        base_cpu = statistics.median(c for _, c in times[("every",)])
+        print(f"frames: {label}: decode every frame {base_wall:.2f} s wall, {base_cpu:.2f} s CPU (median of {rounds})", flush=True)
+        for n in counts:
+            idx = media.uniform_indices(info.frame_count, n)
+            chosen = video_frames.choose_strategy(layout, idx, info.frame_count)
+            for mode in ("select", "seek 1", f"seek {threads}", "keyframe"):
+                wall = statistics.median(w for w, _ in times[(mode, n)])
+                cpu = statistics.median(c for _, c in times[(mode, n)])
+                results[(label, n, mode)] = (wall, cpu, base_wall / wall)
+                print(f"frames: {label}, {n} frames, {mode:9s}: {wall:6.2f} s wall ({base_wall / wall:5.1f}x), "
+                      f"{cpu:6.2f} s CPU ({base_cpu / cpu:5.1f}x)", flush=True)
+            print(f"frames: {label}, {n} frames: sample_frames chooses {chosen!r}", flush=True)
+        results[(label, "every")] = (base_wall, base_cpu)
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=1000)
@@ -153,9 +253,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--skip-judges", action="store_true")
     parser.add_argument("--skip-frames", action="store_true")
+    parser.add_argument("--long", action="store_true", help="also the 60 s and 5-minute clips (section 3)")
+    parser.add_argument("--long-rounds", type=int, default=3)
+    parser.add_argument("--long-rounds-5min", type=int, default=1, help="the 5-minute baseline alone takes ~1 min a round")
+    parser.add_argument("--clip-dir", type=Path, default=Path(tempfile.gettempdir()) / "statelab-bench-clips")
     args = parser.parse_args()
     if not args.skip_frames:
         bench_frames(args.rounds)
+    if args.long:
+        bench_long_frames(args.clip_dir, args.long_rounds, args.long_rounds_5min)
     if not args.skip_judges:
         bench_judges(args.calls, args.latency)
 

@@ -13,14 +13,15 @@ from typing import Any
 from django.db import transaction
 
 
-def enqueue(task_name: str, *args: Any, queue: str | None = None) -> None:
-    """Send ``task_name(*args)`` now, to ``queue`` or the task's routed queue."""
+def enqueue(task_name: str, *args: Any, queue: str | None = None, **kwargs: Any) -> None:
+    """Send ``task_name(*args, **kwargs)`` now, to ``queue`` or the task's routed queue (a tracked
+    run passes its row's id as ``tracked_run``)."""
     from config.celery import app
 
     if task_name not in app.tasks:  # autodiscovery is lazy outside a worker: import the task's module
         importlib.import_module(task_name.rsplit(".", 1)[0])
     options = {"queue": queue} if queue else {}
-    app.tasks[task_name].apply_async(args=list(args), **options)
+    app.tasks[task_name].apply_async(args=list(args), kwargs=kwargs or None, **options)
 
 
 def enqueue_on_commit(task_name: str, *args: Any, queue: str | None = None) -> None:

@@ -18,8 +18,16 @@ Every answer carries ``X-Content-Type-Options: nosniff`` and ``Content-Security-
 default-src 'none'``, so a file opened directly can never run script as the viewer, whatever its
 name or content.
 
-Production can put media on object storage instead; this view is what the demo, the tests and a
-single-machine deployment use. It reads settings.MEDIA_ROOT on every request.
+With the default file-system storage this view streams the file itself, with Range (the demo,
+the tests and a single-machine deployment); it reads settings.MEDIA_ROOT on every request.
+With object storage (MEDIA_STORAGE: S3, MinIO) the same checks run first, then the answer is a
+302 to a presigned GET of the object valid MEDIA_SIGNED_URL_SECONDS (config/storage.py), rather
+than streaming it through Django: the bucket serves Range requests itself and video bytes never
+tie up a web worker. The URL fixes the response's Content-Type (the recorded safe type, else
+application/octet-stream) and Content-Disposition (inline, else an attachment) as above. The
+bucket cannot add nosniff or the sandbox CSP, which is why it must be on another origin than the
+app (its own host or port, as MinIO and S3 are): a file there can never run script as the viewer.
+A refusal never redirects, and says nothing about whether the object exists.
 """
 from __future__ import annotations
 
@@ -31,8 +39,11 @@ from pathlib import Path
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.core.files.storage import default_storage
 from django.db import connection
-from django.http import FileResponse, Http404, HttpResponse, StreamingHttpResponse
+from django.http import FileResponse, Http404, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
+
+from config.storage import is_local, signed_url
 
 # What a stored asset may be served as (inline). SVG is deliberately absent: it can carry script.
 SAFE_TYPES = {
@@ -185,6 +196,8 @@ def _iter_range(fh, start: int, length: int):
 def serve_media(request, path: str):
     root, target = _resolve(path)
     asset = _check_access(request.user, root, target)  # before looking at the file: a refusal says nothing about it
+    if not is_local(default_storage):
+        return _redirect_to_bucket(target.relative_to(root).as_posix(), served_type(asset, target))
     if not target.is_file():
         raise Http404("No such media file.")
     size = target.stat().st_size
@@ -217,4 +230,23 @@ def serve_media(request, path: str):
     response["Content-Security-Policy"] = SANDBOX_CSP
     if inline_type is None:
         response["Content-Disposition"] = 'attachment; filename="media.bin"'
+    return response
+
+
+def _redirect_to_bucket(relpath: str, inline_type: str | None) -> HttpResponse:
+    """302 to a presigned GET of the stored object (see the module docstring)."""
+    if not default_storage.exists(relpath):
+        raise Http404("No such media file.")
+    seconds = settings.MEDIA_SIGNED_URL_SECONDS
+    if inline_type:
+        disposition = f'inline; filename="{Path(relpath).name}"'  # an asset's name: <sha256><ext>
+    else:
+        disposition = 'attachment; filename="media.bin"'
+    url = signed_url(relpath, content_type=inline_type or "application/octet-stream", disposition=disposition,
+                     expires=seconds, cache_control="private, max-age=3600")
+    response = HttpResponseRedirect(url)
+    # A browser may reuse the redirect while the URL it points to has at least half its life left.
+    response["Cache-Control"] = f"private, max-age={seconds // 2}"
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Security-Policy"] = SANDBOX_CSP
     return response

@@ -52,7 +52,7 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "config.apps.StateLabAdminConfig",  # django.contrib.admin, open to projects' researchers too
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -70,9 +70,11 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "config.unavailable.ServiceUnavailableMiddleware",  # 503 + Retry-After while PostgreSQL / Redis are down
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "config.input_limits.InputLimitsMiddleware",  # upload cap (413), body caps, NUL bytes (400), before CSRF reads a body
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -92,6 +94,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "annotation.admin_site.admin_link",  # the header's link to the admin, for who may use it
             ],
         },
     },
@@ -116,7 +119,14 @@ else:
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": DATA_DIR / "demo.sqlite3",
-            "OPTIONS": {"timeout": 20},
+            # One writer at a time: every transaction takes the write lock when it begins
+            # (IMMEDIATE), waiting up to the busy timeout, instead of failing with "database is
+            # locked" when a read turns into a write; WAL lets readers go on beside the writer.
+            "OPTIONS": {
+                "timeout": 20,
+                "transaction_mode": "IMMEDIATE",
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=20000;",
+            },
         }
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -150,8 +160,13 @@ MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT", DATA_DIR / "media"))
 # Where media files are stored: a Django storage backend chosen by environment.
 # MEDIA_STORAGE: the backend's dotted path (default: files under MEDIA_ROOT, served at MEDIA_URL);
 # MEDIA_STORAGE_OPTIONS: a JSON object of its options. The default gets no options on purpose,
-# so it follows MEDIA_ROOT (also when tests change it). Only backends whose package is installed
-# work: S3 needs django-storages, which is not a dependency.
+# so it follows MEDIA_ROOT (also when tests change it). For S3-compatible object storage (MinIO,
+# AWS, …): MEDIA_STORAGE=storages.backends.s3.S3Storage and options such as
+# {"bucket_name": "statelab", "endpoint_url": "http://minio:9000", "access_key": …, "secret_key": …}
+# (or the AWS_* environment variables django-storages reads). Then /media/ answers a permitted
+# request with a redirect to a presigned URL valid MEDIA_SIGNED_URL_SECONDS, signed for
+# MEDIA_STORAGE_PUBLIC_ENDPOINT when browsers reach the bucket by another address than the
+# servers do, and workers copy media into CACHE_ROOT (config/storage.py).
 def _storage_options(name: str) -> dict:
     import json
 
@@ -172,6 +187,8 @@ STORAGES = {
     },
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
+MEDIA_STORAGE_PUBLIC_ENDPOINT = os.environ.get("MEDIA_STORAGE_PUBLIC_ENDPOINT", "")
+MEDIA_SIGNED_URL_SECONDS = int(os.environ.get("MEDIA_SIGNED_URL_SECONDS", 900))
 # Where frame caches and temporary import files live.
 CACHE_ROOT = Path(os.environ.get("STATELAB_CACHE_ROOT", DATA_DIR / "cache"))
 # Media referenced by a bare JSONL uploaded through the API or page are looked up here
@@ -189,12 +206,27 @@ IMPORT_MAX_FILE_BYTES = int(os.environ.get("IMPORT_MAX_FILE_BYTES", 2 * 1024**3)
 STATELAB_ENDPOINT_KEY_VARS = tuple(
     v.strip() for v in os.environ.get("STATELAB_ENDPOINT_KEY_VARS", "OPENAI_API_KEY").split(",") if v.strip())
 STATELAB_ENDPOINT_KEY_PREFIX = os.environ.get("STATELAB_ENDPOINT_KEY_PREFIX", "STATELAB_KEY_")
+# Bodies that are not uploads (JSON, forms) are read into memory: 413 above this (config/input_limits.py).
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+# Uploads stream to temporary files on disk, never into memory, and stop past the cap (413).
+FILE_UPLOAD_HANDLERS = ["config.input_limits.CappedUploadHandler"]
+STATELAB_MAX_UPLOAD_BYTES = int(os.environ.get("STATELAB_MAX_UPLOAD_BYTES", 2 * 1024**3))
+# Imports: the longest JSONL line read (in bounded chunks, never whole) and the total uncompressed
+# size a zip's central directory may declare (refused before anything is extracted).
+STATELAB_MAX_LINE_BYTES = int(os.environ.get("STATELAB_MAX_LINE_BYTES", 1024**2))
+STATELAB_MAX_ZIP_BYTES = int(os.environ.get("STATELAB_MAX_ZIP_BYTES", 16 * 1024**3))
 
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
+
+# API tokens (annotation/tokens.py): an optional lifetime in hours (unset: they never expire; signing
+# out or `manage.py revoke_tokens` revokes them), and wrong tokens allowed per client address
+# per window before that address gets 429 for the rest of the window.
+STATELAB_TOKEN_TTL_HOURS = float(os.environ["STATELAB_TOKEN_TTL_HOURS"]) if os.environ.get("STATELAB_TOKEN_TTL_HOURS") else None
+STATELAB_BAD_TOKEN_LIMIT = int(os.environ.get("STATELAB_BAD_TOKEN_LIMIT", 20))
+STATELAB_BAD_TOKEN_WINDOW_SECONDS = int(os.environ.get("STATELAB_BAD_TOKEN_WINDOW_SECONDS", 60))
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -206,6 +238,12 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 100,
+    # JSON bodies holding a NUL byte are refused with 400 (PostgreSQL cannot store one).
+    "DEFAULT_PARSER_CLASSES": [
+        "config.input_limits.NulFreeJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "StateLab API",
@@ -215,6 +253,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "SERVE_INCLUDE_SCHEMA": False,
+    # One schema enum for a project role wherever a field takes one (members, invites, overview).
+    "ENUM_NAME_OVERRIDES": {"ProjectRoleEnum": "annotation.models.Role"},
 }
 
 # Celery: a real broker when REDIS_URL is set; eager execution only for the demo without Redis.
@@ -260,7 +300,27 @@ import warnings  # noqa: E402
 
 warnings.filterwarnings("ignore", message="No directory at")
 
-# Periodic work (run by the `beat` service): return abandoned tasks to the queue.
+# Tracked background runs (job starts and chunks, exports, board warm-ups, imports): the worker
+# refreshes a run's heartbeat every STATELAB_RUN_HEARTBEAT_SECONDS; the watchdog (beat, every
+# STATELAB_WATCHDOG_SECONDS) re-queues a run whose heartbeat is older than STATELAB_RUN_LAPSE_SECONDS,
+# up to STATELAB_RUN_MAX_ATTEMPTS claims, then fails it with the reason. The broker's visibility
+# timeout stays long (a long chunk is never delivered twice by Redis); recovery is the watchdog's.
+STATELAB_RUN_HEARTBEAT_SECONDS = float(os.environ.get("STATELAB_RUN_HEARTBEAT_SECONDS", 10))
+STATELAB_RUN_LAPSE_SECONDS = float(os.environ.get("STATELAB_RUN_LAPSE_SECONDS", 45))
+STATELAB_RUN_MAX_ATTEMPTS = int(os.environ.get("STATELAB_RUN_MAX_ATTEMPTS", 3))
+# A queued run whose message was sent this long ago and that is missing from its broker queue (a
+# message lost with the broker, or held unacked by a worker that lost its broker connection) is
+# sent again; a duplicate finds nothing to claim.
+STATELAB_RUN_RESEND_SECONDS = float(os.environ.get("STATELAB_RUN_RESEND_SECONDS", 60))
+STATELAB_WATCHDOG_SECONDS = float(os.environ.get("STATELAB_WATCHDOG_SECONDS", 15))
+# Workers report themselves per queue in Redis (config/workers.py) every few seconds, with a TTL.
+STATELAB_WORKER_HEARTBEAT_SECONDS = float(os.environ.get("STATELAB_WORKER_HEARTBEAT_SECONDS", 10))
+STATELAB_WORKER_TTL_SECONDS = int(os.environ.get("STATELAB_WORKER_TTL_SECONDS", 30))
+
+# Periodic work (run by the `beat` service): return abandoned tasks to the queue; re-queue or fail
+# background runs whose worker died (inference.tasks.watch_runs).
 CELERY_BEAT_SCHEDULE = {
     "expire-task-leases": {"task": "annotation.tasks.expire_task_leases", "schedule": 60.0},
+    "watch-runs": {"task": "inference.tasks.watch_runs", "schedule": STATELAB_WATCHDOG_SECONDS,
+                   "options": {"expires": STATELAB_WATCHDOG_SECONDS}},  # no pile-up while no worker runs
 }

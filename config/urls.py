@@ -3,12 +3,18 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
+from annotation.views.account import LogoutView
+from config.health import healthz
 from config.media import serve_media
 
+# A database or Redis outage raised outside a view: 503, not 500 (config/unavailable.py).
+handler500 = "config.unavailable.server_error"
+
 urlpatterns = [
+    path("healthz", healthz, name="healthz"),  # database, Redis, live workers per queue (no sign-in)
     path("admin/", admin.site.urls),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
-    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/logout/", LogoutView.as_view(), name="logout"),  # also revokes the user's API tokens
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),

@@ -1,8 +1,10 @@
-"""Read-only API for leaderboards and human-judge correlation (same JSON as the commands)."""
+"""Read-only API for leaderboards and human-judge correlation (same JSON as the commands; ?fmt=csv,
+latex (and markdown for leaderboards) give the tables the page downloads, as text)."""
 from __future__ import annotations
 
+from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -12,32 +14,53 @@ from annotation.permissions import get_project_for
 
 from . import tables
 from .board_access import board_or_404, report_or_404, wants_details
+from .views import CONTENT_TYPES
+
+LEADERBOARD_FORMATS = ("json", "csv", "latex", "markdown")
+CORRELATION_FORMATS = ("json", "csv", "latex")
+
+
+def _responses(formats: tuple[str, ...]) -> dict:
+    return {(200, CONTENT_TYPES[fmt][0]): OpenApiResponse(OpenApiTypes.OBJECT if fmt == "json" else OpenApiTypes.STR)
+            for fmt in formats}
+
+
+def _text(body: str, fmt: str) -> HttpResponse:
+    return HttpResponse(body, content_type=f"{CONTENT_TYPES[fmt][0]}; charset=utf-8")
 
 
 class LeaderboardApi(APIView):
     class InputSerializer(serializers.Serializer):
         release = serializers.CharField(required=False, allow_blank=True)
         judge = serializers.CharField(required=False, allow_blank=True)
+        fmt = serializers.ChoiceField(choices=LEADERBOARD_FORMATS, default="json", required=False)
 
-    @extend_schema(parameters=[InputSerializer], responses=OpenApiTypes.OBJECT,
+    @extend_schema(parameters=[InputSerializer], responses=_responses(LEADERBOARD_FORMATS),
                    summary="Leaderboard of a project ({project, release, protocol, rows}; ?details=1 adds ranks and breakdowns)")
     def get(self, request, slug: str):
         project = get_project_for(request.user, slug, Role.RESEARCHER)
         params = self.InputSerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         board = board_or_404(project, params.validated_data.get("release") or None, params.validated_data.get("judge") or None)
+        if params.validated_data["fmt"] != "json":
+            fmt = params.validated_data["fmt"]
+            return _text(tables.render_leaderboard(board, fmt, details=wants_details(request)), fmt)
         return Response(board if wants_details(request) else tables.leaderboard_public(board))
 
 
 class CorrelationApi(APIView):
     class InputSerializer(serializers.Serializer):
         release = serializers.CharField(required=False, allow_blank=True)
+        fmt = serializers.ChoiceField(choices=CORRELATION_FORMATS, default="json", required=False)
 
-    @extend_schema(parameters=[InputSerializer], responses=OpenApiTypes.OBJECT,
+    @extend_schema(parameters=[InputSerializer], responses=_responses(CORRELATION_FORMATS),
                    summary="Human-judge correlation of a video-rating project ({criteria, judges, human})")
     def get(self, request, slug: str):
         project = get_project_for(request.user, slug, Role.RESEARCHER)
         params = self.InputSerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         report = report_or_404(project, params.validated_data.get("release") or None)
+        if params.validated_data["fmt"] != "json":
+            fmt = params.validated_data["fmt"]
+            return _text(tables.render_correlation(report, fmt, details=wants_details(request)), fmt)
         return Response(report if wants_details(request) else tables.correlation_public(report))

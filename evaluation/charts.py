@@ -16,7 +16,7 @@ def _svg(width: int, height: int, body: list[str], title: str) -> str:
     )
 
 
-def leaderboard_bars(board: dict[str, Any], key: str, *, scale_max: float | None = None) -> str:
+def leaderboard_bars(board: dict[str, Any], key: str, *, scale_max: float | None = None, label: str | None = None) -> str:
     """Horizontal bars of one metric per row with the 95 % interval as a whisker; missing values say so."""
     rows = board["rows"]
     places = 3 if board["protocol"] == "oscbench" else 2
@@ -24,7 +24,7 @@ def leaderboard_bars(board: dict[str, Any], key: str, *, scale_max: float | None
     label_w, bar_w, row_h, pad = 180, 420, 26, 30
     width, height = label_w + bar_w + 90, pad * 2 + row_h * max(len(rows), 1)
     x = lambda v: label_w + bar_w * max(0.0, min(1.0, v / top))  # noqa: E731
-    body = [f'<text x="{label_w}" y="18" {FONT} font-weight="bold">{escape(key)} ({escape(board["project"])})</text>']
+    body = [f'<text x="{label_w}" y="18" {FONT} font-weight="bold">{escape(label or key)} ({escape(board["project"])})</text>']
     for i, row in enumerate(rows):
         y = pad + i * row_h
         value = row["metrics"].get(key)
@@ -47,7 +47,7 @@ def leaderboard_bars(board: dict[str, Any], key: str, *, scale_max: float | None
     for t in range(5):
         v = top * t / 4
         body.append(f'<text x="{x(v):.1f}" y="{axis_y + 14}" text-anchor="middle" {FONT} fill="#555">{v:g}</text>')
-    return _svg(width, height + 10, body, f"Leaderboard: {key}")
+    return _svg(width, height + 10, body, f"Leaderboard: {label or key}")
 
 
 def scatter(judge: Sequence[float | None], human: Sequence[float | None], *, criterion: str, judge_name: str) -> str:

@@ -33,12 +33,14 @@ class CorrelationError(ValueError):
     pass
 
 
-def _human_means(ratings: dict[int, list[tuple[str, dict]]], keys: list) -> dict[str, list[float | None]]:
+def _human_means(consensus: dict[int, list[dict]], keys: list) -> dict[str, list[float | None]]:
+    """Per criterion, each item's Human score: the mean of its consensus score dicts
+    (selectors.consensus_ratings: a reviewer's adjudicated scores where there are some)."""
     out: dict[str, list[float | None]] = {c: [] for c in CRITERIA}
     for key in keys:
-        entries = ratings.get(key, [])
+        entries = consensus.get(key, [])
         for c in CRITERIA:
-            vals = [s.get(c) for _, s in entries if s.get(c) is not None]
+            vals = [s.get(c) for s in entries if s.get(c) is not None]
             out[c].append(float(np.mean(vals)) if vals else None)
     return out
 
@@ -143,7 +145,9 @@ def build(project: Project, *, release_version: str | None = None, n_boot: int =
     keys = [it.key for it in items]
     generators = [str(it.payload.get("generator") or "unknown") for it in items]
     ratings = selectors.ratings_by_item(items)
-    human = _human_means(ratings, keys)
+    # Judges are compared with the Human score, adjudicated where a reviewer edited the ratings;
+    # the raters' own agreement (leave-one-rater-out, alpha) below uses the raw ratings.
+    human = _human_means(selectors.consensus_ratings(items, ratings), keys)
 
     judges = []
     for job in selectors.judge_jobs(project, release):
@@ -224,7 +228,7 @@ def scatter_points(project: Project, *, judge: str, criterion: str, release_vers
     if not jobs:
         raise CorrelationError(f"no finished judge named {judge!r}")
     answers = selectors.job_answers(jobs[0])
-    human = _human_means(selectors.ratings_by_item(items), keys)[criterion]
+    human = _human_means(selectors.consensus_ratings(items, selectors.ratings_by_item(items)), keys)[criterion]
     judged = []
     for key in keys:
         ans = answers.get((key, "judge"))

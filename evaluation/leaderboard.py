@@ -107,8 +107,8 @@ def _generator_rows(project, release, items, *, judge: str | None, n_boot: int, 
         by_generator[str(item.payload.get("generator") or "unknown")].append(item)
     rows = []
     if judge is None:
-        ratings = selectors.ratings_by_item(items)
-        per_item = {key: [scores for _, scores in entries] for key, entries in ratings.items()}
+        # A reviewer's adjudicated scores stand for the raters' of that item (selectors.consensus_ratings).
+        per_item = selectors.consensus_ratings(items, selectors.ratings_by_item(items))
         for generator in sorted(by_generator):
             matrix = runs.score_oscbench_ratings(by_generator[generator], per_item)
             rows.append(_row(generator, "oscbench", runs.finish("oscbench", matrix, n_boot=n_boot)))

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.db.models import F, QuerySet
 
-from annotation.models import Annotation, Item, ItemStatus, Project, Release
+from annotation.models import Annotation, Item, ItemStatus, Project, Release, Review, ReviewDecision
 from inference.selectors import run_items
 from inference.models import InferenceJob, JobMode, JobStatus, Prediction, PredictionStatus
 
@@ -94,6 +94,28 @@ def ratings_by_item(items: list[ScoringItem]) -> dict[int, list[tuple[str, dict]
         if isinstance(scores, dict):
             out[row["item_id"]].append((rater_key(row), scores))
     return dict(out)
+
+
+def adjudicated_ratings(items: list[ScoringItem]) -> dict[int, dict]:
+    """item pk -> {criterion: score | None} a reviewer settled by editing the ratings (the item's
+    latest edit review). Ratings never enter the item's payload, so the review is their record."""
+    out: dict[int, dict] = {}
+    rows = (Review.objects.filter(item_id__in=[it.key for it in items], decision=ReviewDecision.EDIT)
+            .order_by("item_id", "created_at", "pk").values_list("item_id", "result"))
+    for item_id, result in rows.iterator(chunk_size=5000):
+        scores = (result or {}).get("scores")
+        if isinstance(scores, dict):
+            out[item_id] = scores
+    return out
+
+
+def consensus_ratings(items: list[ScoringItem], ratings: dict[int, list[tuple[str, dict]]]) -> dict[int, list[dict]]:
+    """item pk -> the score dicts whose mean is the item's Human score: the adjudicated scores
+    alone where a reviewer edited the ratings, else every rater's (``ratings``, from
+    ratings_by_item). Per-rater statistics (agreement, leave-one-rater-out) keep the raw ratings."""
+    out = {key: [scores for _, scores in entries] for key, entries in ratings.items()}
+    out.update({key: [scores] for key, scores in adjudicated_ratings(items).items()})
+    return out
 
 
 def judge_jobs(project: Project, release: Release | None, name: str | None = None) -> list[InferenceJob]:

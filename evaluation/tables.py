@@ -257,15 +257,15 @@ def correlation_csv(report: dict[str, Any]) -> str:
 
 
 def correlation_latex(report: dict[str, Any]) -> str:
-    header = ["Judge"] + [f"{c} $\\tau_b$" for c in report["criteria"]] + ["System $\\tau_b$"]
+    # Header cells carry math on purpose: escape the criterion names, never the math after them.
+    header = ["Judge"] + [f"{_latex_escape(c)} $\\tau_b$" for c in report["criteria"]] + ["System $\\tau_b$"]
     rows = []
     for j in report["judges"]:
         rows.append([_latex_escape(j["judge"])] + [_latex_cell(j["per_criterion"][c]["kendall_tau_b"], 3) for c in report["criteria"]] + [_latex_cell(j["system_kendall_tau_b"], 3)])
     rows.append(["Human (LOO)"] + [_latex_cell(report["human"][c]["loo_kendall_tau_b"], 3) for c in report["criteria"]] + ["--"])
     rows.append([r"Krippendorff $\alpha$"] + [_latex_cell(report["human"][c]["krippendorff_alpha"], 3) for c in report["criteria"]] + ["--"])
-    # Header cells carry math on purpose; escape only the underscores of criterion names.
     table = latex_table(["H"] * len(header), rows, "Judge-human agreement (Kendall tau-b per criterion)")
-    head_line = " & ".join(h.replace("_", r"\_") for h in header) + r" \\"
+    head_line = " & ".join(header) + r" \\"
     return table.replace(" & ".join(["H"] * len(header)) + r" \\", head_line)
 
 

@@ -1,10 +1,13 @@
 """Celery tasks of the evaluation app (`default` queue): ids in, call a function, nothing else."""
 from celery import shared_task
 
+from inference.tracked import TrackedTask
+
 from . import board_cache
 
 
-@shared_task(name="evaluation.tasks.warm_boards")
+# A tracked run (inference.tracked): sent with its BackgroundRun row's id when a job finishes.
+@shared_task(name="evaluation.tasks.warm_boards", base=TrackedTask)
 def warm_boards(project_id: int, release_id: int | None = None) -> list[str]:
     """Pre-compute and cache a project's boards after a job finished (see board_cache.warm); settings
     name this task in STATELAB_JOB_FINISHED_TASKS, so inference sends it by name."""

@@ -11,7 +11,7 @@ from django.shortcuts import render
 from annotation.models import Release, Role
 from annotation.permissions import get_project_for
 
-from . import charts, correlation, leaderboard, selectors, tables
+from . import charts, correlation, leaderboard, metric_names, selectors, tables
 from .board_access import board_or_404, release_and_judge, report_or_404, wants_details
 from .scoring import runs
 
@@ -44,8 +44,11 @@ def leaderboard_page(request, slug: str):
     board = board_or_404(project, release, judge)
     keys = list(runs.main_keys(project.protocol))
     groups = leaderboard.breakdown_groups(board)
+    protocol = project.protocol
     tabs = [{"id": "main", "label": "Main table", "keys": keys}] + [
-        {"id": f"tab{i}", "label": name.replace(":", " · ").replace("_", " "), "keys": group_keys, "short": [k.rsplit(":", 1)[-1] for k in group_keys]}
+        {"id": f"tab{i}", "label": name.replace(":", " · ").replace("_", " "), "keys": group_keys,
+         # the tab names the group; a column names its metric
+         "short": [metric_names.metric_name(protocol, metric_names.split_key(protocol, k)[0]) for k in group_keys]}
         for i, (name, group_keys) in enumerate(groups.items(), start=1)
     ]
     places = tables.places_for(project.protocol)
@@ -53,7 +56,9 @@ def leaderboard_page(request, slug: str):
         chance = [runs.chance(project.protocol, k) for k in tab["keys"]]
         tab["chance"] = [None if c is None else str(c) for c in chance] if any(c is not None for c in chance) else None
         tab["breakdown"] = None if tab["id"] == "main" else next(name for name, keys in groups.items() if keys == tab["keys"])
-        tab["columns"] = list(zip(tab["keys"], tab.get("short", tab["keys"])))
+        names = tab.get("short") or [metric_names.metric_name(protocol, k) for k in tab["keys"]]
+        tab["columns"] = [{"key": k, "name": name, "title": metric_names.metric_definition(protocol, k)}
+                          for k, name in zip(tab["keys"], names)]
         tab["rows"] = []
         for row in board["rows"]:
             cells = []
@@ -71,16 +76,26 @@ def leaderboard_page(request, slug: str):
         "project": project,
         "board": board,
         "tabs": tabs,
-        "primary": runs.primary_key(project.protocol),
+        "primary": metric_names.metric_name(protocol, runs.primary_key(protocol)),
+        "headline": metric_names.metric_name(protocol, metric_names.headline_metric(protocol)),
+        "legend": [(metric_names.metric_name(protocol, k), metric_names.metric_definition(protocol, k)) for k in keys],
+        "baselines": _baselines(board, any(t["chance"] for t in tabs)),
         "releases": releases,
         "release": release,
         "judge": judge,
         "judges": judges,
         "query": request.GET.urlencode(),
         "formats": ["csv", "json", "latex", "markdown", "svg"],
-        "bar_svg": charts.leaderboard_bars(board, runs.primary_key(project.protocol)),
+        "bar_svg": charts.leaderboard_bars(board, metric_names.headline_metric(protocol),
+                                           label=metric_names.metric_name(protocol, metric_names.headline_metric(protocol))),
         "diagnostics": _diagnostics(board),
     })
+
+
+def _baselines(board, has_chance: bool) -> list[tuple[str, str]]:
+    """The legend lines for the reference rows this board shows (Random, Human, Chance)."""
+    present = {row["model"] for row in board["rows"]} | ({"Chance"} if has_chance else set())
+    return [(name, text) for name, text in metric_names.BASELINES.items() if name in present]
 
 
 def _diagnostics(board) -> list[dict]:
@@ -108,8 +123,9 @@ def leaderboard_download(request, slug: str, fmt: str):
     board = board_or_404(project, release, judge)
     name = f"{project.slug}-leaderboard" + (f"-{board['release']}" if board["release"] else "")
     if fmt == "svg":
-        metric = request.GET.get("metric") or runs.primary_key(project.protocol)
-        return _download(charts.leaderboard_bars(board, metric), fmt, f"{name}-{metric}")
+        metric = request.GET.get("metric") or metric_names.headline_metric(project.protocol)
+        chart = charts.leaderboard_bars(board, metric, label=metric_names.metric_name(project.protocol, metric))
+        return _download(chart, fmt, f"{name}-{metric}")
     breakdown = request.GET.get("breakdown") or None
     try:
         body = tables.render_leaderboard(board, fmt, details=wants_details(request), breakdown=breakdown)
@@ -132,7 +148,11 @@ def correlation_page(request, slug: str):
         "project": project,
         "report": report,
         "rows": rows,
-        "human": [(c, report["human"][c]) for c in report["criteria"]],
+        "human": [(metric_names.metric_name("oscbench", c), report["human"][c]) for c in report["criteria"]],
+        "criteria": [(metric_names.metric_name("oscbench", c), metric_names.metric_definition("oscbench", c))
+                     for c in report["criteria"]],
+        "scatters": [(r["judge"]["judge"], [(c, metric_names.metric_name("oscbench", c)) for c in report["criteria"]])
+                     for r in rows],
         "heatmap_svg": charts.heatmap(report),
         "release": release,
         "query": request.GET.urlencode(),

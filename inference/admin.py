@@ -1,19 +1,24 @@
-"""Admin pages: model endpoints, and inference jobs that start when a researcher saves them."""
+"""Admin pages: model endpoints, and inference jobs that start when a researcher saves them.
+
+A non-superuser sees the jobs of the projects where they are researcher or admin (ProjectScopedAdmin)
+and the endpoints a job may run on, read only: an endpoint serves every project, so changing its
+URL or model would change other projects' jobs; superusers (the operators) set endpoints up."""
 from __future__ import annotations
 
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
-from django.db.models import Q
 from django.http import HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html
 
-from annotation.models import Project, Release, Role
+from annotation.admin_site import ProjectScopedAdmin, may_use_admin
 
-from . import selectors, services
+from config.workers import queue_status
+
+from . import run_status, selectors, services
 from .backends import BackendUnavailable, check_available
-from .models import InferenceJob, JobMode, JobStatus, ModelEndpoint
+from .models import Backend, BackgroundRun, InferenceJob, JobMode, JobStatus, ModelEndpoint
 
 
 class EndpointForm(forms.ModelForm):
@@ -35,7 +40,7 @@ class EndpointForm(forms.ModelForm):
 @admin.register(ModelEndpoint)
 class ModelEndpointAdmin(admin.ModelAdmin):
     form = EndpointForm
-    list_display = ("name", "backend", "model_id", "revision", "concurrency", "available_here")
+    list_display = ("name", "backend", "model_id", "revision", "concurrency", "workers", "web_check")
     list_filter = ("backend",)
     search_fields = ("name", "model_id")
     fieldsets = (
@@ -48,8 +53,35 @@ class ModelEndpointAdmin(admin.ModelAdmin):
             "Prices for the cost estimate: price_per_1m_input, price_per_1m_output (USD).")}),
     )
 
-    @admin.display(description="available here")
-    def available_here(self, obj: ModelEndpoint) -> str:
+    def get_queryset(self, request):
+        qs = super().get_queryset(request)
+        return qs if request.user.is_superuser else qs.filter(pk__in=selectors.endpoints_usable())
+
+    def has_module_permission(self, request):
+        return request.user.is_superuser or may_use_admin(request.user)
+
+    def has_view_permission(self, request, obj=None):
+        return request.user.is_superuser or may_use_admin(request.user)
+
+    def has_add_permission(self, request):
+        return request.user.is_superuser
+
+    def has_change_permission(self, request, obj=None):
+        return request.user.is_superuser
+
+    def has_delete_permission(self, request, obj=None):
+        return request.user.is_superuser
+
+    @admin.display(description="workers")
+    def workers(self, obj: ModelEndpoint) -> str:
+        """Who would run this endpoint's chunks: the live workers of its queue as they report
+        themselves (config.workers), not what this web process happens to have installed."""
+        return queue_status("gpu" if obj.backend == Backend.VLLM else "api")["message"]
+
+    @admin.display(description="set up in the web process")
+    def web_check(self, obj: ModelEndpoint) -> str:
+        """Whether this web process has the endpoint's engine and allowed key: a hint only, as
+        the workers (above) run the jobs with their own environment."""
         try:
             check_available(obj)
         except BackendUnavailable as exc:
@@ -74,15 +106,12 @@ class JobForm(forms.ModelForm):
         model = InferenceJob
         fields = ("endpoint", "project", "release", "protocol", "mode")
 
-    def __init__(self, *args, user=None, **kwargs):
+    def __init__(self, *args, **kwargs):
+        # The project, release and endpoint choices come from InferenceJobAdmin.formfield_for_foreignkey.
         super().__init__(*args, **kwargs)
         self.fields["protocol"].required = False
         self.fields["protocol"].help_text = "Leave empty to use the project's protocol."
         self.fields["endpoint"].required = True
-        if user is not None and not user.is_superuser:
-            allowed = Q(memberships__user=user, memberships__role__in=[Role.RESEARCHER, Role.ADMIN])
-            self.fields["project"].queryset = Project.objects.filter(allowed).distinct()
-            self.fields["release"].queryset = Release.objects.filter(project__in=self.fields["project"].queryset)
 
     def clean(self):
         data = super().clean()
@@ -106,17 +135,17 @@ class JobForm(forms.ModelForm):
 
 
 @admin.register(InferenceJob)
-class InferenceJobAdmin(admin.ModelAdmin):
+class InferenceJobAdmin(ProjectScopedAdmin):
     form = JobForm
     list_display = ("id", "model_name", "project", "protocol", "mode", "live_status", "progress", "rate", "eta", "failures",
-                    "tokens", "cost", "job_page", "created_at")
-    list_filter = ("status", "protocol", "mode")
+                    "chunks", "tokens", "cost", "job_page", "created_at")
+    list_filter = (("project", admin.RelatedOnlyFieldListFilter), "status", "protocol", "mode")
     search_fields = ("model_name", "project__slug")
     actions = ("cancel_jobs", "retry_failed", "rescore")
     readonly_fields = (
         "endpoint", "model_name", "project", "release", "protocol", "mode", "params", "prompt_version", "status",
         "error", "total_queries", "done_queries", "failed_queries", "prompt_tokens", "completion_tokens",
-        "created_by", "created_at", "started_at", "finished_at",
+        "created_by", "created_at", "started_at", "finished_at", "chunks", "workers",
     )
 
     class Media:
@@ -124,23 +153,24 @@ class InferenceJobAdmin(admin.ModelAdmin):
         js = ("inference/admin_job_list.js",)
 
     def get_queryset(self, request):
-        qs = super().get_queryset(request).select_related("project", "endpoint")
-        if request.user.is_superuser:
-            return qs
-        return qs.filter(project__memberships__user=request.user,
-                         project__memberships__role__in=[Role.RESEARCHER, Role.ADMIN]).distinct()
+        return super().get_queryset(request).select_related("project", "endpoint")
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         if obj is not None:
-            return super().get_form(request, obj, change=change, fields=(), **kwargs)
-        form_class = super().get_form(request, obj, change=change, **kwargs)
-        user = request.user
+            # A job is shown read only: a bare form with no field (the admin passes the fieldsets'
+            # field names in kwargs; JobForm's parameter fields belong to the add page only).
+            kwargs.update(form=forms.ModelForm, fields=())
+        return super().get_form(request, obj, change=change, **kwargs)
 
-        class FormWithUser(form_class):
-            def __init__(self, *args, **kw):
-                super().__init__(*args, user=user, **kw)
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        # Nothing on a job's page is editable: it changes through the list's actions only.
+        hidden = {"show_save": False, "show_save_and_continue": False, "show_save_and_add_another": False}
+        return super().change_view(request, object_id, form_url, {**(extra_context or {}), **hidden})
 
-        return FormWithUser
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.name == "endpoint":
+            kwargs["queryset"] = selectors.endpoints_usable()
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
     def get_fieldsets(self, request, obj=None):
         if obj is not None:
@@ -218,6 +248,14 @@ class InferenceJobAdmin(admin.ModelAdmin):
         cost = selectors.job_cost(job)
         return self._live(job, "cost", "{}", "–" if cost is None else f"${cost:.4f}")
 
+    @admin.display(description="chunks")
+    def chunks(self, job: InferenceJob):
+        return run_status.job_chunks_line(job=job)
+
+    @admin.display(description="workers")
+    def workers(self, job: InferenceJob):
+        return " ".join(q["message"] for q in run_status.job_queues(job=job)) or "–"
+
     @admin.display(description="page")
     def job_page(self, job: InferenceJob):
         return format_html('<a href="{}">live page</a>', reverse("inference:job-detail", args=[job.pk]))
@@ -236,3 +274,29 @@ class InferenceJobAdmin(admin.ModelAdmin):
     def rescore(self, request, queryset):
         n = sum(services.job_rescore(job=job) for job in queryset)
         self.message_user(request, f"Re-scored; {n} answer(s) changed.")
+
+
+@admin.register(BackgroundRun)
+class BackgroundRunAdmin(admin.ModelAdmin):
+    """Tracked background runs (job starts and chunks, exports, board warm-ups), for operators:
+    read only; the watchdog and the workers change them."""
+
+    list_display = ("id", "task", "job", "chunk_index", "queue", "state", "attempts", "worker", "heartbeat_at", "reason")
+    list_filter = ("state", "queue", "task")
+    search_fields = ("task", "worker", "reason")
+    list_select_related = ("job",)
+
+    def has_module_permission(self, request):
+        return request.user.is_superuser
+
+    def has_view_permission(self, request, obj=None):
+        return request.user.is_superuser
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

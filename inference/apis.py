@@ -1,18 +1,19 @@
-"""Thin DRF views over inference jobs: live progress, cancel, retry failed."""
+"""Thin DRF views over inference jobs: launch, live progress, cancel, retry failed."""
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers
+from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.models import Role
-from annotation.permissions import require_role
+from annotation.models import Release, Role
+from annotation.permissions import get_project_for, require_role
 
 from . import selectors, services
-from .models import InferenceJob
+from .models import InferenceJob, JobMode
 
 
 def _job(request, pk: int) -> InferenceJob:
@@ -61,7 +62,7 @@ class JobCancelApi(APIView):
                    summary="Cancel a job ({\"cancelled\": true}; 409 when it had already ended)")
     def post(self, request, pk: int):
         job = _job(request, pk)
-        cancelled = services.job_cancel(job=job)
+        cancelled = services.job_cancel(job=job, actor=request.user)
         return Response({"cancelled": cancelled}, status=200 if cancelled else 409)
 
 
@@ -70,4 +71,43 @@ class JobRetryFailedApi(APIView):
                    summary="Re-run every item of a job that lacks an OK prediction ({\"items\": n})")
     def post(self, request, pk: int):
         job = _job(request, pk)
-        return Response({"items": services.job_retry_failed(job=job)})
+        return Response({"items": services.job_retry_failed(job=job, actor=request.user)})
+
+
+class JobCreateApi(APIView):
+    """POST {endpoint, release?, mode?, params?}: start a job on the project (researchers); 201 with
+    its progress and a `Location` to poll. An unknown endpoint or release, or a job the service
+    refuses, is a 400 saying why."""
+
+    class JobLaunchSerializer(serializers.Serializer):
+        endpoint = serializers.CharField(max_length=100, help_text="the model endpoint's name")
+        release = serializers.CharField(max_length=50, required=False, allow_blank=True,
+                                        help_text="release version (default: the live items)")
+        mode = serializers.ChoiceField(choices=[JobMode.EVALUATE, JobMode.SUGGEST], default=JobMode.EVALUATE)
+        params = serializers.DictField(required=False, default=dict,
+                                       help_text="temperature, max_tokens, seed, frames, item_limit, strategy, chunk_size, ...")
+
+    @extend_schema(request=JobLaunchSerializer, responses={201: ProgressSerializer, 400: OpenApiTypes.OBJECT},
+                   summary="Start an inference job on the project")
+    def post(self, request, slug: str):
+        project = get_project_for(request.user, slug, Role.RESEARCHER)
+        data = self.JobLaunchSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        given = data.validated_data
+        endpoint = selectors.endpoints_usable().filter(name=given["endpoint"]).first()
+        if endpoint is None:
+            return Response({"detail": f"no usable endpoint named {given['endpoint']!r}"}, status=status.HTTP_400_BAD_REQUEST)
+        release = None
+        if given.get("release"):
+            release = Release.objects.filter(project=project, version=given["release"]).first()
+            if release is None:
+                return Response({"detail": f"project {project.slug} has no release {given['release']!r}"},
+                                status=status.HTTP_400_BAD_REQUEST)
+        try:
+            job = services.job_create(endpoint=endpoint, project=project, release=release, mode=given["mode"],
+                                      params=given["params"], created_by=request.user)
+        except ValidationError as exc:
+            return Response({"detail": services.error_message(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        response = Response(ProgressSerializer(selectors.job_progress(job=job)).data, status=status.HTTP_201_CREATED)
+        response["Location"] = f"/api/jobs/{job.pk}/progress/"
+        return response

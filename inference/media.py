@@ -1,9 +1,12 @@
 """Media preparation for model queries: video frames and images. Plain Python, no Django.
 
-Frames: N uniformly spaced frames of a video in ONE decode pass (ffmpeg `select` filter), resized
-to fit a bound (448x448 by default), cached on disk by (content hash, N, bound) so a re-run or a
-second job never decodes the same video twice. Images: resized to fit the same bound and
-optionally cropped to an annotated box `[x, y, width, height]` in image pixels.
+Frames: N uniformly spaced frames of a video, decoded by `extract_frames` (one ffmpeg `select`
+pass, or a seek per frame where the clip's keyframe spacing makes that faster, or the nearest
+keyframes in keyframe mode: video_frames.py), resized to fit a bound (448x448 by default), cached
+on disk by (content hash, N, bound, mode) so a re-run or a second job never decodes the same video
+twice, and a job's gpu chunks read frames its CPU workers prepared (services/frames.py).
+Images: resized to fit the same bound and optionally cropped to an annotated box
+`[x, y, width, height]` in image pixels.
 
 Videos are probed (exact frame count, no decoding) by annotation.media_probe, which holds the one
 probe, ffmpeg_exe, file hash and `MediaError` of both apps. A video ffmpeg cannot read raises
@@ -27,13 +30,12 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 
 from annotation.media_probe import MediaError, VideoInfo, ffmpeg_exe, last_line, probe_video, sha256_of
 
+from . import video_frames
+from .video_frames import FrameCountMismatch
+
 DEFAULT_BOUND = (448, 448)
 JPEG_QUALITY = 90
 CACHE_FORMAT = 1  # bump when the cached layout or the resizing changes
-
-
-class FrameCountMismatch(MediaError):
-    """ffmpeg returned fewer frames than asked for (the frame count used was wrong)."""
 
 
 def fit_within(width: int, height: int, bound: tuple[int, int]) -> tuple[int, int]:
@@ -86,6 +88,45 @@ def decode_all_frames(path: str | os.PathLike, size: tuple[int, int]) -> np.ndar
     return np.frombuffer(out, dtype=np.uint8).reshape(-1, height, width, 3)
 
 
+FRAME_MODES = ("exact", "keyframe")
+
+
+def extract_frames(
+    path: str | os.PathLike, indices: list[int], size: tuple[int, int], *, total: int, mode: str = "exact"
+) -> tuple[list[np.ndarray], list[int]]:
+    """The one place frames are decoded: (frames, the frame numbers they really are). Exact mode
+    seeks per frame where the probe says that beats one pass (video_frames), else one pass;
+    keyframe mode takes the nearest keyframes and says which."""
+    if mode == "keyframe":
+        fps = None if video_frames.ffprobe_exe() else probe_video(path, count_frames=False).fps
+        return video_frames.decode_keyframes(path, indices, size, fps)
+    # A short clip is read in one pass without probing: seeking cannot win there.
+    if total > len(indices) * (video_frames.OPEN_COST_FRAMES + 4) + 150:
+        layout = video_frames.probe_layout(path)
+        if video_frames.choose_strategy(layout, indices, total) == "seek":
+            try:
+                return video_frames.decode_seeking(path, indices, size, layout), list(indices)
+            except FrameCountMismatch:
+                raise  # the frame count was wrong: sample_frames probes and asks again
+            except MediaError:  # a container ffmpeg cannot seek in as planned: the one pass still reads it
+                pass
+    return decode_frames(path, indices, size), list(indices)
+
+
+def frame_cache_folder(
+    cache_root: str | os.PathLike, digest: str, n: int, bound: tuple[int, int], mode: str = "exact"
+) -> Path:
+    suffix = "" if mode == "exact" else f"_{mode}"
+    return Path(cache_root) / "frames" / digest[:2] / digest / f"v{CACHE_FORMAT}_{n}_{bound[0]}x{bound[1]}{suffix}"
+
+
+def frames_cached(
+    cache_root: str | os.PathLike, digest: str | None, n: int, bound: tuple[int, int], mode: str = "exact"
+) -> bool:
+    """Whether sample_frames would answer from the cache (no decoding)."""
+    return bool(digest) and (frame_cache_folder(cache_root, digest, n, bound, mode) / "frames.json").is_file()
+
+
 @dataclass(frozen=True)
 class Frames:
     """Sampled frames on disk (JPEG) with the indices they came from."""
@@ -104,12 +145,16 @@ def sample_frames(
     bound: tuple[int, int] = DEFAULT_BOUND,
     content_hash: str | None = None,
     known: VideoInfo | None = None,
+    mode: str = "exact",
 ) -> Frames:
-    """N uniformly spaced frames of a video, cached under cache_root/frames/<hash>/<n>_<w>x<h>/."""
+    """N uniformly spaced frames of a video (the nearest keyframes in keyframe mode), cached under
+    cache_root/frames/<hash>/<n>_<w>x<h>[_keyframe]/ with the frame numbers really used."""
     if n < 1:
         raise ValueError("n must be at least 1")
+    if mode not in FRAME_MODES:
+        raise ValueError(f"frames mode must be one of {', '.join(FRAME_MODES)}")
     digest = content_hash or sha256_of(path)[0]
-    folder = Path(cache_root) / "frames" / digest[:2] / digest / f"v{CACHE_FORMAT}_{n}_{bound[0]}x{bound[1]}"
+    folder = frame_cache_folder(cache_root, digest, n, bound, mode)
     meta_path = folder / "frames.json"
     if meta_path.is_file():
         meta = json.loads(meta_path.read_text())
@@ -120,12 +165,12 @@ def sample_frames(
         info = known if known and known.frame_count > 0 else probe_video(path)
         size = fit_within(info.width, info.height, bound)
         indices = uniform_indices(info.frame_count, n)
-        arrays = decode_frames(path, indices, size)
+        arrays, indices = extract_frames(path, indices, size, total=info.frame_count, mode=mode)
     except FrameCountMismatch:
         info = probe_video(path)
         size = fit_within(info.width, info.height, bound)
         indices = uniform_indices(info.frame_count, n)
-        arrays = decode_frames(path, indices, size)
+        arrays, indices = extract_frames(path, indices, size, total=info.frame_count, mode=mode)
     # Write into a private folder and rename it into place, so concurrent workers never see half a cache.
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".tmp-"))
@@ -184,11 +229,15 @@ def file_data_url(path: str | os.PathLike) -> str:
     return "data:image/jpeg;base64," + base64.b64encode(Path(path).read_bytes()).decode("ascii")
 
 
-def make_test_video(path: str | os.PathLike, *, seconds: float = 1, size: str = "64x48", rate: int = 10) -> Path:
-    """A synthetic video (ffmpeg testsrc) for tests and benchmarks."""
+def make_test_video(
+    path: str | os.PathLike, *, seconds: float = 1, size: str = "64x48", rate: int = 10, gop: int = 10**6,
+    source: str = "testsrc", preset: str | None = None,
+) -> Path:
+    """A synthetic video (ffmpeg testsrc or testsrc2, H.264) for tests and benchmarks; one keyframe
+    unless `gop` (frames between keyframes) says otherwise."""
     subprocess.run(
-        [ffmpeg_exe(), "-y", "-loglevel", "error", "-f", "lavfi", "-i", f"testsrc=duration={seconds}:size={size}:rate={rate}",
-         "-pix_fmt", "yuv420p", "-g", str(10**6), str(path)],
+        [ffmpeg_exe(), "-y", "-loglevel", "error", "-f", "lavfi", "-i", f"{source}=duration={seconds}:size={size}:rate={rate}",
+         "-pix_fmt", "yuv420p", "-g", str(gop), *(["-preset", preset] if preset else []), str(path)],
         check=True,
     )
     return Path(path)

@@ -7,13 +7,14 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from django.conf import settings
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from annotation.models import Item, ItemStatus, Project, Release
 from annotation.protocols import changeit_vocabulary, resolve_queries
 
+from .backends.keys import key_var_refusal
 from .models import InferenceJob, JobStatus, ModelEndpoint, Prediction, PredictionStatus
 
 FAILURES_SHOWN = 50
@@ -52,6 +53,15 @@ def run_items(*, project: Project, release: Release | None) -> list[RunItem]:
         )
         for it in items
     ]
+
+
+def endpoints_usable() -> QuerySet[ModelEndpoint]:
+    """Endpoints a job may be started on: every endpoint whose API key variable (if it names one)
+    the operator allows now (backends/keys.py). An endpoint is not owned by a project, so these are
+    the same for every researcher; one whose variable was disallowed since could only fail."""
+    named = ModelEndpoint.objects.exclude(api_key_env="").values_list("pk", "api_key_env")
+    refused = [pk for pk, name in named if key_var_refusal(name)]
+    return ModelEndpoint.objects.exclude(pk__in=refused)
 
 
 def job_cost(job: InferenceJob) -> float | None:

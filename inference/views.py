@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404, render
 from annotation.models import Role
 from annotation.permissions import require_role
 
-from . import selectors
+from . import run_status, selectors
 from .models import InferenceJob
 
 
@@ -23,7 +23,10 @@ def _job_for(request, pk: int) -> InferenceJob:
 @login_required
 def job_detail(request, pk: int):
     job = _job_for(request, pk)
-    return render(request, "inference/job_detail.html", {"job": job, "progress": selectors.job_progress(job=job)})
+    return render(request, "inference/job_detail.html", {
+        "job": job, "progress": selectors.job_progress(job=job),
+        "chunks": run_status.job_chunks(job=job), "queues": run_status.job_queues(job=job),
+    })
 
 
 @login_required

@@ -13,9 +13,12 @@ COMPOSE = ROOT / "docker-compose.yml"
 def test_compose_file_has_the_production_services_with_health_checks():
     spec = yaml.safe_load(COMPOSE.read_text())
     services = spec["services"]
-    assert set(services) == {"postgres", "redis", "web", "worker", "beat", "gpu-worker"}
+    assert {n for n, s in services.items() if "profiles" not in s} == {"postgres", "redis", "web", "worker", "beat", "gpu-worker"}
+    # Optional object storage for media (`--profile s3`): MinIO at a pinned release, and a one-shot bucket setup.
+    assert {n: s["profiles"] for n, s in services.items() if "profiles" in s} == {"minio": ["s3"], "minio-init": ["s3"]}
+    assert services["minio"]["image"].startswith("minio/minio:RELEASE.") and services["minio-init"]["image"].startswith("minio/mc:RELEASE.")
     for name, service in services.items():
-        assert "healthcheck" in service, f"{name} has no health check"
+        assert "healthcheck" in service or service.get("restart") == "no", f"{name} has no health check"
     assert "gunicorn" in services["web"]["command"]
     assert "-Q default,api" in services["worker"]["command"]
     assert "-Q gpu" in services["gpu-worker"]["command"] and "--concurrency 1" in services["gpu-worker"]["command"]

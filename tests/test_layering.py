@@ -164,11 +164,19 @@ def test_no_app_module_over_500_lines():
     assert long == []
 
 
+# Files that are copied out of StateLab and run where it cannot be imported: they carry their own
+# copy on purpose, kept equal by a property test (tests/annotation/test_lmms_eval_export.py).
+STANDALONE = {"annotation/interchange/lmms_task_utils.py"}
+
+
 def definitions(name: str) -> list[str]:
-    """Where a function or a module-level constant called `name` is defined in the apps."""
+    """Where a function or a module-level constant called `name` is defined in the apps (the
+    standalone templates aside)."""
     found = []
     for app in APPS:
         for path in sorted((ROOT / app).rglob("*.py")):
+            if str(path.relative_to(ROOT)) in STANDALONE:
+                continue
             tree = ast.parse(path.read_text(encoding="utf-8"))
             for node in ast.walk(tree):
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:

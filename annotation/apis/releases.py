@@ -72,4 +72,4 @@ class ReleaseExportApi(APIView):
         allowed = export_formats(project.protocol)
         if fmt not in allowed:
             return Response({"detail": f"fmt must be one of {', '.join(allowed)}"}, status=400)
-        return release_download_response(release, fmt)
+        return release_download_response(release, fmt, actor=request.user)

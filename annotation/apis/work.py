@@ -41,6 +41,24 @@ def _bad_request(errors: dict[str, str]) -> Response:
     return Response({"detail": f"Please fix: {names}.", "errors": errors}, status=status.HTTP_400_BAD_REQUEST)
 
 
+# Task and item ids are bigint columns; offsets go to SQL as bigints too.
+BIGINT_MAX = 2**63 - 1
+
+
+def _query_int(request, name: str, default: int) -> int:
+    """A whole-number query parameter within the bigint range (400 naming it otherwise)."""
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw.strip()) if len(raw) <= 20 else None
+    except ValueError:
+        value = None
+    if value is None or abs(value) > BIGINT_MAX // 2:
+        raise ResultInvalid({name: f"{name} must be a whole number below {BIGINT_MAX // 2}, not {raw[:40]!r}."})
+    return value
+
+
 def _parse(serializer_class, data) -> dict:
     serializer = serializer_class(data=data)
     if not serializer.is_valid():
@@ -96,7 +114,8 @@ class TaskNextApi(WorkApi):
         class Meta:
             ref_name = "TaskNextInput"
 
-        exclude = serializers.ListField(child=serializers.IntegerField(), required=False, default=list, max_length=10)
+        exclude = serializers.ListField(child=serializers.IntegerField(min_value=1, max_value=BIGINT_MAX),
+                                        required=False, default=list, max_length=10)
 
     @extend_schema(request=InputSerializer, responses={200: TaskOut, 204: OpenApiResponse(description="Nothing left for you."),
                                                        404: ErrorOut}, summary="Claim the next task (or get the one you hold)")
@@ -115,7 +134,7 @@ class TaskDraftApi(WorkApi):
             ref_name = "TaskDraftInput"
 
         draft = serializers.JSONField()
-        version = serializers.IntegerField(min_value=0)
+        version = serializers.IntegerField(min_value=0, max_value=2**31 - 1)  # a PositiveIntegerField
 
         def validate_draft(self, value):
             if not isinstance(value, dict):
@@ -179,11 +198,8 @@ class ReviewQueueApi(WorkApi):
                    parameters=[OpenApiParameter("limit", int), OpenApiParameter("offset", int)])
     def get(self, request, slug: str):
         project = get_project_for(request.user, slug, Role.REVIEWER)
-        try:
-            limit = min(max(int(request.query_params.get("limit", 100)), 1), 500)
-            offset = max(int(request.query_params.get("offset", 0)), 0)
-        except ValueError:
-            raise ResultInvalid({"limit": "limit and offset are whole numbers."})
+        limit = min(max(_query_int(request, "limit", 100), 1), 500)
+        offset = max(_query_int(request, "offset", 0), 0)
         return Response(review_queue_for(project=project, limit=limit, offset=offset))
 
 
@@ -193,7 +209,8 @@ class ItemReviewApi(WorkApi):
             ref_name = "ReviewDecisionInput"
 
         decision = serializers.ChoiceField(choices=["accept", "edit", "discard"])
-        annotation = serializers.IntegerField(required=False, allow_null=True, default=None)
+        annotation = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=1,
+                                              max_value=BIGINT_MAX)
         result = serializers.JSONField(required=False, allow_null=True, default=None)
         comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=5000)
 

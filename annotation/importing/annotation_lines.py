@@ -54,7 +54,8 @@ def check_rating(obj: dict[str, Any]) -> CheckedAnnotation | list[FieldError]:
     return CheckedAnnotation(item=item, rater=rater, result={"scores": canonical.rating_scores(scores, OSC_CRITERIA)})
 
 
-def check_qa_answer(obj: dict[str, Any], protocol: str, item_payload: dict[str, Any] | None) -> CheckedAnnotation | list[FieldError]:
+def check_qa_answer(obj: dict[str, Any], protocol: str, item_payload: dict[str, Any] | None, *,
+                    project_settings: dict[str, Any] | None = None) -> CheckedAnnotation | list[FieldError]:
     """`{"item", "annotator", "answer", "flags": [...]}`; the answer is checked against the item
     and stored as a submit of it would be (annotation.canonical: "b" -> "B", "A,C" -> ["A", "C"]).
 
@@ -83,7 +84,8 @@ def check_qa_answer(obj: dict[str, Any], protocol: str, item_payload: dict[str, 
     if errors:
         return errors
     if item_payload is not None:
-        answer = canonical.qa_result_answer(answer, protocol=protocol, payload=item_payload)
+        answer = canonical.qa_result_answer(answer, protocol=protocol, payload=item_payload,
+                                            project_settings=project_settings)
     return CheckedAnnotation(item=item, rater=annotator, result={"answer": answer, "flags": canonical.qa_flags(flags)})
 
 

@@ -22,11 +22,13 @@ from typing import Any
 from django.db import transaction
 from django.db.models import F
 
-from annotation.models import Annotation, Item, ItemStatus, Project
+from annotation.audit import audit_record
+from annotation.models import Annotation, AuditAction, Item, ItemStatus, Project
+from annotation.verification import items_mark_disagreement
 
 from .common import ErrorLog, ImportRefused, KeySeen, parse_json_line, report_duplicates
 from .annotation_lines import CheckedAnnotation, check_qa_answer, check_rating
-from .field_checks import FieldError
+from .field_checks import NUL_REASON, FieldError, nul_field
 from .sources import DirectorySource
 
 CHUNK = 1000
@@ -56,7 +58,7 @@ def _check_line(project: Project, obj: Any, item_payload: dict | None) -> Checke
         return [FieldError("-", "a line must be a JSON object")]
     if project.protocol in RATING_PROTOCOLS:
         return check_rating(obj)
-    return check_qa_answer(obj, project.protocol, item_payload)
+    return check_qa_answer(obj, project.protocol, item_payload, project_settings=project.settings)
 
 
 def _pair_key(item: str, rater: str) -> str:
@@ -69,6 +71,9 @@ def _chunks(project: Project, source: DirectorySource, errors: ErrorLog):
     for line, text in source.lines():
         obj = parse_json_line(line, text, errors)
         if obj is None:
+            continue
+        if "\\u0000" in text and (nul := nul_field(obj)) is not None:  # JSON spells a NUL only so
+            errors.add(line, nul, NUL_REASON)
             continue
         chunk.append((line, obj))
         if len(chunk) >= CHUNK:
@@ -93,7 +98,7 @@ def _existing(item_ids: list[int]) -> dict[tuple[int, str], dict]:
     return {(i, r): res for i, r, res in rows.values_list("item_id", "external_rater", "result")}
 
 
-def annotations_import(*, project: Project, path: Path) -> AnnotationImportReport:
+def annotations_import(*, project: Project, path: Path, actor=None, run_id: int | None = None) -> AnnotationImportReport:
     if project.protocol not in RATING_PROTOCOLS + QA_PROTOCOLS:
         raise ImportRefused(
             [f"file: field -: project {project.slug} ({project.protocol}) takes no imported annotations; "
@@ -172,6 +177,11 @@ def annotations_import(*, project: Project, path: Path) -> AnnotationImportRepor
             ).update(status=ItemStatus.ANNOTATED)
             touched.update(per_item)
             report.created += len(rows)
+        # Imported raters who disagree mark their items for adjudication, as submits do.
+        items_mark_disagreement(project=project, item_ids=sorted(touched))
+        audit_record(action=AuditAction.IMPORT, actor=actor, project=project, object_type="annotations import",
+                     object_repr=path.name, details={"kind": "annotations", "run": run_id, "lines": report.lines,
+                                                     "created": report.created, "unchanged": report.unchanged})
     report.items_touched = len(touched)
     report.by_kind = {kind: report.created}
     return report

@@ -36,7 +36,8 @@ class ErrorLog:
         self.total += 1
         if len(self.messages) < MAX_REPORTED_ERRORS:
             where = f"line {line}" if isinstance(line, int) else str(line)
-            self.messages.append(f"{where}: field {field_name}: {reason}")
+            # A NUL quoted from the input is shown escaped: PostgreSQL stores none (the run's errors).
+            self.messages.append(f"{where}: field {field_name}: {reason}".replace("\x00", "\\x00"))
 
     def __bool__(self) -> bool:
         return self.total > 0
@@ -102,10 +103,19 @@ class InvalidJSON:
         self.reason = reason
 
 
+class LineTooLong(InvalidJSON):
+    """Stands in for a line longer than STATELAB_MAX_LINE_BYTES (its text was never read whole)."""
+
+    __slots__ = ()
+
+
 def parse_json_line(line: int, text: "str | InvalidJSON | None", errors: ErrorLog) -> Any:
     """Decode one JSONL line or record why not (returns None then)."""
     if text is None:
         errors.add(line, "-", "not valid UTF-8")
+        return None
+    if isinstance(text, LineTooLong):
+        errors.add(line, "-", text.reason)
         return None
     if isinstance(text, InvalidJSON):
         errors.add(line, "-", f"invalid JSON ({text.reason})")

@@ -119,6 +119,30 @@ def options(value: Any) -> list[str]:
 any_text = text  # any non-empty string of the default maximum length
 
 
+# --- NUL bytes: never valid input (PostgreSQL stores none in text or jsonb) ----------------------
+
+def nul_field(value: Any, path: str = "") -> str | None:
+    """The field (JSON path) of the first string, key or value, holding a NUL byte, or None."""
+    stack = [(value, path)]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, str):
+            if "\x00" in node:
+                return where or "-"
+        elif isinstance(node, dict):
+            for key, child in node.items():
+                name = f"{where}.{key}" if where else str(key)
+                if "\x00" in str(key):
+                    return name
+                stack.append((child, name))
+        elif isinstance(node, list):
+            stack.extend((child, f"{where}[{i}]") for i, child in reversed(list(enumerate(node))))
+    return None
+
+
+NUL_REASON = "contains a NUL byte (\\u0000), which is never valid input"
+
+
 # --- media paths and boxes, checked before and after the media is opened ------------------------
 
 

@@ -126,6 +126,8 @@ def _m3verse_cross(p: dict[str, Any]) -> list[FieldError]:
         return [FieldError("answer", f"letters must lie in A–{allowed[-1] if allowed else 'A'}")]
     if len(set(answer)) != len(answer):
         return [FieldError("answer", "lists a letter twice")]
+    if p.get("multiple") is False and len(answer) != 1:
+        return [FieldError("answer", f"lists {len(answer)} letters but the item says multiple: false (one correct option)")]
     return []
 
 
@@ -170,6 +172,9 @@ SPECS: dict[str, ProtocolSpec] = {
             "context": fields.choice(M3VERSE_CONTEXTS),
             "capabilities": fields.subset(M3VERSE_CAPABILITIES),
             "hallucination": fields.boolean,
+            # One or several correct options: the item's own fact, given on raw items too (the
+            # annotator's form follows it; never derived from the answer). Absent: project setting.
+            "multiple": fields.boolean,
         },
         labels={"answer": lambda v: v},  # checked against options in _m3verse_cross
         labels_required=("answer", "context", "capabilities"),

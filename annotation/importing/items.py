@@ -42,11 +42,12 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from annotation.media import MediaInfo, MediaRefused, assets_store, delete_stored, inspect_media, known_media
-from annotation.models import Item, ItemStatus, Project
+from annotation.audit import audit_record
+from annotation.models import AuditAction, Item, ItemStatus, Project
 
 from .common import ErrorLog, ImportRefused, KeySeen, parse_json_line, report_duplicates
 from .copy_spool import CopySpool, media_map
-from .field_checks import check_box_inside
+from .field_checks import NUL_REASON, check_box_inside, nul_field
 from .formats import CheckedItem, check_item, extract_item
 from .sources import SourceError, open_source
 
@@ -171,6 +172,9 @@ class _Validation:
                     parse_json_line(line, text, errors)
                     continue
             lines += 1
+            if "\\u0000" in text and (nul := nul_field(obj)) is not None:  # JSON spells a NUL only so
+                errors.add(line, nul, NUL_REASON)
+                continue
             checked = check_item(protocol, obj, verified=verified)
             if type(checked) is list:
                 for err in checked:
@@ -262,7 +266,7 @@ class _Validation:
         self.pending_existing = []
 
 
-def _write(project: Project, source, validation: _Validation) -> ItemImportReport:
+def _write(project: Project, source, validation: _Validation, audit: dict) -> ItemImportReport:
     report = validation.report
     media = validation.media
     written: list[str] = []
@@ -275,6 +279,12 @@ def _write(project: Project, source, validation: _Validation) -> ItemImportRepor
             written=written,
         )
         _promote(validation.promote)
+        # In the import's transaction (the COPY writer's, in live mode): recorded only if it commits.
+        audit_record(action=AuditAction.IMPORT, actor=audit["actor"], project=project, object_type="items import",
+                     object_repr=audit["file"], details={
+                         "kind": "items", "run": audit["run"], "verified": validation.verified, "lines": report.lines,
+                         "created": report.lines - report.unchanged - report.promoted,
+                         "unchanged": report.unchanged, "promoted": report.promoted})
 
     try:
         if spool is not None and spool.live:
@@ -330,9 +340,11 @@ def _bulk_create_from_source(project: Project, source, validation: _Validation) 
 
 
 def items_import(
-    *, project: Project, path: Path, media_root: Path | None = None, verified: bool = False
+    *, project: Project, path: Path, media_root: Path | None = None, verified: bool = False, actor=None,
+    run_id: int | None = None,
 ) -> ItemImportReport:
-    """Import a JSONL (+ media folder) or a zip into `project`, all or nothing.
+    """Import a JSONL (+ media folder) or a zip into `project`, all or nothing; audited as `actor`'s
+    import (of import run `run_id` when the import page or API made one).
 
     Raises ImportRefused with "line N: field F: reason" messages when any line is invalid;
     nothing is written then. Re-importing an identical file creates nothing.
@@ -355,7 +367,7 @@ def items_import(
             validation.report.header = source.header
             if validation.errors:
                 raise validation.errors.refuse()
-            return _write(project, source, validation)
+            return _write(project, source, validation, {"actor": actor, "file": Path(path).name, "run": run_id})
         finally:
             if validation.spool is not None:
                 validation.spool.close()

@@ -1,21 +1,35 @@
 """Imports from the page and the API: the upload is staged, a Celery worker imports it.
 
 `import_run_queue` writes the upload to CACHE_ROOT/uploads (the web and worker containers share
-it), records an ImportRun and sends `annotation.tasks.run_import` once the row is committed
+it; with object storage as MEDIA_STORAGE it is moved to the storage's uploads/ instead, so a worker
+on another host reads it through the storage: `staged_for_workers`), records an ImportRun and sends `annotation.tasks.run_import` once the row is committed
 (by name, through config.enqueue: this module never imports tasks); the request returns at once,
 however large the file. `import_run_execute` (the task's body) runs the same importers as the
 command, all or nothing, and records the report or the refusal. Without Redis (the demo) Celery
 runs eagerly, so the run is done when the request returns.
+
+Crashes: the worker claims the run with one UPDATE (queued, or running with a lapsed heartbeat),
+refreshes its heartbeat while it imports (config.heartbeat), and `import_runs_watch` (called by
+Celery beat's watchdog) re-queues a run whose worker died, up to STATELAB_RUN_MAX_ATTEMPTS
+claims, then fails it with the reason. The import is one transaction, so a second attempt
+starts from nothing.
 """
 from __future__ import annotations
 
 import logging
+from contextlib import nullcontext
 from pathlib import Path
 
 from django.conf import settings
+from django.core.files import File
+from django.core.files.storage import default_storage
+from django.db import transaction
+from django.db.models import F, Q
 from django.utils import timezone
 
-from config.enqueue import enqueue_on_commit
+from config.enqueue import enqueue, enqueue_on_commit
+from config.heartbeat import RowHeartbeat, lapsed_before, max_attempts
+from config.storage import is_local, is_missing, local_copy
 
 from ..models import ImportKind, ImportRun, ImportStatus, Project
 from .annotations import annotations_import
@@ -37,22 +51,62 @@ def staging_root() -> Path:
     return Path(settings.CACHE_ROOT) / "uploads"
 
 
+# ImportRun.staged_path of an upload staged in the media storage: this prefix + the object's name.
+STORED_UPLOAD = "storage:"
+
+
+def staged_for_workers(staged: Path) -> str:
+    """What the run records as its staged file: the local path, or with object storage the
+    object uploads/<name> the file is moved to (any worker host reads it from there)."""
+    if is_local(default_storage):
+        return str(staged)
+    try:
+        with open(staged, "rb") as fh:
+            name = default_storage.save(f"uploads/{staged.name}", File(fh, name=staged.name))
+    finally:
+        staged.unlink(missing_ok=True)
+    return STORED_UPLOAD + name
+
+
+def _staged_local(staged_path: str) -> Path:
+    """The staged file as a local path (copied from the storage on this worker's host)."""
+    if not staged_path.startswith(STORED_UPLOAD):
+        return Path(staged_path)
+    try:
+        return local_copy(staged_path[len(STORED_UPLOAD):])
+    except Exception as exc:  # gone from the bucket: refused as a lost file; unreachable: raised, re-run later
+        if not is_missing(exc):
+            raise
+        return staging_root() / "missing"
+
+
+def _drop_staged(staged_path: str) -> None:
+    if staged_path.startswith(STORED_UPLOAD):
+        name = staged_path[len(STORED_UPLOAD):]
+        default_storage.delete(name)
+        (Path(settings.CACHE_ROOT) / "storage" / name).unlink(missing_ok=True)
+    elif staged_path:
+        Path(staged_path).unlink(missing_ok=True)
+
+
 def import_run_queue(*, project: Project, user, uploaded, kind: str = ImportKind.ITEMS,
                      verified: bool = False) -> ImportRun:
     """Stage an uploaded file and queue its import; returns the run (already done when eager)."""
     if kind not in ImportKind.values:
         raise ValueError(f"kind must be one of {', '.join(ImportKind.values)}")
-    name = (getattr(uploaded, "name", "") or "upload").rsplit("/", 1)[-1][:255]
+    name = (getattr(uploaded, "name", "") or "upload").replace("\x00", "").rsplit("/", 1)[-1][:255] or "upload"
     suffix = ".zip" if name.lower().endswith(".zip") else ".jsonl"
     staged = copy_upload(uploaded, staging_root(), suffix=suffix)
+    size = staged.stat().st_size
+    staged_path = staged_for_workers(staged)
     try:
         run = ImportRun.objects.create(
             project=project, created_by=user if getattr(user, "is_authenticated", False) else None,
             kind=kind, verified=bool(verified) and kind == ImportKind.ITEMS, file_name=name,
-            file_bytes=staged.stat().st_size, staged_path=str(staged),
+            file_bytes=size, staged_path=staged_path,
         )
     except BaseException:
-        staged.unlink(missing_ok=True)
+        _drop_staged(staged_path)
         raise
     # Sent when the row is committed: at once here (pages and API run without a request-wide
     # transaction), or when a caller's transaction commits, so the worker always finds the row.
@@ -61,25 +115,37 @@ def import_run_queue(*, project: Project, user, uploaded, kind: str = ImportKind
     return run
 
 
-def import_run_execute(run_id: int) -> str:
-    """Import one queued run; returns its final status. A redelivered run that already ended is left alone."""
+def import_run_execute(run_id: int, *, worker: str = "", heartbeat: bool = False) -> str:
+    """Import one queued run; returns its final status. A redelivered run that already ended, or
+    that a live worker is importing, is left alone. ``heartbeat``: keep the row's heartbeat fresh
+    from a thread while importing (a worker process; not in eager mode)."""
     now = timezone.now()
-    claimed = ImportRun.objects.filter(pk=run_id, status__in=(ImportStatus.QUEUED, ImportStatus.RUNNING)).update(
-        status=ImportStatus.RUNNING, started_at=now)
-    run = ImportRun.objects.select_related("project").filter(pk=run_id).first()
+    claimable = Q(status=ImportStatus.QUEUED) | Q(
+        status=ImportStatus.RUNNING, heartbeat_at__lt=lapsed_before(), attempts__lt=max_attempts())
+    claimed = ImportRun.objects.filter(claimable, pk=run_id).update(
+        status=ImportStatus.RUNNING, started_at=now, heartbeat_at=now, attempts=F("attempts") + 1, worker=worker[:200])
+    run = ImportRun.objects.select_related("project", "created_by").filter(pk=run_id).first()
     if run is None:
         return "missing"
     if not claimed:
         return run.status
-    path = Path(run.staged_path)
+    mine = ImportRun.objects.filter(pk=run_id, status=ImportStatus.RUNNING, attempts=run.attempts)
+    with RowHeartbeat(mine) if heartbeat else nullcontext():
+        return _import(run)
+
+
+def _import(run: ImportRun) -> str:
+    run_id = run.pk
+    path = _staged_local(run.staged_path)
     try:
         if not path.is_file():
             raise ImportRefused([f"file: field file: {run.file_name}: the uploaded file is no longer on the server; "
                                  "upload it again"])
         if run.kind == ImportKind.ANNOTATIONS:
-            report = annotations_import(project=run.project, path=path)
+            report = annotations_import(project=run.project, path=path, actor=run.created_by, run_id=run.pk)
         else:
-            report = items_import(project=run.project, path=path, media_root=import_media_root(), verified=run.verified)
+            report = items_import(project=run.project, path=path, media_root=import_media_root(), verified=run.verified,
+                                  actor=run.created_by, run_id=run.pk)
     except ImportRefused as exc:
         run.status, run.errors, run.error_count = ImportStatus.REFUSED, exc.errors, exc.total
     except Exception as exc:  # recorded for the researcher; the importers wrote nothing
@@ -89,10 +155,44 @@ def import_run_execute(run_id: int) -> str:
         run.status, run.report = ImportStatus.FINISHED, report.as_dict()
     finally:
         path.unlink(missing_ok=True)
+        _drop_staged(run.staged_path)
     run.finished_at = timezone.now()
     run.staged_path = ""
+    # PostgreSQL's jsonb takes no NUL: a message quoting one (a media path) must not keep the run running.
+    run.errors = [str(e).replace("\x00", "\\x00") for e in run.errors or []]
     run.save(update_fields=["status", "report", "errors", "error_count", "finished_at", "staged_path"])
     return run.status
+
+
+def import_runs_watch() -> dict[str, int]:
+    """The watchdog's pass over imports (inference.tasks.watch_runs, every few seconds by Celery
+    beat): a running import whose heartbeat lapsed goes back to queued and is sent again, or,
+    after STATELAB_RUN_MAX_ATTEMPTS claims, fails with the reason (its staged file is removed)."""
+    requeued = failed = 0
+    lapsed = ImportRun.objects.filter(status=ImportStatus.RUNNING, heartbeat_at__lt=lapsed_before())
+    for run_id in lapsed.values_list("pk", flat=True)[:100]:
+        with transaction.atomic():
+            run = lapsed.select_for_update(skip_locked=True).filter(pk=run_id).first()
+            if run is None:
+                continue
+            lost = f"worker {run.worker or '?'} lost (no heartbeat since {run.heartbeat_at:%Y-%m-%d %H:%M:%S} UTC)"
+            if run.attempts >= max_attempts():
+                run.status, run.error_count = ImportStatus.FAILED, 1
+                run.errors = [f"worker lost {run.attempts} times: last {lost}; nothing was imported"]
+                run.finished_at = timezone.now()
+                _drop_staged(run.staged_path)
+                run.staged_path = ""
+                run.save(update_fields=["status", "errors", "error_count", "finished_at", "staged_path"])
+                log.warning("import run %s failed: %s", run.pk, run.errors[0])
+                failed += 1
+            else:
+                run.status = ImportStatus.QUEUED
+                run.save(update_fields=["status"])
+                log.warning("import run %s: %s; re-queued (attempt %s of %s)", run.pk, lost, run.attempts + 1,
+                            max_attempts())
+                transaction.on_commit(lambda pk=run.pk: enqueue("annotation.tasks.run_import", pk))
+                requeued += 1
+    return {"requeued": requeued, "failed": failed}
 
 
 def import_run_data(run: ImportRun) -> dict:
@@ -109,6 +209,7 @@ def import_run_data(run: ImportRun) -> dict:
         "report": run.report or None,
         "error_count": run.error_count,
         "errors": run.errors,
+        "attempts": run.attempts,
         "created_by": run.created_by.username if run.created_by else None,
         "created_at": run.created_at.isoformat(),
         "started_at": run.started_at.isoformat() if run.started_at else None,

@@ -37,7 +37,9 @@ import zipfile
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator
 
-from .common import InvalidJSON
+from django.conf import settings
+
+from .common import InvalidJSON, LineTooLong
 from .field_checks import check_media_path
 
 READ_CHUNK = 1024 * 1024
@@ -53,10 +55,25 @@ class SourceError(Exception):
     """The input file as a whole cannot be read (no JSONL in the zip, not a zip, …)."""
 
 
-def _iter_lines(stream: BinaryIO, skip: int = 0) -> Iterator[tuple[int, str | None]]:
+def max_line_bytes() -> int:
+    return int(getattr(settings, "STATELAB_MAX_LINE_BYTES", 1024**2))
+
+
+def _iter_lines(stream: BinaryIO, skip: int = 0) -> Iterator[tuple[int, str | LineTooLong | None]]:
     """Yield (1-based line number, decoded text or None when not UTF-8); blank lines and line
-    `skip` (the header line of a JSONL export) skipped."""
-    for number, raw in enumerate(stream, start=1):
+    `skip` (the header line of a JSONL export) skipped.
+
+    A line is read with a bounded readline: one longer than STATELAB_MAX_LINE_BYTES is never
+    held whole; it is reported as a LineTooLong and the file ends there (reading on to find
+    where a 1 GiB line stops is a waste, and the import is refused anyway)."""
+    limit = max_line_bytes()
+    number = 0
+    while raw := stream.readline(limit + 1):
+        number += 1
+        if len(raw) > limit and not (len(raw) == limit + 1 and raw.endswith(b"\n")):
+            yield number, LineTooLong(f"longer than {limit} bytes (STATELAB_MAX_LINE_BYTES); "
+                                      "the file was not read past this line")
+            return
         if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
             raw = raw[3:]
         if number == skip or not raw.strip():
@@ -216,7 +233,7 @@ def _inspect(open_stream: Callable[[], BinaryIO]) -> tuple[str, dict | None]:
     # JSONL: the first non-blank line may be a release export's header.
     with open_stream() as fh:
         for number, text in _iter_lines(fh):
-            if text is None or len(text) > DOC_MAX_HEAD_CHARS:
+            if not isinstance(text, str) or len(text) > DOC_MAX_HEAD_CHARS:
                 break
             try:
                 obj = json.loads(text)
@@ -302,6 +319,13 @@ class ZipSource(_ItemsFile):
             self.zip.close()
             raise SourceError("the zip must hold items.jsonl (or exactly one .jsonl) at its top level")
         self.max_bytes = max_bytes
+        # The whole zip, as its central directory declares it, before anything is extracted.
+        declared = sum(info.file_size for info in self.zip.infolist())
+        cap = int(getattr(settings, "STATELAB_MAX_ZIP_BYTES", 16 * 1024**3))
+        if declared > cap:
+            self.zip.close()
+            raise SourceError(f"the zip holds {declared} bytes uncompressed, more than the limit of {cap} bytes "
+                              "(STATELAB_MAX_ZIP_BYTES); nothing was extracted")
         self._init_items()
         if "release.json" in names:
             with contextlib.suppress(ValueError, UnicodeDecodeError):

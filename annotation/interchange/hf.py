@@ -30,8 +30,6 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 from django.core.files.storage import default_storage
 
 from ..models import MediaAsset, Release, ReleaseItem
@@ -40,22 +38,18 @@ from .header import release_header
 from .stream_zip import StreamSink
 
 CARD = "README.md"
-ROWS_PER_SHARD = 1000
-_IMAGE = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
 _CARD_LINE = re.compile(r"^statelab: (\{.*\})$", re.MULTILINE)
-_SIMPLE = {
-    "string": (pa.string(), {"dtype": "string", "_type": "Value"}),
-    "int64": (pa.int64(), {"dtype": "int64", "_type": "Value"}),
-    "float64": (pa.float64(), {"dtype": "float64", "_type": "Value"}),
-    "bool": (pa.bool_(), {"dtype": "bool", "_type": "Value"}),
-    "list_string": (pa.list_(pa.string()), {"_type": "List", "feature": {"dtype": "string", "_type": "Value"}}),
-    "list_int64": (pa.list_(pa.int64()), {"_type": "List", "feature": {"dtype": "int64", "_type": "Value"}}),
-    "json": (pa.string(), {"dtype": "string", "_type": "Value"}),
-    "image": (_IMAGE, {"_type": "Image"}),
-    "list_image": (pa.list_(_IMAGE), {"_type": "List", "feature": {"_type": "Image"}}),
-    "video": (pa.string(), {"dtype": "string", "_type": "Value"}),
-    "list_video": (pa.list_(pa.string()), {"_type": "List", "feature": {"dtype": "string", "_type": "Value"}}),
-}
+
+
+def _arrow():
+    """pyarrow, imported when a dataset folder is written or read: it costs every process that
+    imports it about 75 MiB, and web and worker processes rarely need it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    return pa, pq
+
+ROWS_PER_SHARD = 1000
 
 
 class HFFolderError(ValueError):
@@ -174,9 +168,31 @@ def _row(line: dict, media_map: dict, types: dict[str, str], media: _MediaFiles,
     return row
 
 
-def _schema(types: dict[str, str]) -> pa.Schema:
-    fields = [pa.field(name, _SIMPLE[kind][0]) for name, kind in types.items()]
-    features = {name: _SIMPLE[kind][1] for name, kind in types.items()}
+_VALUE = {"string": "string", "int64": "int64", "float64": "float64", "bool": "bool", "json": "string", "video": "string"}
+
+
+def _feature(kind: str) -> dict:
+    """The `datasets` feature of a column kind, as the library writes it in a shard's metadata."""
+    if kind in ("image", "list_image"):
+        inner = {"_type": "Image"}
+    else:
+        inner = {"dtype": _VALUE[kind.removeprefix("list_")], "_type": "Value"}
+    return {"_type": "List", "feature": inner} if kind.startswith("list_") else inner
+
+
+def _arrow_type(kind: str):
+    pa, _ = _arrow()
+    image = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+    base = kind.removeprefix("list_")
+    inner = image if base == "image" else {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(),
+                                           "bool": pa.bool_(), "json": pa.string(), "video": pa.string()}[base]
+    return pa.list_(inner) if kind.startswith("list_") else inner
+
+
+def _schema(types: dict[str, str]):
+    pa, _ = _arrow()
+    fields = [pa.field(name, _arrow_type(kind)) for name, kind in types.items()]
+    features = {name: _feature(kind) for name, kind in types.items()}
     return pa.schema(fields).with_metadata({b"huggingface": json.dumps({"info": {"features": features}}).encode()})
 
 
@@ -248,6 +264,7 @@ def hf_export(release: Release, out: Path, *, rows_per_shard: int = ROWS_PER_SHA
         nonlocal shard, batch
         media.load({sha for _, m in batch for v in m.values() for sha in _shas(v)})
         rows = [_row(line, m, types, media, out) for line, m in batch]
+        pa, pq = _arrow()
         table = pa.Table.from_pylist(rows, schema=schema)
         pq.write_table(table, out / "data" / f"{split}-{shard:05d}-of-{shards:05d}.parquet")
         shard += 1
@@ -296,6 +313,7 @@ def hf_folder_to_jsonl(folder: Path, work: Path) -> Path:
         raise HFFolderError(f"{folder.name}/data: no Parquet shards")
     header = {k: meta[k] for k in ("protocol", "project", "version", "split", "item_count", "checksum", "option_seed")
               if k in meta}
+    pa, pq = _arrow()
     target = work / "items.jsonl"
     written: dict[str, int] = {}  # media path -> hash of the bytes written there (items share media)
     with open(target, "w", encoding="utf-8") as out:

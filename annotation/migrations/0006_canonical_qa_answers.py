@@ -40,6 +40,15 @@ def canonical_item_answers(apps, schema_editor) -> int:
     return count + len(changed)
 
 
+def _shape_as_then(protocol: str, payload: dict) -> dict:
+    """The item as this migration saw it: M3-Verse items then took several letters when their answer
+    listed several (the rule issue 10 replaced by the item's own `multiple` field); kept here so the
+    migration rewrites rows as it always did."""
+    if protocol == "m3verse" and not isinstance(payload.get("multiple"), bool):
+        return {**payload, "multiple": len(payload.get("answer") or []) > 1}
+    return payload
+
+
 def canonical_imported_answers(apps, schema_editor) -> int:
     """Rewrite imported blind QA answers (and their flags) as a submit stores them; returns how many changed."""
     Annotation = apps.get_model("annotation", "Annotation")
@@ -56,7 +65,8 @@ def canonical_imported_answers(apps, schema_editor) -> int:
             continue
         new = {
             **result,
-            "answer": canonical.qa_result_answer(result["answer"], protocol=protocol, payload=payload or {}),
+            "answer": canonical.qa_result_answer(result["answer"], protocol=protocol,
+                                                 payload=_shape_as_then(protocol, payload or {})),
             "flags": canonical.qa_flags(result.get("flags") or []),
         }
         if new != result:

@@ -10,7 +10,7 @@ from psycopg.types.numeric import Int8
 
 from .. import db
 from ..models import Item, Project, Task, TaskStatus
-from . import portable, sql
+from . import portable, quota, sql
 from .rules import claim_passes, item_accepts_annotations, lease_until, renew_held
 
 _AGAIN = object()
@@ -24,6 +24,9 @@ def queue_claim_next(*, project: Project, user, now: datetime | None = None, exc
     holds at most rules.MAX_HELD_TASKS at once. Returns None when nothing is left for this user.
     """
     now = now or timezone.now()
+    limit = quota.claim_limit(project=project, user=user, now=now)  # crowd-study participants only
+    if limit is not None and limit.new_claims <= 0:
+        return quota.held_task(project=project, user=user, now=now, exclude=exclude) if limit.keep_holds else None
     want_gold = (rng or random).random() < float(project.settings.get("gold_share", 0.0) or 0.0)
     ignore: list[int] = list(exclude)  # holds not to hand out again: shown by the caller, or gone
     while (task := _claim(project=project, user=user, now=now, exclude=exclude, ignore=ignore,

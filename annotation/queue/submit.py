@@ -14,7 +14,7 @@ from .. import db
 from ..models import Annotation, Item, ItemStatus, Task, TaskStatus
 from ..results import ResultInvalid, Validated, quintuplet_warnings, validate_result
 from ..selectors import result_context_for, shows_suggestions
-from ..verification import item_auto_verify
+from ..verification import item_auto_verify, item_mark_disagreement
 from . import portable, sql
 from .errors import AlreadySubmitted, TaskConflict
 from .hold import lock_own_task
@@ -131,6 +131,9 @@ def _submit(*, task_id: int, user, result: dict, time_spent_ms: int, idempotency
     task.status = TaskStatus.SUBMITTED
     if not item.is_gold:
         item.annotation_count, item.status = count, status
-        if item.status == ItemStatus.ANNOTATED and project.settings.get("auto_verify"):
-            item_auto_verify(item=item)
+        if item.status == ItemStatus.ANNOTATED:
+            # Disagreeing annotators: marked for adjudication, first in the review queue.
+            item_mark_disagreement(item=item)
+            if project.settings.get("auto_verify"):
+                item_auto_verify(item=item)
     return Submitted(annotation, True, validated.warnings)

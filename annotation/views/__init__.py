@@ -4,4 +4,8 @@ home       the home page and a project's overview
 imports    the upload form and an import run
 releases   freeze, list and download releases
 work       the annotate, review and agreement pages
+audit      a project's audit trail
+members    a new project, a project's members page, an invite link's page
+history    amending one's own earlier annotation (the workflow page in amend mode)
+account    signing out (which revokes the user's API tokens)
 """

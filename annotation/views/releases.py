@@ -46,4 +46,4 @@ def release_download(request, slug, version):
     fmt = request.GET.get("fmt", "json")
     if fmt not in export_formats(release.project.protocol):
         fmt = "json"
-    return release_download_response(release, fmt)
+    return release_download_response(release, fmt, actor=request.user)

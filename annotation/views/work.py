@@ -10,6 +10,7 @@ from django.views.decorators.http import require_GET
 
 from ..models import Item, Role, Workflow
 from ..permissions import get_project_for, has_role
+from ..studies.table import finish_url_for
 
 WORKFLOW_PAGES = {
     Workflow.QUINTUPLET: ("annotation/work/quintuplet.html", "js/quintuplet.js", "Quintuplet labeling"),
@@ -34,7 +35,8 @@ def annotate(request, slug: str):
     project = get_project_for(request.user, slug, Role.ANNOTATOR)
     template, script, label = WORKFLOW_PAGES[project.workflow]
     return render(
-        request, template, _context(request, project, "annotate", workflow_script=script, workflow_label=label)
+        request, template, _context(request, project, "annotate", workflow_script=script, workflow_label=label,
+                                    finish_url=finish_url_for(project=project, user=request.user))
     )
 
 

@@ -11,7 +11,7 @@ import itertools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from annotation.protocols import LETTERS
 from inference import media as media_lib
@@ -23,7 +23,8 @@ class ItemInput:
     item_pk: int
     external_id: str
     payload: dict[str, Any]
-    # media field -> absolute local path (or list of paths for list fields); None when missing.
+    # media field -> absolute local path, or a stored file's name that MediaPreparer's `fetch`
+    # turns into one (object storage), or a list of these for list fields; None when missing.
     media_paths: dict[str, Any]
     # media field -> content sha256 (or list), used as frame-cache keys.
     media_hashes: dict[str, Any]
@@ -31,6 +32,8 @@ class ItemInput:
     resolved: dict[str, dict[str, Any]]
     # video field -> metadata known from import (saves a probe before sampling frames)
     media_info: dict[str, media_lib.VideoInfo] = field(default_factory=dict)
+    # the project's settings (defaults an item's own fields may leave to the project, e.g. M3-Verse's multiple)
+    project_settings: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -45,11 +48,17 @@ class PreparedQuery:
 
 
 class MediaPreparer:
-    """Turns local media into data URLs for chat messages, with the job's bound and frame cache."""
+    """Turns local media into data URLs for chat messages, with the job's bound and frame cache.
+    `fetch` gives the local path of an item's media reference (inference.services.inputs.media_file
+    copies a file from object storage into this host's cache); by default references are paths."""
 
-    def __init__(self, *, cache_root: str | os.PathLike, bound: tuple[int, int] = media_lib.DEFAULT_BOUND):
+    def __init__(self, *, cache_root: str | os.PathLike, bound: tuple[int, int] = media_lib.DEFAULT_BOUND,
+                 fetch: Callable[[str], str] | None = None, frames_mode: str = "exact"):
         self.cache_root = Path(cache_root)
         self.bound = bound
+        self.fetch = fetch or (lambda ref: ref)
+        self.frames_mode = frames_mode  # "exact", or "keyframe": the nearest keyframes (media.extract_frames)
+        self.videos_decoded = 0  # frame-cache misses: videos this preparer had to decode itself
         self._images: dict[tuple, str] = {}
 
     def image(self, path: str | None, *, bbox=None) -> str:
@@ -57,7 +66,7 @@ class MediaPreparer:
             raise media_lib.MediaError("the item has no such image")
         key = (path, tuple(bbox) if bbox else None)
         if key not in self._images:
-            self._images[key] = media_lib.image_data_url(media_lib.load_image(path, bound=self.bound, bbox=bbox))
+            self._images[key] = media_lib.image_data_url(media_lib.load_image(self.fetch(path), bound=self.bound, bbox=bbox))
         return self._images[key]
 
     def frames(
@@ -65,8 +74,12 @@ class MediaPreparer:
     ) -> tuple[list[str], list[int]]:
         if not path:
             raise media_lib.MediaError("the item has no such video")
+        # Frames prepared ahead (services.frames) are read from the cache: no fetch, no decoding.
+        cached = media_lib.frames_cached(self.cache_root, content_hash, n, self.bound, self.frames_mode)
+        self.videos_decoded += not cached
         frames = media_lib.sample_frames(
-            path, n, cache_root=self.cache_root, bound=self.bound, content_hash=content_hash, known=known
+            path if cached else self.fetch(path), n, cache_root=self.cache_root, bound=self.bound,
+            content_hash=content_hash, known=known, mode=self.frames_mode,
         )
         return [media_lib.file_data_url(p) for p in frames.paths], frames.indices
 

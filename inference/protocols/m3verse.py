@@ -1,9 +1,11 @@
 """M3-Verse: spot the difference between two videos of the same scene. Frames of both videos,
-labelled before/after; the prompt says whether exactly one or several options are correct."""
+labelled before/after; the prompt says whether exactly one option is correct or one or more may
+be, as the item's `multiple` field (or the project's setting) says — never from the answer."""
 from __future__ import annotations
 
 from typing import Any
 
+from annotation.protocols import m3verse_multiple
 from inference.media import MediaError
 
 from .base import (
@@ -31,7 +33,6 @@ _INTRO = (
 )
 _ONE = "Exactly one option is correct. Answer with its letter and nothing else."
 _ANY = "One or more options may be correct. Answer with the letters of all correct options, separated by commas (for example A,C), and nothing else."
-_SEVERAL = "More than one option is correct. Answer with the letters of all correct options, separated by commas (for example A,C), and nothing else."
 
 
 def video_parts(item: ItemInput, media: MediaPreparer, n: int) -> tuple[list[dict[str, Any]], dict[str, list[int]]]:
@@ -45,14 +46,13 @@ def video_parts(item: ItemInput, media: MediaPreparer, n: int) -> tuple[list[dic
     return parts, indices
 
 
-def reply_rule(answer: list[str] | None) -> tuple[str, int]:
+def reply_rule(item: ItemInput) -> tuple[str, int]:
     """What the prompt says about the number of correct options, and the smallest answer size.
 
-    Unlabeled items (suggestions) have no answer yet: the model is told one or more may be right.
+    From the item's `multiple` field or the project's setting (PROTOCOLS.md §4), never from its
+    answer: one correct option, or one or more that may be correct.
     """
-    if not answer:
-        return _ANY, 1
-    return (_SEVERAL, 2) if len(answer) > 1 else (_ONE, 1)
+    return (_ANY, 1) if m3verse_multiple(item.payload, item.project_settings) else (_ONE, 1)
 
 
 def build(item: ItemInput, *, media: MediaPreparer, params: dict[str, Any]) -> list[PreparedQuery]:
@@ -64,7 +64,7 @@ def build(item: ItemInput, *, media: MediaPreparer, params: dict[str, Any]) -> l
         parts, indices = video_parts(item, media, n)
     except MediaError as exc:
         return [failed("qa", options, str(exc))]
-    rule, min_size = reply_rule(resolved["answer"])
+    rule, min_size = reply_rule(item)
     ask = f"{_INTRO}\nQuestion: {p['question']}\n{lettered(options)}\n{rule}"
     messages = user(parts + [text(ask)])
     choices = list(LETTERS[: len(options)]) if rule == _ONE else letter_subsets(len(options), min_size=min_size)

@@ -124,7 +124,7 @@ def run(
                              ModelReply(key=f"{item.item_pk}|qa", error=error, attempts=spent.attempts,
                                         prompt_tokens=spent.prompt_tokens, completion_tokens=spent.completion_tokens)))
             continue
-        rule, min_size = reply_rule(item.resolved["qa"]["answer"])
+        rule, min_size = reply_rule(item)
         ask = _ANSWER.format(before=summaries[(item.item_pk, "video_before")], after=summaries[(item.item_pk, "video_after")],
                              question=item.payload["question"], options=lettered(options), rule=rule)
         messages = user([text(ask)])

@@ -4,6 +4,7 @@
 - jobs.py        create, validate, start, cancel, retry, finish and re-score a job;
 - inputs.py      each item's input, the protocol's queries for it, the parsing of a reply;
 - chunks.py      running one chunk of a job (the backend call, JSON repair, rows from replies);
+- frames.py      video frames prepared on CPU workers before a job's gpu chunks run;
 - predictions.py upserting a chunk's predictions, importing predictions computed elsewhere;
 - suggestions.py suggestions a suggest job leaves on the annotation form;
 - exports.py     results.json and samples.jsonl.
@@ -19,6 +20,7 @@ Callers import this package (`from inference import services; services.job_creat
 from .chunks import JSON_REPAIR_PROMPT, job_run_chunk, row_from_reply, sampling_for
 from .endpoints import endpoint_create, endpoint_options_check, parse_key_values
 from .exports import job_export_dir, job_write_exports
+from .frames import job_prepare_frames, job_prepares_frames
 from .inputs import build_queries, item_inputs, parse_reply
 from .jobs import (
     ACTIVE,
@@ -44,7 +46,7 @@ __all__ = [
     "ACTIVE", "JSON_REPAIR_PROMPT", "SUGGEST_WORKFLOWS", "JobRefused", "PredictionImportError", "PredictionRow",
     "build_queries", "endpoint_create", "endpoint_options_check", "error_message", "failure_summary", "item_inputs",
     "job_cancel", "job_create", "job_enqueue_start", "job_export_dir", "job_fail", "job_refresh_finished", "job_rescore",
-    "job_retry_failed", "job_run_chunk", "job_start", "job_validate", "job_write_exports", "parse_key_values",
+    "job_prepare_frames", "job_prepares_frames", "job_retry_failed", "job_run_chunk", "job_start", "job_validate", "job_write_exports", "parse_key_values",
     "parse_prediction_lines", "parse_reply", "predictions_import", "predictions_upsert", "queries_per_item",
     "row_from_reply", "sampling_for", "suggestion_source", "suggestions_store",
 ]

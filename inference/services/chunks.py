@@ -12,16 +12,14 @@ import logging
 from dataclasses import replace
 from typing import Any
 
-from django.conf import settings
-
 from annotation.protocols import QUERY_KEYS
 
 from ..backends import BackendUnavailable, get_backend
 from ..backends.base import ModelQuery, ModelReply, Sampling
-from ..media import DEFAULT_BOUND
 from ..models import InferenceJob, JobMode, JobStatus, Prediction, PredictionStatus
 from ..protocols import multistage
-from ..protocols.base import MediaPreparer, PreparedQuery, render_prompt
+from ..protocols.base import PreparedQuery, render_prompt
+from .frames import job_media, job_prepares_frames
 from .inputs import build_queries, item_inputs, parse_reply
 from .jobs import error_message, job_fail, job_refresh_finished
 from .predictions import PredictionRow, predictions_upsert
@@ -108,8 +106,7 @@ def job_run_chunk(*, job_id: int, item_ids: list[int]) -> int:
         job_fail(job=job, error=error_message(exc))
         return 0
 
-    bound = int(job.params.get("bound", DEFAULT_BOUND[0]))
-    media = MediaPreparer(cache_root=settings.CACHE_ROOT, bound=(bound, bound))
+    media = job_media(job)  # the same bound and frames mode as the frame preparation (frames.py)
     sampling = sampling_for(job.params)
     rows: list[PredictionRow] = []
     try:
@@ -159,6 +156,9 @@ def job_run_chunk(*, job_id: int, item_ids: list[int]) -> int:
                  for item_id in item_ids for key in _query_keys(job) if (item_id, key) not in have]
     finally:
         backend.close()  # a vLLM backend keeps its engine loaded for the next chunk
+        if media.videos_decoded and job_prepares_frames(job):
+            log.warning("job %s: %d video(s) of this chunk had no prepared frames; decoded them here, on the %s worker",
+                        job.pk, media.videos_decoded, job.endpoint.backend)
     written = predictions_upsert(job_id=job.pk, rows=rows)
     if job.mode == JobMode.SUGGEST:
         suggestions_store(job=job, rows=[r for r in rows if r.status == PredictionStatus.OK and r.answer is not None])

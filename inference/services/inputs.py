@@ -1,12 +1,20 @@
 """What a job asks and how it reads the answer: each item's input (its payload as the job sees
-it, resolved queries, local media paths and known video metadata), the protocol's queries for
-it, and the parsing of a reply with the same protocol (also used when a job is re-scored)."""
+it, resolved queries, media references and known video metadata), the protocol's queries for
+it, and the parsing of a reply with the same protocol (also used when a job is re-scored).
+
+Media references are local paths when the media storage is local, else the stored names, which
+`media_file` (the MediaPreparer's fetch) copies into this host's cache only when a query reads
+them: a worker on another host needs no shared folder."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.core.files.storage import default_storage
+
+from config.storage import StoredFileMismatch, is_local, is_missing, local_copy
 
 from annotation.models import Item, MediaAsset, Project, ReleaseItem
 from annotation.protocols import MEDIA_FIELDS, resolve_queries
@@ -51,7 +59,7 @@ def _local_path(item: Item, field_name: str, lookup: dict[str, str], payload: di
 def _one_path(sha: str | None, rel: str | None, lookup: dict[str, str]) -> str | None:
     if sha and sha in lookup:
         return lookup[sha]
-    if rel:
+    if rel and is_local(default_storage):
         path = Path(settings.MEDIA_ROOT) / rel
         return str(path) if path.exists() else None
     return None
@@ -64,7 +72,8 @@ def item_inputs(job: InferenceJob, item_ids: list[int]) -> list[ItemInput]:
     else:
         payloads = {pk: item.payload for pk, item in items.items()}
     assets = _media_assets(list(items.values()))
-    lookup = {sha: asset.file.path for sha, asset in assets.items()}
+    local = is_local(default_storage)
+    lookup = {sha: default_storage.path(asset.file.name) if local else asset.file.name for sha, asset in assets.items()}
     seed = _option_seed(job)
     vocabulary = job.params.get("changeit_vocabulary")
     out = []
@@ -90,9 +99,25 @@ def item_inputs(job: InferenceJob, item_ids: list[int]) -> list[ItemInput]:
                 media_hashes=dict(item.media or {}),
                 resolved=resolved,
                 media_info={f: info for f, kind in fields.items() if kind == "video" and (info := _video_info(item, f, assets))},
+                project_settings=dict(job.project.settings or {}),
             )
         )
     return out
+
+
+def media_file(ref: str) -> str:
+    """The local path of a media reference from item_inputs: a path as is, a stored name copied
+    from the storage into CACHE_ROOT (once per host; config.storage.local_copy)."""
+    if os.path.isabs(ref):
+        return ref
+    try:
+        return str(local_copy(ref))
+    except StoredFileMismatch as exc:
+        raise MediaError(str(exc)) from None
+    except Exception as exc:  # a missing file fails its queries; an unreachable storage, the chunk (retried)
+        if is_missing(exc):
+            raise MediaError(f"media file {Path(ref).name} is missing from the media storage") from None
+        raise
 
 
 def _resolve_unlabeled(protocol: str, external_id: str, payload: dict, seed: int) -> dict[str, dict]:

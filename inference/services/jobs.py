@@ -1,8 +1,9 @@
 """Jobs: create (validated), start (plan items and totals, enqueue chunks), cancel, retry the
 failed items, finish (FINISHED, or FAILED when nothing succeeded) and re-score.
 
-Work is enqueued by task name once the transaction commits (config.enqueue): this module never
-imports the tasks. A job that ends FINISHED also enqueues the follow-up tasks that
+Work is enqueued by task name once the transaction commits, each message a tracked run
+(runs.py: a BackgroundRun row written in the same transaction): this module never imports the
+tasks. A job that ends FINISHED also enqueues the follow-up tasks that
 settings.STATELAB_JOB_FINISHED_TASKS names (the evaluation app's board warming), by name, so
 inference imports no other app.
 """
@@ -10,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import math
-from functools import partial
 from typing import Any
 
 from django.conf import settings
@@ -19,15 +19,17 @@ from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
 
-from annotation.models import Item, ItemStatus, Project, Release, ReleaseItem, Workflow
+from annotation.audit import audit_record
+from annotation.models import AuditAction, Item, ItemStatus, Project, Release, ReleaseItem, Workflow
 from annotation.protocols import QUERY_KEYS, changeit_vocabulary
-from config.enqueue import enqueue, enqueue_many_on_commit, enqueue_on_commit
 
 from .. import protocols
 from ..backends import BackendUnavailable, check_available
 from ..models import Backend, InferenceJob, JobMode, JobStatus, ModelEndpoint, Prediction, PredictionStatus
 from ..protocols.base import PreparedQuery
+from .frames import chunks_enqueue
 from .inputs import parse_reply
+from .runs import run_enqueue_on_commit
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +74,10 @@ def job_validate(
             raise JobRefused(f"{name} must be a positive integer")
     if params.get("frames") and params["frames"] > 200:
         raise JobRefused("frames must be at most 200")
+    if params.get("frames_mode") not in (None, "", "exact", "keyframe"):
+        raise JobRefused("frames_mode must be exact or keyframe")
+    if params.get("prepare_frames") not in (None, True, False):
+        raise JobRefused("prepare_frames must be true or false")
 
 
 @transaction.atomic
@@ -101,6 +107,7 @@ def job_create(
         prompt_version=protocols.prompt_version(protocol, params.get("strategy")),
         created_by=created_by,
     )
+    audit_record(action=AuditAction.LAUNCH, actor=created_by, project=project, obj=job, details={"mode": mode})
     if start:
         job_enqueue_start(job=job)
     return job
@@ -109,7 +116,7 @@ def job_create(
 def job_enqueue_start(*, job: InferenceJob) -> None:
     """Start the job after commit; vLLM jobs start on the gpu queue, where vLLM must be importable."""
     queue = "gpu" if job.endpoint and job.endpoint.backend == Backend.VLLM else "default"
-    enqueue_on_commit("inference.tasks.start_job", job.pk, queue=queue)
+    run_enqueue_on_commit("inference.tasks.start_job", job.pk, queue=queue, job=job)
 
 
 def _plan_rows(job: InferenceJob, *, with_payload: bool = True, limited: bool = True):
@@ -191,27 +198,28 @@ def job_start(*, job_id: int) -> InferenceJob:
 
 
 def _enqueue_chunks(job: InferenceJob, chunks: list[list[int]]) -> None:
-    task = "inference.tasks.run_gpu_chunk" if job.endpoint.backend == Backend.VLLM else "inference.tasks.run_api_chunk"
-    enqueue_many_on_commit(task, [(job.pk, chunk) for chunk in chunks])
+    chunks_enqueue(job=job, chunks=chunks)  # through frame preparation first where it applies (frames.py)
 
 
 @transaction.atomic
-def job_cancel(*, job: InferenceJob) -> bool:
+def job_cancel(*, job: InferenceJob, actor=None) -> bool:
     job = InferenceJob.objects.select_for_update().get(pk=job.pk)
     if job.status not in ACTIVE:
         return False
     job.status = JobStatus.CANCELLED
     job.finished_at = timezone.now()
     job.save(update_fields=["status", "finished_at"])
+    audit_record(action=AuditAction.CANCEL, actor=actor, project=job.project, obj=job)
     return True
 
 
 @transaction.atomic
-def job_retry_failed(*, job: InferenceJob) -> int:
+def job_retry_failed(*, job: InferenceJob, actor=None) -> int:
     """Re-run every item that lacks an OK prediction for one of its queries. Returns the item count."""
     job = InferenceJob.objects.select_for_update(of=("self",)).select_related("endpoint", "release", "project").get(pk=job.pk)
     if job.status in ACTIVE and job.status != JobStatus.RUNNING:
         return 0
+    audit_record(action=AuditAction.RETRY, actor=actor, project=job.project, obj=job, details={"status": job.status})
     if job.total_queries == 0:  # never planned (failed to start): start from scratch
         job.status = JobStatus.QUEUED
         job.error = ""
@@ -269,23 +277,18 @@ def finish_if_done(job: InferenceJob) -> None:
             job.status = JobStatus.FINISHED
         job.finished_at = timezone.now()
         job.save(update_fields=["status", "error", "finished_at"])
-        enqueue_on_commit("inference.tasks.export_job", job.pk)
+        run_enqueue_on_commit("inference.tasks.export_job", job.pk, job=job)
         if job.status == JobStatus.FINISHED:
             _enqueue_finished_tasks(job)
 
 
 def _enqueue_finished_tasks(job: InferenceJob) -> None:
     """Once the FINISHED status commits, send each task settings.STATELAB_JOB_FINISHED_TASKS names
-    (project id, release id): other apps follow a finished job without inference importing them."""
+    (project id, release id), as tracked runs: other apps follow a finished job without inference
+    importing them. A broker hiccup must not fail the job that just finished: a send that fails is
+    logged and fails only its run (quiet)."""
     for task_name in getattr(settings, "STATELAB_JOB_FINISHED_TASKS", ()):
-        transaction.on_commit(partial(_enqueue_finished_task, task_name, job.pk, job.project_id, job.release_id))
-
-
-def _enqueue_finished_task(task_name: str, job_id: int, project_id: int, release_id: int | None) -> None:
-    try:
-        enqueue(task_name, project_id, release_id)
-    except Exception:  # a broker hiccup must not fail the job that just finished
-        log.exception("could not queue %s for job %s", task_name, job_id)
+        run_enqueue_on_commit(task_name, job.project_id, job.release_id, job=job, quiet=True)
 
 
 @transaction.atomic
@@ -320,5 +323,5 @@ def job_rescore(*, job: InferenceJob) -> int:
             pred.answer = answer
             changed.append(pred)
     Prediction.objects.bulk_update(changed, ["answer"])
-    enqueue_on_commit("inference.tasks.export_job", job.pk)
+    run_enqueue_on_commit("inference.tasks.export_job", job.pk, job=job)
     return len(changed)

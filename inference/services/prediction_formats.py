@@ -7,8 +7,9 @@ one per input line and in the same order, so predictions_import checks them as u
 messages name the original line.
 
 - lmms-eval: the `--log_samples` JSONL (`samples_<task>.jsonl`): one object per document with
-  `doc_id`, `doc` (the document's fields, images left out), `target`, `resps`, `filtered_resps`.
-  The answer is the first request's filtered response (the model's text after the task's filters).
+  `doc_id`, `target`, `filtered_resps` (a list, or the text itself for one request) and the ids:
+  `doc` in older versions, `item` ({"id", "query"}, logged by the task export_release writes)
+  in 0.7, which leaves `doc` out. The answer is the first filtered response.
 - VLMEvalKit: a prediction file saved as TSV or CSV (`PRED_FORMAT=tsv`; the default .xlsx is
   refused with that hint) or JSON lines: a row per question with `index` (or `id`), `prediction`,
   and optionally `query`.
@@ -75,9 +76,11 @@ def lmms_eval_lines(protocol: str, lines: Iterable[str]) -> list[str]:
         except ValueError as exc:
             errors.append((n, f"not valid JSON ({exc.msg})"))
             continue
-        doc = sample.get("doc") if isinstance(sample, dict) else None
+        # lmms-eval 0.7 drops "doc" from the samples file; StateLab's task logs the ids as "item".
+        doc = (sample.get("doc") or sample.get("item")) if isinstance(sample, dict) else None
         if not isinstance(doc, dict):
-            errors.append((n, 'an lmms-eval sample needs its "doc" (run lmms-eval with --log_samples)'))
+            errors.append((n, 'an lmms-eval sample needs its "doc" or "item" with the item\'s id (run lmms-eval '
+                              'with --log_samples on a task written by export_release --format lmms-eval)'))
             continue
         item = doc.get("id")
         if not isinstance(item, (str, int)) or isinstance(item, bool):

@@ -11,7 +11,8 @@ from typing import Any, Iterable
 from django.db import transaction
 from django.utils import timezone
 
-from annotation.models import Item, Project, Release
+from annotation.audit import audit_record
+from annotation.models import AuditAction, Item, Project, Release
 from annotation.protocols import QUERY_KEYS
 
 from ..answers import parse_answer
@@ -223,8 +224,9 @@ def parse_prediction_lines(project: Project, release: Release | None, lines: Ite
 
 
 @transaction.atomic
-def predictions_import(*, project: Project, lines: Iterable[str], model_name: str, release: Release | None = None) -> InferenceJob:
-    """Store a file of predictions as a finished imported job; all lines or nothing."""
+def predictions_import(*, project: Project, lines: Iterable[str], model_name: str, release: Release | None = None,
+                       actor=None) -> InferenceJob:
+    """Store a file of predictions as a finished imported job; all lines or nothing (audited as `actor`'s)."""
     if not model_name.strip():
         raise PredictionImportError([(0, "a model name is required")])
     parsed = parse_prediction_lines(project, release, lines)
@@ -261,4 +263,7 @@ def predictions_import(*, project: Project, lines: Iterable[str], model_name: st
         ],
         batch_size=2000,
     )
+    audit_record(action=AuditAction.IMPORT, actor=actor, project=project, obj=job,
+                 details={"kind": "predictions", "model": job.model_name, "lines": len(parsed), "failed": failed,
+                          "release": release.version if release else None})
     return job

@@ -19,6 +19,45 @@ export function clipBox([x, y, w, hgt], width, height) {
   return [x0, y0, x1 - x0, y1 - y0];
 }
 
+/** What a pointer at (px, py) grabs of `box` (image pixels; `tol` the grab distance in them):
+ * {mode: "resize", edges: {l, r, t, b}}, {mode: "move"}, or null. Shared with review_box.js. */
+export function boxGrab(box, px, py, tol) {
+  if (!box) return null;
+  const [x, y, w, hh] = box;
+  const nearL = Math.abs(px - x) <= tol, nearR = Math.abs(px - (x + w)) <= tol;
+  const nearT = Math.abs(py - y) <= tol, nearB = Math.abs(py - (y + hh)) <= tol;
+  const insideX = px >= x - tol && px <= x + w + tol, insideY = py >= y - tol && py <= y + hh + tol;
+  const edges = { l: nearL && insideY, r: nearR && insideY, t: nearT && insideX, b: nearB && insideX };
+  if (edges.l || edges.r || edges.t || edges.b) return { mode: "resize", edges };
+  if (px > x && px < x + w && py > y && py < y + hh) return { mode: "move" };
+  return null;
+}
+
+/** The pointer's cursor over what boxGrab found. */
+export function grabCursor(hit) {
+  if (!hit) return "crosshair";
+  if (hit.mode === "move") return "move";
+  const { l, r, t, b } = hit.edges;
+  if ((l && t) || (r && b)) return "nwse-resize";
+  if ((r && t) || (l && b)) return "nesw-resize";
+  return l || r ? "ew-resize" : "ns-resize";
+}
+
+/** The box after dragging from `start` to (px, py) with what boxGrab found (orig: the box then). */
+export function dragBox(grab, orig, start, px, py, width, height) {
+  const [sx, sy] = start;
+  let [x, y, w, hh] = orig;
+  if (grab.mode === "move") {
+    return [Math.round(Math.max(0, Math.min(width - w, x + px - sx))), Math.round(Math.max(0, Math.min(height - hh, y + py - sy))), w, hh];
+  }
+  let x1 = x + w, y1 = y + hh;
+  if (grab.edges.l) x += px - sx;
+  if (grab.edges.r) x1 += px - sx;
+  if (grab.edges.t) y += py - sy;
+  if (grab.edges.b) y1 += py - sy;
+  return clipBox([Math.min(x, x1), Math.min(y, y1), Math.abs(x1 - x), Math.abs(y1 - y)], width, height) || orig;
+}
+
 function candidatesOf(item) {
   const raw = item.candidates || item.labels || item.state_labels || item.candidate_states || [];
   return raw.map((c) => (typeof c === "string" ? c : c.label || c.text || String(c)));
@@ -143,26 +182,8 @@ function mount(container, item, draft, ctx) {
 
   // ---- mouse: draw, move, resize ----
   let drag = null;
-  function hitTest(px, py) {
-    if (!box) return null;
-    const tol = HANDLE_PX / scale;
-    const [x, y, w, hh] = box;
-    const nearL = Math.abs(px - x) <= tol, nearR = Math.abs(px - (x + w)) <= tol;
-    const nearT = Math.abs(py - y) <= tol, nearB = Math.abs(py - (y + hh)) <= tol;
-    const insideX = px >= x - tol && px <= x + w + tol, insideY = py >= y - tol && py <= y + hh + tol;
-    const edges = { l: nearL && insideY, r: nearR && insideY, t: nearT && insideX, b: nearB && insideX };
-    if (edges.l || edges.r || edges.t || edges.b) return { mode: "resize", edges };
-    if (px > x && px < x + w && py > y && py < y + hh) return { mode: "move" };
-    return null;
-  }
-  const cursorFor = (hit) => {
-    if (!hit) return "crosshair";
-    if (hit.mode === "move") return "move";
-    const { l, r, t, b } = hit.edges;
-    if ((l && t) || (r && b)) return "nwse-resize";
-    if ((r && t) || (l && b)) return "nesw-resize";
-    return l || r ? "ew-resize" : "ns-resize";
-  };
+  const hitTest = (px, py) => boxGrab(box, px, py, HANDLE_PX / scale);
+  const cursorFor = grabCursor;
   canvas.addEventListener("pointerdown", (e) => {
     if (e.button !== 0) return;
     canvas.focus();
@@ -184,22 +205,8 @@ function mount(container, item, draft, ctx) {
       box = [Math.min(sx, cx), Math.min(sy, cy), Math.abs(cx - sx), Math.abs(cy - sy)].map(Math.round);
       outcome = null;
       draw();
-    } else if (drag.mode === "move") {
-      const [x, y, w, hh] = drag.orig;
-      const nx = Math.max(0, Math.min(W - w, x + px - sx));
-      const ny = Math.max(0, Math.min(H - hh, y + py - sy));
-      box = [Math.round(nx), Math.round(ny), w, hh];
-      draw();
     } else {
-      let [x, y, w, hh] = drag.orig;
-      let x1 = x + w, y1 = y + hh;
-      const dx = px - sx, dy = py - sy;
-      if (drag.edges.l) x += dx;
-      if (drag.edges.r) x1 += dx;
-      if (drag.edges.t) y += dy;
-      if (drag.edges.b) y1 += dy;
-      box = [Math.min(x, x1), Math.min(y, y1), Math.abs(x1 - x), Math.abs(y1 - y)];
-      box = clipBox(box, W, H) || drag.orig;
+      box = dragBox(drag, drag.orig, drag.start, px, py, W, H);
       draw();
     }
   });

@@ -159,9 +159,18 @@ function mount(container, item, draft, ctx) {
     const input = rows[focusIndex].querySelector(`input[value="${value === null ? "na" : value}"]`);
     input.checked = true;
     input.dispatchEvent(new Event("change"));
-    // Fast entry: after a typed score, move on to the next criterion (the arrows adjust in place).
-    if (advance && focusIndex < criteria.length - 1) setFocus(focusIndex + 1);
+    // Fast entry: after a typed score, move on to the next criterion (the arrows adjust in place),
+    // and say so: the focus moves to that row and the line under the scores names it.
+    if (advance && focusIndex < criteria.length - 1) {
+      setFocus(focusIndex + 1);
+      rows[focusIndex].focus({ preventScroll: true });
+      movedNote.textContent = `${c.label}: ${value === null ? "N/A" : value} — now scoring ${criteria[focusIndex].label}`;
+    } else {
+      movedNote.textContent = `${c.label}: ${value === null ? "N/A" : value}`;
+    }
   }
+  const movedNote = h("p", { class: "muted small moved-note", "data-score-moved": "", "aria-live": "polite" },
+    "Typing a score (1–5, 0 for N/A) moves on to the next criterion; ←/→ change it in place.");
 
   const dialog = h("dialog", { class: "rubric", "data-rubric-dialog": "" },
     h("form", { method: "dialog" }, h("button", { class: "close", "aria-label": "Close" }, "×")),
@@ -183,7 +192,7 @@ function mount(container, item, draft, ctx) {
       h("section", { class: "card criteria" },
         h("div", { class: "criteria-head" }, h("h2", {}, "Scores"),
           h("button", { type: "button", onclick: openRubric, "data-rubric-open": "" }, "Rubric ", h("kbd", {}, "R"))),
-        rows),
+        rows, movedNote),
       dialog,
     ),
   );
@@ -204,8 +213,8 @@ function mount(container, item, draft, ctx) {
   s.register("j", "Next criterion", () => setFocus(focusIndex + 1), { group: "Scores", hidden: true });
   s.register("arrowright", "Score +1", () => setScore(Math.min(5, (scores[criteria[focusIndex].key] || 0) + 1), { advance: false }), { group: "Scores" });
   s.register("arrowleft", "Score −1", () => setScore(Math.max(1, (scores[criteria[focusIndex].key] || 2) - 1), { advance: false }), { group: "Scores" });
-  for (const n of [1, 2, 3, 4, 5]) s.register(String(n), `Score ${n} for the focused criterion`, () => setScore(n), { group: "Scores" });
-  s.register("0", "N/A (where allowed)", () => setScore(null), { group: "Scores" });
+  for (const n of [1, 2, 3, 4, 5]) s.register(String(n), "Score the focused criterion, then move on to the next", () => setScore(n), { group: "Scores" });
+  s.register("0", "N/A (where allowed), then move on to the next", () => setScore(null), { group: "Scores" });
   s.register("r", "Open / close the rubric", openRubric, { group: "Scores" });
 
   return {

@@ -7,6 +7,8 @@ import { h } from "./workbench/dom.js";
 import { videoPlayer, zoomableImage } from "./workbench/media.js";
 import { Notices } from "./workbench/notices.js";
 import { Shortcuts } from "./workbench/shortcuts.js";
+import { disagreementPanel, queueOrder } from "./review_disagreement.js";
+import { boxAdjudicator } from "./review_box.js";
 
 const COLORS = ["#ffd400", "#00c2ff", "#ff5ca8", "#7cff6b", "#ff8c1a", "#b388ff"];
 const QUINTUPLET_FIELDS = ["state_a", "state_b", "change", "change_distractors", "category", "difference"];
@@ -71,16 +73,18 @@ async function startList(root) {
     const { items, counts } = await reviewQueue(slug);
     renderCounts(root.querySelector("[data-counts]"), counts);
     if (!items.length) {
-      tbody.replaceChildren(h("tr", {}, h("td", { colspan: "5", class: "muted", "data-empty": "" }, "Nothing waiting for review.")));
+      tbody.replaceChildren(h("tr", {}, h("td", { colspan: "6", class: "muted", "data-empty": "" }, "Nothing waiting for review.")));
       return;
     }
     rows = items.map((it) => {
       const href = `/projects/${slug}/review/${it.id}/`;
-      const tr = h("tr", { dataset: { item: String(it.id), href } },
+      const disputed = (it.disagreement || []).length > 0;
+      const tr = h("tr", { class: disputed ? "disputed" : "", dataset: { item: String(it.id), href, disputed: String(disputed) } },
         h("td", {}, h("a", { href }, `#${it.id}`)),
         h("td", {}, it.external_id || ""),
         h("td", { class: "num" }, String(it.annotation_count ?? (it.annotations || []).length ?? "")),
         h("td", {}, it.is_gold ? h("span", { class: "badge" }, "gold") : ""),
+        h("td", { "data-disagreement": "" }, disputed ? h("span", { class: "badge warn" }, "adjudicate: ", it.disagreement.join(", ")) : ""),
         h("td", { class: "muted" }, it.updated_at ? new Date(it.updated_at).toLocaleString() : ""));
       tr.addEventListener("click", (e) => {
         if (e.target.tagName !== "A") window.location.href = href;
@@ -141,8 +145,9 @@ function boxPreview(url, boxes) {
   return wrap;
 }
 
-function renderMedia(workflow, item, annotations) {
+function renderMedia(workflow, item, annotations, boxAdj) {
   const media = item.media || {};
+  if (boxAdj) return boxAdj.el;
   if (workflow === "box") {
     const url = mediaUrlOf(media, "image");
     const boxes = annotations.map((a, i) => ({ bbox: a.result.bbox, color: COLORS[i % COLORS.length], label: a.annotator }));
@@ -176,10 +181,11 @@ function itemText(workflow, payload) {
 }
 
 /** Inputs for a merged answer, prefilled from `base`; returns {el, read() -> result}. */
-function editor(workflow, item, base) {
+function editor(workflow, item, base, boxAdj) {
   const rows = [];
   const read = [];
   const row = (label, input, sub = false) => rows.push(h("label", { class: sub ? "sub" : "" }, label), input);
+  if (boxAdj) return { el: h("div", { class: "editor" }, boxAdj.controls), read: () => boxAdj.read() };
   if (workflow === "quintuplet") {
     for (const f of ["state_a", "state_b", "change"]) {
       const input = h("input", { type: "text", name: f, value: base[f] || "" });
@@ -287,6 +293,11 @@ async function startDetail(root) {
   root.querySelector("[data-title]").textContent = `Item ${item.external_id || item.id}`;
   root.querySelector("[data-item-status]").textContent = `${item.status}${item.is_gold ? " · gold" : ""} · ${annotations.length} annotation${annotations.length === 1 ? "" : "s"}`;
 
+  const decided = item.status === "verified" || item.status === "discarded";
+  const boxAdj = workflow === "box" && item.media && item.media.image
+    ? boxAdjudicator({ image: item.media.image, annotations, colors: annotations.map((_, i) => COLORS[i % COLORS.length]),
+      candidates: item.candidates || [], payload: item.payload || {}, readOnly: decided })
+    : null;
   let selected = 0;
   const truthValues = truthOf(workflow, item.payload || {});
   // The "current item" column only when the item already carries answers (imported truth, gold).
@@ -311,7 +322,6 @@ async function startDetail(root) {
   const comment = h("textarea", { name: "comment", rows: "2", placeholder: "Comment (optional; say why when discarding)" });
   const editorSlot = h("div", { class: "card", hidden: true, "data-editor": "" });
   let ed = null;
-  const decided = item.status === "verified" || item.status === "discarded";
   const buttons = {
     accept: h("button", { type: "button", class: "primary", "data-accept": "", disabled: decided || !annotations.length, onclick: () => accept() }, "Accept selected ", h("kbd", {}, "A")),
     edit: h("button", { type: "button", "data-edit": "", disabled: decided, onclick: () => openEditor() }, "Edit a merged answer ", h("kbd", {}, "E")),
@@ -320,8 +330,9 @@ async function startDetail(root) {
   };
 
   body.replaceChildren(
-    renderMedia(workflow, item, annotations) || "",
+    renderMedia(workflow, item, annotations, boxAdj) || "",
     itemText(workflow, item.payload || {}) || "",
+    data.disagreement ? disagreementPanel(data.disagreement, annotations, COLORS, workflow) : "",
     h("p", { class: disagreeCount ? "warning" : "ok" }, disagreeCount ? `${disagreeCount} field${disagreeCount === 1 ? "" : "s"} with disagreement (highlighted).` : "All annotators agree."),
     annotations.length ? table : h("p", { class: "muted" }, "No annotations."),
     (data.reviews || []).length ? h("div", { class: "decided", "data-reviews": "" }, data.reviews.map((r) => h("div", {}, `${r.decision} by ${r.reviewer || "auto"} on ${new Date(r.created_at).toLocaleString()}`, r.comment ? ` — “${r.comment}”` : ""))) : "",
@@ -340,15 +351,19 @@ async function startDetail(root) {
   }
   select(0);
 
-  function openEditor() {
+  function openEditor(focus = true) {
     if (decided) return;
     const base = annotations.length ? annotations[selected].result : truth || {};
-    ed = editor(workflow, item, { ...(truthValues || {}), ...base });
+    ed = editor(workflow, item, { ...(truthValues || {}), ...base }, boxAdj);
     editorSlot.hidden = false;
-    editorSlot.replaceChildren(h("h2", {}, "Merged answer"), h("p", { class: "muted small" }, `Starts from ${annotations.length ? annotations[selected].annotator + "'s" : "the current"} answer.`), ed.el,
+    const startsFrom = boxAdj
+      ? h("p", { class: "muted small" }, "Starts from the annotators' mean box and most given state. ",
+        annotations.length ? h("button", { type: "button", "data-use-selected": "", onclick: () => boxAdj.useResult(annotations[selected].result) }, "Start from the selected annotation") : "")
+      : h("p", { class: "muted small" }, `Starts from ${annotations.length ? annotations[selected].annotator + "'s" : "the current"} answer.`);
+    editorSlot.replaceChildren(h("h2", {}, "Merged answer"), startsFrom, ed.el,
       h("div", { class: "review-actions" }, h("button", { type: "button", class: "primary", "data-save-edit": "", onclick: () => saveEdit() }, "Save merged answer ", h("kbd", {}, "Ctrl+Enter")),
         h("button", { type: "button", onclick: () => { editorSlot.hidden = true; ed = null; } }, "Cancel")));
-    editorSlot.querySelector("input, select, textarea")?.focus();
+    if (focus) editorSlot.querySelector("input, select, textarea")?.focus();
   }
 
   async function decide(payload) {
@@ -379,9 +394,10 @@ async function startDetail(root) {
   async function goNext() {
     try {
       const { items } = await reviewQueue(slug);
-      // Onward from this item (then from the start), so reviewers working side by side move
-      // through the queue instead of all landing on its oldest item.
-      const next = items.find((it) => it.id > itemId) || items.find((it) => it.id !== itemId);
+      // Onward from this item in the queue's order (disagreements first, then oldest first; then
+      // from the start), so reviewers working side by side do not all land on the same item.
+      const here = queueOrder({ id: itemId, disputed: Boolean(data.disagreement) });
+      const next = items.find((it) => queueOrder(it) > here) || items.find((it) => it.id !== itemId);
       window.location.href = next ? `/projects/${slug}/review/${next.id}/` : `/projects/${slug}/review/`;
     } catch {
       window.location.href = `/projects/${slug}/review/`;
@@ -396,6 +412,11 @@ async function startDetail(root) {
   shortcuts.register("d", "Discard the item", discard, { group: "Review" });
   shortcuts.register("n", "Next item", goNext, { group: "Review" });
   shortcuts.register("ctrl+enter", "Save the merged answer", () => saveEdit(), { group: "Review", inInputs: true });
+  if (boxAdj) {
+    shortcuts.register("+", "Zoom in on the image", () => boxAdj.zoom(1), { group: "Box" });
+    shortcuts.register("-", "Zoom out", () => boxAdj.zoom(-1), { group: "Box" });
+    if (!decided) openEditor(false); // the merged box is on the image: its controls are open from the start
+  }
 }
 
 const listRoot = document.querySelector("[data-review-list]");

@@ -14,10 +14,23 @@
 //   workbench/lease.js      renewing the hold while someone is at the page,
 //                           preloading the next task                      (Workbench methods)
 //   workbench/submit.js     submit and skip, idempotency keys              (Workbench methods)
+//   workbench/amend.js      amend mode: one's own earlier answer, saved by /api/annotations/<id>/amend/
 
 export { h, sleep, uuid } from "./workbench/dom.js";
 export { ApiError, NetworkError, api, apiList, csrfToken, describeError, errorField } from "./workbench/api.js";
 export { Shortcuts, isTyping } from "./workbench/shortcuts.js";
 export { Notices } from "./workbench/notices.js";
 export { guessKind, mediaList, mediaOf, mediaUrl, preloadMedia, videoPlayer, zoomableImage } from "./workbench/media.js";
-export { Workbench, startWorkbench } from "./workbench/task_loop.js";
+export { Workbench } from "./workbench/task_loop.js";
+import { AmendBench } from "./workbench/amend.js";
+import { startWorkbench as startTaskLoop } from "./workbench/task_loop.js";
+
+/** The page's workbench: the task loop, or (a data-amend page) amending one's own earlier answer. */
+export function startWorkbench(workflow) {
+  const root = document.querySelector("[data-workbench]");
+  if (!root || !root.dataset.amend) return startTaskLoop(workflow);
+  const bench = new AmendBench({ root, slug: root.dataset.project, workflow });
+  window.statelabWorkbench = bench; // for debugging and the browser tests
+  bench.start();
+  return bench;
+}

@@ -33,7 +33,7 @@ QA_SUGGESTION_CASES = [
     ("visualtrans", {"format": "set", "options": [], "answer": ["bowl"]}, [["cup", " lid "], "pan, spoon"],
      [["pan", "spoon"], ["cup", "lid"]]),
     ("m3verse", {}, [["C", "A"], "B,D"], [["B", "D"], ["A", "C"]]),
-    ("m3verse", {"answer": ["B"]}, [["A", "C"], "b"], ["B"]),  # one correct option: a pair does not fit
+    ("m3verse", {"answer": ["B"], "multiple": False}, [["A", "C"], "b"], ["B"]),  # one correct option: a pair does not fit
 ]
 
 

@@ -42,7 +42,9 @@ def submit(project, user, answer) -> dict:
     ("visualtrans", {**visualtrans_payload(), "format": "set", "options": None, "answer": ["cup"]},
      ["cup", "  big   bowl"], ["cup", "big bowl"]),
     ("m3verse", m3verse_payload(), "C,A", ["A", "C"]),
-    ("m3verse", {**m3verse_payload(), "answer": ["B"]}, ["B"], "B"),  # a single-answer item takes one letter
+    # an item that says it has one correct option takes one letter (its own field, never its answer)
+    ("m3verse", {**m3verse_payload(), "answer": ["B"], "multiple": False}, ["B"], "B"),
+    ("m3verse", {**m3verse_payload(), "answer": ["B"]}, ["B"], ["B"]),  # unsaid: several may be correct
 ])
 def test_importing_and_submitting_the_same_answer_store_the_same_value(make_project, tmp_path, protocol, payload,
                                                                       given, stored):

@@ -60,13 +60,14 @@ def test_token_errors_are_drfs(setup):
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION="Token nope")
     r = client.post("/api/projects/boxes/tasks/next/", {}, format="json")
-    # 403, not 401: session authentication comes first and sends no WWW-Authenticate (DRF's rule).
-    assert r.status_code == 403 and r.json() == {"detail": "Invalid token."}
+    # 401 with WWW-Authenticate: Token (annotation.permissions.TokenRefused), though session
+    # authentication comes first and would make DRF answer 403.
+    assert r.status_code == 401 and r.json() == {"detail": "Invalid token."} and r["WWW-Authenticate"] == "Token"
     client = token_client(a)
     a.is_active = False
     a.save()
     r = client.post("/api/projects/boxes/tasks/next/", {}, format="json")
-    assert r.status_code == 403 and r.json() == {"detail": "User inactive or deleted."}
+    assert r.status_code == 401 and r.json() == {"detail": "User inactive or deleted."}
 
 
 def test_roles_still_decide_404_and_403(setup):

@@ -121,7 +121,7 @@ def test_two_tabs_on_one_task(page, login, live_server, count_project):
     wait_task(page, task)
     other.focus("#qa-answer")
     other.keyboard.press("Enter")
-    notice = other.wait_for_selector(".notice.error:has-text('already submitted with a different answer')")
+    notice = other.wait_for_selector(".notice.error:has-text('already submitted this task with a different answer')")
     assert "Your answer is kept in this browser" not in notice.inner_text()
     held = Task.objects.get(pk=task)
     assert other.evaluate(f"localStorage.getItem('statelab:draft:{held.annotator_id}:{held.item_id}')") is None

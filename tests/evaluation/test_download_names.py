@@ -19,7 +19,14 @@ def researcher_client(client, make_project, make_user):
     return client
 
 
-@pytest.mark.parametrize("metric", ["%00", 'a";x="', "a%0d%0aSet-Cookie:x=1", "..%2f..%2fetc", "é€"])
+def test_a_nul_metric_is_refused_400_with_a_message(researcher_client):
+    # NUL bytes are refused in every query string (config/input_limits.py), before the view.
+    response = researcher_client.get("/projects/stv/leaderboard/download/svg/?metric=%00")
+    assert response.status_code == 400
+    assert response.content.decode().startswith("query parameter 'metric' contains a NUL byte")
+
+
+@pytest.mark.parametrize("metric", ['a";x="', "a%0d%0aSet-Cookie:x=1", "..%2f..%2fetc", "é€"])
 def test_odd_metric_values_give_a_plain_attachment_name(researcher_client, metric):
     response = researcher_client.get(f"/projects/stv/leaderboard/download/svg/?metric={metric}")
     assert response.status_code == 200
@@ -32,4 +39,4 @@ def test_odd_metric_values_give_a_plain_attachment_name(researcher_client, metri
 
 def test_odd_judge_and_criterion_values_on_correlation_downloads_are_never_a_server_error(researcher_client):
     response = researcher_client.get("/projects/stv/correlation/download/svg/?judge=%00&criterion=a%22;x=%22")
-    assert response.status_code < 500
+    assert 400 <= response.status_code < 500

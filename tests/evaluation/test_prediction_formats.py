@@ -83,3 +83,16 @@ def test_bad_lines_are_named_in_the_original_file(make_project, tmp_path):
     with pytest.raises(CommandError, match="PRED_FORMAT=tsv"):
         run("import_predictions", "vt", str(xlsx), "--model", "d")
     assert InferenceJob.objects.count() == 0
+
+
+def test_lmms_eval_0_7_samples_without_doc(make_project, tmp_path):
+    # lmms-eval 0.7 writes no "doc"; the task export_release writes logs the ids as "item", and a
+    # single request's filtered response is the text itself (resps left out when equal).
+    make_release(make_project("vt", "visualtrans"), vt_items())
+    lines = [{"doc_id": i, "target": "B", "filtered_resps": answer, "item": {"id": ext, "query": "qa"},
+              "statelab_score": {"id": ext}}
+             for i, (ext, answer) in enumerate(ANSWERS.items())]
+    run("import_predictions", "vt", write_lines(tmp_path, lines, "samples_statelab_vt_v1.jsonl"), "--model", "lmms07")
+    run("import_predictions", "vt", write_lines(tmp_path, [{"item": k, "query": "qa", "answer": v} for k, v in ANSWERS.items()]),
+        "--model", "native")
+    assert stored("lmms07") == stored("native") and len(stored("native")) == 4

@@ -27,7 +27,7 @@ def test_researcher_sees_leaderboard_with_random_row(client, status_project):
     html = page.content.decode()
     assert 'data-model="Random"' in html and "acc_osi" in html and "<svg" in html
     assert "category · positional" in html  # a breakdown tab
-    assert '<tr class="lb-chance"><td>Chance</td><td></td><td></td><td></td><td>50.00</td>' in html
+    assert '<tr class="lb-chance"><td title="the expected score of guessing">Chance</td><td></td><td></td><td></td><td>50.00</td>' in html
     assert "<td>1.56</td></tr></tfoot>" in html
     assert 'id="lb-diagnostics"' in html  # Random's same-letter share
 

@@ -129,7 +129,7 @@ def m3verse_items(project, n: int, tmp: Path) -> list[Item]:
         payload = {
             "video_before": "before.mp4", "video_after": "after.mp4", "question": f"Which object moved ({i})?",
             "options": ["the cup", "the chair", "the lamp", "none of the listed objects"],
-            "answer": ["B"] if i % 2 == 0 else ["A", "C"], "context": "intra", "capabilities": ["spatial"], "hallucination": False,
+            "answer": ["B"] if i % 2 == 0 else ["A", "C"], "multiple": i % 2 == 1, "context": "intra", "capabilities": ["spatial"], "hallucination": False,
         }
         items.append(Item.objects.create(project=project, external_id=f"m{i:04d}", payload=payload,
                                          media={"video_before": before.sha256, "video_after": after.sha256},

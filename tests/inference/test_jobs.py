@@ -7,8 +7,8 @@ from django.core.management import call_command
 
 from annotation.models import ItemStatus, Suggestion
 from inference import services
-from inference.services import chunks, jobs
-from inference.models import InferenceJob, JobStatus, ModelEndpoint, Prediction
+from inference.services import chunks, runs
+from inference.models import BackgroundRun, InferenceJob, JobStatus, ModelEndpoint, Prediction, RunState
 
 from . import factories
 
@@ -57,12 +57,16 @@ def test_a_finished_job_sends_the_follow_up_tasks_settings_name_and_a_failed_sen
     settings.STATELAB_JOB_FINISHED_TASKS = ["follow.broken", "follow.up"]
     sent = []
 
-    def record(task_name, *args):
-        sent.append((task_name, args))
+    def record(task_name, *args, queue=None, tracked_run=None):
+        if task_name.startswith("follow."):
+            sent.append((task_name, args))
         if task_name == "follow.broken":
             raise ConnectionError("broker down")
+        if not task_name.startswith("follow."):
+            real_enqueue(task_name, *args, queue=queue, tracked_run=tracked_run)
 
-    monkeypatch.setattr(jobs, "enqueue", record)
+    real_enqueue = runs.enqueue
+    monkeypatch.setattr(runs, "enqueue", record)
     project = make_project("st", "status")
     items = factories.status_items(project, 2, tmp_path)
     release = factories.release_of(project, items)
@@ -71,6 +75,9 @@ def test_a_finished_job_sends_the_follow_up_tasks_settings_name_and_a_failed_sen
     assert job.status == JobStatus.FINISHED
     assert sent == [("follow.broken", (project.pk, release.pk)), ("follow.up", (project.pk, release.pk))]
     assert f"could not queue follow.broken for job {job.pk}" in caplog.text
+    # Each follow-up is a tracked run: the one that could not be sent failed with the reason.
+    broken = BackgroundRun.objects.get(job=job, task="follow.broken")
+    assert broken.state == RunState.FAILED and broken.reason == "could not be queued: ConnectionError: broker down"
 
 
 def test_unreadable_video_fails_that_item_only(eager, make_project, tmp_path):

@@ -84,16 +84,37 @@ def test_m3verse_frames_of_both_videos_and_the_number_of_correct_options(tmp_pat
     base = {"video_before": "v.mp4", "video_after": "v.mp4", "question": "What moved?", "options": ["cup", "chair", "lamp", "none of these"]}
     paths = {"video_before": video, "video_after": video}
     prep = MediaPreparer(cache_root=tmp_path / "c")
-    single = dict(base, answer=["B"])
+    single = dict(base, answer=["B"], multiple=False)
     (q,) = m3verse.build(_item(single, paths, resolve_queries("m3verse", "x1", single, seed=0)), media=prep, params={"frames": 4})
     assert q.frame_indices == {"video_before": [2, 7, 12, 17], "video_after": [2, 7, 12, 17]}
     assert q.prompt.count("<image") == 8
     assert "Video BEFORE the change, 4 frames in order:" in q.prompt and "Video AFTER the change" in q.prompt
     assert "Exactly one option is correct." in q.prompt and q.query.choices == ["A", "B", "C", "D"]
-    several = dict(base, answer=["A", "C"])
+    several = dict(base, answer=["A", "C"], multiple=True)
     (q,) = m3verse.build(_item(several, paths, resolve_queries("m3verse", "x1", several, seed=0)), media=prep, params={"frames": 4})
-    assert "More than one option is correct." in q.prompt
-    assert q.query.choices == ["A,B", "A,C", "A,D", "B,C", "B,D", "C,D", "A,B,C", "A,B,D", "A,C,D", "B,C,D", "A,B,C,D"]
+    assert "One or more options may be correct." in q.prompt
+    assert q.query.choices == ["A", "B", "C", "D", "A,B", "A,C", "A,D", "B,C", "B,D", "C,D", "A,B,C", "A,B,D", "A,C,D", "B,C,D", "A,B,C,D"]
+
+
+def test_m3verse_prompt_never_depends_on_the_answer(tmp_path):
+    # PROTOCOLS.md §4: the number of correct options comes from `multiple` (or the project's
+    # setting), so a model is told the same for a one-letter and a two-letter truth.
+    video = str(media_lib.make_test_video(tmp_path / "v.mp4", seconds=2, size="64x48", rate=10))
+    base = {"video_before": "v.mp4", "video_after": "v.mp4", "question": "What moved?", "options": ["cup", "chair", "lamp"]}
+    paths = {"video_before": video, "video_after": video}
+    prep = MediaPreparer(cache_root=tmp_path / "c")
+    built = {}
+    for name, answer in (("one", ["B"]), ("two", ["A", "C"]), ("unlabeled", None)):
+        payload = dict(base, **({"answer": answer} if answer else {}))
+        resolved = resolve_queries("m3verse", "x1", payload, seed=0) if answer else {"qa": {"options": base["options"], "answer": None}}
+        item = _item(payload, paths, resolved)
+        (built[name],) = m3verse.build(item, media=prep, params={"frames": 2})
+        item.project_settings = {"multiple": False}
+        (built[name + "-single"],) = m3verse.build(item, media=prep, params={"frames": 2})
+    assert len({(q.prompt, tuple(q.query.choices)) for k, q in built.items() if not k.endswith("-single")}) == 1
+    assert len({(q.prompt, tuple(q.query.choices)) for k, q in built.items() if k.endswith("-single")}) == 1
+    assert "One or more options may be correct." in built["one"].prompt
+    assert "Exactly one option is correct." in built["two-single"].prompt
 
 
 def test_oscbench_judge_prompt_rubric_and_schema(tmp_path):

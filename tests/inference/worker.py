@@ -1,4 +1,5 @@
-"""Start a real Celery worker process against the pytest database and this run's Redis db."""
+"""Start real Celery worker and beat processes against the pytest database and this run's Redis db,
+with the production settings (no shortened visibility timeout, heartbeat or lapse)."""
 from __future__ import annotations
 
 import os
@@ -21,19 +22,36 @@ def database_url() -> str:
     return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
-def start_worker(name: str, log: Path, *, visibility_timeout: int = 2) -> subprocess.Popen:
+def process_env() -> dict[str, str]:
     env = dict(os.environ)
     env.update(
         DATABASE_URL=database_url(),  # the pytest database: committed rows are visible to the worker
         REDIS_URL=settings.CELERY_BROKER_URL,
         MEDIA_ROOT=str(settings.MEDIA_ROOT),
         STATELAB_CACHE_ROOT=str(settings.CACHE_ROOT),
-        CELERY_VISIBILITY_TIMEOUT=str(visibility_timeout),  # a dead worker's unacked messages come back soon
     )
+    # Production timing: nothing of the environment may shorten it.
+    for name in ("CELERY_VISIBILITY_TIMEOUT", "STATELAB_RUN_HEARTBEAT_SECONDS", "STATELAB_RUN_LAPSE_SECONDS",
+                 "STATELAB_WATCHDOG_SECONDS", "STATELAB_WORKER_HEARTBEAT_SECONDS", "STATELAB_WORKER_TTL_SECONDS"):
+        env.pop(name, None)
+    return env
+
+
+def start_worker(name: str, log: Path, *, queues: str = "default,api,gpu") -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "default,api,gpu", "--pool", "prefork",
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", queues, "--pool", "prefork",
          "-c", "1", "-n", f"{name}@%h", "--without-gossip", "--without-mingle", "--loglevel", "INFO"],
-        cwd=ROOT, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True,
+        cwd=ROOT, env=process_env(), stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True,
+    )
+
+
+def start_beat(folder: Path) -> subprocess.Popen:
+    """Celery beat with the production schedule (its watchdog every STATELAB_WATCHDOG_SECONDS)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "beat", "--schedule", str(folder / "beat-schedule"),
+         "--loglevel", "INFO"],
+        cwd=ROOT, env=process_env(), stdout=open(folder / "beat.log", "w"), stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
 
 

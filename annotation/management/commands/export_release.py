@@ -7,6 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Release
 from annotation.interchange.hf import HFFolderError, hf_export
+from annotation.interchange.lmms_eval import LmmsExportError, lmms_export
 from annotation.releases import EXPORT_FORMATS, ReleaseRefused, release_export
 
 
@@ -27,9 +28,10 @@ class Command(BaseCommand):
         fmt = parser.add_mutually_exclusive_group()
         fmt.add_argument("--jsonl", action="store_true")
         fmt.add_argument("--zip", action="store_true")
-        fmt.add_argument("--format", choices=["json", "jsonl", "zip", "coco", "hf"], dest="format",
+        fmt.add_argument("--format", choices=["json", "jsonl", "zip", "coco", "hf", "lmms-eval"], dest="format",
                          help="json, jsonl, zip, coco (box projects; a zip with the images when -o ends in .zip), "
-                              "or hf (a Hugging Face dataset folder at -o DIR)")
+                              "hf (a Hugging Face dataset folder at -o DIR) or lmms-eval (an lmms-eval task "
+                              "folder at -o DIR, for --include_path; STATUS, VisualTrans and M3-Verse)")
 
     def handle(self, *args, **opts):
         release = Release.objects.select_related("project").filter(
@@ -42,6 +44,8 @@ class Command(BaseCommand):
             raise CommandError("--push-to-hub needs --format hf")
         if opts["format"] == "hf":
             return self._hf(release, out_name, opts["push_to_hub"])
+        if opts["format"] == "lmms-eval":
+            return self._lmms(release, out_name)
         zipped = (out_name or "").endswith(".zip")
         if opts["format"] == "coco":
             fmt = "coco_zip" if zipped else "coco"
@@ -78,6 +82,16 @@ class Command(BaseCommand):
         self.stderr.write(f"{release}: {summary['items']} items in {summary['shards']} shard(s) -> {out_name} (hf)")
         if repo_id:
             self._push(Path(out_name), repo_id, release)
+
+    def _lmms(self, release, out_name):
+        if not out_name:
+            raise CommandError("an lmms-eval task export needs -o DIR")
+        try:
+            summary = lmms_export(release, Path(out_name))
+        except LmmsExportError as exc:
+            raise CommandError(str(exc)) from exc
+        self.stderr.write(f"{release}: {summary['items']} items, {summary['documents']} documents -> {out_name} "
+                          f"(lmms-eval task {summary['task']}: lmms-eval --include_path {out_name} --tasks {summary['task']})")
 
     def _push(self, folder, repo_id, release):
         """Upload the dataset folder (the only network use of StateLab outside model endpoints)."""

@@ -6,9 +6,9 @@ export class Notices {
     this.el = el;
   }
 
-  show(text, { kind = "info", actions = [], sticky = false, id = null } = {}) {
+  show(text, { kind = "info", actions = [], sticky = false, id = null, detail = null } = {}) {
     if (id) this.clear(id);
-    const li = h("li", { class: `notice ${kind}`, role: kind === "error" ? "alert" : "status", dataset: { id: id || "" } }, h("span", {}, text));
+    const li = h("li", { class: `notice ${kind}`, role: kind === "error" ? "alert" : "status", dataset: { id: id || "" } }, h("span", {}, text, detail));
     for (const [label, fn] of actions) {
       li.append(h("button", { type: "button", onclick: () => { li.remove(); fn(); } }, label));
     }
@@ -20,5 +20,10 @@ export class Notices {
 
   clear(id) {
     for (const li of this.el.querySelectorAll(`li[data-id="${id}"]`)) li.remove();
+  }
+
+  /** Drop every error and warning: after a successful submit they are about a task now done. */
+  clearProblems() {
+    for (const li of this.el.querySelectorAll("li.notice.error, li.notice.warning")) li.remove();
   }
 }

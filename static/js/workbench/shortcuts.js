@@ -11,6 +11,17 @@ export function isTyping(target) {
   return false;
 }
 
+/**
+ * Whether a "?" typed here is text the person means (a free-text box). A number box, a select, a
+ * radio or a checkbox never takes a "?", so there "?" opens the key help; in a text box it types,
+ * and F1 opens the help instead.
+ */
+export function isFreeText(target) {
+  if (!target || !(target instanceof Element)) return false;
+  if (target.isContentEditable || target.tagName === "TEXTAREA") return true;
+  return target.tagName === "INPUT" && (target.getAttribute("type") || "").toLowerCase() !== "number" && isTyping(target);
+}
+
 function normalizeCombo(combo) {
   const parts = combo.toLowerCase().split("+").map((s) => s.trim());
   const key = parts.pop() || "+";
@@ -28,7 +39,7 @@ function eventKey(e) {
 function prettyCombo(combo) {
   return combo
     .split("+")
-    .map((p) => ({ arrowup: "↑", arrowdown: "↓", arrowleft: "←", arrowright: "→", space: "Space", enter: "Enter", escape: "Esc" }[p.toLowerCase()] || (p.length === 1 ? p.toUpperCase() : p[0].toUpperCase() + p.slice(1))))
+    .map((p) => ({ f1: "F1", arrowup: "↑", arrowdown: "↓", arrowleft: "←", arrowright: "→", space: "Space", enter: "Enter", escape: "Esc" }[p.toLowerCase()] || (p.length === 1 ? p.toUpperCase() : p[0].toUpperCase() + p.slice(1))))
     .join("+");
 }
 
@@ -77,6 +88,7 @@ export class Shortcuts {
       if (s.ctrl !== (e.ctrlKey || e.metaKey) || s.alt !== e.altKey) continue;
       if (!printableSymbol && s.shift !== e.shiftKey) continue;
       if (typing && !s.inInputs) continue;
+      if (typing && s.inInputs === "except-free-text" && isFreeText(e.target)) continue;
       if (s.handler(e) === false) continue; // handler declined: let the browser have the key
       e.preventDefault();
       e.stopPropagation();

@@ -2,6 +2,7 @@
 // means for the answer typed.
 // Methods of Workbench (task_loop.js), kept here so the task loop reads on its own.
 import { ApiError, api, describeError, errorField } from "./api.js";
+import { conflictDetail } from "./conflict.js";
 import { uuid } from "./dom.js";
 
 export const submitMethods = {
@@ -44,6 +45,7 @@ export const submitMethods = {
         retries: 4,
       });
       this.afterSubmit(task);
+      this.notices.clearProblems(); // an earlier refusal is about an answer that is now in
       const warnings = (data && data.warnings) || {};
       for (const [field, text] of Array.isArray(warnings) ? warnings.map((w, i) => [i, w]) : Object.entries(warnings)) {
         this.notices.show(`Submitted with a note on ${typeof field === "number" ? "the answer" : field.replace(/_/g, " ")}: ${typeof text === "string" ? text : describeError(text)}`, { kind: "warning" });
@@ -67,7 +69,13 @@ export const submitMethods = {
         // keeps the first answer, so this task is done; nothing here is worth keeping.
         this.afterSubmit(task);
         this.setStatus("Already submitted", "error");
-        this.notices.show(`Not submitted: ${err.message}`, { kind: "error", sticky: true, id: "stale", actions: [["Next task", () => this.claim()]] });
+        this.notices.clearProblems();
+        this.notices.show(
+          "Not submitted: you had already submitted this task with a different answer (from another tab or window). "
+            + "The first answer is the one kept; the one on this page was not saved. Both are below.",
+          { kind: "error", sticky: true, id: "stale", actions: [["Next task", () => this.claim()]],
+            detail: conflictDetail(collected.result, err.body.annotation.result) },
+        );
       } else if (err instanceof ApiError && err.status === 409) {
         this.setStatus("Not submitted", "error");
         this.storeLocal();

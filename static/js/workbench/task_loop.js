@@ -56,7 +56,9 @@ export class Workbench {
         this.shortcuts.renderHelp(helpBody);
         help.showModal();
       };
-      this.shortcuts.register("?", "Show keyboard shortcuts", open, { group: "Page" });
+      // "?" works wherever it cannot be meant as text (also in number boxes); F1 works everywhere.
+      this.shortcuts.register("?", "Show keyboard shortcuts (in a text box: F1)", open, { group: "Page", inInputs: "except-free-text" });
+      this.shortcuts.register("f1", "Show keyboard shortcuts (in a text box: F1)", open, { group: "Page", inInputs: true });
       root.querySelector("[data-help-open]")?.addEventListener("click", open);
     }
     this.watchActivity();
@@ -129,6 +131,11 @@ export class Workbench {
 
   showDone() {
     this.unload();
+    // A crowd-study participant whose tasks ran out goes to the study's finish page (the code).
+    if (this.root.dataset.finishUrl) {
+      window.location.assign(this.root.dataset.finishUrl);
+      return;
+    }
     this.workspace.replaceChildren(
       h("section", { class: "card done", "data-queue-empty": "" },
         h("h2", {}, "Nothing left for you in this project"),

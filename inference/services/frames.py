@@ -1,0 +1,103 @@
+"""Frames prepared off the GPU path: a job over videos whose chunks run on the gpu queue (vLLM;
+any job with the param ``prepare_frames``) first sends one tracked "prepare frames" run per chunk
+to the default queue, where CPU workers decode that chunk's frames into the frame cache
+(inference.media: seek per frame or one pass, as the probe says); when a prepare run is done it
+sends its chunk, so the GPU worker reads frames from the cache and decodes nothing. A chunk that
+finds frames missing anyway (a cache on another host, a cleared cache) decodes them itself and
+logs a warning with the count (chunks.py); a prepare run that failed for good still sends its
+chunk (recovery.py), so the job goes on, slower.
+"""
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+from django.db import transaction
+
+from annotation.protocols import MEDIA_FIELDS
+
+from .. import protocols
+from ..media import DEFAULT_BOUND, MediaError
+from ..models import Backend, BackgroundRun, InferenceJob, JobStatus
+from ..protocols.base import MediaPreparer, frames_param
+from .inputs import item_inputs, media_file
+from .runs import runs_enqueue_on_commit
+
+log = logging.getLogger(__name__)
+
+PREPARE_TASK = "inference.tasks.prepare_frames"
+
+
+def chunk_task(job: InferenceJob) -> str:
+    return "inference.tasks.run_gpu_chunk" if job.endpoint.backend == Backend.VLLM else "inference.tasks.run_api_chunk"
+
+
+def video_fields(protocol: str) -> list[str]:
+    return [name for name, kind in MEDIA_FIELDS.get(protocol, {}).items() if kind == "video"]
+
+
+def job_prepares_frames(job: InferenceJob) -> bool:
+    """Video protocols on the gpu queue prepare their frames first; the ``prepare_frames`` param
+    turns it on (or off) for any backend."""
+    if not video_fields(job.protocol):
+        return False
+    wanted = job.params.get("prepare_frames")
+    if wanted is not None:
+        return bool(wanted)
+    return job.endpoint is not None and job.endpoint.backend == Backend.VLLM
+
+
+def job_media(job: InferenceJob) -> MediaPreparer:
+    """The media preparer of a job's chunks and of its frame preparation: the same bound and
+    frames mode, hence the same frame-cache entries."""
+    bound = int(job.params.get("bound", DEFAULT_BOUND[0]))
+    return MediaPreparer(cache_root=settings.CACHE_ROOT, bound=(bound, bound), fetch=media_file,
+                         frames_mode=job.params.get("frames_mode") or "exact")
+
+
+def job_frames_per_video(job: InferenceJob) -> int:
+    return frames_param(job.params, protocols.get_protocol(job.protocol).DEFAULT_FRAMES)
+
+
+def chunks_enqueue(*, job: InferenceJob, chunks: list[list[int]]) -> None:
+    """Send the job's chunks once the transaction commits: through frame preparation when the
+    job prepares frames, else straight to their queue."""
+    if job_prepares_frames(job):
+        runs_enqueue_on_commit(PREPARE_TASK, [(job.pk, chunk) for chunk in chunks], queue="default", job=job, chunks=True)
+    else:
+        runs_enqueue_on_commit(chunk_task(job), [(job.pk, chunk) for chunk in chunks], job=job, chunks=True)
+
+
+def job_prepare_frames(*, job_id: int, item_ids: list[int]) -> int:
+    """Decode the frames of these items' videos into the frame cache, then send their chunk.
+    Returns how many videos were decoded (cached ones cost nothing). A video that cannot be read
+    is left to the chunk, which fails that item with the reason."""
+    job = InferenceJob.objects.select_related("endpoint", "project", "release").get(pk=job_id)
+    if job.status != JobStatus.RUNNING:
+        return 0  # cancelled or failed meanwhile: nothing to prepare, nothing to send
+    media, n = job_media(job), job_frames_per_video(job)
+    for item in item_inputs(job, item_ids):
+        for field in video_fields(job.protocol):
+            try:
+                media.frames(item.media_paths.get(field), n, content_hash=item.media_hashes.get(field),
+                             known=item.media_info.get(field))
+            except MediaError as exc:
+                log.info("job %s: frames of item %s %s not prepared: %s", job.pk, item.item_pk, field, exc)
+    chunk_after_frames(job_id=job.pk, item_ids=item_ids)
+    return media.videos_decoded
+
+
+@transaction.atomic
+def chunk_after_frames(*, job_id: int, item_ids: list[int]) -> bool:
+    """Send the chunk of these items, once per preparation: a prepare run repeated after a lost
+    worker finds its chunk already sent (a retry's new preparation sends a new one). False when
+    the job is no longer running or the chunk exists."""
+    job = InferenceJob.objects.select_for_update(of=("self",)).select_related("endpoint").get(pk=job_id)
+    if job.status != JobStatus.RUNNING:
+        return False
+    task, args = chunk_task(job), [job.pk, list(item_ids)]
+    prepared = BackgroundRun.objects.filter(job=job, task=PREPARE_TASK, args=args).order_by("-pk").first()
+    if BackgroundRun.objects.filter(job=job, task=task, args=args, pk__gt=prepared.pk if prepared else 0).exists():
+        return False
+    runs_enqueue_on_commit(task, [(job.pk, list(item_ids))], job=job, chunks=True)
+    return True

@@ -1,0 +1,171 @@
+"""What happens to work whose worker died or which failed for good.
+
+`runs_watch` is the body of Celery beat's watchdog (inference.tasks.watch_runs): a running run
+whose heartbeat lapsed (STATELAB_RUN_LAPSE_SECONDS) is re-queued and sent again, up to
+STATELAB_RUN_MAX_ATTEMPTS claims; then it fails with the reason ("worker lost 3 times: ...") and
+`run_failed` tells its job: a lost chunk's unanswered queries are recorded as failed with that
+reason (so the job ends, FAILED when nothing succeeded, and "retry failed" can ask them again); a
+lost start fails the job. A queued run is sent again only when its message is missing from the
+broker: its queue holds fewer messages than it has queued runs and the run was last sent over
+STATELAB_RUN_RESEND_SECONDS ago (a broker that lost messages, or a worker holding some unacked
+when its broker connection died); a duplicate finds nothing to claim. A queue merely without a
+worker is shown on the pages and in /healthz, not guessed at here. Last, a running job whose chunks have all ended is
+finished, or failed with the count of queries nothing answered: no job stays running for ever.
+"""
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Exists, OuterRef, Q
+from django.utils import timezone
+
+from annotation.protocols import QUERY_KEYS
+from config.enqueue import enqueue
+from config.heartbeat import lapsed_before, max_attempts
+
+from ..models import BackgroundRun, InferenceJob, JobMode, JobStatus, Prediction, PredictionStatus, RunState
+from .frames import PREPARE_TASK, chunk_after_frames
+from .jobs import job_fail, job_refresh_finished
+from .predictions import PredictionRow, predictions_upsert
+from .runs import run_mark_failed
+
+log = logging.getLogger(__name__)
+
+CHUNK_TASKS = ("inference.tasks.run_api_chunk", "inference.tasks.run_gpu_chunk")
+START_TASK = "inference.tasks.start_job"
+
+
+def run_failed(*, run: BackgroundRun, reason: str) -> None:
+    """Fail this claim of the run with the reason, then settle its job."""
+    if run_mark_failed(run=run, reason=reason):
+        run_settle_job(run=run, reason=reason)
+
+
+def run_settle_job(*, run: BackgroundRun, reason: str) -> None:
+    """A run failed for good: its job must still reach a final state, with the reason."""
+    if run.job_id is None:
+        return
+    if run.task in CHUNK_TASKS:
+        _chunk_lost(run, reason)
+    elif run.task == PREPARE_TASK:
+        # Frames not prepared: the chunk runs anyway and decodes them itself (slower, logged).
+        _, item_ids = run.args
+        chunk_after_frames(job_id=run.job_id, item_ids=item_ids)
+    elif run.task == START_TASK:
+        job_fail(job=InferenceJob(pk=run.job_id), error=f"the job could not start: {reason}"[:4000])
+
+
+def _chunk_lost(run: BackgroundRun, reason: str) -> None:
+    job = InferenceJob.objects.filter(pk=run.job_id).first()
+    if job is None or job.status != JobStatus.RUNNING:
+        return
+    _, item_ids = run.args
+    if job.mode == JobMode.SUGGEST:
+        keys = ("suggest",) if job.protocol == "status" else ("qa",)
+    else:
+        keys = tuple(QUERY_KEYS[job.protocol])
+    ok = set(Prediction.objects.filter(job=job, item_id__in=item_ids, status=PredictionStatus.OK)
+             .values_list("item_id", "query"))
+    rows = [PredictionRow(item_id, key, PredictionStatus.FAILED, error=reason[:2000])
+            for item_id in item_ids for key in keys if (item_id, key) not in ok]
+    predictions_upsert(job_id=job.pk, rows=rows)  # also finishes the job when that was the last chunk
+
+
+def runs_watch() -> dict[str, int]:
+    """One watchdog pass; returns how many runs it re-queued and failed, and jobs it settled."""
+    requeued = failed = 0
+    for run_id in BackgroundRun.objects.filter(state=RunState.RUNNING, heartbeat_at__lt=lapsed_before()) \
+            .values_list("pk", flat=True)[:500]:
+        outcome = _watch_one(run_id)
+        requeued += outcome == "requeued"
+        failed += outcome == "failed"
+    return {"requeued": requeued, "failed": failed, "resent": runs_resend_missing(),
+            "jobs_settled": jobs_settle_orphans()}
+
+
+_PRIORITY_SEP = "\x06\x16"  # kombu's Redis transport: a queue's priority lists are "<queue>\x06\x16<n>"
+
+
+def _broker_waiting(queue: str) -> int | None:
+    """Messages waiting in a Redis broker queue (None when the broker is not Redis or not reachable)."""
+    url = getattr(settings, "CELERY_BROKER_URL", "") or ""
+    if not url.startswith(("redis://", "rediss://")):
+        return None
+    import redis
+
+    try:
+        client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+        keys = [queue] + [f"{queue}{_PRIORITY_SEP}{p}" for p in (3, 6, 9)]
+        return sum(int(client.llen(k)) for k in keys)
+    except redis.RedisError:
+        return None
+
+
+def runs_resend_missing() -> int:
+    """Send again the queued runs whose messages the broker no longer holds (see the module doc)."""
+    cutoff = timezone.now() - timedelta(seconds=float(getattr(settings, "STATELAB_RUN_RESEND_SECONDS", 60)))
+    resent = 0
+    queues = BackgroundRun.objects.filter(state=RunState.QUEUED).order_by().values_list("queue", flat=True).distinct()
+    for queue in sorted(queues):
+        waiting = _broker_waiting(queue)
+        if waiting is None:
+            continue
+        queued = BackgroundRun.objects.filter(state=RunState.QUEUED, queue=queue)
+        deficit = queued.count() - waiting
+        if deficit <= 0:
+            continue
+        stale = queued.filter(Q(sent_at__lt=cutoff) | Q(sent_at__isnull=True, created_at__lt=cutoff)).order_by("pk")
+        for run in stale[:min(deficit, 500)]:
+            if not BackgroundRun.objects.filter(pk=run.pk, state=RunState.QUEUED).update(sent_at=timezone.now()):
+                continue
+            try:
+                enqueue(run.task, *run.args, queue=run.queue, tracked_run=run.pk)
+            except Exception:  # the broker is down again: the next pass tries
+                log.exception("could not send run %s again", run.pk)
+                return resent
+            log.warning("run %s (%s) was missing from the %s queue: sent again", run.pk, run.task, queue)
+            resent += 1
+    return resent
+
+
+def _watch_one(run_id: int) -> str | None:
+    with transaction.atomic():
+        run = (BackgroundRun.objects.select_for_update(skip_locked=True)
+               .filter(pk=run_id, state=RunState.RUNNING, heartbeat_at__lt=lapsed_before()).first())
+        if run is None:
+            return None  # beat again, or taken meanwhile
+        lost = f"worker {run.worker or '?'} lost (no heartbeat since {run.heartbeat_at:%Y-%m-%d %H:%M:%S} UTC)"
+        if run.attempts >= max_attempts():
+            reason = f"worker lost {run.attempts} times: last {lost}"
+            log.warning("run %s (%s) failed: %s", run.pk, run.task, reason)
+            run_failed(run=run, reason=reason)
+            return "failed"
+        run.state = RunState.QUEUED
+        run.reason = f"{lost}; re-queued (attempt {run.attempts + 1} of {max_attempts()})"
+        run.save(update_fields=["state", "reason"])
+        log.warning("run %s (%s): %s", run.pk, run.task, run.reason)
+        run.sent_at = timezone.now()
+        run.save(update_fields=["sent_at"])
+        message = (run.task, list(run.args), run.queue, run.pk)
+        transaction.on_commit(lambda: enqueue(message[0], *message[1], queue=message[2], tracked_run=message[3]))
+        return "requeued"
+
+
+def jobs_settle_orphans() -> int:
+    """Running jobs with chunk runs, every one of them over: finish them, or fail them with the
+    number of queries nothing answered (a bug or an outside edit, but never running for ever)."""
+    unfinished = BackgroundRun.objects.filter(job=OuterRef("pk"), state__in=(RunState.QUEUED, RunState.RUNNING))
+    chunked = BackgroundRun.objects.filter(job=OuterRef("pk"), chunk_index__isnull=False)
+    settled = 0
+    for job in InferenceJob.objects.filter(status=JobStatus.RUNNING).filter(Exists(chunked), ~Exists(unfinished)):
+        job_refresh_finished(job_id=job.pk)
+        job.refresh_from_db()
+        if job.status == JobStatus.RUNNING:
+            missing = job.total_queries - job.done_queries - job.failed_queries
+            job_fail(job=job, error=f"every chunk ended but {missing} of {job.total_queries} queries have no answer")
+        settled += 1
+        log.warning("job %s settled by the watchdog at %s", job.pk, timezone.now())
+    return settled

@@ -1,0 +1,379 @@
+"""A typed HTTP client for StateLab's REST API (token auth). It speaks HTTP only: nothing here
+imports Django or a StateLab app, so it installs and runs anywhere httpx does."""
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+from typing import IO, Any, Callable, Literal, TypedDict
+
+import httpx
+
+ImportStatus = Literal["queued", "running", "finished", "refused", "failed"]
+JobStatus = Literal["queued", "running", "finished", "failed", "cancelled"]
+ExportFormat = Literal["json", "jsonl", "zip", "hf", "coco", "coco_zip"]
+LeaderboardFormat = Literal["json", "csv", "latex", "markdown"]
+CorrelationFormat = Literal["json", "csv", "latex"]
+
+IMPORT_DONE = ("finished", "refused", "failed")
+JOB_ACTIVE = ("queued", "running")
+
+
+class Me(TypedDict):
+    username: str
+    is_superuser: bool
+
+
+class Project(TypedDict):
+    slug: str
+    name: str
+    protocol: str
+    workflow: str
+    role: str
+    items: int
+    annotations_per_item: int
+
+
+class ImportRun(TypedDict):
+    id: int
+    project: str
+    kind: str
+    verified: bool
+    file_name: str
+    file_bytes: int
+    status: ImportStatus
+    done: bool
+    report: dict[str, Any] | None
+    error_count: int
+    errors: list[str]
+    created_by: str | None
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    url: str
+    page: str
+
+
+class Release(TypedDict):
+    version: str
+    split: str
+    item_count: int
+    checksum: str
+    created_at: str
+
+
+class JobFailure(TypedDict):
+    item: str
+    query: str
+    error: str
+    attempts: int
+
+
+class JobProgress(TypedDict):
+    id: int
+    status: JobStatus
+    error: str
+    model: str
+    project: str
+    protocol: str
+    total: int
+    done: int
+    failed: int
+    percent: float
+    rate_per_s: float | None
+    eta_s: float | None
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None
+    started_at: str | None
+    finished_at: str | None
+    failures: list[JobFailure]
+
+
+class StateLabError(Exception):
+    """Anything that kept a request from getting an answer it could use."""
+
+
+class ConnectionFailed(StateLabError):
+    """The server could not be reached (refused, DNS, timeout)."""
+
+
+class ApiError(StateLabError):
+    """The server answered with an error status; `message` is its explanation in one line and
+    `errors` the detail lines it gave (field errors, import refusals)."""
+
+    def __init__(self, status: int, message: str, errors: list[str] | None = None, body: Any = None, method: str = "", path: str = ""):
+        self.status = status
+        self.message = message
+        self.errors = errors or []
+        self.body = body
+        self.method = method
+        self.path = path
+        super().__init__(f"HTTP {status}: {message}")
+
+
+def error_from_response(response: httpx.Response) -> ApiError:
+    """One clear message from an error body: DRF's {"detail"}, ours ({"detail", "errors"}), a
+    serializer's {field: [messages]}, or plain text (trimmed; an HTML page gives its status)."""
+    body: Any
+    try:
+        body = response.json()
+    except ValueError:
+        body = response.text
+    message, errors = "", []
+    if isinstance(body, dict):
+        if isinstance(body.get("detail"), str):
+            message = body["detail"]
+            extra = body.get("errors")
+        else:
+            extra = body  # a serializer's field errors
+        if isinstance(extra, dict):
+            errors = [f"{key}: {_text(value)}" for key, value in extra.items()]
+        elif isinstance(extra, list):
+            errors = [_text(value) for value in extra]
+    elif isinstance(body, list):
+        errors = [_text(value) for value in body]
+    elif isinstance(body, str) and body.strip() and not body.lstrip().startswith("<"):
+        message = " ".join(body.split())[:300]
+    if not message:
+        if len(errors) == 1:
+            message, errors = errors[0], []
+        else:
+            message = "the request was refused" if errors else (response.reason_phrase or "error")
+    request = response.request
+    return ApiError(response.status_code, message, errors, body, method=request.method, path=request.url.path)
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, list):
+        return " ".join(_text(v) for v in value)
+    if isinstance(value, dict):
+        return "; ".join(f"{k}: {_text(v)}" for k, v in value.items())
+    return str(value)
+
+
+class _CountingFile:
+    """A file handed to httpx's multipart encoder that reports how many bytes were read (the
+    upload's progress). fileno() keeps the size known, so the body has a Content-Length."""
+
+    def __init__(self, file: IO[bytes], on_bytes: Callable[[int, int], None] | None, total: int):
+        self._file, self._on_bytes, self._total, self._sent = file, on_bytes, total, 0
+
+    def fileno(self) -> int:
+        return self._file.fileno()
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        position = self._file.seek(offset, whence)
+        self._sent = position
+        return position
+
+    def tell(self) -> int:
+        return self._file.tell()
+
+    def read(self, size: int = -1) -> bytes:
+        chunk = self._file.read(size)
+        self._sent += len(chunk)
+        if self._on_bytes is not None:
+            self._on_bytes(self._sent, self._total)
+        return chunk
+
+
+def download_name(response: httpx.Response, fallback: str) -> str:
+    """The file name of Content-Disposition, reduced to a safe base name."""
+    match = re.search(r'filename="?([^";]+)"?', response.headers.get("content-disposition", ""))
+    name = Path(match.group(1)).name if match else ""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")
+    return name or fallback
+
+
+class StateLabClient:
+    """client = StateLabClient("https://statelab.example.org", token="...")
+
+    Every method raises ApiError for an error status and ConnectionFailed when the server cannot
+    be reached. Waiting methods poll every `poll` seconds and call `on_poll` with each answer."""
+
+    def __init__(self, url: str, token: str, *, timeout: float = 60.0, transport: httpx.BaseTransport | None = None):
+        self.url = url.rstrip("/")
+        self._http = httpx.Client(
+            base_url=self.url,
+            headers={"Authorization": f"Token {token}", "Accept": "application/json", "User-Agent": "statelab-client"},
+            timeout=timeout,
+            transport=transport,
+        )
+
+    def __enter__(self) -> StateLabClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    # --- plumbing -------------------------------------------------------------------------
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            response = self._http.request(method, path, **kwargs)
+        except httpx.TransportError as exc:
+            raise ConnectionFailed(f"cannot reach {self.url}: {exc}") from exc
+        if response.status_code >= 400:
+            raise error_from_response(response)
+        return response
+
+    def _json(self, method: str, path: str, **kwargs: Any) -> Any:
+        return self._request(method, path, **kwargs).json()
+
+    # --- account and projects -------------------------------------------------------------
+
+    def me(self) -> Me:
+        return self._json("GET", "/api/me/")
+
+    def projects(self) -> list[Project]:
+        return self._json("GET", "/api/projects/")
+
+    # --- imports --------------------------------------------------------------------------
+
+    def import_upload(
+        self, slug: str, path: str | Path, *, verified: bool = False, annotations: bool = False,
+        on_bytes: Callable[[int, int], None] | None = None,
+    ) -> ImportRun:
+        """Upload items (.jsonl, .json or .zip; or, with annotations=True, ratings/answers) and
+        return the queued run (the server imports it in the background)."""
+        path = Path(path)
+        endpoint = "annotation-imports" if annotations else "imports"
+        total = path.stat().st_size
+        with path.open("rb") as file:
+            upload = _CountingFile(file, on_bytes, total)
+            data = {} if annotations else {"verified": "true" if verified else "false"}
+            return self._json("POST", f"/api/projects/{slug}/{endpoint}/", data=data,
+                              files={"file": (path.name, upload, "application/octet-stream")})  # type: ignore[dict-item]
+
+    def import_run(self, run_id: int) -> ImportRun:
+        return self._json("GET", f"/api/imports/{run_id}/")
+
+    def import_runs(self, slug: str) -> list[ImportRun]:
+        return self._json("GET", f"/api/projects/{slug}/imports/")
+
+    def wait_import(
+        self, run: ImportRun | int, *, poll: float = 1.0, timeout: float | None = None,
+        on_poll: Callable[[ImportRun], None] | None = None,
+    ) -> ImportRun:
+        """Poll the run until it is finished, refused or failed (TimeoutError past `timeout`)."""
+        run_id = run if isinstance(run, int) else run["id"]
+        started = time.monotonic()
+        while True:
+            current = self.import_run(run_id)
+            if on_poll is not None:
+                on_poll(current)
+            if current["status"] in IMPORT_DONE:
+                return current
+            if timeout is not None and time.monotonic() - started > timeout:
+                raise TimeoutError(f"import run {run_id} still {current['status']} after {timeout:g} s")
+            time.sleep(poll)
+
+    # --- releases -------------------------------------------------------------------------
+
+    def releases(self, slug: str) -> list[Release]:
+        return self._json("GET", f"/api/projects/{slug}/releases/")
+
+    def freeze(self, slug: str, version: str, *, split: str = "test") -> Release:
+        return self._json("POST", f"/api/projects/{slug}/releases/", json={"version": version, "split": split})
+
+    def export(
+        self, slug: str, version: str, dest: str | Path | None = None, *, fmt: ExportFormat = "json",
+        on_bytes: Callable[[int, int | None], None] | None = None, chunk_size: int = 1 << 16,
+    ) -> Path:
+        """Stream the release to `dest` (a file, or a folder to put the server's file name in;
+        default: that name in the working directory) in chunks; returns the path written. The
+        file appears only once complete (written to a .part file, then renamed)."""
+        path = f"/api/projects/{slug}/releases/{version}/export/"
+        try:
+            with self._http.stream("GET", path, params={"fmt": fmt}) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    raise error_from_response(response)
+                name = download_name(response, f"{slug}-{version}.{fmt}")
+                target = Path(dest) if dest is not None else Path(name)
+                if dest is not None and str(dest).endswith(("/", os.sep)):
+                    target.mkdir(parents=True, exist_ok=True)
+                if target.is_dir():
+                    target = target / name
+                length = response.headers.get("content-length")
+                total = int(length) if length and length.isdigit() else None
+                partial = target.with_name(target.name + ".part")
+                written = 0
+                try:
+                    with partial.open("wb") as out:
+                        for chunk in response.iter_bytes(chunk_size):
+                            out.write(chunk)
+                            written += len(chunk)
+                            if on_bytes is not None:
+                                on_bytes(written, total)
+                    partial.replace(target)
+                finally:
+                    partial.unlink(missing_ok=True)
+        except httpx.TransportError as exc:
+            raise ConnectionFailed(f"cannot reach {self.url}: {exc}") from exc
+        return target
+
+    # --- inference jobs -------------------------------------------------------------------
+
+    def launch_job(
+        self, slug: str, endpoint: str, *, release: str | None = None, mode: str = "evaluate",
+        params: dict[str, Any] | None = None,
+    ) -> JobProgress:
+        body: dict[str, Any] = {"endpoint": endpoint, "mode": mode, "params": params or {}}
+        if release:
+            body["release"] = release
+        return self._json("POST", f"/api/projects/{slug}/jobs/", json=body)
+
+    def job_progress(self, job_id: int) -> JobProgress:
+        return self._json("GET", f"/api/jobs/{job_id}/progress/")
+
+    def cancel_job(self, job_id: int) -> bool:
+        """True when the job was cancelled; False when it had already ended (the server's 409)."""
+        try:
+            return bool(self._json("POST", f"/api/jobs/{job_id}/cancel/")["cancelled"])
+        except ApiError as exc:
+            if exc.status == 409:
+                return False
+            raise
+
+    def wait_job(
+        self, job_id: int, *, poll: float = 2.0, timeout: float | None = None,
+        on_poll: Callable[[JobProgress], None] | None = None,
+    ) -> JobProgress:
+        """Poll the job's progress until it is no longer queued or running."""
+        started = time.monotonic()
+        while True:
+            progress = self.job_progress(job_id)
+            if on_poll is not None:
+                on_poll(progress)
+            if progress["status"] not in JOB_ACTIVE:
+                return progress
+            if timeout is not None and time.monotonic() - started > timeout:
+                raise TimeoutError(f"job {job_id} still {progress['status']} after {timeout:g} s")
+            time.sleep(poll)
+
+    # --- analysis -------------------------------------------------------------------------
+
+    def leaderboard(
+        self, slug: str, *, release: str | None = None, judge: str | None = None,
+        fmt: LeaderboardFormat = "json", details: bool = False,
+    ) -> Any:
+        """The board as JSON data (fmt="json"), else the table as text (csv, latex, markdown)."""
+        params = {"release": release or "", "judge": judge or "", "fmt": fmt, **({"details": "1"} if details else {})}
+        return self._analysis(f"/api/projects/{slug}/leaderboard/", params, fmt)
+
+    def correlation(
+        self, slug: str, *, release: str | None = None, fmt: CorrelationFormat = "json", details: bool = False,
+    ) -> Any:
+        """Human-judge correlation (video rating projects): JSON data, or csv / latex text."""
+        params = {"release": release or "", "fmt": fmt, **({"details": "1"} if details else {})}
+        return self._analysis(f"/api/projects/{slug}/correlation/", params, fmt)
+
+    def _analysis(self, path: str, params: dict[str, str], fmt: str) -> Any:
+        response = self._request("GET", path, params=params)
+        return response.json() if fmt == "json" else response.text

@@ -1,0 +1,143 @@
+"""Who reaches what in the admin, walked over every registered model: its list, its add form and the
+change page of an object of project A and (for project-scoped models) of project B, for each kind of
+user. A model registered without an entry in ADMIN_RULES fails the walk (say who may use it)."""
+from types import SimpleNamespace
+
+import pytest
+from django.contrib import admin
+from django.contrib.auth.models import Group
+from django.test import Client
+from rest_framework.authtoken.models import Token, TokenProxy
+
+from annotation.models import Annotation, ImportRun, Item, MediaAsset, Membership, Review, Role
+from inference import services
+from inference.models import BackgroundRun, InferenceJob
+from tests.inference import factories
+
+pytestmark = pytest.mark.django_db
+
+# scoped: rows of a project, for the project's researchers and admins (with the actions named);
+# endpoints: viewed by whoever may use the admin, set up by superusers; perms: Django's model
+# permissions (superusers here); superuser: superusers only, whatever permissions staff hold.
+ADMIN_RULES = {
+    "annotation.item": ("scoped", {"view", "change", "delete"}),
+    "annotation.release": ("scoped", {"view"}),
+    "annotation.membership": ("scoped", {"view", "add", "change", "delete"}),
+    "inference.inferencejob": ("scoped", {"view", "add", "change", "delete"}),
+    "inference.modelendpoint": ("endpoints", set()),
+    "annotation.project": ("perms", set()),
+    "annotation.mediaasset": ("perms", set()),
+    "annotation.annotation": ("perms", set()),
+    "annotation.review": ("perms", set()),
+    "annotation.importrun": ("perms", set()),
+    "axes.accessattempt": ("perms", set()),
+    "axes.accesslog": ("perms", set()),
+    "axes.accessfailurelog": ("perms", set()),
+    "auth.user": ("superuser", set()),
+    "auth.group": ("superuser", set()),
+    "authtoken.tokenproxy": ("superuser", set()),
+    "inference.backgroundrun": ("superuser", set()),
+}
+# Add forms no one gets (the rows come from the import, the workers, the login throttle).
+NEVER_ADDED = {"annotation.importrun", "inference.backgroundrun", "axes.accessattempt", "axes.accesslog",
+               "axes.accessfailurelog"}
+
+OUTSIDERS = ("anonymous", "non-member", "annotator", "reviewer")  # sent to the admin's login
+INSIDE_A = ("researcher", "project-admin")
+WHO = (*OUTSIDERS, *INSIDE_A, "other-researcher", "staff", "superuser")
+
+
+@pytest.fixture
+def w(make_user, make_project, tmp_path):
+    users = {who: make_user(who) for who in WHO if who not in ("anonymous", "superuser")}
+    users["superuser"] = make_user("superuser", superuser=True)
+    users["staff"].is_staff = True
+    users["staff"].save()
+    a = make_project("proj-a", "status", members={users["annotator"]: Role.ANNOTATOR, users["reviewer"]: Role.REVIEWER,
+                                                  users["researcher"]: Role.RESEARCHER, users["project-admin"]: Role.ADMIN})
+    b = make_project("proj-b", "status", members={users["other-researcher"]: Role.RESEARCHER})
+    item_a, item_b = factories.status_items(a, 1, tmp_path)[0], factories.status_items(b, 1, tmp_path, start=5)[0]
+    endpoint = services.endpoint_create(name="R", backend="random")
+
+    def job(project, release):
+        return InferenceJob.objects.create(endpoint=endpoint, model_name="R", project=project, release=release,
+                                           protocol="status", status="finished")
+
+    rel_a, rel_b = factories.release_of(a, [item_a]), factories.release_of(b, [item_b])
+    annotation = Annotation.objects.create(item=item_a, annotator=users["annotator"], result={})
+    objects = {
+        "annotation.item": (item_a, item_b),
+        "annotation.release": (rel_a, rel_b),
+        "annotation.membership": (Membership.objects.get(user=users["researcher"]),
+                                  Membership.objects.get(user=users["other-researcher"])),
+        "inference.inferencejob": (job(a, rel_a), job(b, rel_b)),
+        "inference.modelendpoint": (endpoint, None),
+        "annotation.project": (a, None),
+        "annotation.mediaasset": (MediaAsset.objects.first(), None),
+        "annotation.annotation": (annotation, None),
+        "annotation.review": (Review.objects.create(item=item_a, decision="accept", accepted_annotation=annotation), None),
+        "annotation.importrun": (ImportRun.objects.create(project=a, file_name="x.jsonl"), None),
+        "auth.user": (users["annotator"], None),
+        "auth.group": (Group.objects.create(name="g"), None),
+        "authtoken.tokenproxy": (TokenProxy.objects.get(key=Token.objects.create(user=users["annotator"]).key), None),
+        "inference.backgroundrun": (BackgroundRun.objects.create(task="inference.tasks.start_job"), None),
+    }
+    return SimpleNamespace(users=users, objects=objects)
+
+
+def expected(who: str, label: str, page: str) -> object:
+    """200, 403, "login" (to the admin's login) or "missing" (the admin's redirect for a missing object).
+    `page` is list, add, change-a or change-b."""
+    kind, actions = ADMIN_RULES[label]
+    if who in OUTSIDERS:
+        return "login"
+    if who == "superuser":
+        return 403 if page == "add" and label in NEVER_ADDED else 200
+    if kind == "scoped":
+        mine = "change-a" if who in INSIDE_A else "change-b" if who == "other-researcher" else None
+        if mine is None:  # staff of no project: nothing of any project
+            return 403
+        if page == "list":
+            return 200
+        if page == "add":
+            return 200 if "add" in actions else 403
+        return 200 if page == mine else "missing"
+    if kind == "endpoints":
+        return 403 if page == "add" else 200
+    return 403
+
+
+def outcome(response) -> object:
+    if response.status_code == 302:
+        location = response["Location"]
+        return "login" if location.startswith("/admin/login/?next=") else "missing" if location == "/admin/" else location
+    return response.status_code
+
+
+def test_every_registered_model_has_a_rule():
+    registered = {model._meta.label_lower for model in admin.site._registry}
+    assert registered == set(ADMIN_RULES), "admin models without a rule (or stale rules) in ADMIN_RULES"
+
+
+def test_who_reaches_what_in_the_admin(w):
+    mismatches = []
+    for who in WHO:
+        client = Client(raise_request_exception=False)
+        if who != "anonymous":
+            client.force_login(w.users[who])
+        want_index = "login" if who in OUTSIDERS else 200
+        if outcome(client.get("/admin/")) != want_index:
+            mismatches.append(f"{who} /admin/")
+        for model in admin.site._registry:
+            label = model._meta.label_lower
+            base = f"/admin/{model._meta.app_label}/{model._meta.model_name}/"
+            obj_a, obj_b = w.objects.get(label, (None, None))
+            pages = {"list": base, "add": f"{base}add/"}
+            for name, obj in (("change-a", obj_a), ("change-b", obj_b)):
+                if obj is not None:
+                    pages[name] = f"{base}{obj.pk}/change/"
+            for page, url in pages.items():
+                got, want = outcome(client.get(url)), expected(who, label, page)
+                if got != want:
+                    mismatches.append(f"{who} GET {url} ({label} {page}): got {got}, expected {want}")
+    assert not mismatches, f"{len(mismatches)} admin requests broke the rules:\n" + "\n".join(mismatches)

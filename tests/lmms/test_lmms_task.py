@@ -1,0 +1,177 @@
+"""lmms-eval 0.7 loads StateLab's task folder (`--include_path`), runs it with a stub model of its
+own API (tests/lmms/stub_model.py) through its own command line with --log_samples, and prints the
+scores PROTOCOLS.md defines. The folders are written by StateLab's writer from plain release lines
+(annotation/interchange/lmms_eval.py is Django-free); the expected figures are worked out by hand
+in each test.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from annotation.interchange.lmms_eval import folder_media, write_task
+from annotation.protocols import resolve_queries
+
+ROOT = Path(__file__).resolve().parents[2]
+RUNNER = Path(__file__).with_name("run_stub.py")
+
+
+def _line(protocol: str, item_id: str, payload: dict, seed: int = 11) -> dict:
+    line = {"id": item_id, **payload, "split": "test", "tags": ["tier"]}
+    line["resolved"] = resolve_queries(protocol, item_id, payload, seed=seed)
+    return line
+
+
+def _images(root: Path, *names: str) -> Path:
+    src = root / "src"
+    for i, name in enumerate(names):
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        Image.new("RGB", (16 + i, 12), (40 * i % 255, 90, 160)).save(src / name)
+    return src
+
+
+def _run(tmp: Path, folder: Path, task: str, answers: dict[str, str]) -> tuple[dict, list[dict], list[dict]]:
+    """Run lmms-eval's CLI on the task; returns (results of the task, logged samples, what the model saw)."""
+    (tmp / "answers.json").write_text(json.dumps(answers))
+    out = tmp / "out"
+    env = dict(os.environ, HF_HOME=str(tmp / "hf"), HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1",
+               TRANSFORMERS_OFFLINE="1", PYTHONPATH=str(ROOT))
+    cmd = [sys.executable, str(RUNNER), "--model", "statelab_stub",
+           "--model_args", f"answers={tmp / 'answers.json'},seen={tmp / 'seen.json'}",
+           "--tasks", task, "--include_path", str(folder), "--log_samples", "--output_path", str(out)]
+    proc = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
+    results = json.loads(next(out.rglob("*_results.json")).read_text())["results"][task]
+    samples_file = next(out.rglob(f"*_samples_{task}.jsonl"))
+    samples = [json.loads(x) for x in samples_file.read_text().splitlines() if x.strip()]
+    seen = json.loads((tmp / "seen.json").read_text())
+    return results, samples, seen
+
+
+def _scores(results: dict) -> dict:
+    return {k.split(",")[0]: v for k, v in results.items() if k.endswith(",none") and "_stderr" not in k}
+
+
+def test_visualtrans_task_runs_in_lmms_eval(tmp_path):
+    media = _images(tmp_path, "vt/init.png", "vt/final.png", "vt/cand.png")
+    items = [
+        # id, format, subtask, options, truth, reply
+        ("vt-0", "choice", "global", ["a red cup", "a blue cup", "no cup"], "B", "B"),
+        ("vt-1", "choice", "fine_grained", ["left", "right"], "A", "Answer: (B)"),
+        ("vt-2", "count", "quantitative", [], 3, "There are 3 cups."),
+        ("vt-3", "set", "causal", [], ["cup", "lid"], "Lid , CUP"),
+        ("vt-4", "choice", "planning", ["x", "y", "z"], "C", ""),
+        ("vt-5", "choice", "intermediate", ["p", "q"], "A", "a"),
+    ]
+    lines = []
+    for item_id, fmt, subtask, options, truth, _ in items:
+        images = ["vt/init.png", "vt/final.png"] + (["vt/cand.png"] if item_id == "vt-0" else [])
+        payload = {"images": images, "question": f"What changed in {item_id}?", "format": fmt, "options": options,
+                   "answer": truth, "subtask": subtask, "scene": "kitchen"}
+        lines.append(_line("visualtrans", item_id, payload))
+    header = {"protocol": "visualtrans", "project": "vt-demo", "version": "v1", "item_count": len(lines),
+              "checksum": "0" * 64}
+    folder = tmp_path / "task"
+    summary = write_task(folder, header, lines, media=folder_media(media))
+    assert summary == {"task": "statelab_vt_demo_v1", "items": 6, "documents": 6, "media": 3, "folder": str(folder)}
+
+    results, samples, seen = _run(tmp_path, folder, summary["task"], {f"{i[0]}|qa": i[5] for i in items})
+
+    # The documents are the release's items, in release order, each with id and query in the log.
+    # (lmms-eval 0.7.3 drops `doc` from the sample log; the task logs `item` = {id, query}.)
+    assert [s["item"]["id"] for s in sorted(samples, key=lambda s: s["doc_id"])] == [i[0] for i in items]
+    assert {s["item"]["query"] for s in samples} == {"qa"}
+    assert [s["filtered_resps"] for s in sorted(samples, key=lambda s: s["doc_id"])] == [i[5] for i in items]
+    # The model got the images (as PIL images of the stored sizes) and StateLab's prompt.
+    first = next(x for x in seen if x["id"] == "vt-0")
+    assert first["visuals"] == [[16, 12], [17, 12], [18, 12]]
+    assert "A. a red cup\nB. a blue cup\nC. no cup" in first["context"]
+    # PROTOCOLS §3 by hand: correct vt-0, vt-2, vt-3, vt-5; vt-4 is empty (a parse failure).
+    assert _scores(results) == {
+        "fine_grained": 0.0, "global": 100.0, "spatial_mean": 50.0,
+        "intermediate": 100.0, "causal": 100.0, "planning": 0.0, "procedural_mean": 66.67,
+        "quantitative": 100.0, "overall": 66.67, "parse_failures": 1, "item": 6,
+    }
+
+
+def test_m3verse_task_runs_in_lmms_eval(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("before.mp4", "after.mp4"):
+        (src / name).write_bytes(b"not decoded by the stub model")
+    items = [
+        # id, context, capabilities, hallucination, truth, reply
+        ("m-0", "intra", ["spatial"], False, ["A", "C"], "A"),
+        ("m-1", "intra", ["temporal", "attribute"], False, ["B"], "B, D"),
+        ("m-2", "inter", ["reasoning"], True, ["D"], "D"),
+        ("m-3", "inter", ["spatial"], False, ["A", "B", "C"], "A and B"),
+    ]
+    lines = [
+        _line("m3verse", item_id, {
+            "video_before": "before.mp4", "video_after": "after.mp4", "question": f"Which differ in {item_id}?",
+            "options": ["the chair", "the lamp", "the rug", "none of the listed"], "answer": truth,
+            "context": context, "capabilities": caps, "hallucination": hall, "multiple": True,
+        })
+        for item_id, context, caps, hall, truth, _ in items
+    ]
+    header = {"protocol": "m3verse", "project": "m3", "version": "v2", "item_count": 4, "checksum": "1" * 64}
+    folder = tmp_path / "task"
+    summary = write_task(folder, header, lines, media=folder_media(src))
+    results, samples, seen = _run(tmp_path, folder, summary["task"], {f"{i[0]}|qa": i[5] for i in items})
+
+    assert sorted(s["item"]["id"] for s in samples) == [i[0] for i in items]
+    assert all(s["item"]["query"] == "qa" for s in samples)
+    assert seen[0]["visuals"] == [str(folder / "media/before.mp4"), str(folder / "media/after.mp4")]
+    assert "One or more options may be correct" in seen[0]["context"]
+    # PROTOCOLS §4 by hand: credits 1/2, 0 (D is wrong), 1, 2/3.
+    assert _scores(results) == {
+        "overall": 54.17, "intra": 25.0, "inter": 83.33,
+        "intra_spatial": 50.0, "intra_temporal": 0.0, "intra_attribute": 0.0,
+        "inter_spatial": 66.67, "inter_reasoning": 100.0,
+        "hallucination": 100.0, "factual": 38.89, "parse_failures": 0, "item": 4,
+    }
+
+
+def test_status_task_runs_in_lmms_eval(tmp_path):
+    media = _images(tmp_path, "s/a0.png", "s/b0.png", "s/a1.png", "s/b1.png")
+    lines = []
+    for n in range(2):
+        payload = {"image_a": f"s/a{n}.png", "image_b": f"s/b{n}.png", "state_a": "a closed box", "state_b": "an open box",
+                   "change": "open the box", "change_distractors": ["close the box", "shake the box", "paint the box"],
+                   "category": "functional", "difference": "significant"}
+        lines.append(_line("status", f"s-{n}", payload))
+    header = {"protocol": "status", "project": "st", "version": "v1", "item_count": 2, "checksum": "2" * 64}
+    folder = tmp_path / "task"
+    summary = write_task(folder, header, lines, media=folder_media(media))
+    assert summary["documents"] == 12
+    truth = {(line["id"], k): q["answer"] for line in lines for k, q in line["resolved"].items()}
+    wrong = {"A": "B", "B": "A"}
+    answers = {f"s-0|{k}": truth[("s-0", k)] for k in ("osi_a", "osi_b", "ir_a", "ir_b", "sci2", "sci4")}
+    answers.update({
+        "s-1|osi_a": "A", "s-1|osi_b": "A", "s-1|ir_a": "B", "s-1|ir_b": "B",
+        "s-1|sci2": wrong[truth[("s-1", "sci2")]], "s-1|sci4": "",
+    })
+    results, samples, seen = _run(tmp_path, folder, summary["task"], answers)
+
+    logged = sorted((s["item"]["id"], s["item"]["query"]) for s in samples)
+    assert logged == sorted(truth)
+    osi = next(x for x in seen if x["id"] == "s-1" and x["query"] == "osi_b")
+    assert osi["visuals"] == [[19, 12]]
+    # PROTOCOLS §1 by hand: s-0 all correct; s-1 right on osi_a and ir_b only (sci4 unparseable).
+    assert _scores(results) == {
+        "acc_osi": 75.0, "acc_ir": 75.0, "acc_sci": 50.0, "oa": 66.67,
+        "racc_osi": 50.0, "racc_ir": 50.0, "racc_sci": 50.0, "roa": 50.0, "parse_failures": 1, "item": 2,
+    }
+
+
+def test_unsupported_protocol_is_refused(tmp_path):
+    from annotation.interchange.lmms_eval import LmmsExportError
+
+    with pytest.raises(LmmsExportError, match="oscbench"):
+        write_task(tmp_path / "t", {"protocol": "oscbench"}, [])
