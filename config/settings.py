@@ -262,8 +262,11 @@ REDIS_URL = os.environ.get("REDIS_URL", "")
 # Computed leaderboards and correlation reports are cached under a fingerprint of their data, in
 # Redis when there is one, so every web process and the workers that pre-compute them share it.
 if REDIS_URL:
+    # Bounded waits: a Redis that does not answer (rather than refusing) gives a 503 within
+    # seconds instead of holding a web worker until gunicorn's timeout.
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
-                          "KEY_PREFIX": "statelab"}}
+                          "KEY_PREFIX": "statelab",
+                          "OPTIONS": {"socket_connect_timeout": 3, "socket_timeout": 5}}}
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
     CELERY_RESULT_BACKEND = REDIS_URL
