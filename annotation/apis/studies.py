@@ -82,7 +82,8 @@ class StudyListApi(StudyApi):
         hourly_rate = serializers.DecimalField(max_digits=8, decimal_places=2, required=False, default="0")
         currency = serializers.CharField(max_length=8, required=False, default="GBP")
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT, **REFUSALS}, summary="The project's crowd studies")
+    @extend_schema(responses={200: serializers.ListSerializer(child=serializers.DictField()), **REFUSALS},
+                   summary="The project's crowd studies")
     def get(self, request, slug: str):
         project = get_project_for(request.user, slug, Role.RESEARCHER)
         return Response([{**study_out(request, s), "participants": s.n_participants} for s in studies_of(project=project)])

@@ -3,6 +3,7 @@ definitions, the Random / Human / Chance rows explained, the chart of the headli
 correlation page's 95 % intervals and inline scatter plots, and both pages usable at 1280×720 and
 800×600 without scrolling the page sideways."""
 import json
+import re
 
 import pytest
 
@@ -70,7 +71,10 @@ def test_correlation_shows_intervals_and_scatter_inline(page, login, live_server
     page.goto(f"{live_server.url}/projects/oscb/correlation/")
     row = page.locator('#judges tr[data-model="judge-x"]')
     assert row.locator("[data-ci]").count() == len(CRITERIA)
-    assert row.locator("[data-ci]").first.inner_text().startswith("[")
+    # Each interval is two numbers around the cell's τ-b (an empty "[, ]" was shown before).
+    for text in row.locator("[data-ci]").all_inner_texts():
+        low, high = (float(x) for x in re.fullmatch(r"\[(-?[0-9.]+), (-?[0-9.]+)\]", text.strip()).groups())
+        assert -1 <= low <= high <= 1
     assert "State-change accuracy" in page.locator("#judges thead").inner_text()
     images = page.locator('.scatter-grid[data-judge="judge-x"] img')
     assert images.count() == len(CRITERIA)
