@@ -98,7 +98,7 @@ def test_killed_worker_mid_import_then_the_watchdog_has_it_imported_once(broker,
     project = make_project("imp", "changeit")
     incoming = settings.MEDIA_ROOT / "incoming"
     write_sample_media(incoming, "changeit")
-    n = 60_000  # long enough to be killed in the middle of
+    n = 200_000  # long enough to be killed in the middle of, even on a quiet machine (about 7 s)
     body = "".join(json.dumps(sample_line("changeit", i, media=sample_media_paths("changeit", i))) + "\n"
                    for i in range(n)).encode()
     processes: list[subprocess.Popen] = []
@@ -106,7 +106,7 @@ def test_killed_worker_mid_import_then_the_watchdog_has_it_imported_once(broker,
         run = import_run_queue(project=project, user=None, uploaded=SimpleUploadedFile("items.jsonl", body))
         processes.append(start_worker("first", tmp_path / "w1.log", queues="default"))
         wait_for(lambda: ImportRun.objects.get(pk=run.pk).status == ImportStatus.RUNNING, 60, "the import to start")
-        time.sleep(1.0)
+        time.sleep(0.5)
         assert ImportRun.objects.get(pk=run.pk).status == ImportStatus.RUNNING, "the import ended before the kill"
         kill(processes[0])
         killed_at = time.monotonic()
