@@ -262,12 +262,12 @@ class InferenceJobAdmin(ProjectScopedAdmin):
 
     @admin.action(description="Cancel selected jobs")
     def cancel_jobs(self, request, queryset):
-        n = sum(services.job_cancel(job=job) for job in queryset)
+        n = sum(services.job_cancel(job=job, actor=request.user) for job in queryset)
         self.message_user(request, f"Cancelled {n} job(s).")
 
     @admin.action(description="Retry failed items of selected jobs")
     def retry_failed(self, request, queryset):
-        n = sum(services.job_retry_failed(job=job) for job in queryset)
+        n = sum(services.job_retry_failed(job=job, actor=request.user) for job in queryset)
         self.message_user(request, f"Re-running {n} item(s).")
 
     @admin.action(description="Re-score selected jobs (re-parse answers, rewrite exports)")

@@ -44,3 +44,19 @@ def test_a_researcher_of_the_project_opens_the_job_change_page(client, make_user
     job.project.memberships.create(user=researcher, role=Role.RESEARCHER)
     client.force_login(researcher)
     assert client.get(f"/admin/inference/inferencejob/{job.pk}/change/").status_code == 200
+
+
+def test_cancel_and_retry_from_the_admin_are_audited_as_the_researcher(client, make_user, job):
+    from annotation.models import AuditAction, AuditEvent
+
+    researcher = make_user("res")
+    job.project.memberships.create(user=researcher, role=Role.RESEARCHER)
+    InferenceJob.objects.filter(pk=job.pk).update(status="running")
+    client.force_login(researcher)
+    client.post("/admin/inference/inferencejob/", {"action": "cancel_jobs", "_selected_action": [job.pk]})
+    job.refresh_from_db()
+    assert job.status == "cancelled"
+    client.post("/admin/inference/inferencejob/", {"action": "retry_failed", "_selected_action": [job.pk]})
+    events = list(AuditEvent.objects.filter(project=job.project, object_id=str(job.pk)).order_by("pk")
+                  .values_list("action", "actor__username"))
+    assert events == [(AuditAction.CANCEL, "res"), (AuditAction.RETRY, "res")]
