@@ -9,23 +9,31 @@ page that Django model permissions open. Deciding from the membership at each re
 to keep in step: a researcher removed from their last project is out at their next click.
 
 Inside, the project's rows are the rights: `ProjectScopedAdmin` shows a non-superuser the rows of
-the projects where they are researcher or admin and nothing else; its object permissions follow
-the same rule (Django model permissions are not consulted), so a URL naming another project's
-object finds no object and the admin redirects as for a missing one. Admins that are not scoped
-keep Django's model permissions (a researcher holds none); users, groups and tokens are for
-superusers only (`SuperuserOnlyAdmin`). The page header links here for whoever `has_permission`
-lets in (`admin_link`, a context processor).
+the projects where they are researcher or admin and nothing else (a row's project may be some
+relations away: `project_field`); its object permissions follow the same rule (Django model
+permissions are not consulted), so a URL naming another project's object finds no object and the
+admin redirects as for a missing one. Records that change only through the services' rules (the
+audit trail, invites, studies, predictions, ...) are `ReadOnlyAdmin`: viewed, never added, changed
+or deleted here, by superusers neither. Admins that are not scoped keep Django's model permissions
+(a researcher holds none); users, groups and tokens are for superusers only (`SuperuserOnlyAdmin`).
+The page header links here for whoever `has_permission` lets in (`admin_link`, a context processor).
+
+Rows the admin does change and whose changes reach what annotators, reviewers or releases see (a
+project, its items, annotations and reviews, media files) are `AuditedAdmin`s: each save and delete
+made here is an audit event naming who changed what (DESIGN.md: who edited what is recorded).
 """
 from __future__ import annotations
 
 from django import forms
 from django.contrib import admin
+from django.db import transaction
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.exceptions import ValidationError
 from django.utils.functional import SimpleLazyObject
 
-from .models import Project, Release, Role
+from .audit import audit_record, row_changes, row_values
+from .models import AuditAction, Project, Release, Role
 from .permissions import is_researcher_anywhere, projects_with_role
 
 # What a project's researcher may do in a scoped admin, unless the admin says less.
@@ -88,24 +96,35 @@ def researcher_project_ids(request) -> set[int]:
 
 
 class ProjectScopedAdmin(admin.ModelAdmin):
-    """Rows that belong to a project (`obj.project`). A superuser sees them all, with the model
-    admin's own rules; anyone else sees the rows of their researcher projects and may do there
-    what `researcher_actions` allows, and the forms offer only those projects and their releases."""
+    """Rows that belong to a project (`obj.project`, or the project at the end of `project_field`,
+    e.g. "item__project"). A superuser sees them all, with the model admin's own rules; anyone else
+    sees the rows of their researcher projects and may do there what `researcher_actions` allows,
+    and the forms offer only those projects and their releases."""
 
     researcher_actions: tuple[str, ...] = ALL_ACTIONS
+    project_field = "project"
 
     def get_queryset(self, request):
         qs = super().get_queryset(request)
         if request.user.is_superuser:
             return qs
-        return qs.filter(project_id__in=researcher_project_ids(request))
+        return qs.filter(**{f"{self.project_field}__in": researcher_project_ids(request)})
+
+    def project_id_of(self, obj) -> int | None:
+        """The id of the project `obj` belongs to, following `project_field`."""
+        *hops, last = self.project_field.split("__")
+        for hop in hops:
+            obj = getattr(obj, hop, None)
+            if obj is None:
+                return None
+        return getattr(obj, f"{last}_id", None)
 
     def may(self, request, action: str, obj=None) -> bool:
         """Whether a non-superuser may do `action` (to `obj`, or to some row when None)."""
         if action not in self.researcher_actions:
             return False
         projects = researcher_project_ids(request)
-        return bool(projects) if obj is None else obj.project_id in projects
+        return bool(projects) if obj is None else self.project_id_of(obj) in projects
 
     def has_module_permission(self, request):
         if request.user.is_superuser:
@@ -139,6 +158,71 @@ class ProjectScopedAdmin(admin.ModelAdmin):
             elif db_field.related_model is Release:
                 kwargs["queryset"] = Release.objects.filter(project_id__in=researcher_project_ids(request))
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+
+class AuditedAdmin:
+    """Mixed into (before) the ModelAdmin of rows whose changes reach what annotators, reviewers or
+    releases see: a save made here records an admin_change event (details.changes: each changed
+    field's before and after, a JSON object field such as an item's payload by its changed
+    top-level keys; details.added for a new row), a delete an admin_delete event with the row as it
+    was, in the same transaction as the change, with the signed-in user as the actor.
+    `audit_project` leads from the row to its project ("" for a project itself, None for rows of
+    no project)."""
+
+    audit_project: str | None = "project"
+
+    def _audit_project_of(self, obj) -> Project | None:
+        if self.audit_project is None:
+            return None
+        for hop in filter(None, self.audit_project.split("__")):
+            obj = getattr(obj, hop, None)
+        return obj
+
+    def save_model(self, request, obj, form, change):
+        stored = type(obj)._default_manager.filter(pk=obj.pk).first() if change else None
+        before = row_values(stored) if stored is not None else {}
+        super().save_model(request, obj, form, change)
+        changes = row_changes(before, row_values(obj))
+        if changes:
+            audit_record(action=AuditAction.ADMIN_CHANGE, actor=request.user, project=self._audit_project_of(obj),
+                         obj=obj, details={"changes": changes, **({} if change else {"added": True})})
+
+    def _audit_delete(self, request, obj) -> None:
+        audit_record(action=AuditAction.ADMIN_DELETE, actor=request.user, project=self._audit_project_of(obj),
+                     obj=obj, details={"deleted": row_values(obj)})
+
+    def delete_model(self, request, obj):
+        with transaction.atomic():
+            self._audit_delete(request, obj)
+            super().delete_model(request, obj)
+
+    def delete_queryset(self, request, queryset):
+        with transaction.atomic():
+            for obj in queryset:
+                self._audit_delete(request, obj)
+            super().delete_queryset(request, queryset)
+
+
+class ReadOnlyAdmin:
+    """Mixed into an admin (before the ModelAdmin) whose rows change only through the services that
+    keep their rules and audit trail (or never change): viewed by whoever the admin lets view, and
+    added, changed or deleted by nobody here, superusers included."""
+
+    def has_add_permission(self, request, *args):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+class ProjectRecordAdmin(ReadOnlyAdmin, ProjectScopedAdmin):
+    """A project's records (`project_field` leads to it): its researchers and admins view them, and
+    nobody edits them here."""
+
+    researcher_actions = ("view",)
 
 
 class SuperuserOnlyAdmin:

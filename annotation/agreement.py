@@ -12,7 +12,7 @@ from collections import Counter, defaultdict
 from itertools import combinations, groupby
 from typing import Any, Hashable, Iterable, Sequence
 
-from .protocols import OSC_CRITERIA
+from .protocols import OSC_CRITERIA, RATING_GOLD_TOLERANCE
 from .reliability import CoincidenceMatrix
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -278,7 +278,8 @@ def gold_correct(workflow: str, payload: dict, result: dict) -> bool | None:
             return None
         scores = result.get("scores") or {}
         return all(
-            (v is None and scores.get(c) is None) or (v is not None and scores.get(c) is not None and abs(scores[c] - v) <= 1)
+            (v is None and scores.get(c) is None)
+            or (v is not None and scores.get(c) is not None and abs(scores[c] - v) <= RATING_GOLD_TOLERANCE)
             for c, v in gold.items()
         )
     raise ValueError(f"unknown workflow {workflow!r}")

@@ -1,16 +1,20 @@
 """REST API of the annotation app (mounted at /api/)."""
 from django.urls import path
 
-from .apis import audit, history, imports, members, projects, releases, studies, work
+from .apis import audit, history, imports, members, project_settings, projects, releases, studies, work
 
 urlpatterns = [
     path("me/", projects.MeApi.as_view(), name="api-me"),
     path("projects/", projects.ProjectListApi.as_view(), name="api-projects"),
     path("projects/<slug:slug>/overview/", projects.ProjectOverviewApi.as_view(), name="api-project-overview"),
+    path("projects/<slug:slug>/settings/disagreement/", project_settings.ProjectThresholdsApi.as_view(),
+         name="api-project-thresholds"),
     path("projects/<slug:slug>/members/", members.MemberListApi.as_view(), name="api-members"),
     path("projects/<slug:slug>/members/csv/", members.MemberCsvApi.as_view(), name="api-members-csv"),
     path("projects/<slug:slug>/members/<int:user_id>/", members.MemberApi.as_view(), name="api-member"),
     path("projects/<slug:slug>/invites/", members.InviteListApi.as_view(), name="api-invites"),
+    path("projects/<slug:slug>/invites/<int:invite_id>/revoke/", members.InviteRevokeApi.as_view(),
+         name="api-invite-revoke"),
     path("invites/<str:token>/accept/", members.InviteAcceptApi.as_view(), name="api-invite-accept"),
     path("projects/<slug:slug>/my-annotations/", history.OwnRecentApi.as_view(), name="api-own-annotations"),
     path("annotations/<int:annotation_id>/", history.OwnAnnotationApi.as_view(), name="api-own-annotation"),

@@ -1,18 +1,24 @@
 """The one stored form of annotators' answers: QA answers, QA flags, rating scores and an item's
-known QA answer. Plain Python, no Django.
+known answer (QA answer, OSCBench gold scores). Plain Python, no Django.
 
-A submit (annotation.results) and an import (annotation.importing) each check a value in their
-own words, then store what these functions return, so an answer imported as "b" and one
-submitted as "b" are the same "B" in the database. Migration 0006 rewrote the rows stored before.
+A submit and an import check a value by one rule, annotation.results: a blind QA answer by
+validate_qa, a rating's scores (and an OSCBench gold item's) by rating_score_errors (the import's
+side: annotation.importing.annotation_lines and field_checks). An item's known QA answer, which
+only an item import gives, is checked by that import's format (annotation.importing.formats).
+Both then store what these functions return, so an answer imported as "b" and one submitted as
+"b" are the same "B" in the database. Migration 0006 rewrote the rows stored before.
 
 - QA answer to a choice item: one upper-case letter ("B"); the sorted list of letters
   (["A", "C"]) when the item takes several letters (or an import gives several);
 - to a count item: an int; to a set item: the object names, whitespace collapsed, blanks dropped,
-  in the order given; no answer (None, "" or []): None;
+  in the order given; no answer (None, "" or [], or a set that names no object): None. An empty
+  set is no answer: a set question's truth names at least one object (the item import refuses an
+  empty one), so "none of them" is not a choice; an annotator who finds no object flags the item;
 - QA flags: each at most once, in QA_FLAGS order;
 - ratings: {criterion: 1..5 or None} with every criterion, in criteria order;
 - an item's known answer (the import format): a VisualTrans answer as above, an M3-Verse answer
-  the sorted list of its letters (one correct option too: M3-Verse answers are lists).
+  the sorted list of its letters (one correct option too: M3-Verse answers are lists); an
+  OSCBench gold item's `gold_scores`: the criteria given, in criteria order.
 
 Comparing answers (agreement, gold) stays annotation.agreement's job: an M3-Verse truth is a list
 where a single-answer submit is one letter, and set answers compare without order or case.
@@ -57,7 +63,7 @@ def qa_answer(answer: Any, *, fmt: str, multiple: bool = False) -> Any:
     if fmt == "set":
         names = answer.split(",") if isinstance(answer, str) else answer
         if isinstance(names, list) and all(isinstance(v, str) for v in names):
-            return [" ".join(v.split()) for v in names if v.strip()]
+            return [" ".join(v.split()) for v in names if v.strip()] or None
         return answer
     return answer
 
@@ -94,3 +100,8 @@ def is_score(value: Any) -> bool:
 def rating_scores(scores: Mapping[str, Any], criteria: Iterable[str] = OSC_CRITERIA) -> dict[str, Any]:
     """Every criterion's score (or None for N/A), in criteria order."""
     return {c: scores[c] for c in criteria}
+
+
+def gold_scores(scores: Mapping[str, Any]) -> dict[str, Any]:
+    """An OSCBench gold item's expected scores: the criteria it gives (a subset), in criteria order."""
+    return {c: scores[c] for c in OSC_CRITERIA if c in scores}

@@ -46,6 +46,9 @@ def rows(sql: str, params: dict, *, using: str = DEFAULT_DB_ALIAS, prepare: bool
     """
     query, names = native(sql)
     db = connections[using]
+    # As Django's own cursors do: with CONN_HEALTH_CHECKS, the first statement of a request checks
+    # the persistent connection (a PostgreSQL restart broke it) and reconnects instead of failing.
+    db.close_if_health_check_failed()
     db.ensure_connection()
     db.validate_no_broken_transaction()
     with db.wrap_database_errors:

@@ -3,7 +3,11 @@
 An item whose annotators disagree is marked when it becomes annotated (verification.py stores the
 result in `Item.disagreement`) and comes first in the review queue, where the reviewer adjudicates.
 
-Thresholds come from the project's settings["disagreement"], each with a default:
+Thresholds come from the project's settings["disagreement"], each with a default. thresholds_clean
+is the one check of their values, on every path that writes them (the project settings page and
+API, the admin's project form: project_setup.disagreement_setting_clean); a stored value it
+refuses (written before those checks, or straight into the database) is read as its default, with
+a warning in the log, never used as it is (thresholds_from):
 - ``rating_spread`` (2): a criterion whose numeric scores spread by at least this much; a
   criterion some raters scored and others marked N/A is a disagreement too;
 - ``box_iou`` (0.5): two boxes overlapping with IoU below this; also a box against "nothing to
@@ -16,6 +20,7 @@ Thresholds come from the project's settings["disagreement"], each with a default
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from itertools import combinations
 from typing import Any, Sequence
@@ -23,8 +28,27 @@ from typing import Any, Sequence
 from . import agreement
 from .protocols import OSC_CRITERIA
 
+logger = logging.getLogger(__name__)
+
 DEFAULT_RATING_SPREAD = 2
 DEFAULT_BOX_IOU = agreement.BOX_CONSISTENT_IOU
+
+# What the annotation forms call each field (static/js/quintuplet.js, box.js, qa.js), so a reviewer
+# reads a disputed field as the annotators saw it. Rating criteria ("scores.<criterion>") take the
+# rating form's labels, which come from the server (selectors.OSC_CRITERION_LABELS): callers pass them.
+FIELD_LABELS: dict[str, dict[str, str]] = {
+    "quintuplet": {"state_a": "State A", "state_b": "State B", "change": "Change", "change_distractors": "Wrong changes",
+                   "category": "Category", "difference": "Difference"},
+    "box": {"bbox": "Box", "state": "State label", "outcome": "Box, nothing to label or cannot determine"},
+    "qa": {"answer": "Answer", "flags": "Flags"},
+}
+
+
+def field_label(workflow: str, field: str, criterion_labels: dict[str, str] | None = None) -> str:
+    """The form's label of a result field (a disagreement's "field"); the key itself when unknown."""
+    if field.startswith("scores."):
+        return (criterion_labels or {}).get(field[len("scores."):], field[len("scores."):])
+    return FIELD_LABELS.get(workflow, {}).get(field, field)
 
 
 @dataclass(frozen=True)
@@ -38,23 +62,73 @@ class Thresholds:
                 "quintuplet_fields": list(self.quintuplet_fields)}
 
 
-def thresholds_from(settings: dict | None) -> Thresholds:
-    """The project's thresholds; a missing or malformed value takes its default."""
+THRESHOLD_NAMES = ("rating_spread", "box_iou", "quintuplet_fields")
+
+
+def thresholds_from(settings: dict | None, *, project: str = "") -> Thresholds:
+    """The project's thresholds (`project`, its slug, names it in a warning): a missing value takes
+    its default; so does a stored one that thresholds_clean refuses, with a logged warning."""
     raw = (settings or {}).get("disagreement")
-    raw = raw if isinstance(raw, dict) else {}
+    if raw is None:
+        return Thresholds()
+    where = f" of project {project}" if project else ""
+    if not isinstance(raw, dict):
+        logger.warning("settings['disagreement']%s is not a JSON object (%.80r): the default thresholds apply",
+                       where, raw)
+        return Thresholds()
+    clean, errors = thresholds_clean({name: raw[name] for name in THRESHOLD_NAMES if name in raw})
+    for name, reason in errors.items():
+        logger.warning("disagreement threshold %s%s is invalid (%.80r; %s): its default %r applies",
+                       name, where, raw[name], reason, getattr(Thresholds(), name))
+    unknown = sorted(str(k) for k in raw if k not in THRESHOLD_NAMES)
+    if unknown:
+        logger.warning("settings['disagreement']%s has no threshold named %s: ignored", where, ", ".join(unknown))
+    if "quintuplet_fields" in clean:
+        clean["quintuplet_fields"] = tuple(clean["quintuplet_fields"])
+    return Thresholds(**clean)
 
-    def number(name: str, default: float, low: float, high: float) -> float:
-        value = raw.get(name)
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and low <= value <= high
-        return value if ok else default
 
-    fields = raw.get("quintuplet_fields")
-    if isinstance(fields, list) and fields and all(f in agreement.QUINTUPLET_FIELDS for f in fields):
-        chosen = tuple(f for f in agreement.QUINTUPLET_FIELDS if f in fields)
-    else:
-        chosen = agreement.QUINTUPLET_FIELDS
-    return Thresholds(rating_spread=number("rating_spread", DEFAULT_RATING_SPREAD, 1, 4),
-                      box_iou=number("box_iou", DEFAULT_BOX_IOU, 0, 1), quintuplet_fields=chosen)
+# Which thresholds apply to which workflow (QA items are marked whenever their answers differ).
+THRESHOLDS_OF_WORKFLOW: dict[str, tuple[str, ...]] = {
+    "rating": ("rating_spread",), "box": ("box_iou",), "quintuplet": ("quintuplet_fields",), "qa": (),
+}
+
+
+def thresholds_clean(values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """Thresholds a person set (the project settings page, the API), checked: (clean, errors by
+    name). Only the names given are checked and returned: rating_spread a whole number from 1 to 4,
+    box_iou a number above 0 and at most 1, quintuplet_fields one or more of the six fields. Form
+    text ("3", "0.4") is read as numbers."""
+    clean: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+    if "rating_spread" in values:
+        raw = values["rating_spread"]
+        if isinstance(raw, str) and raw.strip().isdigit():
+            raw = int(raw.strip())
+        if isinstance(raw, float) and raw.is_integer():
+            raw = int(raw)
+        if isinstance(raw, bool) or not isinstance(raw, int) or not 1 <= raw <= 4:
+            errors["rating_spread"] = "A whole number of points from 1 to 4."
+        else:
+            clean["rating_spread"] = raw
+    if "box_iou" in values:
+        raw = values["box_iou"]
+        try:
+            iou = float(raw.strip() if isinstance(raw, str) else raw) if not isinstance(raw, bool) else None
+        except (TypeError, ValueError):
+            iou = None
+        if iou is None or not 0 < iou <= 1:  # also refuses NaN
+            errors["box_iou"] = "An overlap (IoU) above 0 and at most 1, e.g. 0.5."
+        else:
+            clean["box_iou"] = iou
+    if "quintuplet_fields" in values:
+        raw = values["quintuplet_fields"]
+        if (not isinstance(raw, (list, tuple)) or not raw
+                or not all(isinstance(f, str) and f in agreement.QUINTUPLET_FIELDS for f in raw)):
+            errors["quintuplet_fields"] = f"One or more of: {', '.join(agreement.QUINTUPLET_FIELDS)}."
+        else:
+            clean["quintuplet_fields"] = [f for f in agreement.QUINTUPLET_FIELDS if f in raw]
+    return clean, errors
 
 
 def _entry(field: str, kind: str, annotations: Sequence[tuple[int, dict]], get, **extra) -> dict[str, Any]:

@@ -18,11 +18,12 @@ from django.utils import timezone
 
 from .audit import audit_record
 from .models import Annotation, AnnotationRevision, AuditAction, Item, ItemStatus, Project, Review, Suggestion
+from .project_setup import project_setting
 from .protocols import OSC_CRITERIA
 from .queue.errors import TaskConflict, TaskNotFound
 from .results import validate_result
 from .selectors import annotator_item_payload, result_context_for, shows_suggestions
-from .verification import item_auto_verify, item_mark_disagreement
+from .verification import item_auto_verify, item_mark_disagreement, project_marking_lock_shared
 
 OPEN_STATUSES = (ItemStatus.PENDING, ItemStatus.ANNOTATED)
 RECENT_LIMIT = 20
@@ -106,10 +107,15 @@ def annotation_amend(*, annotation_id: int, user, result, time_spent_ms: int = 0
     moment either sees the amendment or makes this one wait and be refused. The same answer again
     changes nothing (changed=False). Raises TaskNotFound (not theirs), TaskConflict (reviewed) or
     results.ResultInvalid (nothing written)."""
-    found = Annotation.objects.filter(pk=annotation_id, annotator=user).values_list("item_id", flat=True).first()
+    found, project_id = (Annotation.objects.filter(pk=annotation_id, annotator=user)
+                         .values_list("item_id", "item__project_id").first() or (None, None))
     if found is None:
         raise TaskNotFound("No such annotation of yours.")
-    item = Item.objects.select_for_update().select_related("project").get(pk=found)
+    # Lock order (verification.py's marking lock): the marking lock shared, before the item (a
+    # threshold change holding it may be re-marking this very item), then the item row only, whose
+    # statement reads the project's settings as committed after any change that went first.
+    project_marking_lock_shared(project_id=project_id)
+    item = Item.objects.select_for_update(of=("self",)).select_related("project").get(pk=found)
     annotation = Annotation.objects.select_for_update().get(pk=annotation_id)
     _refuse_reviewed(item)
     project = item.project
@@ -131,6 +137,7 @@ def annotation_amend(*, annotation_id: int, user, result, time_spent_ms: int = 0
                  details={"item": item.pk, "revision": revision.pk})
     if item.status == ItemStatus.ANNOTATED and not item.is_gold:
         item_mark_disagreement(item=item)  # the amendment may start or settle a disagreement
-    if item.status == ItemStatus.ANNOTATED and not item.is_gold and project.settings.get("auto_verify"):
+    if item.status == ItemStatus.ANNOTATED and not item.is_gold and project_setting(project.settings, "auto_verify", False,
+                                                                                      project=project.slug):
         item_auto_verify(item=item)  # the amendment may be what makes the annotators agree
     return Amended(annotation, True, validated.warnings)

@@ -8,7 +8,11 @@
   binary bundled by imageio-ffmpeg exists): a file must hold a real video stream in a container
   on the allow-list (VIDEO_CONTAINERS; one that matches its extension when the name claims a
   video extension) and must decode its first frame. Width, height, duration, fps and frame count
-  are recorded.
+  are recorded; width and height as shown, after the stream's rotation (a phone video stored
+  1920x1080 with a quarter turn is 1080x1920, as browsers play it), as for an image's EXIF
+  orientation. Assets imported before that keep the stored size they recorded: nothing lays
+  out or scales a video by it (the player sizes itself from the file, and frames for models are
+  fitted from each decoded frame's own size), so they are left as they are rather than re-probed.
 - The stored extension comes from what the file *is* (Pillow's format, the probed container), on
   an allow-list, never from its name: a PNG named ``poly.html`` is stored as ``.png`` and an MP4
   named ``v.html`` as ``.mp4`` (media are untrusted bytes; DESIGN, invariants). The name's own
@@ -231,7 +235,7 @@ def inspect_video(path: Path, *, ext: str = "") -> MediaInfo:
         size_bytes=size,
         ext=ext,
         mime=mime.get(ext, "video/mp4"),
-        width=int(probed.width),
+        width=int(probed.width),  # as shown: the probe has applied the rotation
         height=int(probed.height),
         duration=round(float(probed.duration), 4),
         fps=round(fps, 4) if fps else None,

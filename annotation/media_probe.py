@@ -7,6 +7,12 @@ imageio-ffmpeg bundles an ffmpeg binary but no ffprobe, so without ffprobe the p
 header that ``ffmpeg -i`` prints instead, and counts frames with imageio-ffmpeg's counter (a
 stream copy to the null muxer, no decoding) — the two fallbacks the import and inference used
 before they shared this module.
+
+Sizes are as shown: a phone video stores its frames sideways with a rotation (a display matrix,
+or an older demuxer's ``rotate`` tag) that players and browsers apply, so the probe reports the
+width and height after that turn, as the import does for an image's EXIF orientation, and the
+rotation itself. Frame sampling scales each decoded frame from its own stored size
+(inference.video_frames), so it needs neither.
 """
 from __future__ import annotations
 
@@ -53,9 +59,14 @@ def ffprobe_exe() -> str | None:
 class VideoInfo:
     """A video's first real video stream (cover art left out) and its container.
 
-    ``frame_count`` is the counted packets when the probe was asked to count, else the
-    container's claim (None when it makes none); inference builds one from an imported asset's
-    recorded width, height, frame count and duration.
+    ``width`` and ``height`` are the displayed size, after ``rotation``: a stream stored 160x120
+    with a quarter turn is 120x160. ``rotation`` is the turn players apply, in degrees
+    counterclockwise as FFmpeg's display matrix (and PyAV's ``frame.rotation``) states it,
+    to the nearest quarter turn: 0, 90, 180 or 270. ``frame_count`` is the counted packets when
+    the probe was asked to count, else the container's claim (None when it makes none);
+    inference builds one from an imported asset's recorded width, height, frame count and
+    duration (assets imported before sizes were displayed ones keep their stored size: harmless,
+    nothing scales by it).
     """
 
     width: int | None
@@ -65,6 +76,7 @@ class VideoInfo:
     fps: float | None = None
     format: str = ""  # ffmpeg's container names, comma-separated ("mov,mp4,m4a,3gp,3g2,mj2")
     codec: str = ""
+    rotation: int = 0
 
 
 class MediaError(RuntimeError):
@@ -137,15 +149,40 @@ def _probe_with_ffprobe(ffprobe: str, path: str | os.PathLike, *, count_frames: 
         frames = int(frames_raw)
     except (TypeError, ValueError):
         frames = None
+    rotation = _ffprobe_rotation(s)
+    width, height = displayed_size(s.get("width"), s.get("height"), rotation)
     return VideoInfo(
-        width=s.get("width"),
-        height=s.get("height"),
+        width=width,
+        height=height,
         frame_count=frames,
         duration=duration,
         fps=_rate(s.get("avg_frame_rate")) or _rate(s.get("r_frame_rate")),
         format=fmt.get("format_name", ""),
         codec=s.get("codec_name", ""),
+        rotation=rotation,
     )
+
+
+def _ffprobe_rotation(stream: dict) -> int:
+    """The stream's display-matrix rotation, else its ``rotate`` tag (FFmpeg before 5 exported
+    both; the tag counts clockwise, the matrix counterclockwise)."""
+    for side in stream.get("side_data_list") or []:
+        if side.get("side_data_type") == "Display Matrix" and side.get("rotation") is not None:
+            return quarter_turn(side["rotation"])
+    try:
+        return quarter_turn(-float((stream.get("tags") or {}).get("rotate")))
+    except (TypeError, ValueError):  # no tag, or not a number
+        return 0
+
+
+def quarter_turn(degrees_counterclockwise: float | str) -> int:
+    """0, 90, 180 or 270: the nearest quarter turn, as the frame decoder turns frames."""
+    return int(round(float(degrees_counterclockwise) / 90)) % 4 * 90
+
+
+def displayed_size(width: int | None, height: int | None, rotation: int) -> tuple[int | None, int | None]:
+    """Width and height as shown: a quarter turn either way swaps them."""
+    return (height, width) if rotation % 180 == 90 else (width, height)
 
 
 def _rate(text: str | None) -> float | None:
@@ -164,6 +201,20 @@ _INPUT_RE = re.compile(r"Input #0, ([^ ]+), from")
 _DURATION_RE = re.compile(r"Duration: (\d+):(\d+):(\d+(?:\.\d+)?)")
 _VIDEO_RE = re.compile(r"Stream #0:\d+[^:]*: Video: ([a-z0-9_]+)[^\n]*?, (\d{2,5})x(\d{2,5})[^\n]*")
 _FPS_RE = re.compile(r"([\d.]+) fps")
+# In the stream's block below its line: "displaymatrix: rotation of -90.00 degrees" (FFmpeg 5),
+# "Display Matrix: rotation of -90.00 degrees" (7 and later), and before 5 also "rotate : 90".
+_MATRIX_RE = re.compile(r"display ?matrix: rotation of (-?[\d.]+) degrees", re.IGNORECASE)
+_ROTATE_TAG_RE = re.compile(r"^\s*rotate\s*:\s*(-?[\d.]+)\s*$", re.MULTILINE)
+
+
+def _header_rotation(block: str) -> int:
+    """The rotation in a stream's block of the `ffmpeg -i` header: its display matrix, else its
+    ``rotate`` tag (clockwise, as FFmpeg before 5 printed it beside the matrix)."""
+    if matrix := _MATRIX_RE.search(block):
+        return quarter_turn(matrix.group(1))
+    if tag := _ROTATE_TAG_RE.search(block):
+        return quarter_turn(-float(tag.group(1)))
+    return 0
 
 
 def _probe_with_ffmpeg(path: str | os.PathLike, *, count_frames: bool) -> VideoInfo:
@@ -176,6 +227,10 @@ def _probe_with_ffmpeg(path: str | os.PathLike, *, count_frames: bool) -> VideoI
     if not video:
         raise NoVideoStream(path, "ffmpeg")
     m = video[0]
+    following = re.search(r"^\s*Stream #", text[m.end():], re.MULTILINE)
+    block = text[m.end(): m.end() + following.start()] if following else text[m.end():]
+    rotation = _header_rotation(block)
+    width, height = displayed_size(int(m.group(2)), int(m.group(3)), rotation)
     fps_m = _FPS_RE.search(m.group(0))
     dur_m = _DURATION_RE.search(text)
     duration = None
@@ -191,11 +246,12 @@ def _probe_with_ffmpeg(path: str | os.PathLike, *, count_frames: bool) -> VideoI
         except Exception as exc:  # imageio raises RuntimeError / OSError with ffmpeg's message
             raise VideoUnreadable(path, "ffmpeg", last_line(str(exc))) from None
     return VideoInfo(
-        width=int(m.group(2)),
-        height=int(m.group(3)),
+        width=width,
+        height=height,
         frame_count=frames,
         duration=duration,
         fps=float(fps_m.group(1)) if fps_m else None,
         format=m_input.group(1).rstrip(","),
         codec=m.group(1),
+        rotation=rotation,
     )

@@ -4,6 +4,7 @@ by username or e-mail, many from a CSV file, change or remove a role, invite lin
 Rules, the same on every path:
 - nobody grants a role above their own, nor changes or removes a member whose role is above theirs;
 - a project always keeps at least one researcher or admin (the last one cannot leave or be demoted);
+- nobody revokes an invite link for a role above their own (as they could not have made it);
 - changes lock the project row first, so two concurrent changes cannot both remove "the other" lead;
 - every change is recorded through audit_record in its transaction.
 """
@@ -37,7 +38,7 @@ class MemberRefused(Exception):
 
 
 class InviteGone(Exception):
-    """An invite link that is unknown, used or expired (HTTP 410); the message says which."""
+    """An invite link that is unknown, used, revoked or expired (HTTP 410); the message says which."""
 
 
 def _lock(project: Project) -> Project:
@@ -46,6 +47,10 @@ def _lock(project: Project) -> Project:
 
 def _actor_rank(actor, project: Project) -> int:
     return ROLE_RANK.get(role_in(actor, project), 0)
+
+
+def _username(user) -> str:
+    return user.get_username() if user is not None else ""
 
 
 def find_user(identifier: str):
@@ -110,6 +115,28 @@ def member_add(*, project: Project, actor, username_or_email: str, role: str) ->
     project = _lock(project)
     outcome = _put(project, actor, user, role, via="form")
     return Membership.objects.get(project=project, user=user), outcome
+
+
+@transaction.atomic
+def member_put(*, project: Project, actor, user, role: str, via: str) -> str:
+    """Add `user` with `role` or change their role (the admin's membership form); the same rules
+    and audit as the members page. Returns added / changed / unchanged; raises MemberRefused."""
+    _check_role(role)
+    return _put(_lock(project), actor, user, role, via=via)
+
+
+def member_change_refusal(*, project: Project, actor, user, role: str | None) -> str | None:
+    """Why `actor` may not give `user` the role `role` (None: remove them), or None when they may:
+    the members page's rules, for a form to show before saving (the change itself checks again
+    under the project's lock)."""
+    current = Membership.objects.filter(project=project, user=user).values_list("role", flat=True).first()
+    if current == role:
+        return None
+    try:
+        _check_change(project, actor, user, current, role)
+    except MemberRefused as exc:
+        return str(exc)
+    return None
 
 
 @transaction.atomic
@@ -233,9 +260,14 @@ def invite_create(*, project: Project, actor, role: str, hours: int) -> tuple[Pr
     return invite, token
 
 
+INVITE_STATES = ("open", "used", "revoked", "expired")
+
+
 def invite_state(invite: ProjectInvite, now=None) -> str:
     if invite.used_at is not None:
         return "used"
+    if invite.revoked_at is not None:
+        return "revoked"
     return "expired" if invite.expires_at <= (now or timezone.now()) else "open"
 
 
@@ -248,6 +280,8 @@ def invite_find(token: str) -> ProjectInvite:
     state = invite_state(invite)
     if state == "used":
         raise InviteGone("This invite link was used already; each link lets one person join. Ask for a new one.")
+    if state == "revoked":
+        raise InviteGone(f"This invite link was revoked on {invite.revoked_at:%Y-%m-%d %H:%M} UTC. Ask for a new one.")
     if state == "expired":
         raise InviteGone(f"This invite link expired on {invite.expires_at:%Y-%m-%d %H:%M} UTC. Ask for a new one.")
     return invite
@@ -271,6 +305,29 @@ def invite_accept(*, token: str, user) -> tuple[Membership, str]:
     return membership, "added"
 
 
+@transaction.atomic
+def invite_revoke(*, project: Project, actor, invite_id: int) -> ProjectInvite:
+    """Revoke an open invite link of `project`: whoever opens it afterwards gets 410. Raises
+    ProjectInvite.DoesNotExist (no such invite in the project) or MemberRefused (used, revoked or
+    expired already; or a link for a role above the actor's)."""
+    invite = (ProjectInvite.objects.select_for_update().select_related("project")
+              .filter(project=project, pk=invite_id).first())  # the lock serialises it with invite_accept
+    if invite is None:
+        raise ProjectInvite.DoesNotExist("No such invite link.")
+    state = invite_state(invite)
+    if state != "open":
+        raise MemberRefused(f"Invite #{invite.pk} is {state} already; only an open link can be revoked.")
+    if ROLE_RANK[invite.role] > _actor_rank(actor, project):
+        raise MemberRefused(f"Invite #{invite.pk} is for the {invite.role} role, above yours; only an "
+                            f"{invite.role} can revoke it.")
+    invite.revoked_by, invite.revoked_at = actor, timezone.now()
+    invite.save(update_fields=["revoked_by", "revoked_at"])
+    audit_record(action=AuditAction.INVITE_REVOKE, actor=actor, project=project, obj=invite,
+                 details={"role": invite.role, "created_by": _username(invite.created_by) or None,
+                          "expires_at": invite.expires_at.isoformat()})
+    return invite
+
+
 # --- reading ------------------------------------------------------------------------------------
 
 
@@ -280,9 +337,28 @@ def members_of(*, project: Project) -> list[dict]:
             for m in rows]
 
 
-def invites_of(*, project: Project, limit: int = 50) -> list[dict]:
+def invites_of(*, project: Project, state: str = "", limit: int = 50) -> list[dict]:
+    """The project's invite links, newest first (`state`: only those open, used, revoked or
+    expired): who made each, for which role, until when, and who used or revoked it. Never the
+    token, which is not kept, nor its digest."""
     now = timezone.now()
-    rows = ProjectInvite.objects.filter(project=project).select_related("created_by", "used_by")[:limit]
-    return [{"id": i.pk, "role": i.role, "state": invite_state(i, now), "expires_at": i.expires_at,
-             "created_by": i.created_by.get_username() if i.created_by else "",
-             "used_by": i.used_by.get_username() if i.used_by else ""} for i in rows]
+    rows = ProjectInvite.objects.filter(project=project).select_related("created_by", "used_by", "revoked_by")
+    if state:
+        if state not in INVITE_STATES:
+            raise SetupInvalid({"state": f"One of: {', '.join(INVITE_STATES)}."})
+        rows = rows.filter(**{
+            "open": {"used_at__isnull": True, "revoked_at__isnull": True, "expires_at__gt": now},
+            "used": {"used_at__isnull": False},
+            "revoked": {"used_at__isnull": True, "revoked_at__isnull": False},
+            "expired": {"used_at__isnull": True, "revoked_at__isnull": True, "expires_at__lte": now},
+        }[state])
+    return [invite_data(invite, now) for invite in rows[:limit]]
+
+
+def invite_data(invite: ProjectInvite, now=None) -> dict:
+    """One invite link as the page and the API show it (no token, no digest)."""
+    return {"id": invite.pk, "role": invite.role, "state": invite_state(invite, now), "expires_at": invite.expires_at,
+            "created_by": _username(invite.created_by), "created_at": invite.created_at,
+            "used_by": _username(invite.used_by), "used_at": invite.used_at,
+            "revoked_by": _username(invite.revoked_by), "revoked_at": invite.revoked_at}
+

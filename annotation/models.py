@@ -72,12 +72,20 @@ class Project(models.Model):
                   "rubric (video rating): the rubric shown to raters, one text or criterion -> text. "
                   "state_labels (boxes): object -> extra state labels offered as candidates. "
                   "disagreement: thresholds that mark an annotated item for adjudication (it then comes first in "
-                  "the review queue): rating_spread (default 2: a criterion whose scores spread this much), "
-                  "box_iou (default 0.5: boxes overlapping less), quintuplet_fields (default all six); QA items "
-                  "are marked when their answers differ. "
+                  "the review queue), best set on the project's Settings page, which also marks the items waiting "
+                  "for review again: rating_spread (rating; a whole number from 1 to 4, default 2: a criterion "
+                  "whose scores spread this much), box_iou (boxes; above 0 and at most 1, default 0.5: boxes "
+                  "overlapping less), quintuplet_fields (quintuplets; one or more of the six fields, default all "
+                  "six). Only the thresholds of the project's workflow, checked here as on that page; a stored value "
+                  "those checks refuse is read as its default (with a warning in the log). QA items are marked "
+                  "when their answers differ. "
                   "suggestions (true/false, default true; quintuplet and QA): show model suggestions on the "
                   "annotation form. A QA answer given with one on the form is not blind and is left out of the "
-                  "Human row, so a project that wants a Human row sets this to false.",
+                  "Human row, so a project that wants a Human row sets this to false. "
+                  "multiple (true/false, M3-Verse): whether an item that does not say takes several letters "
+                  "(default true). "
+                  "license, citation (texts): the dataset card of a Hugging Face export. "
+                  "Any other key, or a key the project's protocol does not read, is refused.",
     )
     # Seed for every deterministic option order derived for this project's items.
     option_seed = models.IntegerField(default=0)
@@ -130,6 +138,11 @@ class ProjectInvite(models.Model):
     used_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
                                 related_name="+")
     used_at = models.DateTimeField(null=True, blank=True)
+    # Revoked by a researcher or admin of the project before anyone used it: the link then answers
+    # 410 like a used or expired one (annotation/members.py invite_revoke). The row stays, as the record.
+    revoked_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                                   related_name="+")
+    revoked_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-pk"]
@@ -305,7 +318,15 @@ class Review(models.Model):
     reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True)
     decision = models.CharField(max_length=10, choices=ReviewDecision.choices)
     accepted_annotation = models.ForeignKey(Annotation, on_delete=models.SET_NULL, null=True, blank=True)
+    # An edit: the annotation the reviewer's answer started from (the review page sends the one
+    # selected), when given. A plain id, so it outlives the annotation's exclusion (ExcludedAnnotation
+    # keeps the same annotation_id) and the history still names it.
+    source_annotation_id = models.BigIntegerField(null=True, blank=True)
     result = models.JSONField(default=dict, blank=True)
+    # The item's payload just before this decision wrote its answer into it (accept, edit, auto),
+    # what a reopening (studies/reopen.py) puts back; null for a discard and for decisions older
+    # than this record.
+    payload_before = models.JSONField(null=True, blank=True)
     comment = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -412,12 +433,17 @@ class AuditAction(models.TextChoices):
     MEMBER_CHANGE = "member_change", "Change member role"
     MEMBER_REMOVE = "member_remove", "Remove member"
     MEMBER_INVITE = "member_invite", "Create invite link"
+    INVITE_REVOKE = "invite_revoke", "Revoke invite link"
     PROJECT_CREATE = "project_create", "Create project"
     AMEND = "amend", "Amend own annotation"
     STUDY_OPEN = "study_open", "Open crowd study"
     STUDY_CLOSE = "study_close", "Close crowd study"
     STUDY_APPROVE = "study_approve", "Approve study participant"
     STUDY_REJECT = "study_reject", "Reject study participant"
+    REVIEW_REOPEN = "review_reopen", "Send verified item back to review"
+    PROJECT_SETTINGS = "project_settings", "Change project settings"
+    ADMIN_CHANGE = "admin_change", "Change in the admin"
+    ADMIN_DELETE = "admin_delete", "Delete in the admin"
 
 
 class AuditEvent(models.Model):
@@ -451,6 +477,7 @@ class AuditEvent(models.Model):
 from .study_models import (  # noqa: E402
     CrowdAccount,
     ExcludedAnnotation,
+    ItemReopening,
     ParticipantStatus,
     Study,
     StudyParticipant,

@@ -48,6 +48,11 @@ OSC_CRITERIA = (
 # Criteria that may be N/A when the prompt names no subject / no scene.
 OSC_NULLABLE = ("subject", "scene")
 OSC_SCENARIOS = ("regular", "novel", "compositional")
+# A rating of a gold item (its known answer: `gold_scores`, criterion -> expected 1..5 or null for
+# N/A) is right when every criterion given is within this many points of the expected score, and
+# N/A exactly where N/A is expected. Raters differ by a point on a Likert scale without either
+# being wrong; two points apart is a different judgement (the disagreement view's default spread).
+RATING_GOLD_TOLERANCE = 1
 
 VISUALTRANS_SUBTASKS = ("fine_grained", "global", "intermediate", "causal", "planning", "quantitative")
 VISUALTRANS_DIMENSIONS = {

@@ -303,5 +303,12 @@ def release_download_response(release: Release, fmt: str, *, actor=None) -> Stre
     response = StreamingHttpResponse(release_export(release, fmt), content_type=EXPORT_CONTENT_TYPES[fmt])
     response["Content-Disposition"] = f'attachment; filename="{export_filename(release, fmt)}"'
     response["X-Release-Checksum"] = release.checksum
-    audit_record(action=AuditAction.EXPORT, actor=actor, project=release.project, obj=release, details={"format": fmt})
+    release_export_record(release=release, fmt=fmt, actor=actor)
     return response
+
+
+def release_export_record(*, release: Release, fmt: str, actor=None, **details) -> None:
+    """Record in the audit trail that `release` was exported in `fmt` (a download, or the
+    export_release command with `details` such as the Hub repository it was pushed to)."""
+    audit_record(action=AuditAction.EXPORT, actor=actor, project=release.project, obj=release,
+                 details={"format": fmt, **details})

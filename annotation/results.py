@@ -234,11 +234,12 @@ def validate_qa(result: Any, ctx: QAContext) -> Validated:
             clean_answer = answer
     elif ctx.format == "set":
         clean_answer = canonical.qa_answer(answer, fmt="set")
-        if not isinstance(clean_answer, list):
+        if clean_answer is None:  # names no object: no answer (annotation.canonical), stored as such
+            if not flags:
+                errors["answer"] = "Name at least one object, or set a flag."
+        elif not isinstance(clean_answer, list):
             errors["answer"] = "Answer with a list of objects."
             clean_answer = None
-        elif not clean_answer and not flags:
-            errors["answer"] = "Name at least one object, or set a flag."
     else:
         errors["answer"] = f"This item has an unknown answer format {ctx.format!r}."
     if errors:
@@ -248,32 +249,52 @@ def validate_qa(result: Any, ctx: QAContext) -> Validated:
 
 # --- video rating -------------------------------------------------------------------------
 
+_SCORE = "a whole number from 1 to 5"
+
+
+def rating_score_errors(scores: Any, *, criteria: tuple[str, ...] = OSC_CRITERIA,
+                        nullable: tuple[str, ...] = OSC_NULLABLE, complete: bool = True) -> dict[str | None, str]:
+    """The rating rule, checked here only: each criterion a score, a whole number from 1 to 5; N/A
+    (null) only for the `nullable` criteria (OSCBench: subject and scene). With `complete`, every
+    criterion is scored (a rating, submitted or imported); otherwise any non-empty subset (an
+    OSCBench gold item's expected scores).
+
+    Returns the reason for each criterion refused, unknown ones first, then in criteria order; the
+    key None when `scores` itself is refused (not an object, or an empty subset); {} when the rule
+    holds. The callers name the fields their own way: a submit's and an annotation line's
+    "scores.object", a gold item line's field "gold_scores" with "object: " before the reason.
+    """
+    na = " or null for N/A"
+    if not isinstance(scores, dict) or (not complete and not scores):
+        naming = "each" if complete else "at least one"
+        na_where = f" (null for N/A: {' and '.join(nullable)} only)" if nullable else ""
+        return {None: f"must be an object criterion -> {_SCORE}{na_where}, naming {naming} of {', '.join(criteria)}"}
+    errors: dict[str | None, str] = {}
+    for name in sorted(set(scores) - set(criteria), key=str):
+        errors[name] = f"unknown criterion; allowed: {', '.join(criteria)}"
+    for name in criteria:
+        or_na = na if name in nullable else ""
+        if name not in scores:
+            if complete:
+                errors[name] = f"missing: give {_SCORE}{or_na}"
+        elif scores[name] is None:
+            if name not in nullable:
+                errors[name] = f"may not be null (only {' and '.join(nullable) or 'no criterion'} may be N/A)"
+        elif not canonical.is_score(scores[name]):
+            errors[name] = f"must be {_SCORE}{or_na}"
+    return errors
+
+
 def validate_rating(result: Any, ctx: RatingContext = RatingContext()) -> Validated:
     result = _require_mapping(result)
     errors: dict[str, str] = {}
     _unknown_keys(result, {"scores"}, errors)
     scores = result.get("scores")
-    if not isinstance(scores, dict):
-        raise ResultInvalid({**errors, "scores": "Give a score for every criterion."})
-    clean: dict[str, int | None] = {}
-    for name in sorted(set(scores) - set(ctx.criteria)):
-        errors[f"scores.{name}"] = "Unknown criterion."
-    for name in ctx.criteria:
-        if name not in scores:
-            errors[f"scores.{name}"] = "Missing score."
-            continue
-        value = scores[name]
-        if value is None:
-            if name not in ctx.nullable:
-                errors[f"scores.{name}"] = "N/A is not allowed for this criterion; give 1 to 5."
-            clean[name] = None
-        elif not canonical.is_score(value):
-            errors[f"scores.{name}"] = "Give a whole number from 1 to 5."
-        else:
-            clean[name] = value
+    for name, reason in rating_score_errors(scores, criteria=ctx.criteria, nullable=ctx.nullable).items():
+        errors["scores" if name is None else f"scores.{name}"] = reason
     if errors:
         raise ResultInvalid(errors)
-    return Validated({"scores": canonical.rating_scores(clean, ctx.criteria)})
+    return Validated({"scores": canonical.rating_scores(scores, ctx.criteria)})
 
 
 def validate_result(workflow: str, result: Any, context: Any = None) -> Validated:

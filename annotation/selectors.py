@@ -2,12 +2,25 @@
 import statistics
 
 from django.db import connection
-from django.db.models import Aggregate, BooleanField, Count, ExpressionWrapper, FloatField, Q, QuerySet
+from django.db.models import (
+    Aggregate,
+    BooleanField,
+    Count,
+    ExpressionWrapper,
+    FloatField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+)
 
 from . import agreement
-from .models import Annotation, Item, ItemStatus, Project
+from .disagreement import FIELD_LABELS, field_label, find_disagreement, thresholds_from
+from .models import Annotation, Item, ItemReopening, ItemStatus, Project
 from .permissions import projects_visible_to, role_in
-from .protocols import qa_shape
+from .project_setup import project_setting
+from .protocols import OSC_CRITERIA, qa_shape
+from .review_history import review_history
 
 
 def project_list_for(*, user) -> list[dict]:
@@ -91,14 +104,15 @@ def _media_field(item, name: str, assets: dict[str, dict]):
 def box_candidates(*, project, payload: dict) -> list[str]:
     """State labels to choose from, in a neutral (alphabetical) order that does not single out the truth."""
     labels = {payload.get("state")} | set(payload.get("distractors") or [])
-    labels |= set((project.settings.get("state_labels") or {}).get(payload.get("object"), []))
+    extra = project_setting(project.settings, "state_labels", {}, project=project.slug)
+    labels |= set(extra.get(payload.get("object"), []))
     return sorted((x for x in labels if isinstance(x, str) and x), key=lambda s: (s.lower(), s))
 
 
 def rubric_for(*, project) -> dict[str, str]:
     """Per-criterion rubric: the project's own wording (settings["rubric"]) over the default."""
     rubric = dict(DEFAULT_OSC_RUBRIC)
-    custom = project.settings.get("rubric")
+    custom = project_setting(project.settings, "rubric", None, project=project.slug)
     if isinstance(custom, dict):
         rubric.update({k: str(v) for k, v in custom.items() if k in rubric and v})
     return rubric
@@ -106,15 +120,16 @@ def rubric_for(*, project) -> dict[str, str]:
 
 def rubric_text_for(*, project) -> str | None:
     """The project's rubric when it is one text for the whole scale (settings["rubric"] a string)."""
-    custom = project.settings.get("rubric")
-    if isinstance(custom, str) and custom.strip():
-        return custom.strip()
+    custom = project_setting(project.settings, "rubric", None, project=project.slug)
+    if isinstance(custom, str):
+        return custom
     return None
 
 
 def shows_suggestions(*, project) -> bool:
     """Whether the annotation form offers model suggestions (quintuplet and QA; settings["suggestions"])."""
-    return project.workflow in ("quintuplet", "qa") and project.settings.get("suggestions", True) is not False
+    return project.workflow in ("quintuplet", "qa") and project_setting(project.settings, "suggestions", True,
+                                                                              project=project.slug)
 
 
 def qa_suggested_answer(*, shape: dict, answer):
@@ -284,33 +299,56 @@ def item_status_counts(*, project) -> dict[str, int]:
     return item_counts(project=project)["status_counts"]
 
 
+def _reopened_reason():
+    """The reason of the item's latest reopening (a verified item a participant's rejection sent
+    back), for items in the review queue: an annotated item that has one was not reviewed since
+    (a review makes it verified or discarded, and only a reopening makes it annotated again)."""
+    return Subquery(ItemReopening.objects.filter(item=OuterRef("pk")).order_by("-created_at", "-pk").values("reason")[:1])
+
+
 def review_queue_for(*, project, limit: int = 100, offset: int = 0) -> dict:
-    """Items waiting for a reviewer (status annotated): those whose annotators disagree first (to
-    adjudicate), then oldest first; each with the fields in dispute; and the project's counts."""
+    """Items waiting for a reviewer (status annotated): those whose annotators disagree or that a
+    rejection sent back to review first (to adjudicate), then oldest first; each with the fields in
+    dispute (keys, and the annotation form's labels of them) and why it was sent back; and the
+    project's counts."""
     rows = (
         Item.objects.filter(project=project, status=ItemStatus.ANNOTATED)
-        .alias(agreed=ExpressionWrapper(Q(disagreement__isnull=True), output_field=BooleanField()))
+        .annotate(reopened=_reopened_reason())
+        .alias(agreed=ExpressionWrapper(Q(disagreement__isnull=True) & Q(reopened__isnull=True),
+                                        output_field=BooleanField()))
         .order_by("agreed", "id")
-        .values("id", "external_id", "annotation_count", "is_gold", "updated_at", "disagreement")[offset : offset + limit]
+        .values("id", "external_id", "annotation_count", "is_gold", "updated_at", "disagreement",
+                "reopened")[offset : offset + limit]
     )
-    return {
-        "counts": item_status_counts(project=project),
-        "items": [{**r, "updated_at": r["updated_at"].isoformat(),
-                   "disagreement": [f["field"] for f in (r["disagreement"] or {}).get("fields", [])]}
-                  for r in rows],
-    }
+    items = []
+    for r in rows:
+        fields = [f["field"] for f in (r["disagreement"] or {}).get("fields", [])]
+        items.append({**r, "updated_at": r["updated_at"].isoformat(), "disagreement": fields,
+                      "disagreement_labels": [field_label(project.workflow, f, OSC_CRITERION_LABELS) for f in fields]})
+    return {"counts": item_status_counts(project=project), "items": items}
+
+
+def review_field_labels(*, project) -> dict[str, str]:
+    """Result field -> the annotation form's label, for the fields a reviewer compares."""
+    if project.workflow == "rating":
+        return {f"scores.{c}": OSC_CRITERION_LABELS[c] for c in OSC_CRITERIA}
+    return dict(FIELD_LABELS.get(project.workflow, {}))
 
 
 def item_review_detail(*, item) -> dict:
     """Everything a reviewer needs: the full payload (with truth), all annotations, disagreements."""
     from .agreement import field_disagreements
-    from .disagreement import find_disagreement, thresholds_from
 
     project = item.project
     assets = media_urls_for(items=[item])
     media = {name: _media_field(item, name, assets) for name in (item.media or {})}
     annotations = list(item.annotations.select_related("annotator").order_by("pk"))
-    reviews = item.reviews.select_related("reviewer").order_by("created_at", "pk")
+    disagreement = find_disagreement(project.workflow, [(a.pk, a.result) for a in annotations],
+                                     thresholds_from(project.settings, project=project.slug))
+    for entry in (disagreement or {}).get("fields", []):
+        entry["label"] = field_label(project.workflow, entry["field"], OSC_CRITERION_LABELS)
+    reopening = (ItemReopening.objects.filter(item=item).order_by("-created_at", "-pk").first()
+                 if item.status == ItemStatus.ANNOTATED else None)
     return {
         "item": {
             "id": item.pk,
@@ -335,20 +373,15 @@ def item_review_detail(*, item) -> dict:
             for a in annotations
         ],
         "disagreements": field_disagreements(project.workflow, [(a.pk, a.result) for a in annotations]),
-        # Beyond the project's thresholds (what marks the item for adjudication), computed afresh.
-        "disagreement": find_disagreement(project.workflow, [(a.pk, a.result) for a in annotations],
-                                          thresholds_from(project.settings)),
-        "reviews": [
-            {
-                "decision": r.decision,
-                "reviewer": r.reviewer.username if r.reviewer else None,
-                "annotation": r.accepted_annotation_id,
-                "result": r.result,
-                "comment": r.comment,
-                "created_at": r.created_at.isoformat(),
-            }
-            for r in reviews
-        ],
+        # Beyond the project's thresholds (what marks the item for adjudication), computed afresh;
+        # each field with the annotation form's label.
+        "disagreement": disagreement,
+        "field_labels": review_field_labels(project=project),
+        # Why a verified item is back in review (a participant's rejection took what it rested on).
+        "reopened": ({"reason": reopening.reason, "decision": reopening.decision, "at": reopening.created_at.isoformat()}
+                     if reopening is not None else None),
+        # Oldest first; an edit names the annotation it started from; a voided decision shows no answer.
+        "reviews": review_history(item=item),
     }
 
 

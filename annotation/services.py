@@ -9,7 +9,7 @@ from django.db import transaction
 
 from .audit import audit_record
 from .canonical import payload_answer
-from .models import Annotation, AuditAction, Item, ItemStatus, Review, ReviewDecision
+from .models import Annotation, AuditAction, ExcludedAnnotation, Item, ItemStatus, Review, ReviewDecision
 from .queue.errors import TaskConflict, TaskNotFound
 from .results import QAContext, ResultInvalid, validate_result
 from .selectors import result_context_for
@@ -52,15 +52,33 @@ def _validate_review_edit(item: Item, result) -> dict:
     return validate_result(workflow, result, result_context_for(item=item)).result
 
 
+def _edit_source(item: Item, annotation_id: int | None) -> int | None:
+    """The annotation an edit started from, when the page names one: one of the item's annotations
+    (an excluded one left the analysis and no answer may start from it)."""
+    if annotation_id is None:
+        return None
+    if Annotation.objects.filter(pk=annotation_id, item=item).exists():
+        return annotation_id
+    if ExcludedAnnotation.objects.filter(annotation_id=annotation_id, item=item).exists():
+        raise ResultInvalid({"annotation": f"Annotation {annotation_id} left the analysis (its participant was "
+                                           "rejected): start the edit from one of the item's annotations."})
+    raise ResultInvalid({"annotation": f"Annotation {annotation_id} is not one of this item's annotations."})
+
+
 @transaction.atomic
 def review_decide(*, item_id: int, reviewer, decision: str, annotation_id: int | None = None,
                   result: dict | None = None, comment: str = "") -> Review:
     """Settle an annotated item: accept one annotation, save an edited answer, or discard.
 
-    The item row lock makes a second reviewer wait and then get TaskConflict. Raises
-    ResultInvalid for a bad decision/annotation/result (nothing written).
+    An edit records the annotation it started from (`annotation_id`, optional; the review page
+    sends the selected one) as Review.source_annotation_id; the decision's Review keeps the payload
+    from before it wrote its answer (payload_before). The item row lock makes a second reviewer
+    wait and then get TaskConflict. Raises ResultInvalid for a bad decision/annotation/result
+    (nothing written).
     """
-    item = Item.objects.select_for_update().select_related("project").filter(pk=item_id).first()
+    # The item row only (of=self): locking the project row too, as select_related would, made a
+    # review deadlock with a threshold change (which holds the project row, then re-marks items).
+    item = Item.objects.select_for_update(of=("self",)).select_related("project").filter(pk=item_id).first()
     if item is None:
         raise TaskNotFound("No such item.")
     if item.status != ItemStatus.ANNOTATED:
@@ -71,7 +89,9 @@ def review_decide(*, item_id: int, reviewer, decision: str, annotation_id: int |
         raise TaskConflict("This item is still waiting for annotations.")
     workflow = item.project.workflow
     accepted = None
+    source = None
     applied: dict = {}
+    before = item.payload
     if decision == ReviewDecision.ACCEPT:
         accepted = Annotation.objects.filter(pk=annotation_id, item=item).first() if annotation_id else None
         if accepted is None:
@@ -84,7 +104,17 @@ def review_decide(*, item_id: int, reviewer, decision: str, annotation_id: int |
         item.payload = apply_result_to_payload(workflow, item.payload, applied, protocol=item.project.protocol)
         item.status = ItemStatus.VERIFIED
     elif decision == ReviewDecision.EDIT:
-        applied = _validate_review_edit(item, result)
+        errors: dict[str, str] = {}
+        try:
+            applied = _validate_review_edit(item, result)
+        except ResultInvalid as exc:
+            errors.update(exc.errors)
+        try:
+            source = _edit_source(item, annotation_id)
+        except ResultInvalid as exc:
+            errors.update(exc.errors)
+        if errors:  # a bad result and a bad annotation are named in one answer
+            raise ResultInvalid(errors)
         item.payload = apply_result_to_payload(workflow, item.payload, applied, protocol=item.project.protocol)
         item.status = ItemStatus.VERIFIED
     elif decision == ReviewDecision.DISCARD:
@@ -93,10 +123,13 @@ def review_decide(*, item_id: int, reviewer, decision: str, annotation_id: int |
         raise ResultInvalid({"decision": "Choose accept, edit or discard."})
     item.save(update_fields=["payload", "status", "updated_at"])
     review = Review.objects.create(item=item, reviewer=reviewer, decision=decision, accepted_annotation=accepted,
-                                   result=applied, comment=(comment or "")[:5000])
+                                   source_annotation_id=source, result=applied, comment=(comment or "")[:5000],
+                                   payload_before=None if decision == ReviewDecision.DISCARD else before)
     # The reviewer is the actor: the audit trail records who verified, edited or discarded the item.
-    audit_record(action=_AUDIT_ACTION[decision], actor=reviewer, project=item.project, obj=item,
-                 details={"review": review.pk, "annotation": accepted.pk if accepted else None})
+    details = {"review": review.pk, "annotation": accepted.pk if accepted else None}
+    if decision == ReviewDecision.EDIT:
+        details["started_from"] = source
+    audit_record(action=_AUDIT_ACTION[decision], actor=reviewer, project=item.project, obj=item, details=details)
     return review
 
 

@@ -1,7 +1,8 @@
 """Crowd-rater studies (annotation/studies/): a study's public link and quotas, the password-less
-accounts of crowd-platform ids, participants, and the annotations of rejected participants kept
-out of the analysis. Re-exported by annotation/models.py; other models are named by string, so
-this module imports nothing of models.py."""
+accounts of crowd-platform ids, participants, the annotations of rejected participants kept
+out of the analysis, and the verified items a rejection sent back to review. Re-exported by
+annotation/models.py; other models are named by string, so this module imports nothing of
+models.py."""
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -105,3 +106,29 @@ class ExcludedAnnotation(models.Model):
 
     class Meta:
         ordering = ["participant", "annotation_id"]
+
+
+class ItemReopening(models.Model):
+    """A verified item sent back to review because a participant's rejection took away an
+    annotation its decision rested on (annotation/studies/reopen.py says which decisions rest on
+    which annotations). The item is annotated again (or pending, when no annotation is left), with
+    its payload from before that decision, and its review-queue row says why; the earlier review
+    stays as it was, this row is the record of why it no longer stands."""
+
+    item = models.ForeignKey("annotation.Item", on_delete=models.CASCADE, related_name="reopenings")
+    participant = models.ForeignKey(StudyParticipant, on_delete=models.CASCADE, related_name="reopened_items")
+    review = models.ForeignKey("annotation.Review", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    decision = models.CharField(max_length=10)  # the earlier review's decision (accept, auto)
+    annotation_id = models.BigIntegerField()  # the excluded annotation it rested on (ExcludedAnnotation.annotation_id)
+    reason = models.CharField(max_length=300)
+    # The item's payload as the voided decision left it (its answer written in), kept here because
+    # the item gets its payload from before that decision back; and where that came from:
+    # "recorded" (Review.payload_before) or "labels_removed" (a decision older than that record:
+    # the answer fields taken out, as a raw item has them).
+    voided_payload = models.JSONField(null=True, blank=True)
+    payload_restore = models.CharField(max_length=20, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["item", "-created_at", "-pk"]

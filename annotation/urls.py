@@ -1,12 +1,13 @@
 """Pages of the annotation app (mounted at /)."""
 from django.urls import path
 
-from .views import audit, history, home, imports, members, releases, studies, work
+from .views import audit, history, home, imports, members, project_settings, releases, studies, work
 
 urlpatterns = [
     path("", home.home, name="home"),
     path("projects/new/", members.project_new, name="io-project-new"),  # before projects/<slug>/ ("new" is reserved)
     path("projects/<slug:slug>/members/", members.project_members, name="io-members"),
+    path("projects/<slug:slug>/settings/", project_settings.project_settings, name="io-project-settings"),
     path("invites/<str:token>/", members.invite_page, name="io-invite"),
     path("projects/<slug:slug>/my-work/<int:annotation_id>/", history.amend, name="work-amend"),
     path("projects/<slug:slug>/", home.project_overview, name="io-project"),

@@ -1,16 +1,19 @@
 """How a settled answer verifies an item: written into the item's payload, by a reviewer
 (services.review_decide) or, when the annotators agree, by the submit that completes the item
-(queue/submit.py). An item whose annotators disagree is marked for adjudication when it becomes
-annotated (item_mark_disagreement), so a reviewer settles it first."""
+(queue/submit.py); the decision's Review keeps the payload from before (`payload_before`), which a
+reopening puts back (studies/reopen.py). An item whose annotators disagree is marked for
+adjudication when it becomes annotated (item_mark_disagreement), so a reviewer settles it first."""
 from __future__ import annotations
 
 from collections import defaultdict
 from typing import Iterable
 
+from django.db import connection
+
 from . import agreement
 from .canonical import payload_answer
 from .disagreement import find_disagreement, thresholds_from
-from .models import Annotation, Item, ItemStatus, Review, ReviewDecision
+from .models import Annotation, Item, ItemStatus, Project, Review, ReviewDecision
 
 
 def apply_result_to_payload(workflow: str, payload: dict, result: dict, *, protocol: str | None = None) -> dict:
@@ -41,9 +44,40 @@ def apply_result_to_payload(workflow: str, payload: dict, result: dict, *, proto
     return out
 
 
+# What apply_result_to_payload may write into a payload, and of that what a raw item (imported
+# without labels) never carries: a ChangeIt state and a QA question and options define the task.
+DECISION_FIELDS = {"quintuplet": agreement.QUINTUPLET_FIELDS, "box": ("bbox", "outcome", "state"),
+                   "qa": ("answer", "question", "options"), "rating": ()}
+ANSWER_FIELDS = {"quintuplet": agreement.QUINTUPLET_FIELDS, "box": ("bbox", "outcome"), "qa": ("answer",),
+                 "rating": ()}
+
+
+def payload_before_decision(workflow: str, payload: dict, review, *, protocol: str | None = None) -> dict:
+    """The payload with what `review` (an accept or auto decision) wrote into it undone, for a
+    reopening (studies/reopen.py): each field its answer changed as Review.payload_before had it
+    (absent where it had none); every other field as it is now, so a later change elsewhere in the
+    payload stays. Without payload_before (a decision older than that record) the answer fields are
+    taken out, as a raw item has them; a task field the decision overwrote (a ChangeIt state)
+    cannot be recovered then."""
+    payload = payload or {}
+    before = review.payload_before
+    if before is None:
+        return {k: v for k, v in payload.items() if k not in ANSWER_FIELDS[workflow]}
+    applied = apply_result_to_payload(workflow, before, review.result, protocol=protocol)
+    written = {k for k in DECISION_FIELDS[workflow] if (k in before, before.get(k)) != (k in applied, applied.get(k))}
+    out = {k: v for k, v in payload.items() if k not in written}
+    out.update({k: before[k] for k in written if k in before})
+    return out
+
+
 def item_auto_verify(*, item: Item) -> None:
     """Verify an item that just got its last annotation when its annotators agree (the project's
-    auto_verify setting): the consensus goes into the payload and an AUTO review records it."""
+    auto_verify setting): the consensus goes into the payload and an AUTO review records it. An
+    item marked as a disagreement under the project's thresholds (item_mark_disagreement, called
+    first) is never auto-verified, even where the fixed agreement rule would pass it: a stricter
+    threshold (rating_spread 1, box_iou 0.9) asks a reviewer to look."""
+    if item.disagreement:
+        return
     workflow = item.project.workflow
     annotations = Annotation.objects.filter(item=item)
     if workflow == "qa" and annotations.filter(with_suggestion=True).exists():
@@ -52,11 +86,68 @@ def item_auto_verify(*, item: Item) -> None:
     if not agreement.results_agree(workflow, results):
         return
     merged = agreement.consensus_result(workflow, results)
+    before = item.payload
     item.payload = apply_result_to_payload(workflow, item.payload, merged, protocol=item.project.protocol)
     item.status = ItemStatus.VERIFIED
     item.save(update_fields=["payload", "status", "updated_at"])
     Review.objects.create(item=item, reviewer=None, decision=ReviewDecision.AUTO, result=merged,
-                          comment="Annotators agree.")
+                          payload_before=before, comment="Annotators agree.")
+
+
+# --- the marking lock of a project -----------------------------------------------------------------
+# A threshold change re-marks the items waiting for review (project_setup.project_thresholds_changed)
+# while a submit may be completing an item and marking it (queue/submit.py). One must see the other:
+# the submit marks under the thresholds the change wrote, or the change finds the item the submit
+# completed. On PostgreSQL a per-project advisory lock orders them: a change holds it exclusively
+# from before it lists the waiting items until it commits; a completing submit holds it shared from
+# before it reads the thresholds until it commits, so completing submits never wait for each other.
+# Whichever comes second reads after the first committed (READ COMMITTED: a new snapshot per
+# statement, so the read is a statement of its own after the lock's).
+#
+# Not the project row: rejections, member and study changes lock it (a rejection before the items
+# it takes), so a submit holding its item while it waited for the row FOR SHARE would queue behind
+# them and could deadlock with a rejection. FOR KEY SHARE would not
+# even wait for a change: it conflicts with neither the change's FOR NO KEY UPDATE nor the plain
+# UPDATE of the admin's project form.
+#
+# Lock order. A completing submit: its item row, its task row (queue/hold.lock_own_task), then this
+# lock, shared. A threshold change: the project row (FOR NO KEY UPDATE, or the admin form's UPDATE),
+# then this lock, exclusive, then the rows of the items waiting for review. Neither waits for a row
+# the other holds: the items a change re-marks were annotated before it listed them, the item a
+# submit completes was not, and after taking this lock a submit writes only its own item's rows.
+# An amendment and an annotation import take this lock shared before any item row (they may write
+# items a change is re-marking, so they must not hold one while they wait); a review locks its item
+# row only (not the project row: the change holds that while it waits for items).
+MARKING_LOCK_CLASS = 0x53544C4D  # "STLM", the first key; the second is the project id (as IMPORT_LOCK_CLASS)
+
+
+def project_settings_to_mark(*, project: Project) -> dict:
+    """The project's settings as committed now, for a submit about to mark the item it completed:
+    read under the project's marking lock, held shared until the transaction ends (see above). On
+    SQLite (the demo) every transaction takes the write lock when it begins, so the settings read
+    with the item are still the committed ones: returned as they are."""
+    if connection.vendor != "postgresql":
+        return project.settings
+    project_marking_lock_shared(project_id=project.pk)
+    return Project.objects.filter(pk=project.pk).values_list("settings", flat=True).get()
+
+
+def project_marking_lock_shared(*, project_id: int) -> None:
+    """Take the project's marking lock shared until the transaction ends (see above): a completing
+    submit after its item lock; an amendment before its item lock (the item it amends may be one a
+    change is re-marking, so it must not hold that item while it waits). The settings are then read
+    in a statement of their own. Nothing to take on SQLite."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock_shared(%s, %s)", [MARKING_LOCK_CLASS, project_id])
+
+
+def project_marking_lock(*, project: Project) -> None:
+    """Take the project's marking lock exclusively until the transaction ends: a threshold change,
+    before it lists the items to re-mark (see above). Nothing to take on SQLite (one writer at a time)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [MARKING_LOCK_CLASS, project.pk])
 
 
 def items_mark_disagreement(*, project, item_ids: Iterable[int], chunk_size: int = 2000) -> int:
@@ -65,11 +156,14 @@ def items_mark_disagreement(*, project, item_ids: Iterable[int], chunk_size: int
     Called when items become annotated by an import; a submit or an amendment marks its one item
     (item_mark_disagreement). Items already verified or discarded keep what they had."""
     ids = sorted(set(item_ids))
-    thresholds = thresholds_from(project.settings)
+    thresholds = thresholds_from(project.settings, project=project.slug)
     marked = 0
     for start in range(0, len(ids), chunk_size):
-        open_ids = list(Item.objects.filter(pk__in=ids[start:start + chunk_size], project=project,
-                                            status=ItemStatus.ANNOTATED, is_gold=False).values_list("pk", flat=True))
+        # Locked (pk order) while they are marked: a review settling one meanwhile waits, and one
+        # settled before is no longer annotated here, so a verified item is never stamped.
+        open_ids = list(Item.objects.select_for_update(of=("self",))
+                        .filter(pk__in=ids[start:start + chunk_size], project=project, status=ItemStatus.ANNOTATED,
+                                is_gold=False).order_by("pk").values_list("pk", flat=True))
         per_item: dict[int, list[tuple[int, dict]]] = defaultdict(list)
         for item_id, pk, result in (Annotation.objects.filter(item_id__in=open_ids).order_by("item_id", "pk")
                                     .values_list("item_id", "pk", "result")):
@@ -90,12 +184,15 @@ def items_mark_disagreement(*, project, item_ids: Iterable[int], chunk_size: int
 
 def item_mark_disagreement(*, item: Item) -> dict | None:
     """Mark one item as items_mark_disagreement does (the caller holds the item, locked, with its
-    current status) and return what was stored: one read of its annotations, one write if changed."""
+    current status, and item.project with the settings in force: a submit reads them with
+    project_settings_to_mark, an amendment or a reopening under the project row's lock) and return
+    what was stored: one read of its annotations, one write if changed."""
     found = None
     if item.status == ItemStatus.ANNOTATED and not item.is_gold:
         project = item.project
         annotations = list(Annotation.objects.filter(item_id=item.pk).order_by("pk").values_list("pk", "result"))
-        found = find_disagreement(project.workflow, annotations, thresholds_from(project.settings))
+        found = find_disagreement(project.workflow, annotations,
+                                  thresholds_from(project.settings, project=project.slug))
     if found != item.disagreement:
         Item.objects.filter(pk=item.pk).update(disagreement=found)
         item.disagreement = found

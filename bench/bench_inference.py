@@ -7,17 +7,18 @@
    flight through the shared Redis limiter, as the workers do (inference/backends/limiter.py),
    and the concurrency-32 run is repeated with the local bound only, to show the limiter's cost.
 2. Frame sampling: 20 frames of a 5 s 1280x720 24 fps video (ffmpeg testsrc, one keyframe),
-   scaled to fit 448x448, with inference.media.sample_frames (one `select` pass, cache emptied
-   each round) vs decoding every frame and keeping 20. Median of 3. Prints the ratio.
+   scaled to fit 448x448, with inference.media.sample_frames (one pass, cache emptied each round)
+   vs the ffmpeg command decoding and scaling every frame, keeping 20. Median of 3. Prints the ratio.
 
 3. Long videos: a 60 s 1280x720 30 fps testsrc2 clip with a keyframe every 2 s (-g 60) and a
    5-minute one (the same clip five times, stream-copied: same GOP), made once into --clip-dir
    (a temporary folder by default; never committed). For the protocols' frame counts (OSCBench 20,
-   M3-Verse 32), fitted into 448x448: decoding every frame (the baseline, streamed, keeping the
-   wanted ones), one `select` pass, a seek per frame on 1 and on N threads (N = min(4, CPUs),
-   inference.video_frames), and keyframe mode (nearest keyframes, positions recorded). Wall time
-   (median of --long-rounds) and the CPU seconds of the ffmpeg processes; ratios against the
-   baseline measured in the same run. Targets: exact >= 4x, keyframe mode >= 20x.
+   M3-Verse 32), fitted into 448x448: the ffmpeg command decoding and scaling every frame (the
+   baseline, streamed, keeping the wanted ones; ffmpeg's own frame threads), and
+   inference.video_frames (PyAV, in-process): one pass, the seeks on 1 and on N threads
+   (N = min(4, CPUs)), and keyframe mode (nearest keyframes, positions recorded). Wall time (median
+   of --long-rounds) and CPU seconds (this process plus ffmpeg's); ratios against the baseline
+   measured in the same run. Targets: exact >= 4x, keyframe mode >= 20x.
 
     .venv/bin/python bench/bench_inference.py [--calls 1000] [--latency 0.1] [--rounds 3]
     .venv/bin/python bench/bench_inference.py --skip-judges --skip-frames --long [--long-rounds 3]
@@ -139,8 +140,7 @@ def bench_frames(rounds: int) -> dict[str, float]:
             media.sample_frames(video, 20, cache_root=tmp / f"known{r}", known=info)
             known_times.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
-            every = media.decode_all_frames(video, size)
-            picked = [every[i] for i in media.uniform_indices(len(every), 20)]
+            picked = decode_every_frame(video, size, media.uniform_indices(info.frame_count, 20))
             full_times.append(time.perf_counter() - t0)
             assert len(frames.paths) == len(picked) == 20
         t0 = time.perf_counter()
@@ -192,9 +192,13 @@ def decode_every_frame(path: Path, size: tuple[int, int], keep: list[int]) -> li
     return kept
 
 
-def children_cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
+def process_cpu_total() -> float:
+    """CPU seconds of this process (PyAV decodes in-process) and of its finished children (ffmpeg)."""
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        r = resource.getrusage(who)
+        total += r.ru_utime + r.ru_stime
+    return total
 
 
 def bench_long_frames(clip_dir: Path, rounds: int, rounds_5min: int, counts: tuple[int, ...] = (20, 32)) -> dict:
@@ -204,15 +208,16 @@ def bench_long_frames(clip_dir: Path, rounds: int, rounds_5min: int, counts: tup
         rounds = rounds_5min if label == "5 min" else rounds
         info = media.probe_video(path)
         size = media.fit_within(info.width, info.height, media.DEFAULT_BOUND)
-        layout = video_frames.probe_layout(path)
+        index = video_frames.read_index(path)
+        keys = index.keyframe_positions()
         print(f"frames: {label} clip {info.width}x{info.height}, {info.frame_count} frames at {info.fps:g} fps, "
-              f"keyframe every {layout.gop_seconds:g} s; {threads} seek threads; load avg {os.getloadavg()[0]:.1f}", flush=True)
+              f"{len(keys)} keyframes; {threads} decoding threads; load avg {os.getloadavg()[0]:.1f}", flush=True)
         times: dict[tuple, list[tuple[float, float]]] = {}
 
         def timed(key, fn):
-            cpu, t0 = children_cpu(), time.perf_counter()
+            cpu, t0 = process_cpu_total(), time.perf_counter()
             out = fn()
-            times.setdefault(key, []).append((time.perf_counter() - t0, children_cpu() - cpu))
+            times.setdefault(key, []).append((time.perf_counter() - t0, process_cpu_total() - cpu))
             return out
 
         for _ in range(rounds):
@@ -220,28 +225,39 @@ def bench_long_frames(clip_dir: Path, rounds: int, rounds_5min: int, counts: tup
             assert len(every) == max(counts)
             for n in counts:
                 idx = media.uniform_indices(info.frame_count, n)
-                one = timed(("select", n), lambda: media.decode_frames(path, idx, size))
-                # As jobs run them: the seeks with their probe, keyframe mode with its packet listing.
+                one = timed(("one pass", n), lambda: media.decode_frames(path, idx, size))
+                # As jobs run them: each mode reads the packet index first.
                 seek1 = timed(("seek 1", n), lambda: video_frames.decode_seeking(
-                    path, idx, size, video_frames.probe_layout(path), threads=1))
+                    path, idx, size, video_frames.read_index(path), threads=1))
                 seekn = timed((f"seek {threads}", n), lambda: video_frames.decode_seeking(
-                    path, idx, size, video_frames.probe_layout(path), threads=threads))
+                    path, idx, size, video_frames.read_index(path), threads=threads))
+                # The same seeks decoding every frame they pass: what skipping non-reference frames saves.
+                video_frames.SKIP_UNWANTED = "DEFAULT"
+                try:
+                    plain = timed((f"seek {threads}, no skip", n), lambda: video_frames.decode_seeking(
+                        path, idx, size, video_frames.read_index(path), threads=threads))
+                finally:
+                    video_frames.SKIP_UNWANTED = "NONREF"
                 key, used = timed(("keyframe", n), lambda: video_frames.decode_keyframes(path, idx, size))
-                assert all((a == b).all() and (a == c).all() for a, b, c in zip(one, seek1, seekn)), "seeking is not exact"
+                assert all((a == b).all() and (a == c).all() and (a == d).all() for a, b, c, d in zip(one, seek1, seekn, plain)), \
+                    "seeking is not exact"
                 assert len(key) == n and all(u % 60 == 0 for u in used)
         base_wall = statistics.median(w for w, _ in times[("every",)])
         base_cpu = statistics.median(c for _, c in times[("every",)])
-        print(f"frames: {label}: decode every frame {base_wall:.2f} s wall, {base_cpu:.2f} s CPU (median of {rounds})", flush=True)
+        print(f"frames: {label}: decode every frame (ffmpeg) {base_wall:.2f} s wall, {base_cpu:.2f} s CPU (median of {rounds})",
+              flush=True)
         for n in counts:
             idx = media.uniform_indices(info.frame_count, n)
-            chosen = video_frames.choose_strategy(layout, idx, info.frame_count)
-            for mode in ("select", "seek 1", f"seek {threads}", "keyframe"):
+            chosen = video_frames.choose_strategy(index, idx, info.frame_count)
+            runs = video_frames.plan_runs(index, idx)
+            for mode in ("one pass", "seek 1", f"seek {threads}", f"seek {threads}, no skip", "keyframe"):
                 wall = statistics.median(w for w, _ in times[(mode, n)])
                 cpu = statistics.median(c for _, c in times[(mode, n)])
                 results[(label, n, mode)] = (wall, cpu, base_wall / wall)
-                print(f"frames: {label}, {n} frames, {mode:9s}: {wall:6.2f} s wall ({base_wall / wall:5.1f}x), "
-                      f"{cpu:6.2f} s CPU ({base_cpu / cpu:5.1f}x)", flush=True)
-            print(f"frames: {label}, {n} frames: sample_frames chooses {chosen!r}", flush=True)
+                print(f"frames: {label}, {n} frames, {mode:18s}: {wall:6.3f} s wall ({base_wall / wall:5.1f}x), "
+                      f"{cpu:6.3f} s CPU ({base_cpu / cpu:5.1f}x)", flush=True)
+            print(f"frames: {label}, {n} frames: extract_frames chooses {chosen!r} ({len(runs)} runs spanning "
+                  f"{sum(r.targets[-1][0] - r.start + 1 for r in runs)} of {info.frame_count} packets)", flush=True)
         results[(label, "every")] = (base_wall, base_cpu)
     return results
 

@@ -103,7 +103,12 @@ WSGI_APPLICATION = "config.wsgi.application"
 
 _database_url = os.environ.get("DATABASE_URL")
 if _database_url:
-    DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=60)}
+    # Persistent connections (a minute) in the web processes, checked before their first use in
+    # each request: after a PostgreSQL restart the check finds the broken connection and opens a
+    # new one, instead of the first request of every web worker failing on it (a 503;
+    # tests/test_faults.py). Celery workers open a new one for every task (Celery's Django fixup
+    # closes them before and after each task).
+    DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=60, conn_health_checks=True)}
     # Server-side prepared statements (Django turns them off by default), planned once: generic
     # plans (PostgreSQL would otherwise keep re-planning the task claim, 5 ms, to execute it in
     # 0.5 ms). Only cursors with server-side binding prepare; the ORM's client-side cursors never
@@ -311,9 +316,10 @@ warnings.filterwarnings("ignore", message="No directory at")
 STATELAB_RUN_HEARTBEAT_SECONDS = float(os.environ.get("STATELAB_RUN_HEARTBEAT_SECONDS", 10))
 STATELAB_RUN_LAPSE_SECONDS = float(os.environ.get("STATELAB_RUN_LAPSE_SECONDS", 45))
 STATELAB_RUN_MAX_ATTEMPTS = int(os.environ.get("STATELAB_RUN_MAX_ATTEMPTS", 3))
-# A queued run whose message was sent this long ago and that is missing from its broker queue (a
-# message lost with the broker, or held unacked by a worker that lost its broker connection) is
-# sent again; a duplicate finds nothing to claim.
+# A queued run whose message was sent this long ago and that is missing from its broker queue and
+# not held by a worker (unacked: a retry waiting out its countdown) delivered or due within this
+# long is sent again (a message lost with the broker, or held by a worker that lost its broker
+# connection); a duplicate finds nothing to claim.
 STATELAB_RUN_RESEND_SECONDS = float(os.environ.get("STATELAB_RUN_RESEND_SECONDS", 60))
 STATELAB_WATCHDOG_SECONDS = float(os.environ.get("STATELAB_WATCHDOG_SECONDS", 15))
 # Workers report themselves per queue in Redis (config/workers.py) every few seconds, with a TTL.

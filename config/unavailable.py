@@ -9,7 +9,10 @@ Idempotency-Key for a submit) returns what was stored.
 
 Django reconnects on its own once the server is back: a connection that raised such an error is
 closed at the end of its request (CONN_MAX_AGE's usability check), the next request opens a new
-one. No restart of the web processes is needed.
+one; and a persistent connection that a restart broke while it sat idle is found by the health
+check (CONN_HEALTH_CHECKS, also run by annotation/db.py's statements) before the first query of the
+next request and replaced, so a request sent once the server is back never gets this 503. No
+restart of the web processes is needed.
 
 Two entry points, one answer:
 - `ServiceUnavailableMiddleware.process_exception` for errors raised by a view (DRF re-raises

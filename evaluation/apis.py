@@ -12,7 +12,7 @@ from rest_framework.views import APIView
 from annotation.models import Role
 from annotation.permissions import get_project_for
 
-from . import tables
+from . import ranking, tables
 from .board_access import board_or_404, report_or_404, wants_details
 from .views import CONTENT_TYPES
 
@@ -33,6 +33,10 @@ class LeaderboardApi(APIView):
     class InputSerializer(serializers.Serializer):
         release = serializers.CharField(required=False, allow_blank=True)
         judge = serializers.CharField(required=False, allow_blank=True)
+        rank_by = serializers.CharField(
+            required=False, allow_blank=True,
+            help_text="the ranking: the protocol's headline metric by default; video rating also criteria_mean "
+                      "(the mean of the eight criteria, as the paper's Figure 3)")
         fmt = serializers.ChoiceField(choices=LEADERBOARD_FORMATS, default="json", required=False)
 
     @extend_schema(parameters=[InputSerializer], responses=_responses(LEADERBOARD_FORMATS),
@@ -41,7 +45,12 @@ class LeaderboardApi(APIView):
         project = get_project_for(request.user, slug, Role.RESEARCHER)
         params = self.InputSerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
-        board = board_or_404(project, params.validated_data.get("release") or None, params.validated_data.get("judge") or None)
+        try:
+            rank_by = ranking.resolve(project.protocol, params.validated_data.get("rank_by") or None)
+        except ranking.UnknownRanking as exc:
+            raise serializers.ValidationError({ranking.PARAMETER: [str(exc)]})
+        board = board_or_404(project, params.validated_data.get("release") or None, params.validated_data.get("judge") or None,
+                             rank_by)
         if params.validated_data["fmt"] != "json":
             fmt = params.validated_data["fmt"]
             return _text(tables.render_leaderboard(board, fmt, details=wants_details(request)), fmt)

@@ -1,17 +1,18 @@
 """What the evaluation pages and API read for a request: the cached board or correlation report
-(board_cache), an unknown release or a refused board as 404, and the shared query parameters."""
+(board_cache), an unknown release or a refused board as 404, and the shared query parameters
+(an unknown ranking is the caller's 400: ranking.UnknownRanking)."""
 from __future__ import annotations
 
 from django.http import Http404
 
 from annotation.models import Release
 
-from . import board_cache, correlation, leaderboard
+from . import board_cache, correlation, leaderboard, ranking
 
 
-def board_or_404(project, release: str | None, judge: str | None):
+def board_or_404(project, release: str | None, judge: str | None, rank_by: str | None = None):
     try:
-        return board_cache.board(project, release, judge)
+        return board_cache.board(project, release, judge, rank_by)
     except Release.DoesNotExist:
         raise Http404("No such release.")
     except leaderboard.LeaderboardError as exc:
@@ -33,3 +34,9 @@ def wants_details(request) -> bool:
 
 def release_and_judge(request):
     return request.GET.get("release") or None, request.GET.get("judge") or None
+
+
+def rank_by(request, project) -> str:
+    """The ranking the request picks (?rank_by=), the protocol's default when none; raises
+    ranking.UnknownRanking (a 400 for the caller) for a name the protocol has no ranking by."""
+    return ranking.resolve(project.protocol, request.GET.get(ranking.PARAMETER))

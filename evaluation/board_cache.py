@@ -17,7 +17,8 @@ from django.core.cache import cache
 
 from annotation.models import Project, Release
 
-from . import correlation, leaderboard, selectors
+from . import correlation, leaderboard, ranking, selectors
+from .scoring import runs
 
 CACHE_SECONDS = 24 * 3600  # a key never goes stale (it names the data); this only bounds memory
 
@@ -32,9 +33,18 @@ def cached(kind: str, project: Project, release: str | None, extra: str, build: 
     return value
 
 
-def board(project: Project, release: str | None, judge: str | None = None) -> dict:
-    return cached("lb", project, release, f"{judge}",
-                  lambda: leaderboard.build(project, release_version=release, judge=judge))
+def board(project: Project, release: str | None, judge: str | None = None, rank_by: str | None = None) -> dict:
+    """The board in the order of ranking ``rank_by`` (the protocol's default when None;
+    ranking.UnknownRanking for a name the protocol has not)."""
+    protocol = project.protocol
+    rank_by = ranking.resolve(protocol, rank_by)
+    # The ordering and the columns are part of the key: a board cached in another order or with
+    # other columns (an older definition, still in Redis after a deploy) is never served.
+    extra = f"{judge}:{ranking.signature(protocol, rank_by)}:cols:{','.join(runs.main_keys(protocol))}"
+    if rank_by == ranking.default_choice(protocol):
+        return cached("lb", project, release, extra, lambda: leaderboard.build(project, release_version=release, judge=judge))
+    # Another ranking: the default board's rows, scored once, in that ranking's order.
+    return cached("lb", project, release, extra, lambda: ranking.reordered(board(project, release, judge), rank_by))
 
 
 def report(project: Project, release: str | None) -> dict:

@@ -2,8 +2,12 @@
 heatmap. Plain Python, no Django; every function returns a standalone SVG document (downloadable)."""
 from __future__ import annotations
 
+from decimal import ROUND_CEILING, Decimal
 from typing import Any, Sequence
 from xml.sax.saxutils import escape
+
+from .scoring import runs
+from .tables import places_for, row_value
 
 FONT = 'font-family="system-ui, sans-serif" font-size="12"'
 
@@ -16,22 +20,63 @@ def _svg(width: int, height: int, body: list[str], title: str) -> str:
     )
 
 
+MAX_TICKS = 6  # intervals on a value axis at most
+
+
+def value_axis(highest: float | None, full: Decimal) -> tuple[Decimal, Decimal]:
+    """(end, step) of a bar chart's value axis, which starts at 0: the first round step (1, 2 or 5
+    times a power of ten) that reaches ``highest`` in at most MAX_TICKS steps, and the end the
+    smallest multiple of it at or above ``highest``. ``full`` (100 %, or 1 for 0-1 scores) when
+    there is nothing above 0 to fit or the fitted end would pass it."""
+    if highest is None or highest <= 0:
+        return full, full / 4
+    target = Decimal(repr(float(highest)))
+    exponent = target.adjusted() - 1
+    while True:
+        for mantissa in (1, 2, 5):
+            step = Decimal(mantissa).scaleb(exponent)
+            count = (target / step).to_integral_value(rounding=ROUND_CEILING)
+            if count <= MAX_TICKS:
+                end = count * step
+                return (full, full / 4) if end >= full else (end, step)
+        exponent += 1
+
+
+def _tick(value: Decimal) -> str:
+    return format(value.normalize(), "f")
+
+
 def leaderboard_bars(board: dict[str, Any], key: str, *, scale_max: float | None = None, label: str | None = None) -> str:
-    """Horizontal bars of one metric per row with the 95 % interval as a whisker; missing values say so."""
+    """Horizontal bars of one metric per row with the 95 % interval as a whisker; missing values say so.
+    Bars follow the board's row order (the leaderboard's, ranking.py), whichever metric they draw.
+
+    The value axis starts at 0 and ends at a round number at or above the largest value and interval
+    end (``value_axis``), so a board whose best model has 31 % draws bars on 0-40, not on 0-100;
+    the tick labels print the values and a note under the axis says where the full scale ends.
+    ``scale_max`` fixes the end instead."""
     rows = board["rows"]
-    places = 3 if board["protocol"] == "oscbench" else 2
-    top = scale_max if scale_max is not None else (1.0 if board["protocol"] == "oscbench" else 100.0)
+    percent = board["protocol"] in runs.PERCENT_PROTOCOLS  # else 0-1 scores (video rating)
+    places = places_for(board["protocol"])
+    full = Decimal(100) if percent else Decimal(1)
+    cells = [row_value(row, key) for row in rows]
+    highest = max((v for value, ci in cells for v in (value, *(ci or ())) if v is not None), default=None)
+    if scale_max is not None:
+        end = Decimal(repr(float(scale_max)))
+        step = end / 4
+    else:
+        end, step = value_axis(highest, full)
+    top = float(end)
     label_w, bar_w, row_h, pad = 180, 420, 26, 30
     width, height = label_w + bar_w + 90, pad * 2 + row_h * max(len(rows), 1)
     x = lambda v: label_w + bar_w * max(0.0, min(1.0, v / top))  # noqa: E731
+    axis_y = pad + row_h * len(rows)
+    ticks = [step * t for t in range(int(end / step) + 1)]
     body = [f'<text x="{label_w}" y="18" {FONT} font-weight="bold">{escape(label or key)} ({escape(board["project"])})</text>']
-    for i, row in enumerate(rows):
+    # Grid lines at the ticks first, so the bars are drawn over them.
+    body += [f'<line x1="{x(float(v)):.1f}" x2="{x(float(v)):.1f}" y1="{pad}" y2="{axis_y + 3}" stroke="#e6e6e6"/>' for v in ticks]
+    for i, (row, (value, ci)) in enumerate(zip(rows, cells)):
         y = pad + i * row_h
-        value = row["metrics"].get(key)
-        ci = row["ci"].get(key)
-        if value is None and key in row.get("breakdowns", {}):
-            value, ci = row["breakdowns"][key]["value"], row["breakdowns"][key]["ci"]
-        body.append(f'<text x="{label_w - 8}" y="{y + 16}" text-anchor="end" {FONT}>{escape(str(row["model"]))}</text>')
+        body.append(f'<text class="label" x="{label_w - 8}" y="{y + 16}" text-anchor="end" {FONT}>{escape(str(row["model"]))}</text>')
         if value is None:
             body.append(f'<text x="{label_w + 4}" y="{y + 16}" {FONT} fill="#888">n/a</text>')
             continue
@@ -41,13 +86,16 @@ def leaderboard_bars(board: dict[str, Any], key: str, *, scale_max: float | None
             mid = y + row_h / 2 - 1
             body.append(f'<line class="ci" x1="{lo:.1f}" x2="{hi:.1f}" y1="{mid}" y2="{mid}" stroke="#222" stroke-width="1.5"/>')
             body += [f'<line x1="{p:.1f}" x2="{p:.1f}" y1="{mid - 5}" y2="{mid + 5}" stroke="#222"/>' for p in (lo, hi)]
-        body.append(f'<text x="{x(value) + 6:.1f}" y="{y + 16}" {FONT}>{value:.{places}f}</text>')
-    axis_y = pad + row_h * len(rows)
-    body.append(f'<line x1="{label_w}" x2="{label_w + bar_w}" y1="{axis_y}" y2="{axis_y}" stroke="#999"/>')
-    for t in range(5):
-        v = top * t / 4
-        body.append(f'<text x="{x(v):.1f}" y="{axis_y + 14}" text-anchor="middle" {FONT} fill="#555">{v:g}</text>')
-    return _svg(width, height + 10, body, f"Leaderboard: {label or key}")
+        # The number goes after the whisker, where there is one, so the two never overlap.
+        end_x = max(x(value), x(ci[1])) if ci else x(value)
+        body.append(f'<text class="value" x="{end_x + 6:.1f}" y="{y + 16}" {FONT}>{value:.{places}f}</text>')
+    body.append(f'<line class="axis" x1="{label_w}" x2="{label_w + bar_w}" y1="{axis_y}" y2="{axis_y}" stroke="#999"/>')
+    for v in ticks:
+        body.append(f'<text class="tick" x="{x(float(v)):.1f}" y="{axis_y + 14}" text-anchor="middle" {FONT} fill="#555">{_tick(v)}</text>')
+    unit = " %" if percent else ""
+    note = f"axis 0–{_tick(end)}{unit}" + ("" if end == full else f", fitted to the values (full scale 0–{_tick(full)}{unit})")
+    body.append(f'<text class="axis-note" x="{label_w}" y="{axis_y + 30}" {FONT} fill="#555">{escape(note)}</text>')
+    return _svg(width, height + 26, body, f"Leaderboard: {label or key}")
 
 
 def scatter(judge: Sequence[float | None], human: Sequence[float | None], *, criterion: str, judge_name: str) -> str:

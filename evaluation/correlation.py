@@ -25,6 +25,7 @@ from annotation.models import Project
 from annotation.protocols import OSC_CRITERIA as CRITERIA
 
 from . import selectors, stats
+from .scoring import oscbench
 
 N_BOOT = 1000
 
@@ -56,11 +57,7 @@ def _generator_means(values: list[float | None], generators: list[str]) -> dict[
 def _system_score(per_criterion: dict[str, list[float | None]], generators: list[str]) -> dict[str, float | None]:
     """Per generator: the mean over criteria of its per-criterion mean (criteria it has values for)."""
     per_gen = {c: _generator_means(per_criterion[c], generators) for c in CRITERIA}
-    out = {}
-    for g in sorted(set(generators)):
-        vals = [per_gen[c][g] for c in CRITERIA if per_gen[c][g] is not None]
-        out[g] = float(np.mean(vals)) if vals else None
-    return out
+    return {g: oscbench.criteria_mean(per_gen[c][g] for c in CRITERIA) for g in sorted(set(generators))}
 
 
 def _resampled_generator_means(values: list[float | None], gen_codes: np.ndarray, n_gen: int, w: np.ndarray) -> np.ndarray:

@@ -1,7 +1,7 @@
 """Leaderboard rows per project and release: models, Random, Human (or generators for ratings).
 
 Row JSON: {"model", "n", "parse_failures", "metrics": {key: value}, "ci": {key: [lo, hi]}} plus
-"rank" (interval-respecting, on the protocol's primary metric) and "breakdowns" (per category /
+"rank" (interval-respecting, on the ranking's headline metric: ranking.py) and "breakdowns" (per category /
 difference / scenario ... as {key: {"value", "ci"}}). Values are JSON numbers printed from exact
 decimals: percent with two decimals, OSCBench 0-1 with three.
 """
@@ -13,9 +13,8 @@ from typing import Any
 
 from annotation.models import Project
 
-from . import selectors
+from . import ranking, selectors
 from .scoring import runs
-from .scoring.common import interval_ranks
 
 RANDOM_SEED_OFFSET = 7919  # Random rows: seeded from the release's option seed, offset so they differ from option orders
 N_BOOT = 1000
@@ -57,14 +56,10 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def _rank(rows: list[dict[str, Any]], primary: str) -> None:
-    values = [r["metrics"].get(primary) for r in rows]
-    cis = [r["ci"].get(primary) for r in rows]
-    for row, rank in zip(rows, interval_ranks(values, cis)):
-        row["rank"] = rank
-
-
-def build(project: Project, *, release_version: str | None = None, judge: str | None = None, n_boot: int = N_BOOT) -> dict[str, Any]:
+def build(project: Project, *, release_version: str | None = None, judge: str | None = None, n_boot: int = N_BOOT,
+          rank_by: str | None = None) -> dict[str, Any]:
+    """``rank_by``: one of ranking.choices(protocol) (ranking.UnknownRanking otherwise); the default's when None."""
+    rank_by = ranking.resolve(project.protocol, rank_by)
     release = selectors.release_for(project, release_version)
     items = selectors.scoring_items(project, release)
     protocol = project.protocol
@@ -89,7 +84,6 @@ def build(project: Project, *, release_version: str | None = None, judge: str | 
             if blind:
                 matrix = runs.score_blind_answers(protocol, items, blind)
                 rows.append(_row("Human", protocol, runs.finish(protocol, matrix, n_boot=n_boot)))
-    _rank(rows, runs.primary_key(protocol))
     board = {
         "project": project.slug,
         "release": release.version if release is not None else None,
@@ -98,7 +92,8 @@ def build(project: Project, *, release_version: str | None = None, judge: str | 
     }
     if human is not None:
         board["human"] = human
-    return board
+    # Leaderboard order (ranking.py): every page, chart, API answer and download keeps it.
+    return ranking.reordered(board, rank_by)
 
 
 def _generator_rows(project, release, items, *, judge: str | None, n_boot: int, seed: int) -> list[dict[str, Any]]:

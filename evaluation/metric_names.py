@@ -1,4 +1,4 @@
-"""Human names and definitions of every leaderboard metric, and each protocol's headline metric.
+"""Human names and definitions of every leaderboard metric (which one a board is ranked by: ranking.py).
 
 The one place a metric key (``acc_osi``, ``state_acc_distractor_crop``, ``state_change:scenario:novel``)
 turns into words: column headers, their tooltips, chart titles and the legend of the pages and
@@ -82,13 +82,12 @@ METRICS: dict[str, dict[str, tuple[str, str]]] = {
         "scene": ("Scene", "The scene the prompt names is shown (normalised mean rating; N/A when none is named)."),
         "realism": ("Realism", "Physical and visual plausibility (normalised mean rating)."),
         "aesthetics": ("Aesthetics", "Visual quality (normalised mean rating)."),
+        "criteria_mean": ("Mean of criteria", "Mean of the eight criteria's normalised mean ratings (over the criteria "
+                                              "rated; N/A never counts as 0): the overall score the paper's Figure 3 "
+                                              "ranks generators by, and the correlation page's system level."),
         "state_change": ("State-change score", "Mean of state-change accuracy and consistency (normalised, 0–1)."),
     },
 }
-
-# The metric a protocol's chart shows: the papers' headline figure, one that separates models.
-HEADLINE = {"status": "oa", "changeit": "state_acc_standard_full", "visualtrans": "overall", "m3verse": "overall",
-            "oscbench": "state_change"}
 
 GROUPS = {"category": "category", "difference": "difference", "scenario": "scenario",
           "action_category": "action category"}
@@ -129,7 +128,3 @@ def metric_definition(protocol: str, key: str) -> str:
     if kind and text:
         text = f"{text} Only items whose {GROUPS.get(kind, kind)} is {value.replace('_', ' ')}."
     return text
-
-
-def headline_metric(protocol: str) -> str:
-    return HEADLINE[protocol]

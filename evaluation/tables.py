@@ -55,7 +55,8 @@ def _header(key: str, breakdown: str | None) -> str:
     return key[len(breakdown) + 1 :] if breakdown and key.startswith(breakdown + ":") else key
 
 
-def _value(row: dict[str, Any], key: str) -> Any:
+def row_value(row: dict[str, Any], key: str) -> tuple[Any, Any]:
+    """(value, interval) of a main metric or a breakdown key in one leaderboard row."""
     if key in row["metrics"]:
         return row["metrics"][key], row["ci"].get(key)
     b = row.get("breakdowns", {}).get(key)
@@ -87,8 +88,8 @@ def leaderboard_breakdown(board: dict[str, Any], breakdown: str) -> dict[str, An
     out["rows"] = []
     for row in board["rows"]:
         entry = {k: row[k] for k in ("model", "n", "parse_failures")}
-        entry["metrics"] = {_header(k, breakdown): _value(row, k)[0] for k in keys}
-        entry["ci"] = {_header(k, breakdown): _value(row, k)[1] for k in keys}
+        entry["metrics"] = {_header(k, breakdown): row_value(row, k)[0] for k in keys}
+        entry["ci"] = {_header(k, breakdown): row_value(row, k)[1] for k in keys}
         out["rows"].append(entry)
     return out
 
@@ -123,7 +124,7 @@ def leaderboard_csv(board: dict[str, Any], keys: Sequence[str] | None = None, *,
     for row in board["rows"]:
         cells = [row["model"], row.get("rank") if row.get("rank") is not None else "", row["n"], row["parse_failures"]]
         for k in keys:
-            value, ci = _value(row, k)
+            value, ci = row_value(row, k)
             cells += ["" if value is None else f"{value:.{places}f}"]
             cells += ["", ""] if not ci else [f"{ci[0]:.{places}f}", f"{ci[1]:.{places}f}"]
         w.writerow(cells)
@@ -175,7 +176,7 @@ def leaderboard_latex(board: dict[str, Any], keys: Sequence[str] | None = None, 
     places = places_for(board["protocol"])
     rows = [
         [_latex_escape(r["model"]), "--" if r.get("rank") is None else str(r["rank"]), str(r["n"]), str(r["parse_failures"])]
-        + [_with_ci(*_value(r, k), places, dash="--") for k in keys]
+        + [_with_ci(*row_value(r, k), places, dash="--") for k in keys]
         for r in board["rows"]
     ]
     chance = _chance(board, keys)
@@ -191,7 +192,7 @@ def leaderboard_markdown(board: dict[str, Any], keys: Sequence[str] | None = Non
     out = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
     for r in board["rows"]:
         cells = [r["model"].replace("|", "\\|"), _fmt(r.get("rank"), 0), str(r["n"]), str(r["parse_failures"])]
-        cells += [_with_ci(*_value(r, k), places) for k in keys]
+        cells += [_with_ci(*row_value(r, k), places) for k in keys]
         out.append("| " + " | ".join(cells) + " |")
     chance = _chance(board, keys)
     if chance is not None:

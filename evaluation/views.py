@@ -5,14 +5,14 @@ import re
 
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 
 from annotation.models import Release, Role
 from annotation.permissions import get_project_for
 
-from . import charts, correlation, leaderboard, metric_names, selectors, tables
-from .board_access import board_or_404, release_and_judge, report_or_404, wants_details
+from . import charts, correlation, leaderboard, metric_names, ranking, selectors, tables
+from .board_access import board_or_404, rank_by as requested_ranking, release_and_judge, report_or_404, wants_details
 from .scoring import runs
 
 CONTENT_TYPES = {
@@ -37,11 +37,19 @@ def download_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")[:150] or "download"
 
 
+def _bad_ranking(exc: ranking.UnknownRanking) -> HttpResponse:
+    return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
+
+
 @login_required
 def leaderboard_page(request, slug: str):
     project = get_project_for(request.user, slug, Role.RESEARCHER)
     release, judge = release_and_judge(request)
-    board = board_or_404(project, release, judge)
+    try:
+        rank_by = requested_ranking(request, project)
+    except ranking.UnknownRanking as exc:
+        return _bad_ranking(exc)
+    board = board_or_404(project, release, judge, rank_by)
     keys = list(runs.main_keys(project.protocol))
     groups = leaderboard.breakdown_groups(board)
     protocol = project.protocol
@@ -52,18 +60,21 @@ def leaderboard_page(request, slug: str):
         for i, (name, group_keys) in enumerate(groups.items(), start=1)
     ]
     places = tables.places_for(project.protocol)
+    headline = ranking.headline(protocol, rank_by)
     for tab in tabs:
         chance = [runs.chance(project.protocol, k) for k in tab["keys"]]
         tab["chance"] = [None if c is None else str(c) for c in chance] if any(c is not None for c in chance) else None
         tab["breakdown"] = None if tab["id"] == "main" else next(name for name, keys in groups.items() if keys == tab["keys"])
         names = tab.get("short") or [metric_names.metric_name(protocol, k) for k in tab["keys"]]
-        tab["columns"] = [{"key": k, "name": name, "title": metric_names.metric_definition(protocol, k)}
+        # The rows come in leaderboard order: on the main table that is the headline column, descending.
+        tab["columns"] = [{"key": k, "name": name, "title": metric_names.metric_definition(protocol, k),
+                           "sorted": tab["id"] == "main" and k == headline}
                           for k, name in zip(tab["keys"], names)]
         tab["rows"] = []
         for row in board["rows"]:
             cells = []
             for key in tab["keys"]:
-                value, ci = tables._value(row, key)
+                value, ci = tables.row_value(row, key)
                 cells.append({
                     "value": value,
                     "text": "–" if value is None else f"{value:.{places}f}",
@@ -76,8 +87,12 @@ def leaderboard_page(request, slug: str):
         "project": project,
         "board": board,
         "tabs": tabs,
-        "primary": metric_names.metric_name(protocol, runs.primary_key(protocol)),
-        "headline": metric_names.metric_name(protocol, metric_names.headline_metric(protocol)),
+        "headline": metric_names.metric_name(protocol, headline),
+        "tie_break": [metric_names.metric_name(protocol, k) for k in ranking.ranking_keys(protocol, rank_by)[1:]],
+        # The rankings to pick from (a select on the page when there are several), default first.
+        "rankings": [(name, metric_names.metric_name(protocol, name)) for name in ranking.choices(protocol)],
+        "rank_by": rank_by,
+        "default_ranking": rank_by == ranking.default_choice(protocol),
         "legend": [(metric_names.metric_name(protocol, k), metric_names.metric_definition(protocol, k)) for k in keys],
         "baselines": _baselines(board, any(t["chance"] for t in tabs)),
         "releases": releases,
@@ -86,8 +101,7 @@ def leaderboard_page(request, slug: str):
         "judges": judges,
         "query": request.GET.urlencode(),
         "formats": ["csv", "json", "latex", "markdown", "svg"],
-        "bar_svg": charts.leaderboard_bars(board, metric_names.headline_metric(protocol),
-                                           label=metric_names.metric_name(protocol, metric_names.headline_metric(protocol))),
+        "bar_svg": charts.leaderboard_bars(board, headline, label=metric_names.metric_name(protocol, headline)),
         "diagnostics": _diagnostics(board),
     })
 
@@ -120,10 +134,17 @@ def leaderboard_download(request, slug: str, fmt: str):
     if fmt not in CONTENT_TYPES:
         raise Http404("Unknown format.")
     release, judge = release_and_judge(request)
-    board = board_or_404(project, release, judge)
+    try:
+        rank_by = requested_ranking(request, project)
+    except ranking.UnknownRanking as exc:
+        return _bad_ranking(exc)
+    board = board_or_404(project, release, judge, rank_by)
     name = f"{project.slug}-leaderboard" + (f"-{board['release']}" if board["release"] else "")
+    if rank_by != ranking.default_choice(project.protocol):
+        name += f"-by-{rank_by}"
     if fmt == "svg":
-        metric = request.GET.get("metric") or metric_names.headline_metric(project.protocol)
+        # ?metric= picks the metric drawn; the bars keep the leaderboard's order either way.
+        metric = request.GET.get("metric") or ranking.headline(project.protocol, rank_by)
         chart = charts.leaderboard_bars(board, metric, label=metric_names.metric_name(project.protocol, metric))
         return _download(chart, fmt, f"{name}-{metric}")
     breakdown = request.GET.get("breakdown") or None

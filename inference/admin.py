@@ -2,7 +2,9 @@
 
 A non-superuser sees the jobs of the projects where they are researcher or admin (ProjectScopedAdmin)
 and the endpoints a job may run on, read only: an endpoint serves every project, so changing its
-URL or model would change other projects' jobs; superusers (the operators) set endpoints up."""
+URL or model would change other projects' jobs; superusers (the operators) set endpoints up. The
+predictions of those jobs are read only for everyone (ProjectRecordAdmin): workers and imports write
+them, and a re-score re-parses them (the job list's action)."""
 from __future__ import annotations
 
 from django import forms
@@ -12,13 +14,13 @@ from django.http import HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html
 
-from annotation.admin_site import ProjectScopedAdmin, may_use_admin
+from annotation.admin_site import ProjectRecordAdmin, ProjectScopedAdmin, may_use_admin
 
 from config.workers import queue_status
 
 from . import run_status, selectors, services
 from .backends import BackendUnavailable, check_available
-from .models import Backend, BackgroundRun, InferenceJob, JobMode, JobStatus, ModelEndpoint
+from .models import Backend, BackgroundRun, InferenceJob, JobMode, JobStatus, ModelEndpoint, Prediction
 
 
 class EndpointForm(forms.ModelForm):
@@ -230,12 +232,21 @@ class InferenceJobAdmin(ProjectScopedAdmin):
     @admin.display(description="failures")
     def failures(self, job: InferenceJob):
         """The failed-query count, linked to the job page's failure table; the most frequent
-        errors (or the job's own error) in the tooltip and, for a failed job, in the cell."""
+        errors (or the job's own error) in the tooltip and, for a failed job, in the cell. A job
+        with JSON queries (a judge) also shows its unreadable replies, linked to their table:
+        they are no failed queries, yet scored as missing."""
         title = job.error or (services.failure_summary(job) if job.failed_queries else "")
-        url = reverse("inference:job-detail", args=[job.pk]) + "#job-failures"
+        page = reverse("inference:job-detail", args=[job.pk])
+        unreadable = ""
+        if selectors.job_json_queries(job):
+            unreadable = format_html(
+                '<br><a class="job-live" data-job="{}" data-field="unreadable" href="{}#job-unreadable" '
+                'title="replies that stayed unreadable JSON after their repairs: scored as missing">{} unreadable</a>',
+                job.pk, page, selectors.unreadable_count(job),
+            )
         return format_html(
-            '<a class="job-live" data-job="{}" data-field="failures" href="{}" title="{}">{}</a>{}',
-            job.pk, url, title, job.failed_queries,
+            '<a class="job-live" data-job="{}" data-field="failures" href="{}" title="{}">{}</a>{}{}',
+            job.pk, page + "#job-failures", title, job.failed_queries, unreadable,
             format_html('<br><span class="errornote job-error">{}</span>', job.error[:200]) if job.error else "",
         )
 
@@ -265,7 +276,7 @@ class InferenceJobAdmin(ProjectScopedAdmin):
         n = sum(services.job_cancel(job=job, actor=request.user) for job in queryset)
         self.message_user(request, f"Cancelled {n} job(s).")
 
-    @admin.action(description="Retry failed items of selected jobs")
+    @admin.action(description="Retry failed items of selected jobs (failed queries and unreadable judge replies)")
     def retry_failed(self, request, queryset):
         n = sum(services.job_retry_failed(job=job, actor=request.user) for job in queryset)
         self.message_user(request, f"Re-running {n} item(s).")
@@ -274,6 +285,15 @@ class InferenceJobAdmin(ProjectScopedAdmin):
     def rescore(self, request, queryset):
         n = sum(services.job_rescore(job=job) for job in queryset)
         self.message_user(request, f"Re-scored; {n} answer(s) changed.")
+
+
+@admin.register(Prediction)
+class PredictionAdmin(ProjectRecordAdmin):
+    project_field = "job__project"
+    list_display = ("id", "job", "item", "query", "status", "answer", "attempts", "latency_ms")
+    list_filter = ("status",)
+    list_select_related = ("job__project", "item__project")
+    search_fields = ("item__external_id", "query")
 
 
 @admin.register(BackgroundRun)

@@ -29,6 +29,15 @@ class FailureSerializer(serializers.Serializer):
     attempts = serializers.IntegerField()
 
 
+class UnreadableReplySerializer(serializers.Serializer):
+    item = serializers.CharField()
+    query = serializers.CharField()
+    reason = serializers.CharField(allow_blank=True)
+    attempts = serializers.IntegerField(help_text="requests made for the query, its JSON repair requests included")
+    json_repairs = serializers.IntegerField()
+    reply = serializers.CharField(allow_blank=True, help_text="the start of the stored reply")
+
+
 class ProgressSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     status = serializers.CharField()
@@ -47,7 +56,11 @@ class ProgressSerializer(serializers.Serializer):
     cost_usd = serializers.FloatField(allow_null=True)
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
-    failures = FailureSerializer(many=True)
+    failures = FailureSerializer(many=True, help_text="failed queries (no reply came back), the first 50")
+    unreadable = serializers.IntegerField(
+        help_text="replies that came back but stayed unreadable JSON through their repairs (judges): "
+                  "counted in done, scored as missing, asked again by retry-failed")
+    unreadable_replies = UnreadableReplySerializer(many=True, help_text="the first 50 unreadable replies")
 
 
 class JobProgressApi(APIView):
@@ -68,7 +81,7 @@ class JobCancelApi(APIView):
 
 class JobRetryFailedApi(APIView):
     @extend_schema(request=None, responses=OpenApiTypes.OBJECT,
-                   summary="Re-run every item of a job that lacks an OK prediction ({\"items\": n})")
+                   summary="Re-run every item of a job with a failed query or an unreadable judge reply ({\"items\": n})")
     def post(self, request, pk: int):
         job = _job(request, pk)
         return Response({"items": services.job_retry_failed(job=job, actor=request.user)})

@@ -1,9 +1,10 @@
 """Media preparation for model queries: video frames and images. Plain Python, no Django.
 
-Frames: N uniformly spaced frames of a video, decoded by `extract_frames` (one ffmpeg `select`
-pass, or a seek per frame where the clip's keyframe spacing makes that faster, or the nearest
-keyframes in keyframe mode: video_frames.py), resized to fit a bound (448x448 by default), cached
-on disk by (content hash, N, bound, mode) so a re-run or a second job never decodes the same video
+Frames: N uniformly spaced frames of a video, decoded in-process by `extract_frames` (PyAV: one
+pass, or a seek per run of frames where the clip's packet index says that decodes less, or the
+nearest keyframes in keyframe mode: video_frames.py), turned upright and resized to fit a bound as
+shown (448x448 by default; each frame scaled from its own stored size), cached on disk by (content
+hash, N, bound, mode) so a re-run or a second job never decodes the same video
 twice, and a job's gpu chunks read frames its CPU workers prepared (services/frames.py).
 Images: resized to fit the same bound and optionally cropped to an annotated box
 `[x, y, width, height]` in image pixels.
@@ -24,25 +25,21 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import ffmpeg
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 from annotation.media_probe import MediaError, VideoInfo, ffmpeg_exe, last_line, probe_video, sha256_of
 
 from . import video_frames
-from .video_frames import FrameCountMismatch
+from .video_frames import FrameCountMismatch, fit_within
 
 DEFAULT_BOUND = (448, 448)
 JPEG_QUALITY = 90
-CACHE_FORMAT = 1  # bump when the cached layout or the resizing changes
-
-
-def fit_within(width: int, height: int, bound: tuple[int, int]) -> tuple[int, int]:
-    """Largest size with the same aspect ratio that fits the bound; never upscales."""
-    bw, bh = bound
-    scale = min(bw / width, bh / height, 1.0)
-    return max(1, round(width * scale)), max(1, round(height * scale))
+# Bump when the cached layout or the resizing changes. Not bumped when frames became fitted to
+# the bound as shown rather than as stored: for a square bound (every job's: services/frames.py)
+# both give the same pixels, rotated or not (tests/inference/test_video_rotation.py); only a
+# direct call with a non-square bound gets a rotated video's frames at a new size now.
+CACHE_FORMAT = 1
 
 
 def uniform_indices(total: int, n: int) -> list[int]:
@@ -54,63 +51,38 @@ def uniform_indices(total: int, n: int) -> list[int]:
     return [int((i + 0.5) * total / n) for i in range(n)]
 
 
-def decode_frames(path: str | os.PathLike, indices: list[int], size: tuple[int, int]) -> list[np.ndarray]:
-    """Decode exactly the frames at `indices`, scaled to `size`, in one ffmpeg pass."""
-    width, height = size
-    expr = "+".join(f"eq(n,{i})" for i in indices)  # ffmpeg-python escapes the commas itself
-    stream = (
-        ffmpeg.input(str(path))
-        .video.filter("select", expr)
-        .filter("scale", width, height)
-        .output("pipe:", format="rawvideo", pix_fmt="rgb24", fps_mode="vfr")
-    )
-    try:
-        out, _ = stream.run(cmd=ffmpeg_exe(), capture_stdout=True, capture_stderr=True)
-    except ffmpeg.Error as exc:
-        raise MediaError(f"ffmpeg cannot decode video {Path(path).name}: {last_line(exc.stderr, 'unknown error')}") from None
-    frame_bytes = width * height * 3
-    got = len(out) // frame_bytes
-    if got != len(indices):
-        raise FrameCountMismatch(f"ffmpeg returned {got} of {len(indices)} frames from video {Path(path).name}")
-    array = np.frombuffer(out, dtype=np.uint8).reshape(got, height, width, 3)
-    return [array[k] for k in range(got)]
+def decode_frames(path: str | os.PathLike, indices: list[int], bound: tuple[int, int]) -> list[np.ndarray]:
+    """Decode exactly the frames at `indices`, upright and fitted within `bound`, in one pass."""
+    return video_frames.decode_one_pass(path, indices, bound)
 
 
-def decode_all_frames(path: str | os.PathLike, size: tuple[int, int]) -> np.ndarray:
-    """Every frame, scaled (the slow reference the benchmark compares against)."""
-    width, height = size
-    out, _ = (
-        ffmpeg.input(str(path))
-        .video.filter("scale", width, height)
-        .output("pipe:", format="rawvideo", pix_fmt="rgb24")
-        .run(cmd=ffmpeg_exe(), capture_stdout=True, capture_stderr=True)
-    )
-    return np.frombuffer(out, dtype=np.uint8).reshape(-1, height, width, 3)
+def decode_all_frames(path: str | os.PathLike, bound: tuple[int, int]) -> np.ndarray:
+    """Every frame, upright and fitted within `bound` (the slow reference tests compare the other
+    modes against)."""
+    return video_frames.decode_every_frame(path, bound)
 
 
 FRAME_MODES = ("exact", "keyframe")
 
 
 def extract_frames(
-    path: str | os.PathLike, indices: list[int], size: tuple[int, int], *, total: int, mode: str = "exact"
+    path: str | os.PathLike, indices: list[int], bound: tuple[int, int], *, total: int, mode: str = "exact"
 ) -> tuple[list[np.ndarray], list[int]]:
-    """The one place frames are decoded: (frames, the frame numbers they really are). Exact mode
-    seeks per frame where the probe says that beats one pass (video_frames), else one pass;
-    keyframe mode takes the nearest keyframes and says which."""
+    """The one place frames are decoded: (frames, the frame numbers they really are), each upright
+    and fitted within `bound` as shown. Exact mode seeks per run of frames where the packet index
+    says that decodes less than one pass (video_frames), else one pass; keyframe mode takes the
+    nearest keyframes and says which."""
+    index = video_frames.read_index(path)
     if mode == "keyframe":
-        fps = None if video_frames.ffprobe_exe() else probe_video(path, count_frames=False).fps
-        return video_frames.decode_keyframes(path, indices, size, fps)
-    # A short clip is read in one pass without probing: seeking cannot win there.
-    if total > len(indices) * (video_frames.OPEN_COST_FRAMES + 4) + 150:
-        layout = video_frames.probe_layout(path)
-        if video_frames.choose_strategy(layout, indices, total) == "seek":
-            try:
-                return video_frames.decode_seeking(path, indices, size, layout), list(indices)
-            except FrameCountMismatch:
-                raise  # the frame count was wrong: sample_frames probes and asks again
-            except MediaError:  # a container ffmpeg cannot seek in as planned: the one pass still reads it
-                pass
-    return decode_frames(path, indices, size), list(indices)
+        return video_frames.decode_keyframes(path, indices, bound, index=index)
+    if video_frames.choose_strategy(index, indices, total) == "seek":
+        try:
+            return video_frames.decode_seeking(path, indices, bound, index), list(indices)
+        except FrameCountMismatch:
+            raise  # the frame count was wrong: sample_frames probes and asks again
+        except MediaError:  # a stream that cannot be decoded from its keyframes as indexed: one pass still reads it
+            pass
+    return decode_frames(path, indices, bound), list(indices)
 
 
 def frame_cache_folder(
@@ -159,18 +131,20 @@ def sample_frames(
     if meta_path.is_file():
         meta = json.loads(meta_path.read_text())
         return Frames([folder / f for f in meta["files"]], meta["indices"], tuple(meta["size"]), meta["source_frames"])
-    # Known metadata (an imported asset's width, height and frame count) saves the ffprobe pass;
-    # if the container's frame count was wrong, the decode returns fewer frames and we probe.
+    # Known metadata (an imported asset's frame count) saves the ffprobe pass; if the container's
+    # frame count was wrong, the decode returns fewer frames and we probe. Its width and height
+    # play no part: the decoder fits each frame from the frame's own size, so an asset that
+    # recorded a phone video's stored size (imported before sizes were the displayed ones) and
+    # one that records the displayed size give the same frames.
     try:
-        info = known if known and known.frame_count > 0 else probe_video(path)
-        size = fit_within(info.width, info.height, bound)
+        info = known if known and (known.frame_count or 0) > 0 else probe_video(path)
         indices = uniform_indices(info.frame_count, n)
-        arrays, indices = extract_frames(path, indices, size, total=info.frame_count, mode=mode)
+        arrays, indices = extract_frames(path, indices, bound, total=info.frame_count, mode=mode)
     except FrameCountMismatch:
         info = probe_video(path)
-        size = fit_within(info.width, info.height, bound)
         indices = uniform_indices(info.frame_count, n)
-        arrays, indices = extract_frames(path, indices, size, total=info.frame_count, mode=mode)
+        arrays, indices = extract_frames(path, indices, bound, total=info.frame_count, mode=mode)
+    size = (arrays[0].shape[1], arrays[0].shape[0])  # as shown (n >= 1 and a probed video has frames)
     # Write into a private folder and rename it into place, so concurrent workers never see half a cache.
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".tmp-"))
@@ -231,13 +205,32 @@ def file_data_url(path: str | os.PathLike) -> str:
 
 def make_test_video(
     path: str | os.PathLike, *, seconds: float = 1, size: str = "64x48", rate: int = 10, gop: int = 10**6,
-    source: str = "testsrc", preset: str | None = None,
+    source: str = "testsrc", preset: str | None = None, rotation: int = 0,
 ) -> Path:
     """A synthetic video (ffmpeg testsrc or testsrc2, H.264) for tests and benchmarks; one keyframe
-    unless `gop` (frames between keyframes) says otherwise."""
+    unless `gop` (frames between keyframes) says otherwise. `rotation` (degrees counterclockwise,
+    as a display matrix states it) tags the stream the way a phone does, frames stored as given."""
+    path = Path(path)
+    encoded = path.with_name(f".plain-{path.name}") if rotation else path
     subprocess.run(
         [ffmpeg_exe(), "-y", "-loglevel", "error", "-f", "lavfi", "-i", f"{source}=duration={seconds}:size={size}:rate={rate}",
-         "-pix_fmt", "yuv420p", "-g", str(gop), *(["-preset", preset] if preset else []), str(path)],
+         "-pix_fmt", "yuv420p", "-g", str(gop), *(["-preset", preset] if preset else []), str(encoded)],
         check=True,
     )
-    return Path(path)
+    if rotation:
+        _tag_rotation(encoded, path, rotation)
+        encoded.unlink()
+    return path
+
+
+def _tag_rotation(source: Path, dest: Path, rotation: int) -> None:
+    """Copy `source` to `dest` with a display matrix turning it `rotation` degrees counterclockwise:
+    FFmpeg 6.1 and later take ``-display_rotation``; earlier ones (Debian 12 has 5.1) turn a
+    ``rotate`` tag into the same matrix, which later ones ignore. A stream copy: re-encoding
+    would let ffmpeg's autorotation turn the pixels instead."""
+    quiet = [ffmpeg_exe(), "-y", "-loglevel", "error"]
+    proc = subprocess.run([*quiet, "-display_rotation:v:0", str(rotation), "-i", str(source), "-c", "copy", str(dest)],
+                          capture_output=True)
+    if proc.returncode != 0:
+        subprocess.run([*quiet, "-i", str(source), "-c", "copy", "-metadata:s:v:0", f"rotate={rotation % 360}", str(dest)],
+                       check=True)

@@ -101,7 +101,10 @@ class Prediction(models.Model):
     answer = models.JSONField(null=True, blank=True)
     logprobs = models.JSONField(null=True, blank=True)
     frame_indices = models.JSONField(null=True, blank=True)
+    # Requests made for this query, JSON repair requests included (and their tokens and time below).
     attempts = models.PositiveSmallIntegerField(default=0)
+    # JSON repair requests sent after a structured (judge) reply could not be read.
+    json_repairs = models.PositiveSmallIntegerField(default=0)
     latency_ms = models.PositiveIntegerField(default=0)
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)

@@ -1,4 +1,5 @@
-"""Read paths of the inference app: the items a run answers, job progress, failures, results and samples."""
+"""Read paths of the inference app: the items a run answers, job progress, failures and
+unreadable replies, results and samples."""
 from __future__ import annotations
 
 import importlib.metadata
@@ -14,10 +15,12 @@ from django.utils.module_loading import import_string
 from annotation.models import Item, ItemStatus, Project, Release
 from annotation.protocols import changeit_vocabulary, resolve_queries
 
+from . import protocols
 from .backends.keys import key_var_refusal
-from .models import InferenceJob, JobStatus, ModelEndpoint, Prediction, PredictionStatus
+from .models import InferenceJob, JobMode, JobStatus, ModelEndpoint, Prediction, PredictionStatus
 
 FAILURES_SHOWN = 50
+REPLY_SHOWN = 200  # characters of an unreadable reply shown on the job page and in the progress API
 
 
 @dataclass
@@ -55,12 +58,19 @@ def run_items(*, project: Project, release: Release | None) -> list[RunItem]:
     ]
 
 
+def endpoint_refusal(endpoint: ModelEndpoint) -> str | None:
+    """Why no job may be started on this endpoint now, or None when one may: the API key variable
+    it names is not one the operator allows (backends/keys.py). The rule of endpoints_usable, for
+    a caller that names one endpoint and must say why it is refused (run_inference)."""
+    return key_var_refusal(endpoint.api_key_env)
+
+
 def endpoints_usable() -> QuerySet[ModelEndpoint]:
-    """Endpoints a job may be started on: every endpoint whose API key variable (if it names one)
-    the operator allows now (backends/keys.py). An endpoint is not owned by a project, so these are
-    the same for every researcher; one whose variable was disallowed since could only fail."""
-    named = ModelEndpoint.objects.exclude(api_key_env="").values_list("pk", "api_key_env")
-    refused = [pk for pk, name in named if key_var_refusal(name)]
+    """Endpoints a job may be started on: those endpoint_refusal lets through. An endpoint is not
+    owned by a project, so these are the same for every researcher; one whose variable was
+    disallowed since could only fail."""
+    named = ModelEndpoint.objects.exclude(api_key_env="").only("pk", "name", "api_key_env")
+    refused = [endpoint.pk for endpoint in named if endpoint_refusal(endpoint)]
     return ModelEndpoint.objects.exclude(pk__in=refused)
 
 
@@ -103,8 +113,44 @@ def job_failures(*, job: InferenceJob, limit: int = FAILURES_SHOWN) -> list[dict
     return [{"item": p.item.external_id, "query": p.query, "error": p.error, "attempts": p.attempts} for p in rows]
 
 
+def job_json_queries(job: InferenceJob) -> tuple[str, ...]:
+    """The job's queries answered as a JSON object (protocols.json_queries): the OSCBench judge,
+    a STATUS suggestion. The only ones whose reply can be an unreadable reply."""
+    return protocols.json_queries(job.protocol, suggest=job.mode == JobMode.SUGGEST)
+
+
+def unreadable_replies(job: InferenceJob) -> QuerySet[Prediction]:
+    """The job's unreadable replies: JSON queries whose reply came back (status ok) but stayed
+    unreadable through its repairs, so it has no answer and is scored as missing. Counted in
+    `done` (a reply came back, its tokens were paid), not in `failed` (a request that got no
+    reply); "retry failed" asks them again (services.job_retry_failed)."""
+    return Prediction.objects.filter(
+        job=job, status=PredictionStatus.OK, answer__isnull=True, query__in=job_json_queries(job)
+    )
+
+
+def unreadable_count(job: InferenceJob) -> int:
+    return unreadable_replies(job).count() if job_json_queries(job) else 0
+
+
+def job_unreadable(*, job: InferenceJob, limit: int = FAILURES_SHOWN) -> tuple[int, list[dict[str, Any]]]:
+    """How many unreadable replies the job has, and the first `limit` of them (item order) with
+    their reason, requests (repairs included), repairs and the start of the stored reply."""
+    if not job_json_queries(job):
+        return 0, []  # no JSON query: nothing to count (most evaluate jobs)
+    replies = unreadable_replies(job)
+    rows = replies.select_related("item").order_by("item_id", "query")[:limit]
+    shown = [
+        {"item": p.item.external_id, "query": p.query, "reason": p.error, "attempts": p.attempts,
+         "json_repairs": p.json_repairs, "reply": p.raw_output[:REPLY_SHOWN]}
+        for p in rows
+    ]
+    return (len(shown) if len(shown) < limit else unreadable_count(job)), shown
+
+
 def job_progress(*, job: InferenceJob) -> dict[str, Any]:
     rate, eta = job_rate_eta(job)
+    unreadable, unreadable_shown = job_unreadable(job=job)
     return {
         "id": job.pk,
         "status": job.status,
@@ -124,6 +170,8 @@ def job_progress(*, job: InferenceJob) -> dict[str, Any]:
         "started_at": job.started_at,
         "finished_at": job.finished_at,
         "failures": job_failures(job=job),
+        "unreadable": unreadable,
+        "unreadable_replies": unreadable_shown,
     }
 
 
@@ -239,6 +287,7 @@ def job_samples(*, job: InferenceJob) -> Iterator[dict[str, Any]]:
             "logprobs": p.logprobs,
             "frame_indices": p.frame_indices,
             "attempts": p.attempts,
+            "json_repairs": p.json_repairs,
             "latency_ms": p.latency_ms,
             "prompt_tokens": p.prompt_tokens,
             "completion_tokens": p.completion_tokens,

@@ -1,256 +1,401 @@
-"""Decoding the chosen frames of a video fast: probe its keyframe layout, then one pass or a seek
-per frame, or the keyframe mode. Plain Python, no Django (inference.media calls it).
+"""Decoding the chosen frames of a video fast, in-process with PyAV (FFmpeg's libraries). Plain
+Python, no Django (inference.media calls it).
 
-- One `select` pass decodes every frame of the clip; only the chosen ones are scaled and copied.
-- A seek per frame decodes from the keyframe before each chosen frame only. ffmpeg starts once per
-  group of frames (one input per frame, each with its own accurate `-ss`, joined by `concat`), and
-  the groups run on up to min(4, CPUs) threads. Exact: ffmpeg's accurate seek drops the frames
-  before the asked time, so it returns the same pixels as the one pass (tests compare hashes).
-- Which one: a clip with a single keyframe (every seek would decode from frame 0) or few frames is
-  read in one pass; otherwise the frames each seek must decode (from the keyframe before it, as
-  the probe of a short prefix spaces them) are weighed against the whole clip.
-- Keyframe mode (job param ``frames_mode="keyframe"``) decodes keyframes only
-  (``-skip_frame nokey``) and takes the keyframe nearest each wanted position: far faster, not the
-  exact positions, so it returns the frame numbers it really used (recorded with the prediction).
+- The packet index (`read_index`) lists the video stream's packets without decoding anything:
+  their presentation times (frame i is the packet with the i-th smallest one), which are
+  keyframes, and the decode order. A 60 s clip takes ~10 ms, a 5-minute one ~40 ms.
+- Exact frames, by seeking (`decode_seeking`): the wanted frames are grouped into runs, one per
+  keyframe they follow; each run seeks to its keyframe and decodes forward to its last wanted
+  frame. On the way, frames no other frame refers to (H.264's non-reference B-frames; the
+  decoder's ``skip_frame=NONREF``) are not decoded unless they are wanted, which the ffmpeg
+  command line cannot do per frame: for x264's defaults that skips about a third of the work.
+  Runs are spread over up to min(4, CPUs) threads, each with its own demuxer and single-threaded
+  decoder (PyAV releases the GIL while decoding).
+- Exact frames, in one pass (`decode_one_pass`): every frame decoded with the decoder's own frame
+  threads, only the wanted ones converted. Chosen when the runs would decode more than that
+  (`choose_strategy`): one keyframe for the whole clip, or wanted frames dense in every GOP.
+- Keyframe mode (`decode_keyframes`, job param ``frames_mode="keyframe"``) decodes only the
+  keyframe nearest each wanted frame (a run of one frame: a seek and that keyframe) and returns
+  the frame numbers it really used, recorded with the prediction.
+
+Every mode converts with the same scaler (bicubic, to RGB24) and turns frames upright by the
+stream's rotation, so a frame is the same pixels whichever mode decoded it (tests hash them
+against decoding every frame). Callers give a bound, not a size: each frame is fitted within it
+as shown (upright) from its own stored size, so no recorded size (an asset imported before sizes
+were the displayed ones records a phone video's stored size) can distort it.
 """
 from __future__ import annotations
 
-import json
+import bisect
 import os
-import re
-import statistics
-import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 
-from annotation.media_probe import MediaError, ffmpeg_exe, ffprobe_exe, last_line
+from annotation.media_probe import MediaError
 
-PROBE_PREFIX_SECONDS = 10
-GROUP_SIZE = 16  # frames per ffmpeg process: each input keeps a decoder's buffers until the end
-OPEN_COST_FRAMES = 12  # opening one more input costs about as much as decoding this many frames
-SEEK_PREROLL = 3 / 23  # ffmpeg seeks this much earlier than -ss in streams with B-frames (fftools)
-SEEK_SHARE = 1.0  # seek when it decodes less than one pass: separate single-threaded decoders parallelise better than one frame-threaded pass
+SKIP_UNWANTED = "NONREF"  # what a run's decoder skips of the frames it passes (bench: "DEFAULT" skips none)
+SEEK_COST_FRAMES = 6  # a seek and a fresh decoder cost about as much as decoding this many frames
+INTERPOLATION = "BICUBIC"
+
+
+av = None  # PyAV, imported on first use: web processes import this module and never decode
+
+
+def _lib():
+    global av
+    if av is None:
+        import av as module
+
+        av = module
+    return av
 
 
 class FrameCountMismatch(MediaError):
-    """ffmpeg returned fewer frames than asked for (the frame count used was wrong)."""
-
-
-@dataclass(frozen=True)
-class Layout:
-    """What the seek plan needs: the frame rate (constant or not), where the stream starts relative
-    to the container's start (what ffmpeg's -ss counts from), and keyframe spacing in a prefix."""
-
-    fps: Fraction | None
-    constant_rate: bool
-    offset: float
-    keyframes: tuple[float, ...]  # keyframe times in the probed prefix, seconds from the stream's start
-    probed: float  # seconds covered by the probe
-    start: float = 0.0  # the stream's first timestamp, seconds
-    b_frames: bool = False  # ffmpeg then seeks SEEK_PREROLL earlier than asked
-
-    def keyframe_before(self, t: float) -> float:
-        """The last keyframe at or before t (seconds from the stream's start), the prefix's
-        spacing assumed to go on."""
-        known = [k for k in self.keyframes if k <= t]
-        gop = self.gop_seconds
-        if gop and t > self.probed and known:
-            return known[-1] + (t - known[-1]) // gop * gop
-        return known[-1] if known else 0.0
-
-    @property
-    def gop_seconds(self) -> float | None:
-        """Median keyframe interval; None with fewer than two keyframes in the prefix."""
-        if len(self.keyframes) < 2:
-            return None
-        return statistics.median(b - a for a, b in zip(self.keyframes, self.keyframes[1:]))
+    """The video has fewer frames than asked for (the frame count used was wrong)."""
 
 
 def worker_threads() -> int:
-    return max(1, min(4, os.cpu_count() or 1))
-
-
-def _rate(text: str | None) -> Fraction | None:
+    """Decoding threads: the CPUs this worker may run on (its affinity, which a container's cpuset
+    narrows), at most 4."""
     try:
-        value = Fraction(text)
-    except (TypeError, ValueError, ZeroDivisionError):
-        return None
-    return value if value > 0 else None
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, min(4, cpus))
 
 
-def _float(text, default: float = 0.0) -> float:
+def _open(path: str | os.PathLike):
+    _lib()
     try:
-        return float(text)
-    except (TypeError, ValueError):
-        return default
+        container = av.open(str(path))
+    except (av.FFmpegError, OSError) as exc:
+        raise MediaError(f"cannot decode video {Path(path).name}: {exc}") from None
+    if not container.streams.video:
+        container.close()
+        raise MediaError(f"video {Path(path).name} has no video stream")
+    return container
 
 
-def probe_layout(path: str | os.PathLike, *, prefix: float = PROBE_PREFIX_SECONDS) -> Layout | None:
-    """Keyframe spacing from the packet flags of the first `prefix` seconds (ffprobe reads packets,
-    decodes nothing); None without ffprobe or when it cannot read the file (then: one pass)."""
-    ffprobe = ffprobe_exe()
-    if ffprobe is None:
-        return None
-    proc = subprocess.run(
-        [ffprobe, "-v", "error", "-select_streams", "v:0", "-read_intervals", f"%+{prefix}",
-         "-show_entries", "packet=pts_time,flags:stream=r_frame_rate,avg_frame_rate,start_time,has_b_frames:format=start_time",
-         "-of", "json", str(path)],
-        capture_output=True, timeout=60,
-    )
-    if proc.returncode != 0:
-        return None
-    data = json.loads(proc.stdout or b"{}")
-    streams = data.get("streams") or [{}]
-    stream = streams[0]
-    start = _float(stream.get("start_time"))
-    fps, avg = _rate(stream.get("r_frame_rate")), _rate(stream.get("avg_frame_rate"))
-    times = [_float(p.get("pts_time"), float("nan")) - start for p in data.get("packets", [])]
-    keys = sorted(t for t, p in zip(times, data.get("packets", [])) if "K" in p.get("flags", "") and t == t)
-    return Layout(
-        fps=fps,
-        constant_rate=bool(fps and avg and abs(float(fps - avg)) <= 0.01 * float(fps)),
-        offset=start - _float((data.get("format") or {}).get("start_time"), start),
-        keyframes=tuple(keys),
-        probed=max((t for t in times if t == t), default=0.0),
-        start=start,
-        b_frames=bool(int(_float(stream.get("has_b_frames")))),
-    )
+def _failed(path, exc) -> MediaError:
+    return MediaError(f"cannot decode video {Path(path).name}: {exc}")
 
 
-def seek_cost(layout: Layout, indices: list[int]) -> float | None:
-    """Frames a seek per frame decodes (plus the cost of opening each input), keyframes assumed
-    to keep the prefix's spacing; None when seeking cannot be planned (no rate, one keyframe)."""
-    gop = layout.gop_seconds
-    if gop is None or not layout.fps or not layout.constant_rate or gop <= 0:
-        return None
-    fps = float(layout.fps)
-    return sum((i / fps - layout.keyframe_before(i / fps)) * fps + 1 + OPEN_COST_FRAMES for i in indices)
+@dataclass(frozen=True)
+class Index:
+    """A video stream's packets in decode order, read without decoding."""
+
+    pts: tuple[int, ...]  # presentation time of each packet, in decode order
+    keyframe: tuple[bool, ...]  # whether each packet is a keyframe
+    time_base: Fraction
+    rate: Fraction | None  # the stream's average frame rate, if the container gives one
+
+    @property
+    def frame_count(self) -> int:
+        return len(self.pts)
+
+    # Derived once per index (an extraction asks for them per wanted frame and per run).
+    @cached_property
+    def _presentation(self) -> list[int]:
+        return sorted(self.pts)
+
+    @cached_property
+    def _positions(self) -> dict[int, int]:
+        return {p: k for k, p in enumerate(self.pts)}
+
+    @cached_property
+    def _keyframe_positions(self) -> list[int]:
+        return [k for k, key in enumerate(self.keyframe) if key]
+
+    def presentation(self) -> list[int]:
+        """pts of frame 0, 1, 2, ... (presentation order)."""
+        return self._presentation
+
+    def positions(self) -> dict[int, int]:
+        """pts → decode position."""
+        return self._positions
+
+    def keyframe_positions(self) -> list[int]:
+        return self._keyframe_positions
+
+    def start_of(self, position: int) -> int:
+        """The decode position to start from to decode the packet at `position`: the last keyframe
+        before it whose own frame comes no later (a closed GOP's keyframe; an open GOP's leading
+        frames need the keyframe before)."""
+        keys = self.keyframe_positions()
+        k = bisect.bisect_right(keys, position) - 1
+        while k > 0 and self.pts[keys[k]] > self.pts[position]:
+            k -= 1
+        return keys[k] if k >= 0 else 0
 
 
-def choose_strategy(layout: Layout | None, indices: list[int], total_frames: int) -> str:
-    """'seek' when seeking per frame decodes clearly less than one pass, else 'select'."""
-    if layout is None or not indices:
+def read_index(path: str | os.PathLike) -> Index | None:
+    """The packet index of the first video stream; None when the container gives packets without
+    presentation times (then only the one pass can number the frames)."""
+    container = _open(path)
+    try:
+        stream = container.streams.video[0]
+        pts, keys = [], []
+        for packet in container.demux(stream):
+            if packet.size == 0 or packet.is_discard:
+                continue  # the demuxer's end-of-stream packet, and frames an edit list drops
+            if packet.pts is None:
+                return None
+            pts.append(packet.pts)
+            keys.append(packet.is_keyframe)
+        if len(set(pts)) != len(pts) or not any(keys):
+            return None
+        return Index(tuple(pts), tuple(keys), Fraction(stream.time_base), Fraction(stream.average_rate) if stream.average_rate else None)
+    except av.FFmpegError as exc:
+        raise _failed(path, exc) from None
+    finally:
+        container.close()
+
+
+def fit_within(width: int, height: int, bound: tuple[int, int]) -> tuple[int, int]:
+    """Largest size with the same aspect ratio that fits the bound; never upscales."""
+    bw, bh = bound
+    scale = min(bw / width, bh / height, 1.0)
+    return max(1, round(width * scale)), max(1, round(height * scale))
+
+
+def _convert(frame, bound: tuple[int, int]) -> np.ndarray:
+    """The frame turned upright as players show it when the stream carries a rotation (phone
+    videos; a quarter turn swaps width and height) and fitted within `bound` as shown. The scale
+    comes from the frame's own stored size, then the scaled frame is turned."""
+    turns = round((frame.rotation or 0) / 90) % 4
+    sideways = turns % 2 == 1
+    shown = fit_within(frame.height, frame.width, bound) if sideways else fit_within(frame.width, frame.height, bound)
+    width, height = (shown[1], shown[0]) if sideways else shown
+    array = frame.to_ndarray(width=width, height=height, format="rgb24", interpolation=INTERPOLATION)
+    return np.ascontiguousarray(np.rot90(array, turns)) if turns else array
+
+
+def _need(indices: list[int], total: int, path) -> None:
+    if indices and (max(indices) >= total or min(indices) < 0):
+        raise FrameCountMismatch(f"video {Path(path).name} has {total} frames, not the {max(indices) + 1} asked for")
+
+
+@dataclass(frozen=True)
+class Run:
+    """Decode from the keyframe at `start` to the last target; targets are (decode position, pts)."""
+
+    start: int
+    targets: tuple[tuple[int, int], ...]
+
+    @property
+    def cost(self) -> int:
+        return self.targets[-1][0] - self.start + 1 + SEEK_COST_FRAMES
+
+
+def plan_runs(index: Index, indices: list[int]) -> list[Run]:
+    """The wanted frames grouped by the keyframe their decoding starts from, in decode order; a
+    run goes on through the next keyframe instead of seeking when its targets overlap."""
+    order = index.presentation()
+    if indices and max(indices) >= len(order):
+        raise FrameCountMismatch(f"the video has {len(order)} frames, not the {max(indices) + 1} asked for")
+    where = index.positions()
+    wanted = sorted({where[order[i]] for i in indices})
+    runs: list[Run] = []
+    for position in wanted:
+        start = index.start_of(position)
+        if runs and start <= runs[-1].targets[-1][0]:
+            # Within reach of the run: decode on (an open GOP's leading frame moves its start back).
+            last = runs[-1]
+            runs[-1] = Run(min(start, last.start), last.targets + ((position, index.pts[position]),))
+        else:
+            runs.append(Run(start, ((position, index.pts[position]),)))
+    return runs
+
+
+def choose_strategy(index: Index | None, indices: list[int], total: int | None = None, threads: int | None = None) -> str:
+    """'seek' when the runs decode fewer frames per thread than one frame-threaded pass, else
+    'select' (the one pass)."""
+    if index is None or not indices:
         return "select"
-    cost = seek_cost(layout, indices)
-    if cost is None:
-        return "select"
-    return "seek" if cost < SEEK_SHARE * total_frames else "select"
+    threads = threads or worker_threads()
+    total = total or index.frame_count
+    runs = plan_runs(index, indices)
+    costs = sorted((run.cost for run in runs), reverse=True)
+    per_thread = max(costs[0], sum(costs) / min(threads, len(runs)))
+    return "seek" if per_thread < total / threads else "select"
 
 
-def _run(args: list[str], path: str | os.PathLike) -> tuple[bytes, bytes]:
-    proc = subprocess.run([ffmpeg_exe(), "-hide_banner", "-nostdin", *args], capture_output=True)
-    if proc.returncode != 0:
-        raise MediaError(f"ffmpeg cannot decode video {Path(path).name}: {last_line(proc.stderr, 'unknown error')}")
-    return proc.stdout, proc.stderr
+def _split(runs: list[Run], parts: int) -> list[list[Run]]:
+    """Consecutive runs in `parts` groups of about equal cost (each thread decodes forward)."""
+    parts = max(1, min(parts, len(runs)))
+    total = sum(r.cost for r in runs)
+    groups: list[list[Run]] = [[]]
+    done = 0
+    for run in runs:
+        if groups[-1] and len(groups) < parts and done >= total * len(groups) / parts:
+            groups.append([])
+        groups[-1].append(run)
+        done += run.cost
+    return groups
 
 
-def _frames(out: bytes, want: int, size: tuple[int, int], path) -> list[np.ndarray]:
-    width, height = size
-    got = len(out) // (width * height * 3)
-    if got != want:
-        raise FrameCountMismatch(f"ffmpeg returned {got} of {want} frames from video {Path(path).name}")
-    array = np.frombuffer(out, dtype=np.uint8).reshape(got, height, width, 3)
-    return [array[k] for k in range(got)]
+SEEK_BACK_SECONDS = (0, 1, 4, 16)  # seek this much before the keyframe when a seek lands past it
+
+
+def _packets_from(container, stream, index: Index, position: int, where: dict[int, int]):
+    """The stream's packets from decode position `position` (a keyframe) on. A seek by time lands
+    on that keyframe in an indexed container (MP4, MKV) but can land a little past it where the
+    demuxer seeks by bytes (MPEG-TS): then it seeks further back and reads on, decoding nothing,
+    to the keyframe."""
+    target = index.pts[position]
+    for back in SEEK_BACK_SECONDS:
+        container.seek(target - int(back / index.time_base), stream=stream, backward=True, any_frame=False)
+        stream.codec_context.flush_buffers()
+        packets = container.demux(stream)
+        for packet in packets:
+            if packet.size == 0:
+                break
+            here = where.get(packet.pts)
+            if here is None or here < position:
+                continue
+            if here > position:
+                break  # landed past the keyframe: seek further back
+            yield packet
+            for packet in packets:
+                if packet.size == 0:
+                    return
+                yield packet
+            return
+    raise MediaError(f"cannot seek to frame at {float(target * index.time_base):.3f} s")
+
+
+def _decode_runs(path, runs: list[Run], bound: tuple[int, int], index: Index) -> dict[int, np.ndarray]:
+    """pts → converted frame, for every target of the runs (one demuxer, one decoder)."""
+    container = _open(path)
+    out: dict[int, np.ndarray] = {}
+    try:
+        stream = container.streams.video[0]
+        stream.thread_type = "NONE"  # skip_frame must apply to the very packet it is set for
+        codec = stream.codec_context
+        where = index.positions()
+        for run in runs:
+            wanted = {pts for _, pts in run.targets}
+            last_pts = run.targets[-1][1]
+            for packet in _packets_from(container, stream, index, run.start, where):
+                codec.skip_frame = "DEFAULT" if packet.pts in wanted else SKIP_UNWANTED
+                for frame in codec.decode(packet):
+                    if frame.pts in wanted:
+                        out[frame.pts] = _convert(frame, bound)
+                if packet.pts == last_pts:
+                    break
+            codec.skip_frame = "DEFAULT"
+            for frame in codec.decode(None):  # drain the frames the decoder holds for reordering
+                if frame.pts in wanted:
+                    out[frame.pts] = _convert(frame, bound)
+            codec.flush_buffers()
+    except av.FFmpegError as exc:
+        raise _failed(path, exc) from None
+    finally:
+        container.close()
+    return out
+
+
+def _map(fn, groups: list, threads: int) -> list:
+    if len(groups) <= 1 or threads <= 1:
+        return [fn(g) for g in groups]
+    with ThreadPoolExecutor(min(threads, len(groups))) as pool:
+        return list(pool.map(fn, groups))
 
 
 def decode_seeking(
-    path: str | os.PathLike, indices: list[int], size: tuple[int, int], layout: Layout, *, threads: int | None = None
+    path: str | os.PathLike, indices: list[int], bound: tuple[int, int], index: Index, *, threads: int | None = None
 ) -> list[np.ndarray]:
-    """The frames at `indices` (of a constant-rate stream), one accurate seek each."""
-    fps = layout.fps
-    groups = [indices[i : i + GROUP_SIZE] for i in range(0, len(indices), GROUP_SIZE)]
-
-    def one_group(group: list[int]) -> list[np.ndarray]:
-        args: list[str] = []
-        picks: list[str] = []
-        for i in group:
-            t = float(i / fps)
-            if layout.b_frames:
-                # ffmpeg would seek SEEK_PREROLL before the asked time, a whole GOP early for a frame
-                # just after a keyframe: ask for just past that keyframe's pre-roll instead, start
-                # decoding there, and pick the frame by its own timestamp (-copyts keeps them).
-                at = layout.offset + layout.keyframe_before(t) + SEEK_PREROLL + 0.001
-                args += ["-threads", "1", "-noaccurate_seek", "-ss", f"{at:.6f}", "-i", str(path)]
-                picks.append(f"select=gte(t\\,{layout.start + (i - 0.5) / float(fps):.6f}),")
-            else:
-                # Frame i starts at offset + i/fps; ffmpeg rounds -ss to the stream's time base, so
-                # the microsecond rounding here lands on that frame's timestamp exactly.
-                args += ["-threads", "1", "-ss", f"{layout.offset + t:.6f}", "-i", str(path)]
-                picks.append("")
-        if layout.b_frames:
-            args = ["-copyts", *args]
-        chains = ";".join(f"[{k}:v:0]{pick}trim=end_frame=1,setpts=PTS-STARTPTS[f{k}]" for k, pick in enumerate(picks))
-        joined = "".join(f"[f{k}]" for k in range(len(group)))
-        graph = f"{chains};{joined}concat=n={len(group)}:v=1:a=0,scale={size[0]}:{size[1]}[out]"
-        out, _ = _run(args + ["-filter_complex", graph, "-map", "[out]", "-fps_mode", "passthrough",
-                              "-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:"], path)
-        return _frames(out, len(group), size, path)
-
-    workers = max(1, min(threads or worker_threads(), len(groups)))
-    if workers == 1:
-        results = [one_group(g) for g in groups]
-    else:
-        with ThreadPoolExecutor(workers) as pool:
-            results = list(pool.map(one_group, groups))
-    return [frame for result in results for frame in result]
+    """The frames at `indices` (presentation order), each decoded from the keyframe its run starts at."""
+    _need(indices, index.frame_count, path)
+    threads = threads or worker_threads()
+    runs = plan_runs(index, indices)
+    found: dict[int, np.ndarray] = {}
+    for part in _map(lambda group: _decode_runs(path, group, bound, index), _split(runs, threads), threads):
+        found.update(part)
+    order = index.presentation()
+    missing = [i for i in indices if order[i] not in found]
+    if missing:
+        raise MediaError(f"cannot decode frame {missing[0]} of video {Path(path).name} by seeking")
+    return [found[order[i]] for i in indices]
 
 
-_SHOWINFO_PTS = re.compile(r"\bn:\s*(\d+)\s+pts:\s*(-?\d+)\s+pts_time:\s*(-?[\d.e+-]+)")
+def decode_one_pass(
+    path: str | os.PathLike, indices: list[int], bound: tuple[int, int], *, threads: int | None = None
+) -> list[np.ndarray]:
+    """The frames at `indices` (the n-th frame the decoder puts out), decoding every frame once with
+    the decoder's frame threads and converting only the wanted ones."""
+    wanted = set(indices)
+    last = max(indices, default=-1)
+    found: dict[int, np.ndarray] = {}
+    container = _open(path)
+    try:
+        stream = container.streams.video[0]
+        stream.thread_type = "AUTO"
+        stream.codec_context.thread_count = threads or worker_threads()
+        for n, frame in enumerate(container.decode(stream)):
+            if n in wanted:
+                found[n] = _convert(frame, bound)
+            if n >= last:
+                break
+    except av.FFmpegError as exc:
+        raise _failed(path, exc) from None
+    finally:
+        container.close()
+    if len(found) != len(wanted):
+        raise FrameCountMismatch(f"video {Path(path).name} gave {len(found)} of {len(wanted)} frames asked for")
+    return [found[i] for i in indices]
 
 
-def keyframe_times(path: str | os.PathLike) -> tuple[list[float], float | None]:
-    """Every keyframe's time (seconds, as stored) and the frame rate: one ffprobe pass over the
-    packets (no decoding), else one keyframes-only ffmpeg pass that prints each frame's time."""
-    ffprobe = ffprobe_exe()
-    if ffprobe is not None:
-        proc = subprocess.run([ffprobe, "-v", "error", "-select_streams", "v:0", "-show_entries",
-                               "stream=r_frame_rate:packet=pts_time,flags", "-of", "csv", str(path)],
-                              capture_output=True, timeout=600)
-        if proc.returncode == 0:
-            times, fps = [], None
-            for line in proc.stdout.decode().splitlines():
-                section, _, rest = line.partition(",")
-                if section == "stream":
-                    fps = _rate(rest.split(",")[0])
-                elif section == "packet":
-                    pts, _, flags = rest.partition(",")
-                    if "K" in flags and pts not in ("", "N/A"):
-                        times.append(float(pts))
-            if times:
-                return sorted(times), float(fps) if fps else None
-    _, err = _run(["-skip_frame", "nokey", "-i", str(path), "-map", "0:v:0", "-vf", "showinfo",
-                   "-f", "null", "-"], path)
-    return sorted(float(m.group(3)) for m in _SHOWINFO_PTS.finditer(err.decode("utf-8", "replace"))), None
+def decode_every_frame(path: str | os.PathLike, bound: tuple[int, int]) -> np.ndarray:
+    """Every frame, converted (the reference tests compare the other modes against)."""
+    container = _open(path)
+    try:
+        stream = container.streams.video[0]
+        stream.thread_type = "AUTO"
+        return np.stack([_convert(frame, bound) for frame in container.decode(stream)])
+    except av.FFmpegError as exc:
+        raise _failed(path, exc) from None
+    finally:
+        container.close()
+
+
+def nearest_keyframes(index: Index, indices: list[int]) -> list[int]:
+    """For each wanted frame number, the frame number of the nearest keyframe (the earlier on a tie)."""
+    rank = {p: n for n, p in enumerate(index.presentation())}
+    numbers = sorted(rank[index.pts[k]] for k in index.keyframe_positions())
+    chosen = []
+    for i in indices:
+        k = bisect.bisect_left(numbers, i)
+        near = [numbers[j] for j in (k - 1, k) if 0 <= j < len(numbers)]
+        chosen.append(min(near, key=lambda n: (abs(n - i), n)))
+    return chosen
 
 
 def decode_keyframes(
-    path: str | os.PathLike, indices: list[int], size: tuple[int, int], fps: float | None = None
+    path: str | os.PathLike, indices: list[int], bound: tuple[int, int], *, index: Index | None = None,
+    threads: int | None = None,
 ) -> tuple[list[np.ndarray], list[int]]:
-    """For each wanted frame index, the keyframe nearest to it; returns the frames and the frame
-    numbers of the keyframes really used (so a duplicate shows when two wants share a keyframe).
-    Only keyframes are decoded (-skip_frame nokey; not -discard nokey, with which the mp4 demuxer
-    stamps a keyframe one frame early)."""
-    times, probed_fps = keyframe_times(path)
-    fps = fps or probed_fps
-    if not times:
-        raise MediaError(f"video {Path(path).name} has no keyframes")
-    if not fps:
-        raise MediaError(f"video {Path(path).name} has no frame rate to place keyframes by")
-    first = times[0]
-    key_numbers = [round((t - first) * fps) for t in times]
-    chosen = [min(range(len(key_numbers)), key=lambda k: (abs(key_numbers[k] - i), k)) for i in indices]
-    ordinals = sorted(set(chosen))
-    expr = "+".join(f"eq(n\\,{k})" for k in ordinals)
-    out, err = _run(["-skip_frame", "nokey", "-i", str(path), "-map", "0:v:0",
-                     "-vf", f"select={expr},showinfo,scale={size[0]}:{size[1]}", "-fps_mode", "passthrough",
-                     "-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:"], path)
-    frames = _frames(out, len(ordinals), size, path)
-    # The positions really decoded, from the decoder's own timestamps (showinfo after select).
-    shown = [float(m.group(3)) for m in _SHOWINFO_PTS.finditer(err.decode("utf-8", "replace"))]
-    real = [round((t - first) * fps) for t in shown] if len(shown) == len(ordinals) else [key_numbers[k] for k in ordinals]
-    by_ordinal = {k: (frame, number) for k, frame, number in zip(ordinals, frames, real)}
-    return [by_ordinal[k][0] for k in chosen], [by_ordinal[k][1] for k in chosen]
+    """For each wanted frame, the keyframe nearest to it; returns the frames and the frame numbers
+    of the keyframes really used (so a duplicate shows when two wants share a keyframe)."""
+    index = index or read_index(path)
+    if index is None:
+        raise MediaError(f"video {Path(path).name} has no timestamps to find its keyframes by")
+    _need(indices, index.frame_count, path)
+    used = nearest_keyframes(index, indices)
+    order = index.presentation()
+    # A run of one target that starts at it: a seek to the keyframe and one frame decoded.
+    where = index.positions()
+    runs = [Run(where[pts], ((where[pts], pts),)) for pts in sorted({order[n] for n in used}, key=where.get)]
+    threads = threads or worker_threads()
+    found: dict[int, np.ndarray] = {}
+    for part in _map(lambda group: _decode_runs(path, group, bound, index), _split(runs, threads), threads):
+        found.update(part)
+    missing = [n for n in used if order[n] not in found]
+    if missing:
+        raise MediaError(f"cannot decode keyframe {missing[0]} of video {Path(path).name}")
+    return [found[order[n]] for n in used], used

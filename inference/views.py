@@ -26,6 +26,7 @@ def job_detail(request, pk: int):
     return render(request, "inference/job_detail.html", {
         "job": job, "progress": selectors.job_progress(job=job),
         "chunks": run_status.job_chunks(job=job), "queues": run_status.job_queues(job=job),
+        "json_queries": selectors.job_json_queries(job),  # the unreadable replies' table is for these jobs
     })
 
 

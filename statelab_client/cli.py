@@ -9,7 +9,8 @@ progress and messages to stderr (--quiet: no progress bars).
 Exit status:
   0  done
   1  the server did the work and it failed: an import refused or failed (its error lines on
-     stderr), a job failed or was cancelled, or (job --strict) finished with failed queries
+     stderr), a job failed or was cancelled, or (job --strict) finished with failed queries or
+     unreadable judge replies
   2  usage: bad arguments, no URL or token
   3  the server refused the request (HTTP 400, 404, 409, ... : its message on stderr)
   4  not signed in or not allowed (HTTP 401, 403: a missing, wrong or expired token, or a role
@@ -188,8 +189,14 @@ def _wait_job(client: StateLabClient, job_id: int, args: argparse.Namespace) -> 
               file=sys.stderr)
         for failure in progress["failures"][:5]:
             print(f"  {failure['item']} / {failure['query']}: {failure['error']}", file=sys.stderr)
-        if args.strict:
-            return EXIT_FAILED
+    unreadable = progress.get("unreadable") or 0
+    if unreadable:
+        print(f"statelab: warning: job {job_id} finished with {unreadable} judge replies unreadable after repairs "
+              "(scored as missing; retry the failed queries to ask again)", file=sys.stderr)
+        for reply in progress.get("unreadable_replies", [])[:5]:
+            print(f"  {reply['item']} / {reply['query']}: {reply['reason']}", file=sys.stderr)
+    if args.strict and (progress["failed"] or unreadable):
+        return EXIT_FAILED
     return EXIT_OK
 
 
@@ -202,7 +209,8 @@ def cmd_job_cancel(client: StateLabClient, args: argparse.Namespace) -> int:
 
 
 def cmd_leaderboard(client: StateLabClient, args: argparse.Namespace) -> int:
-    board = client.leaderboard(args.project, release=args.release, judge=args.judge, fmt=args.format, details=args.details)
+    board = client.leaderboard(args.project, release=args.release, judge=args.judge, fmt=args.format, details=args.details,
+                               rank_by=args.rank_by)
     return _write_table(board, args)
 
 
@@ -316,6 +324,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--judge", help="score with this judge's ratings (video rating projects)")
     sub.add_argument("--format", default="json", choices=["json", "csv", "latex", "markdown"])
     sub.add_argument("--details", action="store_true", help="JSON with ranks, intervals and breakdowns")
+    sub.add_argument("--rank-by", help="another ranking where the protocol has one (OSCBench: criteria_mean; "
+                                       "default: the paper's headline metric)")
     sub.add_argument("-o", "--output")
 
     sub = command("correlation", cmd_correlation, "human-judge correlation of a video rating project")
@@ -329,7 +339,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _wait_options(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--poll", type=float, default=2.0, help="seconds between polls (default 2)")
-    sub.add_argument("--strict", action="store_true", help="exit 1 when the job finished with failed queries")
+    sub.add_argument("--strict", action="store_true", help="exit 1 when the job finished with failed queries or "
+                                                                  "unreadable judge replies")
     sub.add_argument("--json", action="store_true", help="print the final progress as JSON")
 
 

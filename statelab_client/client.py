@@ -70,6 +70,15 @@ class JobFailure(TypedDict):
     attempts: int
 
 
+class UnreadableReply(TypedDict):
+    item: str
+    query: str
+    reason: str
+    attempts: int
+    json_repairs: int
+    reply: str
+
+
 class JobProgress(TypedDict):
     id: int
     status: JobStatus
@@ -89,6 +98,8 @@ class JobProgress(TypedDict):
     started_at: str | None
     finished_at: str | None
     failures: list[JobFailure]
+    unreadable: int  # judge replies that stayed unreadable after repairs (scored as missing)
+    unreadable_replies: list[UnreadableReply]
 
 
 class StateLabError(Exception):
@@ -361,10 +372,12 @@ class StateLabClient:
 
     def leaderboard(
         self, slug: str, *, release: str | None = None, judge: str | None = None,
-        fmt: LeaderboardFormat = "json", details: bool = False,
+        fmt: LeaderboardFormat = "json", details: bool = False, rank_by: str | None = None,
     ) -> Any:
-        """The board as JSON data (fmt="json"), else the table as text (csv, latex, markdown)."""
-        params = {"release": release or "", "judge": judge or "", "fmt": fmt, **({"details": "1"} if details else {})}
+        """The board as JSON data (fmt="json"), else the table as text (csv, latex, markdown).
+        `rank_by` picks another ranking where the protocol has one (OSCBench: "criteria_mean")."""
+        params = {"release": release or "", "judge": judge or "", "fmt": fmt, **({"details": "1"} if details else {}),
+                  **({"rank_by": rank_by} if rank_by else {})}
         return self._analysis(f"/api/projects/{slug}/leaderboard/", params, fmt)
 
     def correlation(

@@ -9,7 +9,9 @@ a client that gets a 503 waits and repeats the same request (a submit with the s
 Idempotency-Key). What must hold:
 - while a server is down, requests answer 503 with Retry-After (JSON under /api/, a short page
   elsewhere), never 500; the annotation flow does not need Redis at all;
-- once it is back, requests succeed again without restarting gunicorn (or the worker);
+- once it is back, requests succeed again without restarting gunicorn (or the worker), and a
+  request sent after PostgreSQL is back gets no 503: a gunicorn worker whose persistent
+  connection the restart broke finds that out before using it (CONN_HEALTH_CHECKS);
 - every annotation the client saw acknowledged (201 / 200) is stored exactly once, nothing more
   is stored, and (item, annotator) is never duplicated;
 - an inference job that sees the restarts finishes with one prediction per (item, query).
@@ -27,6 +29,7 @@ from pathlib import Path
 import httpx
 import psycopg
 import pytest
+from django.conf import settings
 
 from tests.faults.instances import (
     CeleryBeat,
@@ -71,7 +74,7 @@ def stack(tmp_path_factory):
         env = stack_env(pg, redis_server, workdir)
         manage(env, "migrate", "--noinput")
         seeded = json.loads(python_module(env, "tests.faults.seed", "annotation", "--items", "4000", "--annotators", "8"))
-        web = Gunicorn(env, workdir / "gunicorn.log")
+        web = Gunicorn(env, workdir / "gunicorn.log", access_log=workdir / "access.log")
         print(f"\nprivate stack up in {time.monotonic() - started:.1f} s (initdb, migrate, seed, gunicorn)")
         yield Stack(pg, redis_server, env, workdir, web, seeded)
     finally:
@@ -101,6 +104,7 @@ class Traffic:
     people: list
     phase: str = "up"
     calls: list = field(default_factory=list)  # (phase at send, endpoint, status, content type, Retry-After)
+    in_flight: Counter = field(default_factory=Counter)  # phase at send -> requests not answered yet
     acked: dict = field(default_factory=dict)  # annotation id -> (item id, annotator id)
     cycles: Counter = field(default_factory=Counter)  # (phase, annotator id) -> submits acknowledged
     errors: list = field(default_factory=list)
@@ -121,10 +125,21 @@ class Traffic:
             t.join(120)
         assert not any(t.is_alive() for t in self.threads), "an annotator thread did not finish"
 
+    def enter(self, phase: str) -> None:
+        with self.lock:
+            self.phase = phase
+
+    def answered_before(self, phase: str) -> bool:
+        """Every request sent in an earlier phase has its answer."""
+        with self.lock:
+            return not any(n for p, n in self.in_flight.items() if p != phase)
+
     def call(self, client: httpx.Client, endpoint: str, method: str, url: str, **kwargs) -> httpx.Response:
         deadline = time.monotonic() + 90
         while True:
-            phase = self.phase
+            with self.lock:
+                phase = self.phase
+                self.in_flight[phase] += 1
             try:
                 r = client.request(method, url, **kwargs)
             except httpx.TransportError as exc:  # gunicorn itself must never go away
@@ -136,6 +151,9 @@ class Traffic:
                                        r.headers.get("retry-after")))
                 if r.status_code != 503:
                     return r
+            finally:
+                with self.lock:
+                    self.in_flight[phase] -= 1
             if time.monotonic() > deadline:
                 raise AssertionError(f"{endpoint}: no answer but 503 / transport errors for 90 s")
             time.sleep(0.2)
@@ -209,16 +227,19 @@ def flowing(stack: Stack) -> Traffic:
 
 def outage(traffic: Traffic, name: str, stop, start, during=None) -> dict:
     """Stop a server under traffic, keep it down DOWN_SECONDS (run `during` then), start it again
-    and wait for every annotator to get two more submits through."""
-    traffic.phase = f"{name}:stopping"
+    and wait for every annotator to get two more submits through. Requests sent while it was up
+    are answered before it is stopped (those sent while stopping meet the stop), so a 503 to a
+    request sent while it was up is one that the server being up did not save."""
+    traffic.enter(f"{name}:stopping")
+    wait_until(lambda: traffic.answered_before(f"{name}:stopping"), 30, "the requests sent while it was up")
     stop()
-    traffic.phase = f"{name}:down"
+    traffic.enter(f"{name}:down")
     t_down = time.monotonic()
     seen = during() if during else None
     time.sleep(max(0.0, DOWN_SECONDS - (time.monotonic() - t_down)))
-    traffic.phase = f"{name}:starting"
+    traffic.enter(f"{name}:starting")
     start()
-    traffic.phase = f"{name}:up"
+    traffic.enter(f"{name}:up")
     t_up = time.monotonic()
     wait_until(lambda: traffic.errors or traffic.cycles_in(f"{name}:up") >= 2, 60,
                f"every annotator to submit twice after {name}")
@@ -255,6 +276,9 @@ def test_postgres_stopped_under_annotation_traffic(stack):
     for name in ("fast", "immediate"):
         down = traffic.statuses(f"{name}:down")
         assert down and set(down) == {503}, down  # every request sent while it was down
+    for phase in ("up", "fast:up", "immediate:up"):  # and none sent while it was up, before or after
+        up = traffic.statuses(phase)
+        assert up and 503 not in up, (phase, up)
     unavailable = [c for c in traffic.calls if c[2] == 503]
     assert all(ct.startswith("application/json") and ra == "5" for _, _, _, ct, ra in unavailable)
     # Pages: a short HTML page, 503 with Retry-After; the API: JSON.
@@ -266,6 +290,67 @@ def test_postgres_stopped_under_annotation_traffic(stack):
     assert stack.web.proc.poll() is None
     assert session.get(f"/projects/{stack.seeded['slug']}/annotate/").status_code == 200
     assert_stored_exactly_once(stack, traffic)
+
+
+def answer_probes(stack: Stack, tag: str, each_worker: int, timeout: float = 60) -> dict[int, Counter]:
+    """GET /api/me/ (token auth: a query) in concurrent rounds until every gunicorn worker has
+    answered at least `each_worker` of them; returns worker pid -> Counter of statuses, the status
+    as the client saw it and the worker from the access log."""
+    headers = {"Authorization": f"Token {stack.seeded['annotators'][0]['token']}"}
+    sent: dict[str, int | str] = {}
+
+    def probe(query: str) -> None:
+        try:
+            sent[query] = httpx.get(f"{stack.web.base_url}/api/me/?{query}", headers=headers, timeout=30).status_code
+        except httpx.TransportError as exc:  # gunicorn itself must never go away
+            sent[query] = type(exc).__name__
+
+    deadline, rounds = time.monotonic() + timeout, 0
+    while True:
+        queries = [f"probe={tag}-{rounds}-{i}" for i in range(2 * stack.web.workers)]
+        rounds += 1
+        threads = [threading.Thread(target=probe, args=(q,)) for q in queries]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert all(isinstance(sent.get(q), int) for q in queries), sent
+
+        def every_probe_logged():  # gunicorn writes the access log line just after the answer
+            served = stack.web.served()
+            return served if set(sent) <= set(served) else None
+
+        served = wait_until(every_probe_logged, 10, "the access log to name the worker of every probe")
+        per_worker: dict[int, Counter] = {}
+        for query, status in sent.items():
+            per_worker.setdefault(served[query][0], Counter())[status] += 1
+        if len(per_worker) >= stack.web.workers and min(sum(c.values()) for c in per_worker.values()) >= each_worker:
+            return per_worker
+        assert time.monotonic() < deadline, f"not every gunicorn worker answered {each_worker} probes: {per_worker}"
+
+
+def test_postgres_restart_costs_idle_gunicorn_workers_no_request(stack):
+    """Every gunicorn worker holds its persistent connection (CONN_MAX_AGE) when PostgreSQL is
+    restarted and serves nothing while it is down: the first request each one gets afterwards must
+    not be the one that finds the broken connection (a 503); the health check finds it first."""
+    before = answer_probes(stack, "before", each_worker=1)
+    assert {pid: set(c) for pid, c in before.items()} == {pid: {200} for pid in before}
+    clients = ("SELECT count(*) FROM pg_stat_activity WHERE datname = 'statelab' AND backend_type = 'client backend' "
+               "AND pid <> pg_backend_pid()")
+    # Preconditions, or the test proves nothing: each sync worker (one thread) holds one connection,
+    # and it is still young enough to be reused, not closed for its age, when the probes come back.
+    assert stack.sql(clients)[0][0] >= stack.web.workers
+    warmed = time.monotonic()
+    stack.pg.stop("fast")
+    time.sleep(DOWN_SECONDS)
+    stack.pg.start()
+    assert time.monotonic() - warmed < settings.DATABASES["default"]["CONN_MAX_AGE"] - 10
+    after = answer_probes(stack, "after", each_worker=2)
+    unavailable = {pid: c[503] for pid, c in after.items()}
+    print(f"\nPostgreSQL restarted under idle gunicorn workers: 503s after the restart per worker {unavailable} "
+          f"(statuses per worker {dict(after)})")
+    assert {pid: set(c) for pid, c in after.items()} == {pid: {200} for pid in after}, after
+    assert stack.web.proc.poll() is None
 
 
 def test_redis_stopped_under_annotation_traffic(stack):
@@ -319,6 +404,21 @@ def done_queries(stack: Stack, job_id: int) -> int:
     return (job_state(stack, job_id) or ("", 0, 0, 0))[2]
 
 
+# What a connection broken by a server restart says when it is used (psycopg, Django).
+BROKEN_CONNECTION = ("terminating connection due to administrator command", "server closed the connection unexpectedly",
+                     "connection already closed", "the connection is closed")
+
+
+def tasks_retried_on_a_broken_connection(worker_log: Path) -> set[str]:
+    """Ids of the tasks that the worker's log shows retried because a connection it had open broke."""
+    retried = set()
+    for line in worker_log.read_text(errors="replace").splitlines():
+        head, sep, reason = line.partition("] retry: ")
+        if sep and any(text in reason for text in BROKEN_CONNECTION):
+            retried.add(head.rsplit("[", 1)[-1])
+    return retried
+
+
 def test_redis_and_postgres_restarted_during_an_inference_job(stack, tmp_path):
     """A real worker and beat (production settings: the runs watchdog included) run an API-judge
     job against the local OpenAI stand-in; PostgreSQL is stopped mid-chunk and started again,
@@ -351,6 +451,10 @@ def test_redis_and_postgres_restarted_during_an_inference_job(stack, tmp_path):
         assert sorted((i, q) for i, q, _ in rows) == sorted((i, "qa") for i in seeded["items"])
         assert {s for _, _, s in rows} == {"ok"}
         assert job_state(stack, job) == ("finished", 40, 40, 0)
+        # The worker reconnects after the PostgreSQL restart without a task failing on a connection
+        # the restart broke (Celery's Django fixup closes connections before and after each task):
+        # only the one chunk in flight at the stop (concurrency 1) may meet it, and is retried.
+        assert len(tasks_retried_on_a_broken_connection(tmp_path / "worker.log")) <= 1
     finally:
         for process in (beat, worker):
             if process is not None:

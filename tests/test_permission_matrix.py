@@ -188,6 +188,9 @@ ROUTES: dict[str, Route] = {
     # 410, nothing joins) is for anyone signed in; amending is the annotator's own (others 404).
     "io-project-new": page(NO_ARGS, researcher_anywhere, get(200), post(400, data={}), wrong("DELETE")),
     "io-members": page(slug, member(Role.RESEARCHER), get(200), post(400, data={}), wrong("DELETE")),
+    # The project settings page (disagreement thresholds; the world's project compares quintuplet
+    # fields, and none ticked is refused).
+    "io-project-settings": page(slug, member(Role.RESEARCHER), get(200), post(400, data={}), wrong("DELETE")),
     "io-invite": page(lambda w: {"token": w.invite_token}, signed_in, get(410), post(410)),
     "work-amend": page(lambda w: {"slug": w.mine.slug, "annotation_id": w.annotation.pk}, own_task, get(200),
                        wrong("POST")),
@@ -232,13 +235,20 @@ ROUTES: dict[str, Route] = {
         Case(lambda w: {"slug": w.mine.slug, "user_id": w.users[STRANGER].pk}, member(Role.RESEARCHER),
              (Try("DELETE", frozenset({404}), data={}),), "not a member"),
     )),
-    "api-invites": api(slug, member(Role.RESEARCHER), get(200), post(400, data={"role": "boss"}), wrong("DELETE")),
+    "api-invites": api(slug, member(Role.RESEARCHER), get(200), get(400, query="state=gone"), post(400, data={"role": "boss"}),
+                       wrong("DELETE")),
+    # Revoking the world's invite, which expired: 409 once let in, nothing changes.
+    "api-invite-revoke": api(lambda w: {"slug": w.mine.slug, "invite_id": w.invite.pk}, member(Role.RESEARCHER), post(409),
+                             wrong("GET")),
     "api-invite-accept": api(lambda w: {"token": w.invite_token}, signed_in, post(410), wrong("GET")),
     "api-own-annotations": api(slug, member(Role.ANNOTATOR), get(200), wrong("POST")),
     "api-own-annotation": api(lambda w: {"annotation_id": w.annotation.pk}, own_task, get(200), wrong("POST")),
     "api-annotation-amend": api(lambda w: {"annotation_id": w.annotation.pk}, own_task,
                                 post(400, data={"result": {}}), wrong("GET")),
     "api-project-overview": api(slug, member(Role.ANNOTATOR), get(200), wrong("DELETE")),
+    # A box threshold for a quintuplet project: refused (400), nothing changes.
+    "api-project-thresholds": api(slug, member(Role.RESEARCHER), get(200),
+                                  Try("PATCH", frozenset({400}), data={"box_iou": 0.4}), wrong("DELETE")),
     "api-item-import": api(slug, member(Role.RESEARCHER), get(200), post(400, multipart=True), wrong("DELETE")),
     "api-import-run": api(lambda w: {"run_id": w.run.pk}, member(Role.RESEARCHER), get(200), wrong("DELETE")),
     "api-annotation-import": api(slug, member(Role.RESEARCHER), post(400, multipart=True), wrong("GET")),
@@ -335,6 +345,7 @@ class World:
     asset: MediaAsset
     media_root: Path = field(default=None)
     invite_token: str = ""  # an expired invite of `mine`
+    invite: object = None  # its row
     study: object = None  # a closed crowd study of `mine` with one participant
     participant: object = None
 
@@ -391,11 +402,11 @@ def build_world(media_root: Path) -> World:
     queued_job = InferenceJob.objects.create(model_name="m2", project=mine, release=release, protocol="status",
                                              status=JobStatus.QUEUED)
     invite_token = "expired-invite-token"
-    ProjectInvite.objects.create(project=mine, role=Role.ANNOTATOR, created_by=users[RESEARCHER],
-                                 token_sha256=hashlib.sha256(invite_token.encode()).hexdigest(),
-                                 expires_at=timezone.now() - timedelta(hours=1))
+    invite = ProjectInvite.objects.create(project=mine, role=Role.ANNOTATOR, created_by=users[RESEARCHER],
+                                          token_sha256=hashlib.sha256(invite_token.encode()).hexdigest(),
+                                          expires_at=timezone.now() - timedelta(hours=1))
     world = World(users, tokens, mine, osc, other, annotated, annotation, task, run, finished_job, queued_job, asset,
-                  media_root, invite_token)
+                  media_root, invite_token, invite)
     from annotation.models import Study, StudyParticipant
     world.study = Study.objects.create(project=mine, name="s", token="matrix-study-token", max_participants=1,
                                        tasks_per_participant=1, completion_code="C", is_open=False)
@@ -570,9 +581,28 @@ def admin_pages(w: World) -> list[tuple[str, object, object]]:
     return pages
 
 
+RELATIONS_TO_PROJECT = ("item", "annotation", "release", "job", "study", "participant")
+
+
+def project_id_of(row, depth: int = 0) -> int | None:
+    """The project a row belongs to, directly or through its item, annotation, release, job, study
+    or participant (an invite, an audit event, a prediction, an excluded annotation, ...)."""
+    if row is None or depth > 3:
+        return None
+    if isinstance(row, Project):
+        return row.pk
+    if getattr(row, "project_id", None) is not None:
+        return row.project_id
+    forward = {f.name for f in row._meta.concrete_fields}
+    for name in RELATIONS_TO_PROJECT:
+        if name in forward and (found := project_id_of(getattr(row, name), depth + 1)) is not None:
+            return found
+    return None
+
+
 def belongs_to_mine(w: World, row) -> bool:
-    project_id = getattr(row, "project_id", None) if row is not None else None
-    return row == w.mine or project_id == w.mine.pk or getattr(getattr(row, "item", None), "project_id", None) == w.mine.pk
+    """A row of a project the other researcher is not in (mine, or its video twin)."""
+    return project_id_of(row) in (w.mine.pk, w.osc.pk)
 
 
 def test_admin_pages_follow_the_admin_sites_rule(world, clients):

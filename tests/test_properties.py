@@ -23,7 +23,7 @@ from annotation.importing.annotation_lines import CheckedAnnotation, check_qa_an
 from annotation.importing.field_checks import FieldError
 from annotation.importing.formats import CheckedItem, _check_item_full, check_item
 from annotation.importing.samples import sample_line
-from annotation.protocols import LETTERS, OSC_CRITERIA, OSC_NULLABLE, QA_FLAGS
+from annotation.protocols import LETTERS, OSC_CRITERIA, OSC_NULLABLE, QA_FLAGS, qa_shape
 from annotation.results import BoxContext, QAContext, RatingContext, ResultInvalid, Validated, validate_result
 from inference import answers
 
@@ -89,19 +89,55 @@ def test_item_line_is_checked_or_refused_by_field(protocol, verified, data):
         for field_name, relpath, kind in out.media_paths:
             assert isinstance(relpath, str) and "\x00" not in relpath and kind in ("image", "video")
         # Canonical: the stored payload checks again to itself.
-        again = check_item(protocol, {"id": out.external_id, **out.payload, "split": out.split, "tags": out.tags},
-                           verified=verified)
+        again = check_item(protocol, {"id": out.external_id, **out.payload, "split": out.split, "tags": out.tags,
+                                      "gold": out.gold}, verified=verified)
         assert isinstance(again, CheckedItem) and again.payload == out.payload
     else:
         assert_field_errors(out)
         assert not isinstance(full, CheckedItem)
 
 
+@st.composite
+def oscbench_gold_lines(draw):
+    """An OSCBench line with a gold flag and expected scores, each valid, near valid or anything."""
+    line = sample_line("oscbench", draw(st.integers(0, 40)))
+    valid = st.dictionaries(st.sampled_from(OSC_CRITERIA), st.integers(1, 5), min_size=1, max_size=8).map(
+        lambda d: {**d, **{c: None for c in OSC_NULLABLE if c in d and d[c] == 3}})  # some N/A
+    near = st.dictionaries(st.sampled_from(OSC_CRITERIA) | st.text(max_size=8),
+                           st.sampled_from([None, 1, 3, 5, 0, 6, True, 2.0, "4"]), max_size=4)
+    gold = draw(st.sampled_from([True, True, False, None]) | json_values)
+    if gold is not None:
+        line["gold"] = gold
+    scores = draw(st.sampled_from(["valid", "valid", "absent", "near", "any"]))
+    if scores != "absent":
+        line["gold_scores"] = draw({"valid": valid, "near": near, "any": json_values}[scores])
+    return line
+
+
+@FAST
+@given(obj=oscbench_gold_lines())
+def test_oscbench_gold_line_is_checked_or_refused_by_field(obj):
+    out = check_item("oscbench", obj)
+    full = _check_item_full("oscbench", obj)
+    if isinstance(out, CheckedItem):
+        assert isinstance(full, CheckedItem) and full == out
+        expected = out.payload.get("gold_scores")
+        assert out.gold is (expected is not None)  # a gold item has its expected scores, nothing else has them
+        if expected is not None:
+            assert expected and list(expected) == [c for c in OSC_CRITERIA if c in expected]
+            assert all(canonical.is_score(v) or (v is None and c in OSC_NULLABLE) for c, v in expected.items())
+        again = check_item("oscbench", {"id": out.external_id, **out.payload, "split": out.split, "tags": out.tags,
+                                        "gold": out.gold})
+        assert isinstance(again, CheckedItem) and again == out
+    else:
+        assert_field_errors(out)
+        assert not isinstance(full, CheckedItem)
+        assert {e.field for e in out} <= {"gold", "gold_scores"}
+
+
 MEDIA_FIELDS = {"status": "image_a", "changeit": "image", "m3verse": "video_before", "oscbench": "video"}
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10 (5): a NUL byte in a media path passes the line check (engineer B "
-                                       "is adding the refusal in annotation/importing); remove this mark then")
 @pytest.mark.parametrize("protocol", sorted(MEDIA_FIELDS))
 def test_a_nul_byte_in_a_media_path_is_refused_by_field(protocol):
     line = sample_line(protocol, 1)
@@ -158,23 +194,59 @@ def test_qa_answer_line_is_checked_or_refused_by_field(protocol, data):
     if isinstance(out, CheckedAnnotation):
         flags = out.result.get("flags", [])
         assert flags == canonical.qa_flags(flags)
-        if out.result["answer"] is None and not flags:
-            return  # an empty set answer: test_an_empty_set_answer_is_stored_as_it_is_checked (xfail)
+        assert out.result["answer"] is not None or flags  # no answer only with a flag
         again = check_qa_answer({"item": out.item, "annotator": out.rater, **out.result}, protocol, payload)
         assert isinstance(again, CheckedAnnotation) and again.result == out.result
     else:
         assert_field_errors(out)
 
 
-@pytest.mark.xfail(strict=True, reason="an empty set answer ([]) without a flag is accepted, but stored as null, "
-                                       "which the same check refuses without a flag (annotation_lines vs canonical)")
 def test_an_empty_set_answer_is_stored_as_it_is_checked():
+    # An empty set is no answer (annotation.canonical): refused without a flag, by field, as the
+    # submit refuses it; with a flag stored as null, which checks again to itself.
     payload = check_item("visualtrans", sample_line("visualtrans", 2), verified=True).payload
     assert payload["format"] == "set"
-    out = check_qa_answer({"item": "it-1", "annotator": "a1", "answer": [], "flags": []}, "visualtrans", payload)
-    assert isinstance(out, CheckedAnnotation)
-    again = check_qa_answer({"item": "it-1", "annotator": "a1", **out.result}, "visualtrans", payload)
-    assert isinstance(again, CheckedAnnotation) and again.result == out.result
+    shape = QAContext("set", 0, False)
+    for empty in ([], ["  ", ""], ", ,", ""):
+        out = check_qa_answer({"item": "it-1", "annotator": "a1", "answer": empty, "flags": []}, "visualtrans", payload)
+        with pytest.raises(ResultInvalid) as refused:
+            validate_result("qa", {"answer": empty, "flags": []}, shape)
+        assert list(refused.value.errors) == ["answer"]
+        assert out == [FieldError("answer", refused.value.errors["answer"])], empty
+
+        flagged = check_qa_answer({"item": "it-1", "annotator": "a1", "answer": empty, "flags": ["ambiguous"]},
+                                  "visualtrans", payload)
+        assert isinstance(flagged, CheckedAnnotation) and flagged.result == {"answer": None, "flags": ["ambiguous"]}
+        again = check_qa_answer({"item": "it-1", "annotator": "a1", **flagged.result}, "visualtrans", payload)
+        assert isinstance(again, CheckedAnnotation) and again.result == flagged.result
+        assert validate_result("qa", {"answer": empty, "flags": ["ambiguous"]}, shape).result == flagged.result
+
+
+@pytest.mark.parametrize("protocol", ["visualtrans", "m3verse"])
+@FAST
+@given(data=st.data())
+def test_an_imported_qa_answer_is_accepted_and_stored_as_its_submit(protocol, data):
+    # The same answer to the same item: the import accepts it iff the annotator's submit does,
+    # and both store the same result.
+    line = sample_line(protocol, data.draw(st.integers(0, 40)))
+    if protocol == "m3verse":
+        line["multiple"] = data.draw(st.sampled_from([True, False, None]))
+    payload = check_item(protocol, {k: v for k, v in line.items() if v is not None}, verified=True).payload
+    answer = data.draw(json_values | st.sampled_from(["b", "a, c", "A;C", ["c", "a"], ["A", "A"], 2, "3", [], "",
+                                                      ["  "], "cup, jar", ["cup", " big  bowl"], ["D"]]))
+    flags = data.draw(st.lists(st.sampled_from(QA_FLAGS), max_size=2, unique=True))
+    shape = qa_shape(protocol=protocol, payload=payload)
+    try:
+        submitted = validate_result("qa", {"answer": answer, "flags": flags},
+                                    QAContext(shape["format"], shape["n_options"], shape["multiple"])).result
+    except ResultInvalid:
+        submitted = None
+    out = check_qa_answer({"item": "it-1", "annotator": "a1", "answer": answer, "flags": flags}, protocol, payload)
+    if submitted is None:
+        assert_field_errors(out)
+        assert [e.field for e in out] == ["answer"]
+    else:
+        assert isinstance(out, CheckedAnnotation) and out.result == submitted
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,24 +1,29 @@
 """A project's members (researchers and admins): list and add, change or remove a role, a CSV of
-members, invite links; and joining through an invite link (any signed-in user holding one).
+members, invite links (list, make, revoke); and joining through an invite link (any signed-in user
+holding one).
 
-Errors: 400 {"detail", "errors": {field: message}} for bad input, 404 for a project or member the
-caller may not see, 403 for a role too low, 409 {"detail"} for a change the rules refuse (a role
-above the caller's, the last researcher or admin), 410 {"detail"} for a used or expired invite.
+Errors: 400 {"detail", "errors": {field: message}} for bad input, 404 for a project, member or
+invite the caller may not see, 403 for a role too low, 409 {"detail"} for a change the rules refuse
+(a role above the caller's, the last researcher or admin, an invite that is no longer open), 410
+{"detail"} for a used, revoked or expired invite.
 """
 from __future__ import annotations
 
 from django.http import Http404
-from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ..members import (
+    INVITE_STATES,
     InviteGone,
     MemberRefused,
     invite_accept,
     invite_create,
+    invite_data,
+    invite_revoke,
     invites_of,
     member_add,
     member_remove,
@@ -26,7 +31,7 @@ from ..members import (
     members_import_csv,
     members_of,
 )
-from ..models import Membership, Protocol, Role
+from ..models import Membership, ProjectInvite, Protocol, Role
 from ..permissions import get_project_for
 from ..project_setup import SetupInvalid
 
@@ -34,10 +39,15 @@ MEMBER_FIELDS = {"user_id": serializers.IntegerField(), "username": serializers.
                  "email": serializers.CharField(), "role": serializers.ChoiceField(choices=Role.choices)}
 MemberOut = inline_serializer("Member", MEMBER_FIELDS)
 MembersOut = inline_serializer("MemberList", MEMBER_FIELDS, many=True)
-InvitesOut = inline_serializer("ProjectInvite", many=True, fields={
-    "id": serializers.IntegerField(), "role": serializers.CharField(), "state": serializers.CharField(),
-    "expires_at": serializers.DateTimeField(), "created_by": serializers.CharField(),
-    "used_by": serializers.CharField()})
+INVITE_FIELDS = {
+    "id": serializers.IntegerField(), "role": serializers.ChoiceField(choices=Role.choices),
+    "state": serializers.ChoiceField(choices=INVITE_STATES), "expires_at": serializers.DateTimeField(),
+    "created_by": serializers.CharField(), "created_at": serializers.DateTimeField(),
+    "used_by": serializers.CharField(help_text="empty while unused"), "used_at": serializers.DateTimeField(allow_null=True),
+    "revoked_by": serializers.CharField(help_text="empty unless revoked"),
+    "revoked_at": serializers.DateTimeField(allow_null=True)}
+InvitesOut = inline_serializer("ProjectInvite", many=True, fields=INVITE_FIELDS)
+InviteOut = inline_serializer("ProjectInviteRow", fields=INVITE_FIELDS)
 ErrorOut = inline_serializer("MemberError", {"detail": serializers.CharField(),
                                               "errors": serializers.DictField(child=serializers.CharField(), required=False)})
 REFUSALS = {400: ErrorOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut}
@@ -67,6 +77,8 @@ class SetupApi(APIView):
             return Response({"detail": str(exc)}, status=status.HTTP_410_GONE)
         if isinstance(exc, Membership.DoesNotExist):
             exc = Http404("No such member.")
+        if isinstance(exc, ProjectInvite.DoesNotExist):
+            exc = Http404("No such invite link.")
         return super().handle_exception(exc)
 
 
@@ -141,10 +153,12 @@ class InviteListApi(SetupApi):
 
         hours = serializers.IntegerField(min_value=1, max_value=24 * 90, default=72)
 
-    @extend_schema(responses={200: InvitesOut, **REFUSALS}, summary="The project's invite links (no tokens)")
+    @extend_schema(responses={200: InvitesOut, **REFUSALS}, summary="The project's invite links (no tokens)",
+                   parameters=[OpenApiParameter("state", str, enum=list(INVITE_STATES),
+                                                description="only the links in this state (open: usable now)")])
     def get(self, request, slug):
         project = get_project_for(request.user, slug, Role.RESEARCHER)
-        return Response(invites_of(project=project))
+        return Response(invites_of(project=project, state=request.query_params.get("state", "")))
 
     @extend_schema(request=InputSerializer, summary="Make a single-use invite link (its URL is shown only now)",
                    responses={201: inline_serializer("InviteMade", {
@@ -156,6 +170,15 @@ class InviteListApi(SetupApi):
         invite, token = invite_create(project=project, actor=request.user, role=data["role"], hours=data["hours"])
         return Response({"id": invite.pk, "role": invite.role, "expires_at": invite.expires_at,
                          "url": request.build_absolute_uri(f"/invites/{token}/")}, status=status.HTTP_201_CREATED)
+
+
+class InviteRevokeApi(SetupApi):
+    @extend_schema(request=None, responses={200: InviteOut, **REFUSALS},
+                   summary="Revoke an open invite link: it answers 410 from now on (409 when used, revoked or expired)")
+    def post(self, request, slug, invite_id):
+        project = get_project_for(request.user, slug, Role.RESEARCHER)
+        invite = invite_revoke(project=project, actor=request.user, invite_id=invite_id)
+        return Response(invite_data(invite))
 
 
 class InviteAcceptApi(SetupApi):

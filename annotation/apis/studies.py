@@ -125,8 +125,10 @@ class ParticipantDecisionApi(StudyApi):
         note = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
 
     @extend_schema(request=InputSerializer, responses={200: OpenApiTypes.OBJECT, **REFUSALS},
-                   summary="Approve or reject a participant; a rejection takes their annotations out of the analysis "
-                           "and gives their items back to the queue")
+                   summary="Approve or reject a participant; a rejection takes their annotations out of the analysis, "
+                           "gives their items back to the queue and sends back to review the verified items whose "
+                           "decision rested on them (`items_back_to_review`); items frozen in a release keep their "
+                           "decision and are listed in `released_items_kept`")
     def post(self, request, slug: str, study_id: int, participant_id: int):
         study = self.study(request, slug, study_id)
         data = parse(self.InputSerializer, request.data)

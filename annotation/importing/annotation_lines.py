@@ -2,6 +2,11 @@
 of an OSCBench video or a blind answer to a VisualTrans / M3-Verse question. Plain Python, no
 Django. A valid line comes back as a `CheckedAnnotation` whose result is in annotation.canonical's
 form, exactly what a submit of the same answer stores.
+
+A blind answer is judged by the submit's own check (annotation.results.validate_qa, with the
+shape the annotator's form has for that item), so an import accepts the answers a submit accepts
+and stores them the same way: an empty answer ("", [], a set naming no object) is no answer,
+given only together with a flag and stored as null.
 """
 from __future__ import annotations
 
@@ -9,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from annotation import canonical
-from annotation.protocols import LETTERS, OSC_CRITERIA, OSC_NULLABLE, QA_FLAGS
+from annotation.protocols import OSC_CRITERIA, QA_FLAGS, qa_shape
+from annotation.results import QAContext, ResultInvalid, rating_score_errors, validate_qa
 
 from .field_checks import FieldError
 
@@ -22,7 +28,8 @@ class CheckedAnnotation:
 
 
 def check_rating(obj: dict[str, Any]) -> CheckedAnnotation | list[FieldError]:
-    """`{"item", "rater", "scores": {criterion: 1..5 or null}}` with every OSCBench criterion."""
+    """`{"item", "rater", "scores": {criterion: 1..5 or null}}` with every OSCBench criterion (the
+    rule is annotation.results.rating_score_errors, a submit's own)."""
     errors: list[FieldError] = []
     for key in obj:
         if key not in ("item", "rater", "scores"):
@@ -33,22 +40,8 @@ def check_rating(obj: dict[str, Any]) -> CheckedAnnotation | list[FieldError]:
     if not isinstance(rater, str) or not rater.strip() or len(rater) > 200:
         errors.append(FieldError("rater", "required, a rater id string of at most 200 characters"))
     scores = obj.get("scores")
-    if not isinstance(scores, dict):
-        errors.append(FieldError("scores", "required, an object criterion -> 1..5 or null"))
-    else:
-        for key in scores:
-            if key not in OSC_CRITERIA:
-                errors.append(FieldError(f"scores.{key}", f"unknown criterion; allowed: {', '.join(OSC_CRITERIA)}"))
-        for criterion in OSC_CRITERIA:
-            if criterion not in scores:
-                errors.append(FieldError(f"scores.{criterion}", "missing (give null for N/A where allowed)"))
-                continue
-            value = scores[criterion]
-            if value is None:
-                if criterion not in OSC_NULLABLE:
-                    errors.append(FieldError(f"scores.{criterion}", "may not be null (only subject and scene may be N/A)"))
-            elif not canonical.is_score(value):
-                errors.append(FieldError(f"scores.{criterion}", "must be an integer 1..5"))
+    errors.extend(FieldError("scores" if name is None else f"scores.{name}", reason)
+                  for name, reason in rating_score_errors(scores).items())
     if errors:
         return errors
     return CheckedAnnotation(item=item, rater=rater, result={"scores": canonical.rating_scores(scores, OSC_CRITERIA)})
@@ -57,9 +50,12 @@ def check_rating(obj: dict[str, Any]) -> CheckedAnnotation | list[FieldError]:
 def check_qa_answer(obj: dict[str, Any], protocol: str, item_payload: dict[str, Any] | None, *,
                     project_settings: dict[str, Any] | None = None) -> CheckedAnnotation | list[FieldError]:
     """`{"item", "annotator", "answer", "flags": [...]}`; the answer is checked against the item
-    and stored as a submit of it would be (annotation.canonical: "b" -> "B", "A,C" -> ["A", "C"]).
+    as a submit of it is (see the module docstring) and stored as that submit stores it
+    (annotation.canonical: "b" -> "B", "A,C" -> ["A", "C"]).
 
-    A null answer is allowed only together with at least one flag (e.g. insufficient_evidence).
+    No answer (null, or an empty one) is allowed only together with at least one flag (e.g.
+    insufficient_evidence). Without the item (`item_payload` None) the answer is not checked:
+    the importer refuses the line for its unknown item.
     """
     errors: list[FieldError] = []
     for key in obj:
@@ -73,38 +69,18 @@ def check_qa_answer(obj: dict[str, Any], protocol: str, item_payload: dict[str, 
     flags = obj.get("flags", [])
     if not isinstance(flags, list) or any(f not in QA_FLAGS for f in flags) or len(set(flags)) != len(flags):
         errors.append(FieldError("flags", f"must be a list drawn from {', '.join(QA_FLAGS)}, each once"))
+        flags = []
     answer = obj.get("answer")
     if answer is None:
         if not flags:
             errors.append(FieldError("answer", "required (null only together with a flag)"))
     elif item_payload is not None:
-        reason = _qa_answer_reason(protocol, answer, item_payload)
-        if reason:
-            errors.append(FieldError("answer", reason))
+        shape = qa_shape(protocol=protocol, payload=item_payload, project_settings=project_settings)
+        context = QAContext(format=shape["format"], n_options=shape["n_options"], multiple=shape["multiple"])
+        try:
+            answer = validate_qa({"answer": answer, "flags": flags}, context).result["answer"]
+        except ResultInvalid as exc:
+            errors.extend(FieldError(name, reason) for name, reason in exc.errors.items())
     if errors:
         return errors
-    if item_payload is not None:
-        answer = canonical.qa_result_answer(answer, protocol=protocol, payload=item_payload,
-                                            project_settings=project_settings)
     return CheckedAnnotation(item=item, rater=annotator, result={"answer": answer, "flags": canonical.qa_flags(flags)})
-
-
-def _qa_answer_reason(protocol: str, answer: Any, payload: dict[str, Any]) -> str | None:
-    options = payload.get("options") or []
-    allowed = LETTERS[: len(options)]
-    if protocol == "m3verse":
-        letters = [a.strip() for a in answer.split(",")] if isinstance(answer, str) else answer
-        if not isinstance(letters, list) or not letters or not all(isinstance(a, str) and a in allowed for a in letters):
-            return f"must be a list of option letters in A–{allowed[-1] if allowed else 'A'}"
-        return None
-    fmt = payload.get("format")
-    if fmt == "choice":
-        if not isinstance(answer, str) or answer.strip().upper() not in allowed:
-            return f"must be one option letter in A–{allowed[-1] if allowed else 'A'}"
-    elif fmt == "count":
-        if not isinstance(answer, int) or isinstance(answer, bool) or answer < 0:
-            return "must be a non-negative integer"
-    elif fmt == "set":
-        if not isinstance(answer, list) or not all(isinstance(a, str) for a in answer):
-            return "must be a list of strings"
-    return None

@@ -9,7 +9,9 @@ Each line becomes one `Annotation` with ``external_rater`` set (no platform user
 all-or-nothing, two-pass, streaming scheme as the item importer: the (item, rater) pair is
 unique; re-importing an identical line changes nothing, a different result for an existing pair
 is refused. Each new annotation counts toward the item's ``annotation_count``; a pending item
-that reaches the project's ``annotations_per_item`` becomes annotated.
+that reaches the project's ``annotations_per_item`` becomes annotated. Gold items are the
+exception, as with a submit: their annotations are scored against the known answer (gold
+accuracy) and never count, so a gold item stays pending.
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from django.db.models import F
 
 from annotation.audit import audit_record
 from annotation.models import Annotation, AuditAction, Item, ItemStatus, Project
-from annotation.verification import items_mark_disagreement
+from annotation.verification import items_mark_disagreement, project_settings_to_mark
 
 from .common import ErrorLog, ImportRefused, KeySeen, parse_json_line, report_duplicates
 from .annotation_lines import CheckedAnnotation, check_qa_answer, check_rating
@@ -152,6 +154,11 @@ def annotations_import(*, project: Project, path: Path, actor=None, run_id: int 
 
     # Pass 2: write, one transaction.
     with transaction.atomic():
+        # The marking lock, shared, before any item row: a threshold change going on now commits
+        # first and its thresholds are read here; one coming later waits and re-marks these items
+        # (verification.py). Before the rows, because this may add annotations to items the change
+        # is re-marking.
+        project.settings = project_settings_to_mark(project=project)
         touched: set[int] = set()
         for chunk in _chunks(project, source, ErrorLog()):
             items = _items_of(project, chunk)
@@ -170,10 +177,11 @@ def annotations_import(*, project: Project, path: Path, actor=None, run_id: int 
             by_count: dict[int, list[int]] = {}
             for pk, n in per_item.items():
                 by_count.setdefault(n, []).append(pk)
-            for n, pks in by_count.items():
-                Item.objects.filter(pk__in=pks).update(annotation_count=F("annotation_count") + n)
+            for n, pks in by_count.items():  # gold items are never counted (they stay pending)
+                Item.objects.filter(pk__in=pks, is_gold=False).update(annotation_count=F("annotation_count") + n)
             Item.objects.filter(
-                pk__in=list(per_item), status=ItemStatus.PENDING, annotation_count__gte=project.annotations_per_item
+                pk__in=list(per_item), status=ItemStatus.PENDING, is_gold=False,
+                annotation_count__gte=project.annotations_per_item,
             ).update(status=ItemStatus.ANNOTATED)
             touched.update(per_item)
             report.created += len(rows)

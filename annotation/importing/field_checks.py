@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from annotation.protocols import BOX_OUTCOMES, LETTERS
+from annotation.results import rating_score_errors
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,8 @@ def media_path(value: Any) -> str:
         raise Invalid("must be a relative media path (a non-empty string)")
     if len(value) > 500:
         raise Invalid("path longer than 500 characters")
+    if "\x00" in value:  # refused here, by field, not only when the import resolves the path
+        raise Invalid(NUL_REASON)
     return value
 
 
@@ -113,6 +116,18 @@ def options(value: Any) -> list[str]:
         raise Invalid(f"at most {len(LETTERS)} options")
     for v in value:
         text(v)
+    return value
+
+
+def gold_scores(value: Any) -> dict[str, Any]:
+    """An OSCBench gold item's known answer: criterion -> the expected score 1..5, or null where
+    the expected answer is N/A (subject and scene only). Any non-empty subset of the criteria:
+    an annotator's rating is scored on the criteria given (annotation.agreement.gold_correct).
+    The rule is a rating's (annotation.results.rating_score_errors); the first reason is given."""
+    problems = rating_score_errors(value, complete=False)
+    if problems:
+        criterion, reason = next(iter(problems.items()))
+        raise Invalid(reason if criterion is None else f"{criterion}: {reason}")
     return value
 
 

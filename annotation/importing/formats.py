@@ -15,8 +15,13 @@ OSCBench items have no label fields (their labels are ratings, imported with
 ``import_annotations``), so they arrive pending unless imported as verified.
 
 Every protocol also accepts ``"gold": true`` (default false): the item is a gold item of the
-annotation queue, whose known answer scores annotators. Only a complete item has a known
-answer, so gold on a raw item (and on any OSCBench item) is refused.
+annotation queue, whose known answer scores annotators (annotation.agreement.gold_correct).
+Only an item with a known answer may be gold, so gold on a raw item is refused. The known answer
+is the complete item's labels, except for OSCBench, whose labels are ratings: a gold OSCBench
+item gives its expected rating in ``gold_scores`` ({criterion: 1..5, or null where N/A is
+expected}, any non-empty subset of the criteria; a rating within
+protocols.RATING_GOLD_TOLERANCE of each is right). ``gold_scores`` is a gold item's answer
+only: on an item that is not gold it is refused.
 
 A known QA answer is stored in annotation.canonical's form (a raw ``"b"`` becomes ``"B"``), the
 form a reviewer's verification writes. Single field values are checked in field_checks.py; lines
@@ -77,6 +82,9 @@ class ProtocolSpec:
     cross: Callable[[dict[str, Any]], list[FieldError]] | None = None
     # Rewrites a valid payload's values into the stored form (QA answers: annotation.canonical).
     canonical: Callable[[dict[str, Any]], None] | None = None
+    # Fields holding a gold item's known answer where the labels are none (OSCBench's expected
+    # scores): allowed, and then required, only on a gold item; they do not make an item complete.
+    gold_answer: dict[str, Callable[[Any], Any]] = field(default_factory=dict)
 
     @property
     def all_fields(self) -> set[str]:
@@ -113,6 +121,11 @@ def _qa_answer_canonical(protocol: str) -> Callable[[dict[str, Any]], None]:
             payload["answer"] = canonical.payload_answer(protocol, payload)
 
     return rewrite
+
+
+def _oscbench_canonical(payload: dict[str, Any]) -> None:
+    if payload.get("gold_scores") is not None:
+        payload["gold_scores"] = canonical.gold_scores(payload["gold_scores"])
 
 
 def _m3verse_cross(p: dict[str, Any]) -> list[FieldError]:
@@ -193,16 +206,21 @@ SPECS: dict[str, ProtocolSpec] = {
         },
         labels={},
         labels_required=(),
+        canonical=_oscbench_canonical,
+        gold_answer={"gold_scores": fields.gold_scores},
     ),
 }
 assert set(SPECS) == set(PROTOCOLS)
-_ALL_FIELDS = {id(spec): set(spec.required) | set(spec.optional) | set(spec.labels) for spec in SPECS.values()}
+_ALL_FIELDS = {
+    id(spec): set(spec.required) | set(spec.optional) | set(spec.labels) | set(spec.gold_answer)
+    for spec in SPECS.values()
+}
 _ALLOWED_KEYS = {p: frozenset(_ALL_FIELDS[id(spec)] | set(COMMON_KEYS) | set(EXPORT_ONLY_KEYS)) for p, spec in SPECS.items()}
-_OTHER_CHECKS = {p: {**spec.optional, **spec.labels} for p, spec in SPECS.items()}
+_OTHER_CHECKS = {p: {**spec.optional, **spec.labels, **spec.gold_answer} for p, spec in SPECS.items()}
 _split_match = SPLIT_RE.match
 # Per protocol, what `_check_valid` walks: (required (name, check) pairs, allowed keys, optional
 # and label checks by key, label names, labels required of a complete item, cross check, rewrite
-# into the stored form, media fields).
+# into the stored form, media fields, gold answer fields).
 _COMPILED = {
     p: (
         tuple(spec.required.items()),
@@ -213,6 +231,7 @@ _COMPILED = {
         spec.cross,
         spec.canonical,
         tuple(MEDIA_FIELDS[p].items()),
+        tuple(spec.gold_answer),
     )
     for p, spec in SPECS.items()
 }
@@ -234,7 +253,7 @@ def check_item(protocol: str, obj: Any, *, verified: bool = False) -> CheckedIte
 
 def _check_valid(compiled: tuple, obj: dict[str, Any], verified: bool) -> CheckedItem | None:
     """`_check_item_full` for a line without errors: the same CheckedItem, or None at any error."""
-    required, allowed, others, labels, labels_required, cross, canon, media_fields = compiled
+    required, allowed, others, labels, labels_required, cross, canon, media_fields, gold_answer = compiled
     get = obj.get
     external_id = get("id")
     if (
@@ -291,7 +310,13 @@ def _check_valid(compiled: tuple, obj: dict[str, Any], verified: bool) -> Checke
         return None
     if canon is not None:
         canon(payload)
-    if gold and not complete:
+    known = complete
+    for name in gold_answer:
+        if name in payload:
+            if not gold:
+                return None
+            known = True
+    if gold and not known:
         return None
     media: list[tuple[str, str, str]] = []
     for name, kind in media_fields:
@@ -324,7 +349,8 @@ def _check_item_full(protocol: str, obj: Any, *, verified: bool = False) -> Chec
     if not isinstance(tags, list) or (tags and not all(isinstance(t, str) and t.strip() for t in tags)):
         errors.append(FieldError("tags", "must be a list of non-empty strings"))
     gold = obj.get("gold", False)
-    if not isinstance(gold, bool):
+    gold_valid = isinstance(gold, bool)
+    if not gold_valid:
         errors.append(FieldError("gold", "must be true or false"))
         gold = False
 
@@ -360,9 +386,18 @@ def _check_item_full(protocol: str, obj: Any, *, verified: bool = False) -> Chec
                 errors.append(FieldError(name, why))
     if not errors and spec.cross:
         errors.extend(spec.cross(payload))
-    if gold and not complete:
-        if not spec.labels:
-            errors.append(FieldError("gold", f"{protocol} items carry no known answer, so they cannot be gold"))
+    gold_given = [n for n in spec.gold_answer if obj.get(n) is not None]
+    if gold_given and not gold and gold_valid:  # (an invalid gold is named above)
+        errors.extend(
+            FieldError(n, f'only a gold item carries {n} (its known answer): add "gold": true, or drop {n}')
+            for n in gold_given
+        )
+    if gold and not complete and not gold_given:
+        if spec.gold_answer:
+            errors.append(
+                FieldError("gold", f"a gold {protocol} item needs its known answer: give {', '.join(spec.gold_answer)} "
+                                   "too, or drop gold")
+            )
         else:
             errors.append(
                 FieldError(

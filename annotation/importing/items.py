@@ -43,7 +43,7 @@ from django.utils import timezone
 
 from annotation.media import MediaInfo, MediaRefused, assets_store, delete_stored, inspect_media, known_media
 from annotation.audit import audit_record
-from annotation.models import AuditAction, Item, ItemStatus, Project
+from annotation.models import AuditAction, Item, ItemStatus, Membership, Project, Role
 
 from .common import ErrorLog, ImportRefused, KeySeen, parse_json_line, report_duplicates
 from .copy_spool import CopySpool, media_map
@@ -376,13 +376,15 @@ def items_import(
 
 
 def project_for_import(
-    *, slug: str, protocol: str | None, create: bool, option_seed: int | None = None
+    *, slug: str, protocol: str | None, create: bool, option_seed: int | None = None, creator=None
 ) -> tuple[Project, bool]:
     """The project an import goes to, and whether this call created it; with `create`, make it
     when missing (two imports creating the same project at once both get the one project).
 
     The protocol, when given, must match the project's. A project created for a release export
-    takes the export's option seed, so re-frozen releases resolve the same option orders.
+    takes the export's option seed, so re-frozen releases resolve the same option orders. A
+    project this call creates makes `creator` (import_items --actor) its admin, as the new-project
+    page makes its creator.
     """
     from annotation.protocols import PROTOCOLS
 
@@ -395,10 +397,13 @@ def project_for_import(
             raise ImportRefused([f"file: field project: no project {slug!r} (use --create to make it)"])
         if protocol is None:
             raise ImportRefused(["file: field protocol: --protocol is required to create a project"])
-        project, created = Project.objects.get_or_create(
-            slug=slug,
-            defaults={"name": slug, "protocol": protocol, "option_seed": option_seed if option_seed is not None else 0},
-        )
+        with transaction.atomic():
+            project, created = Project.objects.get_or_create(
+                slug=slug,
+                defaults={"name": slug, "protocol": protocol, "option_seed": option_seed if option_seed is not None else 0},
+            )
+            if created and creator is not None:
+                Membership.objects.create(project=project, user=creator, role=Role.ADMIN)
     if protocol is not None and project.protocol != protocol:
         raise ImportRefused([f"file: field protocol: project {slug} uses protocol {project.protocol}, not {protocol}"])
     return project, created

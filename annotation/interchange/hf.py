@@ -33,6 +33,7 @@ from typing import Any
 from django.core.files.storage import default_storage
 
 from ..models import MediaAsset, Release, ReleaseItem
+from ..project_setup import project_setting
 from ..protocols import MEDIA_FIELDS
 from .header import release_header
 from .stream_zip import StreamSink
@@ -213,10 +214,10 @@ def _card(release: Release, types: dict[str, str], shards: int) -> str:
         "shards": shards,
     }
     split = release.split or "test"
-    citation = settings.get("citation") or ""
+    citation = project_setting(settings, "citation", "", project=project.slug)
     lines = [
         "---",
-        f"license: {_yaml_text(str(settings.get('license') or 'other'))}",
+        f"license: {_yaml_text(project_setting(settings, 'license', 'other', project=project.slug))}",
         f"pretty_name: {_yaml_text(project.name or project.slug)}",
         "tags:",
         "- statelab",

@@ -5,13 +5,15 @@ Locking rule (the same everywhere, so there are no deadlocks): lock the Item row
 Task row. Claims take items with `FOR UPDATE SKIP LOCKED`, so two annotators never wait on each
 other for the same item; submit, renew, skip and review wait for the item lock, so each sees the
 outcome of whatever came before it. No transaction waits for an item lock while it holds another
-item's (claim._claim says how the claim keeps to that). The database has the last word through
-its constraints: one active task per item, one annotation per item and annotator, one annotation
-per annotator and idempotency key.
+item's (claim._claim says how the claim keeps to that). A submit that completes an item then
+takes the project's marking lock, shared, to mark it (verification.py says why). The database
+has the last word through its constraints: one active task per item, one annotation per item and
+annotator, one annotation per annotator and idempotency key.
 
 Modules: sql.py holds every hot-path statement (run by annotation/db.py), claim.py, hold.py and
 submit.py the services, portable.py the ORM twins for the SQLite demo, rules.py what both paths
-share, errors.py what the services raise.
+share, errors.py what the services raise, quota.py the crowd participants' limits, gold.py the
+take-over that keeps one holder from blocking a gold item.
 """
 from .claim import queue_claim_next
 from .errors import AlreadySubmitted, TaskConflict, TaskNotFound

@@ -11,6 +11,8 @@ from psycopg.types.numeric import Int8
 from .. import db
 from ..models import Item, Project, Task, TaskStatus
 from . import portable, quota, sql
+from ..project_setup import project_setting
+from .gold import gold_take_over
 from .rules import claim_passes, item_accepts_annotations, lease_until, renew_held
 
 _AGAIN = object()
@@ -27,17 +29,30 @@ def queue_claim_next(*, project: Project, user, now: datetime | None = None, exc
     limit = quota.claim_limit(project=project, user=user, now=now)  # crowd-study participants only
     if limit is not None and limit.new_claims <= 0:
         return quota.held_task(project=project, user=user, now=now, exclude=exclude) if limit.keep_holds else None
-    want_gold = (rng or random).random() < float(project.settings.get("gold_share", 0.0) or 0.0)
+    want_gold = (rng or random).random() < project_setting(project.settings, "gold_share", 0.0,
+                                                                         project=project.slug)
     ignore: list[int] = list(exclude)  # holds not to hand out again: shown by the caller, or gone
-    while (task := _claim(project=project, user=user, now=now, exclude=exclude, ignore=ignore,
-                          want_gold=want_gold)) is _AGAIN:
-        pass
-    return task
+
+    def claim(passes: tuple) -> Task | None:
+        while (task := _claim(project=project, user=user, now=now, exclude=exclude, ignore=ignore,
+                              passes=passes)) is _AGAIN:
+            pass
+        return task
+
+    if want_gold:
+        # Gold first: a free gold item, else one someone else holds (gold.py: one holder never
+        # blocks a gold item), else the draw falls through to the ordinary items.
+        task = claim(tuple(claim_passes(project, want_gold=True)[:1]))
+        if task is None:
+            task = gold_take_over(project=project, user=user, now=now, exclude=exclude)
+        if task is not None:
+            return task
+    return claim(tuple(claim_passes(project, want_gold=False)))
 
 
 @transaction.atomic
 def _claim(*, project: Project, user, now: datetime, exclude: tuple[int, ...], ignore: list[int],
-           want_gold: bool):
+           passes: tuple[tuple[int, bool, int | None], ...]):
     """One transaction of queue_claim_next; _AGAIN when it must commit and start over.
 
     The held-task path waits for an item lock. It does so only while this transaction holds no
@@ -46,8 +61,7 @@ def _claim(*, project: Project, user, now: datetime, exclude: tuple[int, ...], i
     found gone or expired) is committed, which releases every lock, and a fresh transaction goes on.
     """
     if portable.in_use():
-        return portable.claim(project=project, user=user, now=now, exclude=exclude, ignore=ignore, want_gold=want_gold)
-    passes = tuple(claim_passes(project, want_gold))
+        return portable.claim(project=project, user=user, now=now, exclude=exclude, ignore=ignore, passes=passes)
     lease = lease_until(project, now)
     passed: list[int] = []  # items locked but not claimable
     holds_item_locks = False

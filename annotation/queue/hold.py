@@ -36,7 +36,9 @@ def lock_own_task(task_id: int, user, *, idempotency_key: str | None = None) -> 
 
 
 def _keep_hold(task: Task, item: Item, now: datetime) -> None:
-    """Extend the lease; an expired hold comes back if nobody took the item meanwhile."""
+    """Extend the lease; an expired hold comes back if nobody took the item meanwhile. A gold
+    task held by someone else now stays open to its holder (gold.py): its clock runs on, the
+    other hold stays, and its answer is still taken."""
     if task.status == TaskStatus.ACTIVE:
         task.lease_expires = lease_until(item.project, now)
         return
@@ -44,6 +46,9 @@ def _keep_hold(task: Task, item: Item, now: datetime) -> None:
         taken = Task.objects.filter(item=item, status=TaskStatus.ACTIVE).exclude(pk=task.pk).exists()
         if not taken and item_accepts_annotations(item):
             task.status = TaskStatus.ACTIVE
+            task.lease_expires = lease_until(item.project, now)
+            return
+        if item.is_gold and item_accepts_annotations(item):
             task.lease_expires = lease_until(item.project, now)
             return
         raise TaskConflict("Your hold on this task expired and the item went to someone else. Your draft is kept "

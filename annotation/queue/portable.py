@@ -15,7 +15,7 @@ from django.db.models import Case, Exists, F, OuterRef, Q, Value, When
 
 from ..models import Annotation, Item, ItemStatus, Project, Suggestion, Task, TaskStatus
 from .errors import TaskNotFound
-from .rules import MAX_HELD_TASKS, claim_passes, item_accepts_annotations, lease_until, renew_held
+from .rules import MAX_HELD_TASKS, item_accepts_annotations, lease_until, renew_held
 
 
 def in_use() -> bool:
@@ -23,9 +23,10 @@ def in_use() -> bool:
     return connection.vendor != "postgresql"
 
 
-def claim(*, project: Project, user, now: datetime, exclude: tuple[int, ...], ignore: list[int], want_gold: bool):
-    """Twin of claim._claim: the held-task hand-back, then sql.claim_next_sql (the passes of
-    rules.claim_passes, the MAX_HELD_TASKS gate), then the lazy reclaim of a lapsed hold
+def claim(*, project: Project, user, now: datetime, exclude: tuple[int, ...], ignore: list[int],
+          passes: tuple[tuple[int, bool, int | None], ...]):
+    """Twin of claim._claim: the held-task hand-back, then sql.claim_next_sql (the passes given,
+    from rules.claim_passes; the MAX_HELD_TASKS gate), then the lazy reclaim of a lapsed hold
     (sql.EXPIRE_LAPSED_HOLD_SQL) and the insert the one-active-task-per-item constraint guards.
     Returns the task, or None when nothing is left (never _AGAIN: there are no locks to give up)."""
     held = list(Task.objects.filter(annotator=user, status=TaskStatus.ACTIVE, item__project=project)
@@ -51,7 +52,7 @@ def claim(*, project: Project, user, now: datetime, exclude: tuple[int, ...], ig
     skipped = Task.objects.filter(item=OuterRef("pk"), annotator=user, status=TaskStatus.SKIPPED)
     passed: list[int] = []
     while True:
-        for count, gold, window in claim_passes(project, want_gold):
+        for count, gold, window in passes:
             level = Item.objects.filter(project=project, status=ItemStatus.PENDING, annotation_count=count, is_gold=gold)
             if window is not None:
                 level = Item.objects.filter(pk__in=list(level.order_by("pk").values_list("pk", flat=True)[:window]))

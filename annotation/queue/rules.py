@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from ..models import Item, ItemStatus, Project, Task
+from ..project_setup import DEFAULT_LEASE_SECONDS, project_setting
 
-DEFAULT_LEASE_SECONDS = 600
 # A page may hold the task it shows plus one preloaded task.
 MAX_HELD_TASKS = 2
 # How many items of a partly annotated level a claim looks at first (see claim_passes).
@@ -14,7 +14,7 @@ CLAIM_WINDOW = 64
 
 
 def lease_seconds(project: Project) -> int:
-    return int(project.settings.get("lease_seconds", DEFAULT_LEASE_SECONDS))
+    return project_setting(project.settings, "lease_seconds", DEFAULT_LEASE_SECONDS, project=project.slug)
 
 
 def lease_until(project: Project, now: datetime) -> datetime:

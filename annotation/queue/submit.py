@@ -12,9 +12,10 @@ from psycopg.types.numeric import Int8
 
 from .. import db
 from ..models import Annotation, Item, ItemStatus, Task, TaskStatus
+from ..project_setup import project_setting
 from ..results import ResultInvalid, Validated, quintuplet_warnings, validate_result
 from ..selectors import result_context_for, shows_suggestions
-from ..verification import item_auto_verify, item_mark_disagreement
+from ..verification import item_auto_verify, item_mark_disagreement, project_settings_to_mark
 from . import portable, sql
 from .errors import AlreadySubmitted, TaskConflict
 from .hold import lock_own_task
@@ -105,7 +106,8 @@ def _submit(*, task_id: int, user, result: dict, time_spent_ms: int, idempotency
 
     if task.status == TaskStatus.SKIPPED:
         raise TaskConflict("You skipped this task; load the next one.")
-    if task.status == TaskStatus.EXPIRED or task.lease_expires <= now:
+    if (task.status == TaskStatus.EXPIRED or task.lease_expires <= now) and not item.is_gold:
+        # (A gold item takes everyone's answer: a hold someone else took over loses nothing, gold.py.)
         if Task.objects.filter(item=item, status=TaskStatus.ACTIVE).exclude(pk=task.pk).exists():
             raise TaskConflict("Your hold on this task expired and another annotator took the item, so this answer "
                                "was not saved. Load the next task.")
@@ -132,8 +134,12 @@ def _submit(*, task_id: int, user, result: dict, time_spent_ms: int, idempotency
     if not item.is_gold:
         item.annotation_count, item.status = count, status
         if item.status == ItemStatus.ANNOTATED:
+            # Under the thresholds in force when this commits, not those read with the item: a
+            # threshold change at this moment commits first or re-marks this item after. Lock
+            # order: item, task, then the project's marking lock (shared; verification.py).
+            project.settings = project_settings_to_mark(project=project)
             # Disagreeing annotators: marked for adjudication, first in the review queue.
             item_mark_disagreement(item=item)
-            if project.settings.get("auto_verify"):
+            if project_setting(project.settings, "auto_verify", False, project=project.slug):
                 item_auto_verify(item=item)
     return Submitted(annotation, True, validated.warnings)

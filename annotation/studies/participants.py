@@ -2,8 +2,9 @@
 platform's id, the same id always the same account), finishing (the completion code), and the
 researcher's approval or rejection. A rejected participant's annotations move to
 ExcludedAnnotation, so nothing that reads annotations sees them, and their items go back to the
-queue (the counts drop; an item that was complete is pending again; reviewed items keep their
-reviewer's decision)."""
+queue (the counts drop; an item that was complete is pending again). A reviewed item keeps its
+reviewer's decision unless it rested on a rejected annotation the remaining ones do not support:
+then it goes back to review, or, frozen in a release, is reported (reopen.py)."""
 from __future__ import annotations
 
 import re
@@ -34,6 +35,7 @@ from ..models import (
 )
 from ..queue import queue_claim_next
 from ..queue.quota import tasks_done, time_over
+from .reopen import decisions_resting_on, decisions_settle, edits_started_from
 from .setup import StudyRefused
 
 # Prolific ids are 24 hex digits, MTurk worker ids about 14 capitals and digits; anything of
@@ -169,7 +171,12 @@ def completion_url(study: Study) -> str:
 
 
 def _lock_participant(participant_id: int, study: Study) -> StudyParticipant:
-    return (StudyParticipant.objects.select_for_update().select_related("study__project", "user")
+    """The participant with their study, project and account, rows locked FOR NO KEY UPDATE: a
+    second decision on them waits, and so does a threshold change (the project row), while the
+    foreign-key checks of rows that merely refer to them (a review's or an amendment's audit
+    record, the participant's own annotation) go through; FOR UPDATE blocked those, and a review
+    holding its item then waited for this while this waited for the item: a deadlock."""
+    return (StudyParticipant.objects.select_for_update(no_key=True).select_related("study__project", "user")
             .get(pk=participant_id, study=study))
 
 
@@ -190,11 +197,15 @@ def participant_approve(*, study: Study, participant_id: int, actor, note: str =
 @transaction.atomic
 def participant_reject(*, study: Study, participant_id: int, actor, note: str = "") -> dict:
     """Reject: end the participant's holds, move their annotations out of the analysis, give their
-    items back to the queue. Returns what was done (also in the audit event)."""
+    items back to the queue, and send back to review the verified items whose decision they
+    carried (reopen.py; items frozen in a release keep theirs and are listed in
+    `released_items_kept`). Returns what was done (also in the audit event)."""
     participant = _lock_participant(participant_id, study)
     if participant.status == ParticipantStatus.REJECTED:
         raise StudyRefused("This participant is rejected already.")
-    project, user, now = study.project, participant.user, timezone.now()
+    # The project as read under the lock (_lock_participant locks its row too): its thresholds are
+    # those in force, a threshold change (which locks the row first) being before or after this.
+    project, user, now = participant.study.project, participant.user, timezone.now()
     item_ids = sorted(set(Annotation.objects.filter(annotator=user, item__project=project).values_list("item_id", flat=True))
                       | set(Task.objects.filter(annotator=user, status=TaskStatus.ACTIVE, item__project=project)
                             .values_list("item_id", flat=True)))
@@ -204,6 +215,8 @@ def participant_reject(*, study: Study, participant_id: int, actor, note: str = 
     reopened = kept_reviewed = 0
     annotations = list(Annotation.objects.filter(annotator=user, item_id__in=item_ids).prefetch_related("revisions")
                        .order_by("pk"))
+    resting = decisions_resting_on(project=project, items=items, annotations=annotations)
+    edits_kept = edits_started_from(items=items, annotations=annotations)  # they stand (reopen.py says why)
     ExcludedAnnotation.objects.bulk_create([ExcludedAnnotation(
         participant=participant, item_id=a.item_id, annotation_id=a.pk, result=a.result, time_spent_ms=a.time_spent_ms,
         with_suggestion=a.with_suggestion, created_at=a.created_at, excluded_at=now,
@@ -217,16 +230,21 @@ def participant_reject(*, study: Study, participant_id: int, actor, note: str = 
         item.annotation_count = max(0, item.annotation_count - 1)
         if item.status == ItemStatus.ANNOTATED:
             item.status = ItemStatus.PENDING
+            item.disagreement = None  # marked again when it is complete again
             reopened += 1
-        elif item.status != ItemStatus.PENDING:
+        elif item.status != ItemStatus.PENDING and a.item_id not in resting:
             kept_reviewed += 1
-        item.save(update_fields=["annotation_count", "status", "updated_at"])
+        item.save(update_fields=["annotation_count", "status", "disagreement", "updated_at"])
+    participant.study = study
+    settled = decisions_settle(project=project, participant=participant, actor=actor, items=items, resting=resting)
     _decide(participant, ParticipantStatus.REJECTED, actor, note)
-    outcome = {"annotations_excluded": len(annotations), "items_reopened": reopened,
-               "reviewed_items_kept": kept_reviewed, "holds_ended": holds}
+    outcome = {"annotations_excluded": len(annotations), "items_reopened": reopened + len(settled.back_to_queue),
+               "reviewed_items_kept": kept_reviewed + len(settled.kept), "holds_ended": holds,
+               "items_back_to_review": len(settled.back_to_review), "released_items_kept": settled.released}
     audit_record(action=AuditAction.STUDY_REJECT, actor=actor, project=project, obj=participant,
                  object_repr=f"{study.name}: {participant.external_id}",
-                 details={**outcome, "note": participant.decision_note})
+                 details={**outcome, "back_to_review": settled.back_to_review, "back_to_queue": settled.back_to_queue,
+                          "edits_started_from": edits_kept, "note": participant.decision_note})
     return outcome
 
 

@@ -7,5 +7,7 @@ work       the annotate, review and agreement pages
 audit      a project's audit trail
 members    a new project, a project's members page, an invite link's page
 history    amending one's own earlier annotation (the workflow page in amend mode)
+project_settings  a project's settings page (its disagreement thresholds)
+studies    crowd studies, their participants, the public study link
 account    signing out (which revokes the user's API tokens)
 """

@@ -1,5 +1,6 @@
 """Pages to set up projects: a new project (staff, or researchers / admins of some project), a
-project's members page (its researchers and admins: add, CSV, change, remove, invite links), and
+project's members page (its researchers and admins: add, CSV, change, remove, invite links and their
+revocation), and
 the page an invite link opens (any signed-in user)."""
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from ..members import (
     invite_accept,
     invite_create,
     invite_find,
+    invite_revoke,
     invites_of,
     member_add,
     member_remove,
@@ -23,7 +25,7 @@ from ..members import (
     members_import_csv,
     members_of,
 )
-from ..models import ROLE_RANK, Membership, Protocol, Role
+from ..models import ROLE_RANK, Membership, ProjectInvite, Protocol, Role
 from ..permissions import get_project_for, require_project_creator, role_in
 from ..project_setup import LEASE_RANGE, SetupInvalid, project_create
 from ..queue.rules import DEFAULT_LEASE_SECONDS
@@ -84,21 +86,31 @@ def _members_post(request, project) -> tuple[int, dict]:
             invite, token = invite_create(project=project, actor=request.user, role=request.POST.get("role", ""),
                                           hours=int(hours) if hours.strip().isdigit() else -1)
             return 200, {"invite_url": request.build_absolute_uri(f"/invites/{token}/"), "invite": invite}
+        elif action == "revoke":
+            invite = invite_revoke(project=project, actor=request.user,
+                                   invite_id=_posted_id(request, "invite_id", "Which invite link?"))
+            messages.success(request, f"Invite #{invite.pk} ({invite.role}) revoked: its link no longer works.")
         else:
-            raise SetupInvalid({"action": "One of add, role, remove, csv, invite."})
+            raise SetupInvalid({"action": "One of add, role, remove, csv, invite, revoke."})
     except SetupInvalid as exc:
         return 400, {"errors": exc.errors, "action": action}
     except MemberRefused as exc:
         return 409, {"errors": {"refused": str(exc)}, "action": action}
     except Membership.DoesNotExist:
         raise Http404("No such member.") from None
+    except ProjectInvite.DoesNotExist:
+        raise Http404("No such invite link.") from None
     return 302, {}
 
 
 def _user_id(request) -> int:
-    raw = request.POST.get("user_id", "")
+    return _posted_id(request, "user_id", "Which member?")
+
+
+def _posted_id(request, name: str, question: str) -> int:
+    raw = request.POST.get(name, "")
     if not raw.isdigit() or len(raw) > 18:
-        raise SetupInvalid({"user_id": "Which member?"})
+        raise SetupInvalid({name: question})
     return int(raw)
 
 

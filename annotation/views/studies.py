@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from ..models import Role, Study
 from ..permissions import get_project_for
-from ..project_setup import SetupInvalid
+from ..project_setup import SetupInvalid, project_setting
 from ..studies import (
     STUDY_FIELDS,
     PlatformIdInvalid,
@@ -61,8 +61,19 @@ def project_studies(request, slug: str):
     return render(request, "annotation/studies/list.html", {
         "project": project, "studies": studies, "values": values, "errors": errors,
         "gold_items": project.items.filter(is_gold=True).count(),
-        "gold_share": project.settings.get("gold_share", 0),
+        "gold_share": project_setting(project.settings, "gold_share", 0, project=project.slug),
     }, status=400 if errors else 200)
+
+
+def _rejected_messages(request, outcome: dict) -> None:
+    messages.success(request, f"Rejected: {outcome['annotations_excluded']} annotation(s) left the analysis, "
+                              f"{outcome['items_reopened']} item(s) went back to the queue, "
+                              f"{outcome['items_back_to_review']} verified item(s) went back to review.")
+    frozen = outcome["released_items_kept"]
+    if frozen:
+        listed = "; ".join(f"{r['external_id']} ({', '.join(r['releases'])})" for r in frozen)
+        messages.warning(request, f"{len(frozen)} verified item(s) rested on this participant's annotations but are "
+                                  f"frozen in a release, which cannot change; they keep their decision: {listed}.")
 
 
 def _study_post(request, study: Study) -> tuple[int, dict]:
@@ -80,8 +91,7 @@ def _study_post(request, study: Study) -> tuple[int, dict]:
                 messages.success(request, f"{p.external_id}: approved.")
             else:
                 outcome = participant_reject(study=study, participant_id=participant_id, actor=request.user, note=note)
-                messages.success(request, f"Rejected: {outcome['annotations_excluded']} annotation(s) left the analysis, "
-                                          f"{outcome['items_reopened']} item(s) went back to the queue.")
+                _rejected_messages(request, outcome)
         else:
             return 400, {"errors": {"action": "One of close, approve, reject (with a participant)."}}
     except StudyRefused as exc:

@@ -19,7 +19,6 @@ QUERIES = tuple(f"state:{s}:{c}" for s in STRATEGIES for c in CONDITIONS)
 KEYS = tuple(f"state_acc_{s}_{c}" for s in STRATEGIES for c in CONDITIONS) + tuple(
     f"object_acc_{s}_{c}" for s in STRATEGIES for c in CONDITIONS
 )
-PRIMARY = "state_acc_standard_full"
 N_CANDIDATES = 10
 
 

@@ -12,14 +12,15 @@ import numpy as np
 
 from .common import ItemMatrix, bootstrap_cis, printed_means
 
-CAPABILITIES = ("spatial", "temporal", "attribute", "reasoning")
+CAPABILITIES = ("spatial", "temporal", "attribute", "reasoning")  # S. U., T. U., A. R., Rs
 CONTEXTS = ("intra", "inter")
+# The main table's columns in the paper's Table 2 order: Overall; Intra-state Avg., S. U., T. U.,
+# A. R., Rs; Inter-state likewise. Hallucination and factual (not in Table 2) come last.
 KEYS = (
-    ("overall", "intra", "inter")
-    + tuple(f"{c}_{cap}" for c in CONTEXTS for cap in CAPABILITIES)
+    ("overall",)
+    + tuple(key for c in CONTEXTS for key in (c, *(f"{c}_{cap}" for cap in CAPABILITIES)))
     + ("hallucination", "factual")
 )
-PRIMARY = "overall"
 
 
 def question_credit(predicted: Sequence[str] | None, truth: Sequence[str]) -> tuple[int, int]:
@@ -49,16 +50,15 @@ def item_matrix(
     hall = np.asarray(hallucination, dtype=bool)
     caps = [set(c) for c in capabilities]
     member = np.zeros((n, len(KEYS)), dtype=bool)
-    member[:, 0] = True
-    member[:, 1] = contexts == "intra"
-    member[:, 2] = contexts == "inter"
-    j = 3
+    column = KEYS.index
+    member[:, column("overall")] = True
     for ctx in CONTEXTS:
+        in_context = contexts == ctx
+        member[:, column(ctx)] = in_context
         for cap in CAPABILITIES:
-            member[:, j] = (contexts == ctx) & np.array([cap in c for c in caps], dtype=bool)
-            j += 1
-    member[:, j] = hall
-    member[:, j + 1] = ~hall
+            member[:, column(f"{ctx}_{cap}")] = in_context & np.array([cap in c for c in caps], dtype=bool)
+    member[:, column("hallucination")] = hall
+    member[:, column("factual")] = ~hall
     num = np.where(member, credits[:, :1], 0)
     den = np.where(member, credits[:, 1:], 0)
     return ItemMatrix(keys=KEYS, num=num, den=den, parse_failures=parse_failures, n=n)

@@ -3,26 +3,31 @@
 Item score per criterion = mean of the raters who gave a number (N/A is missing, never 0);
 normalized = (mean - 1) / 4, printed 0-1 with three decimals. The state-change score of an item
 is the mean of its normalized osc_accuracy and osc_consistency; it is broken down per scenario
-and per action category. A judge is one "rater" per item.
+and per action category. The mean of criteria of a run is the mean over the eight criteria of
+their means (the paper's Figure 3 score). A judge is one "rater" per item.
 
 Arrays: ``sums`` and ``counts`` are (N, 8) integers in ``CRITERIA`` order: the sum of the given
 scores and how many were given.
 """
 from __future__ import annotations
 
+import operator
 from decimal import Decimal
-from typing import Mapping, Sequence
+from typing import Iterable, Mapping, Sequence, TypeVar
 
 import numpy as np
 
 from annotation.protocols import OSC_CRITERIA as CRITERIA
 from annotation.protocols import OSC_SCENARIOS as SCENARIOS
 
-from .common import ItemMatrix, bootstrap_cis, printed_means
+from .common import COMPRESS_FROM, ItemMatrix, bootstrap_cis, nanmean_rows, percentile_ci, printed_bound, to_decimal
 
-KEYS = CRITERIA
-PRIMARY = "osc_accuracy"
+# The main table: the paper's eight criteria in its column order, their mean (Figure 3's overall
+# score), then the state-change score the generator leaderboard is ranked by unless the
+# researcher picks the mean (evaluation/ranking.py).
+KEYS = CRITERIA + ("criteria_mean", "state_change")
 PLACES = 3
+Number = TypeVar("Number")
 _ACC, _CONS = CRITERIA.index("osc_accuracy"), CRITERIA.index("osc_consistency")
 
 
@@ -37,8 +42,8 @@ def ratings_to_arrays(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def score_dicts_to_arrays(per_item: Sequence[Sequence[Mapping[str, int | None]]]) -> tuple[np.ndarray, np.ndarray]:
     """Per item a list of {criterion: 1..5 | None} (one per rater) -> (sums, counts).
 
-    One list comprehension per criterion over all ratings, then bincount by item: the per-rating
-    Python work is a dict lookup per criterion.
+    The eight scores of every rating are read in one C-level pass (operator.itemgetter; a rating
+    that lacks a criterion sends the whole list through dict.get instead), then bincount by item.
     """
     n = len(per_item)
     sums = np.zeros((n, len(CRITERIA)), dtype=np.int64)
@@ -47,12 +52,19 @@ def score_dicts_to_arrays(per_item: Sequence[Sequence[Mapping[str, int | None]]]
     if not flat:
         return sums, counts
     owner = np.repeat(np.arange(n), [len(ratings) for ratings in per_item])
-    for j, criterion in enumerate(CRITERIA):
-        values = np.array([r.get(criterion) for r in flat], dtype=np.float64)  # None -> NaN
-        given = np.isfinite(values)
-        sums[:, j] = np.rint(np.bincount(owner, weights=np.where(given, values, 0.0), minlength=n)).astype(np.int64)
-        counts[:, j] = np.bincount(owner, weights=given, minlength=n).astype(np.int64)
+    try:
+        rows = list(map(_SCORES_OF, flat))
+    except KeyError:  # some rating leaves a criterion out (missing, as None is)
+        rows = [tuple(rating.get(c) for c in CRITERIA) for rating in flat]
+    values = np.array(rows, dtype=np.float64).reshape(len(flat), len(CRITERIA))  # None -> NaN
+    given = np.isfinite(values)
+    for j in range(len(CRITERIA)):
+        sums[:, j] = np.rint(np.bincount(owner, weights=np.where(given[:, j], values[:, j], 0.0), minlength=n))
+        counts[:, j] = np.bincount(owner, weights=given[:, j], minlength=n)
     return sums, counts
+
+
+_SCORES_OF = operator.itemgetter(*CRITERIA)
 
 
 def state_change_cells(sums: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -95,12 +107,58 @@ def item_matrix(
     return ItemMatrix(keys=tuple(keys), num=np.hstack(nums), den=np.hstack(dens), parse_failures=parse_failures, n=sums.shape[0])
 
 
+def criteria_mean(values: Iterable[Number | None]) -> Number | None:
+    """A generator's overall score as the paper's Figure 3 averages it: the mean of its per-criterion
+    means over the criteria that have one (N/A never counts as 0). The leaderboard's "criteria_mean"
+    column and the correlation page's system-level ranking both use it."""
+    given = [v for v in values if v is not None]
+    return sum(given) / len(given) if given else None  # type: ignore[operator,return-value]
+
+
 def printed(matrix: ItemMatrix) -> dict[str, Decimal | None]:
-    return printed_means(matrix, matrix.keys, places=PLACES, as_percent=False)
+    exact = matrix.exact_means()
+    out = {key: None if exact[key] is None else to_decimal(exact[key], PLACES) for key in matrix.keys}
+    mean = criteria_mean(exact[c] for c in CRITERIA)
+    out["criteria_mean"] = None if mean is None else to_decimal(mean, PLACES)
+    return out
+
+
+def _derive(base: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    return {"criteria_mean": nanmean_rows([base[c] for c in CRITERIA])}
 
 
 def cis(matrix: ItemMatrix, *, n_boot: int = 1000, seed: int = 0) -> dict[str, list[float] | None]:
-    return bootstrap_cis(matrix, keys=matrix.keys, scale=1.0, places=PLACES, n_boot=n_boot, seed=seed)
+    keys = matrix.keys + ("criteria_mean",)
+    if matrix.num.shape[0] < COMPRESS_FROM:
+        # Rows are resampled jointly at this size anyway: the mean of criteria from the same resamples.
+        return bootstrap_cis(matrix, keys=keys, scale=1.0, places=PLACES, derive=_derive, n_boot=n_boot, seed=seed)
+    out = bootstrap_cis(matrix, keys=keys, scale=1.0, places=PLACES, n_boot=n_boot, seed=seed)
+    out["criteria_mean"] = _criteria_mean_ci_large(matrix, n_boot=n_boot, seed=seed)
+    return out
+
+
+def _criteria_mean_ci_large(matrix: ItemMatrix, *, n_boot: int, seed: int) -> list[float] | None:
+    """The mean of criteria's interval for a large run (COMPRESS_FROM rows and more), where the
+    columns are resampled one at a time and a joint row resample would cost n_boot x rows.
+
+    What a row resample changes is the 16 column totals (per criterion: the sum of the counted
+    values and the count); at this size those totals are close to normal with the rows' mean and
+    covariance times the row count (central limit theorem), so each resample's totals are drawn
+    from that normal, turned into per-criterion means and their mean, and the percentiles taken.
+    """
+    columns = [matrix.column(c) for c in CRITERIA]
+    num, den = matrix.num[:, columns], matrix.den[:, columns]
+    counted = den > 0
+    rows = np.hstack([np.where(counted, num / np.where(counted, den, 1), 0.0), counted])
+    n = rows.shape[0]
+    rng = np.random.default_rng(seed)
+    totals = rng.multivariate_normal(rows.mean(axis=0) * n, np.cov(rows, rowvar=False, bias=True) * n,
+                                     size=n_boot, method="eigh", check_valid="ignore")
+    sums, counts = totals[:, : len(CRITERIA)], totals[:, len(CRITERIA):]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = np.where(counts > 0.5, sums / np.where(counts > 0.5, counts, 1.0), np.nan)  # < half a row: none counted
+    ci = percentile_ci(nanmean_rows(list(means.T)))
+    return None if ci is None else [printed_bound(ci[0], PLACES), printed_bound(ci[1], PLACES)]
 
 
 def item_means(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:

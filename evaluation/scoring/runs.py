@@ -51,10 +51,6 @@ def main_keys(protocol: str) -> tuple[str, ...]:
     return MODULES[protocol].KEYS
 
 
-def primary_key(protocol: str) -> str:
-    return MODULES[protocol].PRIMARY
-
-
 def chance(protocol: str, key: str) -> Decimal | None:
     """Chance level (percent) of a metric or breakdown key ("category:positional:roa" -> roa's).
 

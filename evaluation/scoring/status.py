@@ -24,7 +24,6 @@ CHANCE = {
     "acc_osi": Decimal("50.00"), "acc_ir": Decimal("50.00"), "acc_sci": Decimal("50.00"), "oa": Decimal("50.00"),
     "racc_osi": Decimal("25.00"), "racc_ir": Decimal("25.00"), "racc_sci": Decimal("25.00"), "roa": Decimal("1.56"),
 }
-PRIMARY = "roa"
 
 
 def encode_letters(letters: Any) -> np.ndarray:

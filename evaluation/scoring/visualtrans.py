@@ -27,7 +27,6 @@ KEYS = (
     "quantitative", "overall",
 )
 BASE_KEYS = SUBTASKS + ("overall",)
-PRIMARY = "overall"
 
 
 def is_correct(fmt: str, truth: Any, predicted: Any) -> bool:

@@ -9,7 +9,10 @@
   the endpoint's options. An HTTP 200 whose body is not a chat completion (not JSON, no choices)
   is asked again here, up to `max_retries` times with the client's backoff. What still fails
   comes back as a ModelReply with `error` set, never as answer text; `attempts` counts the
-  requests really made (a 400 is not retried, so it counts 1).
+  client's tries (a 400 is not retried, so it counts 1), including a try whose connection failed
+  or timed out before its request went out, which the endpoint never saw. A judge's JSON repair
+  requests are further calls made by the chunk (services/chunks.py), which adds their tries,
+  tokens and time to the stored prediction.
 - Judges get `response_format={"type": "json_schema", ...}` unless the endpoint's options say
   `"json_schema": false`; their protocol token limit is a minimum (base.max_tokens_for).
   Option queries ask for first-token top log-probs unless `"logprobs": false`, and only when

@@ -10,6 +10,7 @@ from inference.media import MediaError
 from .base import ItemInput, MediaPreparer, PreparedQuery, failed, frames_param, image, query_for, render_prompt, text, user
 
 PROMPT_VERSION = "oscbench-judge-v1"
+JUDGE_KEY = "judge"  # the one query of an item (annotation.protocols.QUERY_KEYS), asked under JUDGE_SCHEMA
 DEFAULT_FRAMES = 20
 
 # StateLab's own wording; a project's settings["rubric"] (text, or criterion -> text) replaces it.
@@ -65,14 +66,14 @@ def rubric_text(rubric: Any) -> str:
 
 def build(item: ItemInput, *, media: MediaPreparer, params: dict[str, Any]) -> list[PreparedQuery]:
     p = item.payload
-    options = list(item.resolved["judge"]["options"])
+    options = list(item.resolved[JUDGE_KEY]["options"])
     n = frames_param(params, DEFAULT_FRAMES)
     try:
         urls, indices = media.frames(
             item.media_paths.get("video"), n, content_hash=item.media_hashes.get("video"), known=item.media_info.get("video")
         )
     except MediaError as exc:
-        return [failed("judge", options, str(exc))]
+        return [failed(JUDGE_KEY, options, str(exc))]
     ask = (
         "You are judging a video made by a text-to-video model. Above are "
         f"{len(urls)} frames sampled evenly from it, in order.\n"
@@ -86,8 +87,8 @@ def build(item: ItemInput, *, media: MediaPreparer, params: dict[str, Any]) -> l
     messages = user([image(u) for u in urls] + [text(ask)])
     return [
         PreparedQuery(
-            key="judge",
-            query=query_for("judge", item, messages, json_schema=JUDGE_SCHEMA, max_tokens=int(params.get("judge_max_tokens", 800))),
+            key=JUDGE_KEY,
+            query=query_for(JUDGE_KEY, item, messages, json_schema=JUDGE_SCHEMA, max_tokens=int(params.get("judge_max_tokens", 800))),
             options=options,
             prompt=render_prompt(messages),
             frame_indices={"video": indices},

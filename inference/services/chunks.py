@@ -12,16 +12,14 @@ import logging
 from dataclasses import replace
 from typing import Any
 
-from annotation.protocols import QUERY_KEYS
-
 from ..backends import BackendUnavailable, get_backend
 from ..backends.base import ModelQuery, ModelReply, Sampling
 from ..models import InferenceJob, JobMode, JobStatus, Prediction, PredictionStatus
 from ..protocols import multistage
 from ..protocols.base import PreparedQuery, render_prompt
 from .frames import job_media, job_prepares_frames
-from .inputs import build_queries, item_inputs, parse_reply
-from .jobs import error_message, job_fail, job_refresh_finished
+from .inputs import build_queries, item_inputs, parse_reply, unreadable_json_error
+from .jobs import error_message, job_fail, job_query_keys, job_refresh_finished
 from .predictions import PredictionRow, predictions_upsert
 from .suggestions import suggestions_store
 
@@ -31,13 +29,6 @@ JSON_REPAIR_PROMPT = (
     "That reply could not be read as the JSON object that was asked for. "
     "Reply again with only the JSON object, following the requested form exactly."
 )
-
-
-def _query_keys(job: InferenceJob) -> tuple[str, ...]:
-    """The queries every item of this job answers (suggestion mode: one)."""
-    if job.mode == JobMode.SUGGEST:
-        return ("suggest",) if job.protocol == "status" else ("qa",)
-    return tuple(QUERY_KEYS[job.protocol])
 
 
 def sampling_for(params: dict[str, Any]) -> Sampling:
@@ -51,13 +42,22 @@ def sampling_for(params: dict[str, Any]) -> Sampling:
 
 
 def _repair_json(backend, job: InferenceJob, pending: list[tuple[PreparedQuery, ModelReply]], sampling: Sampling) -> None:
-    """Re-ask judges whose reply was not readable JSON, boundedly; replies are replaced in place."""
+    """Re-ask JSON-schema queries whose reply could not be read, up to `json_retries` rounds
+    (default 2); replies are replaced in place.
+
+    Every repair request is accounted to the reply that is stored, whether it succeeded or not:
+    its tries, tokens and time add to the stored reply's, and extra["json_repairs"] counts the
+    repair requests sent. A repair request that failed (after the backend's own retries) ends the
+    repair of that query: the unreadable reply stays the answer, its failure kept in
+    extra["json_repair_error"] for the stored reason (row_from_reply)."""
     rounds = int(job.params.get("json_retries", 2))
+    given_up: set[int] = set()
     for _ in range(rounds):
         todo = [
             (i, prepared, reply)
             for i, (prepared, reply) in enumerate(pending)
-            if prepared.query.json_schema and not reply.error and parse_reply(job, prepared, reply.text) is None
+            if i not in given_up and prepared.query.json_schema and not reply.error
+            and parse_reply(job, prepared, reply.text) is None
         ]
         if not todo:
             return
@@ -73,15 +73,24 @@ def _repair_json(backend, job: InferenceJob, pending: list[tuple[PreparedQuery, 
         ]
         replies = backend.complete(again, sampling)
         for (i, prepared, old), new, query in zip(todo, replies, again):
-            new.attempts += old.attempts
-            new.prompt_tokens += old.prompt_tokens
-            new.completion_tokens += old.completion_tokens
-            new.latency_ms += old.latency_ms
-            new.extra = {**old.extra, **new.extra, "json_repairs": old.extra.get("json_repairs", 0) + 1}
-            if new.error:  # the repair request itself failed: keep the unreadable reply as the answer
+            repairs = old.extra.get("json_repairs", 0) + 1
+            if new.error:  # keep the unreadable reply as the answer, with what the failed request cost
+                _add_costs(old, new)
+                old.extra = {**old.extra, "json_repairs": repairs, "json_repair_error": new.error}
+                given_up.add(i)
                 continue
+            _add_costs(new, old)
+            new.extra = {**old.extra, **new.extra, "json_repairs": repairs}
             # The stored prompt is the conversation that produced the stored output (repair turns included).
             pending[i] = (replace(prepared, query=query, prompt=render_prompt(query.messages)), new)
+
+
+def _add_costs(reply: ModelReply, other: ModelReply) -> None:
+    """Count another request of the same query (a repair, or the reply it repaired) into reply."""
+    reply.attempts += other.attempts
+    reply.prompt_tokens += other.prompt_tokens
+    reply.completion_tokens += other.completion_tokens
+    reply.latency_ms += other.latency_ms
 
 
 def job_run_chunk(*, job_id: int, item_ids: list[int]) -> int:
@@ -89,14 +98,11 @@ def job_run_chunk(*, job_id: int, item_ids: list[int]) -> int:
     job = InferenceJob.objects.select_related("endpoint", "project", "release").get(pk=job_id)
     if job.status != JobStatus.RUNNING:
         return 0
-    per_item_keys = None if job.mode == JobMode.SUGGEST else set(QUERY_KEYS[job.protocol])
+    keys = job_query_keys(job)
     done_ok = set(
         Prediction.objects.filter(job=job, item_id__in=item_ids, status=PredictionStatus.OK).values_list("item_id", "query")
     )
-    if per_item_keys is not None:
-        item_ids = [i for i in item_ids if not per_item_keys <= {q for (it, q) in done_ok if it == i}]
-    elif done_ok:
-        item_ids = [i for i in item_ids if i not in {it for it, _ in done_ok}]
+    item_ids = [i for i in item_ids if any((i, key) not in done_ok for key in keys)]
     if not item_ids:
         job_refresh_finished(job_id=job.pk)
         return 0
@@ -153,7 +159,7 @@ def job_run_chunk(*, job_id: int, item_ids: list[int]) -> int:
         error = f"chunk error: {type(exc).__name__}: {exc}"[:2000]
         have = done_ok | {(r.item_id, r.query) for r in rows}
         rows += [PredictionRow(item_id, key, PredictionStatus.FAILED, error=error)
-                 for item_id in item_ids for key in _query_keys(job) if (item_id, key) not in have]
+                 for item_id in item_ids for key in keys if (item_id, key) not in have]
     finally:
         backend.close()  # a vLLM backend keeps its engine loaded for the next chunk
         if media.videos_decoded and job_prepares_frames(job):
@@ -167,24 +173,31 @@ def job_run_chunk(*, job_id: int, item_ids: list[int]) -> int:
 
 def row_from_reply(job: InferenceJob, item_pk: int, prepared: PreparedQuery, reply: ModelReply) -> PredictionRow:
     """The prediction a reply makes: failed with its error (also a query that was never asked, as
-    when a multistage stage failed), else OK with the parsed answer."""
+    when a multistage stage failed), else OK with the parsed answer; a JSON-schema reply that
+    stayed unreadable is OK with a null answer and the reason (unreadable_json_error)."""
     common = dict(
         prompt=prepared.prompt,
         options=prepared.options,
         frame_indices=prepared.frame_indices,
         attempts=reply.attempts,
+        json_repairs=int(reply.extra.get("json_repairs", 0)),
         latency_ms=reply.latency_ms,
         prompt_tokens=reply.prompt_tokens,
         completion_tokens=reply.completion_tokens,
     )
     if reply.error or prepared.query is None:
         return PredictionRow(item_pk, prepared.key, PredictionStatus.FAILED, error=reply.error or prepared.error or "", **common)
+    answer = parse_reply(job, prepared, reply.text)
+    error = ""
+    if answer is None and prepared.query.json_schema:
+        error = unreadable_json_error(prepared.key, common["json_repairs"], reply.extra.get("json_repair_error"))
     return PredictionRow(
         item_pk,
         prepared.key,
         PredictionStatus.OK,
+        error=error,
         raw_output=reply.text,
-        answer=parse_reply(job, prepared, reply.text),
+        answer=answer,
         logprobs=reply.logprobs,
         **common,
     )

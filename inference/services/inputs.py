@@ -17,6 +17,7 @@ from django.core.files.storage import default_storage
 from config.storage import StoredFileMismatch, is_local, is_missing, local_copy
 
 from annotation.models import Item, MediaAsset, Project, ReleaseItem
+from annotation.project_setup import project_setting
 from annotation.protocols import MEDIA_FIELDS, resolve_queries
 
 from .. import protocols
@@ -132,8 +133,8 @@ def _resolve_unlabeled(protocol: str, external_id: str, payload: dict, seed: int
 def _judge_rubric(project: Project) -> Any:
     """The rubric human raters of this project see (its own wording over the platform default),
     so judge and humans rate against the same text."""
-    custom = (project.settings or {}).get("rubric")
-    if isinstance(custom, str) and custom.strip():
+    custom = project_setting(project.settings, "rubric", None, project=project.slug)
+    if isinstance(custom, str):
         return custom
     from annotation.selectors import rubric_for
 
@@ -160,3 +161,13 @@ def parse_reply(job: InferenceJob, prepared: PreparedQuery, text: str) -> Any:
     if job.mode == JobMode.SUGGEST and job.protocol == "status":
         return parse_suggestion(text)
     return parse_answer(job.protocol, prepared.key, text, prepared.options, fmt=prepared.fmt)
+
+
+def unreadable_json_error(query_key: str, repairs: int, repair_error: str | None = None) -> str:
+    """Why a JSON-schema reply that came back has no answer: it stayed unreadable through its
+    repairs (PROTOCOLS §5: repaired or retried, else missing). Stored with status ok and a null
+    answer, so it counts as a parse failure and is scored as missing, as an unreadable option
+    reply is; the reason says so. Written by the chunk that stores the reply (chunks.py) and by a
+    re-score that finds the stored reply unreadable (jobs.job_rescore)."""
+    reason = f"{query_key} reply not valid JSON after {repairs} repair{'s' if repairs != 1 else ''}"
+    return f"{reason}; the last repair request failed: {repair_error}" if repair_error else reason

@@ -1,5 +1,6 @@
 """Jobs: create (validated), start (plan items and totals, enqueue chunks), cancel, retry the
-failed items, finish (FINISHED, or FAILED when nothing succeeded) and re-score.
+failed queries and unreadable replies, finish (FINISHED, or FAILED when nothing succeeded) and
+re-score.
 
 Work is enqueued by task name once the transaction commits, each message a tracked run
 (runs.py: a BackgroundRun row written in the same transaction): this module never imports the
@@ -27,8 +28,9 @@ from .. import protocols
 from ..backends import BackendUnavailable, check_available
 from ..models import Backend, InferenceJob, JobMode, JobStatus, ModelEndpoint, Prediction, PredictionStatus
 from ..protocols.base import PreparedQuery
+from ..selectors import job_json_queries, unreadable_replies
 from .frames import chunks_enqueue
-from .inputs import parse_reply
+from .inputs import parse_reply, unreadable_json_error
 from .runs import run_enqueue_on_commit
 
 log = logging.getLogger(__name__)
@@ -142,10 +144,17 @@ def _plan_items(job: InferenceJob) -> list[int]:
     return list(_plan_rows(job, with_payload=False))
 
 
-def queries_per_item(job: InferenceJob) -> int:
+def job_query_keys(job: InferenceJob) -> tuple[str, ...]:
+    """The queries every item of this job answers (suggestion mode: one). The one rule for it:
+    the job's total, a chunk's skip of answered queries (chunks.py) and the failing of a lost
+    chunk's unanswered queries (recovery.py) all read it."""
     if job.mode == JobMode.SUGGEST:
-        return 1
-    return len(QUERY_KEYS[job.protocol])
+        return ("suggest",) if job.protocol == "status" else ("qa",)
+    return tuple(QUERY_KEYS[job.protocol])
+
+
+def queries_per_item(job: InferenceJob) -> int:
+    return len(job_query_keys(job))
 
 
 def _chunk_size(job: InferenceJob) -> int:
@@ -215,9 +224,19 @@ def job_cancel(*, job: InferenceJob, actor=None) -> bool:
 
 @transaction.atomic
 def job_retry_failed(*, job: InferenceJob, actor=None) -> int:
-    """Re-run every item that lacks an OK prediction for one of its queries. Returns the item count."""
+    """Ask again every query of the job that has no answer to show: a failed query (no reply
+    came back) and an unreadable reply (a judge's JSON that stayed unreadable through its repairs:
+    selectors.unreadable_replies). Returns how many items are re-run.
+
+    Unreadable replies are retried because PROTOCOLS §5 says invalid judge JSON is "repaired or
+    retried, else missing", and a researcher who sees them listed wants the judge asked again;
+    the new outcome (readable, unreadable again, or failed) replaces the stored one. Option
+    replies that name no option are not retried: they are the evaluated model's answer, and
+    asking until one reads would flatter it. An imported job has no model to ask: nothing."""
     job = InferenceJob.objects.select_for_update(of=("self",)).select_related("endpoint", "release", "project").get(pk=job.pk)
     if job.status in ACTIVE and job.status != JobStatus.RUNNING:
+        return 0
+    if job.endpoint_id is None:  # predictions imported from a file (predictions_import)
         return 0
     audit_record(action=AuditAction.RETRY, actor=actor, project=job.project, obj=job, details={"status": job.status})
     if job.total_queries == 0:  # never planned (failed to start): start from scratch
@@ -235,18 +254,23 @@ def job_retry_failed(*, job: InferenceJob, actor=None) -> int:
         .annotate(n=Count("id"))
         .values_list("item_id", "n")
     )
-    todo = [item_id for item_id in planned if ok_counts.get(item_id, 0) < per_item]
+    unreadable = set(unreadable_replies(job).values_list("item_id", flat=True))
+    todo = [item_id for item_id in planned if ok_counts.get(item_id, 0) < per_item or item_id in unreadable]
     if not todo:
         return 0
-    # The failed rows of these items are asked again: they stop counting, so the job finishes only
-    # once every retried chunk has written its outcome (else the first chunk back would find
-    # done + failed = total and end the job before the others ran).
-    cleared, _ = Prediction.objects.filter(job=job, item_id__in=todo, status=PredictionStatus.FAILED).delete()
-    job.failed_queries = max(0, job.failed_queries - cleared)
+    # The failed rows and unreadable replies of these items are asked again: they stop counting,
+    # so the job finishes only once every retried chunk has written its outcome (else the first
+    # chunk back would find done + failed = total and end the job before the others ran), and a
+    # chunk, which skips the queries that have an OK prediction, asks them. The job's token
+    # figures keep what the replies cost: they count what was spent.
+    cleared_failed, _ = Prediction.objects.filter(job=job, item_id__in=todo, status=PredictionStatus.FAILED).delete()
+    cleared_unreadable, _ = unreadable_replies(job).filter(item_id__in=todo).delete()
+    job.failed_queries = max(0, job.failed_queries - cleared_failed)
+    job.done_queries = max(0, job.done_queries - cleared_unreadable)
     job.status = JobStatus.RUNNING
     job.error = ""
     job.finished_at = None
-    job.save(update_fields=["status", "error", "finished_at", "failed_queries"])
+    job.save(update_fields=["status", "error", "finished_at", "failed_queries", "done_queries"])
     _enqueue_chunks(job, _chunks(todo, _chunk_size(job)))
     return len(todo)
 
@@ -311,7 +335,14 @@ def job_fail(*, job: InferenceJob, error: str) -> None:
 
 @transaction.atomic
 def job_rescore(*, job: InferenceJob) -> int:
-    """Re-parse every OK prediction's raw output with the current parser; returns how many changed."""
+    """Re-parse every OK prediction's raw output with the current parser; returns how many changed.
+
+    The reason an OK prediction carries (its error) always matches its stored reply afterwards: a
+    JSON reply (a judge's) that now reads loses it; one that no longer reads gets it
+    (unreadable_json_error, with the repairs the chunk made), so it is listed with the unreadable
+    replies and "retry failed" asks it again. Statuses and counters do not move: an unreadable
+    reply is still a reply, scored as missing."""
+    json_queries = set(job_json_queries(job))
     changed = []
     for pred in Prediction.objects.filter(job=job, status=PredictionStatus.OK).select_for_update():
         fmt = None
@@ -319,9 +350,16 @@ def job_rescore(*, job: InferenceJob) -> int:
             fmt = (pred.item.payload or {}).get("format")
         prepared = PreparedQuery(key=pred.query, query=None, options=pred.options, fmt=fmt)
         answer = parse_reply(job, prepared, pred.raw_output)
-        if answer != pred.answer:
-            pred.answer = answer
+        if answer is not None:
+            error = ""
+        elif pred.query in json_queries:
+            # Kept when it is already the reason (it may name a failed repair request).
+            error = pred.error or unreadable_json_error(pred.query, pred.json_repairs)
+        else:
+            error = pred.error  # an option reply that names no option: a parse failure, no reason
+        if answer != pred.answer or error != pred.error:
+            pred.answer, pred.error = answer, error
             changed.append(pred)
-    Prediction.objects.bulk_update(changed, ["answer"])
+    Prediction.objects.bulk_update(changed, ["answer", "error"])
     run_enqueue_on_commit("inference.tasks.export_job", job.pk, job=job)
     return len(changed)

@@ -37,11 +37,12 @@ class PredictionRow:
     latency_ms: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    json_repairs: int = 0
 
 
 _UPDATE_FIELDS = [
     "status", "error", "prompt", "options", "raw_output", "answer", "logprobs", "frame_indices",
-    "attempts", "latency_ms", "prompt_tokens", "completion_tokens", "updated_at",
+    "attempts", "json_repairs", "latency_ms", "prompt_tokens", "completion_tokens", "updated_at",
 ]
 
 
@@ -83,7 +84,8 @@ def predictions_upsert(*, job_id: int, rows: list[PredictionRow]) -> int:
         to_write[key] = Prediction(
             job_id=job_id, item_id=r.item_id, query=r.query, status=r.status, error=r.error, prompt=r.prompt,
             options=r.options, raw_output=r.raw_output, answer=r.answer, logprobs=r.logprobs,
-            frame_indices=r.frame_indices, attempts=min(r.attempts, 32767), latency_ms=r.latency_ms,
+            frame_indices=r.frame_indices, attempts=min(r.attempts, 32767), json_repairs=min(r.json_repairs, 32767),
+            latency_ms=r.latency_ms,
             prompt_tokens=r.prompt_tokens, completion_tokens=r.completion_tokens, created_at=now, updated_at=now,
         )
     if to_write:

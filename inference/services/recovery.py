@@ -6,29 +6,37 @@ STATELAB_RUN_MAX_ATTEMPTS claims; then it fails with the reason ("worker lost 3 
 `run_failed` tells its job: a lost chunk's unanswered queries are recorded as failed with that
 reason (so the job ends, FAILED when nothing succeeded, and "retry failed" can ask them again); a
 lost start fails the job. A queued run is sent again only when its message is missing from the
-broker: its queue holds fewer messages than it has queued runs and the run was last sent over
-STATELAB_RUN_RESEND_SECONDS ago (a broker that lost messages, or a worker holding some unacked
-when its broker connection died); a duplicate finds nothing to claim. A queue merely without a
-worker is shown on the pages and in /healthz, not guessed at here. Last, a running job whose chunks have all ended is
-finished, or failed with the count of queries nothing answered: no job stays running for ever.
+broker: neither held by a worker (below) nor accounted for by its queue, which holds fewer messages
+than it has queued runs, and the run was last sent over STATELAB_RUN_RESEND_SECONDS ago (a broker
+that lost messages, or a worker holding some unacked when its broker connection died); a duplicate
+finds nothing to claim. A message a worker holds unacked is not in the queue: kombu's Redis
+transport keeps it in the `unacked` hash (by delivery tag) and its delivery time in the
+`unacked_index` sorted set until it is acked, so a retry waiting out its countdown in a worker's
+memory is found there and its run is not sent twice; one held over STATELAB_RUN_RESEND_SECONDS
+past its delivery and its ETA without its run being claimed has lost its holder and is sent again.
+A queue merely without a worker is shown on the pages and in /healthz, not guessed at here. Last, a
+running job whose chunks have all ended is finished, or failed with the count of queries nothing
+answered: no job stays running for ever.
 """
 from __future__ import annotations
 
+import base64
+import json
 import logging
-from datetime import timedelta
+import time
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from annotation.protocols import QUERY_KEYS
 from config.enqueue import enqueue
 from config.heartbeat import lapsed_before, max_attempts
 
-from ..models import BackgroundRun, InferenceJob, JobMode, JobStatus, Prediction, PredictionStatus, RunState
+from ..models import BackgroundRun, InferenceJob, JobStatus, Prediction, PredictionStatus, RunState
 from .frames import PREPARE_TASK, chunk_after_frames
-from .jobs import job_fail, job_refresh_finished
+from .jobs import job_fail, job_query_keys, job_refresh_finished
 from .predictions import PredictionRow, predictions_upsert
 from .runs import run_mark_failed
 
@@ -63,10 +71,7 @@ def _chunk_lost(run: BackgroundRun, reason: str) -> None:
     if job is None or job.status != JobStatus.RUNNING:
         return
     _, item_ids = run.args
-    if job.mode == JobMode.SUGGEST:
-        keys = ("suggest",) if job.protocol == "status" else ("qa",)
-    else:
-        keys = tuple(QUERY_KEYS[job.protocol])
+    keys = job_query_keys(job)
     ok = set(Prediction.objects.filter(job=job, item_id__in=item_ids, status=PredictionStatus.OK)
              .values_list("item_id", "query"))
     rows = [PredictionRow(item_id, key, PredictionStatus.FAILED, error=reason[:2000])
@@ -86,38 +91,108 @@ def runs_watch() -> dict[str, int]:
             "jobs_settled": jobs_settle_orphans()}
 
 
-_PRIORITY_SEP = "\x06\x16"  # kombu's Redis transport: a queue's priority lists are "<queue>\x06\x16<n>"
+# kombu's Redis transport (kombu/transport/redis.py, Channel): its key names and their defaults,
+# which CELERY_BROKER_TRANSPORT_OPTIONS may change. A queue's priority lists are "<queue><sep><n>".
+_TRANSPORT_DEFAULTS = {"sep": "\x06\x16", "unacked_key": "unacked", "unacked_index_key": "unacked_index",
+                       "global_keyprefix": ""}
 
 
-def _broker_waiting(queue: str) -> int | None:
-    """Messages waiting in a Redis broker queue (None when the broker is not Redis or not reachable)."""
+def _transport_option(name: str) -> str:
+    options = getattr(settings, "CELERY_BROKER_TRANSPORT_OPTIONS", None) or {}
+    return options.get(name, _TRANSPORT_DEFAULTS[name])
+
+
+def _broker():
+    """A client of the Redis broker (None when the broker is not Redis)."""
     url = getattr(settings, "CELERY_BROKER_URL", "") or ""
     if not url.startswith(("redis://", "rediss://")):
         return None
     import redis
 
+    return redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+
+
+def _broker_waiting(queue: str, client=None) -> int | None:
+    """Messages waiting in a Redis broker queue (None when the broker is not Redis or not reachable)."""
+    client = client or _broker()
+    if client is None:
+        return None
+    import redis
+
+    prefix, sep = _transport_option("global_keyprefix"), _transport_option("sep")
     try:
-        client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
-        keys = [queue] + [f"{queue}{_PRIORITY_SEP}{p}" for p in (3, 6, 9)]
-        return sum(int(client.llen(k)) for k in keys)
+        keys = [queue] + [f"{queue}{sep}{p}" for p in (3, 6, 9)]
+        return sum(int(client.llen(prefix + k)) for k in keys)
     except redis.RedisError:
         return None
 
 
+def _tracked_run_and_eta(stored: bytes) -> tuple[int | None, float | None]:
+    """The ``tracked_run`` of a message as kombu keeps it unacked (JSON ``[message, exchange,
+    routing key]``; Celery's protocol 2: the body base64 JSON ``[args, kwargs, embed]``, the ETA an
+    ISO time in the headers) and its ETA as a Unix time. (None, None) for anything else, which then
+    counts as not held: at worst a duplicate is sent, and finds nothing to claim."""
+    try:
+        message = json.loads(stored)[0]
+        body = message["body"]
+        if message.get("properties", {}).get("body_encoding") == "base64":
+            body = base64.b64decode(body)
+        run = json.loads(body)[1].get("tracked_run")
+        eta = message.get("headers", {}).get("eta")
+        moment = datetime.fromisoformat(eta) if eta else None
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+        return None, None
+    if not isinstance(run, int) or isinstance(run, bool):
+        return None, None
+    if moment is not None and moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)  # Celery sends UTC
+    return run, moment.timestamp() if moment else None
+
+
+def _runs_held_by_workers(client, *, since: float) -> set[int]:
+    """Tracked runs whose message a worker holds unacked, delivered or due (its ETA) at or after
+    ``since`` (a Unix time). Raises redis' errors."""
+    prefix = _transport_option("global_keyprefix")
+    delivered = client.zrange(prefix + _transport_option("unacked_index_key"), 0, -1, withscores=True)
+    if not delivered:
+        return set()
+    tags = [tag for tag, _ in delivered]
+    held = set()
+    for (_, delivered_at), stored in zip(delivered, client.hmget(prefix + _transport_option("unacked_key"), tags)):
+        if stored is None:  # acked meanwhile
+            continue
+        run, eta = _tracked_run_and_eta(stored)
+        if run is not None and max(delivered_at, eta or 0.0) >= since:
+            held.add(run)
+    return held
+
+
 def runs_resend_missing() -> int:
     """Send again the queued runs whose messages the broker no longer holds (see the module doc)."""
-    cutoff = timezone.now() - timedelta(seconds=float(getattr(settings, "STATELAB_RUN_RESEND_SECONDS", 60)))
+    resend_seconds = float(getattr(settings, "STATELAB_RUN_RESEND_SECONDS", 60))
+    cutoff = timezone.now() - timedelta(seconds=resend_seconds)
     resent = 0
     queues = BackgroundRun.objects.filter(state=RunState.QUEUED).order_by().values_list("queue", flat=True).distinct()
+    if not queues:
+        return 0
+    client = _broker()
+    if client is None:
+        return 0
+    import redis
+
+    try:
+        held = _runs_held_by_workers(client, since=time.time() - resend_seconds)
+    except redis.RedisError:
+        return 0
     for queue in sorted(queues):
-        waiting = _broker_waiting(queue)
+        waiting = _broker_waiting(queue, client)
         if waiting is None:
             continue
-        queued = BackgroundRun.objects.filter(state=RunState.QUEUED, queue=queue)
-        deficit = queued.count() - waiting
+        missing = BackgroundRun.objects.filter(state=RunState.QUEUED, queue=queue).exclude(pk__in=held)
+        deficit = missing.count() - waiting
         if deficit <= 0:
             continue
-        stale = queued.filter(Q(sent_at__lt=cutoff) | Q(sent_at__isnull=True, created_at__lt=cutoff)).order_by("pk")
+        stale = missing.filter(Q(sent_at__lt=cutoff) | Q(sent_at__isnull=True, created_at__lt=cutoff)).order_by("pk")
         for run in stale[:min(deficit, 500)]:
             if not BackgroundRun.objects.filter(pk=run.pk, state=RunState.QUEUED).update(sent_at=timezone.now()):
                 continue

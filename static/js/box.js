@@ -1,62 +1,8 @@
 // Box + state (ChangeIt-Frames): exactly one box on the image, drawn, moved and resized with the
 // mouse or the keyboard, kept in image pixels and clipped to the image; or an outcome saying
 // there is nothing to label / it cannot be determined. The state label is confirmed or corrected.
+import { MIN_SIZE, clipBox, drawEditableBox, editBoxWithPointer, fitCanvas, paintImage, whenImageReady } from "./box_canvas.js";
 import { h, mediaUrl, startWorkbench } from "./workbench.js";
-
-const HANDLE_PX = 8; // screen pixels around an edge that grab it for resizing
-const MIN_SIZE = 2; // image pixels
-
-export function clipBox([x, y, w, hgt], width, height) {
-  let x0 = Math.max(0, Math.min(x, x + w));
-  let y0 = Math.max(0, Math.min(y, y + hgt));
-  let x1 = Math.min(width, Math.max(x, x + w));
-  let y1 = Math.min(height, Math.max(y, y + hgt));
-  x0 = Math.round(x0);
-  y0 = Math.round(y0);
-  x1 = Math.round(x1);
-  y1 = Math.round(y1);
-  if (x1 - x0 < MIN_SIZE || y1 - y0 < MIN_SIZE) return null;
-  return [x0, y0, x1 - x0, y1 - y0];
-}
-
-/** What a pointer at (px, py) grabs of `box` (image pixels; `tol` the grab distance in them):
- * {mode: "resize", edges: {l, r, t, b}}, {mode: "move"}, or null. Shared with review_box.js. */
-export function boxGrab(box, px, py, tol) {
-  if (!box) return null;
-  const [x, y, w, hh] = box;
-  const nearL = Math.abs(px - x) <= tol, nearR = Math.abs(px - (x + w)) <= tol;
-  const nearT = Math.abs(py - y) <= tol, nearB = Math.abs(py - (y + hh)) <= tol;
-  const insideX = px >= x - tol && px <= x + w + tol, insideY = py >= y - tol && py <= y + hh + tol;
-  const edges = { l: nearL && insideY, r: nearR && insideY, t: nearT && insideX, b: nearB && insideX };
-  if (edges.l || edges.r || edges.t || edges.b) return { mode: "resize", edges };
-  if (px > x && px < x + w && py > y && py < y + hh) return { mode: "move" };
-  return null;
-}
-
-/** The pointer's cursor over what boxGrab found. */
-export function grabCursor(hit) {
-  if (!hit) return "crosshair";
-  if (hit.mode === "move") return "move";
-  const { l, r, t, b } = hit.edges;
-  if ((l && t) || (r && b)) return "nwse-resize";
-  if ((r && t) || (l && b)) return "nesw-resize";
-  return l || r ? "ew-resize" : "ns-resize";
-}
-
-/** The box after dragging from `start` to (px, py) with what boxGrab found (orig: the box then). */
-export function dragBox(grab, orig, start, px, py, width, height) {
-  const [sx, sy] = start;
-  let [x, y, w, hh] = orig;
-  if (grab.mode === "move") {
-    return [Math.round(Math.max(0, Math.min(width - w, x + px - sx))), Math.round(Math.max(0, Math.min(height - hh, y + py - sy))), w, hh];
-  }
-  let x1 = x + w, y1 = y + hh;
-  if (grab.edges.l) x += px - sx;
-  if (grab.edges.r) x1 += px - sx;
-  if (grab.edges.t) y += py - sy;
-  if (grab.edges.b) y1 += py - sy;
-  return clipBox([Math.min(x, x1), Math.min(y, y1), Math.abs(x1 - x), Math.abs(y1 - y)], width, height) || orig;
-}
 
 function candidatesOf(item) {
   const raw = item.candidates || item.labels || item.state_labels || item.candidate_states || [];
@@ -118,35 +64,14 @@ function mount(container, item, draft, ctx) {
     const maxW = Math.max(200, stage.clientWidth || 800);
     const maxH = Math.max(200, window.innerHeight * 0.72);
     scale = Math.min(maxW / W, maxH / H, 4);
-    const dpr = window.devicePixelRatio || 1;
-    canvas.style.width = `${Math.round(W * scale)}px`;
-    canvas.style.height = `${Math.round(H * scale)}px`;
-    canvas.width = Math.round(W * scale * dpr);
-    canvas.height = Math.round(H * scale * dpr);
-    g.setTransform(dpr, 0, 0, dpr, 0, 0);
+    fitCanvas(g, W, H, scale);
     draw();
   }
-  const toImage = (e) => {
-    const r = canvas.getBoundingClientRect();
-    return [(e.clientX - r.left) / scale, (e.clientY - r.top) / scale];
-  };
 
   function draw() {
-    g.clearRect(0, 0, canvas.width, canvas.height);
-    if (img.complete && img.naturalWidth) g.drawImage(img, 0, 0, W * scale, H * scale);
+    paintImage(g, img, W, H, scale);
     if (box) {
-      const [x, y, w, hh] = box.map((v) => v * scale);
-      g.fillStyle = "rgba(36, 87, 197, 0.12)";
-      g.fillRect(x, y, w, hh);
-      g.lineWidth = 2;
-      g.strokeStyle = "#ffd400";
-      g.strokeRect(x, y, w, hh);
-      g.setLineDash([4, 4]);
-      g.strokeStyle = "#1d232b";
-      g.strokeRect(x, y, w, hh);
-      g.setLineDash([]);
-      g.fillStyle = "#ffd400";
-      for (const [cx, cy] of [[x, y], [x + w, y], [x, y + hh], [x + w, y + hh]]) g.fillRect(cx - 4, cy - 4, 8, 8);
+      drawEditableBox(g, box, scale, { fill: "rgba(36, 87, 197, 0.12)", solid: ["#ffd400", 2], dashed: ["#1d232b", 2, [4, 4]], handles: "#ffd400" });
     }
     if (outcome) {
       g.fillStyle = "rgba(0,0,0,0.45)";
@@ -181,42 +106,17 @@ function mount(container, item, draft, ctx) {
   }
 
   // ---- mouse: draw, move, resize ----
-  let drag = null;
-  const hitTest = (px, py) => boxGrab(box, px, py, HANDLE_PX / scale);
-  const cursorFor = grabCursor;
-  canvas.addEventListener("pointerdown", (e) => {
-    if (e.button !== 0) return;
-    canvas.focus();
-    canvas.setPointerCapture(e.pointerId);
-    const [px, py] = toImage(e);
-    const hit = hitTest(px, py);
-    if (hit) drag = { ...hit, start: [px, py], orig: [...box] };
-    else drag = { mode: "draw", start: [Math.max(0, Math.min(W, px)), Math.max(0, Math.min(H, py))] };
-  });
-  canvas.addEventListener("pointermove", (e) => {
-    const [px, py] = toImage(e);
-    if (!drag) {
-      canvas.style.cursor = cursorFor(hitTest(px, py));
-      return;
-    }
-    const [sx, sy] = drag.start;
-    if (drag.mode === "draw") {
-      const cx = Math.max(0, Math.min(W, px)), cy = Math.max(0, Math.min(H, py));
-      box = [Math.min(sx, cx), Math.min(sy, cy), Math.abs(cx - sx), Math.abs(cy - sy)].map(Math.round);
-      outcome = null;
+  editBoxWithPointer(canvas, {
+    scale: () => scale,
+    size: () => [W, H],
+    get: () => box,
+    set(next, mode) {
+      box = next;
+      if (mode === "draw") outcome = null;
       draw();
-    } else {
-      box = dragBox(drag, drag.orig, drag.start, px, py, W, H);
-      draw();
-    }
+    },
+    end: () => setBox(box),
   });
-  const endDrag = () => {
-    if (!drag) return;
-    drag = null;
-    setBox(box);
-  };
-  canvas.addEventListener("pointerup", endDrag);
-  canvas.addEventListener("pointercancel", endDrag);
 
   // ---- keyboard ----
   const step = (e) => (e.ctrlKey || e.metaKey ? 10 : 1) * Math.max(1, Math.round(Math.max(W, H) / 400));
@@ -265,8 +165,7 @@ function mount(container, item, draft, ctx) {
 
   const onResize = () => layout();
   window.addEventListener("resize", onResize);
-  if (img.complete && img.naturalWidth) layout();
-  else img.addEventListener("load", layout, { once: true });
+  whenImageReady(img, layout);
   requestAnimationFrame(() => canvas.focus());
 
   return {

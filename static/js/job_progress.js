@@ -32,6 +32,26 @@ function render(p) {
   for (const f of p.failures) {
     body.append(h("tr", {}, h("td", {}, f.item), h("td", {}, f.query), h("td", {}, String(f.attempts)), h("td", {}, f.error)));
   }
+  $("job-failed-count").textContent = String(p.failed);
+  renderUnreadable(p);
+}
+
+// Judge replies that came back but stayed unreadable JSON: listed apart from the failures (the
+// table is on the page only for jobs with JSON queries).
+function renderUnreadable(p) {
+  const table = $("job-unreadable");
+  if (!table) return;
+  $("job-unreadable-count").textContent = String(p.unreadable);
+  const body = table.tBodies[0];
+  body.replaceChildren();
+  if (!p.unreadable_replies.length) body.append(h("tr", { class: "none" }, h("td", { colspan: "6" }, "No unreadable replies.")));
+  for (const u of p.unreadable_replies) {
+    body.append(h("tr", {}, h("td", {}, u.item), h("td", {}, u.query), h("td", {}, String(u.attempts)),
+      h("td", {}, String(u.json_repairs)), h("td", {}, u.reason), h("td", {}, h("code", {}, u.reply))));
+  }
+  const more = $("job-unreadable-more");
+  more.hidden = p.unreadable <= p.unreadable_replies.length;
+  more.textContent = `Showing the first ${p.unreadable_replies.length}; every one is in samples.jsonl.`;
 }
 
 async function poll() {

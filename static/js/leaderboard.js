@@ -1,4 +1,7 @@
 // Leaderboard and correlation pages: sortable columns and breakdown tabs. No build step.
+// The server sends rows in leaderboard order (evaluation/ranking.py: headline metric, tie-break,
+// model name) and marks that column aria-sort="descending"; a click re-sorts in the browser, and
+// rows with equal values keep their leaderboard order (data-order), so a sort is never arbitrary.
 
 function cellKey(cell, type) {
   const raw = cell.dataset.value !== undefined ? cell.dataset.value : cell.textContent.trim();
@@ -7,6 +10,11 @@ function cellKey(cell, type) {
     return Number.isFinite(v) ? v : null; // missing values always sort last
   }
   return raw.toLowerCase();
+}
+
+function leaderboardOrder(row) {
+  const v = parseInt(row.dataset.order, 10);
+  return Number.isFinite(v) ? v : 0; // tables without data-order keep the stable sort's order
 }
 
 function sortTable(table, th) {
@@ -20,11 +28,12 @@ function sortTable(table, th) {
   rows.sort((a, b) => {
     const ka = cellKey(a.cells[index], type);
     const kb = cellKey(b.cells[index], type);
-    if (ka === null && kb === null) return 0;
+    const tie = leaderboardOrder(a) - leaderboardOrder(b);
+    if (ka === null && kb === null) return tie;
     if (ka === null) return 1;
     if (kb === null) return -1;
     const cmp = ka < kb ? -1 : ka > kb ? 1 : 0;
-    return descending ? -cmp : cmp;
+    return (descending ? -cmp : cmp) || tie;
   });
   rows.forEach((r) => body.appendChild(r));
 }

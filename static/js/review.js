@@ -79,13 +79,18 @@ async function startList(root) {
     rows = items.map((it) => {
       const href = `/projects/${slug}/review/${it.id}/`;
       const disputed = (it.disagreement || []).length > 0;
-      const tr = h("tr", { class: disputed ? "disputed" : "", dataset: { item: String(it.id), href, disputed: String(disputed) } },
+      // The fields as the annotation form names them (the API sends its labels beside the keys).
+      const labels = it.disagreement_labels || it.disagreement || [];
+      const tr = h("tr", { class: disputed || it.reopened ? "disputed" : "", dataset: { item: String(it.id), href, disputed: String(disputed) } },
         h("td", {}, h("a", { href }, `#${it.id}`)),
         h("td", {}, it.external_id || ""),
         h("td", { class: "num" }, String(it.annotation_count ?? (it.annotations || []).length ?? "")),
         h("td", {}, it.is_gold ? h("span", { class: "badge" }, "gold") : ""),
-        h("td", { "data-disagreement": "" }, disputed ? h("span", { class: "badge warn" }, "adjudicate: ", it.disagreement.join(", ")) : ""),
-        h("td", { class: "muted" }, it.updated_at ? new Date(it.updated_at).toLocaleString() : ""));
+        h("td", { class: "muted" }, it.updated_at ? new Date(it.updated_at).toLocaleString() : ""),
+        h("td", {},
+          it.reopened ? h("span", { class: "badge warn", "data-reopened": "" }, it.reopened) : "",
+          it.reopened && disputed ? " " : "",
+          h("span", { "data-disagreement": "" }, disputed ? h("span", { class: "badge warn" }, "adjudicate: ", labels.join(", ")) : "")));
       tr.addEventListener("click", (e) => {
         if (e.target.tagName !== "A") window.location.href = href;
       });
@@ -102,19 +107,22 @@ async function startList(root) {
 // One item
 // ---------------------------------------------------------------------------------------------
 
-/** Field rows of the comparison table: [key, label, getter(result)]. */
+/** Field rows of the comparison table: [key, label, getter(result)], labelled as the annotation
+ * form labels them (the API's field_labels; the key where it has none). */
 function fieldRows(workflow, data) {
-  if (workflow === "quintuplet") return QUINTUPLET_FIELDS.map((f) => [f, f.replace("_", " "), (r) => r[f]]);
+  const labels = data.field_labels || {};
+  const label = (key, fallback) => labels[key] || fallback;
+  if (workflow === "quintuplet") return QUINTUPLET_FIELDS.map((f) => [f, label(f, f.replace("_", " ")), (r) => r[f]]);
   if (workflow === "box") {
     return [
-      ["bbox", "box [x, y, w, h]", (r) => r.bbox ?? null],
-      ["state", "state", (r) => r.state ?? null],
-      ["outcome", "outcome", (r) => r.outcome ?? null],
+      ["bbox", `${label("bbox", "box")} [x, y, w, h]`, (r) => r.bbox ?? null],
+      ["state", label("state", "state"), (r) => r.state ?? null],
+      ["outcome", label("outcome", "outcome"), (r) => r.outcome ?? null],
     ];
   }
-  if (workflow === "qa") return [["answer", "answer", (r) => r.answer], ["flags", "flags", (r) => r.flags]];
+  if (workflow === "qa") return [["answer", label("answer", "answer"), (r) => r.answer], ["flags", label("flags", "flags"), (r) => r.flags]];
   const criteria = Object.keys(data.disagreements || {}).filter((k) => k.startsWith("scores.")).map((k) => k.slice(7));
-  return (criteria.length ? criteria : OSC_KEYS).map((c) => [`scores.${c}`, c.replace("_", " "), (r) => (r.scores || {})[c]]);
+  return (criteria.length ? criteria : OSC_KEYS).map((c) => [`scores.${c}`, label(`scores.${c}`, c.replace("_", " ")), (r) => (r.scores || {})[c]]);
 }
 
 function truthOf(workflow, payload) {
@@ -265,6 +273,25 @@ function editor(workflow, item, base, boxAdj) {
   };
 }
 
+/** One decision of the item's history (the API's `reviews`): who decided what and when; for an
+ * edit, whose answer it started from; a decision a participant's rejection voided reads as voided,
+ * with the reason, since it no longer stands. */
+function historyLine(r) {
+  const what = `${r.decision} by ${r.reviewer || "auto"} on ${new Date(r.created_at).toLocaleString()}`;
+  const source = r.started_from;
+  const from = source
+    ? h("span", { "data-started-from": String(source.annotation) },
+      `, edited from ${source.annotator ? `${source.annotator}'s` : `annotation #${source.annotation}'s`} answer`,
+      source.excluded ? " (since left the analysis)" : "")
+    : "";
+  const comment = r.comment ? ` — “${r.comment}”` : "";
+  if (r.voided) {
+    return h("div", { class: "voided", dataset: { review: r.decision, voided: "" } },
+      h("b", {}, "Voided: "), h("s", {}, what), from, comment, r.voided.reason ? ` — ${r.voided.reason}` : "");
+  }
+  return h("div", { dataset: { review: r.decision } }, what, from, comment);
+}
+
 async function startDetail(root) {
   const slug = root.dataset.project;
   const itemId = Number(root.dataset.item);
@@ -322,6 +349,9 @@ async function startDetail(root) {
   const comment = h("textarea", { name: "comment", rows: "2", placeholder: "Comment (optional; say why when discarding)" });
   const editorSlot = h("div", { class: "card", hidden: true, "data-editor": "" });
   let ed = null;
+  // The annotation whose answer was loaded into the editor (what an edit says it started from);
+  // null when it started from the current item, from scratch or from the annotators' mean box.
+  let startedFrom = null;
   const buttons = {
     accept: h("button", { type: "button", class: "primary", "data-accept": "", disabled: decided || !annotations.length, onclick: () => accept() }, "Accept selected ", h("kbd", {}, "A")),
     edit: h("button", { type: "button", "data-edit": "", disabled: decided, onclick: () => openEditor() }, "Edit a merged answer ", h("kbd", {}, "E")),
@@ -332,10 +362,11 @@ async function startDetail(root) {
   body.replaceChildren(
     renderMedia(workflow, item, annotations, boxAdj) || "",
     itemText(workflow, item.payload || {}) || "",
+    data.reopened ? h("p", { class: "warning", "data-reopened": "" }, `This item was verified (${data.reopened.decision}) and is back in review — ${data.reopened.reason}: the decision rested on an annotation that left the analysis, and the remaining annotations do not support it on their own.`) : "",
     data.disagreement ? disagreementPanel(data.disagreement, annotations, COLORS, workflow) : "",
     h("p", { class: disagreeCount ? "warning" : "ok" }, disagreeCount ? `${disagreeCount} field${disagreeCount === 1 ? "" : "s"} with disagreement (highlighted).` : "All annotators agree."),
     annotations.length ? table : h("p", { class: "muted" }, "No annotations."),
-    (data.reviews || []).length ? h("div", { class: "decided", "data-reviews": "" }, data.reviews.map((r) => h("div", {}, `${r.decision} by ${r.reviewer || "auto"} on ${new Date(r.created_at).toLocaleString()}`, r.comment ? ` — “${r.comment}”` : ""))) : "",
+    (data.reviews || []).length ? h("div", { class: "decided", "data-reviews": "" }, data.reviews.map(historyLine)) : "",
     h("div", { class: "review-actions" }, buttons.accept, buttons.edit, buttons.discard, h("span", { class: "spacer" }), buttons.next),
     comment,
     editorSlot,
@@ -356,10 +387,19 @@ async function startDetail(root) {
     const base = annotations.length ? annotations[selected].result : truth || {};
     ed = editor(workflow, item, { ...(truthValues || {}), ...base }, boxAdj);
     editorSlot.hidden = false;
-    const startsFrom = boxAdj
-      ? h("p", { class: "muted small" }, "Starts from the annotators' mean box and most given state. ",
-        annotations.length ? h("button", { type: "button", "data-use-selected": "", onclick: () => boxAdj.useResult(annotations[selected].result) }, "Start from the selected annotation") : "")
-      : h("p", { class: "muted small" }, `Starts from ${annotations.length ? annotations[selected].annotator + "'s" : "the current"} answer.`);
+    // The box editor keeps its merged box (and what it started from) when its controls reopen.
+    if (!boxAdj) startedFrom = annotations.length ? annotations[selected] : null;
+    const sourceText = () => (startedFrom ? `Starts from ${startedFrom.annotator || "?"}'s answer.`
+      : boxAdj ? "Starts from the annotators' mean box and most given state." : "Starts from the current answer.");
+    const sourceLabel = h("span", { "data-starts-from": startedFrom ? String(startedFrom.id) : "" }, sourceText());
+    const useSelected = () => {
+      startedFrom = annotations[selected];
+      boxAdj.useResult(startedFrom.result);
+      sourceLabel.textContent = sourceText();
+      sourceLabel.dataset.startsFrom = String(startedFrom.id);
+    };
+    const startsFrom = h("p", { class: "muted small" }, sourceLabel, " ",
+      boxAdj && annotations.length ? h("button", { type: "button", "data-use-selected": "", onclick: useSelected }, "Start from the selected annotation") : "");
     editorSlot.replaceChildren(h("h2", {}, "Merged answer"), startsFrom, ed.el,
       h("div", { class: "review-actions" }, h("button", { type: "button", class: "primary", "data-save-edit": "", onclick: () => saveEdit() }, "Save merged answer ", h("kbd", {}, "Ctrl+Enter")),
         h("button", { type: "button", onclick: () => { editorSlot.hidden = true; ed = null; } }, "Cancel")));
@@ -385,7 +425,9 @@ async function startDetail(root) {
     }
   }
   const accept = () => !decided && annotations.length && decide({ decision: "accept", annotation: annotations[selected].id });
-  const saveEdit = () => ed && decide({ decision: "edit", result: ed.read(), annotation: annotations.length ? annotations[selected].id : undefined });
+  // The annotation the edit started from, not the one selected now (the reviewer may have looked
+  // at another since): the server records it as the edit's source.
+  const saveEdit = () => ed && decide({ decision: "edit", result: ed.read(), annotation: startedFrom ? startedFrom.id : undefined });
   const discard = () => {
     if (decided) return;
     if (!window.confirm("Discard this item? It will not enter any release.")) return;
@@ -396,7 +438,7 @@ async function startDetail(root) {
       const { items } = await reviewQueue(slug);
       // Onward from this item in the queue's order (disagreements first, then oldest first; then
       // from the start), so reviewers working side by side do not all land on the same item.
-      const here = queueOrder({ id: itemId, disputed: Boolean(data.disagreement) });
+      const here = queueOrder({ id: itemId, disputed: Boolean(data.disagreement || data.reopened) });
       const next = items.find((it) => queueOrder(it) > here) || items.find((it) => it.id !== itemId);
       window.location.href = next ? `/projects/${slug}/review/${next.id}/` : `/projects/${slug}/review/`;
     } catch {

@@ -2,10 +2,9 @@
 // merged box drawn on top, moved by dragging it and resized by its edges and corners (or drawn
 // anew on empty ground); the state picked from the item's candidate labels (a select: the server
 // refuses any other). read() gives the merged answer the review API takes.
-import { boxGrab, clipBox, dragBox, grabCursor } from "./box.js";
+import { clipBox, drawEditableBox, editBoxWithPointer, fitCanvas, paintImage, strokeBox, whenImageReady } from "./box_canvas.js";
 import { h } from "./workbench/dom.js";
 
-const HANDLE_PX = 8; // screen pixels around an edge that grab it
 const MERGED = "#ffffff";
 const ZOOMS = [1, 1.5, 2, 3, 4, 6];
 
@@ -86,12 +85,7 @@ export function boxAdjudicator({ image, annotations, colors, candidates, payload
     if (!W || !H) return;
     const fit = Math.min(Math.max(320, stage.clientWidth - 4) / W, Math.max(320, window.innerHeight * 0.75) / H, 8);
     scale = fit * zoom;
-    const dpr = window.devicePixelRatio || 1;
-    canvas.style.width = `${Math.round(W * scale)}px`;
-    canvas.style.height = `${Math.round(H * scale)}px`;
-    canvas.width = Math.round(W * scale * dpr);
-    canvas.height = Math.round(H * scale * dpr);
-    g.setTransform(dpr, 0, 0, dpr, 0, 0);
+    fitCanvas(g, W, H, scale);
     zoomLabel.textContent = `${Math.round(zoom * 100)} %`;
     draw();
   }
@@ -102,88 +96,44 @@ export function boxAdjudicator({ image, annotations, colors, candidates, payload
     layout();
   }
 
-  function strokeBox(bbox, color, width, dashed) {
-    const [x, y, w, hh] = bbox.map((v) => v * scale);
-    g.lineWidth = width;
-    g.strokeStyle = color;
-    g.setLineDash(dashed ? [6, 4] : []);
-    g.strokeRect(x, y, w, hh);
-    g.setLineDash([]);
-    return [x, y, w, hh];
-  }
-
   function draw() {
-    g.clearRect(0, 0, canvas.width, canvas.height);
-    if (img.complete && img.naturalWidth) g.drawImage(img, 0, 0, W * scale, H * scale);
+    paintImage(g, img, W, H, scale);
     annotations.forEach((a, i) => {
       if (!Array.isArray(a.result.bbox)) return;
-      const [x, y] = strokeBox(a.result.bbox, colors[i], 2, false);
+      const [x, y] = strokeBox(g, a.result.bbox, scale, colors[i], 2);
       g.fillStyle = colors[i];
       g.font = "bold 12px system-ui, sans-serif";
       g.fillText(a.annotator || "?", x + 3, Math.max(12, y - 4));
     });
     const showMerged = merged && kind === "box";
     if (showMerged) {
-      const [x, y, w, hh] = merged.map((v) => v * scale);
-      g.fillStyle = "rgba(255, 255, 255, 0.12)";
-      g.fillRect(x, y, w, hh);
-      strokeBox(merged, "#1d232b", 5, false);
-      strokeBox(merged, MERGED, 2, true);
-      if (!readOnly) {
-        g.fillStyle = MERGED;
-        for (const [cx, cy] of [[x, y], [x + w, y], [x, y + hh], [x + w, y + hh]]) g.fillRect(cx - 4, cy - 4, 8, 8);
-      }
+      drawEditableBox(g, merged, scale, { fill: "rgba(255, 255, 255, 0.12)", solid: ["#1d232b", 5], dashed: [MERGED, 2, [6, 4]],
+        handles: readOnly ? null : MERGED });
     }
     coords.textContent = showMerged ? `[${merged.join(", ")}]` : kind === "box" ? "none: draw one on the image" : kind;
     coords.dataset.bbox = showMerged ? JSON.stringify(merged) : "";
   }
 
   // ---- dragging the merged box ----
-  const toImage = (e) => {
-    const r = canvas.getBoundingClientRect();
-    return [(e.clientX - r.left) / scale, (e.clientY - r.top) / scale];
-  };
-  const hitTest = (px, py) => (kind === "box" ? boxGrab(merged, px, py, HANDLE_PX / scale) : null);
-  let drag = null;
   if (!readOnly) {
-    canvas.addEventListener("pointerdown", (e) => {
-      if (e.button !== 0) return;
-      canvas.focus();
-      canvas.setPointerCapture(e.pointerId);
-      const [px, py] = toImage(e);
-      const hit = hitTest(px, py);
-      drag = hit ? { ...hit, start: [px, py], orig: [...merged] } : { mode: "draw", start: [px, py] };
+    editBoxWithPointer(canvas, {
+      scale: () => scale,
+      size: () => [W, H],
+      get: () => (kind === "box" ? merged : null),
+      set(next, mode) {
+        merged = next;
+        if (mode === "draw") kind = kindSelect.value = "box";
+        draw();
+      },
+      end() {
+        merged = merged ? clipBox(merged, W, H) : null;
+        draw();
+      },
     });
-    canvas.addEventListener("pointermove", (e) => {
-      const [px, py] = toImage(e);
-      if (!drag) {
-        canvas.style.cursor = grabCursor(hitTest(px, py));
-        return;
-      }
-      const [sx, sy] = drag.start;
-      if (drag.mode === "draw") {
-        const cx = Math.max(0, Math.min(W, px)), cy = Math.max(0, Math.min(H, py));
-        const x0 = Math.max(0, Math.min(W, sx)), y0 = Math.max(0, Math.min(H, sy));
-        merged = [Math.min(x0, cx), Math.min(y0, cy), Math.abs(cx - x0), Math.abs(cy - y0)].map(Math.round);
-        kind = kindSelect.value = "box";
-      } else {
-        merged = dragBox(drag, drag.orig, drag.start, px, py, W, H);
-      }
-      draw();
-    });
-    const endDrag = () => {
-      if (!drag) return;
-      drag = null;
-      merged = merged ? clipBox(merged, W, H) : null;
-      draw();
-    };
-    canvas.addEventListener("pointerup", endDrag);
-    canvas.addEventListener("pointercancel", endDrag);
   }
 
   window.addEventListener("resize", layout);
-  if (img.complete && img.naturalWidth) layout();
-  else img.addEventListener("load", layout, { once: true });
+  whenImageReady(img, layout);
   requestAnimationFrame(layout);
 
   return {

@@ -5,15 +5,13 @@ import { OSC_CRITERIA } from "./oscbench.js";
 import { h } from "./workbench/dom.js";
 
 const CRITERION_LABELS = Object.fromEntries(OSC_CRITERIA);
-const FIELD_LABELS = {
-  state_a: "State A", state_b: "State B", change: "Change", change_distractors: "Wrong changes",
-  category: "Category", difference: "Difference", bbox: "Box", state: "State label", outcome: "Answer kind",
-  answer: "Answer",
-};
 
-function fieldLabel(field) {
-  if (field.startsWith("scores.")) return CRITERION_LABELS[field.slice(7)] || field.slice(7);
-  return FIELD_LABELS[field] || field;
+/** The field as the annotation form names it: the label the API sends with each disputed field
+ * (annotation/disagreement.py FIELD_LABELS, the rating form's criteria), else the key. */
+function fieldLabel(entry) {
+  if (entry.label) return entry.label;
+  if (entry.field.startsWith("scores.")) return CRITERION_LABELS[entry.field.slice(7)] || entry.field.slice(7);
+  return entry.field;
 }
 
 function why(entry) {
@@ -36,7 +34,7 @@ function show(value) {
 export function disagreementPanel(disagreement, annotations, colors, workflow) {
   const byId = new Map(annotations.map((a, i) => [a.id, { name: a.annotator || "?", color: colors[i % colors.length] }]));
   const rows = (disagreement.fields || []).map((entry) => h("tr", { dataset: { field: entry.field, kind: entry.kind } },
-    h("th", {}, fieldLabel(entry.field), h("div", { class: "muted small" }, why(entry))),
+    h("th", {}, fieldLabel(entry), h("div", { class: "muted small" }, why(entry))),
     h("td", {}, h("ul", { class: "values" }, entry.values.map((v) => {
       const who = byId.get(v.annotation) || { name: `#${v.annotation}`, color: "#888" };
       return h("li", { dataset: { annotation: String(v.annotation) } },
@@ -52,8 +50,8 @@ export function disagreementPanel(disagreement, annotations, colors, workflow) {
     h("table", { class: "grid" }, h("tbody", {}, rows)));
 }
 
-/** A number that sorts items as the review queue does. */
+/** A number that sorts items as the review queue does (disputed or sent back to review first). */
 export function queueOrder(it) {
-  const disputed = it.disputed ?? (it.disagreement || []).length > 0;
+  const disputed = it.disputed ?? ((it.disagreement || []).length > 0 || Boolean(it.reopened));
   return (disputed ? 0 : 2 ** 40) + Number(it.id);
 }

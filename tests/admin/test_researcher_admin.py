@@ -52,7 +52,13 @@ def test_a_researcher_who_is_not_staff_opens_the_admin_with_their_models_only(cl
     assert index.status_code == 200
     links = set(re.findall(r'href="/admin/(\w+/\w+)/"', index.content.decode()))
     assert links == {"annotation/item", "annotation/membership", "annotation/release", "inference/inferencejob",
-                     "inference/modelendpoint"}
+                     "inference/modelendpoint",
+                     # the projects' records, read only (tests/admin/test_admin_records.py)
+                     "annotation/projectinvite", "annotation/auditevent", "annotation/task",
+                     "annotation/annotationrevision", "annotation/suggestion", "annotation/releaseitem",
+                     "annotation/study", "annotation/studyparticipant", "annotation/excludedannotation",
+                     "annotation/itemreopening",
+                     "inference/prediction"}
 
 
 def test_each_list_shows_the_researchers_projects_only(client, w):
@@ -220,3 +226,34 @@ def test_the_header_links_to_the_admin_for_those_who_may_use_it(client, w):
     client.logout()
     assert "admin-link" not in client.get("/accounts/login/").content.decode()
     assert Item.objects.count() == 3  # nothing above wrote
+
+
+def test_membership_changes_in_the_admin_follow_the_members_rules_and_are_audited(client, w, make_user):
+    """The admin saves and removes memberships through annotation.members: each change is in the
+    audit trail (via admin), and the project keeps a researcher or admin, superusers included."""
+    from annotation.models import AuditEvent
+
+    newcomer = make_user("newcomer")
+    client.force_login(w.res_a)
+    assert client.post("/admin/annotation/membership/add/",
+                       {"project": w.a.pk, "user": "newcomer", "role": Role.ANNOTATOR}).status_code == 302
+    client.post(f"/admin/annotation/membership/{w.m_ann.pk}/change/", {"role": Role.REVIEWER})
+    added = Membership.objects.get(user=newcomer)
+    assert client.post(f"/admin/annotation/membership/{added.pk}/delete/", {"post": "yes"}).status_code == 302
+    events = [(e.action, e.actor, e.project, e.details) for e in AuditEvent.objects.order_by("pk")]
+    assert events == [
+        ("member_add", w.res_a, w.a, {"user": "newcomer", "role": Role.ANNOTATOR, "via": "admin"}),
+        ("member_change", w.res_a, w.a, {"user": "ann_a", "from": Role.ANNOTATOR, "to": Role.REVIEWER, "via": "admin"}),
+        ("member_remove", w.res_a, w.a, {"user": "newcomer", "role": Role.ANNOTATOR}),
+    ]
+    # Project B's only lead: a superuser can neither demote nor remove them here.
+    client.force_login(w.root)
+    page = client.post(f"/admin/annotation/membership/{w.m_res_b.pk}/change/",
+                       {"project": w.b.pk, "user": "res_b", "role": Role.ANNOTATOR}).content.decode()
+    assert "last researcher or admin" in page
+    assert client.get(f"/admin/annotation/membership/{w.m_res_b.pk}/delete/").status_code == 403
+    w.m_res_b.refresh_from_db()
+    assert w.m_res_b.role == Role.RESEARCHER and AuditEvent.objects.count() == 3
+    # The project page lists its members without a form to change them.
+    project_page = client.get(f"/admin/annotation/project/{w.a.pk}/change/").content.decode()
+    assert "ann_a" in project_page and 'name="memberships-0-role"' not in project_page

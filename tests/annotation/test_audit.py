@@ -99,7 +99,8 @@ def test_each_review_decision_records_the_reviewer(project, people, decision, ac
     assert events() == [(action, "p1", "aud", "annotation.item")]
     event = AuditEvent.objects.get()
     assert (event.object_id, event.object_repr) == (str(item.pk), "aud/x1")
-    assert event.details == {"review": review.pk, "annotation": annotation if decision == "accept" else None}
+    started = {"started_from": annotation} if decision == "edit" else {}  # the annotation an edit started from
+    assert event.details == {"review": review.pk, "annotation": annotation if decision == "accept" else None, **started}
 
 
 def test_a_refused_review_records_nothing(project, people):

@@ -236,3 +236,46 @@ def test_two_reviewers_racing_on_one_item_make_one_decision(make_project):
     assert sorted(outcomes) == ["conflict", "discard"]
     assert Review.objects.filter(item_id=item_id).count() == 1
     assert Item.objects.get(pk=item_id).status == "discarded"
+
+
+def test_16_annotators_all_wanting_one_held_gold_item_each_answer_it_once(make_project):
+    """One gold item, held by someone who left (a live 10-minute hold), and 16 annotators whose
+    every draw asks for gold: the hold is taken over again and again as they race (gold.py), each
+    answers the gold item exactly once, every ordinary item gets exactly its one annotation, and
+    the item never has two live holds."""
+    import random
+
+    leaver, *people = make_people(17)
+    project = make_project("gold-race", "changeit", annotations_per_item=1, settings={"gold_share": 1.0})
+    gold_pk, *_ = make_items_fast(project, 33)
+    Item.objects.filter(pk=gold_pk).update(is_gold=True)
+    always = random.Random()
+    always.random = lambda: 0.0
+    held = queue_claim_next(project=project, user=leaver, rng=always)
+    assert held.item_id == gold_pk
+    result = {"outcome": "cannot_determine"}
+
+    def annotator(user):
+        def run():
+            for _ in range(500):  # bounded: a stuck loop fails the test instead of hanging it
+                task = queue_claim_next(project=project, user=user, rng=always)
+                if task is None:
+                    if Annotation.objects.filter(annotator=user, item_id=gold_pk).exists() and not Task.objects.filter(
+                            item__project=project, status="active").exclude(annotator=leaver).exists():
+                        return
+                    time.sleep(0.005)
+                    continue
+                annotation_submit(task_id=task.pk, user=user, result=result)
+            raise AssertionError(f"{user} did not finish")
+        return run
+
+    errors = run_threads([annotator(u) for u in people])
+
+    assert errors == []
+    gold_answers = Counter(Annotation.objects.filter(item_id=gold_pk).values_list("annotator_id", flat=True))
+    assert gold_answers == Counter({u.pk: 1 for u in people})
+    per_item = Counter(Annotation.objects.filter(item__project=project, item__is_gold=False).values_list("item_id", flat=True))
+    assert len(per_item) == 32 and set(per_item.values()) == {1}
+    assert set(Item.objects.filter(project=project, is_gold=False).values_list("annotation_count", flat=True)) == {1}
+    assert Task.objects.get(pk=held.pk).status == "expired"
+    assert Task.objects.filter(item_id=gold_pk, status="active").count() == 0

@@ -8,7 +8,7 @@ import json
 import pytest
 from rest_framework.test import APIClient
 
-from annotation.disagreement import Thresholds, find_disagreement, thresholds_from
+from annotation.disagreement import Thresholds, field_label, find_disagreement, thresholds_from
 from annotation.history import annotation_amend
 from annotation.importing import annotations_import
 from annotation.models import Item, Review
@@ -175,8 +175,36 @@ def test_disputed_items_come_first_in_the_review_queue_then_oldest_first(make_pr
 
     expected = [items[1].pk, items[3].pk, items[0].pk, items[2].pk]
     assert [row["id"] for row in queue["items"]] == expected
-    assert [(row["id"], row["disagreement"]) for row in body["items"]] == [
-        (items[1].pk, ["answer"]), (items[3].pk, ["answer"]), (items[0].pk, []), (items[2].pk, [])]
+    assert [(row["id"], row["disagreement"], row["disagreement_labels"]) for row in body["items"]] == [
+        (items[1].pk, ["answer"], ["Answer"]), (items[3].pk, ["answer"], ["Answer"]), (items[0].pk, [], []),
+        (items[2].pk, [], [])]
+
+
+def test_the_queue_names_disputed_fields_as_the_annotation_form_does(make_project, team):
+    a, b, reviewer = team
+    rating = project_for(make_project, "oscbench", team)
+    video = make_item(rating, "video")
+    annotate(rating, video, [a, b], [scores(osc_accuracy=5, scene=4), scores(osc_accuracy=1, scene=None)])
+    status = make_project("adj-q", "status", annotations_per_item=2,
+                          members={a: "annotator", b: "annotator", reviewer: "reviewer"})
+    pair = make_item(status, "pair")
+    other = {**valid_result("quintuplet"), "change_distractors": ["drop it", "kick it", "paint it"], "category": "other"}
+    annotate(status, pair, [a, b], [valid_result("quintuplet"), other])
+
+    rows = {slug: client_for(reviewer).get(f"/api/projects/{slug}/review/").json()["items"] for slug in ("adj", "adj-q")}
+
+    assert [(r["disagreement"], r["disagreement_labels"]) for r in rows["adj"]] == [
+        (["scores.osc_accuracy", "scores.scene"], ["State change: accuracy", "Scene"])]
+    assert [(r["disagreement"], r["disagreement_labels"]) for r in rows["adj-q"]] == [
+        (["change_distractors", "category"], ["Wrong changes", "Category"])]
+
+
+def test_field_labels_fall_back_to_the_key():
+    assert field_label("box", "bbox") == "Box"
+    assert field_label("qa", "answer") == "Answer"
+    assert field_label("rating", "scores.action", {"action": "Action"}) == "Action"
+    assert field_label("rating", "scores.new_criterion", {"action": "Action"}) == "new_criterion"
+    assert field_label("box", "something_new") == "something_new"
 
 
 def test_the_review_detail_shows_the_disagreement(make_project, team):
@@ -187,8 +215,14 @@ def test_the_review_detail_shows_the_disagreement(make_project, team):
 
     body = client_for(reviewer).get(f"/api/items/{item.pk}/review/").json()
 
-    assert body["disagreement"] == {"fields": [{"field": "scores.action", "kind": "spread", "spread": 4, "values": [
-        {"annotation": ids[0], "value": 5}, {"annotation": ids[1], "value": 1}]}]}
+    assert body["disagreement"] == {"fields": [{"field": "scores.action", "label": "Action", "kind": "spread", "spread": 4,
+                                                "values": [{"annotation": ids[0], "value": 5},
+                                                           {"annotation": ids[1], "value": 1}]}]}
+    # The comparison table's rows, labelled as the rating form labels its criteria.
+    assert body["field_labels"]["scores.osc_accuracy"] == "State change: accuracy"
+    assert list(body["field_labels"]) == [f"scores.{c}" for c in ("subject", "object", "action", "osc_accuracy",
+                                                                   "osc_consistency", "scene", "realism", "aesthetics")]
+    assert body["reopened"] is None
 
 
 def test_an_amendment_that_settles_the_disagreement_clears_the_mark(make_project, team):

@@ -82,9 +82,9 @@ def test_bad_ratings_are_refused_whole(osc, tmp_path):
     with pytest.raises(ImportRefused) as exc:
         annotations_import(project=osc, path=write_lines(tmp_path / "r.jsonl", lines))
     assert exc.value.errors == [
-        "line 2: field scores.object: must be an integer 1..5",
+        "line 2: field scores.object: must be a whole number from 1 to 5",
         "line 2: field scores.realism: may not be null (only subject and scene may be N/A)",
-        "line 3: field scores.action: missing (give null for N/A where allowed)",
+        "line 3: field scores.action: missing: give a whole number from 1 to 5",
         "line 4: field item: no item 'nope' in project osc",
         "line 5: field rater: duplicate (item, rater) pair '[\"oscbench-00000\", \"r1\"]' (first on line 1)",
     ]
@@ -125,12 +125,48 @@ def test_blind_qa_answers_are_checked_against_the_item(m3, tmp_path):
     with pytest.raises(ImportRefused) as exc:
         annotations_import(project=m3, path=write_lines(tmp_path / "bad.jsonl", bad))
     assert exc.value.errors == [
-        "line 1: field answer: must be a list of option letters in A–C",
+        "line 1: field answer: Answer with option letters from A, B, C.",  # the submit's own check and words
         "line 2: field answer: required (null only together with a flag)",
         "line 3: field flags: must be a list drawn from missing_correct_option, wrong_ground_truth, ambiguous, "
         "insufficient_evidence, each once",
     ]
     assert snapshot() == before
+
+
+def test_an_imported_answer_passes_the_check_a_submit_of_it_passes(make_project, tmp_path):
+    # An empty set names no object: no answer, as in a submit (annotation.canonical) — refused without
+    # a flag, stored as null with one. A project whose M3-Verse questions have one correct option
+    # takes one letter, as its annotators' form does.
+    vt = make_project("vt", "visualtrans")
+    items_import(project=vt, path=write_sample_dataset(tmp_path / "vt", "visualtrans", 3), verified=True)
+    m3 = make_project("m3one", "m3verse", settings={"multiple": False})
+    items_import(project=m3, path=write_sample_dataset(tmp_path / "m3", "m3verse", 1), verified=True)
+    before = snapshot()
+    with pytest.raises(ImportRefused) as exc:
+        annotations_import(project=vt, path=write_lines(tmp_path / "bad.jsonl", [
+            {"item": "visualtrans-00002", "annotator": "h1", "answer": [], "flags": []},
+            {"item": "visualtrans-00002", "annotator": "h2", "answer": ["  "], "flags": []},
+            {"item": "visualtrans-00002", "annotator": "h3", "answer": ["cup"], "flags": []},
+        ]))
+    assert exc.value.errors == [
+        "line 1: field answer: Answer the question, or set a flag saying why you cannot.",
+        "line 2: field answer: Name at least one object, or set a flag.",
+    ]
+    with pytest.raises(ImportRefused) as exc:
+        annotations_import(project=m3, path=write_lines(tmp_path / "two.jsonl", [
+            {"item": "m3verse-00000", "annotator": "h1", "answer": "A,C", "flags": []},
+        ]))
+    assert exc.value.errors == ["line 1: field answer: Exactly one option is correct for this question: give one letter."]
+    assert snapshot() == before
+
+    annotations_import(project=vt, path=write_lines(tmp_path / "flagged.jsonl", [
+        {"item": "visualtrans-00002", "annotator": "h1", "answer": [], "flags": ["insufficient_evidence"]},
+        {"item": "visualtrans-00002", "annotator": "h2", "answer": ["  "], "flags": ["ambiguous"]},
+    ]))
+    assert dict(Annotation.objects.values_list("external_rater", "result")) == {
+        "h1": {"answer": None, "flags": ["insufficient_evidence"]},
+        "h2": {"answer": None, "flags": ["ambiguous"]},
+    }
 
 
 def test_projects_without_imported_annotations_refuse(make_project, tmp_path):

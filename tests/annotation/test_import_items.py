@@ -644,9 +644,11 @@ def test_gold_needs_a_complete_item(status_project, status_media, osc_project, d
         "(give state_a, state_b, change, change_distractors, category, difference too, or drop gold)",
         "line 2: field gold: must be true or false",
     ]
+    # OSCBench's known answer is not a label but the expected rating (tests/annotation/test_gold_ratings.py).
     make_video(data_dir / "clip.mp4", 1)
     path = write_lines(data_dir / "osc.jsonl", [osc_line("clip.mp4") | {"gold": True}])
-    assert refused(osc_project, path) == ["line 1: field gold: oscbench items carry no known answer, so they cannot be gold"]
+    assert refused(osc_project, path) == ["line 1: field gold: a gold oscbench item needs its known answer: "
+                                          "give gold_scores too, or drop gold"]
     assert_nothing_written(_media_root)
 
 

@@ -229,3 +229,12 @@ def test_export_release_lmms_refuses_changeit_and_needs_a_folder(make_project, t
         call_command("export_release", project.slug, "v1", "--format", "lmms-eval", "-o", str(tmp_path / "t"))
     with pytest.raises(CommandError, match="needs -o DIR"):
         call_command("export_release", project.slug, "v1", "--format", "lmms-eval")
+
+
+def test_the_task_lists_its_metrics_in_the_leaderboard_order():
+    """lmms-eval prints a task's metrics in the order its YAML lists them: the same columns, in the
+    same order, as StateLab's own table (M3-Verse: the paper's Table 2 order)."""
+    from annotation.interchange import lmms_task_utils
+
+    assert lmms_task_utils.METRICS["m3verse"] == m3_scoring.KEYS
+    assert lmms_task_utils.METRICS["status"] == status_scoring.KEYS

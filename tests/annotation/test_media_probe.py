@@ -3,8 +3,12 @@ imageio-ffmpeg bundles only an ffmpeg binary and the probe reads `ffmpeg -i` ins
 from __future__ import annotations
 
 import hashlib
+import io
+import shutil
+import subprocess
 
 import pytest
+from PIL import Image
 
 from annotation import media_probe
 from inference.media import make_test_video
@@ -65,6 +69,93 @@ def test_the_import_records_the_same_video_with_or_without_ffprobe(video, monkey
     without = inspect_media(video, "video")
     assert without == with_ffprobe
     assert (without.width, without.height, without.frame_count, without.fps, without.duration) == (320, 240, 20, 10.0, 2.0)
+
+
+# --- phone videos: a stream stored sideways with a rotation players apply -------------------------
+
+
+@pytest.fixture(scope="module")
+def rotated(tmp_path_factory):
+    """160x120 as stored, 20 frames, tagged to be shown turned by 90, 180 and 270 degrees
+    counterclockwise (the display matrix's sense)."""
+    folder = tmp_path_factory.mktemp("rotated")
+    return {rotation: make_test_video(folder / f"r{rotation}.mp4", seconds=2, size="160x120", rate=10, rotation=rotation)
+            for rotation in (90, 180, 270)}
+
+
+def played_size(path) -> tuple[int, int]:
+    """The size of the first frame as the ffmpeg binary plays it (it applies the rotation as
+    browsers do)."""
+    png = subprocess.run([media_probe.ffmpeg_exe(), "-v", "error", "-i", str(path), "-frames:v", "1",
+                          "-f", "image2pipe", "-c:v", "png", "-"], capture_output=True, check=True).stdout
+    return Image.open(io.BytesIO(png)).size
+
+
+def decoder_rotation(path) -> int:
+    """The rotation PyAV's decoder reports on the first frame (degrees counterclockwise), 0..359."""
+    import av
+
+    with av.open(str(path)) as container:
+        return round(next(container.decode(video=0)).rotation or 0) % 360
+
+
+@needs_ffprobe
+@pytest.mark.parametrize("rotation", [90, 180, 270])
+def test_ffprobe_reports_a_rotated_video_as_shown(rotated, rotation):
+    info = media_probe.probe_video(rotated[rotation])
+    assert (info.width, info.height) == played_size(rotated[rotation]) == ((160, 120) if rotation == 180 else (120, 160))
+    assert info.rotation == decoder_rotation(rotated[rotation]) == rotation
+    assert info.frame_count == 20
+
+
+@pytest.fixture(params=["system ffmpeg", "bundled ffmpeg"])
+def without_ffprobe(request, monkeypatch):
+    """No ffprobe, as in the demo: the probe reads `ffmpeg -i`, from Debian's ffmpeg (5.1 prints
+    "displaymatrix: rotation of ...") or imageio-ffmpeg's static build (9: "Display Matrix: ...")."""
+    if request.param == "system ffmpeg":
+        if shutil.which("ffmpeg") is None:
+            pytest.skip("no system ffmpeg on this machine")
+        monkeypatch.setattr(media_probe, "ffprobe_exe", lambda: None)
+    else:
+        monkeypatch.setattr(shutil, "which", lambda name, *args, **kwargs: None)  # no ffmpeg on the PATH at all
+        assert "imageio_ffmpeg" in media_probe.ffmpeg_exe()
+    return request.param
+
+
+@pytest.mark.parametrize("rotation", [90, 180, 270])
+def test_without_ffprobe_a_rotated_video_is_read_as_shown_from_ffmpeg(rotated, rotation, without_ffprobe):
+    info = media_probe.probe_video(rotated[rotation])
+    assert media_probe.ffprobe_exe() is None
+    assert (info.width, info.height, info.rotation, info.frame_count) == (
+        (160, 120, 180, 20) if rotation == 180 else (120, 160, rotation, 20))
+
+
+def test_an_unrotated_video_reports_no_rotation_with_or_without_ffprobe(video, monkeypatch):
+    probed = [media_probe.probe_video(video)]
+    monkeypatch.setattr(media_probe, "ffprobe_exe", lambda: None)
+    probed.append(media_probe.probe_video(video))
+    assert [(i.width, i.height, i.rotation) for i in probed] == [(320, 240, 0)] * 2
+
+
+@pytest.mark.parametrize("degrees,turn", [(0, 0), (90, 90), (-90, 270), (-180, 180), (180.0, 180), ("-90.00", 270),
+                                          (270, 270), (360, 0), (89.5, 90), (10, 0)])
+def test_a_rotation_is_taken_to_the_nearest_quarter_turn_as_the_decoder_turns_frames(degrees, turn):
+    assert media_probe.quarter_turn(degrees) == turn
+
+
+def test_the_rotate_tag_of_ffmpeg_before_5_counts_clockwise_and_the_matrix_wins():
+    """FFmpeg 4 (not installed here) printed a phone video's turn twice: a clockwise ``rotate``
+    tag and the counterclockwise display matrix, as for an iPhone portrait clip (its header, abridged)."""
+    header = ("\n    Metadata:\n      rotate          : 90\n      creation_time   : 2020-01-01T00:00:00.000000Z\n"
+              "    Side data:\n      displaymatrix: rotation of -90.00 degrees\n")
+    assert media_probe._header_rotation(header) == 270
+    assert media_probe._header_rotation(header.split("    Side data")[0]) == 270  # the tag alone says the same
+    assert media_probe._header_rotation("\n    Metadata:\n      handler_name    : VideoHandler\n") == 0
+    stream = {"width": 1920, "height": 1080, "tags": {"rotate": "90"},
+              "side_data_list": [{"side_data_type": "Display Matrix", "rotation": -90}]}
+    assert media_probe._ffprobe_rotation(stream) == 270
+    assert media_probe._ffprobe_rotation({"tags": {"rotate": "90"}}) == 270
+    assert media_probe._ffprobe_rotation({"tags": {"rotate": "x"}, "side_data_list": [{"side_data_type": "CPB"}]}) == 0
 
 
 def test_sha256_of_returns_the_digest_and_the_size(tmp_path):

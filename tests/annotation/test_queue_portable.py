@@ -200,6 +200,28 @@ def test_gold_share_and_exclude(both_paths):
     assert out["items"] == [("pending", 0, True), ("pending", 0, False), ("pending", 0, False), ("pending", 0, False)]
 
 
+def test_a_held_gold_item_is_taken_over_and_its_holder_still_answers(both_paths):
+    def case(r: Run):
+        return [r.claim(0, rng=ALWAYS), r.claim(1, rng=ALWAYS, at=10), r.claim(0, rng=ALWAYS, at=20, exclude=(0,)),
+                r.renew(0, 0, at=30), r.submit(0, 0, at=40), r.submit(1, 1, OTHER_BOX, at=50),
+                r.claim(2, rng=ALWAYS, at=60)]
+
+    out = both_paths(case, items=2, gold=1, annotations_per_item=1, settings={"gold_share": 0.5})
+
+    assert out["steps"] == [
+        ("task", 0, 0, "active", 600.0, {}, 0),  # u0 holds the only gold item, then leaves it alone
+        ("task", 1, 0, "active", 610.0, {}, 0),  # u1's draw asks for gold: u0's live hold is taken over
+        ("task", 2, 1, "active", 620.0, {}, 0),  # u0 never gets their gold item twice: an ordinary one
+        ("task", 0, 0, "expired", 630.0, {}, 0),  # u0's gold task: its clock runs on, the hold stays u1's
+        ("annotation", 0, True, 0, BOX, False, None, {}),  # ... and u0's answer is taken
+        ("annotation", 1, True, 0, OTHER_BOX, False, None, {}),
+        ("task", 3, 0, "active", 660.0, {}, 0),  # free again: u2 claims it as usual
+    ]
+    assert out["tasks"] == [(0, 0, "submitted", 630.0, {}, 0), (0, 1, "submitted", 610.0, {}, 0),
+                            (1, 0, "active", 620.0, {}, 0), (0, 2, "active", 660.0, {}, 0)]
+    assert out["items"] == [("pending", 0, True), ("pending", 0, False)]
+
+
 def test_renew_and_expire(both_paths):
     def case(r: Run):
         return [r.claim(0), r.renew(0, 0, at=30), r.do(holds_expire_stale, now=r.at(100)), r.renew(0, 0, at=110),

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from annotation.protocols import OSC_CRITERIA
 from annotation.results import (
     BoxContext,
     QAContext,
@@ -108,15 +109,17 @@ SCORES = {"subject": None, "object": 5, "action": 4, "osc_accuracy": 3, "osc_con
 def test_rating_needs_all_eight_criteria_and_na_only_where_allowed():
     assert validate_rating({"scores": SCORES}).result == {"scores": SCORES}
     assert errors_of(validate_rating, {"scores": {**SCORES, "object": None, "realism": 6, "aesthetics": 2.5, "fun": 3}}) == {
-        "scores.fun": "Unknown criterion.",
-        "scores.object": "N/A is not allowed for this criterion; give 1 to 5.",
-        "scores.realism": "Give a whole number from 1 to 5.",
-        "scores.aesthetics": "Give a whole number from 1 to 5.",
+        "scores.fun": f"unknown criterion; allowed: {', '.join(OSC_CRITERIA)}",
+        "scores.object": "may not be null (only subject and scene may be N/A)",
+        "scores.realism": "must be a whole number from 1 to 5",
+        "scores.aesthetics": "must be a whole number from 1 to 5",
     }
     missing = dict(SCORES)
     del missing["action"]
-    assert errors_of(validate_rating, {"scores": missing}) == {"scores.action": "Missing score."}
-    assert errors_of(validate_rating, {"scores": [1, 2]}) == {"scores": "Give a score for every criterion."}
+    assert errors_of(validate_rating, {"scores": missing}) == {"scores.action": "missing: give a whole number from 1 to 5"}
+    assert errors_of(validate_rating, {"scores": [1, 2]}) == {"scores": (
+        "must be an object criterion -> a whole number from 1 to 5 (null for N/A: subject and scene only), naming each "
+        f"of {', '.join(OSC_CRITERIA)}")}
 
 
 def test_validate_result_dispatches_by_workflow():

@@ -238,6 +238,67 @@ def test_an_abandoned_hold_returns_to_the_queue_after_the_lease(setup):
     assert Task.objects.get(pk=held.pk).status == TaskStatus.EXPIRED
 
 
+def test_a_participant_who_abandons_the_only_gold_item_does_not_block_it(setup):
+    """Gold share 1, one gold item, the production lease: the first participant claims the gold
+    item and leaves; the next gets it at once (the abandoned hold is taken over), not after ten
+    minutes. Nobody loses an answer: the first participant, back later, still submits theirs."""
+    project, study, _r, gold, items = setup
+    leaver_client, _ = join(study, "LEAVER")
+    stayer_client, _ = join(study, "STAYER")
+    next_task = "/api/projects/crowd/tasks/next/"
+
+    held = leaver_client.post(next_task, {}, content_type="application/json").json()
+    leaver_task = Task.objects.get(pk=held["task"])
+    assert leaver_task.item_id == gold.pk and leaver_task.lease_expires > timezone.now() + timedelta(minutes=9)
+    # (The leaver closes the tab: no renewals from here on. Their lease has most of ten minutes left.)
+
+    taken = stayer_client.post(next_task, {}, content_type="application/json").json()
+
+    stayer_task = Task.objects.get(pk=taken["task"])
+    assert stayer_task.item_id == gold.pk and stayer_task.status == TaskStatus.ACTIVE
+    leaver_task.refresh_from_db()
+    assert leaver_task.status == TaskStatus.EXPIRED
+    assert Task.objects.filter(item=gold, status=TaskStatus.ACTIVE).count() == 1  # still one hold per item
+    # The leaver's next claim (their preload) is an ordinary item: never their gold item a second time.
+    preload = leaver_client.post(next_task, {"exclude": [leaver_task.pk]}, content_type="application/json").json()
+    assert Task.objects.get(pk=preload["task"]).item_id in {i.pk for i in items}
+
+    # The leaver comes back: the gold task still renews and its answer is stored, as is the stayer's.
+    assert leaver_client.post(f"/api/tasks/{leaver_task.pk}/renew/").status_code == 200
+    for client, task_id, result in ((leaver_client, leaver_task.pk, WRONG), (stayer_client, stayer_task.pk, valid_result("qa"))):
+        r = client.post(f"/api/tasks/{task_id}/submit/", {"result": result, "time_spent_ms": 20_000},
+                        content_type="application/json")
+        assert r.status_code == 201
+    assert sorted(Annotation.objects.filter(item=gold).values_list("annotator__username", flat=True)) == [
+        "prolific-LEAVER", "prolific-STAYER"]
+    gold.refresh_from_db()
+    assert (gold.status, gold.annotation_count) == (ItemStatus.PENDING, 0)
+    rows = {r["participant_id"]: r for r in participant_rows(study=study)}
+    assert [(rows[p]["gold_items"], rows[p]["gold_correct"]) for p in ("LEAVER", "STAYER")] == [(1, 0), (1, 1)]
+    # A second submit of the same answer is the same annotation, never a duplicate.
+    again = leaver_client.post(f"/api/tasks/{leaver_task.pk}/submit/", {"result": WRONG, "time_spent_ms": 20_000},
+                               content_type="application/json")
+    assert again.status_code == 200 and Annotation.objects.filter(item=gold).count() == 2
+
+
+def test_an_ordinary_item_held_by_a_leaver_is_not_taken_over(setup):
+    """Only gold is taken over: an ordinary item waits for its holder's lease (it is counted)."""
+    project, study, _r, gold, items = setup
+    Item.objects.filter(pk__in=[i.pk for i in items[1:]]).delete()
+    join(study, "LEAVER")
+    join(study, "STAYER")
+    leaver, stayer = participant_user("LEAVER"), participant_user("STAYER")
+    first = queue_claim_next(project=project, user=leaver)  # gold share 1: the gold item
+    second = queue_claim_next(project=project, user=leaver, exclude=(first.pk,))  # gold is theirs: the ordinary one
+    assert (first.item_id, second.item_id) == (gold.pk, items[0].pk)
+
+    got = queue_claim_next(project=project, user=stayer)
+
+    assert got.item_id == gold.pk  # the gold item, taken over
+    assert queue_claim_next(project=project, user=stayer, exclude=(got.pk,)) is None  # the ordinary one stays held
+    assert Task.objects.get(pk=second.pk).status == TaskStatus.ACTIVE
+
+
 # --- the participants table, gold flags, approve / reject -------------------------------------------
 
 
@@ -261,7 +322,8 @@ def test_gold_failing_participant_is_flagged_and_rejection_reopens_items(setup):
                     {"decision": "reject", "note": "failed attention checks"}, content_type="application/json")
     assert r.status_code == 200
     assert r.json() == {"status": "rejected", "annotations_excluded": 2, "items_reopened": 1,
-                        "reviewed_items_kept": 0, "holds_ended": 0}
+                        "reviewed_items_kept": 0, "holds_ended": 0, "items_back_to_review": 0,
+                        "released_items_kept": []}
     bad_item.refresh_from_db()
     assert (bad_item.status, bad_item.annotation_count) == (ItemStatus.PENDING, 0)
     assert not Annotation.objects.filter(annotator=bad).exists()

@@ -47,9 +47,10 @@ def test_leaderboard_names_defines_and_explains(page, login, live_server, make_u
     assert "guessing" in page.inner_text('#lb-baselines [data-baseline="Chance"]')
     page.click("#lb-legend summary")
     assert "Rigorous overall accuracy" in page.inner_text("#lb-legend")
-    # The chart shows the headline (OA), not ROA (all zero for most models).
-    assert page.inner_text("#lb-chart-title").startswith("OA ")
-    assert "OA (stb)" in page.eval_on_selector(".lb-chart svg", "s => s.textContent")
+    # The chart shows the headline the board is ranked by: ROA, the STATUS paper's measure (ranking.py).
+    assert page.inner_text("#lb-chart-title").startswith("ROA ")
+    assert "ROA (stb)" in page.eval_on_selector(".lb-chart svg", "s => s.textContent")
+    assert "Rows in order of ROA" in page.inner_text("#lb-order")
     for width, height in SIZES:
         page.set_viewport_size({"width": width, "height": height})
         page.click('button[data-tab="main"]')

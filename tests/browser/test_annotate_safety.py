@@ -159,3 +159,78 @@ def test_skip_and_a_lost_hold(page, login, live_server, count_project, make_user
     third = wait_task(page, second)
     assert Task.objects.get(pk=third).item_id == items[2].pk  # the skipped item is not offered again
 
+
+
+def test_a_submit_while_the_next_task_is_still_being_preloaded_waits_for_it(page, login, live_server, count_project):
+    """The page claims the next task in the background; a submit made before that claim is answered
+    must not send a second claim beside it. The server claims with SKIP LOCKED, so a claim arriving
+    while the preload's transaction holds the last free item would skip it and say "nothing left"."""
+    project, items = count_project
+    held, plain_claims = [], []
+
+    def hold_preloads(route):
+        if "exclude" in (route.request.post_data or ""):
+            held.append(route)  # answered below, when the test says so
+        else:
+            plain_claims.append(route.request.url)
+            route.continue_()
+
+    page.route("**/api/projects/safe/tasks/next/", hold_preloads)
+    login(page, "safe")
+    page.goto(f"{live_server.url}/projects/safe/annotate/")
+    first = wait_task(page)
+    for _ in range(100):
+        if held:
+            break
+        page.wait_for_timeout(100)
+    assert len(held) == 1 and len(plain_claims) == 1
+    page.wait_for_function("() => document.activeElement && document.activeElement.id === 'qa-answer'")
+    page.keyboard.type("2")
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => document.querySelector('[data-save-status]').textContent !== 'Submitting…'")
+    page.wait_for_timeout(1000)
+    assert Annotation.objects.filter(item__project=project).count() == 1
+    assert len(plain_claims) == 1, "a claim was sent beside the preload still in flight"
+    held[0].continue_()
+    second = wait_task(page, first)
+    assert len(plain_claims) == 1
+    assert list(Task.objects.filter(item__project=project, status="active").values_list("pk", flat=True)) == [int(second)]
+
+
+def test_a_submit_before_the_preload_starts_calls_the_preload_off(page, login, live_server, count_project):
+    """The page preloads the next task a moment (200 ms) after showing one. A submit made before
+    that moment claims the next task itself; the timer must not fire a preload beside that claim
+    (the same race as above), so the page's clock is held still and moved on only while the claim
+    after the submit is in flight."""
+    project, items = count_project
+    excludes, held = [], []
+
+    def record(route):
+        exclude = json.loads(route.request.post_data or "{}").get("exclude")
+        excludes.append(exclude)
+        if exclude is None and len(excludes) > 1:
+            held.append(route)  # the claim after the submit: answered below
+        else:
+            route.continue_()
+
+    page.clock.install()
+    page.route("**/api/projects/safe/tasks/next/", record)
+    login(page, "safe")
+    page.goto(f"{live_server.url}/projects/safe/annotate/")
+    first = wait_task(page)
+    page.wait_for_function("() => document.activeElement && document.activeElement.id === 'qa-answer'")
+    assert excludes == [None]  # the preload's 200 ms have not passed on the page's clock
+    page.keyboard.type("2")
+    page.keyboard.press("Enter")
+    for _ in range(100):
+        if held:
+            break
+        page.wait_for_timeout(100)
+    assert len(held) == 1
+    page.clock.run_for(2000)  # the preload timer's moment comes while the claim is in flight
+    page.wait_for_timeout(500)
+    assert excludes == [None, None], "a preload was sent beside the claim after the submit"
+    held[0].continue_()
+    second = wait_task(page, first)
+    assert Annotation.objects.filter(item__project=project).count() == 1
+    assert list(Task.objects.filter(item__project=project, status="active").values_list("pk", flat=True)) == [int(second)]

@@ -1,6 +1,7 @@
 """A crowd study in Chromium: a researcher opens a study link from the page; three Prolific
 participants arrive with their ids (no password), each in their own browser. One abandons their
-task (their hold returns to the queue when its lease has run out: the production lease, its
+task (their hold on the only gold item is taken over by the next participant's gold draw at once;
+their other hold returns to the queue when its lease has run out: the production lease, its
 expiry moved into the past in the database); one answers the gold item wrong. Both who finish
 see the completion code; the researcher sees the gold-failing one flagged, rejects them, and
 their item is back in the queue."""
@@ -86,6 +87,11 @@ def test_three_participants_one_abandons_one_fails_gold_and_is_rejected(browser,
     good.wait_for_url(f"{live_server.url}/study/{study.token}/done/", timeout=30_000)
     assert good.inner_text("#completion-code") == "CC2026"
     shot(good, "study_finish")
+    # The leaver's live hold (most of its ten minutes left) did not keep the study's only gold item
+    # from participant 2: their gold draw took that hold over (annotation/queue/gold.py).
+    good_user = CrowdAccount.objects.get(external_id="GOOD00000000000000000002").user
+    assert Annotation.objects.get(annotator=good_user, item=gold).result["answer"] == "C"
+    assert Task.objects.get(annotator=leaver_user, item=gold).status == TaskStatus.EXPIRED
 
     # The leaver's holds lapse (lease expiry moved into the past): their items go back to the queue.
     Task.objects.filter(annotator=leaver_user, status=TaskStatus.ACTIVE).update(

@@ -1,4 +1,5 @@
-"""A researcher opens the leaderboard and correlation pages, sorts a column and downloads tables."""
+"""A researcher opens the leaderboard and correlation pages, sorts a column and downloads tables;
+the table, its chart and the downloads list the rows in the headline metric's order."""
 import json
 from pathlib import Path
 
@@ -33,6 +34,23 @@ def test_leaderboard_sort_and_download(page, login, live_server, make_user, make
     page.goto(f"{live_server.url}/projects/stb/leaderboard/")
     main = page.locator("#panel-main tbody tr")
     assert main.count() == 3
+
+    def order():
+        return [r.get_attribute("data-model") for r in main.all()]
+
+    # Rows arrive in leaderboard order, ROA first (evaluation/ranking.py), and the chart draws them so.
+    leaderboard = ["oracle", "Random", "contrarian"]
+    assert order() == leaderboard
+    roa = page.locator('#panel-main th[data-key="roa"]')
+    assert roa.get_attribute("aria-sort") == "descending"
+    assert page.locator(".lb-chart svg text.label").all_text_contents() == leaderboard
+    assert page.inner_text("#lb-chart-title").startswith("ROA ")
+    shot(page, "leaderboard")
+    roa.click()
+    # Ascending; Random and contrarian both have ROA 0.00 and keep their leaderboard order (OA decided it).
+    assert roa.get_attribute("aria-sort") == "ascending" and order() == ["Random", "contrarian", "oracle"]
+    roa.click()
+    assert roa.get_attribute("aria-sort") == "descending" and order() == leaderboard
     header = page.locator('#panel-main th[data-key="acc_osi"]')
     header.click()
     assert header.get_attribute("aria-sort") == "descending"
@@ -41,8 +59,10 @@ def test_leaderboard_sort_and_download(page, login, live_server, make_user, make
     header.click()
     assert header.get_attribute("aria-sort") == "ascending"
     assert main.nth(0).get_attribute("data-model") == "contrarian"
+    # Equal values (every row has n = 4) keep the leaderboard's order, whatever the last sort was.
+    page.locator("#panel-main th").nth(2).click()
+    assert order() == leaderboard
 
-    shot(page, "leaderboard")
     page.click('button[data-tab="tab1"]')
     assert page.locator("#panel-tab1").is_visible() and not page.locator("#panel-main").is_visible()
 
@@ -53,7 +73,8 @@ def test_leaderboard_sort_and_download(page, login, live_server, make_user, make
     text = open(download.path(), encoding="utf-8").read()
     lines = text.splitlines()
     assert lines[0].startswith("model,rank,n,parse_failures,acc_osi")
-    assert lines[1].startswith("contrarian,2,4,0,0.00,") and lines[2].startswith("oracle,1,4,0,100.00,")
+    assert [line.split(",")[0] for line in lines[1:4]] == leaderboard
+    assert lines[1].startswith("oracle,1,4,0,100.00,") and lines[3].startswith("contrarian,2,4,0,0.00,")
 
     # The open tab downloads its own breakdown table.
     tab_link = page.locator('#panel-tab1 a[data-format="csv"]')
@@ -66,7 +87,7 @@ def test_leaderboard_sort_and_download(page, login, live_server, make_user, make
     assert breakdown == "category:positional"  # every item of this release is positional
     assert tab_download.suggested_filename == "stb-leaderboard-v1-category-positional.csv"
     assert tab_lines[0].startswith("model,rank,n,parse_failures,acc_osi")
-    assert tab_lines[1].startswith("contrarian,2,4,0,0.00,") and tab_lines[2].startswith("oracle,1,4,0,100.00,")
+    assert tab_lines[1].startswith("oracle,1,4,0,100.00,") and tab_lines[3].startswith("contrarian,2,4,0,0.00,")
 
 
 def test_correlation_page_and_heatmap_download(page, login, live_server, make_user, make_project):
@@ -92,4 +113,53 @@ def test_correlation_page_and_heatmap_download(page, login, live_server, make_us
     report = json.loads(open(info.value.path(), encoding="utf-8").read())
     assert report["judges"][0]["per_criterion"]["object"]["kendall_tau_b"] == 1.0
     page.goto(f"{live_server.url}/projects/oscb/leaderboard/")
-    assert [r.get_attribute("data-model") for r in page.locator("#panel-main tbody tr").all()] == ["genA", "genB", "Random"]
+    # Generators in order of the state-change score; the Random row where its score puts it.
+    assert [r.get_attribute("data-model") for r in page.locator("#panel-main tbody tr").all()] == ["genA", "Random", "genB"]
+
+
+def test_oscbench_ranking_choice_reorders_the_page_and_its_downloads(page, login, live_server, make_user, make_project):
+    # genA: state change right (accuracy and consistency 5), everything else 1; genB: state change 3,
+    # everything else 5. The state-change score puts genA first, the mean of the criteria genB.
+    researcher = make_user("res3")
+    project = make_project("oscr", "oscbench", members={researcher: Role.RESEARCHER})
+    make_release(project, {f"{g}{i}": osc_payload(g, i, "regular") for g in ("genA", "genB") for i in range(3)})
+    for g, (change, rest) in {"genA": (5, 1), "genB": (3, 5)}.items():
+        for i in range(3):
+            for rater in ("r1", "r2"):
+                rate(f"{g}{i}", project, rater, {c: change if c.startswith("osc_") else rest for c in CRITERIA})
+
+    login(page, "res3")
+    page.goto(f"{live_server.url}/projects/oscr/leaderboard/")
+    rows = page.locator("#panel-main tbody tr")
+
+    def generators():
+        return [m for m in (r.get_attribute("data-model") for r in rows.all()) if m != "Random"]
+
+    select = page.locator("#lb-rank-by")
+    assert select.input_value() == "state_change"
+    assert select.locator("option").all_text_contents() == ["State-change score (default)", "Mean of criteria"]
+    assert generators() == ["genA", "genB"]
+    assert page.locator('#panel-main th[data-key="state_change"]').get_attribute("aria-sort") == "descending"
+
+    # Picking the other ranking reloads the page in its order: table, sorted column, chart, downloads.
+    with page.expect_navigation():
+        select.select_option("criteria_mean")
+    assert "rank_by=criteria_mean" in page.url
+    assert page.locator("#lb-rank-by").input_value() == "criteria_mean"
+    assert generators() == ["genB", "genA"]
+    assert page.locator('#panel-main th[data-key="criteria_mean"]').get_attribute("aria-sort") == "descending"
+    assert page.locator('#panel-main th[data-key="state_change"]').get_attribute("aria-sort") is None
+    assert page.inner_text("#lb-chart-title").startswith("Mean of criteria ")
+    assert [m for m in page.locator(".lb-chart svg text.label").all_text_contents() if m != "Random"] == ["genB", "genA"]
+    assert "Mean of criteria" in page.inner_text("#lb-order")
+    with page.expect_download() as info:
+        page.click('.lb-downloads:not(.lb-tab-downloads) a[data-format="csv"]')
+    download = info.value
+    assert download.suggested_filename == "oscr-leaderboard-v1-by-criteria_mean.csv"
+    lines = open(download.path(), encoding="utf-8").read().splitlines()
+    assert [line.split(",")[0] for line in lines[1:] if not line.startswith("Random")] == ["genB", "genA"]
+
+    # And back to the default.
+    with page.expect_navigation():
+        page.locator("#lb-rank-by").select_option("state_change")
+    assert generators() == ["genA", "genB"]

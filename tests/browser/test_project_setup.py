@@ -64,3 +64,56 @@ def test_create_project_add_members_from_csv_member_sees_it(page, login, live_se
     response = page.goto(f"{live_server.url}/projects/cups/members/")
     assert response.status == 403
     assert page.inner_text("#refusal-reason") == "This needs the researcher role in project cups."
+
+
+def test_disagreement_thresholds_form_re_marks_the_review_queue(page, login, live_server, make_user, make_project):
+    """The settings page sets the rating spread: a refused value shows its reason and changes
+    nothing; a saved one re-marks the items waiting for review, as the review queue then shows,
+    and enters the audit trail."""
+    from annotation.models import AuditEvent, Item
+
+    from .work_helpers import annotate_through_queue, make_item
+
+    lead, r1, r2 = make_user("lead"), make_user("r1"), make_user("r2")
+    project = make_project("videos", "oscbench", members={lead: Role.RESEARCHER, r1: Role.ANNOTATOR, r2: Role.ANNOTATOR},
+                           annotations_per_item=2, name="Videos")
+    video = make_item(project, "v1", {"video": "v1.mp4", "prompt": "a hand folds a towel"}, {})
+    base = {"subject": None, "object": 3, "action": 3, "osc_accuracy": 3, "osc_consistency": 3, "scene": 3,
+            "realism": 3, "aesthetics": 3}
+    annotate_through_queue(project, r1, [{"scores": base}])
+    annotate_through_queue(project, r2, [{"scores": {**base, "realism": 5}}])  # realism spread 2
+    video.refresh_from_db()
+    assert [f["field"] for f in video.disagreement["fields"]] == ["scores.realism"]
+    login(page, "lead")
+    page.goto(f"{live_server.url}/projects/videos/")
+    page.click("#settings-link")
+    page.wait_for_url(f"{live_server.url}/projects/videos/settings/")
+    assert page.input_value("#id_rating_spread") == "2"
+    assert page.locator("#id_box_iou").count() == 0  # only the workflow's own threshold
+    assert "marks again every item waiting for review" in page.inner_text("#thresholds-scope")
+
+    # Past the browser's own check (max 4), the server refuses a spread of 5 and says why.
+    page.evaluate("document.querySelector('#id_rating_spread').removeAttribute('max')")
+    page.fill("#id_rating_spread", "5")
+    page.click("#thresholds-form button[type=submit]")
+    page.wait_for_selector("#settings-errors")
+    assert page.inner_text("#settings-errors li[data-field=rating_spread]") == (
+        "rating_spread: A whole number of points from 1 to 4.")
+    assert "disagreement" not in Project.objects.get(pk=project.pk).settings
+
+    page.fill("#id_rating_spread", "3")
+    page.click("#thresholds-form button[type=submit]")
+    page.wait_for_selector(".messages")
+    assert page.inner_text(".messages") == (
+        "Thresholds saved. 1 item(s) waiting for review were marked again: 0 now to adjudicate.")
+    assert page.input_value("#id_rating_spread") == "3"
+    shot(page, "project_settings")
+    assert Item.objects.get(pk=video.pk).disagreement is None
+    event = AuditEvent.objects.get(action="project_settings")
+    assert (event.actor_name, event.details["disagreement"]) == ("lead", {"rating_spread": {"before": 2, "after": 3}})
+
+    # The review queue no longer asks to adjudicate it.
+    page.goto(f"{live_server.url}/projects/videos/review/")
+    page.wait_for_selector(f"tr[data-item='{video.pk}']")
+    assert page.get_attribute(f"tr[data-item='{video.pk}']", "data-disputed") == "false"
+    assert page.inner_text(f"tr[data-item='{video.pk}'] [data-disagreement]") == ""

@@ -10,9 +10,9 @@ item on the review page, freezes a release, launches a Random-backend job from t
 reads the leaderboard and the correlation page back.
 
 Two steps go through the services rather than the browser: the members' own ratings (the rating
-page has its own tests) and the gold item — the import format refuses gold on OSCBench items (a
-rating has no single known answer), so the test marks one item gold with `gold_scores` in the
-database, as the crowd study test does for its gold item.
+page has its own tests) and the gold item, which the test marks gold with `gold_scores` in the
+database, as the crowd study test does for its gold item (an import line can carry both too:
+`"gold": true, "gold_scores": {...}`, tests/annotation/test_gold_ratings.py).
 """
 import re
 import zipfile

@@ -73,15 +73,39 @@ def capture_api(page, into: list):
         route.fulfill(response=response)
 
     page.route("**/api/**", on_route)
+    page.statelab_api_log = into  # read by wait_task to explain a timeout
+
+
+def page_state(page) -> str:
+    """What the workbench shows right now, and the last API answers it had: for failure messages."""
+    try:
+        state = page.evaluate(
+            """() => ({
+                 task: (document.querySelector('[data-workbench]') || {dataset: {}}).dataset.task || null,
+                 status: (document.querySelector('[data-save-status]') || {}).textContent || null,
+                 notices: [...document.querySelectorAll('[data-notices] li')].map(li => li.textContent.trim()),
+                 empty: !!document.querySelector('[data-queue-empty]'),
+               })"""
+        )
+    except Exception as exc:  # the page itself may be gone
+        state = f"(page unreadable: {exc})"
+    log = getattr(page, "statelab_api_log", None) or []
+    last = [(url.split("/api/", 1)[-1], status, body[:200]) for url, status, body in log[-4:]]
+    return f"page {page.url}: {state}; last API answers: {last}"
 
 
 def wait_task(page, previous: str | None = None, timeout: float = 15_000) -> str:
     """Wait until the workbench shows a task (different from `previous`); return its id."""
-    page.wait_for_function(
-        "prev => { const r = document.querySelector('[data-workbench]'); return r && r.dataset.task && r.dataset.task !== prev; }",
-        arg=previous or "",
-        timeout=timeout,
-    )
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function(
+            "prev => { const r = document.querySelector('[data-workbench]'); return r && r.dataset.task && r.dataset.task !== prev; }",
+            arg=previous or "",
+            timeout=timeout,
+        )
+    except PlaywrightTimeout as exc:
+        raise AssertionError(f"no new task after {timeout / 1000:.0f} s; {page_state(page)}") from exc
     return page.eval_on_selector("[data-workbench]", "r => r.dataset.task")
 
 

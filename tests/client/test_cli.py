@@ -115,3 +115,35 @@ def test_job_wait_prints_progress_lines_on_stderr_and_fails_for_a_cancelled_job(
     assert err.splitlines()[0].startswith(f"job {job.pk} [")  # the bar, one line per change off a terminal
     assert InferenceJob.objects.get(pk=job.pk).status == "cancelled"
     assert run_main(capsys, api_world, "job", "cancel", str(job.pk)) == (cli.EXIT_REFUSED, "", f"statelab: job {job.pk} had already ended\n")
+
+
+def test_job_wait_warns_of_unreadable_judge_replies_and_strict_fails_on_them(capsys, api_world, random_endpoint):
+    """A reply that stayed unreadable through its repairs is scored as missing: `job wait` says so
+    (as the job page and run_inference do), and --strict exits 1 for it as for a failed query."""
+    from django.utils import timezone
+
+    from inference import protocols, services
+    from inference.models import InferenceJob, Prediction
+
+    assert run_main(capsys, api_world, "import", "lemons", str(api_world["zip"]), "--verified", "--poll", "0.05")[0] == cli.EXIT_OK
+    job = services.job_create(endpoint=random_endpoint, project=api_world["project"], mode="suggest", start=False)
+    (query,) = protocols.json_queries("status", suggest=True)[:1]
+    items = list(Item.objects.order_by("pk"))
+    for n, item in enumerate(items):
+        readable = n > 0
+        Prediction.objects.create(job=job, item=item, query=query, raw_output='{"ok": 1}' if readable else "{oops",
+                                  answer={"ok": 1} if readable else None, json_repairs=0 if readable else 2,
+                                  error="" if readable else "judge reply not valid JSON after 2 repairs")
+    InferenceJob.objects.filter(pk=job.pk).update(status="finished", total_queries=len(items), done_queries=len(items),
+                                                 finished_at=timezone.now())
+    wait = ["job", "wait", str(job.pk), "--poll", "0.05"]
+    code, _, err = run_main(capsys, api_world, *wait)
+    assert code == cli.EXIT_OK
+    assert err.splitlines()[-2:] == [
+        f"statelab: warning: job {job.pk} finished with 1 judge replies unreadable after repairs (scored as missing; "
+        "retry the failed queries to ask again)",
+        f"  {items[0].external_id} / {query}: judge reply not valid JSON after 2 repairs",
+    ]
+    assert run_main(capsys, api_world, *wait, "--strict")[0] == cli.EXIT_FAILED
+    code, out, _ = run_main(capsys, api_world, *wait, "--json")
+    assert json.loads(out)["unreadable"] == 1 and json.loads(out)["unreadable_replies"][0]["json_repairs"] == 2

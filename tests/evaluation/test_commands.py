@@ -168,18 +168,23 @@ def test_oscbench_generators_judge_and_correlation(make_project, tmp_path):
     run("import_predictions", "osc", write_lines(tmp_path, judge_lines), "--model", "judge-1", "--release", "v1")
 
     board = json.loads(run("leaderboard", "osc", "--format", "json", "--boot", "100", "--details"))
-    assert [r["model"] for r in board["rows"]] == ["genA", "genB", "Random"]
+    # Generators in order of the state-change score (evaluation/ranking.py), the Random row where it falls.
+    assert [r["model"] for r in board["rows"]] == ["genA", "Random", "genB"]
+    assert board["ranked_by"] == ["state_change", "osc_accuracy", "osc_consistency", "model"]
+    assert [r["metrics"]["state_change"] for r in board["rows"]][::2] == [0.75, 0.25]
+    assert 0.25 < board["rows"][1]["metrics"]["state_change"] < 0.75
     gen_a = board["rows"][0]
     # object: mean of (5, 4, 4, 3) -> normalized (1 + .75 + .75 + .5) / 4
     assert gen_a["metrics"]["object"] == 0.75
     assert gen_a["metrics"]["subject"] is None  # N/A everywhere: missing, never 0
     assert gen_a["ci"]["subject"] is None
-    assert board["rows"][1]["metrics"]["object"] == 0.25  # (2, 3, 1, 2) -> (.25 + .5 + 0 + .25) / 4
+    assert board["rows"][2]["metrics"]["object"] == 0.25  # (2, 3, 1, 2) -> (.25 + .5 + 0 + .25) / 4
     assert gen_a["breakdowns"]["state_change:scenario:novel"]["value"] == 0.875  # genA0, genA2
     assert gen_a["rank"] == 1
 
     judged = json.loads(run("leaderboard", "osc", "--judge", "judge-1", "--format", "json", "--boot", "100"))
-    assert judged["rows"][1]["metrics"]["object"] == 0.313  # (2, 3, 2, 2) -> 1.25 / 4 = 0.3125, half up
+    by_model = {r["model"]: r for r in judged["rows"]}
+    assert by_model["genB"]["metrics"]["object"] == 0.313  # (2, 3, 2, 2) -> 1.25 / 4 = 0.3125, half up
 
     plain = json.loads(run("correlation", "osc", "--format", "json", "--boot", "200"))
     assert list(plain) == ["criteria", "judges", "human"]

@@ -6,7 +6,7 @@ from pathlib import Path
 MODULES = [
     "evaluation.scoring.answers", "evaluation.scoring.common", "evaluation.scoring.status", "evaluation.scoring.changeit",
     "evaluation.scoring.visualtrans", "evaluation.scoring.m3verse", "evaluation.scoring.oscbench", "evaluation.scoring.runs",
-    "evaluation.stats", "evaluation.tables", "evaluation.charts",
+    "evaluation.stats", "evaluation.tables", "evaluation.charts", "evaluation.ranking",
     # Upstream pieces they share: constants, alpha, the answer normaliser, the video probe.
     "annotation.protocols", "annotation.reliability", "annotation.canonical", "annotation.results",
     "annotation.media_probe", "inference.answers", "inference.media",

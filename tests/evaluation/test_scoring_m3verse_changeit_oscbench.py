@@ -2,6 +2,7 @@
 from decimal import Decimal
 
 import numpy as np
+import pytest
 
 from evaluation.scoring import changeit, m3verse, oscbench
 from evaluation.scoring.answers import parse_answer
@@ -74,6 +75,40 @@ def test_oscbench_na_is_missing_never_zero():
     assert row["state_change:scenario:novel"] == Decimal("0.500")
     assert row["state_change:scenario:compositional"] is None
     assert row["state_change:action_category:cut"] == Decimal("0.531")  # 0.53125 half up
+    # Mean of criteria: subject 11/12, object 0.6458.., action 0.5, accuracy 0.75, consistency
+    # (0.125 + 0.5) / 2 = 0.3125, scene, realism, aesthetics 0.5 -> 4.625 / 8 = 0.578125.
+    assert row["criteria_mean"] == Decimal("0.578")
+
+
+def test_oscbench_mean_of_criteria_leaves_out_a_criterion_nobody_rated():
+    # Subject N/A on every video: the mean is over the seven others, never a 0 for subject.
+    sums = np.array([[0, 5, 5, 5, 5, 5, 5, 5], [0, 3, 3, 3, 3, 3, 3, 3]], dtype=np.int64)
+    counts = np.array([[0] + [1] * 7] * 2, dtype=np.int64)
+    m = oscbench.item_matrix(sums, counts)
+    row, cis = oscbench.printed(m), oscbench.cis(m, n_boot=200)
+    assert row["subject"] is None and row["criteria_mean"] == Decimal("0.750")
+    assert cis["criteria_mean"] == [0.5, 1.0]  # resampling the two videos: both 3s, both 5s or one of each
+    assert oscbench.criteria_mean([None, 0.5, 1.0]) == 0.75 and oscbench.criteria_mean([None, None]) is None
+    assert list(oscbench.KEYS[-2:]) == ["criteria_mean", "state_change"]
+
+
+def test_oscbench_mean_of_criteria_interval_of_a_large_run_matches_the_joint_resample():
+    # From COMPRESS_FROM rows on, columns are resampled one at a time and the mean of criteria's
+    # interval comes from the normal of the column totals; it agrees with resampling rows jointly.
+    from evaluation.scoring.common import COMPRESS_FROM, bootstrap_cis
+
+    rng = np.random.default_rng(5)
+    n = COMPRESS_FROM + 500
+    counts = np.full((n, 8), 3, dtype=np.int64)
+    counts[rng.random(n) < 0.3, 0] = 0  # subject N/A on 30 % of the videos
+    quality = rng.integers(0, 3, n)[:, None]  # criteria move together, as real ratings do
+    sums = np.clip(rng.integers(3, 10, size=(n, 8)) + 2 * quality, 3, 15) * (counts > 0)
+    m = oscbench.item_matrix(sums, counts)
+    fast = oscbench.cis(m, n_boot=400)["criteria_mean"]
+    joint = bootstrap_cis(m, keys=("criteria_mean",), scale=1.0, places=3, derive=oscbench._derive, n_boot=400)["criteria_mean"]
+    assert fast[0] < float(oscbench.printed(m)["criteria_mean"]) < fast[1]
+    assert fast == pytest.approx(joint, abs=0.0015)
+    assert fast[1] - fast[0] == pytest.approx(joint[1] - joint[0], rel=0.2)
 
 
 def test_oscbench_videos_without_an_action_category_are_in_no_category_group():
@@ -120,3 +155,26 @@ def test_random_judge_matrix_equals_scoring_its_answers():
     assert direct.matrix.parse_failures == 0
     other_seed = runs.finish("oscbench", runs.random_oscbench_matrix(items, seed=12), n_boot=50)
     assert other_seed.printed != direct.printed
+
+
+@pytest.mark.parametrize("leave_one_out", [False, True])
+def test_score_dicts_to_arrays_sums_and_counts_every_given_score(leave_one_out):
+    """Both reading paths (every rating complete; some rating lacking a criterion) give the sums
+    and counts a plain loop gives: None and missing are not given, items without ratings are 0."""
+    import random
+
+    rng = random.Random(5)
+    per_item = []
+    for i in range(300):
+        ratings = []
+        for _ in range(rng.randint(0, 4)):
+            ratings.append({c: rng.choice([None, 1, 2, 3, 4, 5]) for c in oscbench.CRITERIA})
+        per_item.append(ratings)
+    if leave_one_out:
+        per_item[7].append({})  # an empty rating
+        per_item[11].append({"object": 3})
+    sums, counts = oscbench.score_dicts_to_arrays(per_item)
+    for i, ratings in enumerate(per_item):
+        for j, c in enumerate(oscbench.CRITERIA):
+            given = [r[c] for r in ratings if r.get(c) is not None]
+            assert (sums[i, j], counts[i, j]) == (sum(given), len(given)), (i, c)

@@ -5,7 +5,8 @@
   (initdb refuses root). Default server settings: nothing switched off.
 - PrivateRedis: redis-server on 127.0.0.1:<port>, without persistence or with the append-only
   file as docker-compose.yml runs it (appendonly=True); stopped by SIGKILL, as a crash would.
-- Gunicorn: StateLab as docker-compose.yml serves it (sync workers, --timeout 120), DEBUG=0.
+- Gunicorn: StateLab as docker-compose.yml serves it (sync workers, --timeout 120), DEBUG=0; with
+  an access log naming the worker process of each request when asked for one.
 - CeleryWorker: a worker on every queue with the production settings (the visibility timeout
   left at its default).
 Each takes its configuration from `stack_env`, so all processes share one private world.
@@ -175,12 +176,17 @@ def python_module(env: dict[str, str], module: str, *args: str, timeout: float =
 class Gunicorn:
     """StateLab under gunicorn, as docker-compose.yml runs it (sync workers, --timeout 120)."""
 
-    def __init__(self, env: dict[str, str], log: Path, workers: int = 4):
+    ACCESS_FORMAT = "%(p)s %(s)s %(U)s %(q)s"  # "<worker pid> status path query", one line a request
+
+    def __init__(self, env: dict[str, str], log: Path, workers: int = 4, access_log: Path | None = None):
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
+        self.workers = workers
+        self.access_log = access_log
+        access = ["--access-logfile", str(access_log), "--access-logformat", self.ACCESS_FORMAT] if access_log else []
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "config.wsgi:application", "--bind", f"127.0.0.1:{self.port}",
-             "--workers", str(workers), "--timeout", "120",
+             "--workers", str(workers), "--timeout", "120", *access,
              "--no-control-socket"],  # gunicorn 27's default socket is one path per user, shared by every instance
             cwd=ROOT, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True)
         self.log = log
@@ -198,6 +204,15 @@ class Gunicorn:
         except BaseException:
             self.stop()  # never leave a half-started server behind
             raise
+
+    def served(self) -> dict[str, tuple[int, int]]:
+        """From the access log: query string -> (worker pid, status) of each request logged so far."""
+        found = {}
+        for line in self.access_log.read_text().splitlines() if self.access_log else ():
+            pid, status, _path, query = (line.split(" ", 3) + [""])[:4]
+            if pid.startswith("<") and status.isdigit():
+                found[query] = (int(pid.strip("<>")), int(status))
+        return found
 
     def stop(self) -> None:
         if self.proc.poll() is None:

@@ -11,7 +11,7 @@ for judges. It also misbehaves by a deterministic rule per query, so tests know 
 
     bucket  0-4   429 with retry-after on attempt 1           (recovered by the client's retries)
     bucket  5-9   500 on attempt 1                            (recovered)
-    bucket 10-12  sleeps past the client timeout on attempt 1 (recovered)
+    bucket 10-12  sleeps past the client timeout on attempt 1 (recovered); `timeout_sleep`, 10 s
     bucket 13-14  500 on every attempt                        (unrecoverable: the query fails)
     bucket 15-19  malformed JSON content in a well-formed reply on attempt 1: for a JSON schema
                   (judges) the object cut in half, recovered by the job's JSON repair round;
@@ -20,10 +20,26 @@ for judges. It also misbehaves by a deterministic rule per query, so tests know 
     bucket 20-23  HTTP 200 whose body is not JSON on attempt 1 (recovered: the backend asks again)
     bucket 24     HTTP 200 whose body is not JSON on every attempt (unrecoverable)
 
+`rule` (default `planned_fault`) maps a key to its fault; `unrepairable_json_fault` is the rule
+for the judge's JSON repair accounting: `planned_fault`'s, plus two faults no repair recovers
+
+    bucket 25-29  malformed JSON on every request, repairs included (judges: the reply stays
+                  unreadable through every repair round)
+    bucket 30-34  malformed JSON on attempt 1, then 500 on every request (the repair request
+                  fails after the client's retries)
+
+`four_judge_outcomes` gives judge queries four outcomes in equal shares (bucket % 4): a reply that
+stays unreadable through every repair, one whose repair request fails, a request that always
+fails, a clean reply (the job page's failures and unreadable replies, and their retry).
+
 `faults=False` turns all of this off; `latency` adds a fixed delay to every request.
 `events` records each request with its arrival and reply times (time.monotonic()), so tests can
-check how long the client waited after a retry-after; `max_in_flight` is the most requests the
-server was handling at once (`reset_in_flight()` starts counting again).
+check how long the client waited after a retry-after, and what it asked: `text`, the first user
+message's text (which item the key is), and `follow_up`, the (role, text) turns after it (a JSON
+repair: the unreadable reply, then the request to answer again; none on a first ask or a retry);
+a request answered 200 with a completion also has `usage`, its (prompt, completion) tokens.
+`schema_reply` gives the JSON a judge query's key is answered with. `max_in_flight` is the most
+requests the server was handling at once (`reset_in_flight()` starts counting again).
 Run alone: python -m tests.inference.openai_standin --port 8765 --latency 0.1 --no-faults
 """
 from __future__ import annotations
@@ -41,12 +57,17 @@ from typing import Any
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
-def query_key(messages: list[dict[str, Any]]) -> str:
-    first = next((m for m in messages if m.get("role") == "user"), {"content": ""})
-    content = first["content"]
+def _first_user(messages: list[dict[str, Any]]) -> tuple[int, list[str], int]:
+    """Where the first user message is (len(messages) when none), its text parts, its image count."""
+    at = next((i for i, m in enumerate(messages) if m.get("role") == "user"), len(messages))
+    content = messages[at]["content"] if at < len(messages) else ""
     parts = [{"type": "text", "text": content}] if isinstance(content, str) else content
     texts = [p.get("text", "") for p in parts if p.get("type") == "text"]
-    n_images = sum(1 for p in parts if p.get("type") != "text")
+    return at, texts, sum(1 for p in parts if p.get("type") != "text")
+
+
+def query_key(messages: list[dict[str, Any]]) -> str:
+    _, texts, n_images = _first_user(messages)
     return hashlib.sha256(json.dumps([texts, n_images]).encode()).hexdigest()
 
 
@@ -71,6 +92,21 @@ def planned_fault(key: str) -> str | None:
     if b < 25:
         return "alwaysbadbody"
     return None
+
+
+def unrepairable_json_fault(key: str) -> str | None:
+    """planned_fault, plus malformed JSON that no repair recovers (buckets 25-34, see above)."""
+    b = bucket_of(key)
+    if 25 <= b < 30:
+        return "alwaysbadjson"
+    if 30 <= b < 35:
+        return "badjson_then500"
+    return planned_fault(key)
+
+
+def four_judge_outcomes(key: str) -> str | None:
+    """A rule: "alwaysbadjson", "badjson_then500", "always500" or none, by bucket % 4."""
+    return ("alwaysbadjson", "badjson_then500", "always500", None)[bucket_of(key) % 4]
 
 
 def _all_text(messages) -> str:
@@ -102,14 +138,23 @@ def _from_schema(schema: dict[str, Any], h: int) -> Any:
     return f"observation {h % 97}"
 
 
+def schema_reply(schema: dict[str, Any], key: str, *, malformed: bool = False) -> str:
+    """The content a query asking for this JSON schema gets: the same object for every request of
+    the key (a retry, a JSON repair), cut in half when malformed."""
+    content = json.dumps(_from_schema(schema, int(key[:8], 16)))
+    return content[: len(content) // 2] if malformed else content
+
+
 class StandIn:
     """The server runs on its own asyncio loop in a daemon thread: one thread serves every
     connection, so a busy machine does not turn 32 concurrent requests into 32 threads fighting
     for the GIL (that made a thread-per-connection http.server the bottleneck of the benchmark)."""
 
-    def __init__(self, *, latency: float = 0.0, faults: bool = True, timeout_sleep: float = 2.0, retry_after: float = 0.05):
+    def __init__(self, *, latency: float = 0.0, faults: bool = True, timeout_sleep: float = 10.0, retry_after: float = 0.05,
+                 rule=planned_fault):
         self.latency = latency
         self.faults = faults
+        self.rule = rule
         self.timeout_sleep = timeout_sleep
         self.retry_after = retry_after
         self.attempts: Counter[str] = Counter()
@@ -213,8 +258,10 @@ class StandIn:
         with self.lock:
             self.attempts[key] += 1
             attempt = self.attempts[key]
-        event.update(key=key, attempt=attempt)
-        fault = planned_fault(key) if self.faults else None
+        at, texts, _ = _first_user(messages)
+        event.update(key=key, attempt=attempt, text="\n".join(texts),
+                     follow_up=[(m.get("role"), _all_text([m])) for m in messages[at + 1:]])
+        fault = self.rule(key) if self.faults else None
         if self.latency:
             await asyncio.sleep(self.latency)
         outcome = "ok"
@@ -226,8 +273,12 @@ class StandIn:
             outcome = "500"
         elif fault == "timeout" and attempt == 1:
             outcome = "timeout"
-        elif fault == "badjson" and attempt == 1:
+        elif fault in ("badjson", "badjson_then500") and attempt == 1:
             outcome = "badjson"
+        elif fault == "alwaysbadjson":
+            outcome = "badjson"
+        elif fault == "badjson_then500":
+            outcome = "500"
         elif (fault == "badbody" and attempt == 1) or fault == "alwaysbadbody":
             outcome = "badbody"
         event["outcome"] = outcome
@@ -241,7 +292,9 @@ class StandIn:
             await asyncio.sleep(self.timeout_sleep)
         if outcome == "badbody":  # a proxy's error page, or a reply cut off, under status 200
             return 200, b'<html><body>502 Bad Gateway</body></html>{"id": "chatcmpl-', {}
-        return 200, self.completion(body, key, malformed=outcome == "badjson"), {}
+        reply = self.completion(body, key, malformed=outcome == "badjson")
+        event["usage"] = (reply["usage"]["prompt_tokens"], reply["usage"]["completion_tokens"])
+        return 200, reply, {}
 
     def completion(self, body: dict[str, Any], key: str, *, malformed: bool = False) -> dict[str, Any]:
         h = int(key[:8], 16)
@@ -250,9 +303,7 @@ class StandIn:
         logprobs = None
         fmt = body.get("response_format") or {}
         if fmt.get("type") == "json_schema":
-            content = json.dumps(_from_schema(fmt["json_schema"]["schema"], h))
-            if malformed:
-                content = content[: len(content) // 2]  # cut mid-object: not JSON
+            content = schema_reply(fmt["json_schema"]["schema"], key, malformed=malformed)
         else:
             numbers = re.search(r"\(1 to (\d+)\)", text_in)
             letters = re.findall(r"^([A-Z])\. ", text_in, flags=re.M)

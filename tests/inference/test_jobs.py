@@ -179,6 +179,40 @@ def test_commands_create_endpoint_and_run_inference_wait(eager, make_project, tm
         out.getvalue().splitlines()[-1].startswith(f"job {job.pk} finished: 100.0% (12 done, 0 failed of 12)")
 
 
+def test_run_inference_refuses_an_endpoint_the_launch_api_refuses_saying_why_and_creates_nothing(
+    eager, make_project, tmp_path, settings
+):
+    from django.core.management.base import CommandError
+
+    from annotation.models import AuditEvent
+    from inference import selectors
+    from inference.backends.keys import key_var_refusal
+
+    project = make_project("st", "status")
+    factories.release_of(project, factories.status_items(project, 2, tmp_path))
+    services.endpoint_create(name="keyed", backend="random", api_key_env="STATELAB_KEY_RND")
+    args = ["run_inference", "--endpoint", "keyed", "--project", "st", "--release", "v1", "--protocol", "status"]
+    # The operator no longer allows the variable the endpoint names: the API lists it as unusable.
+    settings.STATELAB_ENDPOINT_KEY_VARS = ("OPENAI_API_KEY",)
+    settings.STATELAB_ENDPOINT_KEY_PREFIX = ""
+    assert not selectors.endpoints_usable().filter(name="keyed").exists()
+    audit_before = AuditEvent.objects.count()
+
+    with pytest.raises(CommandError) as refused:
+        call_command(*args, stdout=StringIO())
+    assert str(refused.value) == f"endpoint keyed cannot be used: {key_var_refusal('STATELAB_KEY_RND')}"
+    assert str(refused.value).startswith(
+        "endpoint keyed cannot be used: the variable STATELAB_KEY_RND may not hold an API key: the operator allows "
+        "OPENAI_API_KEY (")
+    assert (InferenceJob.objects.count(), AuditEvent.objects.count()) == (0, audit_before)
+
+    # Allowed again (the default prefix): the same command starts the job.
+    settings.STATELAB_ENDPOINT_KEY_PREFIX = "STATELAB_KEY_"
+    assert selectors.endpoints_usable().filter(name="keyed").exists()
+    call_command(*args, stdout=StringIO())
+    assert InferenceJob.objects.get().endpoint.name == "keyed"
+
+
 def test_run_inference_wait_exits_non_zero_when_the_job_failed(eager, make_project, tmp_path, monkeypatch):
     import importlib.util
 
@@ -298,3 +332,25 @@ def test_endpoint_options_that_look_like_secrets_are_refused(db):
     assert ModelEndpoint.objects.count() == 0
     ok = services.endpoint_create(name="fine", backend="openai", model_id="m", options={"max_tokens": 5, "timeout": 3})
     assert ok.options == {"max_tokens": 5, "timeout": 3}
+
+
+def test_retry_failed_leaves_an_imported_job_alone(eager, make_project, tmp_path):
+    # Predictions imported from a file have no model to ask again: retry does nothing (it used to
+    # reach for the missing endpoint after deleting the failed rows, and the request broke).
+    from annotation.models import AuditEvent
+
+    project = make_project("st", "status")
+    items = factories.status_items(project, 2, tmp_path)
+    release = factories.release_of(project, items)
+    lines = [json.dumps({"item": "s0000", "query": "osi_a", "answer": "A"}),
+             json.dumps({"item": "s0001", "query": "osi_a", "answer": "no idea"})]
+    job = services.predictions_import(project=project, lines=lines, model_name="elsewhere", release=release)
+    rows = list(Prediction.objects.filter(job=job).order_by("item_id").values_list("item__external_id", "status", "error"))
+    assert rows == [("s0000", "ok", ""), ("s0001", "failed", "unparseable or empty answer")]
+    events = AuditEvent.objects.count()
+
+    assert services.job_retry_failed(job=job) == 0
+    job.refresh_from_db()
+    assert (job.status, job.done_queries, job.failed_queries) == (JobStatus.FINISHED, 2, 1)
+    assert list(Prediction.objects.filter(job=job).order_by("item_id").values_list("item__external_id", "status", "error")) == rows
+    assert AuditEvent.objects.count() == events

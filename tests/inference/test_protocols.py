@@ -129,3 +129,37 @@ def test_oscbench_judge_prompt_rubric_and_schema(tmp_path):
     assert list(q.query.json_schema["properties"]) == ["evidence", "scores"]  # evidence first
     assert q.query.json_schema["properties"]["scores"]["properties"]["scene"]["anyOf"][1] == {"type": "null"}
     assert oscbench.rubric_text("Rate it.") == "Rate it."
+
+
+def test_json_queries_are_exactly_the_queries_asked_under_a_json_schema(tmp_path):
+    # protocols.json_queries names the queries whose replies can be unreadable replies (listed,
+    # retried, given their reason by a re-score); the chunk repairs the queries built with a
+    # json_schema. The two must agree, protocol by protocol.
+    from inference import protocols
+
+    prep = MediaPreparer(cache_root=tmp_path)
+    video = str(media_lib.make_test_video(tmp_path / "v.mp4", seconds=1, size="64x48", rate=10))
+    osc = {"video": "v.mp4", "prompt": "a candle melts"}
+    built = {("oscbench", False): oscbench.build(_item(osc, {"video": video}, resolve_queries("oscbench", "x1", osc, seed=0)),
+                                                 media=prep, params={"frames": 2})}
+    paths = {"image_a": str(image_file(tmp_path / "a.png", (10, 20, 30))), "image_b": str(image_file(tmp_path / "b.png", (200, 0, 0)))}
+    item = _item(STATUS_PAYLOAD, paths, resolve_queries("status", "x1", STATUS_PAYLOAD, seed=3))
+    built[("status", False)] = status.build(item, media=prep, params={})
+    built[("status", True)] = status.build_suggestion(item, media=prep, params={})
+    vt = {"images": ["a.png", "b.png"], "question": "Q?", "format": "choice", "options": ["red", "blue"], "answer": "A"}
+    built[("visualtrans", False)] = visualtrans.build(
+        _item(vt, {"images": [paths["image_a"], paths["image_b"]]}, resolve_queries("visualtrans", "x1", vt, seed=0)),
+        media=prep, params={})
+    asked = {where: [(q.key, q.query.json_schema is not None) for q in queries] for where, queries in built.items()}
+    assert asked == {
+        ("oscbench", False): [("judge", True)],
+        ("status", False): [(k, False) for k in ("osi_a", "osi_b", "ir_a", "ir_b", "sci2", "sci4")],
+        ("status", True): [("suggest", True)],
+        ("visualtrans", False): [("qa", False)],
+    }
+    for (name, suggest), pairs in asked.items():
+        assert protocols.json_queries(name, suggest=suggest) == tuple(k for k, json_schema in pairs if json_schema)
+    # The other protocols ask letters and numbers only (their builds, above in this file, set
+    # choices and no schema).
+    assert [protocols.json_queries(name) for name in ("changeit", "m3verse")] == [(), ()]
+    assert [protocols.json_queries(name, suggest=True) for name in ("visualtrans", "m3verse")] == [(), ()]

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.test import Client
 from django.utils import timezone
 
-from annotation.models import Role
+from annotation.models import Item, ItemStatus, Role
 from config.heartbeat import RowHeartbeat
 from inference import services
 from inference.models import BackgroundRun, InferenceJob, JobStatus, Prediction, RunState
@@ -123,6 +123,36 @@ def test_the_watchdog_requeues_a_lost_chunk_boundedly_then_fails_it_and_the_job_
     assert run_claim(run_id=chunk.pk, worker="late@host") is None  # the original message, an hour later
 
 
+@pytest.mark.parametrize("protocol, make_items, key", [
+    ("status", factories.status_items, "suggest"),
+    ("visualtrans", factories.visualtrans_items, "qa"),
+])
+def test_a_lost_suggestion_chunk_fails_the_one_query_of_each_unanswered_item(
+        make_project, tmp_path, sent, protocol, make_items, key):
+    project = make_project("sg", protocol)
+    items = make_items(project, 3, tmp_path)
+    Item.objects.filter(pk__in=[i.pk for i in items]).update(status=ItemStatus.PENDING)
+    endpoint = services.endpoint_create(name="Random", backend="random", options={"seed": 0})
+    job = services.job_create(endpoint=endpoint, project=project, mode="suggest", params={"chunk_size": 3}, start=False)
+    services.job_start(job_id=job.pk)
+    chunk = BackgroundRun.objects.get(job=job, chunk_index=0)
+    assert chunk.args[1] == [i.pk for i in items]
+    # The worker answered the first item, then died; a redelivery would not ask that item again.
+    assert services.job_run_chunk(job_id=job.pk, item_ids=[items[0].pk]) == 1
+    assert services.job_run_chunk(job_id=job.pk, item_ids=[items[0].pk]) == 0
+    run = run_claim(run_id=chunk.pk, worker="w@host")
+
+    recovery.run_failed(run=run, reason="worker lost 3 times: last worker w@host lost")
+
+    assert sorted(Prediction.objects.filter(job=job).values_list("item_id", "query", "status", "error")) == [
+        (items[0].pk, key, "ok", ""),
+        (items[1].pk, key, "failed", "worker lost 3 times: last worker w@host lost"),
+        (items[2].pk, key, "failed", "worker lost 3 times: last worker w@host lost"),
+    ]
+    job.refresh_from_db()
+    assert (job.status, job.total_queries, job.done_queries, job.failed_queries) == (JobStatus.FINISHED, 3, 1, 2)
+
+
 def test_a_job_whose_chunks_all_ended_without_answers_is_failed_not_left_running(make_project, tmp_path, sent):
     job, _ = started_job(make_project, tmp_path)
     BackgroundRun.objects.filter(job=job).update(state=RunState.DONE)  # ended, yet nothing stored
@@ -183,3 +213,85 @@ def test_the_watchdog_sends_again_only_queued_runs_missing_from_the_broker(make_
     assert recovery.runs_resend_missing() == 0  # every queued run has its message: nothing sent
     BackgroundRun.objects.filter(pk=chunks[0].pk).update(state=RunState.DONE)
     assert recovery.runs_resend_missing() == 0  # more messages than queued runs (a duplicate): nothing
+
+
+# ---- messages a worker holds unacked: kombu's Redis transport keeps them in the `unacked` hash
+# (by delivery tag) and their delivery time in the `unacked_index` sorted set, not in the queue.
+
+
+def chunk_message(run: BackgroundRun, **options) -> None:
+    """The chunk's message as services and TrackedTask's retry send it (a retry: with a countdown)."""
+    from inference.tasks import run_api_chunk
+
+    run_api_chunk.apply_async(args=list(run.args), kwargs={"tracked_run": run.pk}, **options)
+
+
+def held_longer(broker, seconds: float) -> None:
+    """What the broker holds `seconds` later: each unacked message delivered that much earlier."""
+    for tag, delivered in broker.zrange("unacked_index", 0, -1, withscores=True):
+        broker.zadd("unacked_index", {tag: delivered - seconds})
+
+
+def test_the_watchdog_leaves_messages_a_worker_holds_and_sends_those_whose_holder_is_gone(
+        make_project, tmp_path, sent, broker):
+    # Two chunks queued, sent long ago; their messages taken from the queue and not acked, as a
+    # worker's consumer takes them (kombu's basic_get writes the unacked hash and index).
+    job, _ = started_job(make_project, tmp_path, n_items=8, chunk_size=4)
+    chunks = list(BackgroundRun.objects.filter(job=job, chunk_index__isnull=False).order_by("chunk_index"))
+    for chunk in chunks:
+        chunk_message(chunk)
+    long_ago = timezone.now() - timedelta(seconds=settings.STATELAB_RUN_RESEND_SECONDS + 1)
+    BackgroundRun.objects.filter(pk__in=[c.pk for c in chunks]).update(sent_at=long_ago)
+    from config.celery import app
+
+    with app.connection_for_read() as connection:
+        channel = connection.default_channel
+        taken = [channel.basic_get("api") for _ in chunks]
+        assert all(taken) and (broker.llen("api"), broker.hlen("unacked")) == (0, 2)
+        sent.clear()
+        assert recovery.runs_resend_missing() == 0  # held, delivered just now: not missing
+        assert sent == []
+        # The holder is gone without acking (a worker that lost its broker connection): Redis gives
+        # the messages back only after the visibility timeout, an hour. Past the resend delay:
+        held_longer(broker, settings.STATELAB_RUN_RESEND_SECONDS + 1)
+        assert recovery.runs_resend_missing() == 2
+        assert sorted(m[3] for m in sent) == [c.pk for c in chunks]
+        assert recovery.runs_resend_missing() == 0  # sent just now: not again (sent_at)
+        assert len(sent) == 2
+        for message in taken:
+            message.ack()
+
+
+@pytest.mark.worker
+@pytest.mark.slow
+def test_a_retry_waiting_out_its_countdown_in_a_live_worker_is_not_sent_again(make_project, tmp_path, sent, broker):
+    from .worker import start_worker, stop_worker, wait_for
+
+    # given two queued chunks sent long ago: the first retried with a countdown longer than the
+    # resend delay (TrackedTask re-queues the row, keeping its sent_at; the retry message waits
+    # in a worker's memory, unacked, until it is due), the second's message lost
+    job, _ = started_job(make_project, tmp_path, n_items=8, chunk_size=4)
+    first, second = BackgroundRun.objects.filter(job=job, chunk_index__isnull=False).order_by("chunk_index")
+    long_ago = timezone.now() - timedelta(seconds=settings.STATELAB_RUN_RESEND_SECONDS + 1)
+    BackgroundRun.objects.filter(pk__in=[first.pk, second.pk]).update(sent_at=long_ago)
+    chunk_message(first, countdown=10 * settings.STATELAB_RUN_RESEND_SECONDS)
+    worker = start_worker("holder", tmp_path / "worker.log", queues="api")
+    try:
+        wait_for(lambda: (broker.llen("api"), broker.hlen("unacked")) == (0, 1), 90,
+                 "the worker to take the retry message and hold it")
+        sent.clear()
+        # when the watchdog looks: only the lost one is sent (a mere count of held messages would
+        # have picked the first by its lower id and left the second lost)
+        assert recovery.runs_resend_missing() == 1
+        assert sent == [("inference.tasks.run_api_chunk", (job.pk, second.args[1]), "api", second.pk)]
+        # and again when the worker has held the retry longer than the resend delay: its ETA is ahead
+        BackgroundRun.objects.filter(pk=second.pk).update(state=RunState.DONE)
+        held_longer(broker, settings.STATELAB_RUN_RESEND_SECONDS + 1)
+        assert recovery.runs_resend_missing() == 0
+        assert len(sent) == 1
+        assert BackgroundRun.objects.get(pk=first.pk).state == RunState.QUEUED  # not run: still waiting
+    finally:
+        stop_worker(worker)
+    # A worker that stops gives back what it holds: waiting in the queue again, so still not missing.
+    assert (broker.llen("api"), broker.hlen("unacked")) == (1, 0)
+    assert recovery.runs_resend_missing() == 0

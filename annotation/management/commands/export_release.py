@@ -1,14 +1,19 @@
-"""python manage.py export_release <project> <version> [-o FILE] [--jsonl | --zip | --format F]"""
+"""python manage.py export_release <project> <version> [-o FILE] [--jsonl | --zip | --format F] [--actor USERNAME]
+
+Each export is recorded in the audit trail (as a download from the releases page is), under
+--actor when given, with source=cli.
+"""
 import os
 import sys
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.models import Release
 from annotation.interchange.hf import HFFolderError, hf_export
 from annotation.interchange.lmms_eval import LmmsExportError, lmms_export
-from annotation.releases import EXPORT_FORMATS, ReleaseRefused, release_export
+from annotation.management.actor import add_actor_argument, command_actor, on_command_line
+from annotation.models import Release
+from annotation.releases import EXPORT_FORMATS, ReleaseRefused, release_export, release_export_record
 
 
 class Command(BaseCommand):
@@ -32,6 +37,7 @@ class Command(BaseCommand):
                          help="json, jsonl, zip, coco (box projects; a zip with the images when -o ends in .zip), "
                               "hf (a Hugging Face dataset folder at -o DIR) or lmms-eval (an lmms-eval task "
                               "folder at -o DIR, for --include_path; STATUS, VisualTrans and M3-Verse)")
+        add_actor_argument(parser)
 
     def handle(self, *args, **opts):
         release = Release.objects.select_related("project").filter(
@@ -39,6 +45,11 @@ class Command(BaseCommand):
         ).first()
         if release is None:
             raise CommandError(f"no release {opts['version']!r} in project {opts['project']!r}")
+        self.actor = command_actor(opts["actor"], release.project)  # the release export API's role: researcher
+        with on_command_line():
+            return self._export(release, opts)
+
+    def _export(self, release, opts):
         out_name = opts["output"]
         if opts["push_to_hub"] and opts["format"] != "hf":
             raise CommandError("--push-to-hub needs --format hf")
@@ -69,6 +80,7 @@ class Command(BaseCommand):
                 stream.close()
             else:
                 stream.flush()
+        release_export_record(release=release, fmt=fmt, actor=self.actor)
         if out_name:
             self.stderr.write(f"{release}: {release.item_count} items -> {out_name} ({fmt})")
 
@@ -79,6 +91,7 @@ class Command(BaseCommand):
             summary = hf_export(release, Path(out_name))
         except HFFolderError as exc:
             raise CommandError(str(exc)) from exc
+        release_export_record(release=release, fmt="hf", actor=self.actor)
         self.stderr.write(f"{release}: {summary['items']} items in {summary['shards']} shard(s) -> {out_name} (hf)")
         if repo_id:
             self._push(Path(out_name), repo_id, release)
@@ -90,6 +103,7 @@ class Command(BaseCommand):
             summary = lmms_export(release, Path(out_name))
         except LmmsExportError as exc:
             raise CommandError(str(exc)) from exc
+        release_export_record(release=release, fmt="lmms-eval", actor=self.actor)
         self.stderr.write(f"{release}: {summary['items']} items, {summary['documents']} documents -> {out_name} "
                           f"(lmms-eval task {summary['task']}: lmms-eval --include_path {out_name} --tasks {summary['task']})")
 
@@ -106,4 +120,5 @@ class Command(BaseCommand):
         api.create_repo(repo_id, repo_type="dataset", private=True, exist_ok=True)
         info = api.upload_folder(repo_id=repo_id, repo_type="dataset", folder_path=str(folder),
                                  commit_message=f"StateLab release {release.project.slug} {release.version} ({release.checksum[:12]})")
+        release_export_record(release=release, fmt="hf", actor=self.actor, hub_repo=repo_id)
         self.stderr.write(f"pushed to {getattr(info, 'commit_url', repo_id)}")

@@ -1,9 +1,11 @@
-"""python manage.py import_annotations <project> <file>: human ratings / blind QA answers from elsewhere."""
+"""python manage.py import_annotations <project> <file> [--actor USERNAME]: human ratings / blind QA
+answers from elsewhere."""
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.importing import ImportRefused, annotations_import
+from annotation.management.actor import add_actor_argument, command_actor, on_command_line
 from annotation.models import Project
 
 
@@ -16,13 +18,16 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("project", help="project slug")
         parser.add_argument("file", type=Path, help="annotations .jsonl")
+        add_actor_argument(parser)
 
     def handle(self, *args, **opts):
         project = Project.objects.filter(slug=opts["project"]).first()
         if project is None:
             raise CommandError(f"no project {opts['project']!r}")
+        actor = command_actor(opts["actor"], project)  # the annotation import API's role: researcher
         try:
-            report = annotations_import(project=project, path=opts["file"])
+            with on_command_line():
+                report = annotations_import(project=project, path=opts["file"], actor=actor)
         except ImportRefused as exc:
             for message in exc.errors:
                 self.stderr.write(message)

@@ -1,20 +1,39 @@
 """python manage.py import_items <project> <file> --protocol P [--media-root DIR] [--create] [--verified]
+       [--actor USERNAME]
 
 The file is JSONL, a JSON release export ({header..., "items": [...]}), a zip, or a Hugging Face
 dataset folder written by `export_release --format hf`. A release export
 (either format, or a zip with release.json) carries its option seed: a project created for it
 with --create takes that seed (and, without --protocol, the export's protocol), so freezing the
 imported items again gives the same checksum.
+
+--actor names who the import is recorded under in the audit trail: a researcher or admin of the
+project, or, for a project that --create makes, someone who may create projects in the app (they
+become its admin, as on the new-project page).
+
+A project that --create makes is recorded as created (project_create, as the new-project page
+records it: under --actor when given, source=cli) together with the project; when the import is
+then refused, the project goes again with its creation event, and nothing is left written.
 """
 import tempfile
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 
+from annotation.audit import audit_record
 from annotation.importing import ImportRefused, items_import
 from annotation.importing.items import project_for_import
 from annotation.importing.sources import SourceError, open_source
 from annotation.interchange.hf import HFFolderError, hf_folder_to_jsonl, is_hf_folder
+from annotation.management.actor import (
+    add_actor_argument,
+    command_user,
+    on_command_line,
+    require_command_role,
+    require_project_creator,
+)
+from annotation.models import AuditAction, AuditEvent, Project, Role
 from annotation.protocols import PROTOCOLS
 
 
@@ -34,8 +53,20 @@ class Command(BaseCommand):
         parser.add_argument("--media-root", type=Path, default=None, help="folder the media paths are relative to")
         parser.add_argument("--create", action="store_true", help="create the project when missing")
         parser.add_argument("--verified", action="store_true", help="import a published benchmark as verified items")
+        add_actor_argument(parser)
 
     def handle(self, *args, **opts):
+        actor = command_user(opts["actor"])
+        if actor is not None:  # checked before any work; again once the project is settled (a race)
+            existing = Project.objects.filter(slug=opts["project"]).first()
+            if existing is not None:
+                require_command_role(actor, existing)
+            elif opts["create"]:
+                require_project_creator(actor)
+        with on_command_line():
+            return self._dispatch({**opts, "actor": actor})
+
+    def _dispatch(self, opts):
         if not is_hf_folder(opts["file"]):
             return self._import(opts)
         # A dataset folder: its rows become a release JSONL and media files in a scratch folder.
@@ -63,19 +94,28 @@ class Command(BaseCommand):
                     protocol = header["protocol"]
         # Not one transaction around both steps: the importer streams rows to PostgreSQL on a
         # second connection while it validates, which needs the project committed. A project
-        # created here for an import that is then refused (or fails) is deleted again.
-        project, created = None, False
+        # created here for an import that is then refused (or fails) is deleted again, with the
+        # event that recorded its creation.
+        project, created, creation = None, False, None
         try:
-            project, created = project_for_import(
-                slug=opts["project"], protocol=protocol, create=opts["create"], option_seed=seed
-            )
+            with transaction.atomic():  # the project and its creation event commit together
+                project, made = project_for_import(
+                    slug=opts["project"], protocol=protocol, create=opts["create"], option_seed=seed, creator=opts["actor"]
+                )
+                creation = self._record_creation(project, opts["actor"]) if made else None
+            created = made
+            if not created:  # made by a concurrent import meanwhile, perhaps
+                require_command_role(opts["actor"], project)
             report = items_import(
-                project=project, path=opts["file"], media_root=opts["media_root"], verified=opts["verified"]
+                project=project, path=opts["file"], media_root=opts["media_root"], verified=opts["verified"],
+                actor=opts["actor"],
             )
         except BaseException as exc:
             # Only while it is still empty: a concurrent import may have filled the project meanwhile.
             if created and not project.items.exists() and not project.releases.exists():
-                project.delete()
+                with transaction.atomic():
+                    AuditEvent.objects.filter(pk=creation.pk).delete()
+                    project.delete()
             if isinstance(exc, ImportRefused):
                 for message in exc.errors:
                     self.stderr.write(message)
@@ -87,3 +127,12 @@ class Command(BaseCommand):
             f"{report.unchanged} unchanged, {report.promoted} promoted to verified; "
             f"{report.media_files} media files, {report.media_stored} newly stored"
         )
+
+    @staticmethod
+    def _record_creation(project: Project, actor) -> AuditEvent:
+        """The project_create event the new-project page records (annotation.project_setup), for a
+        project made here; `actor` (when given) became its admin."""
+        return audit_record(action=AuditAction.PROJECT_CREATE, actor=actor, project=project, obj=project,
+                            details={"protocol": project.protocol, "annotations_per_item": project.annotations_per_item,
+                                     "settings": project.settings, "creator_role": Role.ADMIN if actor else None,
+                                     "option_seed": project.option_seed})

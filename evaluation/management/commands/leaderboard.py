@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Project, Release
-from evaluation import leaderboard, tables
+from evaluation import leaderboard, ranking, tables
 
 
 class Command(BaseCommand):
@@ -14,19 +14,22 @@ class Command(BaseCommand):
         parser.add_argument("--format", default="json", choices=["json", "csv", "latex", "markdown"])
         parser.add_argument("--details", action="store_true", help="json: add rank, breakdowns and diagnostics to each row")
         parser.add_argument("--boot", type=int, default=leaderboard.N_BOOT, help="bootstrap resamples")
+        parser.add_argument("--rank-by", default=None, metavar="NAME",
+                            help="order and rank by another ranking of the protocol (video rating: criteria_mean, "
+                                 "the mean of the eight criteria); default: the protocol's headline metric")
         parser.add_argument("--breakdown", default=None, metavar="NAME",
                             help="one breakdown tab instead of the main table, e.g. category:positional, difference:slight, state_change:scenario")
 
-    def handle(self, *args, project, release, judge, format, boot, details, breakdown, **options):
+    def handle(self, *args, project, release, judge, format, boot, details, breakdown, rank_by, **options):
         try:
             proj = Project.objects.get(slug=project)
         except Project.DoesNotExist:
             raise CommandError(f"no project {project!r}")
         try:
-            board = leaderboard.build(proj, release_version=release, judge=judge, n_boot=boot)
+            board = leaderboard.build(proj, release_version=release, judge=judge, n_boot=boot, rank_by=rank_by)
         except Release.DoesNotExist:
             raise CommandError(f"no release {release!r} in project {project!r}")
-        except leaderboard.LeaderboardError as exc:
+        except (leaderboard.LeaderboardError, ranking.UnknownRanking) as exc:
             raise CommandError(str(exc))
         for row in board["rows"]:
             missing = [k for k, v in row["metrics"].items() if v is None]

@@ -1,15 +1,24 @@
 """python manage.py run_inference --endpoint N --project P [--release V] --protocol X
-[--param key=value ...] [--mode evaluate|suggest] [--wait [--strict]]
+[--param key=value ...] [--mode evaluate|suggest] [--wait [--strict]] [--actor USERNAME]
+
+The endpoint must be usable, as for a launch from the API or the admin (its API key variable one
+the operator allows: selectors.endpoints_usable); else nothing is created and the error says why.
+The launch is recorded in the audit trail (as one from the admin or the API is) with source=cli,
+under --actor when given: an account that must hold the role the admin and the API ask for to
+launch a job in the project (researcher or admin); it is also the job's created_by.
 
 Exit status with --wait: 0 when the job finished (a warning line on stderr gives the number of
-failed queries and their main errors if some failed); 1 when the job failed (including every
-query failing) or was cancelled; 2 when it finished with failed queries and --strict was given."""
+failed queries and their main errors if some failed, another the number of judge replies that
+stayed unreadable JSON); 1 when the job failed (including every query failing) or was cancelled;
+2 when it finished with failed queries or unreadable replies (both scored as missing) and
+--strict was given."""
 import sys
 import time
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
+from annotation.management.actor import add_actor_argument, command_actor, on_command_line
 from annotation.models import Project, Release
 from inference import selectors, services
 from inference.models import InferenceJob, JobMode, JobStatus, ModelEndpoint
@@ -17,7 +26,8 @@ from inference.models import InferenceJob, JobMode, JobStatus, ModelEndpoint
 
 class Command(BaseCommand):
     help = ("Start an inference job; with --wait, print progress until it ends (exit 1 if it failed or was "
-            "cancelled; a finished job with failed queries exits 0 with a warning, or 2 with --strict).")
+            "cancelled; a finished job with failed queries or unreadable judge replies exits 0 with a warning, "
+            "or 2 with --strict).")
 
     def add_arguments(self, parser):
         parser.add_argument("--endpoint", required=True, help="endpoint name")
@@ -30,7 +40,9 @@ class Command(BaseCommand):
         parser.add_argument("--wait", action="store_true")
         parser.add_argument("--poll", type=float, default=2.0, help="seconds between progress lines with --wait")
         parser.add_argument("--strict", action="store_true",
-                            help="with --wait: exit 2 when the job finished but some queries failed")
+                            help="with --wait: exit 2 when the job finished but some queries failed or some "
+                                 "judge replies stayed unreadable")
+        add_actor_argument(parser)
 
     def handle(self, *args, **opts):
         try:
@@ -39,9 +51,15 @@ class Command(BaseCommand):
             release = Release.objects.get(project=project, version=opts["release"]) if opts["release"] else None
         except (ModelEndpoint.DoesNotExist, Project.DoesNotExist, Release.DoesNotExist) as exc:
             raise CommandError(str(exc))
+        actor = command_actor(opts["actor"], project)  # the admin's and the API's job launch role: researcher
+        refusal = selectors.endpoint_refusal(endpoint)  # the launch API's rule (selectors.endpoints_usable)
+        if refusal:
+            raise CommandError(f"endpoint {endpoint.name} cannot be used: {refusal}")
         try:
-            job = services.job_create(endpoint=endpoint, project=project, release=release, protocol=opts["protocol"],
-                                      mode=opts["mode"], params=services.parse_key_values(opts["param"]))
+            with on_command_line():
+                job = services.job_create(endpoint=endpoint, project=project, release=release, protocol=opts["protocol"],
+                                          mode=opts["mode"], params=services.parse_key_values(opts["param"]),
+                                          created_by=actor)
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages))
         self.stdout.write(f"job {job.pk} created ({job.model_name} on {project.slug}, {job.protocol})")
@@ -72,5 +90,12 @@ class Command(BaseCommand):
                 f"warning: job {job.pk} finished with {job.failed_queries} of {job.total_queries} queries failed "
                 f"({services.failure_summary(job)}); re-run them with the admin action 'Retry failed items'"
             )
-            if opts["strict"]:
-                sys.exit(2)
+        unreadable = selectors.unreadable_count(job)
+        if unreadable:
+            self.stderr.write(
+                f"warning: job {job.pk} finished with {unreadable} of {job.total_queries} replies unreadable "
+                f"(not valid JSON after the repairs; scored as missing); ask again with the admin action "
+                f"'Retry failed items'"
+            )
+        if (job.failed_queries or unreadable) and opts["strict"]:
+            sys.exit(2)

@@ -1,6 +1,7 @@
-// Admin list of inference jobs: keeps the status, progress, rate, ETA, failures, tokens and cost
-// cells of every queued or running job live, by polling the job's progress API (the one the job
-// page uses) every 2 s until the job ends. Cells are spans with data-job and data-field.
+// Admin list of inference jobs: keeps the status, progress, rate, ETA, failures (and a judge's
+// unreadable replies), tokens and cost cells of every queued or running job live, by polling the
+// job's progress API (the one the job page uses) every 2 s until the job ends. Cells are spans
+// with data-job and data-field.
 (function () {
   "use strict";
   const ACTIVE = new Set(["queued", "running"]);
@@ -37,6 +38,7 @@
       const first = p.failures && p.failures.length ? p.failures[0].error : "";
       c.failures.title = p.error || first;
     }
+    if (c.unreadable) c.unreadable.textContent = p.unreadable + " unreadable";
     if (c.tokens) c.tokens.textContent = p.prompt_tokens + " / " + p.completion_tokens;
     if (c.cost) c.cost.textContent = p.cost_usd == null ? "–" : "$" + p.cost_usd.toFixed(4);
   }

@@ -3,7 +3,7 @@
 // The item is not held (it was submitted), so there is no queue, lease, draft autosave, skip or
 // next task here: nothing changes on the server until the annotator saves. The server refuses
 // (409) once a reviewer has settled the item, and the page says so.
-import { ApiError, api, errorField } from "./api.js";
+import { ApiError, api } from "./api.js";
 import { mediaOf, preloadMedia } from "./media.js";
 import { Workbench } from "./task_loop.js";
 
@@ -60,17 +60,8 @@ export class AmendBench extends Workbench {
 
   async submit() {
     if (!this.task || !this.view || this.submitting || this.closed) return;
-    const reason = this.view.blocked ? this.view.blocked() : "";
-    if (reason) {
-      this.notices.show(reason, { kind: "warning", id: "blocked" });
-      return;
-    }
-    const collected = this.view.collect();
-    if (collected.error) {
-      this.notices.show(collected.error, { kind: "error", id: "invalid" });
-      if (collected.field && this.view.focusField) this.view.focusField(collected.field);
-      return;
-    }
+    const collected = this.collectAnswer();
+    if (!collected) return;
     this.submitting = true;
     this.refreshSubmit();
     this.setStatus("Saving…", "pending");
@@ -89,10 +80,7 @@ export class AmendBench extends Workbench {
         { kind: "ok", id: "submitted", sticky: true, actions: [["Back to the project", () => this.leave()]] });
     } catch (err) {
       if (err instanceof ApiError && err.status === 400) {
-        this.setStatus("Not saved", "error");
-        this.notices.show(`Not saved — ${err.message}`, { kind: "error", id: "invalid", sticky: true });
-        const field = errorField(err.body);
-        if (field && this.view.focusField) this.view.focusField(field);
+        this.showInvalid(err, "Not saved");
       } else if (err instanceof ApiError && err.status === 409) {
         this.close(`Not saved: ${err.message}`);
       } else {

@@ -9,7 +9,11 @@
 // When the person comes back the page says the hold lapsed while they were away and offers to
 // go on; their answer is kept in this browser and comes back whenever the item does.
 import { ApiError, api, serverClockOffset } from "./api.js";
+import { sleep } from "./dom.js";
 import { mediaOf, preloadMedia } from "./media.js";
+
+/** How long a claim waits for a preload still in flight before claiming on its own. */
+const PRELOAD_WAIT_MS = 15000;
 
 const ACTIVITY_EVENTS = ["keydown", "pointerdown", "pointermove", "input", "wheel", "scroll", "touchstart"];
 // A hold this close to its end when the person comes back counts as lapsed: a renewal sent now
@@ -40,23 +44,38 @@ export const leaseMethods = {
   async preloadNext() {
     const current = this.task;
     if (!current || this.preloaded || this.preloading) return;
-    this.preloading = true;
-    try {
-      const data = await api("POST", `/api/projects/${this.slug}/tasks/next/`, { body: { exclude: [current.id] }, retries: 1 });
-      if (data && data.task !== current.id && (!this.task || data.task !== this.task.id)) {
-        data.heldAt = Date.now();
-        data.endsAt = holdEndsAt(data);
-        this.preloaded = data;
-        preloadMedia(mediaOf(data.item), { timeoutMs: 60000 });
+    // Kept while in flight: a claim made meanwhile waits for it (takePreloaded), see there.
+    const inFlight = (async () => {
+      try {
+        const data = await api("POST", `/api/projects/${this.slug}/tasks/next/`, { body: { exclude: [current.id] }, retries: 1 });
+        if (data && data.task !== current.id && (!this.task || data.task !== this.task.id)) {
+          data.heldAt = Date.now();
+          data.endsAt = holdEndsAt(data);
+          this.preloaded = data;
+          preloadMedia(mediaOf(data.item), { timeoutMs: 60000 });
+        }
+      } catch {
+        /* preloading is an optimisation; the next claim after submit still works */
+      } finally {
+        if (this.preloading === inFlight) this.preloading = false; // (runs after an await: inFlight is set)
       }
-    } catch {
-      /* preloading is an optimisation; the next claim after submit still works */
-    } finally {
-      this.preloading = false;
-    }
+    })();
+    this.preloading = inFlight;
+    await inFlight;
   },
 
   async takePreloaded() {
+    // A preload still in flight is waited for, never raced: the server claims with SKIP LOCKED, so
+    // a second claim arriving while the preload's transaction holds the last free item skips it
+    // and answers "nothing left" although that item is on its way to this very page. (Bounded: a
+    // preload that hangs must not hang the page; the plain claim then goes ahead.)
+    if (this.preloading) {
+      const inFlight = this.preloading;
+      await Promise.race([inFlight, sleep(PRELOAD_WAIT_MS)]);
+      // Still hanging: forget it (a late answer may still fill `preloaded`; load() never offers the
+      // task shown twice), so later tasks preload again and later claims do not wait for it.
+      if (this.preloading === inFlight) this.preloading = false;
+    }
     const next = this.preloaded;
     this.preloaded = null;
     if (!next || (this.lastData && next.task === this.lastData.task)) return null;

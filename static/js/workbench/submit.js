@@ -18,19 +18,35 @@ export const submitMethods = {
     return key;
   },
 
-  async submit() {
-    if (!this.task || !this.view || this.submitting) return;
+  /** The form's answer, ready to send; or null after saying what is missing (and focusing it). */
+  collectAnswer() {
     const reason = this.view.blocked ? this.view.blocked() : "";
     if (reason) {
       this.notices.show(reason, { kind: "warning", id: "blocked" });
-      return;
+      return null;
     }
     const collected = this.view.collect();
     if (collected.error) {
       this.notices.show(collected.error, { kind: "error", id: "invalid" });
       if (collected.field && this.view.focusField) this.view.focusField(collected.field);
-      return;
+      return null;
     }
+    return collected;
+  },
+
+  /** The server refused the answer as invalid (400): say why (`status`: "Not submitted", "Not
+   * saved") and focus the field it names. */
+  showInvalid(err, status) {
+    this.setStatus(status, "error");
+    this.notices.show(`${status} — ${err.message}`, { kind: "error", id: "invalid", sticky: true });
+    const field = errorField(err.body);
+    if (field && this.view.focusField) this.view.focusField(field);
+  },
+
+  async submit() {
+    if (!this.task || !this.view || this.submitting) return;
+    const collected = this.collectAnswer();
+    if (!collected) return;
     const task = this.task;
     this.submitting = true;
     performance.mark("statelab:submit");
@@ -60,10 +76,7 @@ export const submitMethods = {
       if (this.task !== task) return;
       this.refreshSubmit();
       if (err instanceof ApiError && err.status === 400) {
-        this.setStatus("Not submitted", "error");
-        this.notices.show(`Not submitted — ${err.message}`, { kind: "error", id: "invalid", sticky: true });
-        const field = errorField(err.body);
-        if (field && this.view.focusField) this.view.focusField(field);
+        this.showInvalid(err, "Not submitted");
       } else if (err instanceof ApiError && err.status === 409 && err.body && err.body.annotation && err.body.annotation.task === task.id) {
         // Submitted before with a different answer (another tab, an earlier submit): the server
         // keeps the first answer, so this task is done; nothing here is worth keeping.

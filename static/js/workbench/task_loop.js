@@ -106,6 +106,8 @@ export class Workbench {
   }
 
   async claim() {
+    // A preload not started yet (its short timer after load) would now claim beside this claim.
+    clearTimeout(this.preloadTimer);
     this.setStatus("Loading…");
     const ready = await this.takePreloaded();
     if (ready) {
