@@ -30,7 +30,11 @@ from .rules import MAX_HELD_TASKS, lease_until
 def gold_take_over(*, project: Project, user, now: datetime, exclude: tuple[int, ...] = ()) -> Task | None:
     """Hold for `user` a gold item that someone else holds (the stalest hold first), or None when
     there is none, or the caller already shows MAX_HELD_TASKS. The item is locked first (SKIP
-    LOCKED: an item its holder is saving or submitting right now is left alone), then its hold ends."""
+    LOCKED: an item its holder is saving or submitting right now is left alone), then its hold ends.
+    Serialized with the user's other claims (claim.claim_lock)."""
+    from .claim import claim_lock  # claim.py imports this module
+
+    claim_lock(user=user)
     if exclude and Task.objects.filter(annotator=user, status=TaskStatus.ACTIVE, pk__in=exclude,
                                        item__project=project).count() >= MAX_HELD_TASKS:
         return None
