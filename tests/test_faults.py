@@ -229,7 +229,8 @@ def outage(traffic: Traffic, name: str, stop, start, during=None) -> dict:
     """Stop a server under traffic, keep it down DOWN_SECONDS (run `during` then), start it again
     and wait for every annotator to get two more submits through. Requests sent while it was up
     are answered before it is stopped (those sent while stopping meet the stop), so a 503 to a
-    request sent while it was up is one that the server being up did not save."""
+    request sent while it was up is one that the server being up did not save; requests sent while
+    it was down are answered before it starts."""
     traffic.enter(f"{name}:stopping")
     wait_until(lambda: traffic.answered_before(f"{name}:stopping"), 30, "the requests sent while it was up")
     stop()
@@ -238,6 +239,9 @@ def outage(traffic: Traffic, name: str, stop, start, during=None) -> dict:
     seen = during() if during else None
     time.sleep(max(0.0, DOWN_SECONDS - (time.monotonic() - t_down)))
     traffic.enter(f"{name}:starting")
+    # Likewise, requests sent while it was down are answered before it starts, so each of them met
+    # the server down (a slow one would otherwise be answered by the restarted server).
+    wait_until(lambda: traffic.answered_before(f"{name}:starting"), 30, "the requests sent while it was down")
     start()
     traffic.enter(f"{name}:up")
     t_up = time.monotonic()

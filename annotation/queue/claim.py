@@ -13,25 +13,9 @@ from ..models import Item, Project, Task, TaskStatus
 from . import portable, quota, sql
 from ..project_setup import project_setting
 from .gold import gold_take_over
-from .rules import claim_passes, item_accepts_annotations, lease_until, renew_held
+from .rules import claim_lock, claim_passes, item_accepts_annotations, lease_until, renew_held
 
 _AGAIN = object()
-
-# First key of the PostgreSQL advisory lock that serializes one user's claims ("STLC"); the second is
-# the user id. Claims take items with FOR UPDATE SKIP LOCKED, so two claims by one user at once (two
-# tabs, a script claiming in parallel) would skip the item the other has locked and could answer
-# "nothing left" while it holds the last one. Under this lock the second claim runs after the first
-# committed and finds the task it took (handed back as a hold). It is taken first in every claim
-# transaction and by nothing else, so it adds no lock-order cycle; other users never wait on it.
-CLAIM_LOCK_CLASS = 0x53544C43
-
-
-def claim_lock(*, user) -> None:
-    """Serialize this user's claims until the transaction ends (see above). Nothing to take on
-    SQLite (the demo): a claim there holds the write lock from its first statement."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [CLAIM_LOCK_CLASS, user.pk])
 
 
 def queue_claim_next(*, project: Project, user, now: datetime | None = None, exclude: tuple[int, ...] = (),

@@ -23,7 +23,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Subquery
 
 from ..models import Annotation, Item, ItemStatus, Project, Task, TaskStatus
-from .rules import MAX_HELD_TASKS, lease_until
+from .rules import MAX_HELD_TASKS, claim_lock, lease_until
 
 
 @transaction.atomic
@@ -31,9 +31,7 @@ def gold_take_over(*, project: Project, user, now: datetime, exclude: tuple[int,
     """Hold for `user` a gold item that someone else holds (the stalest hold first), or None when
     there is none, or the caller already shows MAX_HELD_TASKS. The item is locked first (SKIP
     LOCKED: an item its holder is saving or submitting right now is left alone), then its hold ends.
-    Serialized with the user's other claims (claim.claim_lock)."""
-    from .claim import claim_lock  # claim.py imports this module
-
+    Serialized with the user's other claims (rules.claim_lock)."""
     claim_lock(user=user)
     if exclude and Task.objects.filter(annotator=user, status=TaskStatus.ACTIVE, pk__in=exclude,
                                        item__project=project).count() >= MAX_HELD_TASKS:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from django.db import connection
+
 from ..models import Item, ItemStatus, Project, Task
 from ..project_setup import DEFAULT_LEASE_SECONDS, project_setting
 
@@ -11,6 +13,22 @@ from ..project_setup import DEFAULT_LEASE_SECONDS, project_setting
 MAX_HELD_TASKS = 2
 # How many items of a partly annotated level a claim looks at first (see claim_passes).
 CLAIM_WINDOW = 64
+
+# First key of the PostgreSQL advisory lock that serializes one user's claims ("STLC"); the second is
+# the user id. Claims take items with FOR UPDATE SKIP LOCKED, so two claims by one user at once (two
+# tabs, a script claiming in parallel) would skip the item the other has locked and could answer
+# "nothing left" while it holds the last one. Under this lock the second claim runs after the first
+# committed and finds the task it took (handed back as a hold). It is taken first in every claim
+# transaction and by nothing else, so it adds no lock-order cycle; other users never wait on it.
+CLAIM_LOCK_CLASS = 0x53544C43
+
+
+def claim_lock(*, user) -> None:
+    """Serialize this user's claims until the transaction ends (see above). Nothing to take on
+    SQLite (the demo): a claim there holds the write lock from its first statement."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [CLAIM_LOCK_CLASS, user.pk])
 
 
 def lease_seconds(project: Project) -> int:

@@ -17,6 +17,9 @@ def test_researcher_creates_job_in_admin_watches_progress_and_opens_leaderboard(
     page, login, live_server, make_user, make_project, broker, tmp_path
 ):
     standin = StandIn(latency=0.15, faults=False).start()
+    # The first 4 answers go through, the rest wait until the second tab below is watching: both
+    # pages must see the job part-way (a fast machine could otherwise finish it before the tab loads).
+    standin.hold(after=4)
     worker = start_worker("browser", tmp_path / "worker.log")
     try:
         researcher = make_user("res")
@@ -58,6 +61,7 @@ def test_researcher_creates_job_in_admin_watches_progress_and_opens_leaderboard(
             new MutationObserver(() => window.listSeen.push(bar.value)).observe(bar, {attributes: true});
             setInterval(() => window.listSeen.push(bar.value), 100);
         }""", row)
+        standin.release()
         page.wait_for_function("() => document.getElementById('job-bar').getAttribute('aria-valuenow') === '100'", timeout=90_000)
         assert page.locator("#job-status").inner_text() == "finished"
         assert page.locator("#job-counts").inner_text() == "60 done, 0 failed of 60"

@@ -37,9 +37,11 @@ def test_job_page_lists_unreadable_judge_replies_apart_from_failed_queries(
 
         login(page, "res")
         page.goto(f"{live_server.url}/jobs/{job.pk}/")
-        page.wait_for_function("() => document.getElementById('job-status').textContent === 'finished'", timeout=120_000)
-        # The rate is written by the page's script only: the tables below are its rendering of
-        # the last progress answer (the finished job's), not just the server's first page.
+        # The rate is written by the page's script only: once it shows with the status finished, the
+        # tables below are its rendering of the last progress answer (the finished job's), not just
+        # the server's first page (which already says finished when the job ended before it loaded).
+        page.wait_for_function("""() => document.getElementById('job-status').textContent === 'finished'
+            && /^\\d+\\.\\d\\d queries\\/s$/.test(document.getElementById('job-rate').textContent)""", timeout=120_000)
         assert re.fullmatch(r"\d+\.\d\d queries/s", page.locator("#job-rate").inner_text())
 
         job.refresh_from_db()

@@ -163,10 +163,22 @@ class StandIn:
         self.in_flight = 0
         self.max_in_flight = 0
         self.lock = threading.Lock()
+        self.hold_after: int | None = None  # see hold()
+        self.received = 0
         self.address: tuple[str, int] | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.thread: threading.Thread | None = None
         self._server: asyncio.base_events.Server | None = None
+
+    def hold(self, after: int) -> None:
+        """Answer the first `after` requests, then keep the others waiting until release(): a test
+        can look at a job part-way through however slow the machine is."""
+        with self.lock:
+            self.hold_after = after
+
+    def release(self) -> None:
+        with self.lock:
+            self.hold_after = None
 
     @property
     def base_url(self) -> str:
@@ -258,6 +270,10 @@ class StandIn:
         with self.lock:
             self.attempts[key] += 1
             attempt = self.attempts[key]
+            self.received += 1
+            number = self.received
+        while self.hold_after is not None and number > self.hold_after:
+            await asyncio.sleep(0.02)
         at, texts, _ = _first_user(messages)
         event.update(key=key, attempt=attempt, text="\n".join(texts),
                      follow_up=[(m.get("role"), _all_text([m])) for m in messages[at + 1:]])
