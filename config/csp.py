@@ -5,6 +5,10 @@ in data-* attributes or `json_script` islands (type application/json, which is n
 Their styles are static CSS files; the modules set styles through the CSSOM (`el.style.x = …`),
 which CSP does not govern. So one strict policy fits them all, the Django admin included.
 
+With object storage, /media/ redirects to a presigned URL on the bucket's origin, and browsers
+check a redirect's target against img-src and media-src: pages then allow that one origin for
+images and video (config/storage.py: media_origin), nothing else.
+
 A response that already carries a policy keeps it: /media/ answers with its own sandbox policy
 (config/media.py). With DEBUG on, error pages keep none: Django's technical 404 and 500 pages are
 built with inline style and script (production renders plain templates).
@@ -78,6 +82,17 @@ def docs_policy(path: str, content: bytes) -> str:
 
 
 PAGE_HEADER = render(PAGE_POLICY)
+
+
+def page_header() -> str:
+    """PAGE_HEADER, plus the bucket's origin for images and video when media are redirected there."""
+    from config.storage import media_origin
+
+    origin = media_origin()
+    if origin is None:
+        return PAGE_HEADER
+    return render({**PAGE_POLICY, "img-src": [*PAGE_POLICY["img-src"], origin],
+                   "media-src": [*PAGE_POLICY["media-src"], origin]})
 BROWSABLE_API_HEADER = render({**PAGE_POLICY, "style-src": ["'self'", "'unsafe-inline'"]})
 
 
@@ -96,5 +111,5 @@ class ContentSecurityPolicyMiddleware:
         elif request.path.startswith(API_PREFIX):
             response[HEADER] = BROWSABLE_API_HEADER
         else:
-            response[HEADER] = PAGE_HEADER
+            response[HEADER] = page_header()
         return response

@@ -9,6 +9,8 @@ that no two hosts need to share a folder for.
   SHA-256 in its content-addressed name. Workers read media through it (inference's MediaPreparer).
 - `signed_url` is the short-lived presigned GET that /media/ redirects to (config/media.py), with
   the response headers the bucket must answer with (type, disposition, cache).
+- `media_origin` is the origin those URLs point at: pages must allow it for images and video in
+  their Content-Security-Policy (config/csp.py), since browsers check a redirect's target too.
 """
 from __future__ import annotations
 
@@ -128,3 +130,26 @@ def signed_url(name: str, *, content_type: str, disposition: str, expires: int, 
         "ResponseContentDisposition": disposition,
         "ResponseCacheControl": cache_control,
     }, expire=expires)
+
+
+def media_origin() -> str | None:
+    """The origin (scheme://host[:port]) of the presigned URLs browsers are redirected to, or None
+    when media are served from the app's own origin (local storage). Read from a URL signed the way
+    /media/ signs them (no request is made: signing is local), so it follows the endpoint, the
+    public endpoint, a custom domain or virtual-host addressing, whichever the options set."""
+    if is_local():
+        return None
+    config = settings.STORAGES["default"]
+    import json
+
+    return _media_origin(config["BACKEND"], json.dumps(config.get("OPTIONS") or {}, sort_keys=True),
+                         getattr(settings, "MEDIA_STORAGE_PUBLIC_ENDPOINT", "") or "")
+
+
+@lru_cache(maxsize=4)
+def _media_origin(backend: str, options_key: str, public_endpoint: str) -> str:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(signed_url("assets/00/origin-probe", content_type="application/octet-stream",
+                                disposition="attachment", expires=60, cache_control="no-store"))
+    return f"{parts.scheme}://{parts.netloc}"

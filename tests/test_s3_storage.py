@@ -1,5 +1,5 @@
 """Media on S3-compatible object storage, end to end, through the production code paths against a
-real S3-protocol server on loopback (moto's standalone server, in its own process, started here):
+real S3-protocol server on loopback (moto's standalone server, in its own process, started by tests/s3_server.py):
 imports write to the bucket, /media/ checks permissions then redirects to a presigned URL, workers
 copy media into their cache, release exports read from the bucket. Nothing lands under MEDIA_ROOT.
 """
@@ -7,83 +7,20 @@ from __future__ import annotations
 
 import hashlib
 import io
-import socket
-import subprocess
-import sys
-import time
-import uuid
 import zipfile
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import boto3
 import httpx
 import pytest
-from botocore.config import Config
 
 from annotation.importing import items_import
 from annotation.importing.samples import write_sample_dataset
 from annotation.models import MediaAsset, Role
 from annotation.releases import release_export, release_freeze
+from tests.s3_server import bucket, s3_endpoint  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.django_db
-KEYS = {"access_key": "statelab-test", "secret_key": "statelab-test-secret", "region_name": "us-east-1"}
-# What a deployment sets (README, docker-compose.yml): path-style addressing, Signature V4.
-S3_OPTIONS = {"addressing_style": "path", "signature_version": "s3v4", **KEYS}
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def s3_endpoint(tmp_path_factory):
-    """moto's S3 server on a free loopback port for this module's tests."""
-    port = _free_port()
-    log = tmp_path_factory.mktemp("moto") / "server.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                                stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.get(url + "/moto-api/", timeout=2)
-                break
-            except httpx.TransportError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"moto server did not start: {log.read_text()[-2000:]}") from None
-                time.sleep(0.2)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-
-
-@pytest.fixture
-def bucket(s3_endpoint, settings):
-    """A fresh bucket, and the default storage set to django-storages' S3 backend pointing at it."""
-    name = f"statelab-{uuid.uuid4().hex[:12]}"
-    client = boto3.client("s3", endpoint_url=s3_endpoint, aws_access_key_id=KEYS["access_key"],
-                          aws_secret_access_key=KEYS["secret_key"], region_name=KEYS["region_name"],
-                          config=Config(s3={"addressing_style": "path"}))
-    client.create_bucket(Bucket=name)
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "default": {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": {
-            "bucket_name": name, "endpoint_url": s3_endpoint, **S3_OPTIONS}},
-    }
-    settings.MEDIA_SIGNED_URL_SECONDS = 120
-
-    def objects() -> dict[str, bytes]:
-        listed = client.list_objects_v2(Bucket=name).get("Contents", [])
-        return {o["Key"]: client.get_object(Bucket=name, Key=o["Key"])["Body"].read() for o in listed}
-
-    return {"name": name, "client": client, "objects": objects}
-
 
 def files_under(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file())
