@@ -1,7 +1,7 @@
 """A release as a Hugging Face dataset folder, and such a folder imported back.
 
 The folder `datasets.load_dataset(DIR)` loads as it is:
-- `data/<split>-NNNNN-of-MMMMM.parquet`: one row per release item, in release order; columns
+- `data/<hf split>-NNNNN-of-MMMMM.parquet`: one row per release item, in release order; columns
   `id`, every item field, `split`, `tags` and `resolved` (the option orders and candidates the
   release froze). Images are the `Image` feature (the bytes with their original path); videos
   stay files under `media/` with their relative path in a string column. A column whose values
@@ -11,6 +11,10 @@ The folder `datasets.load_dataset(DIR)` loads as it is:
   travel in each shard's `huggingface` schema metadata, as the `datasets` library writes them.
 - `README.md`: the dataset card, YAML metadata (license, citation, protocol, version, item
   count, checksum, the configs entry for the shards) and a short description.
+
+The Hugging Face split is the release's split renamed where `datasets` refuses it (see
+`hf_split_name`); the StateLab split stays in the card's `statelab.split` and in each row's
+`split` column, which is what an import reads, so a renamed split comes back as it was.
 
 Importing the folder back (`import_items <project> DIR`) rebuilds the release's export lines and
 media and imports them like a release export: the same items, fields and media bytes. A field
@@ -40,6 +44,9 @@ from .stream_zip import StreamSink
 
 CARD = "README.md"
 _CARD_LINE = re.compile(r"^statelab: (\{.*\})$", re.MULTILINE)
+# What `datasets` takes for a split name outside it (datasets.naming._split_re): word characters,
+# and dots only between them.
+_HF_SPLIT_BAD = re.compile(r"[^\w.]|(?<!\w)\.|\.(?!\w)")
 
 
 def _arrow():
@@ -58,6 +65,15 @@ class HFFolderError(ValueError):
 
 
 # --- export -------------------------------------------------------------------------------------
+
+
+def hf_split_name(split: str) -> str:
+    """The name `datasets` loads the split under. A StateLab split may hold `-` and dots anywhere,
+    but `datasets` takes only `^\\w+(\\.\\w+)*$` and reserves `all` (in any case) for the union of
+    the splits: each character it refuses becomes `_`, and `all` gets a trailing `_`. Names it
+    takes stay as they are. A release holds one split, so two names never meet in one folder."""
+    name = _HF_SPLIT_BAD.sub("_", split)
+    return name + "_" if name.lower() == "all" else name
 
 
 def _value_type(value: Any) -> str:
@@ -201,7 +217,7 @@ def _yaml_text(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)  # a JSON string is a valid YAML scalar
 
 
-def _card(release: Release, types: dict[str, str], shards: int) -> str:
+def _card(release: Release, types: dict[str, str], shards: int, hf_split: str) -> str:
     project = release.project
     settings = project.settings or {}
     header = release_header(release)
@@ -212,8 +228,10 @@ def _card(release: Release, types: dict[str, str], shards: int) -> str:
         "image_columns": [n for n, t in types.items() if t in ("image", "list_image")],
         "video_columns": [n for n, t in types.items() if t in ("video", "list_video")],
         "shards": shards,
+        "hf_split": hf_split,
     }
     split = release.split or "test"
+    renamed = f" (the Hugging Face split `{hf_split}`)" if hf_split != split else ""
     citation = project_setting(settings, "citation", "", project=project.slug)
     lines = [
         "---",
@@ -226,8 +244,8 @@ def _card(release: Release, types: dict[str, str], shards: int) -> str:
         "configs:",
         "- config_name: default",
         "  data_files:",
-        f"  - split: {_yaml_text(split)}",
-        f"    path: {_yaml_text(f'data/{split}-*.parquet')}",
+        f"  - split: {_yaml_text(hf_split)}",
+        f"    path: {_yaml_text(f'data/{hf_split}-*.parquet')}",
         f"statelab: {json.dumps(meta, ensure_ascii=False, sort_keys=True)}",
         "---",
         "",
@@ -235,7 +253,7 @@ def _card(release: Release, types: dict[str, str], shards: int) -> str:
         "",
         (project.description or "").strip(),
         "",
-        f"- Protocol: `{project.protocol}`; split `{split}`; {release.item_count} items.",
+        f"- Protocol: `{project.protocol}`; split `{split}`{renamed}; {release.item_count} items.",
         f"- Release checksum (sha256): `{release.checksum}`.",
         "- Images are stored in the Parquet shards (`Image` feature); videos are files under `media/`.",
         "- Columns listed in `statelab.json_columns` hold JSON text.",
@@ -254,7 +272,7 @@ def hf_export(release: Release, out: Path, *, rows_per_shard: int = ROWS_PER_SHA
     (out / "data").mkdir(parents=True, exist_ok=True)
     types = _column_types(release)
     schema = _schema(types)
-    split = release.split or "test"
+    split = hf_split_name(release.split or "test")
     total = release.item_count
     shards = max(1, -(-total // rows_per_shard))
     media = _MediaFiles()
@@ -277,7 +295,7 @@ def hf_export(release: Release, out: Path, *, rows_per_shard: int = ROWS_PER_SHA
             flush()
     if batch or shard == 0:
         flush()
-    (out / CARD).write_text(_card(release, types, shard), encoding="utf-8")
+    (out / CARD).write_text(_card(release, types, shard, split), encoding="utf-8")
     return {"items": total, "shards": shard, "folder": str(out)}
 
 

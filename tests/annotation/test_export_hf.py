@@ -78,6 +78,65 @@ def test_hf_folder_loads_in_datasets_and_imports_back_losslessly(protocol, make_
     assert media_digests(copy) == media_digests(release.project)
 
 
+def dealt_to_splits(make_project, tmp_path, splits, per_split=2):
+    """One project whose items are dealt to `splits` in turn, and a release of each split (v1, v2, ...)."""
+    project = make_project("src-splits", "status", option_seed=13)
+    path = write_sample_dataset(tmp_path / "data-splits", "status", per_split * len(splits))
+    items_import(project=project, path=path, verified=True)
+    pks = list(Item.objects.filter(project=project).order_by("external_id").values_list("pk", flat=True))
+    for i, split in enumerate(splits):
+        Item.objects.filter(pk__in=pks[i::len(splits)]).update(split=split)
+    return [release_freeze(project=project, version=f"v{i + 1}", split=split) for i, split in enumerate(splits)]
+
+
+def card_meta(folder) -> dict:
+    card = (folder / "README.md").read_text()
+    return json.loads(next(line for line in card.splitlines() if line.startswith("statelab: "))[len("statelab: "):])
+
+
+# `datasets` takes split names matching ^\w+(\.\w+)*$ other than `all`; a StateLab split may hold
+# `-` and dots anywhere, and may be `all`.
+@pytest.mark.parametrize(("split", "hf_split"), [("val-hard", "val_hard"), ("..", "__"), ("All", "All_")])
+def test_a_split_datasets_refuses_loads_renamed_and_imports_back_under_its_own_name(split, hf_split, make_project,
+                                                                                      tmp_path):
+    datasets = pytest.importorskip("datasets")
+    release, = dealt_to_splits(make_project, tmp_path, [split], per_split=3)
+    out = tmp_path / "hf"
+    call_command("export_release", release.project.slug, "v1", "--format", "hf", "-o", str(out))
+
+    loaded = datasets.load_dataset(str(out), cache_dir=str(tmp_path / "hf-cache"))
+    assert list(loaded) == [hf_split] and loaded[hf_split].num_rows == 3
+    assert loaded[hf_split]["split"] == [split] * 3
+    assert [p.name for p in (out / "data").iterdir()] == [f"{hf_split}-00000-of-00001.parquet"]
+    assert card_meta(out)["split"] == split and card_meta(out)["hf_split"] == hf_split
+    card = (out / "README.md").read_text()
+    assert f"split `{split}` (the Hugging Face split `{hf_split}`)" in card
+
+    call_command("import_items", "copy", str(out), "--create", "--verified")
+    copy = Project.objects.get(slug="copy")
+    assert set(copy.items.values_list("split", flat=True)) == {split}
+    assert release_freeze(project=copy, version="v1", split=split).checksum == release.checksum
+
+
+def test_splits_that_datasets_would_name_alike_stay_apart_on_import(make_project, tmp_path):
+    # `a-b` and `a_b` both load as `a_b`; each release is its own folder, and its rows and card
+    # keep the StateLab split, so the two come back distinct.
+    datasets = pytest.importorskip("datasets")
+    releases = dealt_to_splits(make_project, tmp_path, ["a-b", "a_b", "test"])
+    for release, hf_split in zip(releases, ["a_b", "a_b", "test"]):
+        out = tmp_path / f"hf-{release.version}"
+        call_command("export_release", release.project.slug, release.version, "--format", "hf", "-o", str(out))
+        loaded = datasets.load_dataset(str(out), cache_dir=str(tmp_path / "hf-cache"))
+        assert list(loaded) == [hf_split] and loaded[hf_split]["split"] == [release.split] * 2
+        assert ("the Hugging Face split" in (out / "README.md").read_text()) == (release.split == "a-b")
+        call_command("import_items", "copy", str(out), "--verified", *(["--create"] if release.version == "v1" else []))
+
+    copy = Project.objects.get(slug="copy")
+    for release in releases:
+        assert copy.items.filter(split=release.split).count() == 2
+        assert release_freeze(project=copy, version=release.version, split=release.split).checksum == release.checksum
+
+
 def test_typed_columns_license_and_citation_in_the_card(make_project, tmp_path):
     datasets = pytest.importorskip("datasets")
     release = frozen(make_project, tmp_path, "visualtrans", n=6, license="cc-by-4.0",
@@ -92,7 +151,7 @@ def test_typed_columns_license_and_citation_in_the_card(make_project, tmp_path):
     assert features["question"].dtype == "string"
     # Answers are letters, numbers or lists depending on the question: one JSON text column.
     assert features["answer"].dtype == "string"
-    meta = json.loads(next(line for line in card.splitlines() if line.startswith("statelab: "))[len("statelab: "):])
+    meta = card_meta(out)
     assert "answer" in meta["json_columns"] and "resolved" in meta["json_columns"]
     lines = list(ReleaseItem.objects.filter(release=release).order_by("position").values_list("payload", flat=True))
     assert [json.loads(a) for a in split["answer"]] == [line["answer"] for line in lines]
