@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import zipfile
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -154,6 +155,49 @@ def test_a_job_runs_on_media_from_the_bucket_and_writes_its_exports_there(import
               for p in files_under(Path(settings.CACHE_ROOT) / "storage")}
     assert cached == set(MediaAsset.objects.values_list("file", flat=True))
     assert files_under(settings.MEDIA_ROOT) == []
+
+
+def test_frames_prepared_on_one_host_reach_a_gpu_worker_on_another_through_the_bucket(
+        imported, settings, tmp_path, monkeypatch):
+    """No folder is shared: the CPU worker that prepares a job's frames and the GPU worker that
+    runs its chunk have their own CACHE_ROOT; the chunk still decodes no video."""
+    from inference import media, services
+    from inference.models import JobStatus, Prediction
+    from inference.services import recovery, runs
+
+    sent = []
+    for module in (runs, recovery):
+        monkeypatch.setattr(module, "enqueue", lambda task, *args, queue=None, tracked_run=None: sent.append(task))
+    decoded = []
+    real_extract = media.extract_frames
+    monkeypatch.setattr(media, "extract_frames", lambda *a, **k: decoded.append(settings.CACHE_ROOT) or real_extract(*a, **k))
+    project = imported["videos"]
+    release = release_freeze(project=project, version="v1")
+    endpoint = services.endpoint_create(name="Random", backend="random", options={"seed": 1})
+    job = services.job_create(endpoint=endpoint, project=project, release=release, start=False,
+                              params={"frames": 3, "prepare_frames": True, "chunk_size": 10})
+    services.job_start(job_id=job.pk)
+    ids = list(release.release_items.order_by("position").values_list("item_id", flat=True))
+
+    settings.CACHE_ROOT = str(tmp_path / "cpu-host")
+    services.job_prepare_frames(job_id=job.pk, item_ids=ids)
+    assert decoded == [settings.CACHE_ROOT]  # the one video, on the CPU host
+    shared = sorted(k for k in imported["bucket"]["objects"]() if k.startswith("cache/frames/"))
+    assert len(shared) == 4 and shared[-1].endswith("/frames.json")  # three JPEG frames and their list
+
+    settings.CACHE_ROOT = str(tmp_path / "gpu-host")
+    services.job_run_chunk(job_id=job.pk, item_ids=ids)
+    assert decoded == [str(tmp_path / "cpu-host")]  # nothing decoded on the GPU host
+    job.refresh_from_db()
+    assert (job.status, job.done_queries) == (JobStatus.FINISHED, len(ids))
+    (listing,) = [p for p in files_under(tmp_path / "cpu-host" / "frames") if p.name == "frames.json"]
+    assert {tuple(p.frame_indices["video"]) for p in Prediction.objects.filter(job=job)} == {
+        tuple(json.loads(listing.read_text())["indices"])}
+    gpu_frames = sorted(p.relative_to(tmp_path / "gpu-host") for p in files_under(tmp_path / "gpu-host" / "frames"))
+    cpu_frames = sorted(p.relative_to(tmp_path / "cpu-host") for p in files_under(tmp_path / "cpu-host" / "frames"))
+    assert gpu_frames == cpu_frames and len(gpu_frames) == 4
+    for rel in gpu_frames:  # the same bytes the CPU host wrote
+        assert (tmp_path / "gpu-host" / rel).read_bytes() == (tmp_path / "cpu-host" / rel).read_bytes()
 
 
 def test_a_release_zip_export_carries_the_media_bytes_from_the_bucket(imported):

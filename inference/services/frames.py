@@ -2,17 +2,30 @@
 any job with the param ``prepare_frames``) first sends one tracked "prepare frames" run per chunk
 to the default queue, where CPU workers decode that chunk's frames into the frame cache
 (inference.media: seek per frame or one pass, as the probe says); when a prepare run is done it
-sends its chunk, so the GPU worker reads frames from the cache and decodes nothing. A chunk that
-finds frames missing anyway (a cache on another host, a cleared cache) decodes them itself and
-logs a warning with the count (chunks.py); a prepare run that failed for good still sends its
-chunk (recovery.py), so the job goes on, slower.
+sends its chunk, so the GPU worker reads frames from the cache and decodes nothing.
+
+The frame cache is a folder on each host (CACHE_ROOT/frames). With object storage (MEDIA_STORAGE
+S3: no folder shared between hosts) a host that decodes a video's frames also copies the cache
+entry to the bucket (`cache/frames/...`), and a host that misses one copies it from there before
+it would decode (StoredFrameCache): a GPU worker on another host than the CPU workers still
+decodes nothing. A chunk that finds frames missing anyway (a cleared cache, a failed preparation)
+decodes them itself and logs a warning with the count (chunks.py); a prepare run that failed for
+good still sends its chunk (recovery.py), so the job goes on, slower.
 """
 from __future__ import annotations
 
+import json
 import logging
+import shutil
+import tempfile
+from pathlib import Path
 
 from django.conf import settings
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
 from django.db import transaction
+
+from config.storage import is_local, is_missing
 
 from annotation.protocols import MEDIA_FIELDS
 
@@ -47,12 +60,70 @@ def job_prepares_frames(job: InferenceJob) -> bool:
     return job.endpoint is not None and job.endpoint.backend == Backend.VLLM
 
 
+class StoredFrameCache:
+    """Frame-cache entries shared through the media storage (see the module docstring). An entry
+    is a folder of JPEG frames and its `frames.json` (which lists them); in the storage it is
+    `cache/<the folder's path under CACHE_ROOT>/`, `frames.json` written last, so an entry whose
+    `frames.json` is there is whole. The storage is a cache here: an error reading or writing it
+    is logged and the frames are decoded (or kept) locally."""
+
+    MARKER = "frames.json"
+
+    def __init__(self, cache_root, storage=None):
+        self.cache_root = Path(cache_root)
+        self.storage = storage or default_storage
+
+    def _name(self, folder: Path) -> str:
+        return "cache/" + folder.relative_to(self.cache_root).as_posix()
+
+    def push(self, folder: Path) -> None:
+        name = self._name(folder)
+        try:
+            files = json.loads((folder / self.MARKER).read_text())["files"]
+            for file in [*files, self.MARKER]:
+                self.storage.delete(f"{name}/{file}")  # (S3 overwrites; a file system storage would rename)
+                self.storage.save(f"{name}/{file}", ContentFile((folder / file).read_bytes()))
+        except Exception as exc:  # noqa: BLE001 (a cache: the frames stay on this host)
+            log.warning("frames %s not shared through the storage: %s", name, exc)
+
+    def pull(self, folder: Path) -> bool:
+        """Copy the entry into `folder` (renamed into place whole); False when it is not stored."""
+        name = self._name(folder)
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".tmp-"))
+        try:
+            with self.storage.open(f"{name}/{self.MARKER}", "rb") as fh:
+                marker = fh.read()
+            for file in json.loads(marker)["files"]:
+                if Path(file).name != file:
+                    raise ValueError(f"not a frame file name: {file!r}")
+                with self.storage.open(f"{name}/{file}", "rb") as src, open(tmp / file, "wb") as out:
+                    shutil.copyfileobj(src, out)
+            (tmp / self.MARKER).write_bytes(marker)
+            tmp.rename(folder)
+        except OSError as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if folder.is_dir():  # another worker renamed its copy into place first
+                return True
+            if not is_missing(exc):
+                log.warning("frames %s not read from the storage: %s", name, exc)
+            return False
+        except Exception as exc:  # noqa: BLE001 (the bucket's errors; a cache: decode instead)
+            shutil.rmtree(tmp, ignore_errors=True)
+            if not is_missing(exc):
+                log.warning("frames %s not read from the storage: %s", name, exc)
+            return False
+        return True
+
+
 def job_media(job: InferenceJob) -> MediaPreparer:
     """The media preparer of a job's chunks and of its frame preparation: the same bound and
-    frames mode, hence the same frame-cache entries."""
+    frames mode, hence the same frame-cache entries; shared through the storage when it is not
+    a folder of this host."""
     bound = int(job.params.get("bound", DEFAULT_BOUND[0]))
+    shared = None if is_local() else StoredFrameCache(settings.CACHE_ROOT)
     return MediaPreparer(cache_root=settings.CACHE_ROOT, bound=(bound, bound), fetch=media_file,
-                         frames_mode=job.params.get("frames_mode") or "exact")
+                         frames_mode=job.params.get("frames_mode") or "exact", shared=shared)
 
 
 def job_frames_per_video(job: InferenceJob) -> int:
