@@ -191,6 +191,18 @@ def on_worker_shutdown(**_) -> None:
         _current.stop()
 
 
+def on_worker_init(sender=None, **_) -> None:
+    """Celery's worker_init (sender: the WorkController, before its pool starts): tell the code
+    that sizes thread pools per task (inference/video_frames.py: worker_threads) how many tasks
+    this worker runs at once. Its pool processes inherit the environment."""
+    from inference.video_frames import WORKER_TASKS_ENV
+
+    concurrency = getattr(sender, "concurrency", None)
+    if isinstance(concurrency, int) and concurrency > 0:
+        os.environ[WORKER_TASKS_ENV] = str(concurrency)
+
+
 def connect(signals) -> None:
+    signals.worker_init.connect(on_worker_init, weak=False)
     signals.worker_ready.connect(on_worker_ready, weak=False)
     signals.worker_shutdown.connect(on_worker_shutdown, weak=False)

@@ -9,7 +9,8 @@ Python, no Django (inference.media calls it).
   frame. On the way, frames no other frame refers to (H.264's non-reference B-frames; the
   decoder's ``skip_frame=NONREF``) are not decoded unless they are wanted, which the ffmpeg
   command line cannot do per frame: for x264's defaults that skips about a third of the work.
-  Runs are spread over up to min(4, CPUs) threads, each with its own demuxer and single-threaded
+  Runs are spread over up to `worker_threads()` threads (min(4, CPUs ÷ the worker's concurrency)),
+  each with its own demuxer and single-threaded
   decoder (PyAV releases the GIL while decoding).
 - Exact frames, in one pass (`decode_one_pass`): every frame decoded with the decoder's own frame
   threads, only the wanted ones converted. Chosen when the runs would decode more than that
@@ -59,14 +60,24 @@ class FrameCountMismatch(MediaError):
     """The video has fewer frames than asked for (the frame count used was wrong)."""
 
 
+# Set by a Celery worker before it starts its pool (config/workers.py): how many tasks it runs at
+# once, which share its CPUs.
+WORKER_TASKS_ENV = "STATELAB_WORKER_TASKS"
+
+
 def worker_threads() -> int:
-    """Decoding threads: the CPUs this worker may run on (its affinity, which a container's cpuset
-    narrows), at most 4."""
+    """Decoding threads of one task: the CPUs this worker may run on (its affinity, which a
+    container's cpuset narrows) shared by the tasks it runs at once (its concurrency: four
+    processes on four CPUs decode on one thread each, not four), at least 1, at most 4."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cpus = os.cpu_count() or 1
-    return max(1, min(4, cpus))
+    try:
+        tasks = max(1, int(os.environ.get(WORKER_TASKS_ENV, "1")))
+    except ValueError:
+        tasks = 1
+    return max(1, min(4, cpus // tasks))
 
 
 def _open(path: str | os.PathLike):
