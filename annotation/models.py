@@ -403,6 +403,11 @@ class ImportRun(models.Model):
     attempts = models.PositiveSmallIntegerField(default=0)
     worker = models.CharField(max_length=200, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # How far the claiming worker has read (importing/runs.py): bytes of the items file read so far
+    # out of progress_total, its size (uncompressed in a zip) times the importer's passes over it;
+    # 0 of 0 until the worker has opened the file.
+    progress_bytes = models.BigIntegerField(default=0)
+    progress_total = models.BigIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

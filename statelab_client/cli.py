@@ -97,7 +97,9 @@ def cmd_import(client: StateLabClient, args: argparse.Namespace) -> int:
         _print_json(run) if args.json else print(run["id"])
         return EXIT_OK
     bar = Progress(f"import {run['id']}", enabled=not args.quiet)
-    run = client.wait_import(run, poll=args.poll, on_poll=lambda r: bar.update(None, r["status"]))
+    # The fraction of the file the worker has read; None (time shown) while queued, or from a server
+    # that does not report progress.
+    run = client.wait_import(run, poll=args.poll, on_poll=lambda r: bar.update(r.get("progress"), r["status"]))
     bar.close(run["status"], fraction=1.0 if run["status"] == "finished" else None)
     return _import_outcome(run, as_json=args.json)
 

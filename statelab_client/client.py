@@ -47,6 +47,9 @@ class ImportRun(TypedDict):
     report: dict[str, Any] | None
     error_count: int
     errors: list[str]
+    progress: float | None  # progress_bytes / progress_total; None until the worker has opened the file
+    progress_bytes: int
+    progress_total: int  # the file's size times the importer's passes over it
     created_by: str | None
     created_at: str
     started_at: str | None
@@ -271,7 +274,8 @@ class StateLabClient:
         self, run: ImportRun | int, *, poll: float = 1.0, timeout: float | None = None,
         on_poll: Callable[[ImportRun], None] | None = None,
     ) -> ImportRun:
-        """Poll the run until it is finished, refused or failed (TimeoutError past `timeout`)."""
+        """Poll the run until it is finished, refused or failed (TimeoutError past `timeout`);
+        `on_poll` gets each answer (its `progress`: how far the worker has read the file)."""
         run_id = run if isinstance(run, int) else run["id"]
         started = time.monotonic()
         while True:

@@ -31,6 +31,14 @@ class ImportRunSerializer(serializers.Serializer):
     report = serializers.DictField(allow_null=True, help_text="the importer's counts once finished")
     error_count = serializers.IntegerField()
     errors = serializers.ListField(child=serializers.CharField(), help_text='"line N: field F: reason" when refused')
+    progress = serializers.FloatField(
+        allow_null=True, min_value=0, max_value=1,
+        help_text="how far the worker has read the file: progress_bytes / progress_total; null until it has "
+                  "opened it; 1 once read through (storing media and committing may still follow)")
+    progress_bytes = serializers.IntegerField(help_text="bytes of the items file read so far, over every pass")
+    progress_total = serializers.IntegerField(
+        help_text="bytes to read in all: the items file's size (uncompressed, in a zip) times the importer's "
+                  "passes over it (items: 1, or 2 on SQLite; annotations: 2, validate then write); 0 until known")
     created_by = serializers.CharField(allow_null=True)
     created_at = serializers.DateTimeField()
     started_at = serializers.DateTimeField(allow_null=True)

@@ -31,7 +31,7 @@ from annotation.verification import items_mark_disagreement, project_settings_to
 from .common import ErrorLog, ImportRefused, KeySeen, parse_json_line, report_duplicates
 from .annotation_lines import CheckedAnnotation, check_qa_answer, check_rating
 from .field_checks import NUL_REASON, FieldError, nul_field
-from .sources import DirectorySource
+from .sources import DirectorySource, ReadMeter
 
 CHUNK = 1000
 RATING_PROTOCOLS = ("oscbench",)
@@ -100,7 +100,11 @@ def _existing(item_ids: list[int]) -> dict[tuple[int, str], dict]:
     return {(i, r): res for i, r, res in rows.values_list("item_id", "external_rater", "result")}
 
 
-def annotations_import(*, project: Project, path: Path, actor=None, run_id: int | None = None) -> AnnotationImportReport:
+def annotations_import(
+    *, project: Project, path: Path, actor=None, run_id: int | None = None, progress: ReadMeter | None = None,
+) -> AnnotationImportReport:
+    """Import the annotations in `path` into `project`, all or nothing (see the module); audited as
+    `actor`'s import (of import run `run_id`); `progress` counts the reads of the file."""
     if project.protocol not in RATING_PROTOCOLS + QA_PROTOCOLS:
         raise ImportRefused(
             [f"file: field -: project {project.slug} ({project.protocol}) takes no imported annotations; "
@@ -112,6 +116,8 @@ def annotations_import(*, project: Project, path: Path, actor=None, run_id: int 
     if not path.is_file():
         raise ImportRefused([f"file: field -: {path.name}: no such file"])
     source = DirectorySource(path, path.parent, max_bytes=0)
+    if progress is not None:
+        source.follow(progress, passes=2)  # validate, then write
     errors = ErrorLog()
     report = AnnotationImportReport()
     pairs = KeySeen()

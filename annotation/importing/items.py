@@ -49,7 +49,7 @@ from .common import ErrorLog, ImportRefused, KeySeen, parse_json_line, report_du
 from .copy_spool import CopySpool, media_map
 from .field_checks import NUL_REASON, check_box_inside, nul_field
 from .formats import CheckedItem, check_item, extract_item
-from .sources import SourceError, open_source
+from .sources import ReadMeter, SourceError, open_source
 
 BATCH = 2000
 EXISTING_CHUNK = 1000
@@ -341,10 +341,11 @@ def _bulk_create_from_source(project: Project, source, validation: _Validation) 
 
 def items_import(
     *, project: Project, path: Path, media_root: Path | None = None, verified: bool = False, actor=None,
-    run_id: int | None = None,
+    run_id: int | None = None, progress: ReadMeter | None = None,
 ) -> ItemImportReport:
     """Import a JSONL (+ media folder) or a zip into `project`, all or nothing; audited as `actor`'s
-    import (of import run `run_id` when the import page or API made one).
+    import (of import run `run_id` when the import page or API made one). `progress` counts the
+    reads of the items file once it is this import's turn.
 
     Raises ImportRefused with "line N: field F: reason" messages when any line is invalid;
     nothing is written then. Re-importing an identical file creates nothing.
@@ -363,6 +364,8 @@ def items_import(
     try:
         validation = _Validation(project, source, verified)
         try:
+            if progress is not None:  # pass 1 reads the file; without COPY (SQLite) pass 2 reads it again
+                source.follow(progress, passes=1 if validation.spool is not None else 2)
             validation.run()
             validation.report.header = source.header
             if validation.errors:

@@ -13,17 +13,22 @@ refreshes its heartbeat while it imports (config.heartbeat), and `import_runs_wa
 Celery beat's watchdog) re-queues a run whose worker died, up to STATELAB_RUN_MAX_ATTEMPTS
 claims, then fails it with the reason. The import is one transaction, so a second attempt
 starts from nothing.
+
+Progress: the importer counts the bytes it reads of the items file (a ReadMeter, one addition per
+buffer refill), and a second thread of the worker copies the count to the row at most once a
+second (`ProgressWriter`); bytes, not lines, because the file's size is known before the first
+line is read, so the count has a total from the start.
 """
 from __future__ import annotations
 
 import logging
-from contextlib import nullcontext
+import threading
 from pathlib import Path
 
 from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import default_storage
-from django.db import transaction
+from django.db import connections, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -35,9 +40,12 @@ from ..models import ImportKind, ImportRun, ImportStatus, Project
 from .annotations import annotations_import
 from .common import ImportRefused
 from .items import items_import
-from .sources import copy_upload
+from .sources import ReadMeter, copy_upload
 
 log = logging.getLogger(__name__)
+
+# How often, at most, a running import's progress is written to its row.
+PROGRESS_SECONDS = 1.0
 
 
 def import_media_root() -> Path:
@@ -117,24 +125,70 @@ def import_run_queue(*, project: Project, user, uploaded, kind: str = ImportKind
 
 def import_run_execute(run_id: int, *, worker: str = "", heartbeat: bool = False) -> str:
     """Import one queued run; returns its final status. A redelivered run that already ended, or
-    that a live worker is importing, is left alone. ``heartbeat``: keep the row's heartbeat fresh
-    from a thread while importing (a worker process; not in eager mode)."""
+    that a live worker is importing, is left alone. ``heartbeat``: keep the row's heartbeat and
+    progress fresh from threads while importing (a worker process; not in eager mode, where the
+    request waits for the end and nobody polls)."""
     now = timezone.now()
     claimable = Q(status=ImportStatus.QUEUED) | Q(
         status=ImportStatus.RUNNING, heartbeat_at__lt=lapsed_before(), attempts__lt=max_attempts())
     claimed = ImportRun.objects.filter(claimable, pk=run_id).update(
-        status=ImportStatus.RUNNING, started_at=now, heartbeat_at=now, attempts=F("attempts") + 1, worker=worker[:200])
+        status=ImportStatus.RUNNING, started_at=now, heartbeat_at=now, attempts=F("attempts") + 1, worker=worker[:200],
+        progress_bytes=0, progress_total=0)
     run = ImportRun.objects.select_related("project", "created_by").filter(pk=run_id).first()
     if run is None:
         return "missing"
     if not claimed:
         return run.status
+    meter = ReadMeter()
+    if not heartbeat:
+        return _import(run, meter)
     mine = ImportRun.objects.filter(pk=run_id, status=ImportStatus.RUNNING, attempts=run.attempts)
-    with RowHeartbeat(mine) if heartbeat else nullcontext():
-        return _import(run)
+    with RowHeartbeat(mine), ProgressWriter(mine, meter):
+        return _import(run, meter)
 
 
-def _import(run: ImportRun) -> str:
+class ProgressWriter:
+    """Context manager: while inside, a daemon thread writes the meter's count to the claimed row
+    (``queryset``, as for RowHeartbeat) when it has moved, at most every PROGRESS_SECONDS.
+
+    Through the thread's own database connection, as the heartbeat's: the import writes in one
+    transaction (its connection's, or the COPY writer's), and a count written there would only be
+    seen once it commits. One small UPDATE a second, whatever the file's size.
+    """
+
+    def __init__(self, queryset, meter: ReadMeter):
+        self.queryset = queryset
+        self.meter = meter
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._write, name="statelab-import-progress", daemon=True)
+
+    def __enter__(self) -> "ProgressWriter":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=PROGRESS_SECONDS + 5)
+
+    def _write(self) -> None:
+        written = (0, 0)
+        try:
+            while not self._stop.wait(PROGRESS_SECONDS):
+                total = self.meter.total
+                now = (min(self.meter.done, total), total)
+                if now == written:
+                    continue
+                try:
+                    self.queryset.update(progress_bytes=now[0], progress_total=now[1])
+                    written = now
+                except Exception:  # a database blip: the next tick tries again
+                    log.warning("progress of an import run failed", exc_info=True)
+                    connections[self.queryset.db].close()
+        finally:
+            connections[self.queryset.db].close()  # this thread's own connection
+
+
+def _import(run: ImportRun, meter: ReadMeter) -> str:
     run_id = run.pk
     path = _staged_local(run.staged_path)
     try:
@@ -142,10 +196,11 @@ def _import(run: ImportRun) -> str:
             raise ImportRefused([f"file: field file: {run.file_name}: the uploaded file is no longer on the server; "
                                  "upload it again"])
         if run.kind == ImportKind.ANNOTATIONS:
-            report = annotations_import(project=run.project, path=path, actor=run.created_by, run_id=run.pk)
+            report = annotations_import(project=run.project, path=path, actor=run.created_by, run_id=run.pk,
+                                        progress=meter)
         else:
             report = items_import(project=run.project, path=path, media_root=import_media_root(), verified=run.verified,
-                                  actor=run.created_by, run_id=run.pk)
+                                  actor=run.created_by, run_id=run.pk, progress=meter)
     except ImportRefused as exc:
         run.status, run.errors, run.error_count = ImportStatus.REFUSED, exc.errors, exc.total
     except Exception as exc:  # recorded for the researcher; the importers wrote nothing
@@ -158,9 +213,11 @@ def _import(run: ImportRun) -> str:
         _drop_staged(run.staged_path)
     run.finished_at = timezone.now()
     run.staged_path = ""
+    run.progress_bytes, run.progress_total = min(meter.done, meter.total), meter.total
     # PostgreSQL's jsonb takes no NUL: a message quoting one (a media path) must not keep the run running.
     run.errors = [str(e).replace("\x00", "\\x00") for e in run.errors or []]
-    run.save(update_fields=["status", "report", "errors", "error_count", "finished_at", "staged_path"])
+    run.save(update_fields=["status", "report", "errors", "error_count", "finished_at", "staged_path",
+                            "progress_bytes", "progress_total"])
     return run.status
 
 
@@ -209,6 +266,9 @@ def import_run_data(run: ImportRun) -> dict:
         "report": run.report or None,
         "error_count": run.error_count,
         "errors": run.errors,
+        "progress": round(run.progress_bytes / run.progress_total, 4) if run.progress_total else None,
+        "progress_bytes": run.progress_bytes,
+        "progress_total": run.progress_total,
         "attempts": run.attempts,
         "created_by": run.created_by.username if run.created_by else None,
         "created_at": run.created_at.isoformat(),

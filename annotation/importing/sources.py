@@ -9,7 +9,8 @@ Every kind gives the same small interface to the importer:
 - `media_reason(path)` says why a relative media path is refused (escapes the media root,
   symlink out, missing, not a file, too large), or None;
 - `local_path(path)` gives a local file to inspect (a zip member is extracted to a temporary
-  file for the duration of the ``with``), `open_media(path)` a binary stream to store.
+  file for the duration of the ``with``), `open_media(path)` a binary stream to store;
+- `follow(meter, passes)`: count what `lines()` reads from now on (an import run's progress).
 
 The items file is recognised by its content, whatever its name:
 - JSONL, one item per line; a first line ``{"release": {...}}`` (a JSONL release export) is the
@@ -245,19 +246,70 @@ def _inspect(open_stream: Callable[[], BinaryIO]) -> tuple[str, dict | None]:
     return "jsonl", None
 
 
+class ReadMeter:
+    """How far an import has read its items file, for its run's progress (importing/runs.py).
+
+    `done`: bytes the importer's passes have taken from the items file (uncompressed, in a zip);
+    `total`: what they take in all, the file's size times the passes. Counted where the file is
+    read, one buffer refill of BUFFER bytes at a time, never per line: a big import pays one
+    addition per refill. Written by the reading thread only; another thread reads it.
+    """
+
+    BUFFER = 64 * 1024
+
+    def __init__(self) -> None:
+        self.done = 0
+        self.total = 0
+
+    def counted(self, stream: BinaryIO) -> BinaryIO:
+        return io.BufferedReader(_CountedReads(stream, self), self.BUFFER)
+
+
+class _CountedReads(io.RawIOBase):
+    """A binary stream whose reads add to a ReadMeter."""
+
+    def __init__(self, stream: BinaryIO, meter: ReadMeter):
+        self.stream = stream
+        self.meter = meter
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        n = self.stream.readinto(buffer)
+        self.meter.done += n
+        return n
+
+    def close(self) -> None:
+        self.stream.close()
+        super().close()
+
+
 class _ItemsFile:
     """The items of one file, JSONL or JSON document, as `lines()`; `header` from its content."""
+
+    meter: ReadMeter | None = None
 
     def _init_items(self) -> None:
         self.format, header = _inspect(self._open_items)
         self._skip = header.pop("_line") if header and "_line" in header else 0
         self.header: dict | None = header
 
+    def follow(self, meter: ReadMeter, *, passes: int) -> None:
+        """Count the reads of every later `lines()` on `meter`, which expects `passes` of them
+        (the reads that recognised the file, before, are not counted)."""
+        meter.total = self._items_bytes() * passes
+        self.meter = meter
+
+    def _open_pass(self) -> BinaryIO:
+        stream = self._open_items()
+        return stream if self.meter is None else self.meter.counted(stream)
+
     def lines(self) -> Iterator[tuple[int, str | InvalidJSON | None]]:
         if self.format == "json":
-            yield from _document_items(self._open_items)
+            yield from _document_items(self._open_pass)
             return
-        with self._open_items() as fh:
+        with self._open_pass() as fh:
             yield from _iter_lines(fh, self._skip)
 
 
@@ -275,6 +327,9 @@ class DirectorySource(_ItemsFile):
 
     def _open_items(self) -> BinaryIO:
         return open(self.jsonl, "rb")
+
+    def _items_bytes(self) -> int:
+        return self.jsonl.stat().st_size
 
     def media_reason(self, relpath: str) -> str | None:
         reason = check_media_path(relpath)
@@ -335,6 +390,9 @@ class ZipSource(_ItemsFile):
 
     def _open_items(self) -> BinaryIO:
         return io.BufferedReader(self.zip.open(self.jsonl_name), READ_CHUNK)
+
+    def _items_bytes(self) -> int:
+        return self.zip.getinfo(self.jsonl_name).file_size
 
     def _member(self, relpath: str) -> zipfile.ZipInfo | str:
         reason = check_media_path(relpath)
@@ -403,4 +461,4 @@ def copy_upload(uploaded, dest_dir: Path, *, suffix: str) -> Path:
     return Path(tmp)
 
 
-__all__ = ["DirectorySource", "ZipSource", "SourceError", "open_source", "copy_upload"]
+__all__ = ["DirectorySource", "ReadMeter", "ZipSource", "SourceError", "open_source", "copy_upload"]
