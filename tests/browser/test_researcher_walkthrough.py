@@ -155,6 +155,10 @@ def test_researcher_runs_a_whole_study(browser, page, login, live_server, make_u
         #    lapses (its production lease's expiry moved into the past) and the item is free again.
         ctx, leaver = participant(browser, live_server, study.token, PIDS["leaver"])
         wait_task(leaver)
+        # The page holds its next task too (the preload, 200 ms after the first shows): let that
+        # claim land before the browser closes, or it could be answered after the leases below are
+        # moved and hold a video out of everyone's reach for a whole lease (seen once in CI).
+        leaver.wait_for_function("() => window.statelabWorkbench.preloaded && window.statelabWorkbench.preloaded.task")
         ctx.close()
         leaver_user = CrowdAccount.objects.get(external_id=PIDS["leaver"]).user
         held = Task.objects.filter(annotator=leaver_user, status=TaskStatus.ACTIVE)
