@@ -3,9 +3,10 @@
 This file is copied as it is into the task folder, where lmms-eval loads it by path
 (`!function utils.<name>` in the task YAML). It must therefore stand alone: standard library and
 Pillow only, no StateLab import. Its answer parsing is a copy of StateLab's own
-(`inference/answers.py`: parse_choice, parse_letter_set, normalize_int, normalize_set), kept
-identical by tests/annotation/test_lmms_eval_export.py, so that the score lmms-eval prints is
-the score StateLab gives the same answers when the run's `--log_samples` file is imported back.
+(`inference/answers.py`: parse_choice, parse_candidate_number, parse_letter_set, normalize_int,
+normalize_set), kept identical by tests/annotation/test_lmms_eval_export.py, so that the score
+lmms-eval prints is the score StateLab gives the same answers when the run's `--log_samples` file
+is imported back.
 
 Every document carries `id` (the item's id in the release) and `query` (StateLab's query key),
 `protocol`, `prompt` (the text shown to the model), `options`, `format`, `visuals` (media paths
@@ -18,6 +19,11 @@ lmms-eval 0.7 leaves `doc` out of the `--log_samples` file; each sample carries 
 Scoring (PROTOCOLS.md): a missing, empty or unparseable answer is wrong and counted in
 `parse_failures`. Percentages are rounded half up to two decimals.
 - status: Acc/RAcc for OSI, IR, SCI, OA and ROA, over the six queries of each item;
+- changeit: per candidates × condition, state accuracy (the chosen number is the true label's) and
+  object accuracy (the chosen label names the item's object: `label_objects.json`, the release's
+  vocabulary, or one of the item's distractors), each over all items; a query with no document
+  (a crop of an item without a usable box) is wrong and a parse failure, as a missing answer is
+  in StateLab (evaluation/scoring/changeit.py);
 - visualtrans: exact match per question; subtask accuracy; dimension mean = mean of the printed
   subtask values (decimal arithmetic, half up) over the subtasks present; overall over all questions;
 - m3verse: per question 0 if the predicted set has a wrong letter, else |P|/|G|; question-weighted
@@ -25,6 +31,7 @@ Scoring (PROTOCOLS.md): a missing, empty or unparseable answer is wrong and coun
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -166,6 +173,20 @@ def parse_choice(raw: Any, options: list) -> str | None:
     return None
 
 
+def parse_candidate_number(raw: Any, options: list) -> int | None:
+    n = len(options) if options else None
+    if isinstance(raw, str):
+        idx = _match_option_text(raw, options or [])
+        if idx is not None and not re.fullmatch(r"\s*\d+\s*\.?\s*", raw):
+            return idx + 1
+    number = normalize_int(raw)
+    if number is None:
+        return None
+    if number < 1 or (n is not None and number > n):
+        return None
+    return number
+
+
 def parse_letter_set(raw: Any, options: list) -> list[str] | None:
     n = len(options) if options else None
     allowed = LETTERS[:n] if n else LETTERS
@@ -220,16 +241,17 @@ def parse_letter_set(raw: Any, options: list) -> list[str] | None:
 
 
 def doc_to_visual(doc: dict) -> list:
-    """Images as RGB PIL images, videos as file paths (what lmms-eval's video models take)."""
+    """Images as upright RGB PIL images (EXIF orientation applied, as StateLab shows them to people
+    and models), videos as file paths (what lmms-eval's video models take)."""
     paths = [os.path.join(HERE, p) for p in doc.get("visuals") or []]
     if doc.get("visual_kind") == "video":
         return paths
-    from PIL import Image
+    from PIL import Image, ImageOps
 
     out = []
     for path in paths:
         with Image.open(path) as img:
-            out.append(img.convert("RGB"))
+            out.append(ImageOps.exif_transpose(img).convert("RGB"))
     return out
 
 
@@ -254,6 +276,8 @@ def parse(doc: dict, raw: Any) -> Any:
     protocol = doc["protocol"]
     if protocol == "status":
         return parse_choice(raw, options)
+    if protocol == "changeit":
+        return parse_candidate_number(raw, options)
     if protocol == "m3verse":
         return parse_letter_set(raw, options)
     if protocol == "visualtrans":
@@ -277,6 +301,8 @@ def credit(doc: dict, parsed: Any) -> tuple[int, int]:
         return (0, len(g)) if p - g else (len(p), len(g))
     if parsed is None:
         return 0, 1
+    if doc["protocol"] == "changeit":
+        return int(parsed == truth), 1
     fmt = doc.get("format") or "choice"
     if doc["protocol"] == "status" or fmt == "choice":
         t, p = normalize_letter(truth), normalize_letter(parsed)
@@ -301,7 +327,32 @@ M3VERSE_CAPABILITIES = ("spatial", "temporal", "attribute", "reasoning")
 M3VERSE_METRICS = (("overall",)
                    + tuple(key for c in ("intra", "inter") for key in (c, *(f"{c}_{cap}" for cap in M3VERSE_CAPABILITIES)))
                    + ("hallucination", "factual"))
-METRICS = {"status": STATUS_METRICS, "visualtrans": VISUALTRANS_METRICS, "m3verse": M3VERSE_METRICS}
+CHANGEIT_QUERIES = tuple(f"state:{s}:{c}" for s in ("standard", "distractor") for c in ("full", "crop"))
+CHANGEIT_METRICS = tuple(f"{kind}_acc_{q.split(':')[1]}_{q.split(':')[2]}" for kind in ("state", "object")
+                         for q in CHANGEIT_QUERIES)
+METRICS = {"status": STATUS_METRICS, "changeit": CHANGEIT_METRICS, "visualtrans": VISUALTRANS_METRICS,
+           "m3verse": M3VERSE_METRICS}
+
+
+@functools.lru_cache(maxsize=1)
+def _label_objects() -> dict[str, str]:
+    """label -> object of the release (the writer's label_objects.json), read once."""
+    try:
+        with open(os.path.join(HERE, "label_objects.json"), encoding="utf-8") as fh:
+            return dict(json.load(fh))
+    except OSError:
+        return {}
+
+
+def object_credit(doc: dict, parsed: Any) -> int:
+    """Whether the chosen candidate names the item's object: a state label of that object in the
+    release's vocabulary, or one of the item's own distractors (evaluation/scoring/changeit.py)."""
+    options = list(doc.get("options") or [])
+    if not isinstance(parsed, int) or not 1 <= parsed <= len(options):
+        return 0
+    meta = json.loads(doc.get("meta") or "{}")
+    label = options[parsed - 1]
+    return int(label in (meta.get("distractors") or []) or _label_objects().get(label) == meta.get("object"))
 
 
 def _groups(doc: dict) -> list[str]:
@@ -328,6 +379,8 @@ def process_results(doc: dict, results: list) -> dict:
     record = {"id": doc["id"], "query": doc["query"], "protocol": doc["protocol"], "num": num, "den": den, "parsed": parsed,
               "parse_failure": parsed is None, "groups": _groups(doc),
               "meta": json.loads(doc.get("meta") or "{}")}
+    if doc["protocol"] == "changeit":
+        record["object"] = object_credit(doc, parsed)
     out = {key: dict(record, metric=key) for key in _task_metrics(doc["protocol"]) if key != "item"}
     # lmms-eval 0.7 drops `doc` from the --log_samples file but keeps what process_results returns:
     # `item` carries the ids StateLab's import maps the sample by.
@@ -386,6 +439,15 @@ def _status(records: list[dict], key: str) -> Fraction | None:
     raise KeyError(key)
 
 
+def _changeit(records: list[dict], key: str) -> Fraction:
+    """State or object accuracy over every item (a query without a record counts as wrong)."""
+    kind, _, rest = key.split("_", 2)
+    query = "state:" + rest.replace("_", ":")
+    field = "num" if kind == "state" else "object"
+    n = len({r["id"] for r in records})
+    return Fraction(sum(r[field] for r in records if r["query"] == query), n)
+
+
 def printed(records: list[dict], key: str) -> Decimal | None:
     """The value StateLab prints for metric `key` over these records (None: no question counts)."""
     if not records:
@@ -394,6 +456,8 @@ def printed(records: list[dict], key: str) -> Decimal | None:
     if protocol == "status":
         value = _status(records, key)
         return None if value is None else _percent(value)
+    if protocol == "changeit":
+        return _percent(_changeit(records, key))
     if key in VISUALTRANS_DIMENSIONS and protocol == "visualtrans":
         subs = [printed(records, s) for s in VISUALTRANS_DIMENSIONS[key]]
         avail = [s for s in subs if s is not None]
@@ -412,6 +476,9 @@ def aggregate(records: list[dict]) -> float:
     if key == "item":
         return len({r["id"] for r in records})
     if key == "parse_failures":
-        return sum(1 for r in records if r["parse_failure"])
+        missing = 0
+        if records[0]["protocol"] == "changeit":  # the crop queries of items without a usable box
+            missing = len(CHANGEIT_QUERIES) * len({r["id"] for r in records}) - len(records)
+        return sum(1 for r in records if r["parse_failure"]) + missing
     value = printed(records, key)
     return float("nan") if value is None else float(value)

@@ -16,16 +16,13 @@ import pytest
 from PIL import Image
 
 from annotation.interchange.lmms_eval import folder_media, write_task
-from annotation.protocols import resolve_queries
+
+from . import cases
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNNER = Path(__file__).with_name("run_stub.py")
-
-
-def _line(protocol: str, item_id: str, payload: dict, seed: int = 11) -> dict:
-    line = {"id": item_id, **payload, "split": "test", "tags": ["tier"]}
-    line["resolved"] = resolve_queries(protocol, item_id, payload, seed=seed)
-    return line
+VT_LOG_FIXTURE = ROOT / "tests/evaluation/data/lmms_eval_0.7.3_samples_statelab_vt_demo_v1.jsonl"
+_line = cases.release_line
 
 
 def _images(root: Path, *names: str) -> Path:
@@ -60,26 +57,13 @@ def _scores(results: dict) -> dict:
 
 def test_visualtrans_task_runs_in_lmms_eval(tmp_path):
     media = _images(tmp_path, "vt/init.png", "vt/final.png", "vt/cand.png")
-    items = [
-        # id, format, subtask, options, truth, reply
-        ("vt-0", "choice", "global", ["a red cup", "a blue cup", "no cup"], "B", "B"),
-        ("vt-1", "choice", "fine_grained", ["left", "right"], "A", "Answer: (B)"),
-        ("vt-2", "count", "quantitative", [], 3, "There are 3 cups."),
-        ("vt-3", "set", "causal", [], ["cup", "lid"], "Lid , CUP"),
-        ("vt-4", "choice", "planning", ["x", "y", "z"], "C", ""),
-        ("vt-5", "choice", "intermediate", ["p", "q"], "A", "a"),
-    ]
-    lines = []
-    for item_id, fmt, subtask, options, truth, _ in items:
-        images = ["vt/init.png", "vt/final.png"] + (["vt/cand.png"] if item_id == "vt-0" else [])
-        payload = {"images": images, "question": f"What changed in {item_id}?", "format": fmt, "options": options,
-                   "answer": truth, "subtask": subtask, "scene": "kitchen"}
-        lines.append(_line("visualtrans", item_id, payload))
+    items = cases.VT_ITEMS
+    lines = [_line("visualtrans", item_id, payload) for item_id, payload in cases.vt_payloads().items()]
     header = {"protocol": "visualtrans", "project": "vt-demo", "version": "v1", "item_count": len(lines),
               "checksum": "0" * 64}
     folder = tmp_path / "task"
     summary = write_task(folder, header, lines, media=folder_media(media))
-    assert summary == {"task": "statelab_vt_demo_v1", "items": 6, "documents": 6, "media": 3, "folder": str(folder)}
+    assert summary == {"task": cases.VT_TASK, "items": 6, "documents": 6, "media": 3, "folder": str(folder)}
 
     results, samples, seen = _run(tmp_path, folder, summary["task"], {f"{i[0]}|qa": i[5] for i in items})
 
@@ -92,12 +76,20 @@ def test_visualtrans_task_runs_in_lmms_eval(tmp_path):
     first = next(x for x in seen if x["id"] == "vt-0")
     assert first["visuals"] == [[16, 12], [17, 12], [18, 12]]
     assert "A. a red cup\nB. a blue cup\nC. no cup" in first["context"]
-    # PROTOCOLS §3 by hand: correct vt-0, vt-2, vt-3, vt-5; vt-4 is empty (a parse failure).
-    assert _scores(results) == {
+    # PROTOCOLS §3 by hand (tests/lmms/cases.py): correct vt-0, vt-2, vt-3, vt-5; vt-4 is empty.
+    assert _scores(results) == cases.VT_SCORES == {
         "fine_grained": 0.0, "global": 100.0, "spatial_mean": 50.0,
         "intermediate": 100.0, "causal": 100.0, "planning": 0.0, "procedural_mean": 66.67,
         "quantitative": 100.0, "overall": 66.67, "parse_failures": 1, "item": 6,
     }
+    # This run's --log_samples file is the main tier's fixture of a real lmms-eval log
+    # (tests/evaluation/test_lmms_real_log.py imports it): it must stay what lmms-eval writes.
+    logged = next((tmp_path / "out").rglob(f"*_samples_{cases.VT_TASK}.jsonl")).read_text()
+    if os.environ.get("STATELAB_LMMS_REFRESH_FIXTURE") == "1":
+        VT_LOG_FIXTURE.write_text(logged)
+    assert logged == VT_LOG_FIXTURE.read_text(), (
+        f"lmms-eval's sample log changed; refresh {VT_LOG_FIXTURE.relative_to(ROOT)} with "
+        "STATELAB_LMMS_REFRESH_FIXTURE=1 bash .ci/test-lmms -k visualtrans, and check tests/evaluation/test_lmms_real_log.py")
 
 
 def test_m3verse_task_runs_in_lmms_eval(tmp_path):
@@ -170,8 +162,45 @@ def test_status_task_runs_in_lmms_eval(tmp_path):
     }
 
 
+def test_changeit_task_runs_in_lmms_eval(tmp_path):
+    src = cases.write_ci_images(tmp_path / "src")
+    lines = cases.ci_lines()
+    header = {"protocol": "changeit", "project": "ci-demo", "version": "v1", "item_count": 3, "checksum": "3" * 64}
+    folder = tmp_path / "task"
+    summary = write_task(folder, header, lines, media=folder_media(src))
+    # 3 images and 2 crops (c-2 has no box); 4 queries each for c-0 and c-1, the 2 full ones for c-2.
+    assert summary == {"task": cases.CI_TASK, "items": 3, "documents": 10, "media": 5, "folder": str(folder)}
+    replies = cases.ci_replies(lines)
+    results, samples, seen = _run(tmp_path, folder, summary["task"], {f"{i}|{q}": r for (i, q), r in replies.items()})
+
+    assert sorted((s["item"]["id"], s["item"]["query"]) for s in samples) == sorted(replies)
+    assert {(s["item"]["id"], s["item"]["query"]): s["filtered_resps"] for s in samples} == replies
+    # The full image, or the box cut out at export (c-0's clipped to the image: 4x4), and
+    # StateLab's ChangeIt prompt with numbered candidates.
+    shown = {(x["id"], x["query"]): x for x in seen}
+    assert shown[("c-0", "state:standard:full")]["visuals"] == [[12, 8]]
+    for item_id, size in cases.CI_CROP_SIZES.items():
+        assert shown[(item_id, "state:standard:crop")]["visuals"] == [size]
+        assert shown[(item_id, "state:distractor:crop")]["visuals"] == [size]
+    options = next(line for line in lines if line["id"] == "c-2")["resolved"]["state:distractor:full"]["options"]
+    assert shown[("c-2", "state:distractor:full")]["context"] == (
+        "This photo shows a door. Which of these labels describes the state the door is in?\n"
+        + "\n".join(f"{n}. {label}" for n, label in enumerate(options, start=1))
+        + f"\nAnswer with the number of the best label (1 to {len(options)}) and nothing else.")
+    # PROTOCOLS §2 by hand: the table in tests/lmms/cases.py (a wrong-object answer, a right-object
+    # wrong-state one, an unparseable and an empty reply, an item without a box).
+    assert _scores(results) == cases.CI_SCORES == {
+        "state_acc_standard_full": 66.67, "state_acc_standard_crop": 33.33,
+        "state_acc_distractor_full": 33.33, "state_acc_distractor_crop": 0.0,
+        "object_acc_standard_full": 66.67, "object_acc_standard_crop": 66.67,
+        "object_acc_distractor_full": 33.33, "object_acc_distractor_crop": 33.33,
+        "parse_failures": 4, "item": 3,
+    }
+
+
 def test_unsupported_protocol_is_refused(tmp_path):
     from annotation.interchange.lmms_eval import LmmsExportError
 
+    # OSCBench's score is a judge's agreement with human raters, not a model's score on a task.
     with pytest.raises(LmmsExportError, match="oscbench"):
         write_task(tmp_path / "t", {"protocol": "oscbench"}, [])
