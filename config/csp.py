@@ -28,11 +28,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import logging
 import re
 
 from django.conf import settings
 
 HEADER = "Content-Security-Policy"
+log = logging.getLogger(__name__)
 
 PAGE_POLICY = {
     "default-src": ["'self'"],
@@ -85,10 +87,16 @@ PAGE_HEADER = render(PAGE_POLICY)
 
 
 def page_header() -> str:
-    """PAGE_HEADER, plus the bucket's origin for images and video when media are redirected there."""
+    """PAGE_HEADER, plus the bucket's origin for images and video when media are redirected there.
+    A storage that cannot sign (no credentials, a bad option) must not take every page down with
+    it: the pages keep the strict policy, and the error is logged (/media/ reports it too)."""
     from config.storage import media_origin
 
-    origin = media_origin()
+    try:
+        origin = media_origin()
+    except Exception:  # noqa: BLE001 (the storage backend's own errors: botocore, ImproperlyConfigured)
+        log.error("media storage cannot sign URLs: pages allow no media origin", exc_info=True)
+        return PAGE_HEADER
     if origin is None:
         return PAGE_HEADER
     return render({**PAGE_POLICY, "img-src": [*PAGE_POLICY["img-src"], origin],

@@ -60,8 +60,8 @@ class FrameCountMismatch(MediaError):
     """The video has fewer frames than asked for (the frame count used was wrong)."""
 
 
-# Set by a Celery worker before it starts its pool (config/workers.py): how many tasks it runs at
-# once, which share its CPUs.
+# Set by a Celery worker before it starts its pool (config/workers.py: on_worker_setup): how many
+# tasks it runs at once, which share its CPUs.
 WORKER_TASKS_ENV = "STATELAB_WORKER_TASKS"
 
 

@@ -157,33 +157,46 @@ def test_a_job_runs_on_media_from_the_bucket_and_writes_its_exports_there(import
     assert files_under(settings.MEDIA_ROOT) == []
 
 
-def test_frames_prepared_on_one_host_reach_a_gpu_worker_on_another_through_the_bucket(
-        imported, settings, tmp_path, monkeypatch):
-    """No folder is shared: the CPU worker that prepares a job's frames and the GPU worker that
-    runs its chunk have their own CACHE_ROOT; the chunk still decodes no video."""
+@pytest.fixture
+def video_job(imported, settings, monkeypatch):
+    """A prepared-frames job over the bucket's videos, its messages kept from the broker, and the
+    CACHE_ROOT of every decode (one per host: each test gives each host its own CACHE_ROOT)."""
     from inference import media, services
-    from inference.models import JobStatus, Prediction
     from inference.services import recovery, runs
 
-    sent = []
     for module in (runs, recovery):
-        monkeypatch.setattr(module, "enqueue", lambda task, *args, queue=None, tracked_run=None: sent.append(task))
+        monkeypatch.setattr(module, "enqueue", lambda task, *args, queue=None, tracked_run=None: None)
     decoded = []
     real_extract = media.extract_frames
     monkeypatch.setattr(media, "extract_frames", lambda *a, **k: decoded.append(settings.CACHE_ROOT) or real_extract(*a, **k))
-    project = imported["videos"]
-    release = release_freeze(project=project, version="v1")
+    release = release_freeze(project=imported["videos"], version="v1")
     endpoint = services.endpoint_create(name="Random", backend="random", options={"seed": 1})
-    job = services.job_create(endpoint=endpoint, project=project, release=release, start=False,
+    job = services.job_create(endpoint=endpoint, project=imported["videos"], release=release, start=False,
                               params={"frames": 3, "prepare_frames": True, "chunk_size": 10})
     services.job_start(job_id=job.pk)
     ids = list(release.release_items.order_by("position").values_list("item_id", flat=True))
+    return {"job": job, "ids": ids, "decoded": decoded, "objects": imported["bucket"]["objects"]}
 
+
+def test_frames_prepared_on_one_host_reach_a_gpu_worker_on_another_through_the_bucket(
+        video_job, settings, tmp_path, monkeypatch):
+    """No folder is shared: the CPU worker that prepares a job's frames and the GPU worker that
+    runs its chunk have their own CACHE_ROOT; the chunk still decodes no video."""
+    from storages.backends.s3 import S3Storage
+
+    from inference import services
+    from inference.models import JobStatus, Prediction
+
+    job, ids, decoded = video_job["job"], video_job["ids"], video_job["decoded"]
+    saved = []
+    real_save = S3Storage.save
+    monkeypatch.setattr(S3Storage, "save", lambda self, name, content, **kw: saved.append(name) or real_save(self, name, content, **kw))
     settings.CACHE_ROOT = str(tmp_path / "cpu-host")
     services.job_prepare_frames(job_id=job.pk, item_ids=ids)
     assert decoded == [settings.CACHE_ROOT]  # the one video, on the CPU host
-    shared = sorted(k for k in imported["bucket"]["objects"]() if k.startswith("cache/frames/"))
-    assert len(shared) == 4 and shared[-1].endswith("/frames.json")  # three JPEG frames and their list
+    shared = sorted(k for k in video_job["objects"]() if k.startswith("cache/frames/"))
+    assert len(shared) == 4  # three JPEG frames and their list, which is written last
+    assert [Path(n).name for n in saved] == ["frame_0000.jpg", "frame_0001.jpg", "frame_0002.jpg", "frames.json"]
 
     settings.CACHE_ROOT = str(tmp_path / "gpu-host")
     services.job_run_chunk(job_id=job.pk, item_ids=ids)
@@ -198,6 +211,56 @@ def test_frames_prepared_on_one_host_reach_a_gpu_worker_on_another_through_the_b
     assert gpu_frames == cpu_frames and len(gpu_frames) == 4
     for rel in gpu_frames:  # the same bytes the CPU host wrote
         assert (tmp_path / "gpu-host" / rel).read_bytes() == (tmp_path / "cpu-host" / rel).read_bytes()
+    # A second preparation (a retry) finds the entry shared whole and writes nothing.
+    saved.clear()
+    settings.CACHE_ROOT = str(tmp_path / "cpu-host")
+    services.job_prepare_frames(job_id=job.pk, item_ids=ids)
+    assert saved == [] and decoded == [str(tmp_path / "cpu-host")]
+
+
+def test_frames_cached_on_a_host_before_they_were_shared_are_shared_by_the_next_preparation(
+        video_job, settings, tmp_path):
+    from django.core.files.storage import default_storage
+
+    from inference import services
+
+    job, ids, decoded = video_job["job"], video_job["ids"], video_job["decoded"]
+    settings.CACHE_ROOT = str(tmp_path / "cpu-host")
+    services.job_run_chunk(job_id=job.pk, item_ids=ids[:1])  # decoded here, and shared
+    for key in [k for k in video_job["objects"]() if k.startswith("cache/")]:
+        default_storage.delete(key)  # (entries cached before frames were shared, say)
+    services.job_prepare_frames(job_id=job.pk, item_ids=ids)  # a local hit: shared again
+    assert decoded == [settings.CACHE_ROOT]
+    assert len([k for k in video_job["objects"]() if k.startswith("cache/frames/")]) == 4
+
+
+@pytest.mark.parametrize("listing", [
+    {"files": ["../../../../escape.jpg"], "indices": [0], "size": [8, 8], "source_frames": 9},
+    {"files": [], "indices": [], "size": [8, 8], "source_frames": 9},
+    {"files": ["frame_0000.jpg"], "size": [8, 8], "source_frames": 9},
+    ["frame_0000.jpg"],
+])
+def test_a_bad_shared_frame_listing_is_ignored_and_the_frames_decoded(video_job, settings, tmp_path, listing, caplog):
+    from django.core.files.base import ContentFile
+    from django.core.files.storage import default_storage
+
+    from inference import services
+    from inference.models import JobStatus
+
+    job, ids, decoded = video_job["job"], video_job["ids"], video_job["decoded"]
+    settings.CACHE_ROOT = str(tmp_path / "cpu-host")
+    services.job_prepare_frames(job_id=job.pk, item_ids=ids)
+    (marker,) = [k for k in video_job["objects"]() if k.endswith("/frames.json")]
+    default_storage.delete(marker)
+    default_storage.save(marker, ContentFile(json.dumps(listing).encode()))
+
+    settings.CACHE_ROOT = str(tmp_path / "gpu-host")
+    services.job_run_chunk(job_id=job.pk, item_ids=ids)
+    assert decoded == [str(tmp_path / "cpu-host"), str(tmp_path / "gpu-host")]  # decoded again, not trusted
+    assert "not read from the storage" in caplog.text
+    job.refresh_from_db()
+    assert (job.status, job.done_queries) == (JobStatus.FINISHED, len(ids))
+    assert not (tmp_path / "escape.jpg").exists() and not list(tmp_path.rglob("escape.jpg"))
 
 
 def test_a_release_zip_export_carries_the_media_bytes_from_the_bucket(imported):
@@ -245,3 +308,19 @@ def test_the_presigned_url_can_be_signed_for_the_address_browsers_use(imported, 
     location = client.get(f"/media/{asset.file.name}")["Location"]
     assert urlsplit(location).netloc == urlsplit(settings.MEDIA_STORAGE_PUBLIC_ENDPOINT).netloc
     assert httpx.get(location).content == imported["bucket"]["objects"]()[asset.file.name]
+
+
+def test_pages_allow_the_bucket_origin_and_a_storage_that_cannot_sign_takes_no_page_down(
+        imported, client, settings, s3_endpoint, caplog):
+    from config.csp import PAGE_HEADER
+
+    client.force_login(imported["ann"])
+    policy = client.get("/")["Content-Security-Policy"]
+    assert f"img-src 'self' data: blob: {s3_endpoint};" in policy and f"media-src 'self' blob: {s3_endpoint};" in policy
+    # A deployment whose storage options are wrong: /media/ cannot work, but every page still
+    # answers, with the strict policy, and the error is logged.
+    settings.STORAGES = {**settings.STORAGES, "default": {
+        "BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": {"bucket_name": "b", "no_such_option": 1}}}
+    response = client.get("/")
+    assert response.status_code == 200 and response["Content-Security-Policy"] == PAGE_HEADER
+    assert "media storage cannot sign URLs" in caplog.text

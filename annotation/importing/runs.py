@@ -243,8 +243,9 @@ def import_runs_watch() -> dict[str, int]:
                 log.warning("import run %s failed: %s", run.pk, run.errors[0])
                 failed += 1
             else:
-                run.status = ImportStatus.QUEUED
-                run.save(update_fields=["status"])
+                # Queued again: the next claim starts from nothing, and so does its progress.
+                run.status, run.progress_bytes, run.progress_total = ImportStatus.QUEUED, 0, 0
+                run.save(update_fields=["status", "progress_bytes", "progress_total"])
                 log.warning("import run %s: %s; re-queued (attempt %s of %s)", run.pk, lost, run.attempts + 1,
                             max_attempts())
                 transaction.on_commit(lambda pk=run.pk: enqueue("annotation.tasks.run_import", pk))

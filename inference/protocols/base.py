@@ -53,13 +53,17 @@ class MediaPreparer:
     copies a file from object storage into this host's cache); by default references are paths."""
 
     def __init__(self, *, cache_root: str | os.PathLike, bound: tuple[int, int] = media_lib.DEFAULT_BOUND,
-                 fetch: Callable[[str], str] | None = None, frames_mode: str = "exact", shared=None):
+                 fetch: Callable[[str], str] | None = None, frames_mode: str = "exact", shared=None,
+                 share_cached: bool = False):
         self.cache_root = Path(cache_root)
         self.bound = bound
         self.fetch = fetch or (lambda ref: ref)
         # Where frame-cache entries are shared between hosts (services.frames.StoredFrameCache, with
-        # object storage): `pull(folder) -> bool` fills a missing entry, `push(folder)` shares one.
+        # object storage): `pull(folder, n) -> bool` fills a missing entry, `push(folder)` shares
+        # one (once). Entries this preparer decodes are shared; with `share_cached` (the frame
+        # preparation) so are the ones it finds in this host's cache, made before they were shared.
         self.shared = shared
+        self.share_cached = share_cached
         self.frames_mode = frames_mode  # "exact", or "keyframe": the nearest keyframes (media.extract_frames)
         self.videos_decoded = 0  # frame-cache misses: videos this preparer had to decode itself
         self._images: dict[tuple, str] = {}
@@ -79,17 +83,17 @@ class MediaPreparer:
             raise media_lib.MediaError("the item has no such video")
         # Frames prepared ahead (services.frames) are read from the cache: no fetch, no decoding.
         # On another host than the preparation's, they come from the shared copy first.
-        cached = media_lib.frames_cached(self.cache_root, content_hash, n, self.bound, self.frames_mode)
+        local = media_lib.frames_cached(self.cache_root, content_hash, n, self.bound, self.frames_mode)
         shared = self.shared if content_hash else None
-        if shared is not None and not cached:
-            cached = shared.pull(media_lib.frame_cache_folder(self.cache_root, content_hash, n, self.bound, self.frames_mode))
+        folder = media_lib.frame_cache_folder(self.cache_root, content_hash, n, self.bound, self.frames_mode) if shared else None
+        cached = local or (shared is not None and shared.pull(folder, n))
         self.videos_decoded += not cached
         frames = media_lib.sample_frames(
             path if cached else self.fetch(path), n, cache_root=self.cache_root, bound=self.bound,
             content_hash=content_hash, known=known, mode=self.frames_mode,
         )
-        if shared is not None and not cached:
-            shared.push(media_lib.frame_cache_folder(self.cache_root, content_hash, n, self.bound, self.frames_mode))
+        if shared is not None and (not cached or (local and self.share_cached)):
+            shared.push(folder)
         return [media_lib.file_data_url(p) for p in frames.paths], frames.indices
 
 

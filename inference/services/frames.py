@@ -77,53 +77,71 @@ class StoredFrameCache:
         return "cache/" + folder.relative_to(self.cache_root).as_posix()
 
     def push(self, folder: Path) -> None:
+        """Share the entry unless the storage has it whole already (its frames.json is there)."""
         name = self._name(folder)
         try:
+            if self.storage.exists(f"{name}/{self.MARKER}"):
+                return
             files = json.loads((folder / self.MARKER).read_text())["files"]
             for file in [*files, self.MARKER]:
-                self.storage.delete(f"{name}/{file}")  # (S3 overwrites; a file system storage would rename)
+                # (No whole entry is there, so nobody reads these: a part left by a failed push
+                # is replaced, under its own name whatever the storage's overwrite option.)
+                self.storage.delete(f"{name}/{file}")
                 self.storage.save(f"{name}/{file}", ContentFile((folder / file).read_bytes()))
         except Exception as exc:  # noqa: BLE001 (a cache: the frames stay on this host)
             log.warning("frames %s not shared through the storage: %s", name, exc)
 
-    def pull(self, folder: Path) -> bool:
-        """Copy the entry into `folder` (renamed into place whole); False when it is not stored."""
+    def pull(self, folder: Path, n: int) -> bool:
+        """Copy the entry of `n` frames into `folder` (renamed into place whole); False when it is
+        not stored, or stored unlike an entry of n frames (then the frames are decoded here)."""
         name = self._name(folder)
         folder.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".tmp-"))
         try:
             with self.storage.open(f"{name}/{self.MARKER}", "rb") as fh:
                 marker = fh.read()
-            for file in json.loads(marker)["files"]:
-                if Path(file).name != file:
-                    raise ValueError(f"not a frame file name: {file!r}")
+            files = _entry_files(json.loads(marker), n)
+            for file in files:
                 with self.storage.open(f"{name}/{file}", "rb") as src, open(tmp / file, "wb") as out:
                     shutil.copyfileobj(src, out)
             (tmp / self.MARKER).write_bytes(marker)
             tmp.rename(folder)
-        except OSError as exc:
+        except Exception as exc:  # noqa: BLE001 (the storage's errors, a bad entry: a cache, so decode instead)
             shutil.rmtree(tmp, ignore_errors=True)
             if folder.is_dir():  # another worker renamed its copy into place first
                 return True
             if not is_missing(exc):
                 log.warning("frames %s not read from the storage: %s", name, exc)
             return False
-        except Exception as exc:  # noqa: BLE001 (the bucket's errors; a cache: decode instead)
-            shutil.rmtree(tmp, ignore_errors=True)
-            if not is_missing(exc):
-                log.warning("frames %s not read from the storage: %s", name, exc)
-            return False
         return True
 
 
-def job_media(job: InferenceJob) -> MediaPreparer:
-    """The media preparer of a job's chunks and of its frame preparation: the same bound and
-    frames mode, hence the same frame-cache entries; shared through the storage when it is not
-    a folder of this host."""
+def _entry_files(meta, n: int) -> list[str]:
+    """The frame files a frames.json from the storage lists, checked to be what sample_frames
+    writes when asked for n frames (1 to n of them: a short clip, keyframes shared; their names,
+    frame numbers, size), else ValueError."""
+    count = len(meta.get("files") or []) if isinstance(meta, dict) and isinstance(meta.get("files"), list) else 0
+    files = [f"frame_{k:04d}.jpg" for k in range(count)]
+    ok = (1 <= count <= n and meta["files"] == files
+          and isinstance(meta.get("indices"), list) and len(meta["indices"]) == count
+          and all(type(i) is int and i >= 0 for i in meta["indices"])
+          and isinstance(meta.get("size"), list) and len(meta["size"]) == 2
+          and all(type(v) is int and v > 0 for v in meta["size"])
+          and type(meta.get("source_frames")) is int)
+    if not ok:
+        raise ValueError(f"not a frame-cache entry of {n} frames")
+    return files
+
+
+def job_media(job: InferenceJob, *, preparing: bool = False) -> MediaPreparer:
+    """The media preparer of a job's chunks and of its frame preparation (`preparing`): the same
+    bound and frames mode, hence the same frame-cache entries; shared through the storage when it
+    is not a folder of this host (the preparation shares what it finds cached here, too)."""
     bound = int(job.params.get("bound", DEFAULT_BOUND[0]))
     shared = None if is_local() else StoredFrameCache(settings.CACHE_ROOT)
     return MediaPreparer(cache_root=settings.CACHE_ROOT, bound=(bound, bound), fetch=media_file,
-                         frames_mode=job.params.get("frames_mode") or "exact", shared=shared)
+                         frames_mode=job.params.get("frames_mode") or "exact", shared=shared,
+                         share_cached=preparing)
 
 
 def job_frames_per_video(job: InferenceJob) -> int:
@@ -146,7 +164,7 @@ def job_prepare_frames(*, job_id: int, item_ids: list[int]) -> int:
     job = InferenceJob.objects.select_related("endpoint", "project", "release").get(pk=job_id)
     if job.status != JobStatus.RUNNING:
         return 0  # cancelled or failed meanwhile: nothing to prepare, nothing to send
-    media, n = job_media(job), job_frames_per_video(job)
+    media, n = job_media(job, preparing=True), job_frames_per_video(job)
     for item in item_inputs(job, item_ids):
         for field in video_fields(job.protocol):
             try:

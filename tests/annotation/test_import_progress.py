@@ -211,3 +211,23 @@ def test_a_claim_starts_the_count_again(make_project, researcher, monkeypatch):
         pause.released.set()
         assert worker.done.wait(WAIT_S)
     assert worker.result == ImportStatus.FINISHED
+
+
+def test_a_run_the_watchdog_queues_again_shows_no_progress(make_project, researcher, client, monkeypatch):
+    """Its worker was lost mid-file: queued again, it has read nothing yet (not the lost count)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from config.heartbeat import lapse_seconds
+
+    project = make_project("p", "changeit", members={researcher: Role.RESEARCHER})
+    run = queue(monkeypatch, project, researcher, "items.jsonl", items_body(10))
+    monkeypatch.setattr(runs, "enqueue", lambda *args: None)  # (the test is the broker)
+    lapsed = timezone.now() - timedelta(seconds=lapse_seconds() + 1)
+    ImportRun.objects.filter(pk=run.pk).update(status=ImportStatus.RUNNING, attempts=1, heartbeat_at=lapsed,
+                                               progress_bytes=600, progress_total=1000)
+    assert client.get(f"/api/imports/{run.pk}/").json()["progress"] == 0.6
+    assert runs.import_runs_watch()["requeued"] == 1
+    answer = client.get(f"/api/imports/{run.pk}/").json()
+    assert (answer["status"], answer["progress"], answer["progress_bytes"]) == ("queued", None, 0)
