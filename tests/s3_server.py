@@ -8,6 +8,8 @@ import subprocess
 import sys
 import time
 import uuid
+import zipfile
+from pathlib import Path
 
 import boto3
 import httpx
@@ -70,3 +72,12 @@ def bucket(s3_endpoint, settings):
         return {o["Key"]: client.get_object(Bucket=name, Key=o["Key"])["Body"].read() for o in listed}
 
     return {"name": name, "client": client, "objects": objects}
+
+
+def zipped(folder: Path, archive: Path) -> Path:
+    """The folder as a zip, the way a researcher uploads media with their items."""
+    with zipfile.ZipFile(archive, "w") as zf:
+        for p in folder.rglob("*"):
+            if p.is_file():
+                zf.write(p, p.relative_to(folder).as_posix())
+    return archive

@@ -19,20 +19,12 @@ from annotation.importing import items_import
 from annotation.importing.samples import write_sample_dataset
 from annotation.models import MediaAsset, Role
 from annotation.releases import release_export, release_freeze
-from tests.s3_server import bucket, s3_endpoint  # noqa: F401 (fixtures)
+from tests.s3_server import bucket, s3_endpoint, zipped  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.django_db
 
 def files_under(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file())
-
-
-def zipped(folder: Path, archive: Path) -> Path:
-    with zipfile.ZipFile(archive, "w") as zf:
-        for p in folder.rglob("*"):
-            if p.is_file():
-                zf.write(p, p.relative_to(folder).as_posix())
-    return archive
 
 
 @pytest.fixture

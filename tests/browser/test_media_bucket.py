@@ -3,8 +3,6 @@ redirects to presigned URLs on the bucket (moto's S3 server on its own loopback 
 origin than the app, as MinIO or S3 are). Browsers check a redirect's target against the page's
 Content-Security-Policy, so this fails unless the policy allows the bucket's origin
 (config/csp.py: page_header)."""
-import zipfile
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -12,21 +10,12 @@ import pytest
 from annotation.importing import items_import
 from annotation.importing.samples import write_sample_dataset
 from annotation.models import Role
-from tests.s3_server import bucket, s3_endpoint  # noqa: F401 (fixtures)
+from tests.s3_server import bucket, s3_endpoint, zipped  # noqa: F401 (fixtures)
 
 from .test_csp import RECORD_VIOLATIONS
 from .work_helpers import wait_task
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-def _zipped(folder: Path) -> Path:
-    archive = folder.with_suffix(".zip")
-    with zipfile.ZipFile(archive, "w") as zf:
-        for p in folder.rglob("*"):
-            if p.is_file():
-                zf.write(p, p.relative_to(folder).as_posix())
-    return archive
 
 
 @pytest.fixture
@@ -37,8 +26,8 @@ def in_bucket(bucket, make_user, make_project, tmp_path):
     videos = make_project("clips", "oscbench", members={ann: Role.ANNOTATOR})
     write_sample_dataset(tmp_path / "pairs", "status", 2, distinct=2, complete=False)
     write_sample_dataset(tmp_path / "clips", "oscbench", 2, distinct=1, complete=False)
-    items_import(project=pairs, path=_zipped(tmp_path / "pairs"))
-    items_import(project=videos, path=_zipped(tmp_path / "clips"))
+    items_import(project=pairs, path=zipped(tmp_path / "pairs", tmp_path / "pairs.zip"))
+    items_import(project=videos, path=zipped(tmp_path / "clips", tmp_path / "clips.zip"))
     assert bucket["objects"]()  # the media are in the bucket
     return bucket
 
