@@ -53,6 +53,7 @@ def local_copy(name: str, *, storage=None) -> Path:
         raise ValueError(f"not a stored file name: {name!r}")
     target = Path(settings.CACHE_ROOT) / "storage" / name
     if target.is_file():
+        _touch(target)  # its last use, for the cache's pruning (inference/services/cache.py)
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
@@ -67,6 +68,13 @@ def local_copy(name: str, *, storage=None) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return target
+
+
+def _touch(path: Path) -> None:
+    try:
+        os.utime(path)
+    except OSError:  # pruned meanwhile: the caller's open says so
+        pass
 
 
 def is_missing(exc: BaseException) -> bool:

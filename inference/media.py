@@ -128,8 +128,12 @@ def sample_frames(
     digest = content_hash or sha256_of(path)[0]
     folder = frame_cache_folder(cache_root, digest, n, bound, mode)
     meta_path = folder / "frames.json"
-    if meta_path.is_file():
+    try:
+        os.utime(meta_path)  # the entry's last use, for the cache's pruning (inference/services/cache.py)
         meta = json.loads(meta_path.read_text())
+    except FileNotFoundError:  # not cached (or pruned this moment): decode
+        meta = None
+    if meta is not None:
         return Frames([folder / f for f in meta["files"]], meta["indices"], tuple(meta["size"]), meta["source_frames"])
     # Known metadata (an imported asset's frame count) saves the ffprobe pass; if the container's
     # frame count was wrong, the decode returns fewer frames and we probe. Its width and height

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import zipfile
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -115,6 +116,10 @@ def test_a_worker_reads_media_through_the_storage_into_its_cache(imported, setti
     for asset in (video, image):  # one copy per host, keyed by the content hash in its name
         local = Path(settings.CACHE_ROOT) / "storage" / asset.file.name
         assert hashlib.sha256(local.read_bytes()).hexdigest() == asset.sha256
+    # A copy read again is marked used (its mtime: the cache's pruning keeps what is in use).
+    local = Path(settings.CACHE_ROOT) / "storage" / image.file.name
+    os.utime(local, (1_000_000_000, 1_000_000_000))
+    assert media_file(image.file.name) == str(local) and local.stat().st_mtime > 1_000_000_000
     assert files_under(settings.MEDIA_ROOT) == []
 
     # A missing object, or one whose bytes do not match its name, fails that media only.

@@ -5,6 +5,7 @@
 - inputs.py      each item's input, the protocol's queries for it, the parsing of a reply;
 - chunks.py      running one chunk of a job (the backend call, JSON repair, rows from replies);
 - frames.py      video frames prepared on CPU workers before a job's gpu chunks run;
+- cache.py       bounding a host's caches of media copies and sampled frames (prune_cache);
 - predictions.py upserting a chunk's predictions, importing predictions computed elsewhere;
 - suggestions.py suggestions a suggest job leaves on the annotation form;
 - exports.py     results.json and samples.jsonl.
