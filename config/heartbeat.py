@@ -3,7 +3,8 @@
 Used by the run wrappers of every app (inference's BackgroundRun, annotation's ImportRun): the
 thread writes ``heartbeat_at = now()`` on the row every STATELAB_RUN_HEARTBEAT_SECONDS through its
 own database connection (Django connections are per thread), so a long backend call or import
-keeps its row alive while a dead worker's row goes quiet and the watchdog finds it.
+keeps its row alive while a dead worker's row goes quiet and the watchdog finds it. The thread
+is a RowWriter, which an import also uses to publish its progress (annotation/importing/runs.py).
 """
 from __future__ import annotations
 
@@ -36,21 +37,23 @@ def lapsed_before():
     return timezone.now() - timedelta(seconds=lapse_seconds())
 
 
-class RowHeartbeat:
-    """Context manager: while inside, ``queryset.update(heartbeat_at=now())`` every interval.
+class RowWriter:
+    """Context manager: while inside, a daemon thread writes ``values()`` to the row every
+    interval (nothing when it returns None), through the thread's own database connection, so
+    the writes are seen while the worker's own transaction is still open.
 
     The queryset should select exactly the claimed row in its claimed state (e.g. its id, state
     running and the attempt number), so a row taken over or ended elsewhere is left alone.
     """
 
-    def __init__(self, queryset, *, field: str = "heartbeat_at", interval: float | None = None):
+    def __init__(self, queryset, *, values, interval: float, name: str):
         self.queryset = queryset
-        self.field = field
-        self.interval = heartbeat_seconds() if interval is None else interval
+        self.values = values
+        self.interval = interval
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, name="statelab-run-heartbeat", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
-    def __enter__(self) -> "RowHeartbeat":
+    def __enter__(self) -> "RowWriter":
         self._thread.start()
         return self
 
@@ -58,13 +61,24 @@ class RowHeartbeat:
         self._stop.set()
         self._thread.join(timeout=self.interval + 5)
 
-    def _beat(self) -> None:
+    def _run(self) -> None:
         try:
             while not self._stop.wait(self.interval):
+                values = self.values()
+                if values is None:
+                    continue
                 try:
-                    self.queryset.update(**{self.field: timezone.now()})
-                except Exception:  # a database blip: the next beat tries again
-                    log.warning("heartbeat of %s failed", self.queryset.model.__name__, exc_info=True)
+                    self.queryset.update(**values)
+                except Exception:  # a database blip: the next tick tries again
+                    log.warning("%s of %s failed", self._thread.name, self.queryset.model.__name__, exc_info=True)
                     connections[self.queryset.db].close()
         finally:
             connections[self.queryset.db].close()  # this thread's own connection
+
+
+class RowHeartbeat(RowWriter):
+    """``queryset.update(heartbeat_at=now())`` every STATELAB_RUN_HEARTBEAT_SECONDS (RowWriter)."""
+
+    def __init__(self, queryset, *, field: str = "heartbeat_at", interval: float | None = None):
+        super().__init__(queryset, values=lambda: {field: timezone.now()}, name="statelab-run-heartbeat",
+                         interval=heartbeat_seconds() if interval is None else interval)

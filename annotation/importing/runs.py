@@ -16,24 +16,23 @@ starts from nothing.
 
 Progress: the importer counts the bytes it reads of the items file (a ReadMeter, one addition per
 buffer refill), and a second thread of the worker copies the count to the row at most once a
-second (`ProgressWriter`); bytes, not lines, because the file's size is known before the first
+second (`progress_writer`); bytes, not lines, because the file's size is known before the first
 line is read, so the count has a total from the start.
 """
 from __future__ import annotations
 
 import logging
-import threading
 from pathlib import Path
 
 from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import default_storage
-from django.db import connections, transaction
+from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
 from config.enqueue import enqueue, enqueue_on_commit
-from config.heartbeat import RowHeartbeat, lapsed_before, max_attempts
+from config.heartbeat import RowHeartbeat, RowWriter, lapsed_before, max_attempts
 from config.storage import is_local, is_missing, local_copy
 
 from ..models import ImportKind, ImportRun, ImportStatus, Project
@@ -143,49 +142,25 @@ def import_run_execute(run_id: int, *, worker: str = "", heartbeat: bool = False
     if not heartbeat:
         return _import(run, meter)
     mine = ImportRun.objects.filter(pk=run_id, status=ImportStatus.RUNNING, attempts=run.attempts)
-    with RowHeartbeat(mine), ProgressWriter(mine, meter):
+    with RowHeartbeat(mine), progress_writer(mine, meter):
         return _import(run, meter)
 
 
-class ProgressWriter:
-    """Context manager: while inside, a daemon thread writes the meter's count to the claimed row
-    (``queryset``, as for RowHeartbeat) when it has moved, at most every PROGRESS_SECONDS.
+def progress_writer(queryset, meter: ReadMeter) -> RowWriter:
+    """The claimed row's progress, written from the meter when it has moved, at most every
+    PROGRESS_SECONDS, by a thread of its own (config.heartbeat.RowWriter: the import writes in one
+    transaction, its connection's or the COPY writer's, and a count written there would only be
+    seen once it commits). One small UPDATE a second, whatever the file's size."""
+    written = [(0, 0)]
 
-    Through the thread's own database connection, as the heartbeat's: the import writes in one
-    transaction (its connection's, or the COPY writer's), and a count written there would only be
-    seen once it commits. One small UPDATE a second, whatever the file's size.
-    """
+    def values() -> dict | None:
+        now = (min(meter.done, meter.total), meter.total)
+        if now == written[0]:
+            return None
+        written[0] = now
+        return {"progress_bytes": now[0], "progress_total": now[1]}
 
-    def __init__(self, queryset, meter: ReadMeter):
-        self.queryset = queryset
-        self.meter = meter
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._write, name="statelab-import-progress", daemon=True)
-
-    def __enter__(self) -> "ProgressWriter":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join(timeout=PROGRESS_SECONDS + 5)
-
-    def _write(self) -> None:
-        written = (0, 0)
-        try:
-            while not self._stop.wait(PROGRESS_SECONDS):
-                total = self.meter.total
-                now = (min(self.meter.done, total), total)
-                if now == written:
-                    continue
-                try:
-                    self.queryset.update(progress_bytes=now[0], progress_total=now[1])
-                    written = now
-                except Exception:  # a database blip: the next tick tries again
-                    log.warning("progress of an import run failed", exc_info=True)
-                    connections[self.queryset.db].close()
-        finally:
-            connections[self.queryset.db].close()  # this thread's own connection
+    return RowWriter(queryset, values=values, interval=PROGRESS_SECONDS, name="statelab-import-progress")
 
 
 def _import(run: ImportRun, meter: ReadMeter) -> str:
