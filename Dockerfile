@@ -1,8 +1,11 @@
 FROM python:3.11-slim
-ARG EXTRAS=""
+# LOCK picks the environment's lock in .ci/locks/: app (the platform) or gpu (the platform with
+# vLLM for GPU workers). Every package is pinned with its hashes; nothing is resolved here.
+ARG LOCK=app
 RUN apt-get update && apt-get install -y --no-install-recommends ffmpeg && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY . /app
-RUN pip install --no-cache-dir -c .ci/constraints.txt ".${EXTRAS:+[$EXTRAS]}"
+RUN pip install --no-cache-dir --require-hashes --no-deps -r ".ci/locks/${LOCK}.txt" \
+ && pip install --no-cache-dir --no-deps --no-build-isolation .
 ENV PYTHONUNBUFFERED=1
 EXPOSE 8000

@@ -123,3 +123,11 @@ def login(live_server):
         return page
 
     return do
+
+
+def pytest_collection_modifyitems(config, items):
+    """A test that drives Chromium is a browser test whether or not it says so, so the fast lane
+    (`bash .ci/test --fast`: no browser, worker or slow tests) never starts a browser."""
+    for item in items:
+        if {"browser", "page"} & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.browser)

@@ -4,6 +4,7 @@ import os
 import re
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 
 import yaml
@@ -26,7 +27,8 @@ def test_compose_file_has_the_production_services_with_health_checks():
     assert "-Q gpu" in services["gpu-worker"]["command"] and "--concurrency 1" in services["gpu-worker"]["command"]
     devices = services["gpu-worker"]["deploy"]["resources"]["reservations"]["devices"]
     assert devices[0]["capabilities"] == ["gpu"]
-    assert services["gpu-worker"]["build"]["args"]["EXTRAS"] == "gpu"
+    assert services["gpu-worker"]["build"]["args"]["LOCK"] == "gpu"
+    assert (ROOT / ".ci/locks/gpu.txt").exists() and "vllm==" in (ROOT / ".ci/locks/gpu.txt").read_text()
 
 
 def test_docker_compose_config_validates_when_the_client_is_present():
@@ -162,15 +164,18 @@ def test_dockerignore_keeps_what_the_image_build_needs_and_drops_the_rest():
     patterns = (ROOT / ".dockerignore").read_text().splitlines()
     assert not any(p.startswith("!") for p in patterns)  # the matcher above does not do exceptions
     dockerfile = (ROOT / "Dockerfile").read_text()
-    assert "COPY . /app" in dockerfile and "-c .ci/constraints.txt" in dockerfile
-    needed = ["pyproject.toml", "README.md", "manage.py", ".ci/constraints.txt", "config/settings.py",
+    assert "COPY . /app" in dockerfile and '--require-hashes --no-deps -r ".ci/locks/${LOCK}.txt"' in dockerfile
+    assert "ARG LOCK=app" in dockerfile and "--no-build-isolation" in dockerfile
+    needed = ["pyproject.toml", "README.md", "manage.py", ".ci/locks/app.txt", ".ci/locks/gpu.txt", "config/settings.py",
               "annotation/models.py", "inference/tasks.py", "evaluation/__init__.py", "templates/base.html",
               "static/js/workbench.js"]
     for path in needed:
         assert (ROOT / path).exists(), path
         assert not _dockerignored(patterns, path), path
     tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout.split()
-    packaged = [p for p in tracked if p.split("/")[0] in ("config", "annotation", "inference", "evaluation", "templates", "static")]
+    includes = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]["include"]
+    top = {pattern.rstrip("*") for pattern in includes} | {"templates", "static"}
+    packaged = [p for p in tracked if p.split("/")[0] in top]
     assert packaged and [p for p in packaged if _dockerignored(patterns, p)] == []
     for path in [".git/HEAD", ".venv/bin/python", ".venv-vllm/bin/python", "var/media/assets/a.png",
                  "annotation/__pycache__/models.cpython-311.pyc", "staticfiles/css/app.css", "docs/screenshots/box.png",

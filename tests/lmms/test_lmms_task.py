@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -33,9 +34,34 @@ def _images(root: Path, *names: str) -> Path:
     return src
 
 
-def _run(tmp: Path, folder: Path, task: str, answers: dict[str, str]) -> tuple[dict, list[dict], list[dict]]:
-    """Run lmms-eval's CLI on the task; returns (results of the task, logged samples, what the model saw)."""
-    (tmp / "answers.json").write_text(json.dumps(answers))
+# lmms-eval catches an exception during evaluation, prints its traceback, logs "Error during
+# evaluation: ..." at ERROR level (loguru, coloured even into a pipe) and exits 0. Its exit status
+# alone cannot tell a run that failed, so what it printed is read too.
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_TOOL_ERROR = re.compile(r"\|\s*(ERROR|CRITICAL)\s*\||^Traceback \(most recent call last\)")
+
+
+def tool_errors(printed: str) -> list[str]:
+    """The lines of a run's output where lmms-eval reported an error (ANSI colours removed)."""
+    return [line for line in _ANSI.sub("", printed).splitlines() if _TOOL_ERROR.search(line)]
+
+
+def _printed(proc: subprocess.CompletedProcess) -> str:
+    return "--- lmms-eval stdout (end) ---\n" + _ANSI.sub("", proc.stdout)[-3000:] + \
+        "\n--- lmms-eval stderr (end) ---\n" + _ANSI.sub("", proc.stderr)[-6000:]
+
+
+def _one(out: Path, pattern: str, proc: subprocess.CompletedProcess) -> Path:
+    found = sorted(out.rglob(pattern))
+    assert len(found) == 1, f"lmms-eval wrote {len(found)} files matching {pattern} (expected 1)\n" + _printed(proc)
+    return found[0]
+
+
+def _run(tmp: Path, folder: Path, task: str, answers: dict[str, str] | None) -> tuple[dict, list[dict], list[dict]]:
+    """Run lmms-eval's CLI on the task; returns (results of the task, logged samples, what the model saw).
+    `answers=None` hands the stub model an answers file that does not exist (its start fails)."""
+    if answers is not None:
+        (tmp / "answers.json").write_text(json.dumps(answers))
     out = tmp / "out"
     env = dict(os.environ, HF_HOME=str(tmp / "hf"), HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1",
                TRANSFORMERS_OFFLINE="1", PYTHONPATH=str(ROOT))
@@ -43,9 +69,11 @@ def _run(tmp: Path, folder: Path, task: str, answers: dict[str, str]) -> tuple[d
            "--model_args", f"answers={tmp / 'answers.json'},seen={tmp / 'seen.json'}",
            "--tasks", task, "--include_path", str(folder), "--log_samples", "--output_path", str(out)]
     proc = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
-    results = json.loads(next(out.rglob("*_results.json")).read_text())["results"][task]
-    samples_file = next(out.rglob(f"*_samples_{task}.jsonl"))
+    assert proc.returncode == 0, f"lmms-eval exited {proc.returncode}\n" + _printed(proc)
+    errors = tool_errors(proc.stdout + proc.stderr)
+    assert not errors, "lmms-eval exited 0 but reported errors:\n" + "\n".join(errors) + "\n" + _printed(proc)
+    results = json.loads(_one(out, "*_results.json", proc).read_text())["results"][task]
+    samples_file = _one(out, f"*_samples_{task}.jsonl", proc)
     samples = [json.loads(x) for x in samples_file.read_text().splitlines() if x.strip()]
     seen = json.loads((tmp / "seen.json").read_text())
     return results, samples, seen
@@ -204,3 +232,20 @@ def test_unsupported_protocol_is_refused(tmp_path):
     # OSCBench's score is a judge's agreement with human raters, not a model's score on a task.
     with pytest.raises(LmmsExportError, match="oscbench"):
         write_task(tmp_path / "t", {"protocol": "oscbench"}, [])
+
+
+def test_an_evaluation_that_fails_while_exiting_0_fails_the_test(tmp_path):
+    """The failure mode that hid a broken tier: lmms-eval's evaluation raises (here the stub model
+    cannot open its answers file), lmms-eval logs the error and exits 0. _run must fail and quote
+    what lmms-eval printed, not stop later on a missing results file."""
+    media = _images(tmp_path, "vt/init.png", "vt/final.png", "vt/cand.png")
+    lines = [_line("visualtrans", item_id, payload) for item_id, payload in cases.vt_payloads().items()]
+    header = {"protocol": "visualtrans", "project": "vt-demo", "version": "v1", "item_count": len(lines),
+              "checksum": "0" * 64}
+    folder = tmp_path / "task"
+    summary = write_task(folder, header, lines, media=folder_media(media))
+    with pytest.raises(AssertionError) as failed:
+        _run(tmp_path, folder, summary["task"], None)
+    message = str(failed.value)
+    assert "lmms-eval exited 0 but reported errors" in message
+    assert "Error during evaluation" in message and "answers.json" in message
