@@ -17,6 +17,8 @@ from django.db import transaction
 from rest_framework.authtoken.admin import TokenAdmin
 from rest_framework.authtoken.models import TokenProxy
 
+from background.models import RunStatus
+
 from .admin_site import (
     AuditedAdmin,
     ProjectRecordAdmin,
@@ -35,7 +37,6 @@ from .models import (
     CrowdAccount,
     ExcludedAnnotation,
     ImportRun,
-    ImportStatus,
     Item,
     ItemReopening,
     ItemStatus,
@@ -139,7 +140,7 @@ class ProjectAdmin(AuditedAdmin, admin.ModelAdmin):
         deleted, model_count, perms_needed, protected = super().get_deleted_objects(objs, request)
         perms_needed.discard(ImportRun._meta.verbose_name)
         perms_needed.discard(Membership._meta.verbose_name)
-        busy = ImportRun.objects.filter(project__in=objs, status__in=(ImportStatus.QUEUED, ImportStatus.RUNNING))
+        busy = ImportRun.objects.filter(project__in=objs, status__in=(RunStatus.QUEUED, RunStatus.RUNNING))
         protected = [*protected, *(f"{ImportRun._meta.verbose_name} {run.pk} ({run.file_name}): still {run.status}"
                                    for run in busy)]
         return deleted, model_count, perms_needed, protected

@@ -1,7 +1,7 @@
 """The Django admin for researchers: who may open it, and what a project's researcher sees in it.
 
 A project's researchers (and its admins) use the admin for their own projects without being
-superusers (issue 11). They are let in by the site itself, `StateLabAdminSite.has_permission`,
+superusers. They are let in by the site itself, `StateLabAdminSite.has_permission`,
 rather than by setting `is_staff` whenever someone becomes a researcher: `is_staff` is a global
 flag that would have to be kept in step with every membership change (and taken away only when it
 was not given for another reason, which nothing records), and it would let them into every admin
@@ -20,7 +20,7 @@ The page header links here for whoever `has_permission` lets in (`admin_link`, a
 
 Rows the admin does change and whose changes reach what annotators, reviewers or releases see (a
 project, its items, annotations and reviews, media files) are `AuditedAdmin`s: each save and delete
-made here is an audit event naming who changed what (DESIGN.md: who edited what is recorded).
+made here is an audit event naming who changed what (docs/architecture.md, "Invariants": who did what is recorded).
 """
 from __future__ import annotations
 

@@ -7,22 +7,15 @@ an export in a notebook.
 from __future__ import annotations
 
 import re
-import string
 from collections import Counter, defaultdict
 from itertools import combinations, groupby
 from typing import Any, Hashable, Iterable, Sequence
 
+from protocols.normalize import answer_text, description_text
+from protocols.status import RESULT_FIELDS as QUINTUPLET_FIELDS
+
 from .protocols import OSC_CRITERIA, RATING_GOLD_TOLERANCE
 from .reliability import CoincidenceMatrix
-
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
-_PUNCT = str.maketrans({c: " " for c in string.punctuation})
-
-
-def normalize_text(text: Any) -> str:
-    """Lowercase, punctuation and articles removed, whitespace collapsed."""
-    lowered = str(text or "").lower().translate(_PUNCT)
-    return " ".join(_ARTICLES.sub(" ", lowered).split())
 
 
 def median(values: Sequence[float]) -> float | None:
@@ -77,8 +70,9 @@ def box_summary(items: Iterable[Sequence[dict]]) -> dict[str, Any]:
 # --- blind QA -----------------------------------------------------------------------------
 
 def normalize_qa_answer(answer: Any) -> Hashable:
-    """The key two answers are compared by: letters upper-cased, integers parsed, sets as sorted
-    normalized tuples.
+    """The key two answers are compared by: letters upper-cased, integers parsed, texts and sets
+    as sorted tuples of their ``answer_text`` forms (protocols.normalize: the answer rule that
+    scoring uses too, so a blind answer that agrees with the truth here is right on the board).
 
     Stored answers share one form (annotation.canonical), but a comparison still needs a key: an
     M3-Verse truth is a list where a single-answer submit is one letter, and set answers match
@@ -99,12 +93,12 @@ def normalize_qa_answer(answer: Any) -> Hashable:
             return (text.upper(),)
         if "," in text:
             return normalize_qa_answer(text.split(","))
-        return (" ".join(text.lower().split()),)
+        return normalize_qa_answer([text])
     if isinstance(answer, (list, tuple)):
         parts = [str(v).strip() for v in answer if str(v).strip()]
         if parts and all(re.fullmatch(r"[A-Za-z]", p) for p in parts):
             return tuple(sorted(p.upper() for p in parts))
-        return tuple(sorted(" ".join(p.lower().split()) for p in parts))
+        return tuple(sorted(t for t in (answer_text(p) for p in parts) if t))
     return repr(answer)
 
 
@@ -130,15 +124,14 @@ def qa_summary(items: Iterable[tuple[Any, Sequence[Any]]]) -> dict[str, Any]:
 # --- quintuplets --------------------------------------------------------------------------
 
 QUINTUPLET_TEXT_FIELDS = ("state_a", "state_b", "change")
-QUINTUPLET_FIELDS = ("state_a", "state_b", "change", "change_distractors", "category", "difference")
 
 
 def quintuplet_field_value(result: dict, field: str) -> Hashable:
     value = result.get(field)
     if field == "change_distractors":
-        return tuple(sorted(normalize_text(v) for v in value or []))
+        return tuple(sorted(description_text(v) for v in value or []))
     if field in QUINTUPLET_TEXT_FIELDS:
-        return normalize_text(value)
+        return description_text(value)
     return value
 
 
@@ -218,7 +211,7 @@ def field_disagreements(workflow: str, annotations: Sequence[tuple[int, dict]]) 
     """Per field: each annotation's value and whether they all agree (after normalization).
 
     Boxes agree when every pair has IoU >= 0.5 (min_iou is given); ratings agree when they
-    spread at most one point; text fields compare after `normalize_text`.
+    spread at most one point; text fields compare after `description_text` (protocols.normalize).
     """
     per_field: dict[str, list[tuple[int, Any]]] = defaultdict(list)
     for annotation_id, result in annotations:

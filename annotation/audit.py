@@ -2,7 +2,7 @@
 its transaction (so the event and the change commit or roll back together).
 
 Who imported, verified, edited, discarded, froze, exported, launched, cancelled or retried what,
-and when (issue 10, DESIGN.md's invariants). Reading it is annotation/audit_trail.py.
+and when (docs/architecture.md, "Invariants"). Reading it is annotation/audit_trail.py.
 
 Where a change came from, when not from a page or the API, is said by `audit_source`: the
 management commands run inside `audit_source("cli")`, so their events carry details.source = "cli"

@@ -1,10 +1,11 @@
 """The one stored form of annotators' answers: QA answers, QA flags, rating scores and an item's
-known answer (QA answer, OSCBench gold scores). Plain Python, no Django.
+known QA answer. Plain Python, no Django.
 
-A submit and an import check a value by one rule, annotation.results: a blind QA answer by
-validate_qa, a rating's scores (and an OSCBench gold item's) by rating_score_errors (the import's
-side: annotation.importing.annotation_lines and field_checks). An item's known QA answer, which
-only an item import gives, is checked by that import's format (annotation.importing.formats).
+A submit and an import check a value by one rule: a blind QA answer by annotation.results
+validate_qa, a rating's scores (and a gold rating item's expected scores) by
+protocols.fields.rating_score_errors (the import's side: annotation.importing.annotation_lines
+and the protocol's fields.py). An item's known QA answer, which only an item import gives, is
+checked by the protocol's item fields (annotation.importing.formats).
 Both then store what these functions return, so an answer imported as "b" and one submitted as
 "b" are the same "B" in the database. Migration 0006 rewrote the rows stored before.
 
@@ -16,11 +17,12 @@ Both then store what these functions return, so an answer imported as "b" and on
   empty one), so "none of them" is not a choice; an annotator who finds no object flags the item;
 - QA flags: each at most once, in QA_FLAGS order;
 - ratings: {criterion: 1..5 or None} with every criterion, in criteria order;
-- an item's known answer (the import format): a VisualTrans answer as above, an M3-Verse answer
-  the sorted list of its letters (one correct option too: M3-Verse answers are lists); an
-  OSCBench gold item's `gold_scores`: the criteria given, in criteria order.
+- an item's known answer (the import format): as its protocol's ``known_answer_form`` says, e.g.
+  always the sorted list of its letters where the protocol's answers are lists (one correct
+  option too); a gold rating item's expected scores: the criteria given, in criteria order
+  (protocols.fields.ordered_scores).
 
-Comparing answers (agreement, gold) stays annotation.agreement's job: an M3-Verse truth is a list
+Comparing answers (agreement, gold) stays annotation.agreement's job: a truth may be a list
 where a single-answer submit is one letter, and set answers compare without order or case.
 """
 from __future__ import annotations
@@ -28,9 +30,13 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Mapping
 
-from .protocols import OSC_CRITERIA, QA_FLAGS, qa_shape
+from protocols import registry
+from protocols.fields import is_score
 
-QA_PROTOCOLS = ("visualtrans", "m3verse")
+from .protocols import QA_FLAGS, qa_shape
+
+__all__ = ["is_score", "option_letters", "payload_answer", "qa_answer", "qa_flags", "qa_result_answer", "rating_scores"]
+
 _LETTER_SEPARATORS = re.compile(r"[\s,;]+")
 
 
@@ -85,23 +91,10 @@ def qa_flags(flags: Iterable[str]) -> list[str]:
 def payload_answer(protocol: str, payload: Mapping[str, Any]) -> Any:
     """The stored form of an item's known QA answer (None when it has none)."""
     answer = payload.get("answer")
-    if protocol == "m3verse":
-        return qa_answer(answer, fmt="choice", multiple=True)
-    if protocol == "visualtrans":
-        return qa_answer(answer, fmt=payload.get("format") or "choice")
-    return answer
+    form = registry.get(protocol).known_answer_form(payload)
+    return answer if form is None else qa_answer(answer, **form)
 
 
-def is_score(value: Any) -> bool:
-    """A rating score: a whole number from 1 to 5 (N/A is None, never a score)."""
-    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 5
-
-
-def rating_scores(scores: Mapping[str, Any], criteria: Iterable[str] = OSC_CRITERIA) -> dict[str, Any]:
+def rating_scores(scores: Mapping[str, Any], criteria: Iterable[str]) -> dict[str, Any]:
     """Every criterion's score (or None for N/A), in criteria order."""
     return {c: scores[c] for c in criteria}
-
-
-def gold_scores(scores: Mapping[str, Any]) -> dict[str, Any]:
-    """An OSCBench gold item's expected scores: the criteria it gives (a subset), in criteria order."""
-    return {c: scores[c] for c in OSC_CRITERIA if c in scores}

@@ -1,7 +1,7 @@
 """The one runner of fixed SQL statements on the hot paths: the task queue (annotation/queue/) and
 the token and project-with-role lookups of every API request (annotation/permissions.py).
 
-On PostgreSQL a statement goes through a psycopg RawCursor with server-side binding: its
+A statement goes through a psycopg RawCursor with server-side binding: its
 `%(name)s` placeholders are rewritten once per process as PostgreSQL's own $1, $2, ... (psycopg
 would otherwise re-parse a long statement such as the claim on every call), and with preparing on
 (config/settings.py prepare_threshold; off with DATABASE_PREPARE=0) it is parsed and planned once
@@ -39,7 +39,7 @@ def native(sql: str) -> tuple[str, tuple[str, ...]]:
 
 
 def rows(sql: str, params: dict, *, using: str = DEFAULT_DB_ALIAS, prepare: bool | None = True) -> list[tuple]:
-    """Run one statement inside the caller's transaction on PostgreSQL; all rows.
+    """Run one statement inside the caller's transaction; all rows.
 
     prepare=True prepares it on its first run on a connection (the queue's statements), None after
     psycopg's prepare_threshold runs (the per-request lookups of permissions.py).
@@ -58,16 +58,8 @@ def rows(sql: str, params: dict, *, using: str = DEFAULT_DB_ALIAS, prepare: bool
 
 
 def first_row(sql: str, params: dict, *, using: str = DEFAULT_DB_ALIAS) -> tuple | None:
-    """The first row of a lookup by key (or None), on any database.
-
-    On PostgreSQL through rows() with whole numbers sent as int8 and preparing left to
-    prepare_threshold; elsewhere (the SQLite demo) Django's default cursor.
-    """
-    db = connections[using]
-    if db.vendor != "postgresql":
-        with db.cursor() as cursor:
-            cursor.execute(sql, params)
-            return cursor.fetchone()
+    """The first row of a lookup by key (or None): through rows() with whole numbers sent as int8
+    and preparing left to prepare_threshold."""
     params = {k: Int8(v) if isinstance(v, int) and not isinstance(v, bool) else v for k, v in params.items()}
     found = rows(sql, params, using=using, prepare=None)
     return found[0] if found else None

@@ -1,5 +1,5 @@
 """An annotator's own recent work: their submissions in a project, newest first, and amending one
-while its item is not reviewed yet (issue 11, item 5).
+while its item is not reviewed yet (an annotator may correct a mistake until a reviewer has seen it).
 
 An amendment goes through the submit's validation (results.validate_result with the item's
 context) and replaces the annotation's result in place, so agreement, review, auto-verification,

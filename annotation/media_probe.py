@@ -27,6 +27,10 @@ from pathlib import Path
 
 import ffmpeg
 
+# MediaError, the one error of unreadable media, is defined with the prompts that catch it (a
+# prompt fails only its own query when an item's media cannot be prepared).
+from protocols.kit.prompting import MediaError
+
 HASH_CHUNK = 1024 * 1024
 
 
@@ -79,8 +83,6 @@ class VideoInfo:
     rotation: int = 0
 
 
-class MediaError(RuntimeError):
-    """A media file cannot be read or prepared; the message names the file and says why."""
 
 
 class VideoUnreadable(MediaError):

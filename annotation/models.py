@@ -4,13 +4,30 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from protocols import registry
 
-class Protocol(models.TextChoices):
-    STATUS = "status", "STATUS Bench (quintuplets)"
-    CHANGEIT = "changeit", "ChangeIt-Frames (boxes + state)"
-    VISUALTRANS = "visualtrans", "VisualTrans (image QA)"
-    M3VERSE = "m3verse", "M3-Verse (video-pair QA)"
-    OSCBENCH = "oscbench", "OSCBench (video rating)"
+from background.models import TrackedRun
+
+
+class _RegisteredProtocols(type):
+    """Class-level views of the protocol registry (protocols/registry.py)."""
+
+    @property
+    def values(cls) -> list[str]:
+        return list(registry.names())
+
+    @property
+    def choices(cls) -> list[tuple[str, str]]:
+        return registry.choices()
+
+    def __call__(cls, name: str):
+        return registry.get(name)
+
+
+class Protocol(metaclass=_RegisteredProtocols):
+    """The registered protocols: ``Protocol.values``, ``Protocol.choices`` and ``Protocol(name)``
+    (the protocol object, protocols/base.py). Projects' and jobs' choices are the registry's when
+    the models load (with the built-in setting: the five protocols of migration 0001)."""
 
 
 class Workflow(models.TextChoices):
@@ -20,13 +37,8 @@ class Workflow(models.TextChoices):
     RATING = "rating", "Likert video rating"
 
 
-WORKFLOW_OF_PROTOCOL = {
-    Protocol.STATUS: Workflow.QUINTUPLET,
-    Protocol.CHANGEIT: Workflow.BOX,
-    Protocol.VISUALTRANS: Workflow.QA,
-    Protocol.M3VERSE: Workflow.QA,
-    Protocol.OSCBENCH: Workflow.RATING,
-}
+# protocol name -> the workflow form it is annotated in (each protocol's `workflow`).
+WORKFLOW_OF_PROTOCOL = registry.Attribute("workflow")
 
 
 class Role(models.TextChoices):
@@ -40,13 +52,13 @@ class Role(models.TextChoices):
 ROLE_RANK = {Role.ANNOTATOR: 1, Role.REVIEWER: 2, Role.RESEARCHER: 3, Role.ADMIN: 4}
 
 
-# Annotations each item gets when a project does not say: video ratings are noisy, so three
-# raters per video; every other workflow starts with one.
-DEFAULT_ANNOTATIONS_PER_ITEM = {Protocol.OSCBENCH: 3}
-
-
 def default_annotations_per_item(protocol: str) -> int:
-    return DEFAULT_ANNOTATIONS_PER_ITEM.get(protocol, 1)
+    """Annotations each item gets when a project does not say: the protocol's default (video
+    ratings are noisy, so three raters per video; every other workflow starts with one)."""
+    try:
+        return registry.get(protocol).default_annotations_per_item
+    except registry.UnknownProtocol:
+        return 1
 
 
 class Project(models.Model):
@@ -186,7 +198,7 @@ class ItemStatus(models.TextChoices):
 class Item(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="items")
     external_id = models.CharField(max_length=200)
-    # The protocol payload in the interchange format of PROTOCOLS.md, media fields as relative paths.
+    # The protocol payload in the interchange format (docs/architecture.md), media fields as relative paths.
     payload = models.JSONField(default=dict)
     # Media field name -> asset sha256 (or list of sha256 for list fields such as VisualTrans images).
     media = models.JSONField(default=dict, blank=True)
@@ -372,19 +384,13 @@ class ImportKind(models.TextChoices):
     ANNOTATIONS = "annotations", "Human annotations"
 
 
-class ImportStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    FINISHED = "finished", "Imported"
-    REFUSED = "refused", "Refused (nothing written)"
-    FAILED = "failed", "Failed (nothing written)"
-
-
-class ImportRun(models.Model):
+class ImportRun(TrackedRun):
     """An upload from the import page or API, imported by a Celery worker (`default` queue).
 
     The file waits under CACHE_ROOT/uploads (shared by web and workers) and is removed once the
-    run ends. The command `import_items` imports in its own process and makes no run.
+    run ends. The command `import_items` imports in its own process and makes no run. Its status,
+    claim, heartbeat and recovery are every background run's (background/, TrackedRun): a refused
+    file ends REFUSED, with the reasons in ``errors``.
     """
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="import_runs")
@@ -394,23 +400,14 @@ class ImportRun(models.Model):
     file_name = models.CharField(max_length=255)
     file_bytes = models.BigIntegerField(default=0)
     staged_path = models.CharField(max_length=1000, blank=True)
-    status = models.CharField(max_length=20, choices=ImportStatus.choices, default=ImportStatus.QUEUED)
     report = models.JSONField(default=dict, blank=True)  # the importer's report once imported
     errors = models.JSONField(default=list, blank=True)  # "line N: field F: reason" (first ones) when refused
     error_count = models.PositiveIntegerField(default=0)
-    # Crash recovery (importing/runs.py): claims so far, the claiming worker, and the heartbeat
-    # it refreshes while it imports; the watchdog re-queues a run whose heartbeat lapsed.
-    attempts = models.PositiveSmallIntegerField(default=0)
-    worker = models.CharField(max_length=200, blank=True)
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
     # How far the claiming worker has read (importing/runs.py): bytes of the items file read so far
     # out of progress_total, its size (uncompressed in a zip) times the importer's passes over it;
     # 0 of 0 until the worker has opened the file.
     progress_bytes = models.BigIntegerField(default=0)
     progress_total = models.BigIntegerField(default=0)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-pk"]
@@ -418,10 +415,6 @@ class ImportRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.project.slug} import #{self.pk} ({self.status})"
-
-    @property
-    def done(self) -> bool:
-        return self.status in (ImportStatus.FINISHED, ImportStatus.REFUSED, ImportStatus.FAILED)
 
 
 class AuditAction(models.TextChoices):

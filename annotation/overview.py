@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django.db.models import Count
 
+from protocols import registry
+
 from .models import Project, Role
 from .permissions import has_role, role_in
 from .selectors import item_counts
@@ -19,7 +21,7 @@ def project_overview_data(*, project: Project, user) -> dict:
         links.update(review=f"{base}/review/", agreement=f"{base}/agreement/")
     if has_role(user, project, Role.RESEARCHER):
         links["leaderboard"] = f"{base}/leaderboard/"
-        if project.protocol == "oscbench":  # human–judge correlation exists for ratings only
+        if registry.get(project.protocol).board == "generators":  # human–judge correlation: ratings only
             links["correlation"] = f"{base}/correlation/"
     if has_role(user, project, Role.RESEARCHER):
         links.update(releases=f"{base}/releases/", import_=f"{base}/import/", audit=f"{base}/audit/",

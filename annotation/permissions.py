@@ -176,8 +176,8 @@ class TokenAuthentication(authentication.TokenAuthentication):
 
     Same statement (the token joined with its user), same checks and messages; what goes is the
     ORM's per-request building and compiling of `Token.objects.select_related("user").get(key=...)`,
-    about 1 ms of CPU per request, more than the query itself. Other databases (the SQLite demo),
-    or models whose fields need converting from the database, take DRF's own path. Both paths
+    about 1 ms of CPU per request, more than the query itself. Models whose fields need converting
+    from the database take DRF's own path. Both paths
     add the token's lifetime and the count of wrong tokens per address (annotation/tokens.py).
     """
 
@@ -205,8 +205,7 @@ class TokenAuthentication(authentication.TokenAuthentication):
             connection = connections[alias]
             token_model, user_model = self.get_model(), get_user_model()
             token_fields, user_fields = token_model._meta.concrete_fields, user_model._meta.concrete_fields
-            if connection.vendor != "postgresql" or any(
-                    hasattr(f, "from_db_value") for f in (*token_fields, *user_fields)):
+            if any(hasattr(f, "from_db_value") for f in (*token_fields, *user_fields)):
                 self._compiled[alias] = None
                 return None
             qn = connection.ops.quote_name

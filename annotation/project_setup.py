@@ -19,6 +19,8 @@ from typing import Any, Callable
 
 from django.db import IntegrityError, transaction
 
+from protocols import registry
+
 from .audit import audit_record
 from .disagreement import THRESHOLDS_OF_WORKFLOW, thresholds_clean, thresholds_from
 from .models import (
@@ -28,7 +30,6 @@ from .models import (
     ItemStatus,
     Membership,
     Project,
-    Protocol,
     Role,
     Workflow,
     default_annotations_per_item,
@@ -124,8 +125,8 @@ def suggestions_clean(value: Any, errors: dict[str, str]) -> bool | None:
 
 
 def multiple_clean(value: Any, errors: dict[str, str]) -> bool | None:
-    """multiple, read by protocols.m3verse_multiple (used only when true or false; default
-    M3VERSE_MULTIPLE_DEFAULT)."""
+    """multiple, read by a QA protocol's answer_shape (protocols/base.py; used only when true or
+    false, else the protocol's default)."""
     return _flag(value, "multiple", errors)
 
 
@@ -203,14 +204,19 @@ def _disagreement_clean(value: Any, errors: dict[str, str], *, protocol: str) ->
     return None if refused else clean
 
 
-ALL_PROTOCOLS = tuple(Protocol.values)
-
-
 @dataclass(frozen=True)
 class SettingRule:
     clean: Callable[..., Any]  # (value, errors) -> clean value, or None with the error in errors
-    protocols: tuple[str, ...] = ALL_PROTOCOLS  # the projects whose code reads the key
+    # A protocol-specific key: read only by the protocols listing it in their settings_keys
+    # (protocols/base.py); None: every project reads it.
+    key: str | None = None
     takes_protocol: bool = False  # clean(value, errors, protocol=...)
+
+    @property
+    def protocols(self) -> tuple[str, ...]:
+        """The protocols whose projects' code reads the key."""
+        names = registry.names()
+        return names if self.key is None else tuple(n for n in names if self.key in registry.get(n).settings_keys)
 
 
 # Every key of Project.settings that the code reads (models.Project.settings documents them).
@@ -218,10 +224,10 @@ SETTING_RULES: dict[str, SettingRule] = {
     "gold_share": SettingRule(gold_share_clean),
     "lease_seconds": SettingRule(lease_seconds_clean),
     "auto_verify": SettingRule(auto_verify_clean),
-    "suggestions": SettingRule(suggestions_clean, (Protocol.STATUS, Protocol.VISUALTRANS, Protocol.M3VERSE)),
-    "rubric": SettingRule(rubric_clean, (Protocol.OSCBENCH,)),
-    "state_labels": SettingRule(state_labels_clean, (Protocol.CHANGEIT,)),
-    "multiple": SettingRule(multiple_clean, (Protocol.M3VERSE,)),
+    "suggestions": SettingRule(suggestions_clean, key="suggestions"),
+    "rubric": SettingRule(rubric_clean, key="rubric"),
+    "state_labels": SettingRule(state_labels_clean, key="state_labels"),
+    "multiple": SettingRule(multiple_clean, key="multiple"),
     "disagreement": SettingRule(_disagreement_clean, takes_protocol=True),
     "license": SettingRule(license_clean),
     "citation": SettingRule(citation_clean),
@@ -266,7 +272,7 @@ def project_settings_check(*, protocol: str, settings: Any) -> tuple[dict[str, A
             errors[str(key)] = f"Not a project setting; the settings are {', '.join(SETTING_RULES)}."
             continue
         if protocol not in rule.protocols:
-            errors[key] = f"Only {', '.join(Protocol(p).label for p in rule.protocols)} projects read it."
+            errors[key] = f"Only {', '.join(registry.get(p).label for p in rule.protocols)} projects read it."
             continue
         before = len(errors)
         value = rule.clean(value, errors, protocol=protocol) if rule.takes_protocol else rule.clean(value, errors)
@@ -318,8 +324,8 @@ def project_create(*, user, name: Any, slug: Any, protocol: Any, annotations_per
         errors["slug"] = f"'{slug}' is reserved; choose another."
     elif Project.objects.filter(slug=slug).exists():
         errors["slug"] = f"A project '{slug}' exists already."
-    if protocol not in Protocol.values:
-        errors["protocol"] = f"One of: {', '.join(Protocol.values)}."
+    if protocol not in registry.names():
+        errors["protocol"] = f"One of: {', '.join(registry.names())}."
         protocol = ""
     per_item = None
     if annotations_per_item not in (None, ""):

@@ -1,7 +1,7 @@
 """Releases: freeze a split's verified items into an immutable, checksummed version, and export it.
 
 Freezing copies every verified item of one split, ordered by external id, into `ReleaseItem`
-rows whose payload is the item's *export line*: the import format of PROTOCOLS.md (``id``, the
+rows whose payload is the item's *export line*: the import format (docs/architecture.md, "Interchange formats": ``id``, the
 protocol fields, ``split``, ``tags``) plus ``resolved`` — every query's option order and correct
 answer from `annotation.protocols.resolve_queries` with the project's option seed (ChangeIt gets
 the label vocabulary of the whole release). The export then streams those stored lines as they
@@ -35,13 +35,15 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import TextField
 from django.db.models.functions import Cast
 
+from protocols import registry
+
 from .audit import audit_record
 from .models import AuditAction, Item, ItemStatus, MediaAsset, Project, Release, ReleaseItem
 from .importing.copy_spool import copy_text
 from .interchange import coco, hf
 from .interchange.header import release_header
 from .interchange.stream_zip import StreamSink
-from .protocols import changeit_vocabulary, resolve_queries
+from .protocols import resolve_queries, vocabulary
 
 VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,49}$")
 FREEZE_BATCH = 2000
@@ -53,7 +55,8 @@ BOX_ONLY_FORMATS = ("coco", "coco_zip")  # COCO object detection: box projects o
 
 def export_formats(protocol: str) -> tuple[str, ...]:
     """The formats a release of this protocol exports to."""
-    return tuple(f for f in EXPORT_FORMATS if protocol == "changeit" or f not in BOX_ONLY_FORMATS)
+    boxes = registry.get(protocol).workflow == "box"
+    return tuple(f for f in EXPORT_FORMATS if boxes or f not in BOX_ONLY_FORMATS)
 
 
 class ReleaseRefused(Exception):
@@ -86,9 +89,9 @@ def release_freeze(*, project: Project, version: str, split: str = "test", user=
     items = Item.objects.filter(project=project, split=split, status=ItemStatus.VERIFIED).order_by("external_id")
     if not items.exists():
         raise ReleaseRefused(f"split: no verified items in split {split!r}")
-    vocabulary = None
-    if project.protocol == "changeit":
-        vocabulary = changeit_vocabulary(items.values_list("payload", flat=True).iterator(chunk_size=EXPORT_CHUNK))
+    # Release-wide data the protocol's queries need (None for most: their iterator is never run).
+    release_vocabulary = vocabulary(project.protocol,
+                                    items.values_list("payload", flat=True).iterator(chunk_size=EXPORT_CHUNK))
     try:
         with transaction.atomic():
             release = Release.objects.create(
@@ -107,11 +110,11 @@ def release_freeze(*, project: Project, version: str, split: str = "test", user=
             split=split,
             tags=tags,
             seed=project.option_seed,
-            vocabulary=vocabulary,
+            vocabulary=release_vocabulary,
         )
         text = canonical(line)
         digest.update(text + b"\n")
-        writer.add(pk, text, line)
+        writer.add(pk, text)
     writer.finish()
     release.item_count = writer.position
     release.checksum = digest.hexdigest()
@@ -122,20 +125,16 @@ def release_freeze(*, project: Project, version: str, split: str = "test", user=
 
 
 class _ReleaseItemWriter:
-    """Appends release items in position order: COPY on PostgreSQL, bulk_create elsewhere."""
+    """Appends release items in position order, through COPY."""
 
     def __init__(self, release: Release):
         self.release = release
         self.position = 0
-        self.use_copy = connection.vendor == "postgresql"
-        self.buffer: list = []
+        self.buffer: list[str] = []
 
-    def add(self, item_pk: int, text: bytes, line: dict) -> None:
-        if self.use_copy:
-            json_text = text.decode("utf-8")
-            self.buffer.append(f"{self.release.pk}\t{item_pk}\t{self.position}\t{copy_text(json_text)}\n")
-        else:
-            self.buffer.append(ReleaseItem(release=self.release, item_id=item_pk, position=self.position, payload=line))
+    def add(self, item_pk: int, text: bytes) -> None:
+        json_text = text.decode("utf-8")
+        self.buffer.append(f"{self.release.pk}\t{item_pk}\t{self.position}\t{copy_text(json_text)}\n")
         self.position += 1
         if len(self.buffer) >= FREEZE_BATCH:
             self.flush()
@@ -143,13 +142,10 @@ class _ReleaseItemWriter:
     def flush(self) -> None:
         if not self.buffer:
             return
-        if self.use_copy:
-            table = ReleaseItem._meta.db_table
-            with connection.cursor() as cur:
-                with cur.cursor.copy(f'COPY "{table}" (release_id, item_id, position, payload) FROM STDIN') as copy:
-                    copy.write("".join(self.buffer).encode("utf-8"))
-        else:
-            ReleaseItem.objects.bulk_create(self.buffer)
+        table = ReleaseItem._meta.db_table
+        with connection.cursor() as cur:
+            with cur.cursor.copy(f'COPY "{table}" (release_id, item_id, position, payload) FROM STDIN') as copy:
+                copy.write("".join(self.buffer).encode("utf-8"))
         self.buffer = []
 
     def finish(self) -> None:
@@ -157,7 +153,7 @@ class _ReleaseItemWriter:
 
 
 def release_lines(release: Release) -> Iterator[dict]:
-    """The export lines in release order, fetched in chunks (server-side cursor on PostgreSQL)."""
+    """The export lines in release order, fetched in chunks (a server-side cursor)."""
     rows = ReleaseItem.objects.filter(release=release).order_by("position").values_list("payload", flat=True)
     return rows.iterator(chunk_size=EXPORT_CHUNK)
 
@@ -255,7 +251,7 @@ def _zip_parts(release: Release) -> Iterator[bytes]:
 def release_export(release: Release, fmt: str = "json") -> Iterator[bytes]:
     """The release as a stream of byte chunks in `fmt` (json | jsonl | zip | hf (a zipped dataset
     folder) | coco | coco_zip)."""
-    if fmt in BOX_ONLY_FORMATS and release.project.protocol != coco.BOX_PROTOCOL:
+    if fmt in BOX_ONLY_FORMATS and registry.get(release.project.protocol).workflow != "box":
         raise ReleaseRefused(f"{fmt} export is for box projects (ChangeIt-Frames), not {release.project.protocol}")
     if fmt == "hf":
         return (chunk for chunk in hf.hf_zip_parts(release, flush_bytes=FLUSH_BYTES) if chunk)

@@ -13,16 +13,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from protocols.fields import rating_score_errors
+from protocols.status import RESULT_FIELDS as QUINTUPLET_FIELDS
+from protocols.status.fields import CATEGORIES, DIFFERENCES
+
 from . import canonical
-from .protocols import (
-    BOX_OUTCOMES,
-    LETTERS,
-    OSC_CRITERIA,
-    OSC_NULLABLE,
-    QA_FLAGS,
-    STATUS_CATEGORIES,
-    STATUS_DIFFERENCES,
-)
+from .protocols import BOX_OUTCOMES, LETTERS, QA_FLAGS
 
 MAX_TEXT = 500
 
@@ -49,8 +45,10 @@ class QAContext:
 
 @dataclass(frozen=True)
 class RatingContext:
-    criteria: tuple[str, ...] = OSC_CRITERIA
-    nullable: tuple[str, ...] = OSC_NULLABLE
+    """The rating form of an item's protocol: its criteria (in the form's order) and those that may be N/A."""
+
+    criteria: tuple[str, ...]
+    nullable: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -83,7 +81,6 @@ def _unknown_keys(result: dict[str, Any], allowed: set[str], errors: dict[str, s
 
 # --- quintuplet ---------------------------------------------------------------------------
 
-QUINTUPLET_FIELDS = ("state_a", "state_b", "change", "change_distractors", "category", "difference")
 
 # Words that begin a noun phrase, never a verb: a change description starting with one of these
 # ("the door opens", "a door being opened") is probably not an imperative verb phrase.
@@ -134,7 +131,7 @@ def validate_quintuplet(result: Any) -> Validated:
             errors.setdefault("change_distractors", "A wrong change description repeats the correct change.")
     if clean.get("state_a") and clean.get("state_b") and clean["state_a"].lower() == clean["state_b"].lower():
         errors["state_b"] = "The two states must differ."
-    for name, allowed in (("category", STATUS_CATEGORIES), ("difference", STATUS_DIFFERENCES)):
+    for name, allowed in (("category", CATEGORIES), ("difference", DIFFERENCES)):
         value = result.get(name)
         if value not in allowed:
             errors[name] = f"Choose one of: {', '.join(allowed)}."
@@ -249,43 +246,8 @@ def validate_qa(result: Any, ctx: QAContext) -> Validated:
 
 # --- video rating -------------------------------------------------------------------------
 
-_SCORE = "a whole number from 1 to 5"
-
-
-def rating_score_errors(scores: Any, *, criteria: tuple[str, ...] = OSC_CRITERIA,
-                        nullable: tuple[str, ...] = OSC_NULLABLE, complete: bool = True) -> dict[str | None, str]:
-    """The rating rule, checked here only: each criterion a score, a whole number from 1 to 5; N/A
-    (null) only for the `nullable` criteria (OSCBench: subject and scene). With `complete`, every
-    criterion is scored (a rating, submitted or imported); otherwise any non-empty subset (an
-    OSCBench gold item's expected scores).
-
-    Returns the reason for each criterion refused, unknown ones first, then in criteria order; the
-    key None when `scores` itself is refused (not an object, or an empty subset); {} when the rule
-    holds. The callers name the fields their own way: a submit's and an annotation line's
-    "scores.object", a gold item line's field "gold_scores" with "object: " before the reason.
-    """
-    na = " or null for N/A"
-    if not isinstance(scores, dict) or (not complete and not scores):
-        naming = "each" if complete else "at least one"
-        na_where = f" (null for N/A: {' and '.join(nullable)} only)" if nullable else ""
-        return {None: f"must be an object criterion -> {_SCORE}{na_where}, naming {naming} of {', '.join(criteria)}"}
-    errors: dict[str | None, str] = {}
-    for name in sorted(set(scores) - set(criteria), key=str):
-        errors[name] = f"unknown criterion; allowed: {', '.join(criteria)}"
-    for name in criteria:
-        or_na = na if name in nullable else ""
-        if name not in scores:
-            if complete:
-                errors[name] = f"missing: give {_SCORE}{or_na}"
-        elif scores[name] is None:
-            if name not in nullable:
-                errors[name] = f"may not be null (only {' and '.join(nullable) or 'no criterion'} may be N/A)"
-        elif not canonical.is_score(scores[name]):
-            errors[name] = f"must be {_SCORE}{or_na}"
-    return errors
-
-
-def validate_rating(result: Any, ctx: RatingContext = RatingContext()) -> Validated:
+def validate_rating(result: Any, ctx: RatingContext) -> Validated:
+    """Scores by the rating rule (protocols.fields.rating_score_errors) for the item's criteria."""
     result = _require_mapping(result)
     errors: dict[str, str] = {}
     _unknown_keys(result, {"scores"}, errors)
@@ -305,5 +267,5 @@ def validate_result(workflow: str, result: Any, context: Any = None) -> Validate
     if workflow == "qa":
         return validate_qa(result, context)
     if workflow == "rating":
-        return validate_rating(result, context or RatingContext())
+        return validate_rating(result, context)
     raise ValueError(f"unknown workflow {workflow!r}")

@@ -1,7 +1,4 @@
 """Read paths of the annotation app."""
-import statistics
-
-from django.db import connection
 from django.db.models import (
     Aggregate,
     BooleanField,
@@ -19,7 +16,10 @@ from .disagreement import FIELD_LABELS, field_label, find_disagreement, threshol
 from .models import Annotation, Item, ItemReopening, ItemStatus, Project
 from .permissions import projects_visible_to, role_in
 from .project_setup import project_setting
-from .protocols import OSC_CRITERIA, qa_shape
+from protocols import registry
+from protocols.fields import BOX_OUTCOMES
+
+from .protocols import LETTERS, QA_FLAGS, qa_shape
 from .review_history import review_history
 
 
@@ -40,30 +40,11 @@ def project_list_for(*, user) -> list[dict]:
 
 
 # --- annotator payloads ----------------------------------------------------------------------
-# What an annotator may see is built from an allow-list per protocol: ground truth and metadata
-# (answers, subtasks, scenes, contexts, capabilities, generators, ...) never leave the server for
-# an annotator, including on gold items, which look exactly like the others.
-
-DEFAULT_OSC_RUBRIC = {
-    "subject": "Does the video show the subject the prompt names (a person, a hand, an animal), looking like it should? 1 = missing or wrong, 5 = clearly right. N/A when the prompt names no subject.",
-    "object": "Does the object that should change appear, recognisable and the right kind? 1 = missing or another object, 5 = clearly the right object.",
-    "action": "Is the action of the prompt carried out on the object? 1 = no such action, 5 = the action as described.",
-    "osc_accuracy": "Does the object end in the state the prompt asks for (sliced, melted, folded, ...)? 1 = no change or the wrong one, 5 = exactly the intended end state.",
-    "osc_consistency": "Does the change unfold believably and stay put: no jumps back, no object swapping identity, no state appearing from nowhere? 1 = incoherent, 5 = smooth and stable.",
-    "scene": "Does the setting match the place the prompt describes? 1 = wrong place, 5 = as described. N/A when the prompt names no scene.",
-    "realism": "Would the video pass for real footage: physics, hands, textures, lighting? 1 = clearly synthetic and broken, 5 = convincing.",
-    "aesthetics": "Is the video pleasant to watch: framing, sharpness, colour, no flicker? 1 = poor, 5 = excellent.",
-}
-OSC_CRITERION_LABELS = {
-    "subject": "Subject",
-    "object": "Object",
-    "action": "Action",
-    "osc_accuracy": "State change: accuracy",
-    "osc_consistency": "State change: consistency",
-    "scene": "Scene",
-    "realism": "Realism",
-    "aesthetics": "Aesthetics",
-}
+# What an annotator may see is built from an allow-list: the protocol's media fields and the
+# payload fields it declares shown (Protocol.annotator_fields), plus what the workflow's form
+# derives. Ground truth and metadata (answers, subtasks, scenes, contexts, capabilities,
+# generators, ...) never leave the server for an annotator, including on gold items, which look
+# exactly like the others.
 
 
 def media_urls_for(*, items) -> dict[str, dict]:
@@ -111,7 +92,7 @@ def box_candidates(*, project, payload: dict) -> list[str]:
 
 def rubric_for(*, project) -> dict[str, str]:
     """Per-criterion rubric: the project's own wording (settings["rubric"]) over the default."""
-    rubric = dict(DEFAULT_OSC_RUBRIC)
+    rubric = dict(registry.get(project.protocol).default_rubric)
     custom = project_setting(project.settings, "rubric", None, project=project.slug)
     if isinstance(custom, dict):
         rubric.update({k: str(v) for k, v in custom.items() if k in rubric and v})
@@ -173,63 +154,85 @@ def qa_suggested_answer(*, shape: dict, answer):
 
 def result_context_for(*, item):
     """What results.validate_result needs to check a result for this item."""
-    from .protocols import OSC_CRITERIA, OSC_NULLABLE
     from .results import BoxContext, QAContext, RatingContext
 
     project = item.project
     workflow = project.workflow
     if workflow == "box":
-        image = _media_field(item, "image", media_urls_for(items=[item])) or {}
+        image = _media_field(item, _media_names(project)[0], media_urls_for(items=[item])) or {}
         return BoxContext(width=image.get("width"), height=image.get("height"),
                           labels=tuple(box_candidates(project=project, payload=item.payload)))
     if workflow == "qa":
         shape = qa_shape(protocol=project.protocol, payload=item.payload, project_settings=project.settings)
         return QAContext(format=shape["format"], n_options=shape["n_options"], multiple=shape["multiple"])
     if workflow == "rating":
-        return RatingContext(criteria=OSC_CRITERIA, nullable=OSC_NULLABLE)
+        proto = registry.get(project.protocol)
+        return RatingContext(criteria=proto.criteria, nullable=proto.nullable)
     return None
 
 
+def _media_label(field: str, kind: str) -> str:
+    """A media field's caption on the forms: its name without the kind ("video_before" -> "Before")."""
+    prefix = "video_" if kind == "video" else "image_"
+    return (field[len(prefix):] if field.startswith(prefix) else field).replace("_", " ").capitalize()
+
+
+def workflow_form(*, project) -> dict:
+    """What a project's workflow form and its review and agreement pages show alike, from the
+    protocol: the media fields in order ({field, kind, label}) and, for a rating form, the criteria
+    ({key, label, allows_na}); for a quintuplet form the result's fields. Project-wide facts only
+    (never an item's), so a page carrying them cannot tell a gold item from another."""
+    proto = registry.get(project.protocol)
+    form: dict = {"workflow": project.workflow,
+                  "media": [{"field": f, "kind": k, "label": _media_label(f, k)} for f, k in proto.media_fields.items()]}
+    if project.workflow == "rating":
+        form["criteria"] = [{"key": c, "label": proto.criterion_labels[c], "allows_na": c in proto.nullable}
+                            for c in proto.criteria]
+    elif project.workflow == "quintuplet":
+        form["fields"] = list(proto.result_fields)
+    return form
+
+
+def _media_names(project) -> tuple[str, ...]:
+    return tuple(registry.get(project.protocol).media_fields)
+
+
 def annotator_item_payload(*, item) -> dict:
-    """The annotator-safe view of an item (an allow-list per protocol)."""
+    """The annotator-safe view of an item: an allow-list of the protocol's media fields and shown
+    fields, and what the workflow's form needs."""
     from .models import Suggestion
-    from .protocols import LETTERS, OSC_CRITERIA, OSC_NULLABLE, QA_FLAGS
 
     project = item.project
     protocol, workflow = project.protocol, project.workflow
+    proto = registry.get(protocol)
     payload = item.payload or {}
     assets = media_urls_for(items=[item])
     out: dict = {"id": item.pk, "workflow": workflow, "protocol": protocol}
+    for name, kind in proto.media_fields.items():
+        value = _media_field(item, name, assets)
+        out[name] = (value or []) if kind == "images" else value
+    for name in proto.annotator_fields:
+        out[name] = payload.get(name)
 
     def suggestions():
         # Machine-made answers, newest first: the pages pre-fill from the first one. Built only for
-        # the protocols that show them: a ChangeIt or OSC-Bench claim no longer builds a queryset.
+        # the workflows that show them: a box or rating claim builds no queryset.
         # None at all when the project turned them off (e.g. to keep QA answers blind).
         if not shows_suggestions(project=project):
             return Suggestion.objects.none()
         return Suggestion.objects.filter(item=item).order_by("-created_at", "-pk")
 
-    if protocol == "status":
-        out["image_a"] = _media_field(item, "image_a", assets)
-        out["image_b"] = _media_field(item, "image_b", assets)
+    if workflow == "quintuplet":
         out["suggestions"] = [{"source": s.source, "machine_made": True, "result": s.result} for s in suggestions()]
-    elif protocol == "changeit":
+    elif workflow == "box":
         # Not blind: the annotator confirms the listed state or corrects it from the candidates.
         candidates = box_candidates(project=project, payload=payload)
         listed = payload.get("state")
-        out["image"] = _media_field(item, "image", assets)
-        out["object"] = payload.get("object")
         out["proposed_state"] = listed if listed in candidates else None
         out["candidates"] = candidates
-        out["outcomes"] = ["nothing_to_label", "cannot_determine"]
-    elif protocol in ("visualtrans", "m3verse"):
-        if protocol == "visualtrans":
-            out["images"] = _media_field(item, "images", assets) or []
-        else:
-            out["video_before"] = _media_field(item, "video_before", assets)
-            out["video_after"] = _media_field(item, "video_after", assets)
+        out["outcomes"] = list(BOX_OUTCOMES)
+    elif workflow == "qa":
         shape = qa_shape(protocol=protocol, payload=payload, project_settings=project.settings)
-        out["question"] = payload.get("question")
         out["options"] = [{"letter": LETTERS[i], "text": t} for i, t in enumerate(payload.get("options") or [])]
         out["format"] = shape["format"]
         out["multiple"] = shape["multiple"]
@@ -240,13 +243,11 @@ def annotator_item_payload(*, item) -> dict:
             for s in suggestions()
             if (answer := qa_suggested_answer(shape=shape, answer=(s.result or {}).get("answer"))) is not None
         ]
-    elif protocol == "oscbench":
+    elif workflow == "rating":
         rubric = rubric_for(project=project)
-        out["video"] = _media_field(item, "video", assets)
-        out["prompt"] = payload.get("prompt")
         out["criteria"] = [
-            {"key": c, "label": OSC_CRITERION_LABELS[c], "allows_na": c in OSC_NULLABLE, "rubric": rubric[c]}
-            for c in OSC_CRITERIA
+            {"key": c, "label": proto.criterion_labels[c], "allows_na": c in proto.nullable, "rubric": rubric[c]}
+            for c in proto.criteria
         ]
         out["rubric"] = rubric
         out["rubric_text"] = rubric_text_for(project=project)  # one text for the whole scale, if any
@@ -324,14 +325,15 @@ def review_queue_for(*, project, limit: int = 100, offset: int = 0) -> dict:
     for r in rows:
         fields = [f["field"] for f in (r["disagreement"] or {}).get("fields", [])]
         items.append({**r, "updated_at": r["updated_at"].isoformat(), "disagreement": fields,
-                      "disagreement_labels": [field_label(project.workflow, f, OSC_CRITERION_LABELS) for f in fields]})
+                      "disagreement_labels": [field_label(project.workflow, f, registry.get(project.protocol).criterion_labels) for f in fields]})
     return {"counts": item_status_counts(project=project), "items": items}
 
 
 def review_field_labels(*, project) -> dict[str, str]:
     """Result field -> the annotation form's label, for the fields a reviewer compares."""
     if project.workflow == "rating":
-        return {f"scores.{c}": OSC_CRITERION_LABELS[c] for c in OSC_CRITERIA}
+        proto = registry.get(project.protocol)
+        return {f"scores.{c}": proto.criterion_labels[c] for c in proto.criteria}
     return dict(FIELD_LABELS.get(project.workflow, {}))
 
 
@@ -346,7 +348,7 @@ def item_review_detail(*, item) -> dict:
     disagreement = find_disagreement(project.workflow, [(a.pk, a.result) for a in annotations],
                                      thresholds_from(project.settings, project=project.slug))
     for entry in (disagreement or {}).get("fields", []):
-        entry["label"] = field_label(project.workflow, entry["field"], OSC_CRITERION_LABELS)
+        entry["label"] = field_label(project.workflow, entry["field"], registry.get(project.protocol).criterion_labels)
     reopening = (ItemReopening.objects.filter(item=item).order_by("-created_at", "-pk").first()
                  if item.status == ItemStatus.ANNOTATED else None)
     return {
@@ -377,6 +379,11 @@ def item_review_detail(*, item) -> dict:
         # each field with the annotation form's label.
         "disagreement": disagreement,
         "field_labels": review_field_labels(project=project),
+        # The form's shape for this item (a reviewer sees the truth anyway): media, criteria,
+        # fields, and for a QA item the answer it takes ({format, n_options, multiple}).
+        "form": {**workflow_form(project=project),
+                 **(qa_shape(protocol=project.protocol, payload=item.payload, project_settings=project.settings)
+                    if project.workflow == "qa" else {})},
         # Why a verified item is back in review (a participant's rejection took what it rested on).
         "reopened": ({"reason": reopening.reason, "decision": reopening.decision, "at": reopening.created_at.isoformat()}
                      if reopening is not None else None),
@@ -405,14 +412,8 @@ def project_agreement(*, project: Project, chunk_size: int = 5000) -> dict:
     (annotations and median time from SQL, gold accuracy, pairwise agreement) and per workflow."""
     workflow = project.workflow
     annotations = Annotation.objects.filter(item__project=project)
-    if connection.vendor == "postgresql":
-        workload = (annotations.values_list("annotator__username", "external_rater")
-                    .annotate(n=Count("id"), median_ms=_Median("time_spent_ms")).order_by())
-    else:  # the SQLite demo has no percentile_cont: medians in Python
-        spent: dict[tuple, list[int]] = {}
-        for username, rater, ms in annotations.values_list("annotator__username", "external_rater", "time_spent_ms").iterator():
-            spent.setdefault((username, rater), []).append(ms or 0)
-        workload = [(u, r, len(v), float(statistics.median(v))) for (u, r), v in spent.items()]
+    workload = (annotations.values_list("annotator__username", "external_rater")
+                .annotate(n=Count("id"), median_ms=_Median("time_spent_ms")).order_by())
 
     figures = agreement.ProjectAgreement(workflow)
     verified = str(ItemStatus.VERIFIED)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from protocols import registry
+
 from .audit import audit_record
 from .canonical import payload_answer
 from .models import Annotation, AuditAction, ExcludedAnnotation, Item, ItemStatus, Review, ReviewDecision
@@ -38,8 +40,9 @@ def _validate_review_edit(item: Item, result) -> dict:
             raise ResultInvalid(errors)
         base = result_context_for(item=item)
         n_options = len(fixes.get("options", item.payload.get("options") or []))
-        ctx = QAContext(format=base.format, n_options=n_options,
-                        multiple=base.multiple or item.project.protocol == "m3verse")
+        # A protocol whose known answers are lists keeps a list here (one letter too).
+        known = registry.get(item.project.protocol).known_answer_form(item.payload) or {}
+        ctx = QAContext(format=base.format, n_options=n_options, multiple=base.multiple or bool(known.get("multiple")))
         answer_part = {k: v for k, v in result.items() if k in ("answer", "flags")}
         clean = validate_result("qa", answer_part, ctx).result
         if clean["answer"] is None:

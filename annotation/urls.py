@@ -1,7 +1,7 @@
 """Pages of the annotation app (mounted at /)."""
-from django.urls import path
+from django.urls import path, re_path
 
-from .views import audit, history, home, imports, members, project_settings, releases, studies, work
+from .views import account, audit, history, home, imports, media, members, project_settings, releases, studies, work
 
 urlpatterns = [
     path("", home.home, name="home"),
@@ -26,4 +26,7 @@ urlpatterns = [
     # The public study link: anonymous by design (the crowd platform's id signs the participant in).
     path("study/<str:token>/", studies.study_entry, name="study-entry"),
     path("study/<str:token>/done/", studies.study_finish, name="study-finish"),
+    path("accounts/logout/", account.LogoutView.as_view(), name="logout"),  # also revokes the user's API tokens
+    # Media are served by Django only to signed-in users; production puts them on object storage.
+    re_path(r"^media/(?P<path>.*)$", media.serve_media, name="media"),
 ]

@@ -24,7 +24,7 @@ def apply_result_to_payload(workflow: str, payload: dict, result: dict, *, proto
         for name in agreement.QUINTUPLET_FIELDS:
             out[name] = result[name]
     elif workflow == "box":
-        # The import format (PROTOCOLS.md, importing/formats.py) keeps both kinds of answer in
+        # The import format (docs/protocols/changeit.md, importing/formats.py) keeps both kinds of answer in
         # `bbox`: a box, or "nothing_to_label" / "cannot_determine", so a verified item exports
         # and re-imports as it is. ("outcome" is only the annotation result's key.)
         out.pop("outcome", None)
@@ -123,11 +123,7 @@ MARKING_LOCK_CLASS = 0x53544C4D  # "STLM", the first key; the second is the proj
 
 def project_settings_to_mark(*, project: Project) -> dict:
     """The project's settings as committed now, for a submit about to mark the item it completed:
-    read under the project's marking lock, held shared until the transaction ends (see above). On
-    SQLite (the demo) every transaction takes the write lock when it begins, so the settings read
-    with the item are still the committed ones: returned as they are."""
-    if connection.vendor != "postgresql":
-        return project.settings
+    read under the project's marking lock, held shared until the transaction ends (see above)."""
     project_marking_lock_shared(project_id=project.pk)
     return Project.objects.filter(pk=project.pk).values_list("settings", flat=True).get()
 
@@ -136,18 +132,16 @@ def project_marking_lock_shared(*, project_id: int) -> None:
     """Take the project's marking lock shared until the transaction ends (see above): a completing
     submit after its item lock; an amendment before its item lock (the item it amends may be one a
     change is re-marking, so it must not hold that item while it waits). The settings are then read
-    in a statement of their own. Nothing to take on SQLite."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock_shared(%s, %s)", [MARKING_LOCK_CLASS, project_id])
+    in a statement of their own."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock_shared(%s, %s)", [MARKING_LOCK_CLASS, project_id])
 
 
 def project_marking_lock(*, project: Project) -> None:
     """Take the project's marking lock exclusively until the transaction ends: a threshold change,
-    before it lists the items to re-mark (see above). Nothing to take on SQLite (one writer at a time)."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [MARKING_LOCK_CLASS, project.pk])
+    before it lists the items to re-mark (see above)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [MARKING_LOCK_CLASS, project.pk])
 
 
 def items_mark_disagreement(*, project, item_ids: Iterable[int], chunk_size: int = 2000) -> int:

@@ -48,7 +48,7 @@ from PIL import Image  # noqa: E402
 from inference import media, video_frames  # noqa: E402
 from inference.backends.base import ModelQuery, Sampling  # noqa: E402
 from inference.backends.openai_backend import OpenAIBackend  # noqa: E402
-from inference.protocols.oscbench import JUDGE_SCHEMA  # noqa: E402
+from protocols.oscbench.prompts import JUDGE_SCHEMA  # noqa: E402
 
 
 def free_port() -> int:

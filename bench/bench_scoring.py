@@ -31,8 +31,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from evaluation.scoring import oscbench, runs, status  # noqa: E402
-from evaluation.scoring.answers import parse_answer  # noqa: E402
+from evaluation.scoring import runs  # noqa: E402
+from protocols.kit.answers import parse_answer  # noqa: E402
+from protocols.oscbench import scoring as oscbench  # noqa: E402
+from protocols.status import scoring as status  # noqa: E402
 
 
 def timed(label, fn):
@@ -132,9 +134,9 @@ def bench_videos(n_videos: int, n_boot: int) -> float:
         per_item = {key: [scores for _, scores in entries] for key, entries in ratings.items()}
         rows = {}
         for g in sorted(by_generator):
-            matrix = runs.score_oscbench_ratings(by_generator[g], per_item)
+            matrix = oscbench.score_ratings(by_generator[g], per_item)
             rows[g] = runs.finish("oscbench", matrix, n_boot=n_boot)
-        rows["Random"] = runs.finish("oscbench", runs.random_oscbench_matrix(items, seed=7919), n_boot=n_boot)
+        rows["Random"] = runs.finish("oscbench", oscbench.random_matrix(items, seed=7919), n_boot=n_boot)
         return rows
 
     rows, dt, _ = timed(f"  generator leaderboard + Random, CIs ({n_boot} resamples)", leaderboard)

@@ -10,8 +10,8 @@ check a redirect's target against img-src and media-src: pages then allow that o
 images and video (config/storage.py: media_origin), nothing else.
 
 A response that already carries a policy keeps it: /media/ answers with its own sandbox policy
-(config/media.py). With DEBUG on, error pages keep none: Django's technical 404 and 500 pages are
-built with inline style and script (production renders plain templates).
+(annotation/views/media.py). With DEBUG on, error pages keep none: Django's technical 404 and 500
+pages are built with inline style and script (production renders plain templates).
 
 Exceptions, each scoped to its paths, for pages that are not ours:
 - DRF's browsable API (HTML answers under /api/) has a Pygments <style> block and style

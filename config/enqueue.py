@@ -3,7 +3,7 @@
 Services call this instead of importing their app's ``tasks`` module, so no service ever imports
 a task (tasks import services, never the reverse) and work never starts before the rows it reads
 are committed. Looking the task up in the app's registry (rather than ``send_task``) keeps eager
-mode working for the SQLite demo, where there is no broker.
+mode working for the demo without Redis, where there is no broker.
 """
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from typing import Any
 
 from django.db import transaction
 
+from config.celery import app
+
 
 def enqueue(task_name: str, *args: Any, queue: str | None = None, **kwargs: Any) -> None:
     """Send ``task_name(*args, **kwargs)`` now, to ``queue`` or the task's routed queue (a tracked
     run passes its row's id as ``tracked_run``)."""
-    from config.celery import app
-
     if task_name not in app.tasks:  # autodiscovery is lazy outside a worker: import the task's module
         importlib.import_module(task_name.rsplit(".", 1)[0])
     options = {"queue": queue} if queue else {}
@@ -27,9 +27,3 @@ def enqueue(task_name: str, *args: Any, queue: str | None = None, **kwargs: Any)
 def enqueue_on_commit(task_name: str, *args: Any, queue: str | None = None) -> None:
     """Send ``task_name(*args)`` when the surrounding transaction commits (at once outside one)."""
     transaction.on_commit(lambda: enqueue(task_name, *args, queue=queue))
-
-
-def enqueue_many_on_commit(task_name: str, arg_lists: list[tuple], *, queue: str | None = None) -> None:
-    """Send one ``task_name(*args)`` per entry of ``arg_lists`` when the transaction commits."""
-    arg_lists = [tuple(a) for a in arg_lists]
-    transaction.on_commit(lambda: [enqueue(task_name, *args, queue=queue) for args in arg_lists])

@@ -1,6 +1,6 @@
 """StateLab settings, driven by environment variables.
 
-DATABASE_URL  PostgreSQL in production and tests; an SQLite file when unset (demo only).
+DATABASE_URL  PostgreSQL; unset: the demo's embedded PostgreSQL in STATELAB_DATA_DIR/postgres.
 REDIS_URL     Celery broker/result backend; when unset Celery runs tasks eagerly (demo only).
 SECRET_KEY, DEBUG, ALLOWED_HOSTS, MEDIA_ROOT, STATELAB_DATA_DIR.
 """
@@ -74,7 +74,7 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
-    "config.input_limits.InputLimitsMiddleware",  # upload cap (413), body caps, NUL bytes (400), before CSRF reads a body
+    "annotation.input_limits.InputLimitsMiddleware",  # upload cap (413), body caps, NUL bytes (400), before CSRF reads a body
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -102,6 +102,9 @@ TEMPLATES = [
 WSGI_APPLICATION = "config.wsgi.application"
 
 _database_url = os.environ.get("DATABASE_URL")
+# Without DATABASE_URL: the demo's embedded PostgreSQL, its data here, which `manage.py demo` starts
+# and stops (config/demo_database.py). It listens on a Unix socket in that folder.
+EMBEDDED_POSTGRES_DIR = None if _database_url else DATA_DIR / "postgres"
 if _database_url:
     # Persistent connections (a minute) in the web processes, checked before their first use in
     # each request: after a PostgreSQL restart the check finds the broken connection and opens a
@@ -109,31 +112,18 @@ if _database_url:
     # tests/test_faults.py). Celery workers open a new one for every task (Celery's Django fixup
     # closes them before and after each task).
     DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=60, conn_health_checks=True)}
-    # Server-side prepared statements (Django turns them off by default), planned once: generic
-    # plans (PostgreSQL would otherwise keep re-planning the task claim, 5 ms, to execute it in
-    # 0.5 ms). Only cursors with server-side binding prepare; the ORM's client-side cursors never
-    # do, so in practice this affects only the task queue's hot-path statements
-    # (annotation/services.py, prepare=True), and the project has no PL/pgSQL. Does not work
-    # behind a transaction-pooling PgBouncer: set DATABASE_PREPARE=0 there.
-    if os.environ.get("DATABASE_PREPARE", "1") != "0":
-        DATABASES["default"].setdefault("OPTIONS", {}).update(
-            prepare_threshold=5, options="-c plan_cache_mode=force_generic_plan")
 else:
-    DATA_DIR.mkdir(parents=True, exist_ok=True)
-    DATABASES = {
-        "default": {
-            "ENGINE": "django.db.backends.sqlite3",
-            "NAME": DATA_DIR / "demo.sqlite3",
-            # One writer at a time: every transaction takes the write lock when it begins
-            # (IMMEDIATE), waiting up to the busy timeout, instead of failing with "database is
-            # locked" when a read turns into a write; WAL lets readers go on beside the writer.
-            "OPTIONS": {
-                "timeout": 20,
-                "transaction_mode": "IMMEDIATE",
-                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=20000;",
-            },
-        }
-    }
+    DATABASES = {"default": {"ENGINE": "django.db.backends.postgresql", "NAME": "statelab", "USER": "postgres",
+                             "HOST": str(EMBEDDED_POSTGRES_DIR), "CONN_MAX_AGE": 60, "CONN_HEALTH_CHECKS": True}}
+# Server-side prepared statements (Django turns them off by default), planned once: generic
+# plans (PostgreSQL would otherwise keep re-planning the task claim, 5 ms, to execute it in
+# 0.5 ms). Only cursors with server-side binding prepare; the ORM's client-side cursors never
+# do, so in practice this affects only the task queue's hot-path statements
+# (annotation/services.py, prepare=True), and the project has no PL/pgSQL. Does not work
+# behind a transaction-pooling PgBouncer: set DATABASE_PREPARE=0 there.
+if os.environ.get("DATABASE_PREPARE", "1") != "0":
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        prepare_threshold=5, options="-c plan_cache_mode=force_generic_plan")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -199,6 +189,15 @@ CACHE_ROOT = Path(os.environ.get("STATELAB_CACHE_ROOT", DATA_DIR / "cache"))
 # Media referenced by a bare JSONL uploaded through the API or page are looked up here
 # (a zip upload carries its own media). Unset: MEDIA_ROOT/incoming.
 IMPORT_MEDIA_ROOT = os.environ.get("IMPORT_MEDIA_ROOT") or None
+# The benchmark protocols, one package each (protocols/base.py describes the interface): adding
+# one is a new package and a line here.
+STATELAB_PROTOCOLS = [
+    "protocols.status",
+    "protocols.changeit",
+    "protocols.visualtrans",
+    "protocols.m3verse",
+    "protocols.oscbench",
+]
 # The scorer inference's results.json asks for (inference never imports evaluation itself).
 STATELAB_JOB_METRICS = "evaluation.leaderboard.job_metrics"
 # Tasks sent by name, with (project_id, release_id), once an inference job ends FINISHED: the
@@ -211,11 +210,11 @@ IMPORT_MAX_FILE_BYTES = int(os.environ.get("IMPORT_MAX_FILE_BYTES", 2 * 1024**3)
 STATELAB_ENDPOINT_KEY_VARS = tuple(
     v.strip() for v in os.environ.get("STATELAB_ENDPOINT_KEY_VARS", "OPENAI_API_KEY").split(",") if v.strip())
 STATELAB_ENDPOINT_KEY_PREFIX = os.environ.get("STATELAB_ENDPOINT_KEY_PREFIX", "STATELAB_KEY_")
-# Bodies that are not uploads (JSON, forms) are read into memory: 413 above this (config/input_limits.py).
+# Bodies that are not uploads (JSON, forms) are read into memory: 413 above this (annotation/input_limits.py).
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 # Uploads stream to temporary files on disk, never into memory, and stop past the cap (413).
-FILE_UPLOAD_HANDLERS = ["config.input_limits.CappedUploadHandler"]
+FILE_UPLOAD_HANDLERS = ["annotation.input_limits.CappedUploadHandler"]
 STATELAB_MAX_UPLOAD_BYTES = int(os.environ.get("STATELAB_MAX_UPLOAD_BYTES", 2 * 1024**3))
 # Imports: the longest JSONL line read (in bounded chunks, never whole) and the total uncompressed
 # size a zip's central directory may declare (refused before anything is extracted).
@@ -245,7 +244,7 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 100,
     # JSON bodies holding a NUL byte are refused with 400 (PostgreSQL cannot store one).
     "DEFAULT_PARSER_CLASSES": [
-        "config.input_limits.NulFreeJSONParser",
+        "annotation.input_limits.NulFreeJSONParser",
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
@@ -322,6 +321,15 @@ STATELAB_RUN_MAX_ATTEMPTS = int(os.environ.get("STATELAB_RUN_MAX_ATTEMPTS", 3))
 # connection); a duplicate finds nothing to claim.
 STATELAB_RUN_RESEND_SECONDS = float(os.environ.get("STATELAB_RUN_RESEND_SECONDS", 60))
 STATELAB_WATCHDOG_SECONDS = float(os.environ.get("STATELAB_WATCHDOG_SECONDS", 15))
+# The one background-run machinery (background/) names no app; these wire the apps' runs into it:
+# the table whose id a tracked task's message carries, what a run failed for good tells its owner,
+# and each table's watchdog pass (label: its counts' prefix in the watchdog's result).
+STATELAB_TRACKED_RUN_MODEL = "inference.BackgroundRun"
+STATELAB_TRACKED_RUN_FAILED = "inference.services.recovery.run_settle_job"
+STATELAB_RUN_WATCHERS = {
+    "runs": "inference.services.recovery.runs_watch",
+    "imports": "annotation.importing.runs.import_runs_watch",
+}
 # Workers report themselves per queue in Redis (config/workers.py) every few seconds, with a TTL.
 STATELAB_WORKER_HEARTBEAT_SECONDS = float(os.environ.get("STATELAB_WORKER_HEARTBEAT_SECONDS", 10))
 STATELAB_WORKER_TTL_SECONDS = int(os.environ.get("STATELAB_WORKER_TTL_SECONDS", 30))

@@ -7,8 +7,9 @@ that no two hosts need to share a folder for.
   local, else a copy under CACHE_ROOT/storage/<name>, downloaded once (into a private temporary
   file renamed into place, so concurrent workers never read half a file) and checked against the
   SHA-256 in its content-addressed name. Workers read media through it (inference's MediaPreparer).
-- `signed_url` is the short-lived presigned GET that /media/ redirects to (config/media.py), with
-  the response headers the bucket must answer with (type, disposition, cache).
+- `signed_url` is the short-lived presigned GET that /media/ redirects to
+  (annotation/views/media.py), with the response headers the bucket must answer with (type,
+  disposition, cache).
 - `media_origin` is the origin those URLs point at: pages must allow it for images and video in
   their Content-Security-Policy (config/csp.py), since browsers check a redirect's target too.
 """

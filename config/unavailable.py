@@ -44,7 +44,7 @@ def _unavailable_types() -> tuple[type[BaseException], ...]:
         import psycopg
 
         types += [psycopg.OperationalError, psycopg.InterfaceError]
-    except ImportError:  # pragma: no cover - psycopg is a dependency; SQLite demo without it
+    except ImportError:  # pragma: no cover - psycopg is a dependency
         pass
     try:  # the cache (leaderboards) and anything else talking to Redis directly
         import redis

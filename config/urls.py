@@ -1,11 +1,9 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path, re_path
+from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
-from annotation.views.account import LogoutView
 from config.health import healthz
-from config.media import serve_media
 
 # A database or Redis outage raised outside a view: 503, not 500 (config/unavailable.py).
 handler500 = "config.unavailable.server_error"
@@ -14,7 +12,6 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),  # database, Redis, live workers per queue (no sign-in)
     path("admin/", admin.site.urls),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
-    path("accounts/logout/", LogoutView.as_view(), name="logout"),  # also revokes the user's API tokens
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
@@ -23,7 +20,6 @@ urlpatterns = [
     path("api/", include("evaluation.api_urls")),
     path("", include("inference.urls")),
     path("", include("evaluation.urls")),
+    # The annotation app's pages, sign-out (which revokes API tokens) and /media/ (signed-in users only).
     path("", include("annotation.urls")),
-    # Media are served by Django only to signed-in users; production puts them on object storage.
-    re_path(r"^media/(?P<path>.*)$", serve_media, name="media"),
 ]

@@ -191,22 +191,6 @@ def on_worker_shutdown(**_) -> None:
         _current.stop()
 
 
-def on_worker_setup(sender=None, instance=None, **_) -> None:
-    """Celery's celeryd_after_setup (instance: the worker, its concurrency resolved, "auto"
-    included, and its pool not started yet): tell the code that sizes thread pools per task
-    (inference/video_frames.py: worker_threads) how many tasks this worker runs at once; its pool
-    processes inherit the environment. The solo pool runs one task at a time whatever its
-    concurrency says."""
-    from inference.video_frames import WORKER_TASKS_ENV
-
-    concurrency = getattr(instance, "concurrency", None)
-    if getattr(getattr(instance, "pool_cls", None), "__module__", "") == "celery.concurrency.solo":
-        concurrency = 1
-    if isinstance(concurrency, int) and concurrency > 0:
-        os.environ[WORKER_TASKS_ENV] = str(concurrency)
-
-
 def connect(signals) -> None:
-    signals.celeryd_after_setup.connect(on_worker_setup, weak=False)
     signals.worker_ready.connect(on_worker_ready, weak=False)
     signals.worker_shutdown.connect(on_worker_shutdown, weak=False)

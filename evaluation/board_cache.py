@@ -16,6 +16,7 @@ from typing import Any, Callable
 from django.core.cache import cache
 
 from annotation.models import Project, Release
+from protocols import registry
 
 from . import correlation, leaderboard, ranking, selectors
 from .scoring import runs
@@ -61,7 +62,7 @@ def warm(project_id: int, release_id: int | None) -> list[str]:
     for version in versions:
         board(project, version)
         done.append(f"leaderboard {version or 'live'}")
-        if project.protocol == "oscbench":
+        if registry.get(project.protocol).board == "generators":  # human–judge correlation: ratings only
             try:
                 report(project, version)
                 done.append(f"correlation {version or 'live'}")

@@ -55,7 +55,7 @@ def leaderboard_bars(board: dict[str, Any], key: str, *, scale_max: float | None
     the tick labels print the values and a note under the axis says where the full scale ends.
     ``scale_max`` fixes the end instead."""
     rows = board["rows"]
-    percent = board["protocol"] in runs.PERCENT_PROTOCOLS  # else 0-1 scores (video rating)
+    percent = runs.is_percent(board["protocol"])  # else 0-1 scores (video rating)
     places = places_for(board["protocol"])
     full = Decimal(100) if percent else Decimal(1)
     cells = [row_value(row, key) for row in rows]

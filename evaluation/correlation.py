@@ -1,11 +1,12 @@
-"""Human-MLLM agreement for video-rating projects (PROTOCOLS.md §5).
+"""Human-MLLM agreement for rating projects, whose boards rank generators (``Protocol.board ==
+"generators"``; the protocol's spec page, "Human–judge agreement").
 
 JSON: {"criteria": [...], "judges": [{"judge", "per_criterion": {criterion: {"kendall_tau_b",
 "spearman_rho", "n", "ci"}}, "system_kendall_tau_b"}], "human": {criterion: {"loo_kendall_tau_b",
 "loo_spearman_rho", "krippendorff_alpha"}}}. Judges are ordered by mean instance-level tau-b
 (the judge leaderboard). A statistic that cannot be computed is null with a "note" beside it.
 
-System level. ``system_kendall_tau_b`` (the issue's key) is Kendall tau-b between the generators
+System level. ``system_kendall_tau_b`` (the judge's headline system figure) is Kendall tau-b between the generators
 ranked by humans and by the judge, where a generator's score is the mean over the criteria of its
 per-criterion mean score (criteria it has values for; N/A never counts as 0); n = generators.
 With details, each judge also has ``system`` = {"kendall_tau_b" (the same value), "n", "ci"} and
@@ -17,30 +18,29 @@ criterion's mean alone), and each human entry has "n" (items rated by at least t
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
 from annotation.models import Project
-from annotation.protocols import OSC_CRITERIA as CRITERIA
+from protocols import registry
+from protocols.kit.bootstrap import N_BOOT, percentile_ci
+from protocols.kit.matrix import criteria_mean
 
 from . import selectors, stats
-from .scoring import oscbench
-
-N_BOOT = 1000
 
 
 class CorrelationError(ValueError):
     pass
 
 
-def _human_means(consensus: dict[int, list[dict]], keys: list) -> dict[str, list[float | None]]:
+def _human_means(consensus: dict[int, list[dict]], keys: list, *, criteria: Sequence[str]) -> dict[str, list[float | None]]:
     """Per criterion, each item's Human score: the mean of its consensus score dicts
     (selectors.consensus_ratings: a reviewer's adjudicated scores where there are some)."""
-    out: dict[str, list[float | None]] = {c: [] for c in CRITERIA}
+    out: dict[str, list[float | None]] = {c: [] for c in criteria}
     for key in keys:
         entries = consensus.get(key, [])
-        for c in CRITERIA:
+        for c in criteria:
             vals = [s.get(c) for s in entries if s.get(c) is not None]
             out[c].append(float(np.mean(vals)) if vals else None)
     return out
@@ -55,9 +55,10 @@ def _generator_means(values: list[float | None], generators: list[str]) -> dict[
 
 
 def _system_score(per_criterion: dict[str, list[float | None]], generators: list[str]) -> dict[str, float | None]:
-    """Per generator: the mean over criteria of its per-criterion mean (criteria it has values for)."""
-    per_gen = {c: _generator_means(per_criterion[c], generators) for c in CRITERIA}
-    return {g: oscbench.criteria_mean(per_gen[c][g] for c in CRITERIA) for g in sorted(set(generators))}
+    """Per generator: the mean over criteria (``per_criterion``'s keys) of its per-criterion mean
+    (criteria it has values for)."""
+    per_gen = {c: _generator_means(values, generators) for c, values in per_criterion.items()}
+    return {g: criteria_mean(per_gen[c][g] for c in per_gen) for g in sorted(set(generators))}
 
 
 def _resampled_generator_means(values: list[float | None], gen_codes: np.ndarray, n_gen: int, w: np.ndarray) -> np.ndarray:
@@ -97,7 +98,7 @@ def _mean_over_criteria(per_criterion: list[np.ndarray]) -> np.ndarray:
 def _system_entry(point: stats.Correlation, samples: np.ndarray) -> dict[str, Any]:
     entry: dict[str, Any] = {"kendall_tau_b": point.value, "n": point.n, "ci": None}
     if point.value is not None:
-        entry["ci"] = stats.percentile_ci(samples)
+        entry["ci"] = percentile_ci(samples)
     if point.note:
         entry["note"] = f"{point.note} (generators)"
     return entry
@@ -106,22 +107,24 @@ def _system_entry(point: stats.Correlation, samples: np.ndarray) -> dict[str, An
 def system_agreement(
     human: dict[str, list[float | None]], judge: dict[str, list[float | None]], generators: list[str], *, n_boot: int, seed: int = 0
 ) -> dict[str, Any]:
-    """System-level tau-b overall and per criterion, each with n (generators) and a bootstrap CI over items."""
+    """System-level tau-b overall and per criterion (``human``'s keys), each with n (generators) and a
+    bootstrap CI over items."""
+    criteria = tuple(human)
     names = sorted(set(generators))
     codes = np.array([names.index(g) for g in generators], dtype=np.int64)
     point_h, point_j = _system_score(human, generators), _system_score(judge, generators)
     overall = stats.kendall_tau_b([point_h[g] for g in names], [point_j[g] for g in names])
     per_point = {}
-    for c in CRITERIA:
+    for c in criteria:
         gh, gj = _generator_means(human[c], generators), _generator_means(judge[c], generators)
         per_point[c] = stats.kendall_tau_b([gh[g] for g in names], [gj[g] for g in names])
     overall_s = np.full(n_boot, np.nan)
-    per_s = {c: np.full(n_boot, np.nan) for c in CRITERIA}
+    per_s = {c: np.full(n_boot, np.nan) for c in criteria}
     if generators:
         for start, w in stats.resample_weights(len(generators), n_boot, seed):
             b = w.shape[0]
             hs, js = [], []
-            for c in CRITERIA:
+            for c in criteria:
                 h = _resampled_generator_means(human[c], codes, len(names), w)
                 j = _resampled_generator_means(judge[c], codes, len(names), w)
                 per_s[c][start : start + b] = _tau_over_generators(h, j)
@@ -130,13 +133,15 @@ def system_agreement(
             overall_s[start : start + b] = _tau_over_generators(_mean_over_criteria(hs), _mean_over_criteria(js))
     return {
         "overall": _system_entry(overall, overall_s),
-        "per_criterion": {c: _system_entry(per_point[c], per_s[c]) for c in CRITERIA},
+        "per_criterion": {c: _system_entry(per_point[c], per_s[c]) for c in criteria},
     }
 
 
 def build(project: Project, *, release_version: str | None = None, n_boot: int = N_BOOT) -> dict[str, Any]:
-    if project.protocol != "oscbench":
+    found = registry.get(project.protocol)
+    if found.board != "generators":
         raise CorrelationError("human-judge correlation applies to video-rating projects")
+    criteria = found.criteria
     release = selectors.release_for(project, release_version)
     items = selectors.scoring_items(project, release)
     keys = [it.key for it in items]
@@ -144,20 +149,20 @@ def build(project: Project, *, release_version: str | None = None, n_boot: int =
     ratings = selectors.ratings_by_item(items)
     # Judges are compared with the Human score, adjudicated where a reviewer edited the ratings;
     # the raters' own agreement (leave-one-rater-out, alpha) below uses the raw ratings.
-    human = _human_means(selectors.consensus_ratings(items, ratings), keys)
+    human = _human_means(selectors.consensus_ratings(items, ratings), keys, criteria=criteria)
 
     judges = []
     for job in selectors.judge_jobs(project, release):
         answers = selectors.job_answers(job)
-        judge_scores: dict[str, list[float | None]] = {c: [] for c in CRITERIA}
+        judge_scores: dict[str, list[float | None]] = {c: [] for c in criteria}
         for key in keys:
             ans = answers.get((key, "judge"))
             value = ans.value if ans is not None and isinstance(ans.value, dict) else {}
-            for c in CRITERIA:
+            for c in criteria:
                 v = value.get(c)
                 judge_scores[c].append(None if v is None else float(v))
         per_criterion = {}
-        for c in CRITERIA:
+        for c in criteria:
             result = stats.correlation_with_ci(judge_scores[c], human[c], n_boot=n_boot)
             entry = {k: result[k] for k in ("kendall_tau_b", "spearman_rho", "n", "ci")}
             if "note" in result:
@@ -173,7 +178,7 @@ def build(project: Project, *, release_version: str | None = None, n_boot: int =
     judges.sort(key=lambda j: (-(mean_tau(j) if mean_tau(j) is not None else -2.0), j["judge"]))
 
     human_ref: dict[str, Any] = {}
-    for c in CRITERIA:
+    for c in criteria:
         by_rater: dict[str, dict[int, float | None]] = defaultdict(dict)
         units = []
         for key in keys:
@@ -192,9 +197,9 @@ def build(project: Project, *, release_version: str | None = None, n_boot: int =
         loo_samples = stats.leave_one_rater_out_bootstrap(by_rater, keys, n_boot=n_boot)
         alpha_samples = stats.krippendorff_alpha_bootstrap(units, metric="ordinal", n_boot=n_boot)
         entry["ci"] = {
-            "loo_kendall_tau_b": stats.percentile_ci(loo_samples["loo_kendall_tau_b"]) if entry["loo_kendall_tau_b"] is not None else None,
-            "loo_spearman_rho": stats.percentile_ci(loo_samples["loo_spearman_rho"]) if entry["loo_spearman_rho"] is not None else None,
-            "krippendorff_alpha": stats.percentile_ci(alpha_samples) if alpha.value is not None else None,
+            "loo_kendall_tau_b": percentile_ci(loo_samples["loo_kendall_tau_b"]) if entry["loo_kendall_tau_b"] is not None else None,
+            "loo_spearman_rho": percentile_ci(loo_samples["loo_spearman_rho"]) if entry["loo_spearman_rho"] is not None else None,
+            "krippendorff_alpha": percentile_ci(alpha_samples) if alpha.value is not None else None,
         }
         notes = [n for n in (loo.get("note"), alpha.note) if n]
         if notes:
@@ -203,7 +208,7 @@ def build(project: Project, *, release_version: str | None = None, n_boot: int =
     return {
         "project": project.slug,
         "release": release.version if release is not None else None,
-        "criteria": list(CRITERIA),
+        "criteria": list(criteria),
         "judges": judges,
         "human": human_ref,
     }
@@ -216,7 +221,8 @@ def mean_tau(judge: dict[str, Any]) -> float | None:
 
 def scatter_points(project: Project, *, judge: str, criterion: str, release_version: str | None = None) -> tuple[list, list]:
     """(judge scores, human means) per item for one judge and criterion, None where missing."""
-    if criterion not in CRITERIA:
+    criteria = registry.get(project.protocol).criteria
+    if criterion not in criteria:
         raise CorrelationError(f"unknown criterion {criterion!r}")
     release = selectors.release_for(project, release_version)
     items = selectors.scoring_items(project, release)
@@ -225,7 +231,8 @@ def scatter_points(project: Project, *, judge: str, criterion: str, release_vers
     if not jobs:
         raise CorrelationError(f"no finished judge named {judge!r}")
     answers = selectors.job_answers(jobs[0])
-    human = _human_means(selectors.consensus_ratings(items, selectors.ratings_by_item(items)), keys)[criterion]
+    human = _human_means(selectors.consensus_ratings(items, selectors.ratings_by_item(items)), keys,
+                         criteria=criteria)[criterion]
     judged = []
     for key in keys:
         ans = answers.get((key, "judge"))

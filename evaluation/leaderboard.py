@@ -3,7 +3,7 @@
 Row JSON: {"model", "n", "parse_failures", "metrics": {key: value}, "ci": {key: [lo, hi]}} plus
 "rank" (interval-respecting, on the ranking's headline metric: ranking.py) and "breakdowns" (per category /
 difference / scenario ... as {key: {"value", "ci"}}). Values are JSON numbers printed from exact
-decimals: percent with two decimals, OSCBench 0-1 with three.
+decimals: percent with two decimals, or as the protocol says (``places``, ``percent``: ratings 0-1 with three).
 """
 from __future__ import annotations
 
@@ -12,12 +12,13 @@ from decimal import Decimal
 from typing import Any
 
 from annotation.models import Project
+from protocols import registry
+from protocols.kit.bootstrap import N_BOOT
 
 from . import ranking, selectors
 from .scoring import runs
 
 RANDOM_SEED_OFFSET = 7919  # Random rows: seeded from the release's option seed, offset so they differ from option orders
-N_BOOT = 1000
 
 
 class LeaderboardError(ValueError):
@@ -66,8 +67,8 @@ def build(project: Project, *, release_version: str | None = None, judge: str | 
     seed = (release.option_seed if release is not None else project.option_seed) + RANDOM_SEED_OFFSET
     rows: list[dict[str, Any]] = []
     human: dict[str, int] | None = None
-    if protocol == "oscbench":
-        rows = _generator_rows(project, release, items, judge=judge, n_boot=n_boot, seed=seed)
+    if registry.get(protocol).board == "generators":
+        rows = _generator_rows(protocol, project, release, items, judge=judge, n_boot=n_boot, seed=seed)
     else:
         if judge is not None:
             raise LeaderboardError("--judge applies to video-rating projects only")
@@ -96,7 +97,10 @@ def build(project: Project, *, release_version: str | None = None, judge: str | 
     return ranking.reordered(board, rank_by)
 
 
-def _generator_rows(project, release, items, *, judge: str | None, n_boot: int, seed: int) -> list[dict[str, Any]]:
+def _generator_rows(protocol, project, release, items, *, judge: str | None, n_boot: int, seed: int) -> list[dict[str, Any]]:
+    """Rows per generator of the items (a rating protocol's board), scored from the human ratings
+    or from one judge's answers, then the Random row."""
+    scoring = registry.get(protocol).scoring
     by_generator: dict[str, list[runs.ScoringItem]] = defaultdict(list)
     for item in items:
         by_generator[str(item.payload.get("generator") or "unknown")].append(item)
@@ -105,18 +109,18 @@ def _generator_rows(project, release, items, *, judge: str | None, n_boot: int, 
         # A reviewer's adjudicated scores stand for the raters' of that item (selectors.consensus_ratings).
         per_item = selectors.consensus_ratings(items, selectors.ratings_by_item(items))
         for generator in sorted(by_generator):
-            matrix = runs.score_oscbench_ratings(by_generator[generator], per_item)
-            rows.append(_row(generator, "oscbench", runs.finish("oscbench", matrix, n_boot=n_boot)))
+            matrix = scoring.score_ratings(by_generator[generator], per_item)
+            rows.append(_row(generator, protocol, runs.finish(protocol, matrix, n_boot=n_boot)))
     else:
         jobs = selectors.judge_jobs(project, release, judge)
         if not jobs:
             raise LeaderboardError(f"no finished judge named {judge!r} on this release")
         answers = selectors.job_answers(jobs[0])
         for generator in sorted(by_generator):
-            matrix = runs.score_oscbench_judge(by_generator[generator], answers)
-            rows.append(_row(generator, "oscbench", runs.finish("oscbench", matrix, n_boot=n_boot)))
+            matrix = scoring.score(by_generator[generator], answers)
+            rows.append(_row(generator, protocol, runs.finish(protocol, matrix, n_boot=n_boot)))
     if items:
-        rows.append(_row("Random", "oscbench", runs.finish("oscbench", runs.random_oscbench_matrix(items, seed=seed), n_boot=n_boot)))
+        rows.append(_row("Random", protocol, runs.finish(protocol, scoring.random_matrix(items, seed=seed), n_boot=n_boot)))
     return rows
 
 
@@ -148,21 +152,22 @@ def row_for_job(job, *, n_boot: int = 200) -> dict[str, Any]:
 def job_metrics(job) -> dict[str, Any]:
     """Scores of one evaluate job for its results.json (settings.STATELAB_JOB_METRICS points here).
 
-    A model on STATUS, ChangeIt, VisualTrans or M3-Verse: its leaderboard row on its release.
-    An OSCBench judge: per generator, the judge's mean scores per criterion (0-1) with bootstrap
+    A model on a protocol whose board ranks models: its leaderboard row on its release.
+    A judge on a rating protocol (board "generators"): per generator, the judge's mean scores per criterion (0-1) with bootstrap
     intervals; how far the judge agrees with human raters is the correlation page's business.
     """
-    if job.protocol != "oscbench":
+    if registry.get(job.protocol).board != "generators":
         return row_for_job(job, n_boot=200)
+    scoring = registry.get(job.protocol).scoring
     items = selectors.scoring_items(job.project, job.release)
     answers = selectors.job_answers(job)
     by_generator: dict[str, list[runs.ScoringItem]] = defaultdict(list)
     for item in items:
         by_generator[str(item.payload.get("generator") or "unknown")].append(item)
-    keys = runs.main_keys("oscbench")
+    keys = runs.main_keys(job.protocol)
     generators = []
     for generator in sorted(by_generator):
-        scored = runs.finish("oscbench", runs.score_oscbench_judge(by_generator[generator], answers), n_boot=200)
+        scored = runs.finish(job.protocol, scoring.score(by_generator[generator], answers), n_boot=200)
         generators.append({
             "generator": generator,
             "n": scored.matrix.n,

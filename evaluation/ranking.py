@@ -2,47 +2,58 @@
 and ranks of a board's rows. The one definition the table, the chart, the API, the downloads and
 the cached boards follow (they all read rows in the order ``order_and_rank`` leaves them). No Django.
 
-The headline is the figure the protocol's source paper judges models by (PROTOCOLS.md names the
-papers in ../shared/seeds/):
-- status: ROA. The paper measures VLMs "in terms of the proposed ROA metric"; its breakdown
-  tables print only rigorous accuracies, and its "highest among open-weight VLMs" (Qwen2.5-VL,
-  5.45) holds for ROA, not for OA (LLaVA-OneVision has the higher OA).
-- changeit: state accuracy, standard candidates, whole image (the first column of its Table 4).
-- visualtrans: overall accuracy (the last column of its Table 2, the figure its text compares).
-- m3verse: overall (the first column of its Table 2).
-- oscbench: the state-change score, the mean of state-change accuracy and consistency (the
-  benchmark's subject; its Table 4; PROTOCOLS.md §5's generator score).
-Ties on the headline go to the following keys in turn (the paper's next summary figures, in its
-column order), then to the model name; a missing value sorts below every number.
+The headline is the figure the protocol's source paper judges models by, with its reasons, in
+each protocol's package (``Protocol.ranking``, protocols/<name>/__init__.py). Ties on the headline
+go to the following keys in turn (the paper's next summary figures, in its column order), then to
+the model name; a missing value sorts below every number.
 
-A researcher may pick another ranking where the protocol offers one (the ``rank_by`` parameter of
-the page, its downloads, the API and the command), named by its headline metric:
-- oscbench ``criteria_mean``: the mean of the eight criteria, as the paper's Figure 3 ranks
-  generators ("averaging the scores of all evaluation dimensions") and as the correlation page's
-  system-level tau-b ranks them; ties to the state-change score, then as the default.
+A researcher may pick another ranking where the protocol offers one (``Protocol.alternative_rankings``;
+the ``rank_by`` parameter of the page, its downloads, the API and the command), named by its
+headline metric.
 Every ranking reads the same row values: only the order and the ranks differ.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
-from .scoring.common import interval_ranks
+from protocols import registry
+
 from .tables import row_value
 
-RANKING: dict[str, tuple[str, ...]] = {
-    "status": ("roa", "oa"),
-    "changeit": ("state_acc_standard_full", "state_acc_standard_crop", "state_acc_distractor_full",
-                 "state_acc_distractor_crop"),
-    "visualtrans": ("overall", "spatial_mean", "procedural_mean", "quantitative"),
-    "m3verse": ("overall", "intra", "inter"),
-    "oscbench": ("state_change", "osc_accuracy", "osc_consistency"),
-}
+
+def interval_ranks(values: Sequence[float | None], cis: Sequence[Sequence[float] | None]) -> list[int | None]:
+    """Rank 1 = best, respecting the intervals and never inverting the values.
+
+    First, rank = 1 + number of rows whose interval lies wholly above this row's (their lower
+    bound exceeds its upper bound): a row only drops below rows it is separated from. Then, going
+    down the values, a row takes at least the rank of every row with a higher value (a running
+    max), so a lower-valued row never ranks above a higher-valued one. The second step can put a
+    row below an overlapping one only when a row valued between them is separated from the
+    higher one (60 [55, 65] > 40 [35, 45] > 10 [5, 54]: 10 cannot rank above 40). Rows without a
+    value or interval get None.
+    """
+    ranked = [i for i, (v, ci) in enumerate(zip(values, cis)) if v is not None and ci is not None]
+    base = {
+        i: 1 + sum(1 for j in ranked if j != i and cis[j][0] > cis[i][1])  # type: ignore[index]
+        for i in ranked
+    }
+    out: list[int | None] = [None] * len(values)
+    running = 0
+    order = sorted(ranked, key=lambda i: -values[i])  # type: ignore[operator]
+    k = 0
+    while k < len(order):
+        group = [i for i in order[k:] if values[i] == values[order[k]]]
+        for i in group:
+            out[i] = max(base[i], running)
+        running = max(running, *(out[i] for i in group))  # type: ignore[type-var]
+        k += len(group)
+    return out
 
 
-# The rankings a researcher may pick instead of the default, by name (their headline metric).
-ALTERNATIVES: dict[str, dict[str, tuple[str, ...]]] = {
-    "oscbench": {"criteria_mean": ("criteria_mean", "state_change", "osc_accuracy", "osc_consistency")},
-}
+# protocol name -> its default ranking (headline first, then its tie-breaks), and name -> keys of
+# the other rankings it offers: each protocol's ``ranking`` / ``alternative_rankings`` (protocols/base.py).
+RANKING: Mapping[str, tuple[str, ...]] = registry.Attribute("ranking")
+ALTERNATIVES: Mapping[str, dict[str, tuple[str, ...]]] = registry.Attribute("alternative_rankings")
 PARAMETER = "rank_by"  # the query parameter (and the command's --rank-by) that picks one
 
 
@@ -100,7 +111,7 @@ def _sort_key(row: dict[str, Any], keys: Sequence[str]) -> tuple:
 def order_and_rank(rows: list[dict[str, Any]], protocol: str, choice: str | None = None) -> list[dict[str, Any]]:
     """Set each row's "rank" on the headline and return the rows in leaderboard order.
 
-    Rank: interval-respecting (scoring.common.interval_ranks): a row ranks above another only when
+    Rank: interval-respecting (interval_ranks above): a row ranks above another only when
     their 95 % intervals separate, so several rows can share a rank. Order: headline descending;
     equal headline values by rank, then the tie-break keys descending, then the model name.
     """

@@ -14,9 +14,9 @@ import numpy as np
 from scipy import stats as sps
 
 from annotation import reliability
+from protocols.kit.bootstrap import N_BOOT, percentile_ci
 
 MIN_PAIRS = 3
-N_BOOT = 1000
 
 
 @dataclass(frozen=True)
@@ -220,15 +220,6 @@ def resample_weights(n: int, n_boot: int, seed: int):
     """Yield (start, (b, n) weights) of the item bootstrap (the draws of ``resample_indices``)."""
     for start, idx in resample_indices(n, n_boot, seed):
         yield start, _weights(idx, n)
-
-
-def percentile_ci(samples: np.ndarray, level: float = 0.95) -> list[float] | None:
-    finite = samples[np.isfinite(samples)]
-    if finite.size == 0:
-        return None
-    a = (1 - level) / 2
-    lo, hi = np.quantile(finite, [a, 1 - a])
-    return [float(lo), float(hi)]
 
 
 def correlation_with_ci(x: Sequence[Any], y: Sequence[Any], *, n_boot: int = N_BOOT, seed: int = 0) -> dict[str, Any]:

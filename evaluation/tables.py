@@ -6,6 +6,8 @@ import io
 import json
 from typing import Any, Sequence
 
+from protocols import registry
+
 from .scoring import runs
 
 DASH = "–"
@@ -20,7 +22,7 @@ def _fmt(value: Any, places: int) -> str:
 
 
 def places_for(protocol: str) -> int:
-    return 3 if protocol == "oscbench" else 2
+    return registry.get(protocol).places
 
 
 class UnknownBreakdown(ValueError):
@@ -74,7 +76,7 @@ BOARD_KEYS = ("project", "release", "protocol", "rows")
 
 
 def leaderboard_public(board: dict[str, Any]) -> dict[str, Any]:
-    """The issue's exact JSON shape: rank, breakdowns and diagnostics only come with details."""
+    """The public JSON shape of a board: rank, breakdowns and diagnostics only come with details."""
     out = {k: board[k] for k in BOARD_KEYS}
     out["rows"] = [{k: row[k] for k in ROW_KEYS} for row in board["rows"]]
     return out
@@ -271,7 +273,7 @@ def correlation_latex(report: dict[str, Any]) -> str:
 
 
 def correlation_public(report: dict[str, Any]) -> dict[str, Any]:
-    """The issue's JSON shape; a statistic that is null carries a "note" saying why (too few
+    """The public JSON shape of the correlation report; a statistic that is null carries a "note" saying why (too few
     items, one side constant). Project, release and the rest come with details."""
 
     def pick(entry: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:

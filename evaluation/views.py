@@ -10,6 +10,7 @@ from django.shortcuts import render
 
 from annotation.models import Release, Role
 from annotation.permissions import get_project_for
+from protocols import registry
 
 from . import charts, correlation, leaderboard, metric_names, ranking, selectors, tables
 from .board_access import board_or_404, rank_by as requested_ranking, release_and_judge, report_or_404, wants_details
@@ -82,7 +83,10 @@ def leaderboard_page(request, slug: str):
                 })
             tab["rows"].append({"row": row, "cells": cells})
     releases = list(project.releases.order_by("-created_at").values_list("version", flat=True))
-    judges = [selectors.job_name(j) for j in selectors.latest_finished_jobs(project, selectors.release_for(project, release))] if project.protocol == "oscbench" else []
+    generators = registry.get(protocol).board == "generators"  # rows are generators, scored by people or a judge
+    judges = []
+    if generators:
+        judges = [selectors.job_name(j) for j in selectors.latest_finished_jobs(project, selectors.release_for(project, release))]
     return render(request, "evaluation/leaderboard.html", {
         "project": project,
         "board": board,
@@ -99,6 +103,7 @@ def leaderboard_page(request, slug: str):
         "release": release,
         "judge": judge,
         "judges": judges,
+        "generators": generators,
         "query": request.GET.urlencode(),
         "formats": ["csv", "json", "latex", "markdown", "svg"],
         "bar_svg": charts.leaderboard_bars(board, headline, label=metric_names.metric_name(protocol, headline)),
@@ -169,10 +174,10 @@ def correlation_page(request, slug: str):
         "project": project,
         "report": report,
         "rows": rows,
-        "human": [(metric_names.metric_name("oscbench", c), report["human"][c]) for c in report["criteria"]],
-        "criteria": [(metric_names.metric_name("oscbench", c), metric_names.metric_definition("oscbench", c))
+        "human": [(metric_names.metric_name(project.protocol, c), report["human"][c]) for c in report["criteria"]],
+        "criteria": [(metric_names.metric_name(project.protocol, c), metric_names.metric_definition(project.protocol, c))
                      for c in report["criteria"]],
-        "scatters": [(r["judge"]["judge"], [(c, metric_names.metric_name("oscbench", c)) for c in report["criteria"]])
+        "scatters": [(r["judge"]["judge"], [(c, metric_names.metric_name(project.protocol, c)) for c in report["criteria"]])
                      for r in rows],
         "heatmap_svg": charts.heatmap(report),
         "release": release,

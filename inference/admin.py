@@ -96,7 +96,7 @@ class JobForm(forms.ModelForm):
     max_tokens = forms.IntegerField(required=False, min_value=1, help_text="Defaults to what each protocol needs.")
     seed = forms.IntegerField(required=False, help_text="Sampling seed passed to the backend.")
     frames = forms.IntegerField(required=False, min_value=1, max_value=200,
-                                help_text="Frames per video (M3-Verse default 32, OSCBench judge default 20).")
+                                help_text="Frames per video (default: the protocol's, 32 per video of a video pair, 20 for a judged video).")
     item_limit = forms.IntegerField(required=False, min_value=1)
     strategy = forms.ChoiceField(choices=[("direct", "direct"), ("multistage", "multi-stage (video QA)")], initial="direct")
     chunk_size = forms.IntegerField(required=False, min_value=1, help_text="Items per chunk task.")
@@ -301,8 +301,8 @@ class BackgroundRunAdmin(admin.ModelAdmin):
     """Tracked background runs (job starts and chunks, exports, board warm-ups), for operators:
     read only; the watchdog and the workers change them."""
 
-    list_display = ("id", "task", "job", "chunk_index", "queue", "state", "attempts", "worker", "heartbeat_at", "reason")
-    list_filter = ("state", "queue", "task")
+    list_display = ("id", "task", "job", "chunk_index", "queue", "status", "attempts", "worker", "heartbeat_at", "reason")
+    list_filter = ("status", "queue", "task")
     search_fields = ("task", "worker", "reason")
     list_select_related = ("job",)
 

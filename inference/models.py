@@ -4,6 +4,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 
 from annotation.models import Item, Project, Protocol, Release
+from background.models import TrackedRun
 
 
 class Backend(models.TextChoices):
@@ -117,22 +118,15 @@ class Prediction(models.Model):
         ]
 
 
-class RunState(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    DONE = "done", "Done"
-    FAILED = "failed", "Failed"
+class BackgroundRun(TrackedRun):
+    """One unit of a job's background work, recorded in PostgreSQL (the broker is not the record):
+    a job's start, each chunk of a job, its export, the board warm-ups that follow it.
 
-
-class BackgroundRun(models.Model):
-    """One unit of background work, recorded in PostgreSQL (the broker is not the record): a job's
-    start, each chunk of a job, an export, a board warm-up.
-
-    The Celery message carries the row's id (kwarg ``tracked_run``); a worker claims the row
-    atomically (queued, or running with a lapsed heartbeat), refreshes ``heartbeat_at`` while it
-    runs, and marks it done or failed. Celery beat's watchdog re-enqueues a run whose heartbeat
-    lapsed, up to STATELAB_RUN_MAX_ATTEMPTS claims, then fails it with the reason
-    (inference/services/recovery.py).
+    The Celery message carries the row's id (kwarg ``tracked_run``, background/tracked.py); a worker
+    claims the row atomically, refreshes ``heartbeat_at`` while it runs and marks it finished or
+    failed; Celery beat's watchdog re-enqueues a run whose heartbeat lapsed, up to
+    STATELAB_RUN_MAX_ATTEMPTS claims, then fails it with the reason (background/watchdog.py; what
+    that means for the job: inference/services/recovery.py).
     """
 
     task = models.CharField(max_length=200)
@@ -141,23 +135,15 @@ class BackgroundRun(models.Model):
     # A job's start, chunks and export link to the job; chunk_index is set for chunks only.
     job = models.ForeignKey(InferenceJob, on_delete=models.CASCADE, null=True, blank=True, related_name="runs")
     chunk_index = models.PositiveIntegerField(null=True, blank=True)
-    state = models.CharField(max_length=10, choices=RunState.choices, default=RunState.QUEUED)
-    attempts = models.PositiveSmallIntegerField(default=0)  # claims so far
-    worker = models.CharField(max_length=200, blank=True)  # hostname of the latest claim
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
     sent_at = models.DateTimeField(null=True, blank=True)  # when its message was last sent to the broker
-    reason = models.TextField(blank=True)  # why it failed, or why it was re-queued
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["pk"]
         indexes = [
-            models.Index(fields=["state", "heartbeat_at"], name="run_state_heartbeat_idx"),
-            models.Index(fields=["job", "state"], name="run_job_state_idx"),
+            models.Index(fields=["status", "heartbeat_at"], name="run_status_heartbeat_idx"),
+            models.Index(fields=["job", "status"], name="run_job_status_idx"),
         ]
 
     def __str__(self) -> str:
         where = f" job {self.job_id} chunk {self.chunk_index}" if self.chunk_index is not None else ""
-        return f"run {self.pk} {self.task.rsplit('.', 1)[-1]}{where} ({self.state})"
+        return f"run {self.pk} {self.task.rsplit('.', 1)[-1]}{where} ({self.status})"

@@ -13,11 +13,12 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from annotation.models import Item, ItemStatus, Project, Release
-from annotation.protocols import changeit_vocabulary, resolve_queries
+from annotation.protocols import resolve_queries
+from protocols import registry
 
-from . import protocols
 from .backends.keys import key_var_refusal
 from .models import InferenceJob, JobMode, JobStatus, ModelEndpoint, Prediction, PredictionStatus
+from .prompting import json_queries
 
 FAILURES_SHOWN = 50
 REPLY_SHOWN = 200  # characters of an unreadable reply shown on the job page and in the progress API
@@ -46,7 +47,7 @@ def run_items(*, project: Project, release: Release | None) -> list[RunItem]:
             out.append(RunItem(key=ri.item_id, external_id=ri.item.external_id, payload=payload, resolved=resolved))
         return out
     items = list(Item.objects.filter(project=project, status=ItemStatus.VERIFIED).order_by("id"))
-    vocab = changeit_vocabulary([it.payload for it in items]) if project.protocol == "changeit" else None
+    vocab = registry.get(project.protocol).vocabulary([it.payload for it in items])
     return [
         RunItem(
             key=it.pk,
@@ -114,9 +115,9 @@ def job_failures(*, job: InferenceJob, limit: int = FAILURES_SHOWN) -> list[dict
 
 
 def job_json_queries(job: InferenceJob) -> tuple[str, ...]:
-    """The job's queries answered as a JSON object (protocols.json_queries): the OSCBench judge,
-    a STATUS suggestion. The only ones whose reply can be an unreadable reply."""
-    return protocols.json_queries(job.protocol, suggest=job.mode == JobMode.SUGGEST)
+    """The job's queries answered as a JSON object (prompting.json_queries): a rating judge's
+    scores, a drafted quintuplet. The only ones whose reply can be an unreadable reply."""
+    return json_queries(job.protocol, suggest=job.mode == JobMode.SUGGEST)
 
 
 def unreadable_replies(job: InferenceJob) -> QuerySet[Prediction]:

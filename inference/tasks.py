@@ -3,9 +3,9 @@
 start_job (default queue, gpu for vLLM jobs) plans the job and enqueues its chunks (for video
 jobs on the gpu queue, prepare_frames runs on the default queue first and sends each chunk);
 run_api_chunk (api queue) and run_gpu_chunk (gpu queue, concurrency 1, engine kept per process)
-run one chunk each. Each is a tracked run (tracked.TrackedTask, models.BackgroundRun): its row
-is claimed atomically and its heartbeat kept fresh, and watch_runs (Celery beat) re-queues a run
-whose worker died, boundedly, then fails it with the reason. The upsert under (job, item, query)
+run one chunk each. Each is a tracked run (background.tracked.TrackedTask, models.BackgroundRun):
+its row is claimed atomically and its heartbeat kept fresh, and watch_runs (Celery beat) re-queues
+a run whose worker died, boundedly, then fails it with the reason. The upsert under (job, item, query)
 makes a second run fill gaps only, and a late duplicate message finds nothing to claim.
 """
 from __future__ import annotations
@@ -13,13 +13,12 @@ from __future__ import annotations
 from celery import current_task, shared_task
 from django.db import InterfaceError, OperationalError
 
-from annotation.importing.runs import import_runs_watch
+from background.tracked import TrackedTask
+from background.watchdog import runs_watch_all
 from config.workers import report_model
 
 from . import services
 from .models import InferenceJob
-from .services.recovery import runs_watch
-from .tracked import TrackedTask
 
 _TRANSIENT = (OperationalError, InterfaceError)
 _RETRY = dict(autoretry_for=_TRANSIENT, retry_backoff=2, retry_backoff_max=60, max_retries=5)
@@ -58,5 +57,7 @@ def export_job(job_id: int) -> str:
 
 @shared_task(name="inference.tasks.watch_runs")
 def watch_runs() -> dict:
-    """Celery beat's watchdog (CELERY_BEAT_SCHEDULE): re-queue or fail runs whose worker died."""
-    return {**runs_watch(), **{f"imports_{k}": v for k, v in import_runs_watch().items()}}
+    """Celery beat's watchdog (CELERY_BEAT_SCHEDULE): re-queue or fail runs whose worker died, in
+    every table of runs that settings.STATELAB_RUN_WATCHERS names (imports included). The task keeps
+    the name the beat schedule has always sent."""
+    return runs_watch_all()

@@ -60,9 +60,21 @@ class FrameCountMismatch(MediaError):
     """The video has fewer frames than asked for (the frame count used was wrong)."""
 
 
-# Set by a Celery worker before it starts its pool (config/workers.py: on_worker_setup): how many
-# tasks it runs at once, which share its CPUs.
+# Set by a Celery worker before it starts its pool (on_worker_setup): how many tasks it runs at
+# once, which share its CPUs.
 WORKER_TASKS_ENV = "STATELAB_WORKER_TASKS"
+
+
+def on_worker_setup(sender=None, instance=None, **_) -> None:
+    """Celery's celeryd_after_setup (instance: the worker, its concurrency resolved, "auto"
+    included, and its pool not started yet; connected by inference/apps.py): tell worker_threads
+    how many tasks this worker runs at once; its pool processes inherit the environment. The solo
+    pool runs one task at a time whatever its concurrency says."""
+    concurrency = getattr(instance, "concurrency", None)
+    if getattr(getattr(instance, "pool_cls", None), "__module__", "") == "celery.concurrency.solo":
+        concurrency = 1
+    if isinstance(concurrency, int) and concurrency > 0:
+        os.environ[WORKER_TASKS_ENV] = str(concurrency)
 
 
 def worker_threads() -> int:

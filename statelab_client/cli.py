@@ -326,7 +326,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--judge", help="score with this judge's ratings (video rating projects)")
     sub.add_argument("--format", default="json", choices=["json", "csv", "latex", "markdown"])
     sub.add_argument("--details", action="store_true", help="JSON with ranks, intervals and breakdowns")
-    sub.add_argument("--rank-by", help="another ranking where the protocol has one (OSCBench: criteria_mean; "
+    sub.add_argument("--rank-by", help="another ranking where the protocol has one (video rating: criteria_mean; "
                                        "default: the paper's headline metric)")
     sub.add_argument("-o", "--output")
 

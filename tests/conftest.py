@@ -1,7 +1,7 @@
 """Shared fixtures: people, projects, a real Chromium for browser tests.
 
-Tests run against PostgreSQL (DATABASE_URL); .ci/test sets it. SQLite is refused here so a
-test run can never silently pass on the demo database.
+Tests run against the PostgreSQL that DATABASE_URL names; .ci/test sets it. A run without it is
+refused here: it would go to the demo's embedded PostgreSQL (config/demo_database.py).
 """
 from __future__ import annotations
 
@@ -26,8 +26,7 @@ CHROMIUM_ARGS = [
 
 
 def pytest_configure(config):
-    engine = settings.DATABASES["default"]["ENGINE"]
-    if "postgresql" not in engine and not os.environ.get("STATELAB_ALLOW_SQLITE_TESTS"):
+    if settings.EMBEDDED_POSTGRES_DIR is not None:
         raise pytest.UsageError("Tests run against PostgreSQL: set DATABASE_URL (bash .ci/test does).")
 
 

@@ -1,4 +1,4 @@
-"""Bounded, validated request input (issue 10, item 5; config/input_limits.py): uploads refused past
+"""Bounded, validated request input (annotation/input_limits.py): uploads refused past
 STATELAB_MAX_UPLOAD_BYTES with 413 before the body is read, other bodies past
 DATA_UPLOAD_MAX_MEMORY_SIZE, integers checked against their column ranges, NUL bytes refused in
 paths, query strings, forms and JSON — each a 4xx with a message, never a 5xx, nothing written."""
@@ -11,8 +11,8 @@ from django.conf import settings as django_settings
 from django.http.multipartparser import MultiPartParser
 from rest_framework.test import APIClient
 
+from annotation.input_limits import CappedUploadHandler, UploadTooLarge
 from annotation.models import ImportRun, Item, Role, Task
-from config.input_limits import CappedUploadHandler, UploadTooLarge
 from tests.annotation.work_factories import make_item, make_people
 
 pytestmark = pytest.mark.django_db
@@ -65,7 +65,7 @@ def researcher(make_project, make_user):
 
 def test_the_upload_cap_default_is_two_gib_and_uploads_stream_to_disk():
     assert django_settings.STATELAB_MAX_UPLOAD_BYTES == 2 * GiB
-    assert django_settings.FILE_UPLOAD_HANDLERS == ["config.input_limits.CappedUploadHandler"]
+    assert django_settings.FILE_UPLOAD_HANDLERS == ["annotation.input_limits.CappedUploadHandler"]
     assert django_settings.DATA_UPLOAD_MAX_MEMORY_SIZE == 10 * 1024**2
 
 
@@ -221,7 +221,7 @@ def test_a_nul_in_the_path_or_query_is_a_400_that_says_so(client, researcher, ur
 def test_a_nul_in_a_media_path_is_not_found(client, researcher):
     user, _project = researcher
     client.force_login(user)
-    assert client.get("/media/assets/%00.png").status_code == 404  # config/media.py's own answer
+    assert client.get("/media/assets/%00.png").status_code == 404  # annotation/views/media.py's own answer
 
 
 def test_a_nul_in_a_json_body_is_a_400_naming_the_field(work):

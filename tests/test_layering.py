@@ -1,11 +1,33 @@
-"""DESIGN.md: data flows annotation -> inference -> evaluation; evaluation reads the other two and
-nothing imports evaluation. Checked on the source (every import statement, late ones included)."""
+"""The layering of every top-level package of the project, checked on the source: each package is
+found (a folder of the repository with an __init__.py; the tests aside), not listed, and every
+import statement counts, a late one (inside a function) included: it only hides an import from
+Python until the function runs, never from a reader.
+
+- docs/architecture.md, "One-way flow": data flows annotation -> inference -> evaluation; evaluation reads the other two and
+  nothing imports evaluation. The API client (statelab_client) imports none of the server's code.
+- No import cycle between packages (config/ is settings and wiring: the apps may use its
+  infrastructure, so it imports no app; it names them by dotted path in settings and urls), and
+  none between files.
+"""
 import ast
 
 import pytest
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+NOT_PACKAGES = {"tests"}  # the suite imports every package by design
+
+
+def find_packages(root: Path) -> tuple[str, ...]:
+    """The top-level packages under `root`: folders holding an __init__.py (hidden ones and the
+    tests aside)."""
+    return tuple(sorted(
+        init.parent.name for init in root.glob("*/__init__.py")
+        if init.parent.name not in NOT_PACKAGES and not init.parent.name.startswith(".")
+    ))
+
+
+PACKAGES = find_packages(ROOT)
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -28,9 +50,32 @@ def offenders(app: str, forbidden: tuple[str, ...]) -> list[str]:
     return out
 
 
+def test_the_packages_are_found_not_listed():
+    assert {"annotation", "config", "evaluation", "inference", "statelab_client"} <= set(PACKAGES)
+    assert "tests" not in PACKAGES
+
+
+def test_the_package_search_sees_a_new_package(tmp_path):
+    for name in ("app", "shared", ".hidden", "tests"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text("")
+    (tmp_path / "notes").mkdir()  # no __init__.py: not a package
+    assert find_packages(tmp_path) == ("app", "shared")
+
+
 def test_annotation_and_inference_never_import_evaluation():
     assert offenders("annotation", ("evaluation", "inference")) == []
     assert offenders("inference", ("evaluation",)) == []
+
+
+@pytest.mark.parametrize("package", [p for p in PACKAGES if p != "evaluation"])
+def test_nothing_imports_evaluation(package):
+    assert offenders(package, ("evaluation",)) == []
+
+
+def test_the_api_client_imports_no_server_code():
+    server = tuple(p for p in PACKAGES if p != "statelab_client") + ("django", "rest_framework", "celery")
+    assert offenders("statelab_client", server) == []
 
 
 def test_the_check_sees_a_late_import(tmp_path):
@@ -59,10 +104,9 @@ def fake_scorer(job):
 
 
 # --- one job per module: no import cycles between files, no module over 500 lines ------------------
-# STYLE.md: services never import tasks, selectors never import services, and no two files import
+# docs/architecture.md, "One-way flow": services never import tasks, selectors never import services, and no two files import
 # each other, not even behind a function-level import (that only hides the cycle from Python).
 
-APPS = ("annotation", "inference", "evaluation", "config")
 MAX_LINES = 500
 
 
@@ -73,30 +117,58 @@ def module_name(path: Path, root: Path) -> str:
     return ".".join(parts)
 
 
-def module_graph(root: Path, packages: tuple[str, ...]) -> dict[str, set[str]]:
-    """Module -> the modules of `packages` it imports anywhere in its source (relative imports
-    resolved; `from package import name` counts the submodule when `name` is one)."""
+class _ImportStatements(ast.NodeVisitor):
+    """Every import statement of a module, each with whether it sits inside a function (late)."""
+
+    def __init__(self) -> None:
+        self.found: list[tuple[ast.Import | ast.ImportFrom, bool]] = []
+        self.depth = 0
+
+    def _function(self, node) -> None:
+        self.depth += 1
+        self.generic_visit(node)
+        self.depth -= 1
+
+    visit_FunctionDef = visit_AsyncFunctionDef = _function
+
+    def visit_Import(self, node) -> None:
+        self.found.append((node, self.depth > 0))
+
+    visit_ImportFrom = visit_Import
+
+
+def module_edges(root: Path, packages: tuple[str, ...]) -> dict[str, dict[str, bool]]:
+    """Module -> {module of `packages` it imports: whether only late (inside a function)}, relative
+    imports resolved; `from package import name` counts the submodule when `name` is one."""
     files = {module_name(p, root): p for pkg in packages for p in (root / pkg).rglob("*.py")
              if "migrations" not in p.parts}
-    graph: dict[str, set[str]] = {}
+    edges: dict[str, dict[str, bool]] = {}
     for name, path in files.items():
         is_package = path.name == "__init__.py"
         here = name.split(".") if is_package else name.split(".")[:-1]
-        targets: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        visitor = _ImportStatements()
+        visitor.visit(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
+        targets: dict[str, bool] = {}
+        for node, late in visitor.found:
             if isinstance(node, ast.Import):
-                targets.update(alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom):
+                found = {alias.name for alias in node.names}
+            else:
                 if node.level:
                     base = here[: len(here) - (node.level - 1)] if node.level > 1 else here
                     module = ".".join(base + ([node.module] if node.module else []))
                 else:
                     module = node.module or ""
-                for alias in node.names:
-                    sub = f"{module}.{alias.name}"
-                    targets.add(sub if sub in files else module)
-        graph[name] = {t for t in targets if t in files and t != name}
-    return graph
+                found = {f"{module}.{a.name}" if f"{module}.{a.name}" in files else module for a in node.names}
+            for target in found:
+                if target in files and target != name:
+                    targets[target] = targets.get(target, True) and late
+        edges[name] = targets
+    return edges
+
+
+def module_graph(root: Path, packages: tuple[str, ...]) -> dict[str, set[str]]:
+    """Module -> the modules of `packages` it imports anywhere in its source."""
+    return {name: set(targets) for name, targets in module_edges(root, packages).items()}
 
 
 def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -134,8 +206,36 @@ def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(cycles)
 
 
+def package_cycles(edges: dict[str, dict[str, bool]], shown: int = 3) -> list[list[str]]:
+    """Each cycle between top-level packages, as the package imports that make it ("a -> b:" and
+    the first `shown` imports behind it, "(late)" for one only inside a function): a cycle hidden
+    behind a late import is a cycle all the same."""
+    top = {module: module.split(".")[0] for module in edges}
+    between: dict[tuple[str, str], list[str]] = {}
+    for module, targets in edges.items():
+        for target, late in targets.items():
+            if top[target] != top[module]:
+                between.setdefault((top[module], top[target]), []).append(
+                    f"{module} -> {target}" + (" (late)" if late else ""))
+    graph: dict[str, set[str]] = {}
+    for source, target in between:
+        graph.setdefault(source, set()).add(target)
+    found = []
+    for cycle in import_cycles(graph):
+        found.append([
+            f"{source} -> {target}: " + "; ".join(sorted(imports)[:shown])
+            + (f"; +{len(imports) - shown} more" if len(imports) > shown else "")
+            for (source, target), imports in sorted(between.items()) if source in cycle and target in cycle
+        ])
+    return found
+
+
+def test_no_import_cycle_between_packages():
+    assert package_cycles(module_edges(ROOT, PACKAGES)) == []
+
+
 def test_no_import_cycle_between_files():
-    assert import_cycles(module_graph(ROOT, APPS)) == []
+    assert import_cycles(module_graph(ROOT, PACKAGES)) == []
 
 
 def test_the_cycle_check_sees_a_late_import(tmp_path):
@@ -152,10 +252,30 @@ def test_the_cycle_check_sees_a_late_import(tmp_path):
     assert import_cycles(graph) == [["app.queue.claim", "app.selectors"]]
 
 
-def test_no_app_module_over_500_lines():
+def test_the_package_cycle_check_sees_a_late_import(tmp_path):
+    # config/ wires the app by name; the app uses config's storage, and a late import back from
+    # config into the app (the shape config/media.py had) closes a cycle between the packages.
+    for name in ("config", "app"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text("")
+    (tmp_path / "config" / "storage.py").write_text("import os\n")
+    (tmp_path / "config" / "urls.py").write_text('ROUTES = ["app.views"]\n')
+    (tmp_path / "app" / "views.py").write_text("from config.storage import os\n")
+    edges = module_edges(tmp_path, ("app", "config"))
+    assert package_cycles(edges) == []
+    (tmp_path / "config" / "media.py").write_text("def serve():\n    from app import views\n")
+    edges = module_edges(tmp_path, ("app", "config"))
+    assert edges["config.media"] == {"app.views": True}
+    assert edges["app.views"] == {"config.storage": False}
+    assert package_cycles(edges) == [["app -> config: app.views -> config.storage",
+                                      "config -> app: config.media -> app.views (late)"]]
+    assert import_cycles(module_graph(tmp_path, ("app", "config"))) == []  # no cycle between files
+
+
+def test_no_module_over_500_lines():
     long = []
-    for app in APPS:
-        for path in sorted((ROOT / app).rglob("*.py")):
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
             if "migrations" in path.parts:
                 continue
             lines = len(path.read_text(encoding="utf-8").splitlines())
@@ -170,11 +290,11 @@ STANDALONE = {"annotation/interchange/lmms_task_utils.py"}
 
 
 def definitions(name: str) -> list[str]:
-    """Where a function or a module-level constant called `name` is defined in the apps (the
+    """Where a function or a module-level constant called `name` is defined in the packages (the
     standalone templates aside)."""
     found = []
-    for app in APPS:
-        for path in sorted((ROOT / app).rglob("*.py")):
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
             if str(path.relative_to(ROOT)) in STANDALONE:
                 continue
             tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -191,8 +311,11 @@ def definitions(name: str) -> list[str]:
     ("coincidence_matrix", "annotation/reliability.py"),  # the core of Krippendorff's alpha
     ("probe_video", "annotation/media_probe.py"),
     ("ffmpeg_exe", "annotation/media_probe.py"),
-    ("LETTERS", "annotation/protocols.py"),
-    ("OSC_CRITERIA", "annotation/protocols.py"),
+    ("LETTERS", "protocols/base.py"),
+    ("CRITERIA", "protocols/oscbench/fields.py"),  # the rating criteria
+    ("RESULT_FIELDS", "protocols/status/__init__.py"),  # a quintuplet's fields
+    ("QUINTUPLET_FIELDS", []),  # ... not copied under their old name
+    ("QA_PROTOCOLS", []),  # the QA protocols: the registry's, by workflow
 ])
 def test_shared_pieces_are_defined_once(name, home):
-    assert definitions(name) == [home]
+    assert definitions(name) == (home if isinstance(home, list) else [home])

@@ -1,4 +1,4 @@
-"""Authentication is throttled (issue 10): 50 wrong passwords then the right one used to log in."""
+"""Authentication is throttled: 50 wrong passwords then the right one used to log in."""
 import pytest
 from django.test import Client
 

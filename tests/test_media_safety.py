@@ -1,28 +1,15 @@
-"""/media/ never serves a file so that it can run in the viewer's session (issue 10, stored XSS):
+"""/media/ never serves a file so that it can run in the viewer's session (no stored XSS;
+docs/architecture.md, "Invariants"):
 a stored asset is answered only as its recorded image/video type, every answer is sandboxed and
 not sniffable, and anything else is an attachment."""
 import hashlib
-import io
-import zlib
 
 import pytest
-from PIL import Image
 
 from annotation.models import Item, MediaAsset, Role
+from tests.helpers.files import XSS_SCRIPT, polyglot_png
 
 pytestmark = pytest.mark.django_db
-
-SCRIPT = b"<script>fetch('/api/me/').then(r => r.text()).then(t => document.title = t)</script>"
-
-
-def polyglot_png() -> bytes:
-    """A valid PNG whose text chunk holds an HTML script (what the attacker imported as poly.html)."""
-    out = io.BytesIO()
-    Image.new("RGB", (4, 4), "red").save(out, "PNG")
-    png = out.getvalue()
-    body = b"Comment\x00" + SCRIPT
-    chunk = len(body).to_bytes(4, "big") + b"tEXt" + body + zlib.crc32(b"tEXt" + body).to_bytes(4, "big")
-    return png[:33] + chunk + png[33:]  # after the IHDR chunk
 
 
 def store(media_root, content: bytes, ext: str, *, kind: str, mime: str) -> MediaAsset:
@@ -71,7 +58,7 @@ def test_an_image_named_html_is_served_as_its_recorded_image_type(client, member
 ])
 def test_an_asset_of_any_other_type_is_only_an_attachment(client, member, settings, ext, kind, mime):
     user, project = member
-    asset = store(settings.MEDIA_ROOT, SCRIPT + ext.encode(), ext, kind=kind, mime=mime)
+    asset = store(settings.MEDIA_ROOT, XSS_SCRIPT + ext.encode(), ext, kind=kind, mime=mime)
     used_by(project, asset, 1)
     client.force_login(user)
     response = client.get(f"/media/{asset.file.name}")
@@ -96,7 +83,7 @@ def test_the_upload_area_is_served_as_attachments(client, make_user, make_projec
     make_project("p", "status", members={researcher: Role.RESEARCHER})
     incoming = settings.MEDIA_ROOT / "incoming"
     incoming.mkdir(parents=True, exist_ok=True)
-    (incoming / "page.html").write_bytes(SCRIPT)
+    (incoming / "page.html").write_bytes(XSS_SCRIPT)
     client.force_login(researcher)
     response = client.get("/media/incoming/page.html")
     assert response.status_code == 200

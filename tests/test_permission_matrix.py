@@ -179,7 +179,6 @@ ROUTES: dict[str, Route] = {
     "api-docs": public(get(200)),
     "api-redoc": public(get(200)),
     "healthz": public(get(200)),  # database, Redis and live workers: no sign-in, no secrets (config/health.py)
-    "healthz": public(get(200)),  # for load balancers: no sign-in (Redis and PostgreSQL are up here)
     # Annotation pages
     "home": page(NO_ARGS, signed_in, get(200)),
     "io-project": page(slug, member(Role.ANNOTATOR), get(200)),
@@ -354,8 +353,8 @@ def build_world(media_root: Path) -> World:
     from django.contrib.auth import get_user_model
     from inference.services import predictions_import
     from tests.evaluation.factories import make_release, rate
-    from tests.evaluation.test_commands import osc_payload, status_payload
-    from evaluation.scoring.oscbench import CRITERIA
+    from tests.helpers.items import osc_payload, status_payload
+    from protocols.oscbench import CRITERIA
 
     User = get_user_model()
     users = {who: User.objects.create_user(f"m-{who}", password=None) for who in IDENTITIES if who not in (ANON, SUPERUSER)}
@@ -415,7 +414,6 @@ def build_world(media_root: Path) -> World:
     return world
 
 
-
 @pytest.fixture(scope="module")
 def world(django_db_setup, django_db_blocker, tmp_path_factory):
     """The world, built once for the module inside a transaction that is rolled back at its end
@@ -432,7 +430,7 @@ def world(django_db_setup, django_db_blocker, tmp_path_factory):
 @pytest.fixture
 def clients(world, settings):
     settings.MEDIA_ROOT = world.media_root
-    return {(who, mode): client_for(world, who, mode) for who in IDENTITIES for mode in (SESSION, TOKEN)}
+    return {(who, mode): client_as(world, who, mode) for who in IDENTITIES for mode in (SESSION, TOKEN)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -453,7 +451,7 @@ def fingerprint() -> str:
         return hashlib.sha256(repr(cur.fetchall()).encode()).hexdigest()
 
 
-def client_for(w: World, who: str, mode: str) -> Client:
+def client_as(w: World, who: str, mode: str) -> Client:
     # 5xx come back as responses (and show up as mismatches) instead of aborting the walk.
     if mode == TOKEN:
         return Client(raise_request_exception=False,

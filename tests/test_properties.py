@@ -20,12 +20,16 @@ from hypothesis import strategies as st
 
 from annotation import canonical
 from annotation.importing.annotation_lines import CheckedAnnotation, check_qa_answer, check_rating
-from annotation.importing.field_checks import FieldError
 from annotation.importing.formats import CheckedItem, _check_item_full, check_item
 from annotation.importing.samples import sample_line
-from annotation.protocols import LETTERS, OSC_CRITERIA, OSC_NULLABLE, QA_FLAGS, qa_shape
+from annotation.protocols import LETTERS, QA_FLAGS, qa_shape
 from annotation.results import BoxContext, QAContext, RatingContext, ResultInvalid, Validated, validate_result
-from inference import answers
+from protocols.fields import FieldError
+from protocols.kit import answers
+from protocols.oscbench import CRITERIA as OSC_CRITERIA
+from protocols.oscbench import NULLABLE as OSC_NULLABLE
+
+RATING = RatingContext(criteria=OSC_CRITERIA, nullable=OSC_NULLABLE)
 
 PROTOCOLS = ("status", "changeit", "visualtrans", "m3verse", "oscbench")
 FAST = settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
@@ -170,11 +174,11 @@ def near_valid_ratings(draw):
 @FAST
 @given(obj=near_valid_ratings() | st.dictionaries(st.text(max_size=10), json_values, max_size=5))
 def test_rating_line_is_checked_or_refused_by_field(obj):
-    out = check_rating(obj)
+    out = check_rating(obj, RATING)
     if isinstance(out, CheckedAnnotation):
         assert list(out.result) == ["scores"] and list(out.result["scores"]) == list(OSC_CRITERIA)
         assert all(canonical.is_score(v) or (v is None and c in OSC_NULLABLE) for c, v in out.result["scores"].items())
-        assert check_rating({"item": out.item, "rater": out.rater, **out.result}).result == out.result
+        assert check_rating({"item": out.item, "rater": out.rater, **out.result}, RATING).result == out.result
     else:
         assert_field_errors(out)
 
@@ -269,7 +273,7 @@ def test_qa_flags_canonical_form_is_a_fixed_point(flags):
 
 
 # ---------------------------------------------------------------------------------------------
-# Answer parsers (inference.answers, which evaluation.scoring.answers re-exports)
+# Answer parsers (protocols.kit.answers, which scoring reads)
 
 
 def assert_canonical_answer(protocol: str, value, options: list, fmt: str | None) -> None:
@@ -323,7 +327,7 @@ def test_a_canonical_answer_parses_to_itself(protocol, fmt, options, data):
 @given(raw=answer_text | st.builds(json.dumps, json_values) | st.builds(
     json.dumps, st.fixed_dictionaries({c: st.integers(0, 6) | st.none() | st.text(max_size=3) for c in OSC_CRITERIA})))
 def test_judge_reply_parses_to_scores_or_none(raw):
-    value = answers.parse_judge(raw)
+    value = answers.parse_judge(raw, OSC_CRITERIA)
     assert_canonical_answer("oscbench", value, [], None)
 
 
@@ -339,7 +343,7 @@ def contexts(workflow: str):
         return st.builds(QAContext, format=st.sampled_from(["choice", "count", "set"]), n_options=st.integers(0, 8),
                          multiple=st.booleans())
     if workflow == "rating":
-        return st.just(RatingContext())
+        return st.just(RATING)
     return st.none()
 
 

@@ -103,7 +103,7 @@ def test_a_superuser_gets_other_objects_only_as_an_attachment(imported, client, 
 
 def test_a_worker_reads_media_through_the_storage_into_its_cache(imported, settings):
     from inference.media import MediaError
-    from inference.protocols.base import MediaPreparer
+    from inference.prompting import MediaPreparer
     from inference.services.inputs import media_file
 
     video = MediaAsset.objects.get(kind="video")
@@ -279,7 +279,8 @@ def test_an_upload_is_staged_in_the_bucket_for_a_worker_on_another_host(bucket, 
     from django.core.files.uploadedfile import SimpleUploadedFile
 
     from annotation.importing.runs import import_run_execute, import_run_queue
-    from annotation.models import ImportRun, ImportStatus
+    from annotation.models import ImportRun
+    from background.models import RunStatus
 
     project = make_project("up", "status")
     write_sample_dataset(tmp_path / "up", "status", 2, distinct=1)
@@ -290,7 +291,7 @@ def test_an_upload_is_staged_in_the_bucket_for_a_worker_on_another_host(bucket, 
     assert run.staged_path.startswith("storage:uploads/upload-") and run.staged_path.endswith(".zip")
     assert bucket["objects"]()[run.staged_path.removeprefix("storage:")] == upload.open().read()
     assert files_under(Path(settings.CACHE_ROOT)) == []  # nothing left on the web host
-    assert import_run_execute(run.pk) == ImportStatus.FINISHED  # what the worker's task runs
+    assert import_run_execute(run.pk) == RunStatus.FINISHED  # what the worker's task runs
     run = ImportRun.objects.get(pk=run.pk)
     assert (run.report["created"], run.staged_path) == (2, "")
     assert sorted(bucket["objects"]()) == sorted(MediaAsset.objects.values_list("file", flat=True))  # upload gone

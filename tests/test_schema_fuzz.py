@@ -41,7 +41,7 @@ def researcher_call(live_server, make_user, make_project):
 
     from annotation.models import Role
     from tests.evaluation.factories import make_release
-    from tests.evaluation.test_commands import status_payload
+    from tests.helpers.items import status_payload
 
     researcher = make_user("fuzz-res")
     project = make_project("fuzz", "status", members={researcher: Role.RESEARCHER})

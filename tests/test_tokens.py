@@ -1,4 +1,4 @@
-"""API tokens (issue 10): revoked at sign-out and by command, an optional lifetime, and wrong
+"""API tokens: revoked at sign-out and by command, an optional lifetime, and wrong
 tokens from one address answered with 429 past the production limit (20 a minute)."""
 from datetime import timedelta
 

@@ -38,7 +38,7 @@ class ImportRunSerializer(serializers.Serializer):
     progress_bytes = serializers.IntegerField(help_text="bytes of the items file read so far, over every pass")
     progress_total = serializers.IntegerField(
         help_text="bytes to read in all: the items file's size (uncompressed, in a zip) times the importer's "
-                  "passes over it (items: 1, or 2 on SQLite; annotations: 2, validate then write); 0 until known")
+                  "passes over it (items: 1; annotations: 2, validate then write); 0 until known")
     created_by = serializers.CharField(allow_null=True)
     created_at = serializers.DateTimeField()
     started_at = serializers.DateTimeField(allow_null=True)

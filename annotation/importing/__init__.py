@@ -1,4 +1,5 @@
-"""Importers for items (all five PROTOCOLS.md formats) and for human annotations made elsewhere.
+"""Importers for items (the item lines of docs/architecture.md, "Interchange formats", for every
+protocol) and for human annotations made elsewhere.
 
 Public entry points:
 - `items_import(project=..., path=..., media_root=None, verified=False)` -> ItemImportReport

@@ -1,5 +1,5 @@
 """Checks of one line of human annotations made elsewhere (import_annotations): a Likert rating
-of an OSCBench video or a blind answer to a VisualTrans / M3-Verse question. Plain Python, no
+of an item of a rating protocol or a blind answer to a QA protocol's question. Plain Python, no
 Django. A valid line comes back as a `CheckedAnnotation` whose result is in annotation.canonical's
 form, exactly what a submit of the same answer stores.
 
@@ -13,11 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from annotation import canonical
-from annotation.protocols import OSC_CRITERIA, QA_FLAGS, qa_shape
-from annotation.results import QAContext, ResultInvalid, rating_score_errors, validate_qa
+from protocols.fields import FieldError, rating_score_errors
 
-from .field_checks import FieldError
+from annotation import canonical
+from annotation.protocols import QA_FLAGS, qa_shape
+from annotation.results import QAContext, RatingContext, ResultInvalid, validate_qa
 
 
 @dataclass
@@ -27,9 +27,9 @@ class CheckedAnnotation:
     result: dict[str, Any]
 
 
-def check_rating(obj: dict[str, Any]) -> CheckedAnnotation | list[FieldError]:
-    """`{"item", "rater", "scores": {criterion: 1..5 or null}}` with every OSCBench criterion (the
-    rule is annotation.results.rating_score_errors, a submit's own)."""
+def check_rating(obj: dict[str, Any], ctx: RatingContext) -> CheckedAnnotation | list[FieldError]:
+    """`{"item", "rater", "scores": {criterion: 1..5 or null}}` with every criterion of the project's
+    protocol (the rule is protocols.fields.rating_score_errors, a submit's own)."""
     errors: list[FieldError] = []
     for key in obj:
         if key not in ("item", "rater", "scores"):
@@ -41,10 +41,10 @@ def check_rating(obj: dict[str, Any]) -> CheckedAnnotation | list[FieldError]:
         errors.append(FieldError("rater", "required, a rater id string of at most 200 characters"))
     scores = obj.get("scores")
     errors.extend(FieldError("scores" if name is None else f"scores.{name}", reason)
-                  for name, reason in rating_score_errors(scores).items())
+                  for name, reason in rating_score_errors(scores, criteria=ctx.criteria, nullable=ctx.nullable).items())
     if errors:
         return errors
-    return CheckedAnnotation(item=item, rater=rater, result={"scores": canonical.rating_scores(scores, OSC_CRITERIA)})
+    return CheckedAnnotation(item=item, rater=rater, result={"scores": canonical.rating_scores(scores, ctx.criteria)})
 
 
 def check_qa_answer(obj: dict[str, Any], protocol: str, item_payload: dict[str, Any] | None, *,

@@ -1,8 +1,7 @@
 """Import human annotations made outside the platform (published human studies).
 
-- OSCBench projects take Likert ratings ``{"item", "rater", "scores": {criterion: 1..5 | null}}``;
-- VisualTrans and M3-Verse projects take blind QA answers ``{"item", "annotator", "answer",
-  "flags"}``.
+- rating projects take Likert ratings ``{"item", "rater", "scores": {criterion: 1..5 | null}}``;
+- QA projects take blind QA answers ``{"item", "annotator", "answer", "flags"}``.
 
 Each line becomes one `Annotation` with ``external_rater`` set (no platform user) and
 ``source="import"``, its result in the form a submit of it stores (annotation.canonical). Same
@@ -24,18 +23,20 @@ from typing import Any
 from django.db import transaction
 from django.db.models import F
 
+from protocols import registry
+from protocols.fields import NUL_REASON, FieldError, nul_field
+
 from annotation.audit import audit_record
 from annotation.models import Annotation, AuditAction, Item, ItemStatus, Project
 from annotation.verification import items_mark_disagreement, project_settings_to_mark
 
 from .common import ErrorLog, ImportRefused, KeySeen, parse_json_line, report_duplicates
+from annotation.results import RatingContext
+
 from .annotation_lines import CheckedAnnotation, check_qa_answer, check_rating
-from .field_checks import NUL_REASON, FieldError, nul_field
 from .sources import DirectorySource, ReadMeter
 
 CHUNK = 1000
-RATING_PROTOCOLS = ("oscbench",)
-QA_PROTOCOLS = ("visualtrans", "m3verse")
 
 
 @dataclass
@@ -58,8 +59,9 @@ class AnnotationImportReport:
 def _check_line(project: Project, obj: Any, item_payload: dict | None) -> CheckedAnnotation | list:
     if not isinstance(obj, dict):
         return [FieldError("-", "a line must be a JSON object")]
-    if project.protocol in RATING_PROTOCOLS:
-        return check_rating(obj)
+    if project.workflow == "rating":
+        proto = registry.get(project.protocol)
+        return check_rating(obj, RatingContext(criteria=proto.criteria, nullable=proto.nullable))
     return check_qa_answer(obj, project.protocol, item_payload, project_settings=project.settings)
 
 
@@ -105,12 +107,13 @@ def annotations_import(
 ) -> AnnotationImportReport:
     """Import the annotations in `path` into `project`, all or nothing (see the module); audited as
     `actor`'s import (of import run `run_id`); `progress` counts the reads of the file."""
-    if project.protocol not in RATING_PROTOCOLS + QA_PROTOCOLS:
+    if project.workflow not in ("rating", "qa"):
+        rating, qa = (" and ".join(registry.with_workflow(w)) for w in ("rating", "qa"))
         raise ImportRefused(
             [f"file: field -: project {project.slug} ({project.protocol}) takes no imported annotations; "
-             "ratings go to oscbench projects, blind QA answers to visualtrans and m3verse projects"]
+             f"ratings go to {rating} projects, blind QA answers to {qa} projects"]
         )
-    kind = "rating" if project.protocol in RATING_PROTOCOLS else "qa_answer"
+    kind = "rating" if project.workflow == "rating" else "qa_answer"
     rater_field = "rater" if kind == "rating" else "annotator"
     path = Path(path)
     if not path.is_file():

@@ -1,53 +1,37 @@
-"""Per-protocol validation of one item line of the PROTOCOLS.md interchange format.
+"""Validation of one item line of the interchange format (docs/architecture.md, "Interchange
+formats"; each protocol's fields: docs/protocols/<name>.md), by the fields the line's protocol
+declares (``Protocol.item_fields``, protocols/fields.py ItemFields, in the protocol's fields.py).
 
 Plain Python (no Django): a line goes in as a decoded JSON object, a `CheckedItem` or a list of
 `FieldError`s comes out. Media files are not opened here; the importer checks the paths that
 `CheckedItem.media_paths` lists.
 
-Every protocol splits its fields in three groups:
-- `required`: needed even by a raw item (the media and whatever defines the task);
-- `optional`: metadata that may be absent;
-- `labels`: what annotators produce. An item carrying none of them is *raw* (status pending),
-  one carrying them is *complete* (status annotated, or verified with ``--verified``); a complete
-  item must carry every field of `labels_required`.
-
-OSCBench items have no label fields (their labels are ratings, imported with
-``import_annotations``), so they arrive pending unless imported as verified.
+An item carrying none of its protocol's label fields is *raw* (status pending), one carrying them
+is *complete* (status annotated, or verified with ``--verified``); a complete item must carry
+every field of `labels_required`. A protocol without label fields (its labels are ratings,
+imported with ``import_annotations``) has its items arrive pending unless imported as verified.
 
 Every protocol also accepts ``"gold": true`` (default false): the item is a gold item of the
 annotation queue, whose known answer scores annotators (annotation.agreement.gold_correct).
 Only an item with a known answer may be gold, so gold on a raw item is refused. The known answer
-is the complete item's labels, except for OSCBench, whose labels are ratings: a gold OSCBench
-item gives its expected rating in ``gold_scores`` ({criterion: 1..5, or null where N/A is
-expected}, any non-empty subset of the criteria; a rating within
-protocols.RATING_GOLD_TOLERANCE of each is right). ``gold_scores`` is a gold item's answer
-only: on an item that is not gold it is refused.
+is the complete item's labels, or, for a protocol whose labels are ratings, its `gold_answer`
+fields (the expected scores); these are a gold item's answer only: on an item that is not gold
+they are refused.
 
 A known QA answer is stored in annotation.canonical's form (a raw ``"b"`` becomes ``"B"``), the
-form a reviewer's verification writes. Single field values are checked in field_checks.py; lines
-of annotations made elsewhere in annotation_lines.py.
+form a reviewer's verification writes; expected scores in criteria order. Single field values
+are checked in protocols/fields.py; lines of annotations made elsewhere in annotation_lines.py.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from annotation import canonical
-from annotation.protocols import (
-    LETTERS,
-    M3VERSE_CAPABILITIES,
-    MEDIA_FIELDS,
-    OSC_SCENARIOS,
-    PROTOCOLS,
-    QA_FORMATS,
-    STATUS_CATEGORIES,
-    STATUS_DIFFERENCES,
-    VISUALTRANS_SUBTASKS,
-)
-
-from . import field_checks as fields
-from .field_checks import FieldError
+from protocols import fields, registry
+from protocols.base import Protocol
+from protocols.fields import FieldError
 
 # Keys every protocol accepts besides its own fields (none of them goes into the payload).
 COMMON_KEYS = ("id", "split", "tags", "gold")
@@ -55,7 +39,6 @@ COMMON_KEYS = ("id", "split", "tags", "gold")
 EXPORT_ONLY_KEYS = ("resolved",)
 ID_MAX = 200
 SPLIT_RE = re.compile(r"^[A-Za-z0-9_.-]{1,50}$")
-M3VERSE_CONTEXTS = ("intra", "inter")
 
 
 @dataclass(slots=True)
@@ -72,169 +55,50 @@ class CheckedItem:
     gold: bool = False
 
 
-@dataclass(frozen=True)
-class ProtocolSpec:
-    required: dict[str, Callable[[Any], Any]]
-    optional: dict[str, Callable[[Any], Any]]
-    labels: dict[str, Callable[[Any], Any]]
-    labels_required: tuple[str, ...]
-    # Checks across fields of a complete item: returns errors.
-    cross: Callable[[dict[str, Any]], list[FieldError]] | None = None
-    # Rewrites a valid payload's values into the stored form (QA answers: annotation.canonical).
-    canonical: Callable[[dict[str, Any]], None] | None = None
-    # Fields holding a gold item's known answer where the labels are none (OSCBench's expected
-    # scores): allowed, and then required, only on a gold item; they do not make an item complete.
-    gold_answer: dict[str, Callable[[Any], Any]] = field(default_factory=dict)
-
-    @property
-    def all_fields(self) -> set[str]:
-        return _ALL_FIELDS[id(self)]
-
-
-# Cross-field checks run on every item, raw or complete; the answer is checked when present.
-def _visualtrans_cross(p: dict[str, Any]) -> list[FieldError]:
-    fmt, answer = p.get("format"), p.get("answer")
-    if fmt == "choice":
-        options = p.get("options")
-        if options is None:
-            return [FieldError("options", "required when format is choice")]
-        if answer is None:
-            return []
-        if not isinstance(answer, str) or len(answer.strip()) != 1 or answer.strip().upper() not in LETTERS[: len(options)]:
-            return [FieldError("answer", f"must be one option letter A–{LETTERS[len(options) - 1]}")]
-    elif answer is None:
-        return []
-    elif fmt == "count":
-        if not isinstance(answer, int) or isinstance(answer, bool) or answer < 0:
-            return [FieldError("answer", "must be a non-negative integer when format is count")]
-    elif fmt == "set":
-        if not isinstance(answer, list) or not answer or not all(isinstance(a, str) and a.strip() for a in answer):
-            return [FieldError("answer", "must be a non-empty list of strings when format is set")]
-    return []
-
-
-def _qa_answer_canonical(protocol: str) -> Callable[[dict[str, Any]], None]:
-    """The item's known answer as annotation.canonical stores it ("b" -> "B", ["C", "A"] -> ["A", "C"])."""
+def _stored_form(proto: Protocol):
+    """Rewrites a valid payload's values into the stored form: a known QA answer as
+    annotation.canonical stores it ("b" -> "B", ["C", "A"] -> ["A", "C"]), expected scores in
+    criteria order."""
+    gold_answer = tuple(proto.item_fields.gold_answer)
+    answers = "answer" in proto.item_fields.labels
 
     def rewrite(payload: dict[str, Any]) -> None:
-        if payload.get("answer") is not None:
-            payload["answer"] = canonical.payload_answer(protocol, payload)
+        if answers and payload.get("answer") is not None:
+            payload["answer"] = canonical.payload_answer(proto.name, payload)
+        for name in gold_answer:
+            if payload.get(name) is not None:
+                payload[name] = fields.ordered_scores(payload[name], proto.criteria)
 
     return rewrite
 
 
-def _oscbench_canonical(payload: dict[str, Any]) -> None:
-    if payload.get("gold_scores") is not None:
-        payload["gold_scores"] = canonical.gold_scores(payload["gold_scores"])
+# Per protocol object, what `_check_valid` walks: (required (name, check) pairs, allowed keys,
+# optional and label checks by key, label names, labels required of a complete item, cross check,
+# rewrite into the stored form, media fields, gold answer fields). Built on first use, so the
+# registry as it is then (a test's own protocols too) is what counts.
+_compiled: dict[Protocol, tuple] = {}
 
 
-def _m3verse_cross(p: dict[str, Any]) -> list[FieldError]:
-    options, answer = p.get("options") or [], p.get("answer")
-    allowed = LETTERS[: len(options)]
-    if answer is None:
-        return []
-    if not isinstance(answer, list) or not answer:
-        return [FieldError("answer", "must be a non-empty list of option letters")]
-    if not all(isinstance(a, str) and a in allowed for a in answer):
-        return [FieldError("answer", f"letters must lie in A–{allowed[-1] if allowed else 'A'}")]
-    if len(set(answer)) != len(answer):
-        return [FieldError("answer", "lists a letter twice")]
-    if p.get("multiple") is False and len(answer) != 1:
-        return [FieldError("answer", f"lists {len(answer)} letters but the item says multiple: false (one correct option)")]
-    return []
+def _compile(protocol: str) -> tuple:
+    proto = registry.get(protocol)
+    table = _compiled.get(proto)
+    if table is None:
+        spec = proto.item_fields
+        table = _compiled[proto] = (
+            tuple(spec.required.items()),
+            frozenset(spec.all_fields | set(COMMON_KEYS) | set(EXPORT_ONLY_KEYS)),
+            {**spec.optional, **spec.labels, **spec.gold_answer},
+            tuple(spec.labels),
+            spec.labels_required,
+            spec.cross,
+            _stored_form(proto),
+            tuple(proto.media_fields.items()),
+            tuple(spec.gold_answer),
+        )
+    return table
 
 
-SPECS: dict[str, ProtocolSpec] = {
-    "status": ProtocolSpec(
-        required={"image_a": fields.media_path, "image_b": fields.media_path},
-        optional={},
-        labels={
-            "state_a": fields.any_text,
-            "state_b": fields.any_text,
-            "change": fields.any_text,
-            "change_distractors": fields.text_list(exactly=3),
-            "category": fields.choice(STATUS_CATEGORIES),
-            "difference": fields.choice(STATUS_DIFFERENCES),
-        },
-        labels_required=("state_a", "state_b", "change", "change_distractors", "category", "difference"),
-    ),
-    "changeit": ProtocolSpec(
-        required={"image": fields.media_path, "object": fields.any_text, "state": fields.any_text},
-        optional={"distractors": fields.text_list()},
-        labels={"bbox": fields.bbox},
-        labels_required=("bbox",),
-    ),
-    # A QA item's question (with its format and options) defines the task, so even a raw item
-    # carries it; the label is the answer (plus the metadata scoring needs).
-    "visualtrans": ProtocolSpec(
-        required={"images": fields.image_list, "question": fields.any_text, "format": fields.choice(QA_FORMATS)},
-        optional={"scene": fields.any_text, "options": fields.options, "subtask": fields.choice(VISUALTRANS_SUBTASKS)},
-        labels={"answer": lambda v: v},  # checked against format in _visualtrans_cross
-        labels_required=("answer", "subtask"),
-        cross=_visualtrans_cross,
-        canonical=_qa_answer_canonical("visualtrans"),
-    ),
-    "m3verse": ProtocolSpec(
-        required={
-            "video_before": fields.media_path,
-            "video_after": fields.media_path,
-            "question": fields.any_text,
-            "options": fields.options,
-        },
-        optional={
-            "context": fields.choice(M3VERSE_CONTEXTS),
-            "capabilities": fields.subset(M3VERSE_CAPABILITIES),
-            "hallucination": fields.boolean,
-            # One or several correct options: the item's own fact, given on raw items too (the
-            # annotator's form follows it; never derived from the answer). Absent: project setting.
-            "multiple": fields.boolean,
-        },
-        labels={"answer": lambda v: v},  # checked against options in _m3verse_cross
-        labels_required=("answer", "context", "capabilities"),
-        cross=_m3verse_cross,
-        canonical=_qa_answer_canonical("m3verse"),
-    ),
-    "oscbench": ProtocolSpec(
-        required={"video": fields.media_path, "prompt": fields.any_text},
-        optional={
-            "generator": fields.any_text,
-            "scenario": fields.choice(OSC_SCENARIOS),
-            "action": fields.any_text,
-            "action_category": fields.any_text,
-            "object": fields.any_text,
-            "object_category": fields.any_text,
-        },
-        labels={},
-        labels_required=(),
-        canonical=_oscbench_canonical,
-        gold_answer={"gold_scores": fields.gold_scores},
-    ),
-}
-assert set(SPECS) == set(PROTOCOLS)
-_ALL_FIELDS = {
-    id(spec): set(spec.required) | set(spec.optional) | set(spec.labels) | set(spec.gold_answer)
-    for spec in SPECS.values()
-}
-_ALLOWED_KEYS = {p: frozenset(_ALL_FIELDS[id(spec)] | set(COMMON_KEYS) | set(EXPORT_ONLY_KEYS)) for p, spec in SPECS.items()}
-_OTHER_CHECKS = {p: {**spec.optional, **spec.labels, **spec.gold_answer} for p, spec in SPECS.items()}
 _split_match = SPLIT_RE.match
-# Per protocol, what `_check_valid` walks: (required (name, check) pairs, allowed keys, optional
-# and label checks by key, label names, labels required of a complete item, cross check, rewrite
-# into the stored form, media fields, gold answer fields).
-_COMPILED = {
-    p: (
-        tuple(spec.required.items()),
-        _ALLOWED_KEYS[p],
-        _OTHER_CHECKS[p],
-        tuple(spec.labels),
-        spec.labels_required,
-        spec.cross,
-        spec.canonical,
-        tuple(MEDIA_FIELDS[p].items()),
-        tuple(spec.gold_answer),
-    )
-    for p, spec in SPECS.items()
-}
 
 
 def check_item(protocol: str, obj: Any, *, verified: bool = False) -> CheckedItem | list[FieldError]:
@@ -245,7 +109,7 @@ def check_item(protocol: str, obj: Any, *, verified: bool = False) -> CheckedIte
     error. Either way the same lines are accepted, with the same result.
     """
     if type(obj) is dict:
-        checked = _check_valid(_COMPILED[protocol], obj, verified)
+        checked = _check_valid(_compile(protocol), obj, verified)
         if checked is not None:
             return checked
     return _check_item_full(protocol, obj, verified=verified)
@@ -308,8 +172,7 @@ def _check_valid(compiled: tuple, obj: dict[str, Any], verified: bool) -> Checke
                 return None
     if cross is not None and cross(payload):
         return None
-    if canon is not None:
-        canon(payload)
+    canon(payload)
     known = complete
     for name in gold_answer:
         if name in payload:
@@ -331,7 +194,8 @@ def _check_item_full(protocol: str, obj: Any, *, verified: bool = False) -> Chec
     """The complete check of one line, naming every error (see `check_item`)."""
     if not isinstance(obj, dict):
         return [FieldError("-", "a line must be a JSON object")]
-    spec = SPECS[protocol]
+    proto = registry.get(protocol)
+    spec = proto.item_fields
     errors: list[FieldError] = []
 
     external_id = obj.get("id")
@@ -365,7 +229,7 @@ def _check_item_full(protocol: str, obj: Any, *, verified: bool = False) -> Chec
         except fields.Invalid as exc:
             errors.append(FieldError(name, exc.reason))
     # One walk over the line's keys: unknown ones are errors, optional and label fields checked.
-    allowed, others = _ALLOWED_KEYS[protocol], _OTHER_CHECKS[protocol]
+    _, allowed, others, *_ = _compile(protocol)
     for key, value in obj.items():
         check = others.get(key)
         if check is not None:
@@ -408,11 +272,10 @@ def _check_item_full(protocol: str, obj: Any, *, verified: bool = False) -> Chec
             )
     if errors:
         return errors
-    if spec.canonical is not None:
-        spec.canonical(payload)
+    _compile(protocol)[6](payload)
 
     media: list[tuple[str, str, str]] = []
-    for name, kind in MEDIA_FIELDS[protocol].items():
+    for name, kind in proto.media_fields.items():
         if kind == "images":
             media.extend((name, p, "image") for p in payload[name])
         else:
@@ -427,30 +290,3 @@ def _check_item_full(protocol: str, obj: Any, *, verified: bool = False) -> Chec
         gold=gold,
     )
 
-
-def extract_item(protocol: str, obj: dict[str, Any]) -> CheckedItem:
-    """The write pass's cheap twin of `check_item` for a line that already passed it.
-
-    Pass 1 refused unknown keys, so the payload is every key except id/split/tags/resolved whose
-    value is not null — exactly what `check_item` keeps.
-    """
-    spec = SPECS[protocol]
-    skip = set(COMMON_KEYS) | set(EXPORT_ONLY_KEYS)
-    payload = {k: v for k, v in obj.items() if k not in skip and v is not None}
-    if spec.canonical is not None:
-        spec.canonical(payload)
-    media: list[tuple[str, str, str]] = []
-    for name, kind in MEDIA_FIELDS[protocol].items():
-        if kind == "images":
-            media.extend((name, p, "image") for p in payload[name])
-        else:
-            media.append((name, payload[name], kind))
-    return CheckedItem(
-        external_id=obj["id"],
-        payload=payload,
-        split=obj.get("split", "test"),
-        tags=list(obj.get("tags", [])),
-        complete=any(n in payload for n in spec.labels),
-        media_paths=media,
-        gold=obj.get("gold") is True,
-    )

@@ -6,16 +6,15 @@ items is checked once); ids are remembered as 8-byte hashes to find duplicates; 
 the project are compared, a chunk at a time, with what the line would store. If anything is
 wrong the import is refused with every error and nothing has been written.
 
-On PostgreSQL, pass 1 also encodes each accepted row in COPY text format. Outside a
+Pass 1 also encodes each accepted row in COPY text format. Outside a
 transaction (the command, the API, the upload page) those rows stream, while pass 1 is still
 validating, to ``COPY annotation_item FROM STDIN`` on a second connection owned by a writer
 thread, so the server parses and indexes on the other core; the writer's transaction stays open
 and is committed — together with the media rows — only once pass 1 found no error, and rolled
 back otherwise. Inside a caller's transaction the rows are spooled to a temporary file and
-copied on the caller's connection after pass 1. Elsewhere (the SQLite demo) pass 2 re-reads the
-file and inserts batches of `BATCH` with ``bulk_create``. Media files stored for an import that
-then fails are deleted again, so a refused or failed import leaves no trace. Lines identical to
-items already in the project are skipped. On PostgreSQL, imports into one project take turns: the
+copied on the caller's connection after pass 1. Media files stored for an import that then fails
+are deleted again, so a refused or failed import leaves no trace. Lines identical to items
+already in the project are skipped. Imports into one project take turns: the
 transaction that writes the rows first takes an advisory lock keyed on the project (see
 `copy_spool.lock_project_for_import`), and only then are existing ids looked at, so a second import of the
 same file waits and changes nothing (or, after IMPORT_LOCK_WAIT_S, is refused).
@@ -38,8 +37,10 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
+
+from protocols.fields import NUL_REASON, check_box_inside, nul_field
 
 from annotation.media import MediaInfo, MediaRefused, assets_store, delete_stored, inspect_media, known_media
 from annotation.audit import audit_record
@@ -47,8 +48,7 @@ from annotation.models import AuditAction, Item, ItemStatus, Membership, Project
 
 from .common import ErrorLog, ImportRefused, KeySeen, parse_json_line, report_duplicates
 from .copy_spool import CopySpool, media_map
-from .field_checks import NUL_REASON, check_box_inside, nul_field
-from .formats import CheckedItem, check_item, extract_item
+from .formats import CheckedItem, check_item
 from .sources import ReadMeter, SourceError, open_source
 
 BATCH = 2000
@@ -78,14 +78,6 @@ class ItemImportReport:
         }
 
 
-def _status(checked: CheckedItem, verified: bool) -> str:
-    if checked.gold:
-        return ItemStatus.PENDING  # the queue offers gold items only while pending
-    if verified:
-        return ItemStatus.VERIFIED
-    return ItemStatus.ANNOTATED if checked.complete else ItemStatus.PENDING
-
-
 # The scanner json.loads uses (same options as its default decoder), called directly.
 _json_scan = json.JSONDecoder().scan_once
 _PENDING = ItemStatus.PENDING.value
@@ -112,14 +104,12 @@ class _Validation:
         self.pending_existing: list[tuple[int, CheckedItem, str]] = []
         self.promote = array("q")  # ids of identical existing items a verified import promotes
         self.report = ItemImportReport()
-        # On PostgreSQL rows are spooled for COPY; elsewhere (SQLite demo) pass 2 re-reads the file.
-        self.spool = CopySpool(project) if connection.vendor == "postgresql" else None
-        if self.spool is not None:
-            try:  # before looking at existing ids: a concurrent import into the project finishes first
-                self.spool.lock_project(project)
-            except BaseException:
-                self.spool.close()
-                raise
+        self.spool = CopySpool(project)  # accepted rows, encoded for COPY
+        try:  # before looking at existing ids: a concurrent import into the project finishes first
+            self.spool.lock_project(project)
+        except BaseException:
+            self.spool.close()
+            raise
         self.check_existing = Item.objects.filter(project=project).exists()
 
     def media_info(self, relpath: str, kind: str) -> MediaInfo | str:
@@ -145,7 +135,7 @@ class _Validation:
 
     def accept(self, checked: CheckedItem, status: str) -> None:
         self.report.by_status[status] = self.report.by_status.get(status, 0) + 1
-        if self.spool is not None and not self.errors.total:
+        if not self.errors.total:
             self.spool.add(checked, self.media, status)
 
     def run(self) -> None:
@@ -156,7 +146,7 @@ class _Validation:
         ids_add = self.ids.add
         report = self.report
         by_status = report.by_status
-        spool_add = self.spool.add if self.spool is not None else None
+        spool_add = self.spool.add
         loads = json.loads
         scan = _json_scan
         lines = 0
@@ -208,7 +198,7 @@ class _Validation:
                     self.compare_existing()
             else:  # accept(), inlined
                 by_status[status] = by_status.get(status, 0) + 1
-                if spool_add is not None and not errors.total:
+                if not errors.total:
                     spool_add(checked, media, status)
         report.lines = lines
         self.compare_existing()
@@ -287,15 +277,12 @@ def _write(project: Project, source, validation: _Validation, audit: dict) -> It
                          "unchanged": report.unchanged, "promoted": report.promoted})
 
     try:
-        if spool is not None and spool.live:
+        if spool.live:
             spool.commit(store_media)  # rows are in already; media, promotions and commit in the writer's transaction
         else:
             with transaction.atomic():
                 store_media()
-                if spool is not None:
-                    spool.copy_into_db()
-                else:
-                    _bulk_create_from_source(project, source, validation)
+                spool.copy_into_db()
     except BaseException:
         delete_stored(written)
         raise
@@ -312,31 +299,6 @@ def _promote(ids: array) -> None:
         Item.objects.filter(
             pk__in=list(ids[start : start + BATCH]), status__in=_PROMOTABLE, is_gold=False
         ).update(status=ItemStatus.VERIFIED, updated_at=now)
-
-
-def _bulk_create_from_source(project: Project, source, validation: _Validation) -> None:
-    """Write pass without COPY (SQLite): re-read the file, insert in batches, skip existing ids."""
-    batch: list[Item] = []
-    for _line, text in source.lines():
-        obj = json.loads(text)
-        checked = extract_item(project.protocol, obj)
-        batch.append(
-            Item(
-                project=project,
-                external_id=checked.external_id,
-                payload=checked.payload,
-                media=media_map(checked, validation.media),
-                status=_status(checked, validation.verified),
-                split=checked.split,
-                tags=checked.tags,
-                is_gold=checked.gold,
-            )
-        )
-        if len(batch) >= BATCH:
-            Item.objects.bulk_create(batch, ignore_conflicts=validation.check_existing)
-            batch = []
-    if batch:
-        Item.objects.bulk_create(batch, ignore_conflicts=validation.check_existing)
 
 
 def items_import(
@@ -364,16 +326,15 @@ def items_import(
     try:
         validation = _Validation(project, source, verified)
         try:
-            if progress is not None:  # pass 1 reads the file; without COPY (SQLite) pass 2 reads it again
-                source.follow(progress, passes=1 if validation.spool is not None else 2)
+            if progress is not None:  # pass 1 is the one read of the file
+                source.follow(progress, passes=1)
             validation.run()
             validation.report.header = source.header
             if validation.errors:
                 raise validation.errors.refuse()
             return _write(project, source, validation, {"actor": actor, "file": Path(path).name, "run": run_id})
         finally:
-            if validation.spool is not None:
-                validation.spool.close()
+            validation.spool.close()
     finally:
         source.close()
 

@@ -8,11 +8,11 @@ however large the file. `import_run_execute` (the task's body) runs the same imp
 command, all or nothing, and records the report or the refusal. Without Redis (the demo) Celery
 runs eagerly, so the run is done when the request returns.
 
-Crashes: the worker claims the run with one UPDATE (queued, or running with a lapsed heartbeat),
-refreshes its heartbeat while it imports (config.heartbeat), and `import_runs_watch` (called by
-Celery beat's watchdog) re-queues a run whose worker died, up to STATELAB_RUN_MAX_ATTEMPTS
-claims, then fails it with the reason. The import is one transaction, so a second attempt
-starts from nothing.
+Crashes: an import is a background run like any other (background/): the worker claims it with
+the one claim (background.claim), refreshes its heartbeat while it imports (background.heartbeat),
+and Celery beat's watchdog runs `import_runs_watch` (settings.STATELAB_RUN_WATCHERS), which
+re-queues a run whose worker died, up to STATELAB_RUN_MAX_ATTEMPTS claims, then fails it with the
+reason. The import is one transaction, so a second attempt starts from nothing.
 
 Progress: the importer counts the bytes it reads of the items file (a ReadMeter, one addition per
 buffer refill), and a second thread of the worker copies the count to the row at most once a
@@ -28,14 +28,16 @@ from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import default_storage
 from django.db import transaction
-from django.db.models import F, Q
 from django.utils import timezone
 
+from background.claim import run_claim, run_mine
+from background.heartbeat import RowHeartbeat, RowWriter
+from background.models import RunStatus
+from background.watchdog import lapsed_runs_watch
 from config.enqueue import enqueue, enqueue_on_commit
-from config.heartbeat import RowHeartbeat, RowWriter, lapsed_before, max_attempts
 from config.storage import is_local, is_missing, local_copy
 
-from ..models import ImportKind, ImportRun, ImportStatus, Project
+from ..models import ImportKind, ImportRun, Project
 from .annotations import annotations_import
 from .common import ImportRefused
 from .items import items_import
@@ -127,28 +129,21 @@ def import_run_execute(run_id: int, *, worker: str = "", heartbeat: bool = False
     that a live worker is importing, is left alone. ``heartbeat``: keep the row's heartbeat and
     progress fresh from threads while importing (a worker process; not in eager mode, where the
     request waits for the end and nobody polls)."""
-    now = timezone.now()
-    claimable = Q(status=ImportStatus.QUEUED) | Q(
-        status=ImportStatus.RUNNING, heartbeat_at__lt=lapsed_before(), attempts__lt=max_attempts())
-    claimed = ImportRun.objects.filter(claimable, pk=run_id).update(
-        status=ImportStatus.RUNNING, started_at=now, heartbeat_at=now, attempts=F("attempts") + 1, worker=worker[:200],
-        progress_bytes=0, progress_total=0)
-    run = ImportRun.objects.select_related("project", "created_by").filter(pk=run_id).first()
+    run = run_claim(ImportRun, run_id=run_id, worker=worker, reset={"progress_bytes": 0, "progress_total": 0},
+                    select_related=("project", "created_by"))
     if run is None:
-        return "missing"
-    if not claimed:
-        return run.status
+        return ImportRun.objects.filter(pk=run_id).values_list("status", flat=True).first() or "missing"
     meter = ReadMeter()
     if not heartbeat:
         return _import(run, meter)
-    mine = ImportRun.objects.filter(pk=run_id, status=ImportStatus.RUNNING, attempts=run.attempts)
+    mine = run_mine(run)
     with RowHeartbeat(mine), progress_writer(mine, meter):
         return _import(run, meter)
 
 
 def progress_writer(queryset, meter: ReadMeter) -> RowWriter:
     """The claimed row's progress, written from the meter when it has moved, at most every
-    PROGRESS_SECONDS, by a thread of its own (config.heartbeat.RowWriter: the import writes in one
+    PROGRESS_SECONDS, by a thread of its own (background.heartbeat.RowWriter: the import writes in one
     transaction, its connection's or the COPY writer's, and a count written there would only be
     seen once it commits). One small UPDATE a second, whatever the file's size."""
     written = [(0, 0)]
@@ -177,12 +172,12 @@ def _import(run: ImportRun, meter: ReadMeter) -> str:
             report = items_import(project=run.project, path=path, media_root=import_media_root(), verified=run.verified,
                                   actor=run.created_by, run_id=run.pk, progress=meter)
     except ImportRefused as exc:
-        run.status, run.errors, run.error_count = ImportStatus.REFUSED, exc.errors, exc.total
+        run.status, run.errors, run.error_count = RunStatus.REFUSED, exc.errors, exc.total
     except Exception as exc:  # recorded for the researcher; the importers wrote nothing
         log.exception("import run %s failed", run_id)
-        run.status, run.errors, run.error_count = ImportStatus.FAILED, [f"{type(exc).__name__}: {exc}"], 1
+        run.status, run.errors, run.error_count = RunStatus.FAILED, [f"{type(exc).__name__}: {exc}"], 1
     else:
-        run.status, run.report = ImportStatus.FINISHED, report.as_dict()
+        run.status, run.report = RunStatus.FINISHED, report.as_dict()
     finally:
         path.unlink(missing_ok=True)
         _drop_staged(run.staged_path)
@@ -197,35 +192,24 @@ def _import(run: ImportRun, meter: ReadMeter) -> str:
 
 
 def import_runs_watch() -> dict[str, int]:
-    """The watchdog's pass over imports (inference.tasks.watch_runs, every few seconds by Celery
-    beat): a running import whose heartbeat lapsed goes back to queued and is sent again, or,
-    after STATELAB_RUN_MAX_ATTEMPTS claims, fails with the reason (its staged file is removed)."""
-    requeued = failed = 0
-    lapsed = ImportRun.objects.filter(status=ImportStatus.RUNNING, heartbeat_at__lt=lapsed_before())
-    for run_id in lapsed.values_list("pk", flat=True)[:100]:
-        with transaction.atomic():
-            run = lapsed.select_for_update(skip_locked=True).filter(pk=run_id).first()
-            if run is None:
-                continue
-            lost = f"worker {run.worker or '?'} lost (no heartbeat since {run.heartbeat_at:%Y-%m-%d %H:%M:%S} UTC)"
-            if run.attempts >= max_attempts():
-                run.status, run.error_count = ImportStatus.FAILED, 1
-                run.errors = [f"worker lost {run.attempts} times: last {lost}; nothing was imported"]
-                run.finished_at = timezone.now()
-                _drop_staged(run.staged_path)
-                run.staged_path = ""
-                run.save(update_fields=["status", "errors", "error_count", "finished_at", "staged_path"])
-                log.warning("import run %s failed: %s", run.pk, run.errors[0])
-                failed += 1
-            else:
-                # Queued again: the next claim starts from nothing, and so does its progress.
-                run.status, run.progress_bytes, run.progress_total = ImportStatus.QUEUED, 0, 0
-                run.save(update_fields=["status", "progress_bytes", "progress_total"])
-                log.warning("import run %s: %s; re-queued (attempt %s of %s)", run.pk, lost, run.attempts + 1,
-                            max_attempts())
-                transaction.on_commit(lambda pk=run.pk: enqueue("annotation.tasks.run_import", pk))
-                requeued += 1
-    return {"requeued": requeued, "failed": failed}
+    """The watchdog's pass over imports (background.watchdog, every few seconds by Celery beat): a
+    running import whose heartbeat lapsed goes back to queued and is sent again, or, after
+    STATELAB_RUN_MAX_ATTEMPTS claims, fails with the reason (its staged file is removed)."""
+    return lapsed_runs_watch(ImportRun, requeue=_import_requeued, failed=_import_lost)
+
+
+def _import_requeued(run: ImportRun) -> list[str]:
+    # Queued again: the next claim starts from nothing, and so does its progress.
+    run.progress_bytes, run.progress_total = 0, 0
+    transaction.on_commit(lambda pk=run.pk: enqueue("annotation.tasks.run_import", pk))
+    return ["progress_bytes", "progress_total"]
+
+
+def _import_lost(*, run: ImportRun, reason: str) -> None:
+    run.errors, run.error_count = [f"{reason}; nothing was imported"], 1
+    _drop_staged(run.staged_path)
+    run.staged_path = ""
+    run.save(update_fields=["errors", "error_count", "staged_path"])
 
 
 def import_run_data(run: ImportRun) -> dict:

@@ -40,8 +40,9 @@ from typing import Any, BinaryIO, Callable, Iterator
 
 from django.conf import settings
 
+from protocols.fields import check_media_path
+
 from .common import InvalidJSON, LineTooLong
-from .field_checks import check_media_path
 
 READ_CHUNK = 1024 * 1024
 # A JSON document: characters read per refill, the longest one item may be, and how far into the

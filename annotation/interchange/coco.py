@@ -1,4 +1,4 @@
-"""A box release (ChangeIt-Frames) as COCO object-detection JSON, read by pycocotools and the
+"""A box release (a protocol annotated in the box workflow) as COCO object-detection JSON, read by pycocotools and the
 tools built on it.
 
 - one COCO image per release item, in release order (`id` = position + 1), `file_name` the
@@ -22,10 +22,11 @@ from typing import Any
 
 from django.core.files.storage import default_storage
 
+from protocols import registry
+
 from ..models import MediaAsset, Release, ReleaseItem
 from .stream_zip import StreamSink
 
-BOX_PROTOCOL = "changeit"
 OUTCOMES = ("nothing_to_label", "cannot_determine")
 CHUNK = 2000
 
@@ -91,7 +92,7 @@ def has_box(line: dict) -> bool:
 
 def coco_parts(release: Release) -> Iterator[bytes]:
     """The COCO document as byte pieces (images, annotations, categories, info)."""
-    if release.project.protocol != BOX_PROTOCOL:
+    if registry.get(release.project.protocol).workflow != "box":
         raise ValueError("COCO export is for box projects (ChangeIt-Frames)")
     categories: dict[tuple[str, str], int] = {}
     yield b'{"images":['

@@ -3,7 +3,7 @@
 The folder is what lmms-eval 0.7's task loader reads with `--include_path DIR`:
 - `<task>.yaml`: the task (`dataset_path: json` over `docs.jsonl`, which lmms-eval resolves
   relative to the YAML; `output_type: generate_until`; `process_results` and one metric per
-  PROTOCOLS figure, each aggregated by `utils.aggregate`);
+  figure of the protocol's spec page, each aggregated by `utils.aggregate`);
 - `utils.py`: a copy of `lmms_task_utils.py` (prompt, visuals, StateLab's answer parsing and
   scoring; standard library and Pillow only);
 - `docs.jsonl`: one document per query the release asks, in release order (one per item for
@@ -50,7 +50,7 @@ from typing import Any
 
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from ..protocols import LETTERS, QUERY_KEYS, m3verse_multiple
+from ..protocols import LETTERS, QUERY_KEYS, qa_shape
 
 SUPPORTED = ("status", "changeit", "visualtrans", "m3verse")
 DOCS = "docs.jsonl"
@@ -211,7 +211,7 @@ def task_documents(protocol: str, line: dict, settings: dict | None = None) -> l
     if protocol == "m3verse":
         q = resolved["qa"]
         options = q["options"]
-        rule = _M3_ANY if m3verse_multiple(line, settings) else _M3_ONE
+        rule = _M3_ANY if qa_shape(protocol=protocol, payload=line, project_settings=settings)["multiple"] else _M3_ONE
         prompt = f"{_M3_INTRO}\nQuestion: {line['question']}\n{_lettered(options)}\n{rule}"
         meta = {"context": line.get("context"), "capabilities": list(line.get("capabilities") or []),
                 "hallucination": bool(line.get("hallucination"))}

@@ -3,7 +3,7 @@
 This file is copied as it is into the task folder, where lmms-eval loads it by path
 (`!function utils.<name>` in the task YAML). It must therefore stand alone: standard library and
 Pillow only, no StateLab import. Its answer parsing is a copy of StateLab's own
-(`inference/answers.py`: parse_choice, parse_candidate_number, parse_letter_set, normalize_int,
+(`protocols/kit/answers.py`: parse_choice, parse_candidate_number, parse_letter_set, normalize_int,
 normalize_set), kept identical by tests/annotation/test_lmms_eval_export.py, so that the score
 lmms-eval prints is the score StateLab gives the same answers when the run's `--log_samples` file
 is imported back.
@@ -16,7 +16,7 @@ JSON) and `meta` (the item fields the breakdowns need, as JSON).
 lmms-eval 0.7 leaves `doc` out of the `--log_samples` file; each sample carries `item`:
 {"id", "query"} instead (the `item` metric, aggregated as the number of items).
 
-Scoring (PROTOCOLS.md): a missing, empty or unparseable answer is wrong and counted in
+Scoring (docs/protocols/<protocol>.md): a missing, empty or unparseable answer is wrong and counted in
 `parse_failures`. Percentages are rounded half up to two decimals.
 - status: Acc/RAcc for OSI, IR, SCI, OA and ROA, over the six queries of each item;
 - changeit: per candidates × condition, state accuracy (the chosen number is the true label's) and
@@ -44,7 +44,7 @@ from typing import Any, Iterable
 HERE = os.path.dirname(os.path.abspath(__file__))
 LETTERS = string.ascii_uppercase  # a copy: this file stands alone (see the module docstring)
 
-# --- answer parsing: a copy of StateLab's inference/answers.py (kept identical by tests) --------
+# --- answer parsing: a copy of StateLab's protocols/kit/answers.py (kept identical by tests) --------
 
 _WS = re.compile(r"\s+")
 _PUNCT_EDGES = " \t\r\n.,;:!?\"'`()[]{}"

@@ -2,21 +2,19 @@ import django.db.models.deletion
 from django.db import migrations, models
 
 # The media view asks "does an item of a project this user may see use this asset?" with a jsonb
-# containment test on annotation_item.media (config/media.py); a GIN index answers it without
-# scanning the projects' items. PostgreSQL only: the SQLite demo has no GIN indexes.
+# containment test on annotation_item.media (annotation/media_access.py); a GIN index answers it
+# without scanning the projects' items.
 CREATE_MEDIA_INDEX = (
     "CREATE INDEX IF NOT EXISTS annotation_item_media_gin ON annotation_item USING gin (media jsonb_path_ops)"
 )
 
 
 def create_media_index(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(CREATE_MEDIA_INDEX)
+    schema_editor.execute(CREATE_MEDIA_INDEX)
 
 
 def drop_media_index(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute("DROP INDEX IF EXISTS annotation_item_media_gin")
+    schema_editor.execute("DROP INDEX IF EXISTS annotation_item_media_gin")
 
 
 class Migration(migrations.Migration):

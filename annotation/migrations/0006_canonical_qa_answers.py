@@ -12,6 +12,9 @@ from django.db import migrations
 
 from annotation import canonical
 
+# The QA protocols when this migration was written.
+QA_PROTOCOLS_THEN = ("visualtrans", "m3verse")
+
 BATCH = 1000
 
 
@@ -19,7 +22,7 @@ def canonical_item_answers(apps, schema_editor) -> int:
     """Rewrite the known answer of VisualTrans / M3-Verse items; returns how many changed."""
     Item = apps.get_model("annotation", "Item")
     rows = (
-        Item.objects.filter(project__protocol__in=canonical.QA_PROTOCOLS)
+        Item.objects.filter(project__protocol__in=QA_PROTOCOLS_THEN)
         .values_list("pk", "payload", "project__protocol")
         .order_by("pk")
         .iterator(chunk_size=BATCH)
@@ -42,7 +45,7 @@ def canonical_item_answers(apps, schema_editor) -> int:
 
 def _shape_as_then(protocol: str, payload: dict) -> dict:
     """The item as this migration saw it: M3-Verse items then took several letters when their answer
-    listed several (the rule issue 10 replaced by the item's own `multiple` field); kept here so the
+    listed several (a rule since replaced by the item's own `multiple` field); kept here so the
     migration rewrites rows as it always did."""
     if protocol == "m3verse" and not isinstance(payload.get("multiple"), bool):
         return {**payload, "multiple": len(payload.get("answer") or []) > 1}
@@ -53,7 +56,7 @@ def canonical_imported_answers(apps, schema_editor) -> int:
     """Rewrite imported blind QA answers (and their flags) as a submit stores them; returns how many changed."""
     Annotation = apps.get_model("annotation", "Annotation")
     rows = (
-        Annotation.objects.filter(source="import", item__project__protocol__in=canonical.QA_PROTOCOLS)
+        Annotation.objects.filter(source="import", item__project__protocol__in=QA_PROTOCOLS_THEN)
         .values_list("pk", "result", "item__payload", "item__project__protocol")
         .order_by("pk")
         .iterator(chunk_size=BATCH)

@@ -11,9 +11,8 @@ has the last word through its constraints: one active task per item, one annotat
 annotator, one annotation per annotator and idempotency key.
 
 Modules: sql.py holds every hot-path statement (run by annotation/db.py), claim.py, hold.py and
-submit.py the services, portable.py the ORM twins for the SQLite demo, rules.py what both paths
-share, errors.py what the services raise, quota.py the crowd participants' limits, gold.py the
-take-over that keeps one holder from blocking a gold item.
+submit.py the services, rules.py what they share, errors.py what the services raise, quota.py the
+crowd participants' limits, gold.py the take-over that keeps one holder from blocking a gold item.
 """
 from .claim import queue_claim_next
 from .errors import AlreadySubmitted, TaskConflict, TaskNotFound

@@ -10,7 +10,7 @@ from psycopg.types.numeric import Int8
 
 from .. import db
 from ..models import Item, Project, Task, TaskStatus
-from . import portable, quota, sql
+from . import quota, sql
 from ..project_setup import project_setting
 from .gold import gold_take_over
 from .rules import claim_lock, claim_passes, item_accepts_annotations, lease_until, renew_held
@@ -60,8 +60,6 @@ def _claim(*, project: Project, user, now: datetime, exclude: tuple[int, ...], i
     item and wait for the other's. When a second wait would be needed, what was done so far (holds
     found gone or expired) is committed, which releases every lock, and a fresh transaction goes on.
     """
-    if portable.in_use():
-        return portable.claim(project=project, user=user, now=now, exclude=exclude, ignore=ignore, passes=passes)
     claim_lock(user=user)
     lease = lease_until(project, now)
     passed: list[int] = []  # items locked but not claimable

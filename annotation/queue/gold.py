@@ -12,8 +12,7 @@ Nobody loses work by this: a gold task whose hold went to someone else stays ope
 database still stores at most one answer per annotator and item. A claimer never takes over a gold
 item they held before (theirs would otherwise come back to them twice).
 
-Rare (only when gold is wanted and none is free), so it is one ORM query that runs as it is on
-PostgreSQL and on the demo's SQLite, with no twin in sql.py / portable.py.
+Rare (only when gold is wanted and none is free), so it is one ORM query, not a statement of sql.py.
 """
 from __future__ import annotations
 

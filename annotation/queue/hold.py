@@ -10,7 +10,7 @@ from psycopg.types.numeric import Int8
 
 from .. import db
 from ..models import Item, Project, Task, TaskStatus
-from . import portable, sql
+from . import sql
 from .errors import TaskConflict, TaskNotFound
 from .rules import item_accepts_annotations, lease_until
 
@@ -20,8 +20,6 @@ def lock_own_task(task_id: int, user, *, idempotency_key: str | None = None) -> 
 
     The task comes with `prior_ids`: what makes a submit a repeat (sql.LOCK_OWN_TASK_SQL says which).
     """
-    if portable.in_use():
-        return portable.lock_own_task(task_id, user, idempotency_key=idempotency_key)
     rows = db.rows(sql.LOCK_OWN_TASK_SQL, {"task": Int8(task_id), "user": Int8(user.pk), "key": idempotency_key})
     if not rows:
         raise TaskNotFound("No such task.")

@@ -1,5 +1,4 @@
-"""The queue's rules that its two paths share: the PostgreSQL statements (sql.py, run by claim.py,
-hold.py and submit.py) and their portable twins for the SQLite demo (portable.py)."""
+"""The queue's rules that claim.py, hold.py and submit.py share, beside the statements of sql.py."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
@@ -24,11 +23,9 @@ CLAIM_LOCK_CLASS = 0x53544C43
 
 
 def claim_lock(*, user) -> None:
-    """Serialize this user's claims until the transaction ends (see above). Nothing to take on
-    SQLite (the demo): a claim there holds the write lock from its first statement."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [CLAIM_LOCK_CLASS, user.pk])
+    """Serialize this user's claims until the transaction ends (see above)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [CLAIM_LOCK_CLASS, user.pk])
 
 
 def lease_seconds(project: Project) -> int:

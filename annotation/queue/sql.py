@@ -2,7 +2,6 @@
 
 Claim and submit run a few fixed statements many times a second; annotation/db.py runs them as
 prepared statements (why, and the rules they keep: ids as int8, columns listed, never `*`).
-portable.py holds their ORM twins for the SQLite demo.
 """
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from ..project_setup import project_setting
 from ..results import ResultInvalid, Validated, quintuplet_warnings, validate_result
 from ..selectors import result_context_for, shows_suggestions
 from ..verification import item_auto_verify, item_mark_disagreement, project_settings_to_mark
-from . import portable, sql
+from . import sql
 from .errors import AlreadySubmitted, TaskConflict
 from .hold import lock_own_task
 from .rules import item_accepts_annotations
@@ -86,10 +86,7 @@ def _submit(*, task_id: int, user, result: dict, time_spent_ms: int, idempotency
                                    and item_accepts_annotations(item)):
         # Off the plain path (e.g. the task was submitted while we waited for the lock): read the
         # earlier annotations again with a snapshot taken now, so a repeat is answered as one.
-        if portable.in_use():
-            task.prior_ids = portable.prior_ids(item.pk, user, key)
-        else:
-            ((task.prior_ids,),) = db.rows(sql.PRIOR_IDS_SQL, {"item": Int8(item.pk), "user": Int8(user.pk), "key": key})
+        ((task.prior_ids,),) = db.rows(sql.PRIOR_IDS_SQL, {"item": Int8(item.pk), "user": Int8(user.pk), "key": key})
     if task.prior_ids:
         priors = list(Annotation.objects.filter(pk__in=task.prior_ids).order_by("pk"))
         for prior in priors:
@@ -118,14 +115,9 @@ def _submit(*, task_id: int, user, result: dict, time_spent_ms: int, idempotency
     # The answer is blind unless the form offered a model suggestion for this item (conservative:
     # any suggestion stored by the time of the submit counts as seen).
     suggestable = shows_suggestions(project=project)
-    if portable.in_use():
-        annotation_id, count, status, suggested = portable.store(
-            item=item, user=user, task=task, result=validated.result, ms=ms, key=key, now=now,
-            needed=project.annotations_per_item, suggestable=suggestable)
-    else:
-        ((annotation_id, count, status, suggested),) = db.rows(sql.STORE_SQL, {
-            "item": Int8(item.pk), "user": Int8(user.pk), "task": Int8(task.pk), "result": json.dumps(validated.result),
-            "ms": ms, "key": key, "now": now, "needed": project.annotations_per_item, "suggestable": suggestable})
+    ((annotation_id, count, status, suggested),) = db.rows(sql.STORE_SQL, {
+        "item": Int8(item.pk), "user": Int8(user.pk), "task": Int8(task.pk), "result": json.dumps(validated.result),
+        "ms": ms, "key": key, "now": now, "needed": project.annotations_per_item, "suggestable": suggestable})
     annotation = Annotation(pk=annotation_id, item=item, annotator=user, task=task, result=validated.result,
                             time_spent_ms=ms, idempotency_key=key, source="task", with_suggestion=suggested,
                             created_at=now)

@@ -1,4 +1,4 @@
-"""Crowd-rater studies (issue 11): a public link with quotas, a completion code and return URL,
+"""Crowd-rater studies: a public link with quotas, a completion code and return URL,
 password-less participants bound to their platform id, gold-based flags, approve / reject.
 
 setup.py opens and closes studies; participants.py joins, finishes and decides on participants;

@@ -10,4 +10,5 @@ history    amending one's own earlier annotation (the workflow page in amend mod
 project_settings  a project's settings page (its disagreement thresholds)
 studies    crowd studies, their participants, the public study link
 account    signing out (which revokes the user's API tokens)
+media      /media/: uploaded media to who may see them (annotation/media_access.py), with Range
 """

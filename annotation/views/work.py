@@ -10,6 +10,7 @@ from django.views.decorators.http import require_GET
 
 from ..models import Item, Role, Workflow
 from ..permissions import get_project_for, has_role
+from ..selectors import workflow_form
 from ..studies.table import finish_url_for
 
 WORKFLOW_PAGES = {
@@ -25,6 +26,8 @@ def _context(request, project, page: str, **extra) -> dict:
         "project": project,
         "page": page,
         "can_review": has_role(request.user, project, Role.REVIEWER),
+        # The workflow form's protocol facts (media fields, criteria), read by the page's module.
+        "form": workflow_form(project=project),
         **extra,
     }
 

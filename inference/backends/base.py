@@ -2,35 +2,19 @@
 
 A job turns items into `ModelQuery` objects (chat messages in the OpenAI format, images as
 data URLs or PIL images) and hands a chunk of them to a backend; the backend returns one
-`ModelReply` per query, in order, never raising for a single query's failure.
+`ModelReply` per query, in order, never raising for a single query's failure. Both are defined
+with the prompts that make them (protocols/kit/prompting.py) and imported from here by the
+backends.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Protocol
 
+from protocols.kit.prompting import ModelQuery, ModelReply
 
-@dataclass
-class ModelQuery:
-    key: str  # unique within a chunk, e.g. "<item pk>|<query key>"
-    messages: list[dict[str, Any]]  # OpenAI chat format; image parts {"type": "image_url", "image_url": {"url": "data:..."}}
-    choices: list[str] | None = None  # constrain the reply to exactly one of these strings (option letters)
-    json_schema: dict[str, Any] | None = None  # constrain the reply to this JSON schema (judges)
-    max_tokens: int = 16
-
-
-@dataclass
-class ModelReply:
-    key: str
-    text: str = ""
-    # Log-probabilities of the first generated token for each option letter the backend saw, when available.
-    logprobs: dict[str, float] | None = None
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    latency_ms: int = 0
-    attempts: int = 1
-    error: str | None = None  # set when the query failed for good; text is then ignored
-    extra: dict[str, Any] = field(default_factory=dict)
+__all__ = ["BackendUnavailable", "ModelBackend", "ModelQuery", "ModelReply", "Sampling", "max_tokens_for",
+           "single_token_choices"]
 
 
 @dataclass

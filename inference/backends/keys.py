@@ -1,4 +1,4 @@
-"""Which environment variables an endpoint may name as its API key (issue 10: secrets stay put).
+"""Which environment variables an endpoint may name as its API key (secrets stay in the environment).
 
 An endpoint row names the variable holding its key (``api_key_env``); the key itself never enters
 the database. Without a rule, a researcher could name ``SECRET_KEY`` or ``DATABASE_URL`` and have

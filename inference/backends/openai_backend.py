@@ -16,7 +16,7 @@
 - Judges get `response_format={"type": "json_schema", ...}` unless the endpoint's options say
   `"json_schema": false`; their protocol token limit is a minimum (base.max_tokens_for).
   Option queries ask for first-token top log-probs unless `"logprobs": false`, and only when
-  every choice is a single character (base.single_token_choices: not ChangeIt's "1".."10");
+  every choice is a single character (base.single_token_choices: not candidate numbers "1".."10");
   `"structured_choice": true` adds vLLM's `structured_outputs.choice`.
 - HTTP goes through aiohttp (the SDK's `aiohttp` extra) when installed, else the SDK default.
 - The API key is passed in by the caller (read from the environment variable the endpoint names);

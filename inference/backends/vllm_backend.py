@@ -279,7 +279,7 @@ def _logsumexp(values: list[float]) -> float:
 def first_token_logprobs(position: dict[int, Any] | None, choices: list[str] | None) -> dict[str, float] | None:
     """Log-probs of the first generated token: per option letter when there are choices
     (tokens decoding to the same letter, e.g. "A" and " A", are summed), else the top-k tokens.
-    None when a choice is longer than one character (ChangeIt's "10", M3-Verse's "A,C"): its
+    None when a choice is longer than one character (a candidate number "10", a letter set "A,C"): its
     first token would be credited to another choice (base.single_token_choices)."""
     if not position or (choices and not single_token_choices(choices)):
         return None

@@ -1,7 +1,7 @@
 """Running one chunk of a job: load the items, skip the queries that already have an OK
 prediction, ask the backend (the direct strategy: every query of every item in one batched call,
-unreadable JSON re-asked boundedly; the multistage strategy: its stages in protocols.multistage),
-turn each reply into a PredictionRow and upsert them.
+unreadable JSON re-asked boundedly; another strategy, such as multistage: its stages in the
+protocol's module of that name, Protocol.strategy), turn each reply into a PredictionRow and upsert them.
 
 A crashed worker, a redelivered chunk, a retry or a re-run fills gaps and never duplicates: the
 upsert under the job's row lock (predictions.py) keeps one prediction per (job, item, query).
@@ -13,10 +13,11 @@ from dataclasses import replace
 from typing import Any
 
 from ..backends import BackendUnavailable, get_backend
+from protocols.kit.prompting import PreparedQuery, render_prompt
+
 from ..backends.base import ModelQuery, ModelReply, Sampling
 from ..models import InferenceJob, JobMode, JobStatus, Prediction, PredictionStatus
-from ..protocols import multistage
-from ..protocols.base import PreparedQuery, render_prompt
+from ..prompting import strategy as protocol_strategy
 from .frames import job_media, job_prepares_frames
 from .inputs import build_queries, item_inputs, parse_reply, unreadable_json_error
 from .jobs import error_message, job_fail, job_query_keys, job_refresh_finished
@@ -116,10 +117,11 @@ def job_run_chunk(*, job_id: int, item_ids: list[int]) -> int:
     sampling = sampling_for(job.params)
     rows: list[PredictionRow] = []
     try:
-        if job.params.get("strategy") == "multistage":
+        if job.params.get("strategy") not in (None, "", "direct"):
             items = item_inputs(job, item_ids)
-            answered = multistage.run(params=job.params, items=items, media=media, backend=backend, sampling=sampling,
-                                      done_ok=done_ok)
+            run_strategy = protocol_strategy(job.protocol, job.params["strategy"]).run
+            answered = run_strategy(params=job.params, items=items, media=media, backend=backend, sampling=sampling,
+                                    done_ok=done_ok)
             rows = [row_from_reply(job, item_pk, prepared, reply) for item_pk, prepared, reply in answered]
         else:
             pending: list[tuple[PreparedQuery, int]] = []

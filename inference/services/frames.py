@@ -28,11 +28,11 @@ from django.db import transaction
 from config.storage import is_local, is_missing
 
 from annotation.protocols import MEDIA_FIELDS
+from protocols.kit.prompting import frames_param
 
-from .. import protocols
 from ..media import DEFAULT_BOUND, MediaError
 from ..models import Backend, BackgroundRun, InferenceJob, JobStatus
-from ..protocols.base import MediaPreparer, frames_param
+from ..prompting import MediaPreparer, get_protocol
 from .inputs import item_inputs, media_file
 from .runs import runs_enqueue_on_commit
 
@@ -145,7 +145,7 @@ def job_media(job: InferenceJob, *, preparing: bool = False) -> MediaPreparer:
 
 
 def job_frames_per_video(job: InferenceJob) -> int:
-    return frames_param(job.params, protocols.get_protocol(job.protocol).DEFAULT_FRAMES)
+    return frames_param(job.params, get_protocol(job.protocol).DEFAULT_FRAMES)
 
 
 def chunks_enqueue(*, job: InferenceJob, chunks: list[list[int]]) -> None:

@@ -19,13 +19,13 @@ from config.storage import StoredFileMismatch, is_local, is_missing, local_copy
 from annotation.models import Item, MediaAsset, Project, ReleaseItem
 from annotation.project_setup import project_setting
 from annotation.protocols import MEDIA_FIELDS, resolve_queries
+from protocols import registry
+from protocols.kit.answers import parse_answer
+from protocols.kit.prompting import ItemInput, PreparedQuery
 
-from .. import protocols
-from ..answers import parse_answer
 from ..media import MediaError, VideoInfo
 from ..models import InferenceJob, JobMode
-from ..protocols.base import ItemInput, MediaPreparer, PreparedQuery
-from ..protocols.status import parse_suggestion
+from ..prompting import MediaPreparer, get_protocol
 
 
 def _option_seed(job: InferenceJob) -> int:
@@ -76,7 +76,8 @@ def item_inputs(job: InferenceJob, item_ids: list[int]) -> list[ItemInput]:
     local = is_local(default_storage)
     lookup = {sha: default_storage.path(asset.file.name) if local else asset.file.name for sha, asset in assets.items()}
     seed = _option_seed(job)
-    vocabulary = job.params.get("changeit_vocabulary")
+    vocabulary_param = registry.get(job.protocol).vocabulary_param
+    vocabulary = job.params.get(vocabulary_param) if vocabulary_param else None
     out = []
     for item_id in item_ids:
         if item_id not in items or item_id not in payloads:
@@ -87,7 +88,7 @@ def item_inputs(job: InferenceJob, item_ids: list[int]) -> list[ItemInput]:
         if job.mode == JobMode.SUGGEST:
             resolved = _resolve_unlabeled(job.protocol, item.external_id, payload, seed)
         elif isinstance(stored, dict) and stored:
-            # A release froze the option orders (and ChangeIt candidates) its scores use: show exactly those.
+            # A release froze the option orders (and candidate lists) its scores use: show exactly those.
             resolved = stored
         else:
             resolved = resolve_queries(job.protocol, item.external_id, payload, seed=seed, vocabulary=vocabulary)
@@ -122,11 +123,11 @@ def media_file(ref: str) -> str:
 
 
 def _resolve_unlabeled(protocol: str, external_id: str, payload: dict, seed: int) -> dict[str, dict]:
-    """Queries of an item that has no answer yet (suggestion mode)."""
-    if protocol == "status":
-        return {"suggest": {"options": [], "answer": None}}
-    if protocol == "m3verse":
-        return {"qa": {"options": list(payload.get("options") or []), "answer": None}}
+    """Queries of an item that has no answer yet (suggestion mode), as the protocol's prompts say
+    (``suggestion_queries``); by default its one question, unanswered."""
+    unlabeled = getattr(get_protocol(protocol), "suggestion_queries", None)
+    if unlabeled is not None:
+        return unlabeled(payload)
     return {"qa": {"options": list(payload.get("options") or []), "answer": None, "format": payload.get("format")}}
 
 
@@ -142,12 +143,12 @@ def _judge_rubric(project: Project) -> Any:
 
 
 def build_queries(job: InferenceJob, item: ItemInput, media: MediaPreparer) -> list[PreparedQuery]:
-    module = protocols.get_protocol(job.protocol)
+    module = get_protocol(job.protocol)
     params = dict(job.params)
-    if job.protocol == "oscbench" and "rubric" not in params:
+    if "rubric" in registry.get(job.protocol).settings_keys and "rubric" not in params:
         params["rubric"] = _judge_rubric(job.project)
     try:
-        if job.mode == JobMode.SUGGEST and job.protocol == "status":
+        if job.mode == JobMode.SUGGEST and hasattr(module, "build_suggestion"):
             return module.build_suggestion(item, media=media, params=params)
         return module.build(item, media=media, params=params)
     except MediaError as exc:
@@ -158,14 +159,15 @@ def build_queries(job: InferenceJob, item: ItemInput, media: MediaPreparer) -> l
 
 
 def parse_reply(job: InferenceJob, prepared: PreparedQuery, text: str) -> Any:
-    if job.mode == JobMode.SUGGEST and job.protocol == "status":
-        return parse_suggestion(text)
+    module = get_protocol(job.protocol)
+    if job.mode == JobMode.SUGGEST and hasattr(module, "parse_suggestion"):
+        return module.parse_suggestion(text)
     return parse_answer(job.protocol, prepared.key, text, prepared.options, fmt=prepared.fmt)
 
 
 def unreadable_json_error(query_key: str, repairs: int, repair_error: str | None = None) -> str:
     """Why a JSON-schema reply that came back has no answer: it stayed unreadable through its
-    repairs (PROTOCOLS §5: repaired or retried, else missing). Stored with status ok and a null
+    repairs (the protocol's spec page: repaired or asked again, else missing). Stored with status ok and a null
     answer, so it counts as a parse failure and is scored as missing, as an unreadable option
     reply is; the reason says so. Written by the chunk that stores the reply (chunks.py) and by a
     re-score that finds the stored reply unreadable (jobs.job_rescore)."""

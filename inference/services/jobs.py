@@ -22,12 +22,13 @@ from django.utils import timezone
 
 from annotation.audit import audit_record
 from annotation.models import AuditAction, Item, ItemStatus, Project, Release, ReleaseItem, Workflow
-from annotation.protocols import QUERY_KEYS, changeit_vocabulary
+from annotation.protocols import QUERY_KEYS
+from protocols import registry
+from protocols.kit.prompting import PreparedQuery
 
-from .. import protocols
 from ..backends import BackendUnavailable, check_available
 from ..models import Backend, InferenceJob, JobMode, JobStatus, ModelEndpoint, Prediction, PredictionStatus
-from ..protocols.base import PreparedQuery
+from ..prompting import prompt_version, suggestion_keys
 from ..selectors import job_json_queries, unreadable_replies
 from .frames import chunks_enqueue
 from .inputs import parse_reply, unreadable_json_error
@@ -67,10 +68,13 @@ def job_validate(
             raise JobRefused("suggestions run over unlabeled items, not over a release")
     elif mode != JobMode.EVALUATE:
         raise JobRefused(f"jobs run in evaluate or suggest mode, not {mode}")
-    if params.get("strategy") not in (None, "", "direct", "multistage"):
-        raise JobRefused("strategy must be direct or multistage")
-    if params.get("strategy") == "multistage" and protocol != "m3verse":
-        raise JobRefused("the multistage strategy is for video QA (m3verse)")
+    strategies = sorted({s for p in registry.protocols() for s in p.strategies})
+    strategy = params.get("strategy")
+    if strategy not in (None, "", "direct", *strategies):
+        raise JobRefused(f"strategy must be {' or '.join(['direct', *strategies])}")
+    if strategy not in (None, "", "direct") and strategy not in registry.get(protocol).strategies:
+        having = ", ".join(p.name for p in registry.protocols() if strategy in p.strategies)
+        raise JobRefused(f"the {strategy} strategy is for video QA ({having})")
     for name in ("item_limit", "frames", "chunk_size"):
         if params.get(name) is not None and (not isinstance(params[name], int) or params[name] < 1):
             raise JobRefused(f"{name} must be a positive integer")
@@ -106,7 +110,7 @@ def job_create(
         protocol=protocol,
         mode=mode,
         params=params,
-        prompt_version=protocols.prompt_version(protocol, params.get("strategy")),
+        prompt_version=prompt_version(protocol, params.get("strategy")),
         created_by=created_by,
     )
     audit_record(action=AuditAction.LAUNCH, actor=created_by, project=project, obj=job, details={"mode": mode})
@@ -149,7 +153,7 @@ def job_query_keys(job: InferenceJob) -> tuple[str, ...]:
     the job's total, a chunk's skip of answered queries (chunks.py) and the failing of a lost
     chunk's unanswered queries (recovery.py) all read it."""
     if job.mode == JobMode.SUGGEST:
-        return ("suggest",) if job.protocol == "status" else ("qa",)
+        return suggestion_keys(job.protocol)
     return tuple(QUERY_KEYS[job.protocol])
 
 
@@ -190,10 +194,11 @@ def job_start(*, job_id: int) -> InferenceJob:
             job.finished_at = timezone.now()
             job.save(update_fields=["status", "error", "finished_at"])
             return job
-        if job.protocol == "changeit" and "changeit_vocabulary" not in job.params:
-            # One label vocabulary for the whole run, so every chunk draws candidates alike: from
-            # every item of the release or project (an item limit must not change the candidates).
-            job.params["changeit_vocabulary"] = changeit_vocabulary(
+        found = registry.get(job.protocol)
+        if found.vocabulary_param and found.vocabulary_param not in job.params:
+            # One vocabulary for the whole run, so every chunk draws options alike: from every
+            # item of the release or project (an item limit must not change the candidates).
+            job.params[found.vocabulary_param] = found.vocabulary(
                 payload for _, payload in _plan_rows(job, limited=False).iterator(chunk_size=5000)
             )
         job.status = JobStatus.RUNNING
@@ -228,8 +233,8 @@ def job_retry_failed(*, job: InferenceJob, actor=None) -> int:
     came back) and an unreadable reply (a judge's JSON that stayed unreadable through its repairs:
     selectors.unreadable_replies). Returns how many items are re-run.
 
-    Unreadable replies are retried because PROTOCOLS §5 says invalid judge JSON is "repaired or
-    retried, else missing", and a researcher who sees them listed wants the judge asked again;
+    Unreadable replies are retried because the rating protocol's spec ("Queries and prompts") has
+    unreadable judge JSON repaired or asked again before it counts as missing, and a researcher who sees them listed wants the judge asked again;
     the new outcome (readable, unreadable again, or failed) replaces the stored one. Option
     replies that name no option are not retried: they are the evaluated model's answer, and
     asking until one reads would flatter it. An imported job has no model to ask: nothing."""
@@ -346,7 +351,7 @@ def job_rescore(*, job: InferenceJob) -> int:
     changed = []
     for pred in Prediction.objects.filter(job=job, status=PredictionStatus.OK).select_for_update():
         fmt = None
-        if job.protocol == "visualtrans":
+        if registry.get(job.protocol).answer_kind == "qa":  # the item's format picks the parser
             fmt = (pred.item.payload or {}).get("format")
         prepared = PreparedQuery(key=pred.query, query=None, options=pred.options, fmt=fmt)
         answer = parse_reply(job, prepared, pred.raw_output)

@@ -1,7 +1,7 @@
 """Other evaluation tools' per-sample outputs, read as StateLab prediction lines.
 
 Both are mapped to items by the ids a release export carries (`id`, and `query` where an item
-asks several questions); a protocol with one query per item (VisualTrans, M3-Verse, OSCBench)
+asks several questions); a protocol with one query per item (every QA and rating protocol)
 needs no query column. The lines come out as StateLab's own JSONL ({"item", "query", "answer"}),
 one per input line and in the same order, so predictions_import checks them as usual and its
 messages name the original line.

@@ -14,8 +14,9 @@ from django.utils import timezone
 from annotation.audit import audit_record
 from annotation.models import AuditAction, Item, Project, Release
 from annotation.protocols import QUERY_KEYS
+from protocols import registry
+from protocols.kit.answers import answer_type_error, parse_answer
 
-from ..answers import parse_answer
 from ..models import InferenceJob, JobMode, JobStatus, Prediction, PredictionStatus
 from ..selectors import run_items
 from .jobs import finish_if_done
@@ -141,25 +142,6 @@ def _check_logprobs(value: Any) -> str | None:
     return None
 
 
-def _answer_type_error(protocol: str, fmt: str | None, raw: Any) -> str | None:
-    """Reject answers of a type the protocol cannot hold (strings are parsed; failures count as parse failures)."""
-    if raw is None or isinstance(raw, str):
-        return None
-    if protocol == "oscbench":
-        return None if isinstance(raw, dict) else "a judge answer is an object criterion -> 1..5 or null"
-    if protocol == "changeit":
-        return None if isinstance(raw, int) and not isinstance(raw, bool) else "answer with the candidate's number or its label text"
-    if protocol == "m3verse":
-        return None if isinstance(raw, list) and all(isinstance(x, str) for x in raw) else "answer with a list of letters or \"A,C\""
-    if protocol == "visualtrans":
-        if fmt == "count" and isinstance(raw, int) and not isinstance(raw, bool):
-            return None
-        if fmt == "set" and isinstance(raw, list) and all(isinstance(x, str) for x in raw):
-            return None
-        return f"answer of the wrong type for a {fmt} question"
-    return "answer with a letter or the option's text"
-
-
 def parse_prediction_lines(project: Project, release: Release | None, lines: Iterable[str]) -> list[ParsedLine]:
     """Validate every line; raise PredictionImportError listing all bad lines."""
     items = run_items(project=project, release=release)
@@ -207,7 +189,7 @@ def parse_prediction_lines(project: Project, release: Release | None, lines: Ite
         spec = item.resolved[query]
         fmt = spec.get("format") or item.payload.get("format")
         raw = obj["answer"]
-        type_error = _answer_type_error(project.protocol, fmt, raw)
+        type_error = answer_type_error(registry.get(project.protocol).answer_kind, raw, fmt=fmt)
         if type_error:
             errors.append((n, type_error))
             continue
@@ -216,7 +198,7 @@ def parse_prediction_lines(project: Project, release: Release | None, lines: Ite
             errors.append((n, lp_error))
             continue
         options = list(spec.get("options") or [])
-        answer = None if raw in (None, "", []) else parse_answer(project.protocol, query, raw, options, fmt=fmt if project.protocol == "visualtrans" else None)
+        answer = None if raw in (None, "", []) else parse_answer(project.protocol, query, raw, options, fmt=fmt)
         parsed.append(ParsedLine(item.key, query, raw, answer, options, obj.get("logprobs")))
     if errors:
         raise PredictionImportError(errors)

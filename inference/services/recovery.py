@@ -1,11 +1,12 @@
 """What happens to work whose worker died or which failed for good.
 
-`runs_watch` is the body of Celery beat's watchdog (inference.tasks.watch_runs): a running run
-whose heartbeat lapsed (STATELAB_RUN_LAPSE_SECONDS) is re-queued and sent again, up to
-STATELAB_RUN_MAX_ATTEMPTS claims; then it fails with the reason ("worker lost 3 times: ...") and
-`run_failed` tells its job: a lost chunk's unanswered queries are recorded as failed with that
-reason (so the job ends, FAILED when nothing succeeded, and "retry failed" can ask them again); a
-lost start fails the job. A queued run is sent again only when its message is missing from the
+`runs_watch` is the watchdog's pass over a job's runs (background/watchdog.py, named in
+settings.STATELAB_RUN_WATCHERS): a running run whose heartbeat lapsed (STATELAB_RUN_LAPSE_SECONDS)
+is re-queued and sent again, up to STATELAB_RUN_MAX_ATTEMPTS claims; then it fails with the reason
+("worker lost 3 times: ...") and `run_settle_job` tells its job (as it does for a run that failed
+in its worker: settings.STATELAB_TRACKED_RUN_FAILED): a lost chunk's unanswered queries are
+recorded as failed with that reason (so the job ends, FAILED when nothing succeeded, and "retry
+failed" can ask them again); a lost start fails the job. A queued run is sent again only when its message is missing from the
 broker: neither held by a worker (below) nor accounted for by its queue, which holds fewer messages
 than it has queued runs, and the run was last sent over STATELAB_RUN_RESEND_SECONDS ago (a broker
 that lost messages, or a worker holding some unacked when its broker connection died); a duplicate
@@ -31,14 +32,15 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
+from background.claim import run_fail
+from background.models import RunStatus
+from background.watchdog import lapsed_runs_watch
 from config.enqueue import enqueue
-from config.heartbeat import lapsed_before, max_attempts
 
-from ..models import BackgroundRun, InferenceJob, JobStatus, Prediction, PredictionStatus, RunState
+from ..models import BackgroundRun, InferenceJob, JobStatus, Prediction, PredictionStatus
 from .frames import PREPARE_TASK, chunk_after_frames
 from .jobs import job_fail, job_query_keys, job_refresh_finished
 from .predictions import PredictionRow, predictions_upsert
-from .runs import run_mark_failed
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +50,7 @@ START_TASK = "inference.tasks.start_job"
 
 def run_failed(*, run: BackgroundRun, reason: str) -> None:
     """Fail this claim of the run with the reason, then settle its job."""
-    if run_mark_failed(run=run, reason=reason):
+    if run_fail(run=run, reason=reason):
         run_settle_job(run=run, reason=reason)
 
 
@@ -81,14 +83,16 @@ def _chunk_lost(run: BackgroundRun, reason: str) -> None:
 
 def runs_watch() -> dict[str, int]:
     """One watchdog pass; returns how many runs it re-queued and failed, and jobs it settled."""
-    requeued = failed = 0
-    for run_id in BackgroundRun.objects.filter(state=RunState.RUNNING, heartbeat_at__lt=lapsed_before()) \
-            .values_list("pk", flat=True)[:500]:
-        outcome = _watch_one(run_id)
-        requeued += outcome == "requeued"
-        failed += outcome == "failed"
-    return {"requeued": requeued, "failed": failed, "resent": runs_resend_missing(),
-            "jobs_settled": jobs_settle_orphans()}
+    counts = lapsed_runs_watch(BackgroundRun, requeue=_run_requeued, failed=run_settle_job)
+    return {**counts, "resent": runs_resend_missing(), "jobs_settled": jobs_settle_orphans()}
+
+
+def _run_requeued(run: BackgroundRun) -> list[str]:
+    """The lost run's message, sent again once the watchdog's transaction commits."""
+    run.sent_at = timezone.now()
+    message = (run.task, list(run.args), run.queue, run.pk)
+    transaction.on_commit(lambda: enqueue(message[0], *message[1], queue=message[2], tracked_run=message[3]))
+    return ["sent_at"]
 
 
 # kombu's Redis transport (kombu/transport/redis.py, Channel): its key names and their defaults,
@@ -172,7 +176,8 @@ def runs_resend_missing() -> int:
     resend_seconds = float(getattr(settings, "STATELAB_RUN_RESEND_SECONDS", 60))
     cutoff = timezone.now() - timedelta(seconds=resend_seconds)
     resent = 0
-    queues = BackgroundRun.objects.filter(state=RunState.QUEUED).order_by().values_list("queue", flat=True).distinct()
+    queued = BackgroundRun.objects.filter(status=RunStatus.QUEUED)
+    queues = queued.order_by().values_list("queue", flat=True).distinct()
     if not queues:
         return 0
     client = _broker()
@@ -188,13 +193,13 @@ def runs_resend_missing() -> int:
         waiting = _broker_waiting(queue, client)
         if waiting is None:
             continue
-        missing = BackgroundRun.objects.filter(state=RunState.QUEUED, queue=queue).exclude(pk__in=held)
+        missing = BackgroundRun.objects.filter(status=RunStatus.QUEUED, queue=queue).exclude(pk__in=held)
         deficit = missing.count() - waiting
         if deficit <= 0:
             continue
         stale = missing.filter(Q(sent_at__lt=cutoff) | Q(sent_at__isnull=True, created_at__lt=cutoff)).order_by("pk")
         for run in stale[:min(deficit, 500)]:
-            if not BackgroundRun.objects.filter(pk=run.pk, state=RunState.QUEUED).update(sent_at=timezone.now()):
+            if not BackgroundRun.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(sent_at=timezone.now()):
                 continue
             try:
                 enqueue(run.task, *run.args, queue=run.queue, tracked_run=run.pk)
@@ -206,33 +211,10 @@ def runs_resend_missing() -> int:
     return resent
 
 
-def _watch_one(run_id: int) -> str | None:
-    with transaction.atomic():
-        run = (BackgroundRun.objects.select_for_update(skip_locked=True)
-               .filter(pk=run_id, state=RunState.RUNNING, heartbeat_at__lt=lapsed_before()).first())
-        if run is None:
-            return None  # beat again, or taken meanwhile
-        lost = f"worker {run.worker or '?'} lost (no heartbeat since {run.heartbeat_at:%Y-%m-%d %H:%M:%S} UTC)"
-        if run.attempts >= max_attempts():
-            reason = f"worker lost {run.attempts} times: last {lost}"
-            log.warning("run %s (%s) failed: %s", run.pk, run.task, reason)
-            run_failed(run=run, reason=reason)
-            return "failed"
-        run.state = RunState.QUEUED
-        run.reason = f"{lost}; re-queued (attempt {run.attempts + 1} of {max_attempts()})"
-        run.save(update_fields=["state", "reason"])
-        log.warning("run %s (%s): %s", run.pk, run.task, run.reason)
-        run.sent_at = timezone.now()
-        run.save(update_fields=["sent_at"])
-        message = (run.task, list(run.args), run.queue, run.pk)
-        transaction.on_commit(lambda: enqueue(message[0], *message[1], queue=message[2], tracked_run=message[3]))
-        return "requeued"
-
-
 def jobs_settle_orphans() -> int:
     """Running jobs with chunk runs, every one of them over: finish them, or fail them with the
     number of queries nothing answered (a bug or an outside edit, but never running for ever)."""
-    unfinished = BackgroundRun.objects.filter(job=OuterRef("pk"), state__in=(RunState.QUEUED, RunState.RUNNING))
+    unfinished = BackgroundRun.objects.filter(job=OuterRef("pk"), status__in=(RunStatus.QUEUED, RunStatus.RUNNING))
     chunked = BackgroundRun.objects.filter(job=OuterRef("pk"), chunk_index__isnull=False)
     settled = 0
     for job in InferenceJob.objects.filter(status=JobStatus.RUNNING).filter(Exists(chunked), ~Exists(unfinished)):

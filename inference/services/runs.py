@@ -1,10 +1,10 @@
-"""Tracked background runs (models.BackgroundRun): record, claim, finish, re-queue, fail.
+"""A job's background runs (models.BackgroundRun): recorded and sent.
 
 A run's row is written in the caller's transaction and its message sent once that commits, with
-the row's id as the ``tracked_run`` keyword; the worker's task wrapper (inference/tracked.py)
-claims it with one atomic UPDATE, so a late duplicate of the message (the original redelivered
-after Redis's visibility timeout, or a retry racing the watchdog) finds nothing to claim and does
-nothing. What a lost or failed run means for its job lives in recovery.py.
+the row's id as the ``tracked_run`` keyword; the worker's task wrapper (background/tracked.py)
+claims it with the one claim (background/claim.py), so a late duplicate of the message (the
+original redelivered after Redis's visibility timeout, or a retry racing the watchdog) finds
+nothing to claim and does nothing. What a lost or failed run means for its job lives in recovery.py.
 """
 from __future__ import annotations
 
@@ -14,17 +14,14 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
 from django.utils import timezone
 
+from background.models import RunStatus
 from config.enqueue import enqueue
-from config.heartbeat import lapsed_before, max_attempts
 
-from ..models import BackgroundRun, InferenceJob, RunState
+from ..models import BackgroundRun, InferenceJob
 
 log = logging.getLogger(__name__)
-
-FINAL = (RunState.DONE, RunState.FAILED)
 
 
 def run_queue(task: str, queue: str | None = None) -> str:
@@ -70,42 +67,7 @@ def _send(messages: list[tuple[int, str, list, str | None, int | None]], quiet: 
             if not quiet:
                 raise
             log.exception("could not queue %s for job %s (run %s)", task, job_id, run_id)
-            BackgroundRun.objects.filter(pk=run_id, state=RunState.QUEUED).update(
-                state=RunState.FAILED, reason=f"could not be queued: {type(exc).__name__}: {exc}"[:2000],
+            BackgroundRun.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(
+                status=RunStatus.FAILED, reason=f"could not be queued: {type(exc).__name__}: {exc}"[:2000],
                 finished_at=timezone.now())
 
-
-def run_claim(*, run_id: int, worker: str) -> BackgroundRun | None:
-    """Take the run for this worker: queued, or running with a lapsed heartbeat and attempts left.
-    None when it is someone else's, or over (a duplicate delivery)."""
-    now = timezone.now()
-    claimable = Q(state=RunState.QUEUED) | Q(
-        state=RunState.RUNNING, heartbeat_at__lt=lapsed_before(), attempts__lt=max_attempts())
-    claimed = BackgroundRun.objects.filter(claimable, pk=run_id).update(
-        state=RunState.RUNNING, attempts=F("attempts") + 1, worker=worker[:200], heartbeat_at=now, started_at=now)
-    if not claimed:
-        return None
-    return BackgroundRun.objects.get(pk=run_id)
-
-
-def _mine(run: BackgroundRun):
-    """The run's row while it is still this claim's (same attempt, still running)."""
-    return BackgroundRun.objects.filter(pk=run.pk, attempts=run.attempts, state=RunState.RUNNING)
-
-
-def run_heartbeat_queryset(run: BackgroundRun):
-    return _mine(run)
-
-
-def run_finish(*, run: BackgroundRun) -> bool:
-    return bool(_mine(run).update(state=RunState.DONE, reason="", finished_at=timezone.now()))
-
-
-def run_requeue(*, run: BackgroundRun, reason: str) -> bool:
-    """Back to queued (a retry message is on its way), keeping the attempt count."""
-    return bool(_mine(run).update(state=RunState.QUEUED, reason=reason[:2000]))
-
-
-def run_mark_failed(*, run: BackgroundRun, reason: str) -> bool:
-    """This claim failed for good; True when it was still this claim's to fail."""
-    return bool(_mine(run).update(state=RunState.FAILED, reason=reason[:4000], finished_at=timezone.now()))

@@ -6,6 +6,7 @@ from django.db import transaction
 from annotation.models import Suggestion
 
 from ..models import InferenceJob
+from ..prompting import get_protocol
 from .predictions import PredictionRow
 
 
@@ -17,8 +18,10 @@ def suggestion_source(job: InferenceJob) -> str:
 def suggestions_store(*, job: InferenceJob, rows: list[PredictionRow]) -> int:
     """Machine-made answers that pre-fill the annotation form, marked as such."""
     source = suggestion_source(job)
+    # Prompts that draft the whole form (``parse_suggestion``) leave its fields; others an answer.
+    drafts_form = hasattr(get_protocol(job.protocol), "parse_suggestion")
     for r in rows:
-        if job.protocol == "status":
+        if drafts_form:
             result = dict(r.answer)
         else:
             result = {"answer": r.answer}

@@ -8,17 +8,16 @@ import json
 from types import SimpleNamespace
 
 import pytest
-from django import forms
 from django.contrib import admin
-from django.test import Client, RequestFactory
+from django.test import RequestFactory
 
 from annotation.admin_site import AuditedAdmin
 from annotation.models import AuditEvent, Item, MediaAsset, Project, Role
 from annotation.queue import annotation_submit, queue_claim_next
 from annotation.services import review_decide
 from tests.annotation.work_factories import make_item, visualtrans_payload
-
-from .test_project_settings_form import admin_save
+from tests.helpers.admin import admin_form_data, admin_save, admin_url
+from tests.helpers.clients import logged_in
 
 pytestmark = pytest.mark.django_db
 
@@ -32,37 +31,13 @@ def w(make_user, make_project):
     return SimpleNamespace(res=res, ann=ann, rev=rev, root=root, lab=lab, item=item)
 
 
-def logged_in(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-def url(obj, page: str = "change") -> str:
-    return f"/admin/{obj._meta.app_label}/{obj._meta.model_name}/{obj.pk}/{page}/"
-
-
-def form_data(client, obj) -> dict:
-    """The change form's fields as the page would post them unchanged."""
-    form = client.get(url(obj)).context["adminform"].form
-    data = {}
-    for name, field in form.fields.items():
-        value = form[name].value()
-        if isinstance(field, forms.BooleanField):
-            if value:
-                data[name] = "on"
-        elif not isinstance(field, forms.FileField) and value is not None:
-            data[name] = value
-    return data
-
-
 def test_a_researchers_payload_edit_in_the_admin_is_recorded_by_the_keys_it_changed(w):
     client = logged_in(w.res)
-    data = form_data(client, w.item)
+    data = admin_form_data(client, w.item)
     payload = {**visualtrans_payload(), "answer": "B", "note": "checked by hand"}
     del payload["scene"]
 
-    r = client.post(url(w.item), {**data, "payload": json.dumps(payload), "split": "dev"})
+    r = client.post(admin_url(w.item), {**data, "payload": json.dumps(payload), "split": "dev"})
 
     assert r.status_code == 302
     item = Item.objects.get(pk=w.item.pk)
@@ -76,15 +51,15 @@ def test_a_researchers_payload_edit_in_the_admin_is_recorded_by_the_keys_it_chan
         "split": {"before": "test", "after": "dev"}}}
 
     # Saved again as it is: nothing changed, nothing recorded.
-    assert client.post(url(w.item), form_data(client, item)).status_code == 302
+    assert client.post(admin_url(w.item), admin_form_data(client, item)).status_code == 302
     assert AuditEvent.objects.count() == 1
 
 
 def test_an_item_save_the_admin_refuses_records_nothing(w):
     client = logged_in(w.res)
-    data = form_data(client, w.item)
+    data = admin_form_data(client, w.item)
 
-    r = client.post(url(w.item), {**data, "payload": "{'answer': 'B'}", "split": "dev"})
+    r = client.post(admin_url(w.item), {**data, "payload": "{'answer': 'B'}", "split": "dev"})
 
     assert r.status_code == 200 and r.context["adminform"].form.errors["payload"] == ["Enter a valid JSON."]
     item = Item.objects.get(pk=w.item.pk)
@@ -96,7 +71,7 @@ def test_items_deleted_in_the_admin_are_recorded_as_they_were(w):
     other = make_item(w.lab, "other")
     client = logged_in(w.res)
 
-    assert client.post(url(w.item, "delete"), {"post": "yes"}).status_code == 302
+    assert client.post(admin_url(w.item, "delete"), {"post": "yes"}).status_code == 302
     client.post("/admin/annotation/item/", {"action": "delete_selected", "_selected_action": [other.pk], "post": "yes"})
 
     assert not Item.objects.filter(pk__in=[w.item.pk, other.pk]).exists()
@@ -133,10 +108,10 @@ def test_annotation_review_and_media_edits_in_the_admin_are_recorded(w):
 
     for obj, change in ((annotation, {"result": json.dumps({"answer": "B", "flags": []})}),
                         (review, {"comment": "answer B is right"})):
-        assert client.post(url(obj), {**form_data(client, obj), **change}).status_code == 302, obj
+        assert client.post(admin_url(obj), {**admin_form_data(client, obj), **change}).status_code == 302, obj
     # Stored media are viewed only: a file or size set here would bypass the import's checks.
-    assert client.get(url(asset)).status_code == 200
-    assert client.post(url(asset), {"width": "320"}).status_code == 403
+    assert client.get(admin_url(asset)).status_code == 200
+    assert client.post(admin_url(asset), {"width": "320"}).status_code == 403
     asset.refresh_from_db()
     assert asset.width == 640
 
@@ -174,8 +149,8 @@ def test_import_records_cannot_be_deleted_even_by_a_superuser(w):
 
     run = ImportRun.objects.create(project=w.lab, file_name="items.jsonl")
     client = logged_in(w.root)
-    assert client.get(url(run, "delete")).status_code == 403
-    assert client.post(url(run, "delete"), {"post": "yes"}).status_code == 403
+    assert client.get(admin_url(run, "delete")).status_code == 403
+    assert client.post(admin_url(run, "delete"), {"post": "yes"}).status_code == 403
     listing = client.get("/admin/annotation/importrun/")
     assert listing.status_code == 200 and b"delete_selected" not in listing.content
     assert client.post("/admin/annotation/importrun/", {"action": "delete_selected", "_selected_action": [run.pk],
@@ -189,13 +164,13 @@ def test_a_superuser_still_deletes_a_project_with_import_records_but_not_one_an_
     done = ImportRun.objects.create(project=w.lab, file_name="items.jsonl", status="finished")
     client = logged_in(w.root)
     running = ImportRun.objects.create(project=w.lab, file_name="more.jsonl", status="running")
-    page = client.get(url(w.lab, "delete"))
+    page = client.get(admin_url(w.lab, "delete"))
     assert page.status_code == 200 and b"Cannot delete project" in page.content, page.content.decode()[-3000:]
     assert b"more.jsonl" in page.content and b"still running" in page.content, page.content.decode()
-    refused = client.post(url(w.lab, "delete"), {"post": "yes"})
+    refused = client.post(admin_url(w.lab, "delete"), {"post": "yes"})
     assert refused.status_code == 200 and b"Cannot delete project" in refused.content  # the admin's refusal page
     assert Project.objects.filter(pk=w.lab.pk).exists()
 
     ImportRun.objects.filter(pk=running.pk).update(status="finished")
-    assert client.post(url(w.lab, "delete"), {"post": "yes"}).status_code == 302
+    assert client.post(admin_url(w.lab, "delete"), {"post": "yes"}).status_code == 302
     assert not Project.objects.filter(pk=w.lab.pk).exists() and not ImportRun.objects.filter(pk=done.pk).exists()

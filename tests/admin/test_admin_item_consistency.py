@@ -11,8 +11,8 @@ from annotation.models import Annotation, AuditEvent, Item, ItemStatus, Role
 from annotation.queue import annotation_submit, queue_claim_next
 from annotation.services import review_decide
 from tests.annotation.work_factories import make_item
-
-from .test_admin_audit import form_data, logged_in, url
+from tests.helpers.admin import admin_form_data, admin_url
+from tests.helpers.clients import logged_in
 
 pytestmark = pytest.mark.django_db
 
@@ -39,10 +39,10 @@ def annotate(w, user) -> Annotation:
 
 def test_the_item_admin_shows_status_and_count_read_only_and_ignores_them_when_posted(w):
     client = logged_in(w.res)
-    form = client.get(url(w.item)).context["adminform"].form
+    form = client.get(admin_url(w.item)).context["adminform"].form
     assert "status" not in form.fields and "annotation_count" not in form.fields
 
-    r = client.post(url(w.item), {**form_data(client, w.item), "status": "verified", "annotation_count": "2",
+    r = client.post(admin_url(w.item), {**admin_form_data(client, w.item), "status": "verified", "annotation_count": "2",
                                   "split": "dev"})
 
     assert r.status_code == 302
@@ -57,7 +57,7 @@ def test_a_superuser_deleting_an_annotation_of_an_annotated_item_sends_it_back_t
     assert (item.status, item.annotation_count) == (ItemStatus.ANNOTATED, 2)
     client = logged_in(w.root)
 
-    assert client.post(url(second, "delete"), {"post": "yes"}).status_code == 302
+    assert client.post(admin_url(second, "delete"), {"post": "yes"}).status_code == 302
 
     item = Item.objects.get(pk=w.item.pk)
     assert (item.status, item.annotation_count, item.disagreement) == (ItemStatus.PENDING, 1, None)
@@ -72,7 +72,7 @@ def test_an_annotation_of_a_reviewed_item_is_not_deleted_in_the_admin(w):
     AuditEvent.objects.all().delete()
     client = logged_in(w.root)
 
-    assert client.post(url(first, "delete"), {"post": "yes"}).status_code == 403
+    assert client.post(admin_url(first, "delete"), {"post": "yes"}).status_code == 403
 
     item = Item.objects.get(pk=w.item.pk)
     assert (item.status, item.annotation_count) == (ItemStatus.VERIFIED, 2)
@@ -82,7 +82,7 @@ def test_an_annotation_of_a_reviewed_item_is_not_deleted_in_the_admin(w):
 def test_staff_with_delete_permission_and_bulk_delete_cannot_remove_annotations(w):
     first = annotate(w, w.a1)
 
-    assert logged_in(w.staff).post(url(first, "delete"), {"post": "yes"}).status_code == 403
+    assert logged_in(w.staff).post(admin_url(first, "delete"), {"post": "yes"}).status_code == 403
     r = logged_in(w.root).post("/admin/annotation/annotation/",
                                {"action": "delete_selected", "_selected_action": [first.pk], "post": "yes"})
 
@@ -95,10 +95,10 @@ def test_the_annotation_form_keeps_whose_answer_to_which_item_it_is(w):
     first = annotate(w, w.a1)
     other = make_item(w.lab, "other")
     client = logged_in(w.root)
-    data = form_data(client, first)
+    data = admin_form_data(client, first)
     assert "item" not in data and "annotator" not in data
 
-    r = client.post(url(first), {**data, "item": other.pk, "annotator": w.a2.pk})
+    r = client.post(admin_url(first), {**data, "item": other.pk, "annotator": w.a2.pk})
 
     assert r.status_code == 302
     assert Annotation.objects.filter(pk=first.pk, item=w.item, annotator=w.a1).exists()

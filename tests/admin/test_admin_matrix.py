@@ -32,6 +32,7 @@ from annotation.models import (
 )
 from inference import services
 from inference.models import BackgroundRun, InferenceJob, Prediction
+from tests.helpers.admin import RECORDS
 from tests.inference import factories
 
 pytestmark = pytest.mark.django_db
@@ -75,10 +76,6 @@ ADMIN_RULES = {
 }
 # Add forms no one gets (the rows come from the import, the workers, the login throttle, and the
 # services behind the pages for the read-only records; media only through imports, which check them).
-RECORDS = {"annotation.projectinvite", "annotation.auditevent", "annotation.task", "annotation.annotationrevision",
-           "annotation.suggestion", "annotation.releaseitem", "annotation.study", "annotation.studyparticipant",
-           "annotation.excludedannotation", "annotation.itemreopening", "inference.prediction",
-           "annotation.crowdaccount"}
 NEVER_ADDED = {"annotation.importrun", "inference.backgroundrun", "annotation.mediaasset", "axes.accessattempt", "axes.accesslog",
                "axes.accessfailurelog", *RECORDS}
 

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from annotation.members import invite_create
 from annotation.models import AuditEvent, ProjectInvite, Role, Study
-from tests.admin.test_admin_matrix import RECORDS
+from tests.helpers.admin import RECORDS
 
 pytestmark = pytest.mark.django_db
 

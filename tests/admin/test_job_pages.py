@@ -1,5 +1,5 @@
-"""The admin's inference-job pages answer for everyone who may open them (issue 10 item 5: the
-change page was a 500, `TypeError: get_form() got multiple values for keyword argument 'fields'`)."""
+"""The admin's inference-job pages answer for everyone who may open them (the
+change page once was a 500, `TypeError: get_form() got multiple values for keyword argument 'fields'`)."""
 import pytest
 
 from annotation.models import Role

@@ -4,7 +4,6 @@ is saved; a good one is stored in the form its reader uses; a key nothing reads,
 project's protocol does not read, is refused."""
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from annotation.project_setup import SETTING_RULES
 from annotation.protocols import qa_shape
 from annotation.queue.rules import lease_seconds
 from annotation.selectors import box_candidates, rubric_for, rubric_text_for, shows_suggestions
+from tests.helpers.admin import admin_save
 
 pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,17 +27,6 @@ def root(make_user):
     client = Client()
     client.force_login(make_user("root", superuser=True))
     return client
-
-
-def admin_save(client, project, typed):
-    """The project's change form posted as the page posts it, `typed` as its settings (a str: as typed)."""
-    data = {"slug": project.slug, "name": project.name, "protocol": project.protocol,
-            "annotations_per_item": project.annotations_per_item, "option_seed": project.option_seed,
-            "description": project.description,
-            "settings": typed if isinstance(typed, str) else json.dumps(typed),
-            "memberships-TOTAL_FORMS": "0", "memberships-INITIAL_FORMS": "0",
-            "memberships-MIN_NUM_FORMS": "0", "memberships-MAX_NUM_FORMS": "1000"}
-    return client.post(f"/admin/annotation/project/{project.pk}/change/", data)
 
 
 QUINTUPLET_ETC = "Only STATUS Bench (quintuplets), VisualTrans (image QA), M3-Verse (video-pair QA) projects read it."
@@ -142,13 +131,13 @@ def test_what_the_admin_stores_is_what_the_readers_use(root, make_project):
 
 
 def test_every_key_the_code_reads_has_a_rule():
-    """A settings key read anywhere in annotation/ or inference/ (settings.get("k"), settings["k"],
+    """A settings key read anywhere in annotation/, inference/, evaluation/ or protocols/ (settings.get("k"), settings["k"],
     and project_setting(settings, "k", ...), which reads it through its rule) has its check in
     SETTING_RULES, and every rule's key is read somewhere."""
     pattern = re.compile(r"""settings(?: or \{\})?\)?(?:\.get\(\s*|\[)["'](\w+)["']""")
     through_rule = re.compile(r"""project_setting\([\w.]+,\s*["'](\w+)["']""")
     read, ruled = set(), set()
-    for app in ("annotation", "inference", "evaluation"):
+    for app in ("annotation", "inference", "evaluation", "protocols"):
         for path in (ROOT / app).rglob("*.py"):
             if "migrations" not in path.parts:
                 read |= set(pattern.findall(path.read_text()))

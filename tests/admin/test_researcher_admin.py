@@ -1,4 +1,4 @@
-"""The admin for a project's researchers (issue 11 item 1): a researcher who is not staff opens the
+"""The admin for a project's researchers: a researcher who is not staff opens the
 admin and sees, changes and launches only what belongs to their projects; another project's rows
 are neither listed, offered in a form, nor reachable by URL; accounts stay the superusers'."""
 import re

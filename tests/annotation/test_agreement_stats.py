@@ -9,6 +9,7 @@ import pytest
 from annotation import agreement as ag
 from annotation import reliability
 from annotation.protocols import OSC_CRITERIA
+from protocols.normalize import description_text
 
 N = None
 # Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability": 4 observers, 12 units,
@@ -124,7 +125,7 @@ def test_quintuplet_agreement_after_normalization():
     b = {"state_a": "closed jar", "state_b": "a jar, opened", "change": "open jar",
          "change_distractors": ["break jar", "Close the jar", "fill jar"], "category": "functional",
          "difference": "significant"}
-    assert ag.normalize_text("  The Closed, jar. ") == "closed jar"
+    assert description_text("  The Closed, jar. ") == "closed jar"
     assert ag.quintuplet_summary([[a, b]]) == {"pairs": 1, "fields": {
         "state_a": 1.0, "state_b": 0.0, "change": 1.0, "change_distractors": 1.0, "category": 1.0, "difference": 0.0}}
     assert ag.pair_agreement("quintuplet", a, b) == pytest.approx(4 / 6)

@@ -3,18 +3,12 @@ and, on every page and response an annotator can reach, no ground truth or metad
 from __future__ import annotations
 
 import pytest
-from rest_framework.test import APIClient
 
 from annotation.models import Item, MediaAsset, Suggestion, Task
 from tests.annotation.work_factories import PAYLOADS, make_item, make_people
+from tests.helpers.clients import session_client
 
 pytestmark = pytest.mark.django_db
-
-
-def client_for(user) -> APIClient:
-    client = APIClient()
-    client.force_login(user)  # the session the pages use
-    return client
 
 
 def next_item(client, slug: str) -> dict:
@@ -46,7 +40,7 @@ def test_qa_payload_carries_model_suggestions_newest_first_in_the_forms_shape(ma
         Suggestion.objects.create(item=item, source=f"job:{i + 1} tiny-vlm",
                                   result={"answer": answer, "machine": True, "job": i + 1, "model": "tiny-vlm"})
 
-    body = next_item(client_for(a), "qa")["item"]
+    body = next_item(session_client(a), "qa")["item"]
 
     kept = body["suggestions"]
     assert [s["result"] for s in kept] == [{"answer": x} for x in expected]
@@ -61,7 +55,7 @@ def test_qa_payload_without_suggestions_has_an_empty_list(make_project):
     project = make_project("vt", "visualtrans", members={a: "annotator"})
     make_item(project)
 
-    assert next_item(client_for(a), "vt")["item"]["suggestions"] == []
+    assert next_item(session_client(a), "vt")["item"]["suggestions"] == []
 
 
 def test_quintuplet_suggestions_newest_first(make_project):
@@ -71,7 +65,7 @@ def test_quintuplet_suggestions_newest_first(make_project):
     Suggestion.objects.create(item=item, source="job:1 old", result={"change": "open the jar"})
     Suggestion.objects.create(item=item, source="job:2 new", result={"change": "close the jar"})
 
-    body = next_item(client_for(a), "quint")["item"]
+    body = next_item(session_client(a), "quint")["item"]
 
     assert [s["source"] for s in body["suggestions"]] == ["job:2 new", "job:1 old"]
 
@@ -83,7 +77,7 @@ def test_box_payload_sends_the_listed_state_among_the_candidates(make_project):
     project = make_project("boxes", "changeit", members={a: "annotator"})
     make_item(project, payload={**PAYLOADS["changeit"](), "bbox": [1, 2, 3, 4]})
     make_item(project, payload={"image": "x.jpg", "object": "apple", "distractors": ["whole apple"]})
-    client = client_for(a)
+    client = session_client(a)
 
     first = next_item(client, "boxes")
     client.post(f"/api/tasks/{first['task']}/submit/", {"result": {"outcome": "cannot_determine"}}, format="json")
@@ -104,7 +98,7 @@ def test_video_payload_carries_fps_and_duration(make_project):
     item = make_item(project)
     MediaAsset.objects.filter(sha256=item.media["video"]).update(fps=12.5, duration=4.0)
 
-    video = next_item(client_for(a), "rate")["item"]["video"]
+    video = next_item(session_client(a), "rate")["item"]["video"]
 
     assert (video["kind"], video["fps"], video["duration"]) == ("video", 12.5, 4.0)
 
@@ -115,7 +109,7 @@ def test_video_payload_fps_is_null_when_unknown_and_images_have_none(make_projec
     boxes = make_project("boxes", "changeit", members={a: "annotator"})
     make_item(rate)
     make_item(boxes)
-    client = client_for(a)
+    client = session_client(a)
 
     assert next_item(client, "rate")["item"]["video"]["fps"] is None
     assert set(next_item(client, "boxes")["item"]["image"]) == {"url", "width", "height", "kind"}
@@ -127,7 +121,7 @@ def test_a_single_text_rubric_reaches_the_rating_page(make_project):
     project = make_project("rate", "oscbench", members={a: "annotator"}, settings={"rubric": text})
     make_item(project)
 
-    item = next_item(client_for(a), "rate")["item"]
+    item = next_item(session_client(a), "rate")["item"]
 
     assert item["rubric_text"] == text
     # The per-criterion hints stay (the project's default wording).
@@ -139,7 +133,7 @@ def test_a_per_criterion_rubric_has_no_single_text(make_project):
     project = make_project("rate", "oscbench", members={a: "annotator"}, settings={"rubric": {"realism": "Own."}})
     make_item(project)
 
-    item = next_item(client_for(a), "rate")["item"]
+    item = next_item(session_client(a), "rate")["item"]
 
     assert item["rubric_text"] is None and item["rubric"]["realism"] == "Own."
 
@@ -186,7 +180,7 @@ def test_annotate_page_overview_and_409_bodies_carry_no_truth(make_project, make
     payload = {**PAYLOADS[protocol](), **extra}
     items = [make_item(project, f"TRUTH-ext-{i}", payload=payload, is_gold=gold) for i in range(3)]
     Suggestion.objects.create(item=items[0], source="job:3 tiny-vlm", result={"answer": "B", "machine": True})
-    client = client_for(annotator)
+    client = session_client(annotator)
     seen = []
 
     page = client.get("/projects/blindqa/annotate/")

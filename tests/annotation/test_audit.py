@@ -1,4 +1,4 @@
-"""The audit trail (issue 10 item 9): each service records one event with the right actor in its
+"""The audit trail (docs/architecture.md, "Invariants"): each service records one event with the right actor in its
 own transaction; the API and page filter, page and export it for researchers only."""
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from inference import services as inference
 from inference.models import InferenceJob, JobStatus
 from tests.annotation.work_factories import make_people, valid_result
 from tests.evaluation.factories import make_release
-from tests.evaluation.test_commands import status_payload
+from tests.helpers.items import status_payload
 
 pytestmark = pytest.mark.django_db
 

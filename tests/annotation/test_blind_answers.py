@@ -8,7 +8,7 @@ from django.test import Client
 from annotation.models import Annotation, Item, Suggestion
 from evaluation import leaderboard
 from tests.annotation.work_factories import make_item, make_people
-from tests.annotation.test_annotate_payloads import client_for
+from tests.helpers.clients import session_client
 
 pytestmark = pytest.mark.django_db
 
@@ -19,7 +19,7 @@ def answer_everything(project, people) -> None:
     """Each person answers every item through the JSON API: the suggested (wrong) letter when the
     form offers a suggestion, else the right one."""
     for user in people:
-        client = client_for(user)
+        client = session_client(user)
         while (r := client.post(f"/api/projects/{project.slug}/tasks/next/")).status_code == 200:
             body = r.json()
             answer = WRONG if body["item"]["suggestions"] else RIGHT
@@ -115,7 +115,7 @@ def test_agreement_figures_and_auto_verify_use_blind_answers_only(make_project, 
     plain.refresh_from_db()
     # Two annotators agreeing on a pre-filled model answer is no blind consensus: a reviewer decides.
     assert (hinted.status, plain.status) == ("annotated", "verified")
-    body = client_for(researcher).get("/api/projects/vt/agreement/").json()["workflow"]
+    body = session_client(researcher).get("/api/projects/vt/agreement/").json()["workflow"]
     assert body["answers_with_suggestion_left_out"] == 2
     assert (body["pairs"], body["pairwise_agreement"]) == (1, 1.0)  # the plain item's pair only
     assert body["answers_scored"] == 2 and body["accuracy"] == 1.0

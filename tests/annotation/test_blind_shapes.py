@@ -1,4 +1,4 @@
-"""Blind means blind (issue 10, item 4): nothing an annotator receives differs between a gold item
+"""Blind means blind (docs/architecture.md, "Invariants"): nothing an annotator receives differs between a gold item
 and a raw one, for every protocol — the next-task API's payload (keys, types, option counts and
 values), the annotate page the browser renders, and the submit answer. M3-Verse's single/multiple
 choice comes from the item's own `multiple` field or the project's setting, never the answer.
@@ -8,12 +8,13 @@ from __future__ import annotations
 import re
 
 import pytest
-from rest_framework.test import APIClient
 
-from annotation.importing.formats import SPECS, check_item
+from annotation.importing.formats import check_item
 from annotation.models import Item
 from annotation.protocols import qa_shape
+from protocols import registry
 from tests.annotation.work_factories import PAYLOADS, WORKFLOW, make_asset, make_people, valid_result
+from tests.helpers.clients import session_client
 
 pytestmark = pytest.mark.django_db
 
@@ -49,14 +50,8 @@ def shape(value):
 
 def raw_of(protocol: str, gold: dict) -> dict:
     """The same item as a raw import line carries it: no labels (the truth) and no label metadata."""
-    spec = SPECS[protocol]
+    spec = registry.get(protocol).item_fields
     return {k: v for k, v in gold.items() if k not in spec.labels and k not in spec.labels_required}
-
-
-def client_for(user) -> APIClient:
-    client = APIClient()
-    client.force_login(user)
-    return client
 
 
 def page_text(client, slug: str, user) -> str:
@@ -73,7 +68,7 @@ def page_text(client, slug: str, user) -> str:
 def claim(project, user, *, gold: bool) -> dict:
     project.settings = {**project.settings, "gold_share": 1.0 if gold else 0.0}
     project.save(update_fields=["settings"])
-    response = client_for(user).post(f"/api/projects/{project.slug}/tasks/next/")
+    response = session_client(user).post(f"/api/projects/{project.slug}/tasks/next/")
     assert response.status_code == 200, response.content
     return response.json()
 
@@ -106,7 +101,7 @@ def test_gold_and_raw_items_look_the_same_to_an_annotator(make_project, protocol
            {k: v for k, v in seen_raw.items() if k not in (*per_task, "item")}
     assert {**seen_gold["item"], "id": None} == {**seen_raw["item"], "id": None}
     # The page the browser renders embeds nothing of the item, so it is the same too.
-    gold_client, raw_client = client_for(gold_annotator), client_for(raw_annotator)
+    gold_client, raw_client = session_client(gold_annotator), session_client(raw_annotator)
     assert page_text(gold_client, "blind", gold_annotator) == page_text(raw_client, "blind", raw_annotator)
     # The same answer is taken and echoed the same way.
     result = valid_result(WORKFLOW[protocol])
@@ -123,7 +118,7 @@ def test_gold_and_raw_items_look_the_same_to_an_annotator(make_project, protocol
 
 
 @pytest.mark.parametrize("answer,own,project_settings,expected", [
-    (["A", "C"], None, {}, True),  # unsaid: several may be correct (PROTOCOLS.md)
+    (["A", "C"], None, {}, True),  # unsaid: several may be correct (docs/protocols/m3verse.md)
     (["B"], None, {}, True),
     (None, None, {}, True),
     (["A", "C"], None, {"multiple": False}, False),  # the project's setting

@@ -4,31 +4,25 @@ migration 0006 rewrote rows stored before (frozen releases untouched)."""
 from __future__ import annotations
 
 import importlib
-import json
-from pathlib import Path
 
 import pytest
 from django.apps import apps as django_apps
 
 from annotation import canonical
 from annotation.importing import annotations_import
-from annotation.importing.formats import check_item, extract_item
+from annotation.importing.formats import check_item
 from annotation.models import Annotation, Item, Release, ReleaseItem
-from tests.annotation.test_annotate_payloads import client_for
 from tests.annotation.work_factories import m3verse_payload, make_item, make_people, visualtrans_payload
+from tests.helpers.clients import session_client
+from tests.helpers.files import write_lines
 
 pytestmark = pytest.mark.django_db
 
 migration = importlib.import_module("annotation.migrations.0006_canonical_qa_answers")
 
 
-def write_lines(path: Path, lines: list) -> Path:
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
-    return path
-
-
 def submit(project, user, answer) -> dict:
-    client = client_for(user)
+    client = session_client(user)
     body = client.post(f"/api/projects/{project.slug}/tasks/next/").json()
     done = client.post(f"/api/tasks/{body['task']}/submit/", {"result": {"answer": answer, "flags": []}}, format="json")
     assert done.status_code == 201, done.content
@@ -84,9 +78,8 @@ M3_LINE = {"id": "m1", "video_before": "a.mp4", "video_after": "b.mp4", "questio
 ])
 def test_item_imports_store_the_known_answer_in_the_verified_form(protocol, line, answer):
     line = {k: v for k, v in line.items() if v is not None}
-    # check_item (pass 1 and PostgreSQL's COPY) and extract_item (SQLite's write pass) agree.
+    # check_item (pass 1, whose rows COPY writes) stores the canonical answer.
     assert check_item(protocol, dict(line)).payload["answer"] == answer
-    assert extract_item(protocol, dict(line)).payload["answer"] == answer
     assert canonical.payload_answer(protocol, {**line, "answer": answer}) == answer  # already canonical: unchanged
 
 

@@ -19,7 +19,7 @@ from annotation.models import Annotation, AuditEvent, Item, Membership, Project,
 from inference.models import InferenceJob, Prediction
 from inference.services import endpoint_create
 from tests.evaluation.factories import make_release
-from tests.evaluation.test_commands import status_payload
+from tests.helpers.items import status_payload
 
 pytestmark = pytest.mark.django_db
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from rest_framework.test import APIClient
 
 from annotation.disagreement import Thresholds, field_label, find_disagreement, thresholds_from
 from annotation.history import annotation_amend
@@ -15,20 +14,10 @@ from annotation.models import Item, Review
 from annotation.queue import annotation_submit, queue_claim_next
 from annotation.selectors import review_queue_for
 from tests.annotation.work_factories import make_item, make_people, valid_result
+from tests.helpers.clients import session_client
+from tests.helpers.work import RATING_SCORES, rating_result
 
 pytestmark = pytest.mark.django_db
-
-RATING = valid_result("rating")["scores"]  # realism 2, scene N/A
-
-
-def scores(**changes):
-    return {"scores": {**RATING, **changes}}
-
-
-def client_for(user) -> APIClient:
-    client = APIClient()
-    client.force_login(user)
-    return client
 
 
 @pytest.fixture
@@ -73,9 +62,9 @@ def test_a_rating_spread_of_two_marks_the_criterion_and_one_point_does_not(make_
     project = project_for(make_project, "oscbench", team)
     wide, close, na = make_item(project, "wide"), make_item(project, "close"), make_item(project, "na")
 
-    ids = annotate(project, wide, [a, b], [scores(realism=1, object=5), scores(realism=3, object=4)])
-    annotate(project, close, [a, b], [scores(realism=2), scores(realism=3)])
-    na_ids = annotate(project, na, [a, b], [scores(scene=None), scores(scene=4)])
+    ids = annotate(project, wide, [a, b], [rating_result(realism=1, object=5), rating_result(realism=3, object=4)])
+    annotate(project, close, [a, b], [rating_result(realism=2), rating_result(realism=3)])
+    na_ids = annotate(project, na, [a, b], [rating_result(scene=None), rating_result(scene=4)])
 
     assert wide.disagreement == {"fields": [{"field": "scores.realism", "kind": "spread", "spread": 2, "values": [
         {"annotation": ids[0], "value": 1}, {"annotation": ids[1], "value": 3}]}]}
@@ -89,7 +78,7 @@ def test_the_project_sets_the_rating_spread(make_project, team):
     project = project_for(make_project, "oscbench", team, disagreement={"rating_spread": 3})
     item = make_item(project)
 
-    annotate(project, item, [a, b], [scores(realism=1), scores(realism=3)])
+    annotate(project, item, [a, b], [rating_result(realism=1), rating_result(realism=3)])
 
     assert item.disagreement is None
 
@@ -171,7 +160,7 @@ def test_disputed_items_come_first_in_the_review_queue_then_oldest_first(make_pr
         annotate(project, item, [a, b], [{"answer": "A"}, {"answer": second}])
 
     queue = review_queue_for(project=project)
-    body = client_for(reviewer).get("/api/projects/adj/review/").json()
+    body = session_client(reviewer).get("/api/projects/adj/review/").json()
 
     expected = [items[1].pk, items[3].pk, items[0].pk, items[2].pk]
     assert [row["id"] for row in queue["items"]] == expected
@@ -184,14 +173,14 @@ def test_the_queue_names_disputed_fields_as_the_annotation_form_does(make_projec
     a, b, reviewer = team
     rating = project_for(make_project, "oscbench", team)
     video = make_item(rating, "video")
-    annotate(rating, video, [a, b], [scores(osc_accuracy=5, scene=4), scores(osc_accuracy=1, scene=None)])
+    annotate(rating, video, [a, b], [rating_result(osc_accuracy=5, scene=4), rating_result(osc_accuracy=1, scene=None)])
     status = make_project("adj-q", "status", annotations_per_item=2,
                           members={a: "annotator", b: "annotator", reviewer: "reviewer"})
     pair = make_item(status, "pair")
     other = {**valid_result("quintuplet"), "change_distractors": ["drop it", "kick it", "paint it"], "category": "other"}
     annotate(status, pair, [a, b], [valid_result("quintuplet"), other])
 
-    rows = {slug: client_for(reviewer).get(f"/api/projects/{slug}/review/").json()["items"] for slug in ("adj", "adj-q")}
+    rows = {slug: session_client(reviewer).get(f"/api/projects/{slug}/review/").json()["items"] for slug in ("adj", "adj-q")}
 
     assert [(r["disagreement"], r["disagreement_labels"]) for r in rows["adj"]] == [
         (["scores.osc_accuracy", "scores.scene"], ["State change: accuracy", "Scene"])]
@@ -211,9 +200,9 @@ def test_the_review_detail_shows_the_disagreement(make_project, team):
     a, b, reviewer = team
     project = project_for(make_project, "oscbench", team)
     item = make_item(project)
-    ids = annotate(project, item, [a, b], [scores(action=5), scores(action=1)])
+    ids = annotate(project, item, [a, b], [rating_result(action=5), rating_result(action=1)])
 
-    body = client_for(reviewer).get(f"/api/items/{item.pk}/review/").json()
+    body = session_client(reviewer).get(f"/api/items/{item.pk}/review/").json()
 
     assert body["disagreement"] == {"fields": [{"field": "scores.action", "label": "Action", "kind": "spread", "spread": 4,
                                                 "values": [{"annotation": ids[0], "value": 5},
@@ -241,8 +230,8 @@ def test_an_amendment_that_settles_the_disagreement_clears_the_mark(make_project
 def test_imported_ratings_that_disagree_mark_their_items(make_project, team, tmp_path):
     project = project_for(make_project, "oscbench", team)
     item = make_item(project, "vid")
-    lines = [{"item": "vid", "rater": "r1", "scores": {**RATING, "aesthetics": 1}},
-             {"item": "vid", "rater": "r2", "scores": {**RATING, "aesthetics": 5}}]
+    lines = [{"item": "vid", "rater": "r1", "scores": {**RATING_SCORES, "aesthetics": 1}},
+             {"item": "vid", "rater": "r2", "scores": {**RATING_SCORES, "aesthetics": 5}}]
     path = tmp_path / "ratings.jsonl"
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
 
@@ -261,7 +250,7 @@ def test_a_box_edit_refuses_a_state_outside_the_candidate_labels_and_changes_not
     item = make_item(project)
     annotate(project, item, [a, b], [valid_result("box"), valid_result("box", 80)])
     before = dict(item.payload)
-    client = client_for(reviewer)
+    client = session_client(reviewer)
 
     free = client.post(f"/api/items/{item.pk}/review/", {"decision": "edit", "result": {
         "bbox": [5, 5, 50, 50], "state": "a purple door"}}, format="json")

@@ -5,21 +5,21 @@ N/A is expected) — the same verdict in a crowd study's gold accuracy and in th
 agreement figures, for submitted and imported ratings alike. Refused imports write nothing."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from annotation.agreement import gold_correct
 from annotation.importing import ImportRefused, annotations_import, items_import
-from annotation.importing.formats import check_item, extract_item
+from annotation.importing.formats import check_item
 from annotation.importing.samples import make_video, sample_line
 from annotation.models import Annotation, Item, ItemStatus, MediaAsset, Role
 from annotation.protocols import OSC_CRITERIA, RATING_GOLD_TOLERANCE
 from annotation.selectors import project_agreement
 from annotation.studies import participant_rows, study_create
+from tests.helpers.files import write_lines
+from tests.helpers.studies import GOLD_GATED_STUDY, do_tasks, open_study_link, participant_user
 
-from .test_studies import STUDY, do_tasks, join, participant_user
 from .work_factories import valid_result
 
 pytestmark = pytest.mark.django_db
@@ -28,11 +28,6 @@ GOLD = {"scene": None, "osc_accuracy": 2, "object": 4}  # a subset, out of crite
 RIGHT = valid_result("rating")  # object 5, osc_accuracy 3, scene N/A: each within one point
 OFF_BY_TWO = {"scores": {**RIGHT["scores"], "object": 2}}
 SCENE_GIVEN = {"scores": {**RIGHT["scores"], "scene": 4}}  # a score where N/A is expected
-
-
-def write_lines(path: Path, lines: list) -> Path:
-    path.write_text("".join((ln if isinstance(ln, str) else json.dumps(ln)) + "\n" for ln in lines), encoding="utf-8")
-    return path
 
 
 def osc_line(i: int, **changes) -> dict:
@@ -68,11 +63,10 @@ def test_gold_oscbench_items_import_pending_with_their_expected_scores(make_proj
     protocol_fields = {k: v for k, v in osc_line(0).items() if k not in ("id", "split", "tags")}
     assert gold.payload == {**protocol_fields, "gold_scores": {"object": 4, "osc_accuracy": 2, "scene": None}}
     assert not Item.objects.filter(is_gold=False, payload__has_key="gold_scores").exists()
-    # Stored in criteria order; pass 1's check and SQLite's write pass give the same item.
+    # Stored in criteria order.
     checked = check_item("oscbench", osc_line(0, gold=True, gold_scores=GOLD))
     assert list(checked.payload["gold_scores"]) == ["object", "osc_accuracy", "scene"]
     assert (checked.gold, checked.complete) == (True, False)
-    assert extract_item("oscbench", osc_line(0, gold=True, gold_scores=GOLD)) == checked
     # The same file again changes nothing; other expected scores for the same id are refused.
     assert items_import(project=project, path=path).unchanged == 3
     changed = write_lines(media / "changed.jsonl", [osc_line(0, gold=True, gold_scores={**GOLD, "object": 3})])
@@ -127,7 +121,7 @@ def test_gold_oscbench_lines_are_refused_by_line_and_field_and_nothing_is_writte
     (4 + RATING_GOLD_TOLERANCE + 1, False), (4 - RATING_GOLD_TOLERANCE - 1, False), (None, False),
 ])
 def test_an_expected_score_is_met_within_the_tolerance(given, right):
-    assert RATING_GOLD_TOLERANCE == 1  # PROTOCOLS.md's 1-5 scale: one point apart is the same judgement
+    assert RATING_GOLD_TOLERANCE == 1  # docs/protocols/oscbench.md, "Agreement": one point apart is the same judgement
     assert gold_correct("rating", {"gold_scores": {"object": 4}}, {"scores": {"object": given}}) is right
     # N/A expected: only N/A is right.
     assert gold_correct("rating", {"gold_scores": {"scene": None}}, {"scores": {"scene": given}}) is (given is None)
@@ -140,13 +134,13 @@ def test_imported_gold_scores_ratings_in_a_crowd_study_and_in_the_agreement_figu
     items_import(project=project, path=write_lines(media / "items.jsonl", [
         osc_line(0, gold=True, gold_scores=GOLD), osc_line(1), osc_line(2), osc_line(3)]))
     gold = Item.objects.get(is_gold=True)
-    study = study_create(project=project, actor=researcher, **STUDY)
+    study = study_create(project=project, actor=researcher, **GOLD_GATED_STUDY)
     for pid in ("GOOD", "BAD", "NA"):
-        join(study, pid)
+        open_study_link(study, pid)
 
-    do_tasks(project, participant_user("GOOD"), [RIGHT, RIGHT])  # the gold item first, then a video
-    do_tasks(project, participant_user("BAD"), [OFF_BY_TWO, RIGHT])
-    do_tasks(project, participant_user("NA"), [SCENE_GIVEN])
+    do_tasks(project, participant_user("GOOD"), [RIGHT, RIGHT], time_spent_ms=30_000)  # the gold item first, then a video
+    do_tasks(project, participant_user("BAD"), [OFF_BY_TWO, RIGHT], time_spent_ms=30_000)
+    do_tasks(project, participant_user("NA"), [SCENE_GIVEN], time_spent_ms=30_000)
 
     assert Annotation.objects.filter(item=gold).count() == 3
     gold.refresh_from_db()

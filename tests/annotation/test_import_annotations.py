@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -11,15 +10,11 @@ from django.core.management.base import CommandError
 from annotation.importing import ImportRefused, annotations_import, items_import
 from annotation.importing.samples import write_sample_dataset
 from annotation.models import Annotation, Item
+from tests.helpers.files import write_lines
 
 pytestmark = pytest.mark.django_db
 
 FULL = {"subject": 4, "object": 5, "action": 3, "osc_accuracy": 2, "osc_consistency": 3, "scene": None, "realism": 4, "aesthetics": 5}
-
-
-def write_lines(path: Path, lines: list) -> Path:
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
-    return path
 
 
 @pytest.fixture

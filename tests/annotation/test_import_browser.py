@@ -11,6 +11,7 @@ import pytest
 from annotation.importing.samples import write_sample_dataset
 from annotation.models import ImportRun, Item, Release, Role
 from tests.browser.work_helpers import shot
+from tests.helpers.browser import wait_import_done
 from tests.inference.worker import broker, start_worker, stop_worker  # noqa: F401 (broker is a fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
@@ -26,13 +27,6 @@ def worker(broker, tmp_path):
     process = start_worker("imports", tmp_path / "worker.log")
     yield process
     stop_worker(process)
-
-
-def wait_done(page, timeout: float = 90_000) -> str:
-    """The run's page refreshes itself until the worker is done; return the final status."""
-    page.wait_for_selector("#import-run[data-status=finished], #import-run[data-status=refused], "
-                           "#import-run[data-status=failed]", timeout=timeout)
-    return page.get_attribute("#import-run", "data-status")
 
 
 def test_researcher_imports_and_freezes_in_the_browser(page, live_server, login, make_user, make_project, tmp_path, worker):
@@ -53,7 +47,7 @@ def test_researcher_imports_and_freezes_in_the_browser(page, live_server, login,
     page.set_input_files("#id_file", str(bad))
     page.click("#import-form button[type=submit]")
     page.wait_for_url(f"{live_server.url}/projects/web/imports/*/")
-    assert wait_done(page) == "refused"
+    assert wait_import_done(page) == "refused"
     errors = page.locator("#import-errors li").all_inner_texts()
     assert errors == [
         "line 1: field image_a: /etc/passwd: absolute paths are refused; give a path relative to the media root",
@@ -65,7 +59,7 @@ def test_researcher_imports_and_freezes_in_the_browser(page, live_server, login,
     page.set_input_files("#id_file", str(good))
     page.check("#id_verified")
     page.click("#import-form button[type=submit]")
-    assert wait_done(page) == "finished"
+    assert wait_import_done(page) == "finished"
     assert page.locator("#created").inner_text() == "4"
     shot(page, "import_run")
     assert Item.objects.filter(project__slug="web", status="verified").count() == 4

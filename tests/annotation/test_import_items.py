@@ -18,6 +18,7 @@ from PIL import Image
 from annotation.importing import ImportRefused, items_import
 from annotation.importing.samples import make_image, make_video, sample_line, write_sample_dataset
 from annotation.models import Item, MediaAsset, Project
+from tests.helpers.files import write_lines
 
 pytestmark = pytest.mark.django_db
 
@@ -30,13 +31,6 @@ def assert_nothing_written(media_root: Path) -> None:
     assert Item.objects.count() == 0
     assert MediaAsset.objects.count() == 0
     assert stored_files(media_root) == []
-
-
-def write_lines(path: Path, lines: list) -> Path:
-    with open(path, "w", encoding="utf-8") as fh:
-        for line in lines:
-            fh.write((line if isinstance(line, str) else json.dumps(line)) + "\n")
-    return path
 
 
 def refused(project, path, **kw) -> list[str]:

@@ -1,4 +1,4 @@
-"""Bounded import input (issue 10, item 5): a JSONL line longer than STATELAB_MAX_LINE_BYTES is
+"""Bounded import input: a JSONL line longer than STATELAB_MAX_LINE_BYTES is
 refused without being read whole, a zip declaring more than STATELAB_MAX_ZIP_BYTES uncompressed is
 refused from its central directory before anything is extracted, and NUL bytes anywhere in a line
 (fields, media paths, annotator ids) are refused with the line and field — an import run with one
@@ -19,7 +19,9 @@ from annotation.importing import ImportRefused, items_import
 from annotation.importing.annotations import annotations_import
 from annotation.importing.runs import import_run_queue
 from annotation.importing.samples import make_image, sample_line
-from annotation.models import ImportKind, ImportRun, ImportStatus, Item, MediaAsset
+from annotation.models import ImportKind, ImportRun, Item, MediaAsset
+from background.models import RunStatus
+from tests.helpers.files import write_lines
 
 pytestmark = pytest.mark.django_db
 MiB, GiB = 1024**2, 1024**3
@@ -29,11 +31,6 @@ def test_the_defaults_are_sane():
     assert django_settings.STATELAB_MAX_LINE_BYTES == 1 * MiB
     assert django_settings.STATELAB_MAX_ZIP_BYTES == 16 * GiB
     assert django_settings.STATELAB_MAX_UPLOAD_BYTES == 2 * GiB
-
-
-def write_lines(path: Path, lines: list) -> Path:
-    path.write_text("".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines), encoding="utf-8")
-    return path
 
 
 def refused(project, path, **kw) -> list[str]:
@@ -186,7 +183,7 @@ def test_an_import_run_with_a_nul_in_a_media_path_ends_refused_with_its_message(
 
     run = ImportRun.objects.get(pk=run.pk)
     assert (run.status, run.errors) == (
-        ImportStatus.REFUSED, ["line 1: field image: contains a NUL byte (\\u0000), which is never valid input"])
+        RunStatus.REFUSED, ["line 1: field image: contains a NUL byte (\\u0000), which is never valid input"])
     assert run.finished_at is not None and not Item.objects.exists()
 
 
@@ -200,4 +197,4 @@ def test_an_upload_named_with_a_nul_is_recorded_without_it(make_project, make_us
         run = import_run_queue(project=project, user=user, uploaded=upload, kind=ImportKind.ITEMS)
 
     run = ImportRun.objects.get(pk=run.pk)
-    assert run.file_name == "items.jsonl" and run.status == ImportStatus.REFUSED
+    assert run.file_name == "items.jsonl" and run.status == RunStatus.REFUSED

@@ -1,4 +1,4 @@
-"""Media that can never run, on the import side (issue 10, item 3): the stored extension comes from
+"""Media that can never run, on the import side (docs/architecture.md, "Invariants"): the stored extension comes from
 what a file is (Pillow's format, the probed container) on an allow-list, never from its name. A
 valid PNG named poly.html is stored as .png; an MP4 named v.html goes through the container check
 and is stored as .mp4; a video in a container on no list is refused whatever its name."""
@@ -17,14 +17,9 @@ from annotation.importing import ImportRefused, items_import
 from annotation.importing.samples import make_image, make_video, sample_line
 from annotation.media_probe import ffmpeg_exe
 from annotation.models import MediaAsset, Role
-from tests.test_media_safety import polyglot_png
+from tests.helpers.files import polyglot_png, write_lines
 
 pytestmark = pytest.mark.django_db
-
-
-def write_lines(path: Path, lines: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
-    return path
 
 
 def stored(media_root: Path) -> list[str]:

@@ -21,7 +21,8 @@ from annotation.importing import items_import, runs
 from annotation.importing.runs import import_media_root, import_run_execute, import_run_queue
 from annotation.importing.samples import sample_line, sample_media_paths, write_sample_dataset, write_sample_media
 from annotation.importing.sources import ReadMeter, open_source
-from annotation.models import Annotation, ImportKind, ImportRun, ImportStatus, Item, Role
+from annotation.models import Annotation, ImportKind, ImportRun, Item, Role
+from background.models import RunStatus
 
 from .db_race import WAIT_S, Pause, Worker
 
@@ -71,7 +72,7 @@ def written_progress(run: ImportRun) -> tuple[int, int]:
     while time.monotonic() < deadline:
         row = ImportRun.objects.values_list("status", "progress_bytes", "progress_total").get(pk=run.pk)
         if row[1]:
-            assert row[0] == ImportStatus.RUNNING
+            assert row[0] == RunStatus.RUNNING
             return row[1], row[2]
         time.sleep(0.05)
     raise AssertionError("no progress written while the import was held")
@@ -115,7 +116,7 @@ def test_progress_is_seen_mid_file_by_other_connections_and_reaches_the_end(make
     finally:
         pause.released.set()
         assert worker.done.wait(WAIT_S), "the import hung"
-    assert (worker.error, worker.result) == (None, ImportStatus.FINISHED)
+    assert (worker.error, worker.result) == (None, RunStatus.FINISHED)
     run.refresh_from_db()
     assert (run.progress_bytes, run.progress_total) == (len(body), len(body))
     assert Item.objects.filter(project=project).count() == LINES
@@ -148,7 +149,7 @@ def test_annotation_progress_is_seen_during_the_write_pass_inside_its_transactio
     finally:
         pause.released.set()
         assert worker.done.wait(WAIT_S), "the import hung"
-    assert (worker.error, worker.result) == (None, ImportStatus.FINISHED)
+    assert (worker.error, worker.result) == (None, RunStatus.FINISHED)
     assert Annotation.objects.count() == LINES
     assert client.get(f"/api/imports/{run.pk}/").json()["progress"] == 1.0
 
@@ -190,7 +191,7 @@ def test_a_refused_run_keeps_how_far_it_read_and_a_queued_one_has_no_progress(ma
     answer = client.get(f"/api/imports/{run.pk}/").json()
     assert (answer["status"], answer["progress"], answer["progress_bytes"], answer["progress_total"]) == (
         "queued", None, 0, 0)
-    assert import_run_execute(run.pk) == ImportStatus.REFUSED  # eager mode: no threads, the count at the end
+    assert import_run_execute(run.pk) == RunStatus.REFUSED  # eager mode: no threads, the count at the end
     answer = client.get(f"/api/imports/{run.pk}/").json()
     assert (answer["progress"], answer["progress_bytes"], answer["progress_total"]) == (1.0, len(body), len(body))
 
@@ -210,7 +211,7 @@ def test_a_claim_starts_the_count_again(make_project, researcher, monkeypatch):
     finally:
         pause.released.set()
         assert worker.done.wait(WAIT_S)
-    assert worker.result == ImportStatus.FINISHED
+    assert worker.result == RunStatus.FINISHED
 
 
 def test_a_run_the_watchdog_queues_again_shows_no_progress(make_project, researcher, client, monkeypatch):
@@ -219,13 +220,13 @@ def test_a_run_the_watchdog_queues_again_shows_no_progress(make_project, researc
 
     from django.utils import timezone
 
-    from config.heartbeat import lapse_seconds
+    from background.heartbeat import lapse_seconds
 
     project = make_project("p", "changeit", members={researcher: Role.RESEARCHER})
     run = queue(monkeypatch, project, researcher, "items.jsonl", items_body(10))
     monkeypatch.setattr(runs, "enqueue", lambda *args: None)  # (the test is the broker)
     lapsed = timezone.now() - timedelta(seconds=lapse_seconds() + 1)
-    ImportRun.objects.filter(pk=run.pk).update(status=ImportStatus.RUNNING, attempts=1, heartbeat_at=lapsed,
+    ImportRun.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, attempts=1, heartbeat_at=lapsed,
                                                progress_bytes=600, progress_total=1000)
     assert client.get(f"/api/imports/{run.pk}/").json()["progress"] == 0.6
     assert runs.import_runs_watch()["requeued"] == 1

@@ -37,7 +37,7 @@ print("RESULT", time.perf_counter() - t, hwm)
 """
 
 
-def write_lines(folder: Path, n: int) -> Path:
+def write_changeit_items(folder: Path, n: int) -> Path:
     path = folder / f"items-{n}.jsonl"
     with open(path, "w", encoding="utf-8") as fh:
         for i in range(n):  # 4 shared images: the test measures the item stream, not media
@@ -65,8 +65,8 @@ def run_import(slug: str, path: Path, tmp_path: Path) -> tuple[float, int]:
 def test_200k_line_import_streams_in_flat_memory(tmp_path):
     data = tmp_path / "data"
     write_sample_media(data, "changeit")
-    small = write_lines(data, 20_000)
-    large = write_lines(data, 200_000)
+    small = write_changeit_items(data, 20_000)
+    large = write_changeit_items(data, 200_000)
     assert large.stat().st_size > 30_000_000
 
     _, rss_small = run_import("small", small, tmp_path)
@@ -96,7 +96,7 @@ def test_live_copy_rolls_back_when_a_late_line_is_bad(tmp_path, make_project, mo
     project = make_project("live", "changeit")
     data = tmp_path / "data"
     write_sample_media(data, "changeit")
-    path = write_lines(data, 3000)
+    path = write_changeit_items(data, 3000)
     with open(path, "a", encoding="utf-8") as fh:
         fh.write(json.dumps({"id": "late", "image": "img/gone.png", "object": "door", "state": "a closed door"}) + "\n")
 

@@ -1,6 +1,6 @@
 """export_release --format lmms-eval: the task folder's utils.py parses and scores answers exactly as
-StateLab does (its parser is a copy of inference/answers.py; its aggregation follows
-evaluation/scoring), so lmms-eval prints StateLab's figures; ChangeIt's documents ask what
+StateLab does (its parser is a copy of protocols/kit/answers.py; its aggregation follows
+each protocol's scoring.py), so lmms-eval prints StateLab's figures; ChangeIt's documents ask what
 StateLab's own runs ask, on the crops inference would send. lmms-eval itself runs in tests/lmms."""
 from __future__ import annotations
 
@@ -15,16 +15,21 @@ from hypothesis import given, settings as hsettings, strategies as st
 from PIL import Image
 
 from annotation.interchange import lmms_eval as writer
-from annotation.protocols import QUERY_KEYS, changeit_vocabulary, resolve_queries
-from evaluation.scoring import changeit as ci_scoring
-from evaluation.scoring import m3verse as m3_scoring
-from evaluation.scoring import status as status_scoring
-from evaluation.scoring import visualtrans as vt_scoring
-from evaluation.scoring.runs import RunAnswer, ScoringItem, _changeit_label_objects, score_changeit
-from inference import answers
+from annotation.protocols import QUERY_KEYS, resolve_queries
+from protocols.changeit import vocabulary as changeit_vocabulary
+from evaluation.scoring.runs import RunAnswer, ScoringItem
+from protocols.changeit import scoring as ci_scoring
+from protocols.changeit.scoring import label_objects as _changeit_label_objects
+from protocols.changeit.scoring import score as score_changeit
+from protocols.kit import answers
+from protocols.m3verse import scoring as m3_scoring
+from protocols.status import scoring as status_scoring
 from inference.media import load_image
-from inference.protocols import changeit as ci_protocol
-from inference.protocols.base import ItemInput, MediaPreparer
+from inference.prompting import MediaPreparer
+from protocols.changeit import prompts as ci_protocol
+from protocols.kit.prompting import ItemInput
+from protocols.normalize import answer_multiset
+from protocols.visualtrans import scoring as vt_scoring
 from tests.lmms import cases
 
 TEMPLATE = Path(writer.__file__).with_name("lmms_task_utils.py")
@@ -50,7 +55,7 @@ def test_the_task_parser_is_statelabs(raw, options):
     assert utils.parse_candidate_number(raw, options) == answers.parse_candidate_number(raw, options)
     assert utils.parse_letter_set(raw, options) == answers.parse_letter_set(raw, options)
     assert utils.normalize_int(raw) == answers.normalize_int(raw)
-    assert utils.normalize_set(raw) == answers.normalize_set(raw)
+    assert utils.normalize_set(raw) == answer_multiset(raw)
     assert utils.normalize_letter(raw, len(options) or None) == answers.normalize_letter(raw, len(options) or None)
 
 
@@ -65,7 +70,7 @@ def _vt_records(counts):
 
 
 def test_visualtrans_paper_row():
-    """PROTOCOLS §3 check: GPT-4o's counts print the paper's row (printed-subtask dimension means)."""
+    """docs/protocols/visualtrans.md, "Check": GPT-4o's counts print the paper's row (printed-subtask dimension means)."""
     recs = _vt_records({"fine_grained": (51, 168), "global": (15, 50), "intermediate": (28, 88), "causal": (31, 86),
                         "planning": (19, 42), "quantitative": (36, 63)})
     got = {k: str(utils.printed(recs, k)) for k in utils.VISUALTRANS_METRICS}

@@ -9,28 +9,13 @@ import pytest
 from django.test import Client
 
 from annotation.disagreement import thresholds_clean
-from annotation.models import AuditEvent, Item, Project, Role
+from annotation.models import AuditEvent, Project, Role
 from annotation.project_setup import SetupInvalid, project_thresholds_set
-from annotation.queue import annotation_submit, queue_claim_next
 from annotation.services import review_decide
 from tests.annotation.work_factories import make_item, make_people, valid_result
+from tests.helpers.work import annotate_in_turn, marked_fields, rating_result
 
 pytestmark = pytest.mark.django_db
-RATING = valid_result("rating")["scores"]  # realism 2, scene N/A
-
-
-def scores(**changes):
-    return {"scores": {**RATING, **changes}}
-
-
-def annotate(project, people, results):
-    for person, result in zip(people, results):
-        task = queue_claim_next(project=project, user=person)
-        annotation_submit(task_id=task.pk, user=person, result=result)
-
-
-def marked(*items) -> list:
-    return [[f["field"] for f in (Item.objects.get(pk=i.pk).disagreement or {}).get("fields", [])] for i in items]
 
 
 @pytest.fixture
@@ -46,8 +31,8 @@ def rating(make_project, team):
                            members={a: Role.ANNOTATOR, b: Role.ANNOTATOR, lead: Role.RESEARCHER})
     two, three, settled = (make_item(project, ext) for ext in ("two", "three", "settled"))
     for item, realism in ((two, 4), (three, 5), (settled, 5)):
-        annotate(project, [a, b], [scores(), scores(realism=realism)])
-    review_decide(item_id=settled.pk, reviewer=lead, decision="edit", result=scores(realism=3))
+        annotate_in_turn(project, [a, b], [rating_result(), rating_result(realism=realism)])
+    review_decide(item_id=settled.pk, reviewer=lead, decision="edit", result=rating_result(realism=3))
     return project, lead, two, three, settled
 
 
@@ -78,13 +63,13 @@ def test_thresholds_clean_refuses(given):
 
 def test_a_new_rating_spread_re_marks_the_items_waiting_for_review(rating):
     project, lead, two, three, settled = rating
-    assert marked(two, three, settled) == [["scores.realism"]] * 3  # the default spread, 2
+    assert marked_fields(two, three, settled) == [["scores.realism"]] * 3  # the default spread, 2
 
     outcome = project_thresholds_set(project=project, actor=lead, values={"rating_spread": "3"})
 
     assert outcome == {"changed": True, "thresholds": {**outcome["thresholds"], "rating_spread": 3},
                        "items_remarked": 2, "items_marked": 1}
-    assert marked(two, three, settled) == [[], ["scores.realism"], ["scores.realism"]]  # the verified one kept its mark
+    assert marked_fields(two, three, settled) == [[], ["scores.realism"], ["scores.realism"]]  # the verified one kept its mark
     project.refresh_from_db()
     assert project.settings["disagreement"] == {"rating_spread": 3}
     event = AuditEvent.objects.get(action="project_settings")
@@ -94,7 +79,7 @@ def test_a_new_rating_spread_re_marks_the_items_waiting_for_review(rating):
 
     # Back to 2: the item is marked again.
     project_thresholds_set(project=project, actor=lead, values={"rating_spread": 2})
-    assert marked(two, three) == [["scores.realism"], ["scores.realism"]]
+    assert marked_fields(two, three) == [["scores.realism"], ["scores.realism"]]
 
 
 def test_a_refused_change_changes_nothing(rating):
@@ -107,7 +92,7 @@ def test_a_refused_change_changes_nothing(rating):
         assert set(exc.value.errors) == set(values) - ({"rating_spread"} if values.get("rating_spread") == 3 else set())
 
     assert Project.objects.get(pk=project.pk).settings == before
-    assert marked(two, three) == [["scores.realism"], ["scores.realism"]]
+    assert marked_fields(two, three) == [["scores.realism"], ["scores.realism"]]
     assert not AuditEvent.objects.filter(action="project_settings").exists()
 
 
@@ -128,9 +113,9 @@ def test_box_iou_over_the_api(make_project, team):
     project = make_project("boxes", "changeit", annotations_per_item=2,
                            members={a: Role.ANNOTATOR, b: Role.ANNOTATOR, lead: Role.RESEARCHER})
     item = make_item(project)
-    annotate(project, [a, b], [{"bbox": [0, 0, 100, 100], "state": "peeled apple"},
+    annotate_in_turn(project, [a, b], [{"bbox": [0, 0, 100, 100], "state": "peeled apple"},
                                {"bbox": [40, 0, 100, 100], "state": "peeled apple"}])  # IoU 0.43
-    assert marked(item) == [["bbox"]]
+    assert marked_fields(item) == [["bbox"]]
     client = Client()
     client.force_login(lead)
     url = "/api/projects/boxes/settings/disagreement/"
@@ -144,14 +129,14 @@ def test_box_iou_over_the_api(make_project, team):
     assert (foreign.status_code, list(foreign.json()["errors"])) == (400, ["rating_spread"])
     unknown = client.patch(url, {"iou": 0.4}, content_type="application/json")
     assert (unknown.status_code, list(unknown.json()["errors"])) == (400, ["iou"])
-    assert marked(item) == [["bbox"]] and "disagreement" not in Project.objects.get(pk=project.pk).settings
+    assert marked_fields(item) == [["bbox"]] and "disagreement" not in Project.objects.get(pk=project.pk).settings
 
     r = client.patch(url, {"box_iou": 0.4}, content_type="application/json")
 
     assert r.status_code == 200
     assert (r.json()["thresholds"]["box_iou"], r.json()["changed"], r.json()["items_remarked"], r.json()["items_marked"]) == (
         0.4, True, 1, 0)
-    assert marked(item) == [[]]
+    assert marked_fields(item) == [[]]
 
 
 def test_the_settings_page(make_project, team):
@@ -159,8 +144,8 @@ def test_the_settings_page(make_project, team):
     project = make_project("pairs", "status", annotations_per_item=2,
                            members={a: Role.ANNOTATOR, b: Role.ANNOTATOR, lead: Role.RESEARCHER})
     item = make_item(project)
-    annotate(project, [a, b], [valid_result("quintuplet"), valid_result("quintuplet", 1)])  # difference differs
-    assert marked(item) == [["difference"]]
+    annotate_in_turn(project, [a, b], [valid_result("quintuplet"), valid_result("quintuplet", 1)])  # difference differs
+    assert marked_fields(item) == [["difference"]]
     client = Client()
     client.force_login(lead)
 
@@ -168,14 +153,14 @@ def test_the_settings_page(make_project, team):
     assert page.status_code == 200 and 'name="quintuplet_fields" value="difference" checked' in page.content.decode()
     none = client.post("/projects/pairs/settings/", {})
     assert none.status_code == 400 and list(none.context["errors"]) == ["quintuplet_fields"]
-    assert marked(item) == [["difference"]]
+    assert marked_fields(item) == [["difference"]]
 
     done = client.post("/projects/pairs/settings/", {"quintuplet_fields": ["state_a", "state_b", "change"]}, follow=True)
 
     assert done.status_code == 200
     assert [str(m) for m in done.context["messages"]] == [
         "Thresholds saved. 1 item(s) waiting for review were marked again: 0 now to adjudicate."]
-    assert marked(item) == [[]]
+    assert marked_fields(item) == [[]]
     assert Project.objects.get(pk=project.pk).settings["disagreement"] == {"quintuplet_fields": ["state_a", "state_b", "change"]}
     qa = make_project("qa", "visualtrans", members={lead: Role.RESEARCHER})
     assert 'id="thresholds-none"' in client.get(f"/projects/{qa.slug}/settings/").content.decode()

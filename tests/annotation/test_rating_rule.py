@@ -1,16 +1,20 @@
 """One rating rule, three paths: a submitted rating (annotation.results.validate_rating), an
 imported rating line (annotation.importing.annotation_lines.check_rating) and an OSCBench gold
-item's expected scores (annotation.importing.field_checks.gold_scores) accept and refuse the same
-scores, naming the same criterion with the same words (annotation.results.rating_score_errors owns
+item's expected scores (protocols.oscbench.fields.gold_scores) accept and refuse the same
+scores, naming the same criterion with the same words (protocols.fields.rating_score_errors owns
 the rule). The one difference is by design: a gold item may give a subset of the criteria."""
 from __future__ import annotations
 
 import pytest
 
 from annotation.importing.annotation_lines import CheckedAnnotation, check_rating
-from annotation.importing.field_checks import Invalid, gold_scores
-from annotation.protocols import OSC_CRITERIA
-from annotation.results import ResultInvalid, validate_rating
+from annotation.results import RatingContext, ResultInvalid, validate_rating
+from protocols.fields import Invalid
+from protocols.oscbench import CRITERIA as OSC_CRITERIA
+from protocols.oscbench import NULLABLE as OSC_NULLABLE
+from protocols.oscbench.fields import gold_scores
+
+RATING = RatingContext(criteria=OSC_CRITERIA, nullable=OSC_NULLABLE)
 
 VALID = {"subject": None, "object": 5, "action": 4, "osc_accuracy": 3, "osc_consistency": 1, "scene": None,
          "realism": 2, "aesthetics": 3}
@@ -43,14 +47,14 @@ TABLE = [
 
 def submitted(scores) -> dict:
     try:
-        validate_rating({"scores": scores})
+        validate_rating({"scores": scores}, RATING)
     except ResultInvalid as exc:
         return {None if k == "scores" else k.removeprefix("scores."): v for k, v in exc.errors.items()}
     return {}
 
 
 def imported(scores) -> dict:
-    out = check_rating({"item": "osc-1", "rater": "r1", "scores": scores})
+    out = check_rating({"item": "osc-1", "rater": "r1", "scores": scores}, RATING)
     if isinstance(out, CheckedAnnotation):
         return {}
     return {None if e.field == "scores" else e.field.removeprefix("scores."): e.reason for e in out}
@@ -79,8 +83,8 @@ def test_the_three_paths_accept_and_refuse_the_same_scores_in_the_same_words(sco
 
 def test_the_accepted_scores_are_stored_the_same_way():
     shuffled = dict(reversed(list(VALID.items())))
-    assert validate_rating({"scores": shuffled}).result == {"scores": VALID}
-    assert check_rating({"item": "osc-1", "rater": "r1", "scores": shuffled}).result == {"scores": VALID}
+    assert validate_rating({"scores": shuffled}, RATING).result == {"scores": VALID}
+    assert check_rating({"item": "osc-1", "rater": "r1", "scores": shuffled}, RATING).result == {"scores": VALID}
 
 
 @pytest.mark.parametrize("missing", ["action", "scene"])

@@ -8,19 +8,18 @@ import pytest
 from django.test import Client
 
 from annotation.models import (
-    Annotation, AuditEvent, CrowdAccount, Item, ItemReopening, ItemStatus, Release, ReleaseItem, Review, Role,
+    AuditEvent, Item, ItemReopening, ItemStatus, Release, ReleaseItem, Review, Role,
     StudyParticipant,
 )
-from annotation.queue import annotation_submit, queue_claim_next
+from annotation.queue import queue_claim_next
 from annotation.releases import release_freeze
 from annotation.services import review_decide
 from annotation.studies import participant_reject, study_create
+from tests.helpers.studies import UNGATED_STUDY, do_tasks, joined_participant
 
 from .work_factories import make_item, valid_result
 
 pytestmark = pytest.mark.django_db
-STUDY = dict(name="Pilot", platform="prolific", max_participants="5", tasks_per_participant="2",
-             completion_code="C0DE42", gold_pass_threshold="0", hourly_rate="12.00", currency="GBP")
 A, B, C = ({"answer": letter, "flags": []} for letter in "ABC")
 
 
@@ -31,22 +30,9 @@ def world(make_user, make_project):
         project = make_project("crowd", protocol, members={researcher: Role.RESEARCHER, reviewer: Role.REVIEWER},
                                annotations_per_item=per_item, settings=settings)
         made = [make_item(project, ext) for ext in items]
-        study = study_create(project=project, actor=researcher, **STUDY)
+        study = study_create(project=project, actor=researcher, **UNGATED_STUDY)
         return project, study, researcher, reviewer, made
     return make
-
-
-def join(study, pid) -> object:
-    Client().get(f"/study/{study.token}/", {"PROLIFIC_PID": pid, "STUDY_ID": "s1", "SESSION_ID": "x"})
-    return CrowdAccount.objects.get(platform="prolific", external_id=pid).user
-
-
-def answer(project, user, results) -> list[Annotation]:
-    out = []
-    for result in results:
-        task = queue_claim_next(project=project, user=user)
-        out.append(annotation_submit(task_id=task.pk, user=user, result=result, time_spent_ms=20_000).annotation)
-    return out
 
 
 def reject(study, user, researcher) -> dict:
@@ -56,9 +42,9 @@ def reject(study, user, researcher) -> dict:
 
 def test_an_accept_that_rested_on_the_rejected_annotation_goes_back_to_review(world):
     project, study, researcher, reviewer, (x,) = world()
-    p1, p2 = join(study, "P1"), join(study, "P2")
-    (mine,) = answer(project, p1, [A])
-    (theirs,) = answer(project, p2, [B])
+    p1, p2 = joined_participant(study, "P1"), joined_participant(study, "P2")
+    (mine,) = do_tasks(project, p1, [A])
+    (theirs,) = do_tasks(project, p2, [B])
     review = review_decide(item_id=x.pk, reviewer=reviewer, decision="accept", annotation_id=mine.pk)
 
     outcome = reject(study, p1, researcher)
@@ -90,7 +76,7 @@ def test_an_accept_that_rested_on_the_rejected_annotation_goes_back_to_review(wo
     assert (detail["reopened"]["reason"], detail["reopened"]["decision"]) == ("needs re-review: participant P1 rejected",
                                                                               "accept")
     assert [a["id"] for a in detail["annotations"]] == [theirs.pk]
-    assert queue_claim_next(project=project, user=join(study, "P3")) is None
+    assert queue_claim_next(project=project, user=joined_participant(study, "P3")) is None
 
     # Settled again: verified, out of the queue, the mark gone with it.
     review_decide(item_id=x.pk, reviewer=reviewer, decision="accept", annotation_id=theirs.pk)
@@ -102,9 +88,9 @@ def test_an_accept_that_rested_on_the_rejected_annotation_goes_back_to_review(wo
 
 def test_an_accept_a_remaining_annotation_still_supports_stands(world):
     project, study, researcher, reviewer, (x,) = world()
-    p1, p2 = join(study, "P1"), join(study, "P2")
-    (mine,) = answer(project, p1, [C])
-    answer(project, p2, [C])
+    p1, p2 = joined_participant(study, "P1"), joined_participant(study, "P2")
+    (mine,) = do_tasks(project, p1, [C])
+    do_tasks(project, p2, [C])
     review_decide(item_id=x.pk, reviewer=reviewer, decision="accept", annotation_id=mine.pk)
 
     outcome = reject(study, p1, researcher)
@@ -117,9 +103,9 @@ def test_an_accept_a_remaining_annotation_still_supports_stands(world):
 
 def test_an_accept_of_another_annotation_and_an_edit_stand(world):
     project, study, researcher, reviewer, (x, y) = world(items=("x", "y"))
-    p1, p2 = join(study, "P1"), join(study, "P2")
-    answer(project, p1, [A, A])
-    theirs = answer(project, p2, [B, B])
+    p1, p2 = joined_participant(study, "P1"), joined_participant(study, "P2")
+    do_tasks(project, p1, [A, A])
+    theirs = do_tasks(project, p2, [B, B])
     review_decide(item_id=theirs[0].item_id, reviewer=reviewer, decision="accept", annotation_id=theirs[0].pk)
     review_decide(item_id=theirs[1].item_id, reviewer=reviewer, decision="edit", result={"answer": "A"})
 
@@ -132,9 +118,9 @@ def test_an_accept_of_another_annotation_and_an_edit_stand(world):
 
 def test_an_auto_verified_item_goes_back_to_review(world):
     project, study, researcher, reviewer, (x,) = world(auto_verify=True)
-    p1, p2 = join(study, "P1"), join(study, "P2")
-    (mine,) = answer(project, p1, [C])
-    answer(project, p2, [C])
+    p1, p2 = joined_participant(study, "P1"), joined_participant(study, "P2")
+    (mine,) = do_tasks(project, p1, [C])
+    do_tasks(project, p2, [C])
     x.refresh_from_db()
     assert x.status == ItemStatus.VERIFIED  # the two agreed: no reviewer needed
 
@@ -149,9 +135,9 @@ def test_an_auto_verified_item_goes_back_to_review(world):
 
 def test_an_accepted_rating_rests_on_every_rater(world):
     project, study, researcher, reviewer, (video,) = world(protocol="oscbench", items=("video",))
-    p1, p2 = join(study, "P1"), join(study, "P2")
-    answer(project, p1, [valid_result("rating")])
-    (theirs,) = answer(project, p2, [valid_result("rating")])
+    p1, p2 = joined_participant(study, "P1"), joined_participant(study, "P2")
+    do_tasks(project, p1, [valid_result("rating")])
+    (theirs,) = do_tasks(project, p2, [valid_result("rating")])
     # Accepting a rating keeps the raters' mean as the Human score: P1's ratings are in it.
     review_decide(item_id=video.pk, reviewer=reviewer, decision="accept", annotation_id=theirs.pk)
 
@@ -164,9 +150,9 @@ def test_an_accepted_rating_rests_on_every_rater(world):
 
 def test_an_item_frozen_in_a_release_keeps_its_decision_and_is_reported(world):
     project, study, researcher, reviewer, (x,) = world()
-    p1, p2 = join(study, "P1"), join(study, "P2")
-    (mine,) = answer(project, p1, [A])
-    answer(project, p2, [B])
+    p1, p2 = joined_participant(study, "P1"), joined_participant(study, "P2")
+    (mine,) = do_tasks(project, p1, [A])
+    do_tasks(project, p2, [B])
     review_decide(item_id=x.pk, reviewer=reviewer, decision="accept", annotation_id=mine.pk)
     release = release_freeze(project=project, version="v1", user=researcher)
     frozen = list(ReleaseItem.objects.filter(release=release).values_list("item_id", "position", "payload"))
@@ -193,9 +179,9 @@ def test_an_item_frozen_in_a_release_keeps_its_decision_and_is_reported(world):
 
 def test_the_api_reports_items_frozen_in_a_release(world):
     project, study, researcher, reviewer, (x,) = world()
-    p1, p2 = join(study, "P1"), join(study, "P2")
-    (mine,) = answer(project, p1, [A])
-    answer(project, p2, [B])
+    p1, p2 = joined_participant(study, "P1"), joined_participant(study, "P2")
+    (mine,) = do_tasks(project, p1, [A])
+    do_tasks(project, p2, [B])
     review_decide(item_id=x.pk, reviewer=reviewer, decision="accept", annotation_id=mine.pk)
     release_freeze(project=project, version="v1", user=researcher)
     participant = StudyParticipant.objects.get(study=study, user=p1)
@@ -213,10 +199,10 @@ def test_the_api_reports_items_frozen_in_a_release(world):
 
 def test_an_item_sent_back_to_review_comes_before_older_calm_ones(world):
     project, study, researcher, reviewer, (calm, contested) = world(items=("calm", "contested"))
-    p1, p2, p3 = join(study, "P1"), join(study, "P2"), join(study, "P3")
-    answer(project, p2, [C, C])  # calm, then contested
-    answer(project, p3, [C])  # calm is complete, and agreed
-    (mine,) = answer(project, p1, [A])  # contested is complete
+    p1, p2, p3 = joined_participant(study, "P1"), joined_participant(study, "P2"), joined_participant(study, "P3")
+    do_tasks(project, p2, [C, C])  # calm, then contested
+    do_tasks(project, p3, [C])  # calm is complete, and agreed
+    (mine,) = do_tasks(project, p1, [A])  # contested is complete
     review_decide(item_id=contested.pk, reviewer=reviewer, decision="accept", annotation_id=mine.pk)
 
     reject(study, p1, researcher)
@@ -230,8 +216,8 @@ def test_an_item_sent_back_to_review_comes_before_older_calm_ones(world):
 
 def test_with_no_annotation_left_the_item_goes_back_to_the_queue_and_comes_to_review_marked(world):
     project, study, researcher, reviewer, (x,) = world(per_item=1)
-    p1, p2 = join(study, "P1"), join(study, "P2")
-    (mine,) = answer(project, p1, [A])
+    p1, p2 = joined_participant(study, "P1"), joined_participant(study, "P2")
+    (mine,) = do_tasks(project, p1, [A])
     review_decide(item_id=x.pk, reviewer=reviewer, decision="accept", annotation_id=mine.pk)
 
     outcome = reject(study, p1, researcher)
@@ -241,7 +227,7 @@ def test_with_no_annotation_left_the_item_goes_back_to_the_queue_and_comes_to_re
     assert (x.status, x.annotation_count) == (ItemStatus.PENDING, 0)  # nothing to review: annotated again first
     assert AuditEvent.objects.get(action="review_reopen").details["back_to"] == "queue"
     assert AuditEvent.objects.get(action="study_reject").details["back_to_queue"] == [x.pk]
-    (again,) = answer(project, p2, [B])
+    (again,) = do_tasks(project, p2, [B])
     assert again.item_id == x.pk
     client = Client()
     client.force_login(reviewer)

@@ -13,7 +13,8 @@ from django.core.management.base import CommandError
 from annotation.importing import items_import
 from annotation.importing.samples import write_sample_dataset
 from annotation.models import Item, ItemStatus, MediaAsset, Project, Release, ReleaseItem
-from annotation.protocols import changeit_vocabulary, resolve_queries
+from annotation.protocols import resolve_queries
+from protocols.changeit import vocabulary as changeit_vocabulary
 from annotation.releases import ReleaseRefused, canonical, release_export, release_freeze
 
 pytestmark = pytest.mark.django_db

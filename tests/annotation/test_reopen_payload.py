@@ -6,14 +6,15 @@ ratings stay as annotations. Production settings (the 10-minute lease)."""
 from __future__ import annotations
 
 import pytest
-from django.test import Client
 
 from annotation.models import AuditEvent, Item, ItemReopening, ItemStatus, Review, Role, StudyParticipant
 from annotation.queue import annotation_submit, queue_claim_next
 from annotation.services import review_decide
 from annotation.studies import participant_reject, study_create
+from tests.helpers.clients import logged_in
+from tests.helpers.studies import UNGATED_STUDY, joined_participant
+from tests.helpers.work import next_task, submit_task
 
-from .test_rejection_rereview import STUDY, join
 from .work_factories import PAYLOADS, make_item
 
 pytestmark = pytest.mark.django_db
@@ -33,25 +34,6 @@ CASES = {
     "visualtrans": ({"answer": "A", "flags": []}, {"answer": "B", "flags": []}, ("answer",)),
     "m3verse": ({"answer": ["B", "D"], "flags": []}, {"answer": ["A"], "flags": []}, ("answer",)),
 }
-
-
-def logged_in(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-def next_task(client, slug: str = "crowd") -> dict:
-    r = client.post(f"/api/projects/{slug}/tasks/next/", {}, content_type="application/json")
-    assert r.status_code == 200, r.content
-    return r.json()
-
-
-def submit(client, task: dict, result: dict) -> int:
-    r = client.post(f"/api/tasks/{task['task']}/submit/", {"result": result, "time_spent_ms": 20_000},
-                    content_type="application/json")
-    assert r.status_code == 201, r.content
-    return r.json()["id"]
 
 
 def entries(value, key=None):
@@ -80,7 +62,7 @@ def crowd(make_user, make_project):
         project = make_project("crowd", protocol, members={researcher: Role.RESEARCHER, reviewer: Role.REVIEWER},
                                annotations_per_item=per_item, settings=settings)
         item = make_item(project, "x")
-        study = study_create(project=project, actor=researcher, **STUDY)
+        study = study_create(project=project, actor=researcher, **UNGATED_STUDY)
         return project, study, researcher, reviewer, item
     return make
 
@@ -95,9 +77,9 @@ def test_an_item_back_in_the_queue_shows_annotators_and_reviewers_what_it_showed
     voided, later, fields = CASES[protocol]
     project, study, researcher, reviewer, x = crowd(protocol)
     imported = dict(x.payload)
-    p1 = join(study, "P1")
+    p1 = joined_participant(study, "P1")
     first = next_task(logged_in(p1))
-    mine = submit(logged_in(p1), first, voided)
+    mine = submit_task(logged_in(p1), first, voided)
     rev = logged_in(reviewer)
     before_review = rev.get(f"/api/items/{x.pk}/review/").json()
     assert before_review["item"]["payload"] == imported
@@ -117,7 +99,7 @@ def test_an_item_back_in_the_queue_shows_annotators_and_reviewers_what_it_showed
     assert (reopening.voided_payload, reopening.payload_restore) == (written, "recorded")
     # The next annotator gets the item exactly as the first one did: a ChangeIt item proposes its
     # imported state again, not the one the voided decision accepted.
-    p2 = join(study, "P2")
+    p2 = joined_participant(study, "P2")
     again = next_task(logged_in(p2))
     assert again["item"] == first["item"]
     assert traces(again, voided, fields) == []
@@ -125,7 +107,7 @@ def test_an_item_back_in_the_queue_shows_annotators_and_reviewers_what_it_showed
         assert (first["item"]["proposed_state"], again["item"]["proposed_state"]) == ("peeled apple", "peeled apple")
     # Annotated again, the review page shows the item as before its first review; the voided
     # decision is listed as voided, without its answer.
-    submit(logged_in(p2), again, later)
+    submit_task(logged_in(p2), again, later)
     after = rev.get(f"/api/items/{x.pk}/review/").json()
     assert after["item"] == before_review["item"]
     assert traces(after, voided, fields) == []
@@ -139,9 +121,9 @@ def test_an_item_back_in_review_shows_the_current_item_from_before_its_review(cr
     voided, later, fields = CASES[protocol]
     project, study, researcher, reviewer, x = crowd(protocol, per_item=2)
     imported = dict(x.payload)
-    p1, p2 = join(study, "P1"), join(study, "P2")
-    mine = submit(logged_in(p1), next_task(logged_in(p1)), voided)
-    submit(logged_in(p2), next_task(logged_in(p2)), later)
+    p1, p2 = joined_participant(study, "P1"), joined_participant(study, "P2")
+    mine = submit_task(logged_in(p1), next_task(logged_in(p1)), voided)
+    submit_task(logged_in(p2), next_task(logged_in(p2)), later)
     rev = logged_in(reviewer)
     before_review = rev.get(f"/api/items/{x.pk}/review/").json()
     rev.post(f"/api/items/{x.pk}/review/", {"decision": "accept", "annotation": mine}, content_type="application/json")
@@ -160,9 +142,9 @@ def test_an_item_back_in_review_shows_the_current_item_from_before_its_review(cr
 def test_an_auto_verified_consensus_is_taken_out_of_the_payload(crowd):
     project, study, researcher, reviewer, x = crowd("visualtrans", per_item=2, auto_verify=True)
     assert x.payload["answer"] == "C"
-    p1, p2 = join(study, "P1"), join(study, "P2")
+    p1, p2 = joined_participant(study, "P1"), joined_participant(study, "P2")
     for person in (p1, p2):
-        submit(logged_in(person), next_task(logged_in(person)), {"answer": "A", "flags": []})
+        submit_task(logged_in(person), next_task(logged_in(person)), {"answer": "A", "flags": []})
     x.refresh_from_db()
     assert (x.status, x.payload["answer"]) == (ItemStatus.VERIFIED, "A")  # the annotators agreed on A
 
@@ -184,7 +166,7 @@ def test_a_decision_older_than_the_record_has_its_answer_fields_taken_out(crowd,
     says so."""
     voided, _later, fields = CASES[protocol]
     project, study, researcher, reviewer, x = crowd(protocol)
-    p1 = join(study, "P1")
+    p1 = joined_participant(study, "P1")
     task = queue_claim_next(project=project, user=p1)
     mine = annotation_submit(task_id=task.pk, user=p1, result=voided).annotation
     review_decide(item_id=x.pk, reviewer=reviewer, decision="accept", annotation_id=mine.pk)
@@ -204,16 +186,16 @@ def test_a_decision_older_than_the_record_has_its_answer_fields_taken_out(crowd,
 def test_a_discard_keeps_no_payload_and_a_review_records_the_one_before(crowd):
     project, study, _researcher, reviewer, x = crowd("changeit", per_item=1)
     imported = dict(x.payload)
-    p1 = join(study, "P1")
-    mine = submit(logged_in(p1), next_task(logged_in(p1)), CASES["changeit"][0])
+    p1 = joined_participant(study, "P1")
+    mine = submit_task(logged_in(p1), next_task(logged_in(p1)), CASES["changeit"][0])
 
     review_decide(item_id=x.pk, reviewer=reviewer, decision="accept", annotation_id=mine)
 
     review = Review.objects.get(item=x)
     assert (review.payload_before, Item.objects.get(pk=x.pk).payload["state"]) == (imported, "whole apple")
     other = make_item(project, "y")
-    p2 = join(study, "P2")
-    submit(logged_in(p2), next_task(logged_in(p2)), CASES["changeit"][1])
+    p2 = joined_participant(study, "P2")
+    submit_task(logged_in(p2), next_task(logged_in(p2)), CASES["changeit"][1])
     review_decide(item_id=other.pk, reviewer=reviewer, decision="discard")
     assert Review.objects.get(item=other).payload_before is None
 
@@ -222,8 +204,8 @@ def test_only_what_the_voided_decision_wrote_is_undone(crowd):
     """A field the decision did not write, changed after it (a researcher fixing the question in the
     admin), stays; the answer it wrote goes back to the imported one."""
     project, study, researcher, reviewer, x = crowd("visualtrans")
-    p1 = join(study, "P1")
-    mine = submit(logged_in(p1), next_task(logged_in(p1)), {"answer": "A", "flags": []})
+    p1 = joined_participant(study, "P1")
+    mine = submit_task(logged_in(p1), next_task(logged_in(p1)), {"answer": "A", "flags": []})
     review_decide(item_id=x.pk, reviewer=reviewer, decision="accept", annotation_id=mine)
     fixed = {**Item.objects.get(pk=x.pk).payload, "question": "Which tool was used to cut?"}
     Item.objects.filter(pk=x.pk).update(payload=fixed)

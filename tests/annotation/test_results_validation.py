@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from annotation.protocols import OSC_CRITERIA
 from annotation.results import (
     BoxContext,
     QAContext,
+    RatingContext,
     ResultInvalid,
     validate_box,
     validate_qa,
@@ -14,6 +14,8 @@ from annotation.results import (
     validate_rating,
     validate_result,
 )
+from protocols.oscbench import CRITERIA as OSC_CRITERIA
+from protocols.oscbench import NULLABLE as OSC_NULLABLE
 
 
 def errors_of(fn, *args) -> dict:
@@ -102,13 +104,14 @@ def test_qa_errors_name_answer_or_flags():
         "flags": "Flags are a list drawn from: missing_correct_option, wrong_ground_truth, ambiguous, insufficient_evidence."}
 
 
+RATING = RatingContext(criteria=OSC_CRITERIA, nullable=OSC_NULLABLE)
 SCORES = {"subject": None, "object": 5, "action": 4, "osc_accuracy": 3, "osc_consistency": 1, "scene": 2,
           "realism": 2, "aesthetics": 3}
 
 
 def test_rating_needs_all_eight_criteria_and_na_only_where_allowed():
-    assert validate_rating({"scores": SCORES}).result == {"scores": SCORES}
-    assert errors_of(validate_rating, {"scores": {**SCORES, "object": None, "realism": 6, "aesthetics": 2.5, "fun": 3}}) == {
+    assert validate_rating({"scores": SCORES}, RATING).result == {"scores": SCORES}
+    assert errors_of(validate_rating, {"scores": {**SCORES, "object": None, "realism": 6, "aesthetics": 2.5, "fun": 3}}, RATING) == {
         "scores.fun": f"unknown criterion; allowed: {', '.join(OSC_CRITERIA)}",
         "scores.object": "may not be null (only subject and scene may be N/A)",
         "scores.realism": "must be a whole number from 1 to 5",
@@ -116,14 +119,14 @@ def test_rating_needs_all_eight_criteria_and_na_only_where_allowed():
     }
     missing = dict(SCORES)
     del missing["action"]
-    assert errors_of(validate_rating, {"scores": missing}) == {"scores.action": "missing: give a whole number from 1 to 5"}
-    assert errors_of(validate_rating, {"scores": [1, 2]}) == {"scores": (
+    assert errors_of(validate_rating, {"scores": missing}, RATING) == {"scores.action": "missing: give a whole number from 1 to 5"}
+    assert errors_of(validate_rating, {"scores": [1, 2]}, RATING) == {"scores": (
         "must be an object criterion -> a whole number from 1 to 5 (null for N/A: subject and scene only), naming each "
         f"of {', '.join(OSC_CRITERIA)}")}
 
 
 def test_validate_result_dispatches_by_workflow():
-    assert validate_result("rating", {"scores": SCORES}).result == {"scores": SCORES}
+    assert validate_result("rating", {"scores": SCORES}, RATING).result == {"scores": SCORES}
     assert validate_result("box", {"outcome": "cannot_determine"}, BOX).result == {"outcome": "cannot_determine"}
     with pytest.raises(ValueError):
         validate_result("poetry", {})

@@ -2,20 +2,14 @@
 from __future__ import annotations
 
 import pytest
-from rest_framework.test import APIClient
 
 from annotation.models import Item, Review
 from annotation.queue import annotation_submit, queue_claim_next
 from annotation.selectors import item_counts, project_agreement
 from tests.annotation.work_factories import m3verse_payload, make_item, make_people, valid_result
+from tests.helpers.clients import session_client
 
 pytestmark = pytest.mark.django_db
-
-
-def client_for(user) -> APIClient:
-    client = APIClient()
-    client.force_login(user)
-    return client
 
 
 def annotate(project, item, people, results):
@@ -48,13 +42,13 @@ def test_review_queue_lists_annotated_items_with_counts(make_project, team):
     make_item(project, "waiting")
     annotate(project, done, [a, b], [valid_result("box"), valid_result("box", 3)])
 
-    r = client_for(reviewer).get("/api/projects/rev/review/")
+    r = session_client(reviewer).get("/api/projects/rev/review/")
 
     assert r.status_code == 200
     body = r.json()
     assert body["counts"] == {"pending": 1, "annotated": 1, "verified": 0, "discarded": 0}
     assert [(i["id"], i["external_id"], i["annotation_count"]) for i in body["items"]] == [(done.pk, "done", 2)]
-    assert client_for(a).get("/api/projects/rev/review/").status_code == 403
+    assert session_client(a).get("/api/projects/rev/review/").status_code == 403
 
 
 def test_item_review_shows_truth_annotations_side_by_side_and_disagreements(make_project, team):
@@ -64,7 +58,7 @@ def test_item_review_shows_truth_annotations_side_by_side_and_disagreements(make
     ids = annotate(project, item, [a, b], [{"bbox": [0, 0, 100, 100], "state": "peeled apple"},
                                            {"bbox": [60, 0, 100, 100], "state": "whole apple"}])
 
-    body = client_for(reviewer).get(f"/api/items/{item.pk}/review/").json()
+    body = session_client(reviewer).get(f"/api/items/{item.pk}/review/").json()
 
     assert body["item"]["payload"]["state"] == "peeled apple"  # reviewers see the truth
     assert body["item"]["candidates"] == ["peeled apple", "sliced apple", "whole apple"]
@@ -73,7 +67,7 @@ def test_item_review_shows_truth_annotations_side_by_side_and_disagreements(make
     assert body["disagreements"]["bbox"]["min_iou"] == round(4000 / 16000, 4)
     assert body["disagreements"]["state"] == {"values": [{"annotation": ids[0], "value": "peeled apple"},
                                                          {"annotation": ids[1], "value": "whole apple"}], "agree": False}
-    assert client_for(a).get(f"/api/items/{item.pk}/review/").status_code == 403
+    assert session_client(a).get(f"/api/items/{item.pk}/review/").status_code == 403
 
 
 def test_accept_box_updates_payload_and_records_who_and_when(make_project, team):
@@ -82,7 +76,7 @@ def test_accept_box_updates_payload_and_records_who_and_when(make_project, team)
     item = make_item(project)
     ids = annotate(project, item, [a, b], [{"bbox": [0, 0, 100, 100], "state": "whole apple"}, valid_result("box")])
 
-    r = client_for(reviewer).post(f"/api/items/{item.pk}/review/", {"decision": "accept", "annotation": ids[0], "comment": "ok"},
+    r = session_client(reviewer).post(f"/api/items/{item.pk}/review/", {"decision": "accept", "annotation": ids[0], "comment": "ok"},
                                   format="json")
 
     assert r.status_code == 201
@@ -98,10 +92,10 @@ def test_second_reviewer_gets_409_and_nothing_changes(make_project, team):
     project = project_with(make_project, "changeit", team)
     item = make_item(project)
     ids = annotate(project, item, [a, b], [valid_result("box"), valid_result("box", 1)])
-    client_for(reviewer).post(f"/api/items/{item.pk}/review/", {"decision": "accept", "annotation": ids[0]}, format="json")
+    session_client(reviewer).post(f"/api/items/{item.pk}/review/", {"decision": "accept", "annotation": ids[0]}, format="json")
     before = Item.objects.get(pk=item.pk).payload
 
-    r = client_for(reviewer2).post(f"/api/items/{item.pk}/review/", {"decision": "discard"}, format="json")
+    r = session_client(reviewer2).post(f"/api/items/{item.pk}/review/", {"decision": "discard"}, format="json")
 
     assert r.status_code == 409 and r.json()["detail"] == "This item was already reviewed by ann2: it is verified."
     item.refresh_from_db()
@@ -114,7 +108,7 @@ def test_accept_quintuplet_copies_all_fields(make_project, team):
     item = make_item(project)
     ids = annotate(project, item, [a, b], [valid_result("quintuplet"), valid_result("quintuplet", 1)])
 
-    client_for(reviewer).post(f"/api/items/{item.pk}/review/", {"decision": "accept", "annotation": ids[1]}, format="json")
+    session_client(reviewer).post(f"/api/items/{item.pk}/review/", {"decision": "accept", "annotation": ids[1]}, format="json")
 
     item.refresh_from_db()
     assert {k: item.payload[k] for k in valid_result("quintuplet")} == valid_result("quintuplet", 1)
@@ -128,7 +122,7 @@ def test_edit_qa_fixes_question_options_and_answer(make_project, team):
     annotate(project, item, [a, b], [{"answer": "A", "flags": ["missing_correct_option"]}, {"answer": "B"}])
     edit = {"question": "Which tool cut the bread?", "options": ["knife", "spoon", "fork", "saw"], "answer": "d"}
 
-    r = client_for(reviewer).post(f"/api/items/{item.pk}/review/", {"decision": "edit", "result": edit}, format="json")
+    r = session_client(reviewer).post(f"/api/items/{item.pk}/review/", {"decision": "edit", "result": edit}, format="json")
 
     assert r.status_code == 201
     item.refresh_from_db()
@@ -143,7 +137,7 @@ def test_bad_edit_is_400_naming_the_field_and_changes_nothing(make_project, team
     project = project_with(make_project, "visualtrans", team)
     item = make_item(project)
     annotate(project, item, [a, b], [{"answer": "A"}, {"answer": "B"}])
-    client = client_for(reviewer)
+    client = session_client(reviewer)
 
     bad_answer = client.post(f"/api/items/{item.pk}/review/", {"decision": "edit", "result": {"answer": "Z"}}, format="json")
     bad_options = client.post(f"/api/items/{item.pk}/review/", {"decision": "edit", "result": {"options": ["one"], "answer": "A"}}, format="json")
@@ -164,7 +158,7 @@ def test_m3verse_accept_keeps_a_letter_list_and_discard_works(make_project, team
     kept, dropped = make_item(project, "kept"), make_item(project, "dropped")
     ids = annotate(project, kept, [a, b], [{"answer": ["C", "A"]}, {"answer": ["A"]}])
     annotate(project, dropped, [a, b], [{"answer": ["B"]}, {"answer": ["B"]}])
-    client = client_for(reviewer)
+    client = session_client(reviewer)
 
     client.post(f"/api/items/{kept.pk}/review/", {"decision": "accept", "annotation": ids[0]}, format="json")
     r = client.post(f"/api/items/{dropped.pk}/review/", {"decision": "discard", "comment": "blurry"}, format="json")
@@ -182,7 +176,7 @@ def test_rating_accept_keeps_ratings_as_annotations(make_project, team):
     before = dict(item.payload)
     ids = annotate(project, item, [a, b], [valid_result("rating"), valid_result("rating")])
 
-    client_for(reviewer).post(f"/api/items/{item.pk}/review/", {"decision": "accept", "annotation": ids[0]}, format="json")
+    session_client(reviewer).post(f"/api/items/{item.pk}/review/", {"decision": "accept", "annotation": ids[0]}, format="json")
 
     item.refresh_from_db()
     assert (item.status, item.payload) == ("verified", before)
@@ -193,7 +187,7 @@ def test_pending_item_cannot_be_reviewed(make_project, team):
     project = project_with(make_project, "changeit", team)
     item = make_item(project)
 
-    r = client_for(reviewer).post(f"/api/items/{item.pk}/review/", {"decision": "discard"}, format="json")
+    r = session_client(reviewer).post(f"/api/items/{item.pk}/review/", {"decision": "discard"}, format="json")
 
     assert r.status_code == 409 and Item.objects.get(pk=item.pk).status == "pending"
 
@@ -208,7 +202,7 @@ def test_a_reviewer_who_also_annotates_cannot_read_the_truth_of_an_item_still_ou
     task = queue_claim_next(project=project, user=reviewer)
     assert task is not None and task.item_id == item.pk
 
-    r = client_for(reviewer).get(f"/api/items/{item.pk}/review/")
+    r = session_client(reviewer).get(f"/api/items/{item.pk}/review/")
 
     assert r.status_code == 409 and "waiting for annotations" in r.json()["detail"]
     assert "TRUTH" not in r.content.decode() and item.payload["answer"] not in r.json().values()
@@ -224,7 +218,7 @@ def test_agreement_for_ratings_per_annotator_and_alpha(make_project, team):
         rb = {"scores": {**valid_result("rating")["scores"], "object": y}}
         annotate(project, item, [a, b], [ra, rb])
 
-    r = client_for(researcher).get("/api/projects/rev/agreement/")
+    r = session_client(researcher).get("/api/projects/rev/agreement/")
 
     assert r.status_code == 200
     body = r.json()
@@ -237,7 +231,7 @@ def test_agreement_for_ratings_per_annotator_and_alpha(make_project, team):
     expected = round(sum(1 - d / (4 * 7) for d in (1, 1, 2)) / 3, 4)
     assert [(x["annotator"], x["annotations"], x["median_seconds"], x["agreement"], x["gold_accuracy"]) for x in body["annotators"]] == [
         ("ann0", 3, 1.0, expected, None), ("ann1", 3, 2.0, expected, None)]
-    assert client_for(reviewer).get("/api/projects/rev/agreement/").status_code == 200
+    assert session_client(reviewer).get("/api/projects/rev/agreement/").status_code == 200
 
 
 def test_agreement_for_qa_scores_blind_answers_against_final_truth(make_project, team):
@@ -246,9 +240,9 @@ def test_agreement_for_qa_scores_blind_answers_against_final_truth(make_project,
     first, second = make_item(project, "x"), make_item(project, "y")
     annotate(project, first, [a, b], [{"answer": "C"}, {"answer": "A"}])
     annotate(project, second, [a, b], [{"answer": "B"}, {"answer": "B"}])
-    client_for(reviewer).post(f"/api/items/{first.pk}/review/", {"decision": "edit", "result": {"answer": "A"}}, format="json")
+    session_client(reviewer).post(f"/api/items/{first.pk}/review/", {"decision": "edit", "result": {"answer": "A"}}, format="json")
 
-    body = client_for(researcher).get("/api/projects/rev/agreement/").json()
+    body = session_client(researcher).get("/api/projects/rev/agreement/").json()
 
     # Only the verified item has a final truth (A): ann0 wrong, ann1 right. Pairs: 1 of 2 agree.
     assert body["workflow"] == {"answers_scored": 2, "accuracy": 0.5, "pairs": 2, "pairwise_agreement": 0.5,
@@ -265,7 +259,7 @@ def test_agreement_for_boxes_and_a_careless_annotator(make_project, team):
     annotate(project, second, [a, b], [{"bbox": [0, 0, 10, 10], "state": "whole apple"},
                                        {"bbox": [5, 0, 10, 10], "state": "whole apple"}])
 
-    body = client_for(researcher).get("/api/projects/rev/agreement/").json()
+    body = session_client(researcher).get("/api/projects/rev/agreement/").json()
 
     assert body["workflow"] == {"items": 2, "pairs_with_boxes": 2, "mean_iou": round((9 / 11 + 1 / 3) / 2, 4),
                                 "consistent_share": 0.5, "consistent_at": 0.5, "kind": "box"}
@@ -279,7 +273,7 @@ def test_agreement_for_quintuplets_after_normalization(make_project, team):
     other = {**valid_result("quintuplet"), "state_a": "The closed jar!", "category": "positional"}
     annotate(project, item, [a, b], [valid_result("quintuplet"), other])
 
-    body = client_for(researcher).get("/api/projects/rev/agreement/").json()
+    body = session_client(researcher).get("/api/projects/rev/agreement/").json()
 
     assert body["workflow"]["fields"] == {"state_a": 1.0, "state_b": 1.0, "change": 1.0, "change_distractors": 1.0,
                                           "category": 0.0, "difference": 1.0}
@@ -294,7 +288,7 @@ def test_agreement_counts_two_missing_answers_as_disagreement_in_summary_and_row
                                       {"answer": None, "flags": ["ambiguous"]}])
     annotate(project, second, [a, b], [{"answer": "B"}, {"answer": "b"}])
 
-    body = client_for(researcher).get("/api/projects/rev/agreement/").json()
+    body = session_client(researcher).get("/api/projects/rev/agreement/").json()
 
     # One rule in both views: of the two pairs only the answered one agrees.
     assert (body["workflow"]["pairs"], body["workflow"]["pairwise_agreement"]) == (2, 0.5)
@@ -358,10 +352,10 @@ def test_streamed_figures_match_the_agreement_endpoint(make_project, team, proto
     for n, item in enumerate(items):
         annotate(project, item, [a, b], [variants(n), variants(n * 2 + 1)])
     if protocol == "visualtrans":
-        client_for(reviewer).post(f"/api/items/{items[0].pk}/review/", {"decision": "edit", "result": {"answer": "A"}},
+        session_client(reviewer).post(f"/api/items/{items[0].pk}/review/", {"decision": "edit", "result": {"answer": "A"}},
                                   format="json")
 
-    body = client_for(researcher).get("/api/projects/rev/agreement/").json()
+    body = session_client(researcher).get("/api/projects/rev/agreement/").json()
     figures = project_agreement(project=project, chunk_size=3)
 
     assert figures["annotators"] == body["annotators"]
@@ -378,7 +372,7 @@ def test_a_single_answer_m3verse_item_is_verified_with_a_list_of_letters(make_pr
     item = make_item(project, payload=payload)
     ids = annotate(project, item, [a, b], [{"answer": "B", "flags": []}, {"answer": "B", "flags": []}])
     if path == "accept":
-        r = client_for(reviewer).post(f"/api/items/{item.pk}/review/", {"decision": "accept", "annotation": ids[0]}, format="json")
+        r = session_client(reviewer).post(f"/api/items/{item.pk}/review/", {"decision": "accept", "annotation": ids[0]}, format="json")
         assert r.status_code == 201, r.content
     item.refresh_from_db()
     assert (item.status, item.payload["answer"]) == ("verified", ["B"])

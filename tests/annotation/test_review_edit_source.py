@@ -9,9 +9,10 @@ import pytest
 
 from annotation.models import AuditEvent, Item, ItemReopening, ItemStatus, Review, Role, StudyParticipant
 from annotation.studies import participant_reject, study_create
+from tests.helpers.clients import logged_in
+from tests.helpers.studies import UNGATED_STUDY, joined_participant
+from tests.helpers.work import next_task, submit_task
 
-from .test_reopen_payload import logged_in, next_task, submit
-from .test_rejection_rereview import STUDY, join
 from .work_factories import make_item
 
 pytestmark = pytest.mark.django_db
@@ -24,13 +25,13 @@ def world(make_user, make_project):
     project = make_project("crowd", "visualtrans", members={researcher: Role.RESEARCHER, reviewer: Role.REVIEWER},
                            annotations_per_item=2)
     x, y = make_item(project, "x"), make_item(project, "y")
-    study = study_create(project=project, actor=researcher, **STUDY)
-    p1, p2 = join(study, "P1"), join(study, "P2")
+    study = study_create(project=project, actor=researcher, **UNGATED_STUDY)
+    p1, p2 = joined_participant(study, "P1"), joined_participant(study, "P2")
     ids = {}
     for person, answers in ((p1, ("A", "A")), (p2, ("C", "B"))):
         for answer in answers:
             task = next_task(logged_in(person))
-            ids[person.username, task["item"]["id"]] = submit(logged_in(person), task, {"answer": answer, "flags": []})
+            ids[person.username, task["item"]["id"]] = submit_task(logged_in(person), task, {"answer": answer, "flags": []})
     return project, study, researcher, reviewer, x, y, p1, p2, ids
 
 
@@ -87,8 +88,8 @@ def test_an_edit_cannot_start_from_an_annotation_that_left_the_analysis(world):
     project, study, researcher, reviewer, x, y, p1, p2, ids = world
     gone = ids[p1.username, x.pk]
     participant_reject(study=study, participant_id=StudyParticipant.objects.get(user=p1).pk, actor=researcher)
-    p3 = join(study, "P3")
-    submit(logged_in(p3), next_task(logged_in(p3)), {"answer": "C", "flags": []})
+    p3 = joined_participant(study, "P3")
+    submit_task(logged_in(p3), next_task(logged_in(p3)), {"answer": "C", "flags": []})
     payload = dict(Item.objects.get(pk=x.pk).payload)
     assert Item.objects.get(pk=x.pk).status == ItemStatus.ANNOTATED
 

@@ -19,18 +19,16 @@ from annotation.models import (
     StudyParticipant, Task, TaskStatus,
 )
 from annotation.project_setup import SetupInvalid
-from annotation.queue import annotation_submit, queue_claim_next
+from annotation.queue import queue_claim_next
 from annotation.selectors import project_agreement
 from annotation.studies import participant_reject, participant_rows, study_create
+from tests.helpers.studies import GOLD_GATED_STUDY, do_tasks, open_study_link, participant_user
 
 from .work_factories import make_item, valid_result
 
 pytestmark = pytest.mark.django_db
 User = get_user_model()
 WRONG = {"answer": "A", "flags": []}  # the visualtrans factory's gold answer is "C"
-STUDY = dict(name="Pilot", platform="prolific", max_participants="3", tasks_per_participant="2",
-             completion_code="C0DE42", return_url="https://app.prolific.com/submissions/complete?cc={code}",
-             gold_pass_threshold="0.5", hourly_rate="12.00", currency="GBP")
 
 
 @pytest.fixture
@@ -40,24 +38,8 @@ def setup(make_user, make_project):
                            settings={"gold_share": 1.0})
     gold = make_item(project, "gold", is_gold=True)
     items = [make_item(project, f"i{n}") for n in range(4)]
-    study = study_create(project=project, actor=researcher, **STUDY)
+    study = study_create(project=project, actor=researcher, **GOLD_GATED_STUDY)
     return project, study, researcher, gold, items
-
-
-def join(study, pid, client=None, **extra):
-    client = client or Client()
-    response = client.get(f"/study/{study.token}/", {"PROLIFIC_PID": pid, "STUDY_ID": "s1", "SESSION_ID": "x", **extra})
-    return client, response
-
-
-def participant_user(pid):
-    return CrowdAccount.objects.get(platform="prolific", external_id=pid).user
-
-
-def do_tasks(project, user, results):
-    for result in results:
-        task = queue_claim_next(project=project, user=user)
-        annotation_submit(task_id=task.pk, user=user, result=result, time_spent_ms=30_000)
 
 
 # --- opening a study ----------------------------------------------------------------------------
@@ -66,7 +48,7 @@ def do_tasks(project, user, results):
 def test_study_create_refuses_bad_fields_and_writes_nothing(setup):
     project, _study, researcher, *_ = setup
     with pytest.raises(SetupInvalid) as exc:
-        study_create(project=project, actor=researcher, **{**STUDY, "max_participants": "0", "completion_code": "a b",
+        study_create(project=project, actor=researcher, **{**GOLD_GATED_STUDY, "max_participants": "0", "completion_code": "a b",
                                                             "return_url": "javascript:alert(1)", "gold_pass_threshold": "2"})
     assert set(exc.value.errors) == {"max_participants", "completion_code", "return_url", "gold_pass_threshold"}
     assert Study.objects.count() == 1
@@ -84,7 +66,7 @@ def test_study_create_makes_an_unguessable_link_and_an_audit_event(setup):
 
 def test_prolific_params_give_a_password_less_annotator_session(setup):
     project, study, *_ = setup
-    client, response = join(study, "5f1a2b3c4d5e6f7a8b9c0d1e")
+    client, response = open_study_link(study, "5f1a2b3c4d5e6f7a8b9c0d1e")
     assert response.status_code == 302 and response["Location"] == "/projects/crowd/annotate/"
     user = participant_user("5f1a2b3c4d5e6f7a8b9c0d1e")
     assert user.username == "prolific-5f1a2b3c4d5e6f7a8b9c0d1e" and not user.has_usable_password()
@@ -98,8 +80,8 @@ def test_prolific_params_give_a_password_less_annotator_session(setup):
 
 def test_the_same_id_resumes_the_same_account_in_another_browser(setup):
     _project, study, *_ = setup
-    first, _ = join(study, "PID1")
-    second, response = join(study, "PID1", SESSION_ID="y")
+    first, _ = open_study_link(study, "PID1")
+    second, response = open_study_link(study, "PID1", SESSION_ID="y")
     assert response.status_code == 302
     assert User.objects.filter(username__startswith="prolific-").count() == 1
     participant = StudyParticipant.objects.get(study=study)
@@ -110,7 +92,7 @@ def test_the_same_id_resumes_the_same_account_in_another_browser(setup):
 def test_a_person_with_the_derived_username_is_never_signed_in(setup, make_user):
     _project, study, *_ = setup
     person = make_user("prolific-PID9")
-    client, _ = join(study, "PID9")
+    client, _ = open_study_link(study, "PID9")
     crowd = participant_user("PID9")
     assert crowd != person and crowd.username.startswith("prolific-PID9-")
     assert client.get("/api/me/").json()["username"] == crowd.username
@@ -120,7 +102,7 @@ def test_a_signed_in_researcher_keeps_their_session(setup):
     _project, study, researcher, *_ = setup
     client = Client()
     client.force_login(researcher)
-    _, response = join(study, "PID2", client=client)
+    _, response = open_study_link(study, "PID2", client=client)
     assert response.status_code == 200 and response.context["state"] == "signed-in"
     assert not StudyParticipant.objects.exists() and client.get("/api/me/").json()["username"] == "res"
 
@@ -135,7 +117,7 @@ def test_bad_or_missing_ids_and_unknown_links(setup):
 
 def test_mturk_ids_and_preview(setup):
     project, _study, researcher, *_ = setup
-    study = study_create(project=project, actor=researcher, **{**STUDY, "platform": "mturk"})
+    study = study_create(project=project, actor=researcher, **{**GOLD_GATED_STUDY, "platform": "mturk"})
     preview = Client().get(f"/study/{study.token}/", {"assignmentId": "ASSIGNMENT_ID_NOT_AVAILABLE", "hitId": "H"})
     assert preview.context["state"] == "preview"
     response = Client().get(f"/study/{study.token}/", {"workerId": "A1B2C3", "assignmentId": "AS1", "hitId": "H1"})
@@ -147,23 +129,23 @@ def test_mturk_ids_and_preview(setup):
 def test_quota_full_is_a_polite_page_and_resuming_still_works(setup):
     _project, study, *_ = setup
     for pid in ("P1", "P2", "P3"):
-        join(study, pid)
-    _, response = join(study, "P4")
+        open_study_link(study, pid)
+    _, response = open_study_link(study, "P4")
     assert response.status_code == 200 and response.context["state"] == "full"
     assert b"This study is full" in response.content
     assert StudyParticipant.objects.count() == 3 and not CrowdAccount.objects.filter(external_id="P4").exists()
-    assert join(study, "P2")[1].status_code == 302
+    assert open_study_link(study, "P2")[1].status_code == 302
 
 
 def test_closed_study_takes_nobody_new(setup):
     project, study, researcher, *_ = setup
-    join(study, "P1")
+    open_study_link(study, "P1")
     client = Client()
     client.force_login(researcher)
     assert client.post(f"/api/projects/crowd/studies/{study.pk}/close/").status_code == 200
     assert client.post(f"/api/projects/crowd/studies/{study.pk}/close/").status_code == 409
-    assert join(study, "P2")[1].context["state"] == "closed"
-    assert join(study, "P1")[1].status_code == 302  # who joined may finish
+    assert open_study_link(study, "P2")[1].context["state"] == "closed"
+    assert open_study_link(study, "P1")[1].status_code == 302  # who joined may finish
     assert AuditEvent.objects.filter(action="study_close").count() == 1
 
 
@@ -172,7 +154,7 @@ def test_closed_study_takes_nobody_new(setup):
 
 def test_quota_in_the_claim_path_and_completion_code_after_n_tasks(setup):
     project, study, _r, gold, items = setup
-    client, _ = join(study, "P1")
+    client, _ = open_study_link(study, "P1")
     user = participant_user("P1")
     first = client.post("/api/projects/crowd/tasks/next/", {}, content_type="application/json").json()
     preload = client.post("/api/projects/crowd/tasks/next/", {"exclude": [first["task"]]},
@@ -201,18 +183,18 @@ def test_quota_in_the_claim_path_and_completion_code_after_n_tasks(setup):
 def test_redirect_on_finish_sends_them_to_the_return_url(setup):
     project, study, *_ = setup
     Study.objects.filter(pk=study.pk).update(redirect_on_finish=True)
-    client, _ = join(study, "P1")
-    do_tasks(project, participant_user("P1"), [valid_result("qa")] * 2)
+    client, _ = open_study_link(study, "P1")
+    do_tasks(project, participant_user("P1"), [valid_result("qa")] * 2, time_spent_ms=30_000)
     response = client.get(f"/study/{study.token}/done/")
     assert response.status_code == 302
     assert response["Location"] == "https://app.prolific.com/submissions/complete?cc=C0DE42"
-    assert join(study, "P1")[1]["Location"] == f"/study/{study.token}/done/"  # back on the link: finished
+    assert open_study_link(study, "P1")[1]["Location"] == f"/study/{study.token}/done/"  # back on the link: finished
 
 
 def test_time_limit_stops_claims(setup):
     project, study, *_ = setup
     Study.objects.filter(pk=study.pk).update(time_limit_minutes=30)
-    client, _ = join(study, "P1")
+    client, _ = open_study_link(study, "P1")
     user = participant_user("P1")
     StudyParticipant.objects.filter(user=user).update(started_at=timezone.now() - timedelta(minutes=31))
     assert queue_claim_next(project=project, user=user) is None
@@ -226,8 +208,8 @@ def test_an_abandoned_hold_returns_to_the_queue_after_the_lease(setup):
     Item.objects.filter(pk__in=[i.pk for i in items[1:]]).delete()
     project.settings = {}
     project.save()  # no gold: one item left to fight over
-    join(study, "LEAVER")
-    join(study, "STAYER")
+    open_study_link(study, "LEAVER")
+    open_study_link(study, "STAYER")
     leaver, stayer = participant_user("LEAVER"), participant_user("STAYER")
     held = queue_claim_next(project=project, user=leaver)
     assert held.item_id == items[0].pk and held.lease_expires > timezone.now() + timedelta(minutes=9)
@@ -243,8 +225,8 @@ def test_a_participant_who_abandons_the_only_gold_item_does_not_block_it(setup):
     item and leaves; the next gets it at once (the abandoned hold is taken over), not after ten
     minutes. Nobody loses an answer: the first participant, back later, still submits theirs."""
     project, study, _r, gold, items = setup
-    leaver_client, _ = join(study, "LEAVER")
-    stayer_client, _ = join(study, "STAYER")
+    leaver_client, _ = open_study_link(study, "LEAVER")
+    stayer_client, _ = open_study_link(study, "STAYER")
     next_task = "/api/projects/crowd/tasks/next/"
 
     held = leaver_client.post(next_task, {}, content_type="application/json").json()
@@ -285,8 +267,8 @@ def test_an_ordinary_item_held_by_a_leaver_is_not_taken_over(setup):
     """Only gold is taken over: an ordinary item waits for its holder's lease (it is counted)."""
     project, study, _r, gold, items = setup
     Item.objects.filter(pk__in=[i.pk for i in items[1:]]).delete()
-    join(study, "LEAVER")
-    join(study, "STAYER")
+    open_study_link(study, "LEAVER")
+    open_study_link(study, "STAYER")
     leaver, stayer = participant_user("LEAVER"), participant_user("STAYER")
     first = queue_claim_next(project=project, user=leaver)  # gold share 1: the gold item
     second = queue_claim_next(project=project, user=leaver, exclude=(first.pk,))  # gold is theirs: the ordinary one
@@ -304,13 +286,13 @@ def test_an_ordinary_item_held_by_a_leaver_is_not_taken_over(setup):
 
 def test_gold_failing_participant_is_flagged_and_rejection_reopens_items(setup):
     project, study, researcher, gold, items = setup
-    join(study, "GOOD")
-    join(study, "BAD")
+    open_study_link(study, "GOOD")
+    open_study_link(study, "BAD")
     good, bad = participant_user("GOOD"), participant_user("BAD")
-    do_tasks(project, bad, [WRONG, valid_result("qa")])  # gold first (gold share 1), then one item
+    do_tasks(project, bad, [WRONG, valid_result("qa")], time_spent_ms=30_000)  # gold first (gold share 1), then one item
     bad_item = Annotation.objects.get(annotator=bad, item__is_gold=False).item
     assert (bad_item.status, bad_item.annotation_count) == (ItemStatus.ANNOTATED, 1)
-    do_tasks(project, good, [valid_result("qa")] * 2)
+    do_tasks(project, good, [valid_result("qa")] * 2, time_spent_ms=30_000)
     rows = {r["participant_id"]: r for r in participant_rows(study=study)}
     assert (rows["BAD"]["gold_accuracy"], rows["BAD"]["flagged"], rows["BAD"]["tasks"]) == (0.0, True, 2)
     assert (rows["GOOD"]["gold_accuracy"], rows["GOOD"]["flagged"]) == (1.0, False)
@@ -337,10 +319,10 @@ def test_gold_failing_participant_is_flagged_and_rejection_reopens_items(setup):
     rows = {r["participant_id"]: r for r in participant_rows(study=study)}
     assert (rows["BAD"]["status"], rows["BAD"]["tasks"], rows["BAD"]["flagged"]) == ("rejected", 2, True)
     # The item is back in the queue for someone else; the rejected participant gets nothing more.
-    join(study, "THIRD")
+    open_study_link(study, "THIRD")
     assert queue_claim_next(project=project, user=participant_user("THIRD")).item_id in {bad_item.pk, gold.pk}
     assert queue_claim_next(project=project, user=bad) is None
-    assert join(study, "BAD")[0].get(f"/study/{study.token}/done/").context["state"].state == "ended"
+    assert open_study_link(study, "BAD")[0].get(f"/study/{study.token}/done/").context["state"].state == "ended"
     again = client.post(f"/api/projects/crowd/studies/{study.pk}/participants/{rows['BAD']['id']}/decision/",
                         {"decision": "approve"}, content_type="application/json")
     assert again.status_code == 409
@@ -348,7 +330,7 @@ def test_gold_failing_participant_is_flagged_and_rejection_reopens_items(setup):
 
 def test_rejection_ends_holds(setup):
     project, study, researcher, *_ = setup
-    join(study, "P1")
+    open_study_link(study, "P1")
     user = participant_user("P1")
     task = queue_claim_next(project=project, user=user)
     participant = StudyParticipant.objects.get(user=user)
@@ -358,8 +340,8 @@ def test_rejection_ends_holds(setup):
 
 def test_approve_from_the_page_and_csv_export(setup):
     project, study, researcher, *_ = setup
-    join(study, "P1")
-    do_tasks(project, participant_user("P1"), [valid_result("qa")] * 2)
+    open_study_link(study, "P1")
+    do_tasks(project, participant_user("P1"), [valid_result("qa")] * 2, time_spent_ms=30_000)
     client = Client()
     client.force_login(researcher)
     participant = StudyParticipant.objects.get()
@@ -382,10 +364,10 @@ def test_studies_page_and_api_open_a_study(setup):
     project, _study, researcher, *_ = setup
     client = Client()
     client.force_login(researcher)
-    assert client.post("/projects/crowd/studies/", {**STUDY, "name": ""}).status_code == 400
-    response = client.post("/projects/crowd/studies/", {**STUDY, "name": "Main"})
+    assert client.post("/projects/crowd/studies/", {**GOLD_GATED_STUDY, "name": ""}).status_code == 400
+    response = client.post("/projects/crowd/studies/", {**GOLD_GATED_STUDY, "name": "Main"})
     assert response.status_code == 302
-    created = client.post("/api/projects/crowd/studies/", {**STUDY, "name": "Api", "max_participants": 5,
+    created = client.post("/api/projects/crowd/studies/", {**GOLD_GATED_STUDY, "name": "Api", "max_participants": 5,
                                                             "tasks_per_participant": 3}, content_type="application/json")
     assert created.status_code == 201 and created.json()["link"].startswith("http://testserver/study/")
     listed = client.get("/api/projects/crowd/studies/").json()
@@ -403,6 +385,6 @@ def test_role_checks(setup, make_user, make_project):
         client.force_login(user)
         assert client.get("/projects/crowd/studies/").status_code == want
         assert client.get(f"/projects/crowd/studies/{study.pk}/participants.csv").status_code == want
-        assert client.post("/api/projects/crowd/studies/", STUDY, content_type="application/json").status_code == want
+        assert client.post("/api/projects/crowd/studies/", GOLD_GATED_STUDY, content_type="application/json").status_code == want
         assert client.get(f"/study/{study.token}/done/").status_code == 404  # no participation
     assert Study.objects.count() == 1

@@ -1,27 +1,19 @@
 """The task-queue HTTP API: auth, shapes, status codes, isolation, and no ground-truth leaks."""
 from __future__ import annotations
 
-import json
+import re
+
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from annotation.models import Annotation, Item, Suggestion, Task
 from tests.annotation.work_factories import make_item, make_people, valid_result
+from tests.helpers.clients import session_client, token_client
 
 pytestmark = pytest.mark.django_db
-
-
-def client_for(user, *, token: bool = True) -> APIClient:
-    client = APIClient()
-    if token:
-        client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")
-    else:
-        client.force_login(user)
-    return client
 
 
 @pytest.fixture
@@ -35,7 +27,7 @@ def setup(make_project):
 def test_next_returns_the_task_with_media_urls_and_204_when_done(setup):
     project, _other, a, _b, _outsider = setup
     item = make_item(project)
-    client = client_for(a)
+    client = token_client(a)
 
     r = client.post("/api/projects/boxes/tasks/next/", {}, format="json")
 
@@ -63,7 +55,7 @@ def test_next_returns_the_task_with_media_urls_and_204_when_done(setup):
 def test_session_auth_works_like_tokens(setup):
     project, _other, a, _b, _outsider = setup
     make_item(project)
-    client = client_for(a, token=False)
+    client = session_client(a)
 
     r = client.post("/api/projects/boxes/tasks/next/", {}, format="json")
 
@@ -77,7 +69,7 @@ def test_annotators_only_reach_their_own_projects_and_tasks(setup):
     task = Task.objects.create(item=Item.objects.get(project=project), annotator=a,
                                lease_expires=timezone.now() + timedelta(minutes=5))
 
-    assert client_for(outsider).post("/api/projects/boxes/tasks/next/").status_code == 404
+    assert token_client(outsider).post("/api/projects/boxes/tasks/next/").status_code == 404
     assert APIClient().post("/api/projects/boxes/tasks/next/").status_code in (401, 403)
     for path, method, data in (
         (f"/api/tasks/{task.pk}/submit/", "post", {"result": valid_result("box")}),
@@ -85,9 +77,9 @@ def test_annotators_only_reach_their_own_projects_and_tasks(setup):
         (f"/api/tasks/{task.pk}/renew/", "post", {}),
         (f"/api/tasks/{task.pk}/skip/", "post", {}),
     ):
-        assert getattr(client_for(b), method)(path, data, format="json").status_code == 404
-    assert client_for(a).get("/api/projects/boxes/review/").status_code == 403
-    assert client_for(a).get("/api/projects/boxes/agreement/").status_code == 403
+        assert getattr(token_client(b), method)(path, data, format="json").status_code == 404
+    assert token_client(a).get("/api/projects/boxes/review/").status_code == 403
+    assert token_client(a).get("/api/projects/boxes/agreement/").status_code == 403
     task.refresh_from_db()
     assert (task.status, task.draft, Annotation.objects.count(), Task.objects.count()) == ("active", {}, 0, 1)
 
@@ -95,7 +87,7 @@ def test_annotators_only_reach_their_own_projects_and_tasks(setup):
 def test_removed_member_loses_their_task(setup):
     project, _other, a, _b, _outsider = setup
     make_item(project)
-    client = client_for(a)
+    client = token_client(a)
     task_id = client.post("/api/projects/boxes/tasks/next/").json()["task"]
     project.memberships.filter(user=a).delete()
 
@@ -107,7 +99,7 @@ def test_removed_member_loses_their_task(setup):
 def test_draft_autosave_and_stale_version_409(setup):
     project, _other, a, _b, _outsider = setup
     make_item(project)
-    client = client_for(a)
+    client = token_client(a)
     task_id = client.post("/api/projects/boxes/tasks/next/").json()["task"]
 
     ok = client.put(f"/api/tasks/{task_id}/draft/", {"draft": {"bbox": [1, 2, 3, 4]}, "version": 0}, format="json")
@@ -126,7 +118,7 @@ def test_draft_autosave_and_stale_version_409(setup):
 def test_submit_idempotency_key_gives_201_then_200_with_the_same_annotation(setup):
     project, _other, a, _b, _outsider = setup
     make_item(project)
-    client = client_for(a)
+    client = token_client(a)
     task_id = client.post("/api/projects/boxes/tasks/next/").json()["task"]
     body = {"result": {"bbox": [600, 400, 100, 200], "state": "whole apple"}, "time_spent_ms": 4100}
 
@@ -146,7 +138,7 @@ def test_a_second_tab_with_a_different_answer_and_the_same_key_gets_409_with_the
     # The page keeps its Idempotency-Key in localStorage, so two tabs of one task send the same key.
     project, _other, a, _b, _outsider = setup
     make_item(project)
-    tab1, tab2 = client_for(a), client_for(a, token=False)
+    tab1, tab2 = token_client(a), session_client(a)
     task_id = tab1.post("/api/projects/boxes/tasks/next/").json()["task"]
     assert tab2.post("/api/projects/boxes/tasks/next/").json()["task"] == task_id
 
@@ -169,7 +161,7 @@ def test_two_annotators_may_send_the_same_idempotency_key(setup):
     make_item(project)
     answers = {}
     for user, variant in ((a, 0), (b, 1)):
-        client = client_for(user)
+        client = token_client(user)
         task_id = client.post("/api/projects/boxes/tasks/next/").json()["task"]
         body = {"result": valid_result("box", variant)}
         first = client.post(f"/api/tasks/{task_id}/submit/", body, format="json", HTTP_IDEMPOTENCY_KEY="1")
@@ -186,7 +178,7 @@ def test_two_annotators_may_send_the_same_idempotency_key(setup):
 def test_a_retried_draft_save_is_not_a_conflict(setup):
     project, _other, a, _b, _outsider = setup
     make_item(project)
-    client = client_for(a)
+    client = token_client(a)
     task_id = client.post("/api/projects/boxes/tasks/next/").json()["task"]
     body = {"draft": {"bbox": [1, 2, 3, 4]}, "version": 0}
 
@@ -203,7 +195,7 @@ def test_a_retried_draft_save_is_not_a_conflict(setup):
 def test_bad_result_is_400_naming_the_field_and_nothing_is_written(setup):
     project, _other, a, _b, _outsider = setup
     make_item(project)
-    client = client_for(a)
+    client = token_client(a)
     task_id = client.post("/api/projects/boxes/tasks/next/").json()["task"]
 
     r = client.post(f"/api/tasks/{task_id}/submit/", {"result": {"bbox": [1, 2, 30, 40], "state": "rotten pear"}},
@@ -219,7 +211,7 @@ def test_bad_result_is_400_naming_the_field_and_nothing_is_written(setup):
 def test_skip_then_next_gives_another_item(setup):
     project, _other, a, _b, _outsider = setup
     first, second = make_item(project), make_item(project)
-    client = client_for(a)
+    client = token_client(a)
     task_id = client.post("/api/projects/boxes/tasks/next/").json()["task"]
 
     r = client.post(f"/api/tasks/{task_id}/skip/")
@@ -232,12 +224,12 @@ def test_skip_then_next_gives_another_item(setup):
 def test_expired_lease_item_goes_to_someone_else_and_late_submit_is_409(setup):
     project, _other, a, b, _outsider = setup
     item = make_item(project)
-    task_a = client_for(a).post("/api/projects/boxes/tasks/next/").json()["task"]
+    task_a = token_client(a).post("/api/projects/boxes/tasks/next/").json()["task"]
     Task.objects.filter(pk=task_a).update(lease_expires=timezone.now() - timedelta(seconds=1))
 
-    got = client_for(b).post("/api/projects/boxes/tasks/next/")
-    late = client_for(a).post(f"/api/tasks/{task_a}/submit/", {"result": valid_result("box")}, format="json")
-    renew = client_for(a).post(f"/api/tasks/{task_a}/renew/")
+    got = token_client(b).post("/api/projects/boxes/tasks/next/")
+    late = token_client(a).post(f"/api/tasks/{task_a}/submit/", {"result": valid_result("box")}, format="json")
+    renew = token_client(a).post(f"/api/tasks/{task_a}/renew/")
 
     assert got.status_code == 200 and got.json()["item"]["id"] == item.pk
     assert late.status_code == 409 and "another annotator took the item" in late.json()["detail"]
@@ -250,7 +242,7 @@ def test_renew_extends_the_lease(setup):
     project.settings = {"lease_seconds": 30}
     project.save()
     make_item(project)
-    client = client_for(a)
+    client = token_client(a)
     task_id = client.post("/api/projects/boxes/tasks/next/").json()["task"]
     Task.objects.filter(pk=task_id).update(lease_expires=timezone.now() + timedelta(seconds=2))
 
@@ -305,7 +297,7 @@ def test_no_annotator_response_carries_ground_truth_or_metadata(make_project, pr
     if protocol == "status":
         Suggestion.objects.create(item=Item.objects.first(), source="job:1 tiny-vlm",
                                   result={"state_a": "a jar with a lid", "change": "unscrew the lid"})
-    client = client_for(annotator)
+    client = token_client(annotator)
     responses = []
     first = client.post("/api/projects/leak/tasks/next/", {}, format="json")
     responses.append(first)
@@ -329,7 +321,8 @@ def test_no_annotator_response_carries_ground_truth_or_metadata(make_project, pr
         text = r.content.decode()
         # Every free-text truth and metadata value of the payloads carries this marker.
         assert "TRUTH-" not in text
-        assert "7919" not in text  # the count answer
+        # The count answer, as a number of its own (not digits inside a timestamp's fraction).
+        assert not re.search(r"(?<![\d.])7919(?!\d)", text)
         body = r.json() if text else None
         # OSCBench's "scene" is a rating criterion, not metadata.
         leaked = set(_keys(body, skip_result=True)) & (TRUTH_KEYS - ({"scene"} if protocol == "oscbench" else set()))
@@ -351,7 +344,7 @@ def test_quintuplet_submit_returns_format_warnings_and_suggestions_are_marked(ma
     project = make_project("quint", "status", members={a: "annotator"})
     item = make_item(project)
     Suggestion.objects.create(item=item, source="job:7 qwen", result={"change": "open the jar"})
-    client = client_for(a)
+    client = token_client(a)
     body = client.post("/api/projects/quint/tasks/next/").json()
     result = {**valid_result("quintuplet"), "state_a": "closed", "change": "the jar opens"}
 
@@ -372,7 +365,7 @@ def test_rating_payload_has_criteria_na_and_the_projects_rubric(make_project):
                            settings={"rubric": {"realism": "Our own realism wording."}})
     make_item(project)
 
-    item = client_for(a).post("/api/projects/rate/tasks/next/").json()["item"]
+    item = token_client(a).post("/api/projects/rate/tasks/next/").json()["item"]
 
     assert [(c["key"], c["allows_na"]) for c in item["criteria"]] == [
         ("subject", True), ("object", False), ("action", False), ("osc_accuracy", False),
@@ -389,7 +382,7 @@ def test_qa_payloads_say_format_and_how_many_answers(make_project):
     m3 = make_project("m3", "m3verse", members={a: "annotator"})
     make_item(vt)
     make_item(m3)
-    client = client_for(a)
+    client = token_client(a)
 
     vt_item = client.post("/api/projects/vt/tasks/next/").json()["item"]
     m3_item = client.post("/api/projects/m3/tasks/next/").json()["item"]
@@ -405,7 +398,7 @@ def test_qa_payloads_say_format_and_how_many_answers(make_project):
 def test_preload_with_exclude_over_the_api(setup):
     project, _other, a, _b, _outsider = setup
     first, second = make_item(project), make_item(project)
-    client = client_for(a)
+    client = token_client(a)
     current = client.post("/api/projects/boxes/tasks/next/").json()
 
     preload = client.post("/api/projects/boxes/tasks/next/", {"exclude": [current["task"]]}, format="json").json()
@@ -419,7 +412,7 @@ def test_preload_with_exclude_over_the_api(setup):
 def test_submitted_task_cannot_be_renewed_skipped_or_drafted(setup):
     project, _other, a, _b, _outsider = setup
     make_item(project)
-    client = client_for(a)
+    client = token_client(a)
     task_id = client.post("/api/projects/boxes/tasks/next/").json()["task"]
     client.post(f"/api/tasks/{task_id}/submit/", {"result": valid_result("box")}, format="json")
 

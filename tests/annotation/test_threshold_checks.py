@@ -13,10 +13,9 @@ from annotation.disagreement import Thresholds, thresholds_from
 from annotation.models import AuditEvent, Item, Project, Role
 from annotation.project_setup import project_thresholds_set
 from tests.annotation.work_factories import make_item, make_people
+from tests.helpers.admin import admin_save
+from tests.helpers.work import annotate_in_turn, marked_fields, rating_result
 
-from tests.admin.test_project_settings_form import admin_save
-
-from .test_project_thresholds import annotate, marked, scores
 
 pytestmark = pytest.mark.django_db
 APART = [{"bbox": [0, 0, 100, 100], "state": "peeled apple"}, {"bbox": [40, 0, 100, 100], "state": "peeled apple"}]  # IoU 0.43
@@ -61,11 +60,11 @@ def test_a_box_iou_of_0_stored_in_the_settings_marks_boxes_at_the_default(make_p
     item, other = make_item(project), make_item(calm)
 
     with caplog.at_level(logging.WARNING, logger="annotation.disagreement"):
-        annotate(project, [a, b], APART)
-        annotate(calm, [a, b], APART)
+        annotate_in_turn(project, [a, b], APART)
+        annotate_in_turn(calm, [a, b], APART)
 
     # IoU 0.43: below the default 0.5 (an IoU of 0 would never mark a box); above a valid 0.4.
-    assert marked(item, other) == [["bbox"], []]
+    assert marked_fields(item, other) == [["bbox"], []]
     assert any("box_iou of project boxes is invalid (0;" in r.getMessage() for r in caplog.records)
 
 
@@ -75,9 +74,9 @@ def test_a_fractional_rating_spread_stored_in_the_settings_marks_at_the_default(
                            settings={"disagreement": {"rating_spread": 2.5}})
     item = make_item(project)
 
-    annotate(project, [a, b], [scores(), scores(realism=4)])  # realism 2 and 4: a spread of 2
+    annotate_in_turn(project, [a, b], [rating_result(), rating_result(realism=4)])  # realism 2 and 4: a spread of 2
 
-    assert marked(item) == [["scores.realism"]]
+    assert marked_fields(item) == [["scores.realism"]]
 
 
 # --- the settings API drops what the check refuses ----------------------------------------------------
@@ -100,7 +99,7 @@ def boxes(make_project, make_user):
     project = make_project("boxes", "changeit", annotations_per_item=2, settings={"auto_verify": False},
                            members={a: Role.ANNOTATOR, b: Role.ANNOTATOR})
     item = make_item(project)
-    annotate(project, [a, b], APART)
+    annotate_in_turn(project, [a, b], APART)
     admin = make_user("root", superuser=True)
     client = Client()
     client.force_login(admin)
@@ -124,7 +123,7 @@ def test_the_admin_refuses_thresholds_the_settings_page_refuses(boxes, typed, er
     assert r.status_code == 200  # the form again, with the error
     assert r.context["adminform"].form.errors["settings"] == [error]
     assert Project.objects.get(pk=project.pk).settings == {"auto_verify": False}
-    assert marked(item) == [["bbox"]]
+    assert marked_fields(item) == [["bbox"]]
     assert not AuditEvent.objects.filter(action="project_settings").exists()
 
 
@@ -135,7 +134,7 @@ def test_thresholds_saved_in_the_admin_are_stored_clean_re_mark_the_items_and_ar
 
     assert r.status_code == 302
     assert Project.objects.get(pk=project.pk).settings == {"auto_verify": False, "disagreement": {"box_iou": 0.4}}
-    assert marked(item) == [[]]  # IoU 0.43 is no disagreement at 0.4
+    assert marked_fields(item) == [[]]  # IoU 0.43 is no disagreement at 0.4
     event = AuditEvent.objects.get(action="project_settings")
     assert (event.actor, event.details) == (admin, {
         "disagreement": {"box_iou": {"before": 0.5, "after": 0.4}}, "set": {"box_iou": 0.4}, "items_remarked": 1,
@@ -143,7 +142,7 @@ def test_thresholds_saved_in_the_admin_are_stored_clean_re_mark_the_items_and_ar
 
     # Taken out again: the default applies, the item is marked again.
     assert admin_save(client, project, {"auto_verify": False}).status_code == 302
-    assert marked(item) == [["bbox"]]
+    assert marked_fields(item) == [["bbox"]]
     assert AuditEvent.objects.filter(action="project_settings").count() == 2
     # Saving other fields leaves the thresholds (and the audit trail) alone.
     assert admin_save(client, project, {"auto_verify": True}).status_code == 302
@@ -159,4 +158,4 @@ def test_settings_emptied_in_the_admin_are_the_defaults(boxes):
     assert admin_save(client, project, "").status_code == 302
 
     assert Project.objects.get(pk=project.pk).settings == {}
-    assert marked(item) == [["bbox"]]
+    assert marked_fields(item) == [["bbox"]]

@@ -258,17 +258,17 @@ def test_a_participant_rejection_during_a_review_of_their_item_waits_for_it(make
     from annotation import services
     from annotation.models import ReviewDecision, StudyParticipant
     from annotation.studies import participant_reject, study_create
-    from tests.annotation.test_rejection_rereview import STUDY, answer, join
+    from tests.helpers.studies import UNGATED_STUDY, do_tasks, joined_participant
     from tests.annotation.work_factories import make_item
 
     researcher, reviewer = make_user("res"), make_user("rev")
     project = make_project("crowd", "visualtrans", annotations_per_item=2,
                            members={researcher: Role.RESEARCHER, reviewer: Role.REVIEWER})
     item = make_item(project, "x")
-    study = study_create(project=project, actor=researcher, **STUDY)
-    p1, p2 = join(study, "P1"), join(study, "P2")
-    answer(project, p1, [{"answer": "A", "flags": []}])
-    (kept,) = answer(project, p2, [{"answer": "A", "flags": []}])
+    study = study_create(project=project, actor=researcher, **UNGATED_STUDY)
+    p1, p2 = joined_participant(study, "P1"), joined_participant(study, "P2")
+    do_tasks(project, p1, [{"answer": "A", "flags": []}])
+    (kept,) = do_tasks(project, p2, [{"answer": "A", "flags": []}])
     participant = StudyParticipant.objects.get(study=study, user=p1)
 
     how, reviewing, rejecting = race(

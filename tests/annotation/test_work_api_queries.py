@@ -10,19 +10,13 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from annotation.models import Membership, Task
 from tests.annotation.work_factories import make_item, make_people, valid_result
+from tests.helpers.clients import token_client
 
 pytestmark = pytest.mark.django_db
-
-
-def token_client(user) -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")
-    return client
 
 
 @pytest.fixture

@@ -1,21 +1,17 @@
 """A researcher who is not staff finds the admin from the page header, sees only their project in it,
 launches a job there that a real Celery worker runs, and meets the admin's "doesn't exist" for the
 other project's job and a refusal for accounts; an annotator gets no link and the admin's refusal."""
-import re
 
 import pytest
 
 from annotation.models import Role
 from inference import services
 from inference.models import InferenceJob
+from tests.helpers.browser import option_texts
 from tests.inference import factories
 from tests.inference.worker import broker, start_worker, stop_worker  # noqa: F401 (broker is a fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
-
-
-def option_texts(page, select: str) -> list[str]:
-    return [t.strip() for t in page.locator(f"{select} option").all_inner_texts() if not re.fullmatch(r"-+", t.strip())]
 
 
 def test_a_researcher_launches_a_job_for_their_project_and_sees_nothing_of_another(

@@ -1,4 +1,4 @@
-"""Analysis a reader understands (issue 11, item 6), in Chromium: metric names with their
+"""Analysis a reader understands, in Chromium: metric names with their
 definitions, the Random / Human / Chance rows explained, the chart of the headline metric, the
 correlation page's 95 % intervals and inline scatter plots, and both pages usable at 1280×720 and
 800×600 without scrolling the page sideways."""
@@ -8,10 +8,10 @@ import re
 import pytest
 
 from annotation.models import Role
-from evaluation.scoring.oscbench import CRITERIA
+from protocols.oscbench import CRITERIA
 from inference.services import predictions_import
 from tests.evaluation.factories import make_release, rate
-from tests.evaluation.test_commands import osc_payload, status_payload
+from tests.helpers.items import osc_payload, status_payload
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

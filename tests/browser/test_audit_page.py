@@ -7,7 +7,7 @@ from annotation.models import Item, ItemStatus, Role
 from annotation.releases import release_freeze
 from annotation.services import review_decide
 from tests.annotation.work_factories import valid_result
-from tests.evaluation.test_commands import status_payload
+from tests.helpers.items import status_payload
 
 from .work_helpers import shot
 

@@ -7,23 +7,16 @@ import pytest
 
 from annotation.members import invite_create
 from annotation.models import ImportRun, Role
-from evaluation.scoring.oscbench import CRITERIA
+from protocols.oscbench import CRITERIA
 from inference.models import InferenceJob
 from inference.services import predictions_import
 from tests.evaluation.factories import make_release, rate
-from tests.evaluation.test_commands import osc_payload, status_payload
+from tests.helpers.browser import RECORD_VIOLATIONS
+from tests.helpers.items import osc_payload, status_payload
 
 from .work_helpers import annotate_through_queue, make_item, png, served_media_root, store
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-# Reports each violation into window.cspViolations before any page script runs.
-RECORD_VIOLATIONS = """
-window.cspViolations = [];
-document.addEventListener("securitypolicyviolation", (e) => {
-  window.cspViolations.push(`${e.violatedDirective} blocked ${e.blockedURI || "inline"} (${e.sourceFile}:${e.lineNumber})`);
-});
-"""
 
 
 @pytest.fixture

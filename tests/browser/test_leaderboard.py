@@ -6,10 +6,10 @@ from pathlib import Path
 import pytest
 
 from annotation.models import Role
-from evaluation.scoring.oscbench import CRITERIA
+from protocols.oscbench import CRITERIA
 from inference.services import predictions_import
 from tests.evaluation.factories import make_release, rate
-from tests.evaluation.test_commands import osc_payload, status_payload
+from tests.helpers.items import osc_payload, status_payload
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"

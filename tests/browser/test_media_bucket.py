@@ -10,9 +10,9 @@ import pytest
 from annotation.importing import items_import
 from annotation.importing.samples import write_sample_dataset
 from annotation.models import Role
+from tests.helpers.browser import RECORD_VIOLATIONS
 from tests.s3_server import bucket, s3_endpoint, zipped  # noqa: F401 (fixtures)
 
-from .test_csp import RECORD_VIOLATIONS
 from .work_helpers import wait_task
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -1,4 +1,4 @@
-"""A newcomer's rough edges on the annotator pages (issue 11, item 7), in Chromium.
+"""A newcomer's rough edges on the annotator pages, in Chromium.
 
 An old error stays on screen after a successful submit; a two-tab double submit is explained in
 words with both answers side by side; the key help opens from a number box with "?" and from a

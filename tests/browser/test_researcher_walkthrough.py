@@ -1,4 +1,4 @@
-"""Issue 11's walkthrough, one researcher from start to finish in Chromium with a real Celery worker.
+"""A researcher's walkthrough, from start to finish in Chromium with a real Celery worker.
 
 A researcher who is not a superuser (researcher of a seed project, so they may create projects)
 creates an OSCBench video-rating project, adds members from a CSV, imports two videos (the worker
@@ -28,11 +28,9 @@ from annotation.models import (
 from annotation.queue import annotation_submit, queue_claim_next
 from inference import services
 from inference.models import InferenceJob
-from tests.annotation.test_import_browser import wait_done
+from tests.helpers.browser import OSC_CRITERIA, option_texts, wait_import_done
 from tests.inference.worker import broker, start_worker, stop_worker  # noqa: F401 (broker is a fixture)
 
-from .test_admin_researcher import option_texts
-from .test_review_adjudication import CRITERIA
 from .work_helpers import served_media_root, shot, wait_task
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -45,7 +43,7 @@ LEVELS = {"oscbench-00000": 2, "oscbench-00001": 3, "oscbench-00002": 5, "oscben
 
 
 def scores(**changes):
-    return {"scores": {**{c: 4 for c in CRITERIA}, "subject": None, **changes}}
+    return {"scores": {**{c: 4 for c in OSC_CRITERIA}, "subject": None, **changes}}
 
 
 def participant(browser, live_server, token: str, pid: str):
@@ -66,7 +64,7 @@ def rate_video(page, digit: str, previous=None) -> str:
     page.keyboard.press("Space")
     page.wait_for_selector("[data-workbench][data-watched]", timeout=20_000)
     page.keyboard.press("0")
-    for _ in CRITERIA[1:]:
+    for _ in OSC_CRITERIA[1:]:
         page.keyboard.press(digit)
     page.keyboard.press("Control+Enter")
     return task
@@ -81,7 +79,7 @@ def rate_until_empty(project, user, disputed_item_id: int) -> None:
             result = scores(realism=1)  # 4 vs 1: a spread of 3 marks the item for adjudication
         else:
             level = LEVELS[task.item.external_id]
-            result = scores(**{c: level for c in CRITERIA[1:]})
+            result = scores(**{c: level for c in OSC_CRITERIA[1:]})
         annotation_submit(task_id=task.pk, user=user, result=result, time_spent_ms=5000)
 
 
@@ -129,7 +127,7 @@ def test_researcher_runs_a_whole_study(browser, page, login, live_server, make_u
         page.set_input_files("#id_file", str(upload))
         page.click("#import-form button[type=submit]")
         page.wait_for_url(f"{live_server.url}/projects/cuts/imports/*/")
-        assert wait_done(page) == "finished"
+        assert wait_import_done(page) == "finished"
         assert page.locator("#created").inner_text() == "4"
         videos = list(Item.objects.filter(project=project).order_by("external_id"))
         assert [i.status for i in videos] == [ItemStatus.PENDING] * 4

@@ -6,14 +6,13 @@ import json
 import pytest
 
 from annotation.models import Item, Review, Role
+from tests.helpers.browser import OSC_CRITERIA
 
 from .work_helpers import annotate_through_queue, make_item, png, served_media_root, shot, store
 
-CRITERIA = ("subject", "object", "action", "osc_accuracy", "osc_consistency", "scene", "realism", "aesthetics")
-
 
 def rating(**changes):
-    return {"scores": {**{c: 3 for c in CRITERIA}, "subject": None, **changes}}
+    return {"scores": {**{c: 3 for c in OSC_CRITERIA}, "subject": None, **changes}}
 
 
 def canvas_rect(page):

@@ -122,12 +122,12 @@ def test_job_wait_warns_of_unreadable_judge_replies_and_strict_fails_on_them(cap
     (as the job page and run_inference do), and --strict exits 1 for it as for a failed query."""
     from django.utils import timezone
 
-    from inference import protocols, services
+    from inference import prompting, services
     from inference.models import InferenceJob, Prediction
 
     assert run_main(capsys, api_world, "import", "lemons", str(api_world["zip"]), "--verified", "--poll", "0.05")[0] == cli.EXIT_OK
     job = services.job_create(endpoint=random_endpoint, project=api_world["project"], mode="suggest", start=False)
-    (query,) = protocols.json_queries("status", suggest=True)[:1]
+    (query,) = prompting.json_queries("status", suggest=True)[:1]
     items = list(Item.objects.order_by("pk"))
     for n, item in enumerate(items):
         readable = n > 0

@@ -112,9 +112,10 @@ def test_correlation_tables_of_a_video_rating_project(client, api_world, make_pr
     from django.core.management import call_command
 
     from annotation.models import Membership, Role
-    from evaluation.scoring.oscbench import CRITERIA
+    from protocols.oscbench import CRITERIA
     from tests.evaluation.factories import make_release, rate
-    from tests.evaluation.test_commands import osc_payload, write_lines
+    from tests.helpers.files import write_predictions
+    from tests.helpers.items import osc_payload
 
     project = make_project("osc", "oscbench", annotations_per_item=3)
     Membership.objects.create(project=project, user=get_user_model().objects.get(username="res"), role=Role.RESEARCHER)
@@ -124,7 +125,7 @@ def test_correlation_tables_of_a_video_rating_project(client, api_world, make_pr
         for k, rater in enumerate(("r1", "r2", "r3")):
             rate(ext, project, rater, {c: min(5, max(1, level + (k - 1) * (c == "realism"))) for c in CRITERIA})
     judged = [{"item": ext, "query": "judge", "answer": json.dumps({"scores": {c: level for c in CRITERIA}})} for ext, level in levels.items()]
-    call_command("import_predictions", "osc", write_lines(tmp_path, judged), "--model", "judge-1", "--release", "v1")
+    call_command("import_predictions", "osc", write_predictions(tmp_path, judged), "--model", "judge-1", "--release", "v1")
 
     report = client.correlation("osc")
     assert list(report) == ["criteria", "judges", "human"] and report["judges"][0]["judge"] == "judge-1"

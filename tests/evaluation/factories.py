@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from annotation.models import Annotation, Item, ItemStatus, Release, ReleaseItem
-from annotation.protocols import changeit_vocabulary, resolve_queries
+from annotation.protocols import resolve_queries
+from protocols.changeit import vocabulary as changeit_vocabulary
 
 
 def make_release(project, payloads: dict[str, dict], *, version: str = "v1", seed: int = 11) -> Release:

@@ -10,7 +10,7 @@ from django.core.management import call_command
 from annotation.models import Item, ItemStatus, Review, ReviewDecision
 from annotation.services import review_decide
 from evaluation import correlation, leaderboard
-from evaluation.scoring.oscbench import CRITERIA
+from protocols.oscbench import CRITERIA
 from tests.annotation.work_factories import make_people
 
 from .factories import make_release, rate

@@ -1,7 +1,8 @@
 """Answer parsing shared with inference: one canonical form per protocol, None when unreadable."""
 import pytest
 
-from evaluation.scoring.answers import normalize_int, normalize_set, parse_answer
+from protocols.kit.answers import normalize_int, parse_answer
+from protocols.normalize import answer_multiset
 
 STATES = ["a closed cabinet", "an open cabinet"]
 CHANGES = ["open the cabinet", "close the cabinet", "paint the cabinet", "lift the cabinet"]
@@ -65,8 +66,8 @@ def test_judge_json_with_fences_prose_evidence_and_na():
 
 
 def test_normalizers():
-    assert normalize_set("a, a") == ["a", "a"]
-    assert normalize_set(" , ") is None
+    assert answer_multiset("a, a") == ["a", "a"]
+    assert answer_multiset(" , ") is None
     assert normalize_int(2.0) == 2 and normalize_int(2.5) is None and normalize_int("-3") == -3
 
 

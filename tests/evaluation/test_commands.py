@@ -6,35 +6,14 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotation.models import Annotation, Item
-from evaluation.scoring.oscbench import CRITERIA
+from protocols.oscbench import CRITERIA
 from inference.models import InferenceJob, Prediction
+from tests.helpers.files import write_predictions
+from tests.helpers.items import osc_payload, run_command, status_payload
 
 from .factories import make_release, rate
 
 pytestmark = pytest.mark.django_db
-
-
-def status_payload(i):
-    return {
-        "image_a": f"a{i}.jpg", "image_b": f"b{i}.jpg",
-        "state_a": f"a closed box {i}", "state_b": f"an open box {i}",
-        "change": f"open box {i}",
-        "change_distractors": [f"close box {i}", f"shake box {i}", f"lift box {i}"],
-        "category": "positional" if i < 2 else "functional",
-        "difference": "slight",
-    }
-
-
-def write_lines(tmp_path, lines, name="preds.jsonl"):
-    path = tmp_path / name
-    path.write_text("\n".join(l if isinstance(l, str) else json.dumps(l) for l in lines) + "\n")
-    return str(path)
-
-
-def run(*args):
-    out = StringIO()
-    call_command(*args, stdout=out)
-    return out.getvalue()
 
 
 def test_status_import_then_leaderboard_json(make_project, tmp_path):
@@ -62,19 +41,19 @@ def test_status_import_then_leaderboard_json(make_project, tmp_path):
             if q.startswith("osi"):
                 line["logprobs"] = {"A": -0.1 if q == "osi_a" else -1.5, "B": -2.0 if q == "osi_a" else -0.3}
             lines.append(line)
-    out = run("import_predictions", "st", write_lines(tmp_path, lines), "--model", "m1", "--release", "v1")
+    out = run_command("import_predictions", "st", write_predictions(tmp_path, lines), "--model", "m1", "--release", "v1")
     assert "imported 24 predictions" in out and "1 unparseable" in out
     job = InferenceJob.objects.get(model_name="m1")
     assert (job.mode, job.status, job.endpoint, job.release_id) == ("imported", "finished", None, release.pk)
     assert Prediction.objects.filter(job=job).count() == 24
     assert Prediction.objects.get(job=job, item__external_id="it0", query="sci4").answer == resolved["it0"]["sci4"]["answer"]
 
-    board = json.loads(run("leaderboard", "st", "--release", "v1", "--format", "json", "--boot", "200"))
+    board = json.loads(run_command("leaderboard", "st", "--release", "v1", "--format", "json", "--boot", "200"))
     assert list(board) == ["project", "release", "protocol", "rows"]
     assert (board["project"], board["release"], board["protocol"]) == ("st", "v1", "status")
     assert [r["model"] for r in board["rows"]] == ["m1", "Random"]
     assert all(list(r) == ["model", "n", "parse_failures", "metrics", "ci"] for r in board["rows"])
-    detailed = json.loads(run("leaderboard", "st", "--release", "v1", "--details", "--boot", "200"))
+    detailed = json.loads(run_command("leaderboard", "st", "--release", "v1", "--details", "--boot", "200"))
     assert detailed["rows"][0]["metrics"] == board["rows"][0]["metrics"]
     m1 = detailed["rows"][0]
     assert (m1["n"], m1["parse_failures"]) == (4, 1)
@@ -90,37 +69,37 @@ def test_status_import_then_leaderboard_json(make_project, tmp_path):
     assert board["rows"][1]["n"] == 4 and board["rows"][1]["parse_failures"] == 0
     assert m1["rank"] == 1
 
-    # Tables carry the intervals ("87.50 [lo, hi]") and the chance row PROTOCOLS.md requires.
-    ci50 = json.loads(run("leaderboard", "st", "--details", "--boot", "50"))["rows"][0]["ci"]
+    # Tables carry the intervals ("87.50 [lo, hi]") and the chance row (docs/protocols/status.md, "Metrics").
+    ci50 = json.loads(run_command("leaderboard", "st", "--details", "--boot", "50"))["rows"][0]["ci"]
     cell = {k: f"{v:.2f} [{ci50[k][0]:.2f}, {ci50[k][1]:.2f}]" for k, v in m1["metrics"].items()}
     assert cell["acc_ir"] == "100.00 [100.00, 100.00]"
-    md = run("leaderboard", "st", "--format", "markdown", "--boot", "50").splitlines()
+    md = run_command("leaderboard", "st", "--format", "markdown", "--boot", "50").splitlines()
     assert md[0] == "| Model | Rank | n | Parse failures | acc_osi | acc_ir | acc_sci | oa | racc_osi | racc_ir | racc_sci | roa |"
     assert md[2] == "| m1 | 1 | 4 | 1 | " + " | ".join(cell[k] for k in m1["metrics"]) + " |"
     assert md[-1] == "| Chance |  |  |  | 50.00 | 50.00 | 50.00 | 50.00 | 25.00 | 25.00 | 25.00 | 1.56 |"
-    latex = run("leaderboard", "st", "--format", "latex", "--boot", "50")
+    latex = run_command("leaderboard", "st", "--format", "latex", "--boot", "50")
     assert "Model & Rank & n & Parse failures & acc\\_osi" in latex
     assert "m1 & 1 & 4 & 1 & " + " & ".join(cell[k] for k in m1["metrics"]) + r" \\" in latex
     assert r"\midrule" + "\n" + r"Chance &  &  &  & 50.00 & 50.00 & 50.00 & 50.00 & 25.00 & 25.00 & 25.00 & 1.56 \\" in latex
-    csv_lines = run("leaderboard", "st", "--format", "csv", "--boot", "50").splitlines()
+    csv_lines = run_command("leaderboard", "st", "--format", "csv", "--boot", "50").splitlines()
     assert csv_lines[0].startswith("model,rank,n,parse_failures,acc_osi,acc_osi_ci_lo,acc_osi_ci_hi,acc_ir,")
     assert csv_lines[1].startswith(f"m1,1,4,1,87.50,{ci50['acc_osi'][0]:.2f},{ci50['acc_osi'][1]:.2f},100.00,100.00,100.00,")
     assert csv_lines[-1] == "Chance,,,," + ",".join(f"{c},," for c in ["50.00"] * 4 + ["25.00"] * 3 + ["1.56"])
 
     # One breakdown tab in every format; an unknown one is refused with the names that exist.
-    md = run("leaderboard", "st", "--format", "markdown", "--boot", "50", "--breakdown", "category:positional").splitlines()
+    md = run_command("leaderboard", "st", "--format", "markdown", "--boot", "50", "--breakdown", "category:positional").splitlines()
     assert md[0].endswith("| acc_osi | acc_ir | acc_sci | oa | racc_osi | racc_ir | racc_sci | roa |")
     assert md[2].startswith("| m1 | 1 | 4 | 1 | 75.00 [")  # it0, it1: OSI 3/4
     assert md[-1].endswith("| 50.00 | 50.00 | 50.00 | 50.00 | 25.00 | 25.00 | 25.00 | 1.56 |")
-    latex = run("leaderboard", "st", "--format", "latex", "--boot", "50", "--breakdown", "difference:slight")
+    latex = run_command("leaderboard", "st", "--format", "latex", "--boot", "50", "--breakdown", "difference:slight")
     assert "difference slight" in latex and "m1 & 1 & 4 & 1 & 87.50 [" in latex
-    csv_text = run("leaderboard", "st", "--format", "csv", "--boot", "50", "--breakdown", "category:functional")
+    csv_text = run_command("leaderboard", "st", "--format", "csv", "--boot", "50", "--breakdown", "category:functional")
     assert csv_text.splitlines()[0].startswith("model,rank,n,parse_failures,acc_osi,acc_osi_ci_lo,acc_osi_ci_hi")
-    tab = json.loads(run("leaderboard", "st", "--boot", "50", "--breakdown", "category:positional"))
+    tab = json.loads(run_command("leaderboard", "st", "--boot", "50", "--breakdown", "category:positional"))
     assert tab["breakdown"] == "category:positional"
     assert tab["rows"][0]["metrics"]["racc_osi"] == 50.0 == m1["breakdowns"]["category:positional:racc_osi"]["value"]
     with pytest.raises(CommandError, match="unknown breakdown 'category:nope'.*category:positional"):
-        run("leaderboard", "st", "--boot", "20", "--breakdown", "category:nope")
+        run_command("leaderboard", "st", "--boot", "20", "--breakdown", "category:nope")
 
 
 def test_bad_lines_are_refused_whole_with_line_and_reason(make_project, tmp_path):
@@ -136,18 +115,13 @@ def test_bad_lines_are_refused_whole_with_line_and_reason(make_project, tmp_path
         {"item": "it0", "query": "ir_a", "answer": "A", "logprobs": {"A": 0.5}},
     ]
     with pytest.raises(CommandError) as exc:
-        run("import_predictions", "st2", write_lines(tmp_path, lines), "--model", "bad")
+        run_command("import_predictions", "st2", write_predictions(tmp_path, lines), "--model", "bad")
     msg = str(exc.value)
     assert "6 bad line(s), nothing imported" in msg
     for fragment in ("line 2: not valid JSON", "line 3: unknown item 'nope'", "line 4: unknown query 'osi_c'",
                      "line 5: duplicate of line 1", "line 6: answer with a letter", "line 7: \"logprobs\""):
         assert fragment in msg
     assert InferenceJob.objects.count() == 0 and Prediction.objects.count() == 0
-
-
-def osc_payload(gen, i, scenario):
-    return {"video": f"{gen}{i}.mp4", "prompt": "cut the apple", "generator": gen, "scenario": scenario,
-            "action": "cut", "action_category": "cutting", "object": "apple", "object_category": "fruit"}
 
 
 def test_oscbench_generators_judge_and_correlation(make_project, tmp_path):
@@ -165,9 +139,9 @@ def test_oscbench_generators_judge_and_correlation(make_project, tmp_path):
         judged = {c: min(5, level + (1 if ext == "genB2" else 0)) for c in CRITERIA}
         judged["subject"] = None
         judge_lines.append({"item": ext, "query": "judge", "answer": json.dumps({"scores": judged, "evidence": "seen"})})
-    run("import_predictions", "osc", write_lines(tmp_path, judge_lines), "--model", "judge-1", "--release", "v1")
+    run_command("import_predictions", "osc", write_predictions(tmp_path, judge_lines), "--model", "judge-1", "--release", "v1")
 
-    board = json.loads(run("leaderboard", "osc", "--format", "json", "--boot", "100", "--details"))
+    board = json.loads(run_command("leaderboard", "osc", "--format", "json", "--boot", "100", "--details"))
     # Generators in order of the state-change score (evaluation/ranking.py), the Random row where it falls.
     assert [r["model"] for r in board["rows"]] == ["genA", "Random", "genB"]
     assert board["ranked_by"] == ["state_change", "osc_accuracy", "osc_consistency", "model"]
@@ -182,16 +156,16 @@ def test_oscbench_generators_judge_and_correlation(make_project, tmp_path):
     assert gen_a["breakdowns"]["state_change:scenario:novel"]["value"] == 0.875  # genA0, genA2
     assert gen_a["rank"] == 1
 
-    judged = json.loads(run("leaderboard", "osc", "--judge", "judge-1", "--format", "json", "--boot", "100"))
+    judged = json.loads(run_command("leaderboard", "osc", "--judge", "judge-1", "--format", "json", "--boot", "100"))
     by_model = {r["model"]: r for r in judged["rows"]}
     assert by_model["genB"]["metrics"]["object"] == 0.313  # (2, 3, 2, 2) -> 1.25 / 4 = 0.3125, half up
 
-    plain = json.loads(run("correlation", "osc", "--format", "json", "--boot", "200"))
+    plain = json.loads(run_command("correlation", "osc", "--format", "json", "--boot", "200"))
     assert list(plain) == ["criteria", "judges", "human"]
     assert list(plain["judges"][0]) == ["judge", "per_criterion", "system_kendall_tau_b", "system_note"]
     assert all(list(v)[:4] == ["kendall_tau_b", "spearman_rho", "n", "ci"] for v in plain["judges"][0]["per_criterion"].values())
     assert all(list(v)[:3] == ["loo_kendall_tau_b", "loo_spearman_rho", "krippendorff_alpha"] for v in plain["human"].values())
-    # The keys, plus a note exactly where a statistic is null (here: subject, all N/A; 2 generators).
+    # The public keys, plus a note exactly where a statistic is null (here: subject, all N/A; 2 generators).
     per = plain["judges"][0]["per_criterion"]
     assert per["subject"]["kendall_tau_b"] is None and per["subject"]["note"].startswith("too few items: 0 paired values")
     assert "note" not in per["object"] and per["object"]["kendall_tau_b"] is not None
@@ -201,7 +175,7 @@ def test_oscbench_generators_judge_and_correlation(make_project, tmp_path):
     err = StringIO()
     call_command("correlation", "osc", "--boot", "50", stdout=StringIO(), stderr=err)
     assert "judge-1 / subject: too few items" in err.getvalue()  # a null says why
-    report = json.loads(run("correlation", "osc", "--format", "json", "--boot", "200", "--details"))
+    report = json.loads(run_command("correlation", "osc", "--format", "json", "--boot", "200", "--details"))
     assert report["judges"][0]["per_criterion"]["object"] == plain["judges"][0]["per_criterion"]["object"]
     assert report["criteria"] == list(CRITERIA)
     (j,) = report["judges"]
@@ -227,9 +201,9 @@ def test_oscbench_generators_judge_and_correlation(make_project, tmp_path):
     assert report["human"]["object"]["ci"]["krippendorff_alpha"] == [1.0, 1.0]
     assert report["human"]["subject"]["ci"]["krippendorff_alpha"] is None
 
-    csv_text = run("correlation", "osc", "--format", "csv", "--boot", "50")
+    csv_text = run_command("correlation", "osc", "--format", "csv", "--boot", "50")
     assert csv_text.splitlines()[0] == "source,criterion,kendall_tau_b,spearman_rho,n,tau_ci_lo,tau_ci_hi,rho_ci_lo,rho_ci_hi,krippendorff_alpha,note"
-    assert "\\begin{tabular}" in run("correlation", "osc", "--format", "latex", "--boot", "50")
+    assert "\\begin{tabular}" in run_command("correlation", "osc", "--format", "latex", "--boot", "50")
     assert Annotation.objects.count() == 24 and Item.objects.count() == 8
 
 
@@ -240,9 +214,9 @@ def test_row_for_job_matches_the_leaderboard_row(make_project, tmp_path):
     release = make_release(project, {f"it{i}": status_payload(i) for i in range(2)})
     resolved = {ri.item.external_id: ri.payload["resolved"] for ri in release.release_items.select_related("item")}
     lines = [{"item": e, "query": q, "answer": "A"} for e, r in resolved.items() for q in r]
-    run("import_predictions", "st3", write_lines(tmp_path, lines), "--model", "always-a")
+    run_command("import_predictions", "st3", write_predictions(tmp_path, lines), "--model", "always-a")
     row = row_for_job(InferenceJob.objects.get(model_name="always-a"))
-    board = json.loads(run("leaderboard", "st3", "--boot", "200"))
+    board = json.loads(run_command("leaderboard", "st3", "--boot", "200"))
     assert row["model"] == "always-a"
     assert row["metrics"] == board["rows"][0]["metrics"]
     assert row["metrics"]["acc_osi"] == 50.0 and row["metrics"]["racc_osi"] == 0.0
@@ -259,13 +233,13 @@ def test_latest_job_of_a_model_is_the_one_finished_last(make_project, tmp_path):
     resolved = {ri.item.external_id: ri.payload["resolved"] for ri in release.release_items.select_related("item")}
     right = [{"item": e, "query": q, "answer": r[q]["answer"]} for e, r in resolved.items() for q in r]
     wrong = [{"item": e, "query": q, "answer": "Z"} for e, r in resolved.items() for q in r]
-    run("import_predictions", "st4", write_lines(tmp_path, right), "--model", "m")
-    run("import_predictions", "st4", write_lines(tmp_path, wrong, "w.jsonl"), "--model", "m")
+    run_command("import_predictions", "st4", write_predictions(tmp_path, right), "--model", "m")
+    run_command("import_predictions", "st4", write_predictions(tmp_path, wrong, "w.jsonl"), "--model", "m")
     first, second = InferenceJob.objects.filter(model_name="m").order_by("created_at", "pk")
     now = timezone.now()
     # The job created first finished last (e.g. re-run after the other was created): it is the latest.
     InferenceJob.objects.filter(pk=first.pk).update(finished_at=now)
     InferenceJob.objects.filter(pk=second.pk).update(finished_at=now - timedelta(hours=1))
-    board = json.loads(run("leaderboard", "st4", "--boot", "20"))
+    board = json.loads(run_command("leaderboard", "st4", "--boot", "20"))
     (row,) = [r for r in board["rows"] if r["model"] == "m"]
     assert row["metrics"]["roa"] == 100.0 and row["parse_failures"] == 0

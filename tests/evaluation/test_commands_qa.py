@@ -5,20 +5,12 @@ import pytest
 
 from annotation.models import Annotation, Item
 from inference.models import Prediction
+from tests.helpers.files import write_predictions
+from tests.helpers.items import run_command, vt_items
 
 from .factories import make_release
-from .test_commands import run, write_lines
 
 pytestmark = pytest.mark.django_db
-
-
-def vt_items():
-    return {
-        "q1": {"images": ["i.jpg", "f.jpg"], "question": "Which?", "format": "choice", "options": ["red", "blue", "green"], "answer": "B", "subtask": "fine_grained", "scene": "kitchen"},
-        "q2": {"images": ["i.jpg", "f.jpg"], "question": "How many?", "format": "count", "answer": 3, "subtask": "quantitative", "scene": "kitchen"},
-        "q3": {"images": ["i.jpg", "f.jpg"], "question": "Which objects?", "format": "set", "answer": ["apple", "Knife"], "subtask": "causal", "scene": "kitchen"},
-        "q4": {"images": ["i.jpg", "f.jpg"], "question": "Next?", "format": "choice", "options": ["cut", "wash"], "answer": "A", "subtask": "intermediate", "scene": "kitchen"},
-    }
 
 
 def human(project, ext, rater, answer, flags=()):
@@ -35,13 +27,13 @@ def test_visualtrans_models_random_and_human(make_project, tmp_path):
         {"item": "q3", "query": "qa", "answer": "knife, apple"},  # comma-separated, any order / case
         {"item": "q4", "query": "qa", "answer": "Answer: (B)"},  # wrong
     ]
-    run("import_predictions", "vt", write_lines(tmp_path, lines), "--model", "full")
+    run_command("import_predictions", "vt", write_predictions(tmp_path, lines), "--model", "full")
     partial = [  # nothing for the intermediate question: that subtask is unsupported
         {"item": "q1", "query": "qa", "answer": "A"},
         {"item": "q2", "query": "qa", "answer": "three or four"},  # unparseable
         {"item": "q3", "query": "qa", "answer": ["apple", "knife"]},
     ]
-    run("import_predictions", "vt", write_lines(tmp_path, partial, "p.jsonl"), "--model", "partial")
+    run_command("import_predictions", "vt", write_predictions(tmp_path, partial, "p.jsonl"), "--model", "partial")
     assert Prediction.objects.get(job__model_name="partial", item__external_id="q2").status == "failed"
     human(project, "q1", "h1", "B")
     human(project, "q2", "h1", 4)
@@ -49,7 +41,7 @@ def test_visualtrans_models_random_and_human(make_project, tmp_path):
     human(project, "q4", "h1", None, ["ambiguous"])
     human(project, "q1", "h2", "b")
 
-    board = json.loads(run("leaderboard", "vt", "--boot", "100", "--details"))
+    board = json.loads(run_command("leaderboard", "vt", "--boot", "100", "--details"))
     rows = {r["model"]: r for r in board["rows"]}
     # Leaderboard order (evaluation/ranking.py): overall, then the dimension means. Random (seeded) and
     # full tie at 75.00 overall and 100.00 spatial; Random's procedural mean (100.00 > 50.00) puts it first.
@@ -81,13 +73,13 @@ def test_m3verse_partial_credit_through_commands(make_project, tmp_path):
         "v1": {**base, "answer": ["A", "C"], "context": "intra", "capabilities": ["spatial"], "hallucination": False},
         "v2": {**base, "answer": ["D"], "context": "inter", "capabilities": ["attribute"], "hallucination": True},
     })
-    run("import_predictions", "m3", write_lines(tmp_path, [
+    run_command("import_predictions", "m3", write_predictions(tmp_path, [
         {"item": "v1", "query": "qa", "answer": "A"},
         {"item": "v2", "query": "qa", "answer": ["D"]},
     ]), "--model", "m")
     human(project, "v1", "h1", ["A", "C"])
     human(project, "v2", "h1", ["A", "D"])
-    board = json.loads(run("leaderboard", "m3", "--boot", "100"))
+    board = json.loads(run_command("leaderboard", "m3", "--boot", "100"))
     rows = {r["model"]: r for r in board["rows"]}
     assert rows["m"]["metrics"]["overall"] == 75.0
     assert rows["m"]["metrics"]["intra_spatial"] == 50.0
@@ -114,8 +106,8 @@ def test_changeit_state_and_object_through_commands(make_project, tmp_path):
         {"item": "c1", "query": "state:distractor:crop", "answer": "open door"},  # wrong object
     ]
     assert "sliced apple" in options
-    run("import_predictions", "ci", write_lines(tmp_path, lines), "--model", "m")
-    board = json.loads(run("leaderboard", "ci", "--boot", "50"))
+    run_command("import_predictions", "ci", write_predictions(tmp_path, lines), "--model", "m")
+    board = json.loads(run_command("leaderboard", "ci", "--boot", "50"))
     m = board["rows"][0]
     assert m["model"] == "m" and m["n"] == 3 and m["parse_failures"] == 8
     assert m["metrics"] == {

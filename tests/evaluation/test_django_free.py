@@ -4,12 +4,13 @@ import sys
 from pathlib import Path
 
 MODULES = [
-    "evaluation.scoring.answers", "evaluation.scoring.common", "evaluation.scoring.status", "evaluation.scoring.changeit",
-    "evaluation.scoring.visualtrans", "evaluation.scoring.m3verse", "evaluation.scoring.oscbench", "evaluation.scoring.runs",
+    "protocols.kit.bootstrap", "protocols.kit.matrix", "protocols.kit.items", "protocols.status.scoring",
+    "protocols.changeit.scoring", "protocols.visualtrans.scoring", "protocols.m3verse.scoring",
+    "protocols.oscbench.scoring", "evaluation.scoring.runs",
     "evaluation.stats", "evaluation.tables", "evaluation.charts", "evaluation.ranking",
     # Upstream pieces they share: constants, alpha, the answer normaliser, the video probe.
     "annotation.protocols", "annotation.reliability", "annotation.canonical", "annotation.results",
-    "annotation.media_probe", "inference.answers", "inference.media",
+    "annotation.media_probe", "protocols.kit.answers", "inference.media", "protocols.normalize",
 ]
 
 

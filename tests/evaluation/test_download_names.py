@@ -1,11 +1,11 @@
 """Download names come from query values; they never inject header parameters or break the
-response (issue 10: metric=%00 was a 500, metric=a";x=" added a Content-Disposition parameter)."""
+response (once metric=%00 was a 500, metric=a";x=" added a Content-Disposition parameter)."""
 import pytest
 
 from annotation.models import Role
+from tests.helpers.items import status_payload
 
 from .factories import make_release
-from .test_commands import status_payload
 
 pytestmark = pytest.mark.django_db
 
@@ -20,7 +20,7 @@ def researcher_client(client, make_project, make_user):
 
 
 def test_a_nul_metric_is_refused_400_with_a_message(researcher_client):
-    # NUL bytes are refused in every query string (config/input_limits.py), before the view.
+    # NUL bytes are refused in every query string (annotation/input_limits.py), before the view.
     response = researcher_client.get("/projects/stv/leaderboard/download/svg/?metric=%00")
     assert response.status_code == 400
     assert response.content.decode().startswith("query parameter 'metric' contains a NUL byte")

@@ -7,8 +7,9 @@ from django.core.management import call_command
 from PIL import Image
 
 from annotation.models import ReleaseItem
+from tests.helpers.files import write_predictions
+from tests.helpers.items import run_command, status_payload
 
-from .test_commands import run, status_payload, write_lines
 
 pytestmark = pytest.mark.django_db
 
@@ -36,9 +37,9 @@ def test_import_items_freeze_import_predictions_leaderboard(tmp_path):
             if (ext, q) == ("s2", "sci4"):
                 answer = "A" if spec["answer"] != "A" else "B"
             preds.append({"item": ext, "query": q, "answer": answer})
-    out = run("import_predictions", "e2e", write_lines(tmp_path, preds), "--model", "texty")
+    out = run_command("import_predictions", "e2e", write_predictions(tmp_path, preds), "--model", "texty")
     assert "on release v1" in out
-    board = json.loads(run("leaderboard", "e2e", "--format", "json", "--boot", "100"))
+    board = json.loads(run_command("leaderboard", "e2e", "--format", "json", "--boot", "100"))
     assert board["release"] == "v1"
     row = board["rows"][0]
     assert row["model"] == "texty" and row["n"] == 3 and row["parse_failures"] == 0

@@ -15,11 +15,12 @@ from django.http import HttpRequest
 
 from annotation.models import Role
 from evaluation import ranking
-from evaluation.scoring.oscbench import CRITERIA
+from protocols import registry
+from protocols.oscbench import CRITERIA
 from inference.services import predictions_import
+from tests.helpers.items import osc_payload, status_payload
 
 from .factories import make_release, rate
-from .test_commands import osc_payload, status_payload
 
 pytestmark = pytest.mark.django_db
 
@@ -152,7 +153,7 @@ def test_a_cached_board_follows_the_ranking_definition(client, status_board, mon
     # The first request caches the board (Redis); a changed ranking definition must not be answered
     # from that board, in either order.
     assert [r["model"] for r in client.get("/api/projects/order/leaderboard/").json()["rows"]] == ROA_ORDER
-    monkeypatch.setitem(ranking.RANKING, "status", ("oa", "roa"))
+    monkeypatch.setattr(registry.get("status"), "ranking", ("oa", "roa"))  # the definition: the protocol's
     assert [r["model"] for r in client.get("/api/projects/order/leaderboard/").json()["rows"]] == OA_ORDER
     html = client.get("/projects/order/leaderboard/").content.decode()
     assert main_table_order(html) == OA_ORDER
@@ -280,9 +281,11 @@ def test_oscbench_ranks_by_the_state_change_score_or_by_the_mean_of_criteria(cli
 
 def test_the_mean_of_criteria_is_the_correlation_pages_system_score(osc_rank_board):
     from evaluation import board_cache, correlation, selectors
+    from protocols import registry
 
     items = selectors.scoring_items(osc_rank_board, selectors.release_for(osc_rank_board, None))
-    human = correlation._human_means(selectors.consensus_ratings(items, selectors.ratings_by_item(items)), [it.key for it in items])
+    human = correlation._human_means(selectors.consensus_ratings(items, selectors.ratings_by_item(items)), [it.key for it in items],
+                                     criteria=registry.get("oscbench").criteria)
     system = correlation._system_score(human, [it.payload["generator"] for it in items])
     assert system == {"genA": 2.0, "genB": pytest.approx(1 + 4 * 6 / 7)}  # 1-5 scale: (mean - 1) / 4 is the 0-1 score
     rows = board_cache.board(osc_rank_board, None, None, "criteria_mean")["rows"]

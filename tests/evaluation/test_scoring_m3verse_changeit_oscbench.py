@@ -4,8 +4,10 @@ from decimal import Decimal
 import numpy as np
 import pytest
 
-from evaluation.scoring import changeit, m3verse, oscbench
-from evaluation.scoring.answers import parse_answer
+from protocols.changeit import scoring as changeit
+from protocols.m3verse import scoring as m3verse
+from protocols.kit.answers import parse_answer
+from protocols.oscbench import scoring as oscbench
 
 
 def test_m3verse_partial_credit_and_breakdowns():
@@ -95,7 +97,7 @@ def test_oscbench_mean_of_criteria_leaves_out_a_criterion_nobody_rated():
 def test_oscbench_mean_of_criteria_interval_of_a_large_run_matches_the_joint_resample():
     # From COMPRESS_FROM rows on, columns are resampled one at a time and the mean of criteria's
     # interval comes from the normal of the column totals; it agrees with resampling rows jointly.
-    from evaluation.scoring.common import COMPRESS_FROM, bootstrap_cis
+    from protocols.kit.matrix import COMPRESS_FROM, bootstrap_cis
 
     rng = np.random.default_rng(5)
     n = COMPRESS_FROM + 500
@@ -149,11 +151,11 @@ def test_random_judge_matrix_equals_scoring_its_answers():
     items = [runs.ScoringItem(key=i, external_id=f"v{i}", payload={"scenario": ("regular", "novel")[i % 2],
                                                                   "action_category": f"c{i % 3}"}, resolved={"judge": {}})
              for i in range(50)]
-    via_answers = runs.finish("oscbench", runs.score_oscbench_judge(items, runs.random_answers("oscbench", items, seed=11)), n_boot=50)
-    direct = runs.finish("oscbench", runs.random_oscbench_matrix(items, seed=11), n_boot=50)
+    via_answers = runs.finish("oscbench", oscbench.score(items, runs.random_answers("oscbench", items, seed=11)), n_boot=50)
+    direct = runs.finish("oscbench", oscbench.random_matrix(items, seed=11), n_boot=50)
     assert direct.printed == via_answers.printed and direct.cis == via_answers.cis
     assert direct.matrix.parse_failures == 0
-    other_seed = runs.finish("oscbench", runs.random_oscbench_matrix(items, seed=12), n_boot=50)
+    other_seed = runs.finish("oscbench", oscbench.random_matrix(items, seed=12), n_boot=50)
     assert other_seed.printed != direct.printed
 
 

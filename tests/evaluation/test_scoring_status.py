@@ -3,8 +3,8 @@ from decimal import Decimal
 
 import numpy as np
 
-from evaluation.scoring import status
-from evaluation.scoring.answers import parse_answer
+from protocols.status import scoring as status
+from protocols.kit.answers import parse_answer
 
 N = 404
 
@@ -111,7 +111,8 @@ def _status_item(key):
 
 
 def test_reassignment_compares_raw_p_a_between_images_as_the_spec_says():
-    from evaluation.scoring.runs import RunAnswer, score_status
+    from evaluation.scoring.runs import RunAnswer
+    from protocols.status.scoring import score as score_status
 
     items = [_status_item(k) for k in range(4)]
     lp = np.log
@@ -139,7 +140,8 @@ def test_reassignment_compares_raw_p_a_between_images_as_the_spec_says():
 
 
 def test_reassignment_follows_the_option_order_the_model_saw():
-    from evaluation.scoring.runs import RunAnswer, score_status
+    from evaluation.scoring.runs import RunAnswer
+    from protocols.status.scoring import score as score_status
 
     item = _status_item(0)
     states = item.resolved["osi_a"]["options"]

@@ -4,9 +4,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from evaluation.scoring import visualtrans
-from evaluation.scoring.answers import parse_answer
-from evaluation.scoring.common import percent
+from protocols.visualtrans import scoring as visualtrans
+from protocols.kit.answers import parse_answer
+from protocols.kit.matrix import percent
 
 SIZES = {"fine_grained": 168, "global": 50, "intermediate": 88, "causal": 86, "planning": 42, "quantitative": 63}
 
@@ -45,7 +45,8 @@ def test_phi4_row_with_unsupported_intermediate():
 
 
 def test_unparseable_answer_keeps_subtask_supported():
-    from evaluation.scoring.runs import RunAnswer, ScoringItem, score_visualtrans
+    from evaluation.scoring.runs import RunAnswer, ScoringItem
+    from protocols.visualtrans.scoring import score as score_visualtrans
 
     items = [
         ScoringItem(key=k, external_id=k, payload={"subtask": subtask, "format": "count"}, resolved={"qa": {"format": "count", "answer": 2}})
@@ -73,7 +74,7 @@ def test_formats_normalize_before_exact_match():
 
 
 def test_human_row_combines_answers_per_item_and_resamples_items():
-    from evaluation.scoring.common import bootstrap_means
+    from protocols.kit.matrix import bootstrap_means
     from evaluation.scoring.runs import ScoringItem, score_blind_answers
 
     items = [

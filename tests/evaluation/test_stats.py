@@ -135,7 +135,7 @@ def test_leave_one_rater_out_matches_manual_computation():
 
 
 def test_rank_respects_intervals_and_never_inverts_values():
-    from evaluation.scoring.common import interval_ranks
+    from evaluation.ranking import interval_ranks
 
     values = [60.0, 58.0, 40.0, None, 10.0]
     cis = [[55.0, 65.0], [50.0, 62.0], [35.0, 45.0], None, [5.0, 54.0]]

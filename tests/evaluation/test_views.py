@@ -5,9 +5,9 @@ import pytest
 from django.http import HttpRequest
 
 from annotation.models import Role
+from tests.helpers.items import status_payload
 
 from .factories import make_release
-from .test_commands import status_payload
 
 pytestmark = pytest.mark.django_db
 
@@ -71,11 +71,11 @@ def test_correlation_page_is_for_rating_projects(client, status_project):
 
 
 def test_correlation_page_scatter_and_api(client, make_project, make_user, tmp_path):
-    from evaluation.scoring.oscbench import CRITERIA
+    from protocols.oscbench import CRITERIA
     from inference.services import predictions_import
 
     from .factories import rate
-    from .test_commands import osc_payload
+    from tests.helpers.items import osc_payload
 
     researcher = make_user("res9")
     project = make_project("oscv", "oscbench", members={researcher: Role.RESEARCHER})

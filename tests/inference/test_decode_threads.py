@@ -1,5 +1,5 @@
 """Frame decoding threads are bounded by the worker's CPUs shared among the tasks it runs at once
-(inference/video_frames.py: worker_threads; config/workers.py sets the task count when a Celery
+(inference/video_frames.py: worker_threads; on_worker_setup sets the task count when a Celery
 worker is set up, before its pool processes are forked, so they inherit it)."""
 import os
 

@@ -1,6 +1,6 @@
-"""The protocol modules are plain Python (usable from a notebook): they turn items into queries
-and, for the multistage strategy, return the replies; the chunk code in inference.services makes
-the predictions. Checked by importing them without Django, and on the source, where a late
+"""The prompt modules are plain Python (usable from a notebook): each protocol's prompts turn items
+into queries and, for the multistage strategy, return the replies; the chunk code in
+inference.services makes the predictions. Checked by importing them without Django, and on the source, where a late
 (function-level) import of Django, the models or the services would hide from the first check."""
 import ast
 import subprocess
@@ -9,10 +9,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULES = [
-    "inference.protocols", "inference.protocols.base", "inference.protocols.status", "inference.protocols.changeit",
-    "inference.protocols.visualtrans", "inference.protocols.m3verse", "inference.protocols.oscbench",
-    "inference.protocols.multistage",
+    "inference.prompting", "protocols.kit.prompting", "protocols.status.prompts", "protocols.changeit.prompts",
+    "protocols.visualtrans.prompts", "protocols.m3verse.prompts", "protocols.oscbench.prompts",
+    "protocols.m3verse.multistage",
 ]
+SOURCES = [ROOT / (m.replace(".", "/") + ".py") for m in MODULES]
 FORBIDDEN = ("django", "inference.models", "inference.services", "inference.selectors", "inference.tasks")
 
 
@@ -35,9 +36,11 @@ def late_or_not_imports(path: Path) -> set[str]:
 def test_no_protocol_module_imports_django_models_or_services_even_late():
     offenders = [
         f"{path.relative_to(ROOT)}: {module}"
-        for path in sorted((ROOT / "inference" / "protocols").glob("*.py"))
+        for path in SOURCES
         for module in sorted(late_or_not_imports(path))
         if any(module == f or module.startswith(f + ".") for f in FORBIDDEN)
     ]
     assert offenders == []
-    assert {p.stem for p in (ROOT / "inference" / "protocols").glob("*.py")} - {"__init__"} == {m.rsplit(".", 1)[1] for m in MODULES[1:]}
+    prompt_modules = {f"protocols.{p.parent.name}.{p.stem}" for p in (ROOT / "protocols").glob("*/*.py")
+                      if p.stem in ("prompts", "multistage")}
+    assert prompt_modules == set(MODULES[2:])

@@ -1,4 +1,4 @@
-"""Secrets stay put (issue 10): an endpoint's API key comes only from a variable the operator
+"""Secrets stay put: an endpoint's API key comes only from a variable the operator
 allows; Django's own secrets never, and nothing tells whether a refused variable is set."""
 import pytest
 from django.core.exceptions import ValidationError

@@ -7,9 +7,10 @@ import logging
 import pytest
 
 from inference import media, services
-from inference.models import Backend, BackgroundRun, InferenceJob, JobStatus, ModelEndpoint, Prediction, RunState
+from background.claim import run_claim
+from background.models import RunStatus
+from inference.models import Backend, BackgroundRun, InferenceJob, JobStatus, ModelEndpoint, Prediction
 from inference.services import frames, recovery, runs
-from inference.services.runs import run_claim
 
 from . import factories
 from .worker import broker, start_worker, stop_worker, wait_for  # noqa: F401 (broker is a fixture)
@@ -105,7 +106,7 @@ def test_in_the_normal_flow_chunks_decode_nothing(make_project, tmp_path, eager,
     assert (job.status, job.done_queries) == (JobStatus.FINISHED, 4)
     assert decodes == ["prepare"]  # the shared video, once, by the first prepare run
     runs_by_task = {t: list(BackgroundRun.objects.filter(job=job, task=t).order_by("chunk_index")) for t in (PREPARE, API_CHUNK)}
-    assert [r.state for r in runs_by_task[PREPARE] + runs_by_task[API_CHUNK]] == [RunState.DONE] * 4
+    assert [r.status for r in runs_by_task[PREPARE] + runs_by_task[API_CHUNK]] == [RunStatus.FINISHED] * 4
     assert {r.queue for r in runs_by_task[PREPARE]} == {"default"}
     assert Prediction.objects.get(job=job, item=items[0]).frame_indices == {"video": [1, 5, 8]}
 
@@ -127,8 +128,9 @@ def test_a_vllm_m3verse_job_prepares_on_the_default_queue_and_its_gpu_chunks_dec
     assert (job.status, job.done_queries) == (JobStatus.FINISHED, 3)
     assert decodes == ["prepare", "prepare"]  # the before and after videos, once each, off the gpu path
     tasks = list(BackgroundRun.objects.filter(job=job, chunk_index__isnull=False).order_by("chunk_index")
-                 .values_list("task", "queue", "state"))
-    assert tasks == [(PREPARE, "default", RunState.DONE)] * 2 + [("inference.tasks.run_gpu_chunk", "gpu", RunState.DONE)] * 2
+                 .values_list("task", "queue", "status"))
+    assert tasks == [(PREPARE, "default", RunStatus.FINISHED)] * 2 + [
+        ("inference.tasks.run_gpu_chunk", "gpu", RunStatus.FINISHED)] * 2
 
 
 def test_a_chunk_without_prepared_frames_decodes_them_warns_and_counts(make_project, tmp_path, sent, decodes, caplog):
@@ -145,7 +147,7 @@ def test_a_prepare_run_that_failed_for_good_still_sends_its_chunk(make_project, 
     job, items = osc_job(make_project, tmp_path, start=False)
     services.job_start(job_id=job.pk)
     prepare = BackgroundRun.objects.filter(job=job, task=PREPARE).order_by("chunk_index").first()
-    run = run_claim(run_id=prepare.pk, worker="w")
+    run = run_claim(BackgroundRun, run_id=prepare.pk, worker="w")
     sent.clear()
     recovery.run_failed(run=run, reason="worker lost 3 times")
     assert sent == [(API_CHUNK, (job.pk, [items[0].pk, items[1].pk]), None)]
@@ -177,9 +179,11 @@ def test_with_real_workers_chunks_wait_in_their_queue_until_the_cpu_worker_prepa
     try:
         # Only the default queue is consumed: the start and the prepare runs finish, the chunks wait.
         wait_for(lambda: BackgroundRun.objects.filter(job=job, task=API_CHUNK).count() == 3
-                 and not BackgroundRun.objects.filter(job=job, task=PREPARE).exclude(state=RunState.DONE).exists(),
+                 and not BackgroundRun.objects.filter(job=job, task=PREPARE)
+                 .exclude(status=RunStatus.FINISHED).exists(),
                  90, "the prepare runs to finish and send the chunks")
-        assert set(BackgroundRun.objects.filter(job=job, task=API_CHUNK).values_list("state", flat=True)) == {RunState.QUEUED}
+        queued = BackgroundRun.objects.filter(job=job, task=API_CHUNK).values_list("status", flat=True)
+        assert set(queued) == {RunStatus.QUEUED}
         sha = items[0].media["video"]
         assert media.frames_cached(settings.CACHE_ROOT, sha, 3, media.DEFAULT_BOUND)
 

@@ -6,9 +6,10 @@ import pytest
 from django.core.management import call_command
 
 from annotation.models import ItemStatus, Suggestion
+from background.models import RunStatus
 from inference import services
 from inference.services import chunks, runs
-from inference.models import BackgroundRun, InferenceJob, JobStatus, ModelEndpoint, Prediction, RunState
+from inference.models import BackgroundRun, InferenceJob, JobStatus, ModelEndpoint, Prediction
 
 from . import factories
 
@@ -77,7 +78,7 @@ def test_a_finished_job_sends_the_follow_up_tasks_settings_name_and_a_failed_sen
     assert f"could not queue follow.broken for job {job.pk}" in caplog.text
     # Each follow-up is a tracked run: the one that could not be sent failed with the reason.
     broken = BackgroundRun.objects.get(job=job, task="follow.broken")
-    assert broken.state == RunState.FAILED and broken.reason == "could not be queued: ConnectionError: broker down"
+    assert broken.status == RunStatus.FAILED and broken.reason == "could not be queued: ConnectionError: broker down"
 
 
 def test_unreadable_video_fails_that_item_only(eager, make_project, tmp_path):

@@ -5,7 +5,7 @@ from inference.backends import get_backend
 from inference.backends.base import ModelQuery, Sampling
 from inference.backends.openai_backend import OpenAIBackend
 from inference.models import ModelEndpoint
-from inference.protocols.oscbench import JUDGE_SCHEMA
+from protocols.oscbench.prompts import JUDGE_SCHEMA
 
 from .openai_standin import StandIn
 

@@ -6,7 +6,7 @@ import pytest
 
 from inference import selectors, services
 from inference.models import InferenceJob, JobStatus, Prediction, PredictionStatus
-from inference.protocols.oscbench import JUDGE_SCHEMA
+from protocols.oscbench.prompts import JUDGE_SCHEMA
 
 from . import factories
 from .openai_standin import four_judge_outcomes, planned_fault, schema_reply, unrepairable_json_fault
@@ -284,7 +284,7 @@ def test_a_judge_reply_no_repair_makes_readable_is_missing_with_its_reason_and_e
     assert (job.prompt_tokens, job.completion_tokens) == (
         sum(p.prompt_tokens for p in preds.values()), sum(p.completion_tokens for p in preds.values()))
 
-    # Scored as missing, as PROTOCOLS §5 says: a parse failure, in no mean. Each generator's score
+    # Scored as missing, as docs/protocols/oscbench.md says: a parse failure, in no mean. Each generator's score
     # is the mean over its readable answers only.
     folder = services.job_export_dir(job)
     results = json.loads((folder / "results.json").read_text())

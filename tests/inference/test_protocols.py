@@ -1,8 +1,13 @@
 """Protocol modules turn one item into its queries (pure code; media from real small files)."""
 from annotation.protocols import resolve_queries
 from inference import media as media_lib
-from inference.protocols import changeit, m3verse, oscbench, status, visualtrans
-from inference.protocols.base import ItemInput, MediaPreparer
+from inference.prompting import MediaPreparer
+from protocols.changeit import prompts as changeit
+from protocols.kit.prompting import ItemInput
+from protocols.m3verse import prompts as m3verse
+from protocols.oscbench import prompts as oscbench
+from protocols.status import prompts as status
+from protocols.visualtrans import prompts as visualtrans
 
 from .factories import image_file
 
@@ -97,7 +102,7 @@ def test_m3verse_frames_of_both_videos_and_the_number_of_correct_options(tmp_pat
 
 
 def test_m3verse_prompt_never_depends_on_the_answer(tmp_path):
-    # PROTOCOLS.md §4: the number of correct options comes from `multiple` (or the project's
+    # docs/protocols/m3verse.md: the number of correct options comes from `multiple` (or the project's
     # setting), so a model is told the same for a one-letter and a two-letter truth.
     video = str(media_lib.make_test_video(tmp_path / "v.mp4", seconds=2, size="64x48", rate=10))
     base = {"video_before": "v.mp4", "video_after": "v.mp4", "question": "What moved?", "options": ["cup", "chair", "lamp"]}
@@ -132,10 +137,10 @@ def test_oscbench_judge_prompt_rubric_and_schema(tmp_path):
 
 
 def test_json_queries_are_exactly_the_queries_asked_under_a_json_schema(tmp_path):
-    # protocols.json_queries names the queries whose replies can be unreadable replies (listed,
+    # prompting.json_queries names the queries whose replies can be unreadable replies (listed,
     # retried, given their reason by a re-score); the chunk repairs the queries built with a
     # json_schema. The two must agree, protocol by protocol.
-    from inference import protocols
+    from inference import prompting
 
     prep = MediaPreparer(cache_root=tmp_path)
     video = str(media_lib.make_test_video(tmp_path / "v.mp4", seconds=1, size="64x48", rate=10))
@@ -158,8 +163,8 @@ def test_json_queries_are_exactly_the_queries_asked_under_a_json_schema(tmp_path
         ("visualtrans", False): [("qa", False)],
     }
     for (name, suggest), pairs in asked.items():
-        assert protocols.json_queries(name, suggest=suggest) == tuple(k for k, json_schema in pairs if json_schema)
+        assert prompting.json_queries(name, suggest=suggest) == tuple(k for k, json_schema in pairs if json_schema)
     # The other protocols ask letters and numbers only (their builds, above in this file, set
     # choices and no schema).
-    assert [protocols.json_queries(name) for name in ("changeit", "m3verse")] == [(), ()]
-    assert [protocols.json_queries(name, suggest=True) for name in ("visualtrans", "m3verse")] == [(), ()]
+    assert [prompting.json_queries(name) for name in ("changeit", "m3verse")] == [(), ()]
+    assert [prompting.json_queries(name, suggest=True) for name in ("visualtrans", "m3verse")] == [(), ()]

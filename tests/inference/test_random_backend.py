@@ -2,7 +2,7 @@ import json
 
 from inference.backends.base import ModelQuery, Sampling
 from inference.backends.random_backend import RandomBackend
-from inference.protocols.oscbench import JUDGE_SCHEMA
+from protocols.oscbench.prompts import JUDGE_SCHEMA
 
 
 def _queries():

@@ -14,11 +14,12 @@ from django.test import Client
 from django.utils import timezone
 
 from annotation.models import Item, ItemStatus, Role
-from config.heartbeat import RowHeartbeat
+from background.claim import run_claim, run_finish, run_mine
+from background.heartbeat import RowHeartbeat
+from background.models import RunStatus
 from inference import services
-from inference.models import BackgroundRun, InferenceJob, JobStatus, Prediction, RunState
+from inference.models import BackgroundRun, InferenceJob, JobStatus, Prediction
 from inference.services import recovery, runs
-from inference.services.runs import run_claim
 
 from . import factories
 from .worker import broker  # noqa: F401 (a fixture)
@@ -59,7 +60,7 @@ def lose(run: BackgroundRun) -> None:
 def test_chunks_are_rows_made_with_the_plan_and_sent_with_their_id(make_project, tmp_path, sent):
     job, _ = started_job(make_project, tmp_path, n_items=10, chunk_size=4)
     chunks = list(BackgroundRun.objects.filter(job=job, chunk_index__isnull=False).order_by("chunk_index"))
-    assert [(c.chunk_index, len(c.args[1]), c.queue, c.state) for c in chunks] == [
+    assert [(c.chunk_index, len(c.args[1]), c.queue, c.status) for c in chunks] == [
         (0, 4, "api", "queued"), (1, 4, "api", "queued"), (2, 2, "api", "queued")]
     assert [m for m in sent if m[0] == "inference.tasks.run_api_chunk"] == [
         ("inference.tasks.run_api_chunk", (job.pk, c.args[1]), None, c.pk) for c in chunks]
@@ -68,15 +69,15 @@ def test_chunks_are_rows_made_with_the_plan_and_sent_with_their_id(make_project,
 def test_a_claim_is_taken_once_and_a_duplicate_delivery_is_a_no_op(make_project, tmp_path, sent):
     job, _ = started_job(make_project, tmp_path)
     chunk = BackgroundRun.objects.get(job=job, chunk_index=0)
-    first = run_claim(run_id=chunk.pk, worker="a@host")
-    assert (first.state, first.attempts, first.worker) == (RunState.RUNNING, 1, "a@host")
-    assert run_claim(run_id=chunk.pk, worker="b@host") is None  # running, heartbeat fresh
+    first = run_claim(BackgroundRun, run_id=chunk.pk, worker="a@host")
+    assert (first.status, first.attempts, first.worker) == (RunStatus.RUNNING, 1, "a@host")
+    assert run_claim(BackgroundRun, run_id=chunk.pk, worker="b@host") is None  # running, heartbeat fresh
     lose(first)
-    second = run_claim(run_id=chunk.pk, worker="b@host")  # the original redelivered after a lapse
+    second = run_claim(BackgroundRun, run_id=chunk.pk, worker="b@host")  # the original redelivered after a lapse
     assert (second.attempts, second.worker) == (2, "b@host")
-    assert runs.run_finish(run=first) is False  # the lost claim cannot end the new one
-    assert runs.run_finish(run=second) is True
-    assert run_claim(run_id=chunk.pk, worker="c@host") is None  # done: a late duplicate does nothing
+    assert run_finish(run=first) is False  # the lost claim cannot end the new one
+    assert run_finish(run=second) is True
+    assert run_claim(BackgroundRun, run_id=chunk.pk, worker="c@host") is None  # done: a late duplicate does nothing
 
 
 def test_the_tracked_task_runs_a_chunk_once_and_ignores_a_late_duplicate(make_project, tmp_path, eager):
@@ -85,14 +86,14 @@ def test_the_tracked_task_runs_a_chunk_once_and_ignores_a_late_duplicate(make_pr
     job, _ = started_job(make_project, tmp_path)  # eager: the chunk ran at commit
     job.refresh_from_db()
     chunk = BackgroundRun.objects.get(job=job, chunk_index=0)
-    assert (job.status, chunk.state, chunk.attempts) == (JobStatus.FINISHED, RunState.DONE, 1)
+    assert (job.status, chunk.status, chunk.attempts) == (JobStatus.FINISHED, RunStatus.FINISHED, 1)
     assert run_api_chunk.apply(args=chunk.args, kwargs={"tracked_run": chunk.pk}).get() is None
     assert BackgroundRun.objects.get(pk=chunk.pk).attempts == 1
     assert Prediction.objects.filter(job=job).count() == 24
     # The job's other runs (export, board warm-up) were tracked too.
-    assert set(BackgroundRun.objects.filter(job=job).values_list("task", "state")) == {
-        ("inference.tasks.run_api_chunk", "done"),
-        ("inference.tasks.export_job", "done"), ("evaluation.tasks.warm_boards", "done")}
+    assert set(BackgroundRun.objects.filter(job=job).values_list("task", "status")) == {
+        ("inference.tasks.run_api_chunk", "finished"),
+        ("inference.tasks.export_job", "finished"), ("evaluation.tasks.warm_boards", "finished")}
 
 
 def test_the_watchdog_requeues_a_lost_chunk_boundedly_then_fails_it_and_the_job_with_the_reason(
@@ -101,26 +102,26 @@ def test_the_watchdog_requeues_a_lost_chunk_boundedly_then_fails_it_and_the_job_
     chunk = BackgroundRun.objects.get(job=job, chunk_index=0)
     sent.clear()
     for attempt in (1, 2):
-        run = run_claim(run_id=chunk.pk, worker="w@host")
+        run = run_claim(BackgroundRun, run_id=chunk.pk, worker="w@host")
         assert run.attempts == attempt
         assert recovery.runs_watch()["requeued"] == 0  # heartbeat fresh: left alone
         lose(run)
         assert recovery.runs_watch() == {"requeued": 1, "failed": 0, "resent": 0, "jobs_settled": 0}
         chunk.refresh_from_db()
-        assert chunk.state == RunState.QUEUED
+        assert chunk.status == RunStatus.QUEUED
         assert f"re-queued (attempt {attempt + 1} of 3)" in chunk.reason and "worker w@host lost" in chunk.reason
         assert sent[-1] == ("inference.tasks.run_api_chunk", (job.pk, chunk.args[1]), "api", chunk.pk)
-    run = run_claim(run_id=chunk.pk, worker="w@host")
+    run = run_claim(BackgroundRun, run_id=chunk.pk, worker="w@host")
     lose(run)
     assert recovery.runs_watch()["failed"] == 1
     chunk.refresh_from_db()
-    assert chunk.state == RunState.FAILED and chunk.reason.startswith("worker lost 3 times: last worker w@host lost")
+    assert chunk.status == RunStatus.FAILED and chunk.reason.startswith("worker lost 3 times: last worker w@host lost")
     assert [m[0] for m in sent] == ["inference.tasks.run_api_chunk"] * 2 + ["inference.tasks.export_job"]  # no third
     job.refresh_from_db()
     assert job.status == JobStatus.FAILED and "worker lost 3 times" in job.error
     failed = Prediction.objects.filter(job=job, status="failed")
     assert failed.count() == 24 and {p.error for p in failed} == {chunk.reason}
-    assert run_claim(run_id=chunk.pk, worker="late@host") is None  # the original message, an hour later
+    assert run_claim(BackgroundRun, run_id=chunk.pk, worker="late@host") is None  # the original message, an hour later
 
 
 @pytest.mark.parametrize("protocol, make_items, key", [
@@ -140,7 +141,7 @@ def test_a_lost_suggestion_chunk_fails_the_one_query_of_each_unanswered_item(
     # The worker answered the first item, then died; a redelivery would not ask that item again.
     assert services.job_run_chunk(job_id=job.pk, item_ids=[items[0].pk]) == 1
     assert services.job_run_chunk(job_id=job.pk, item_ids=[items[0].pk]) == 0
-    run = run_claim(run_id=chunk.pk, worker="w@host")
+    run = run_claim(BackgroundRun, run_id=chunk.pk, worker="w@host")
 
     recovery.run_failed(run=run, reason="worker lost 3 times: last worker w@host lost")
 
@@ -155,7 +156,7 @@ def test_a_lost_suggestion_chunk_fails_the_one_query_of_each_unanswered_item(
 
 def test_a_job_whose_chunks_all_ended_without_answers_is_failed_not_left_running(make_project, tmp_path, sent):
     job, _ = started_job(make_project, tmp_path)
-    BackgroundRun.objects.filter(job=job).update(state=RunState.DONE)  # ended, yet nothing stored
+    BackgroundRun.objects.filter(job=job).update(status=RunStatus.FINISHED)  # ended, yet nothing stored
     assert recovery.runs_watch()["jobs_settled"] == 1
     job.refresh_from_db()
     assert job.status == JobStatus.FAILED and job.error == "every chunk ended but 24 of 24 queries have no answer"
@@ -163,10 +164,10 @@ def test_a_job_whose_chunks_all_ended_without_answers_is_failed_not_left_running
 
 def test_the_heartbeat_thread_refreshes_the_claimed_row_at_the_production_interval(make_project, tmp_path, sent):
     job, _ = started_job(make_project, tmp_path)
-    run = run_claim(run_id=BackgroundRun.objects.get(job=job, chunk_index=0).pk, worker="w@host")
+    run = run_claim(BackgroundRun, run_id=BackgroundRun.objects.get(job=job, chunk_index=0).pk, worker="w@host")
     lose(run)
     before = BackgroundRun.objects.get(pk=run.pk).heartbeat_at
-    with RowHeartbeat(runs.run_heartbeat_queryset(run)):
+    with RowHeartbeat(run_mine(run)):
         time.sleep(settings.STATELAB_RUN_HEARTBEAT_SECONDS + 1.5)
     after = BackgroundRun.objects.get(pk=run.pk).heartbeat_at
     assert after > before and timezone.now() - after < timedelta(seconds=5)
@@ -211,7 +212,7 @@ def test_the_watchdog_sends_again_only_queued_runs_missing_from_the_broker(make_
     assert sent == [("inference.tasks.run_api_chunk", (job.pk, chunks[0].args[1]), "api", chunks[0].pk)]
     broker.rpush("api", b"message sent again")  # what the real send put in the broker
     assert recovery.runs_resend_missing() == 0  # every queued run has its message: nothing sent
-    BackgroundRun.objects.filter(pk=chunks[0].pk).update(state=RunState.DONE)
+    BackgroundRun.objects.filter(pk=chunks[0].pk).update(status=RunStatus.FINISHED)
     assert recovery.runs_resend_missing() == 0  # more messages than queued runs (a duplicate): nothing
 
 
@@ -285,11 +286,11 @@ def test_a_retry_waiting_out_its_countdown_in_a_live_worker_is_not_sent_again(ma
         assert recovery.runs_resend_missing() == 1
         assert sent == [("inference.tasks.run_api_chunk", (job.pk, second.args[1]), "api", second.pk)]
         # and again when the worker has held the retry longer than the resend delay: its ETA is ahead
-        BackgroundRun.objects.filter(pk=second.pk).update(state=RunState.DONE)
+        BackgroundRun.objects.filter(pk=second.pk).update(status=RunStatus.FINISHED)
         held_longer(broker, settings.STATELAB_RUN_RESEND_SECONDS + 1)
         assert recovery.runs_resend_missing() == 0
         assert len(sent) == 1
-        assert BackgroundRun.objects.get(pk=first.pk).state == RunState.QUEUED  # not run: still waiting
+        assert BackgroundRun.objects.get(pk=first.pk).status == RunStatus.QUEUED  # not run: still waiting
     finally:
         stop_worker(worker)
     # A worker that stops gives back what it holds: waiting in the queue again, so still not missing.

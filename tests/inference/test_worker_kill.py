@@ -12,9 +12,10 @@ import pytest
 from django.conf import settings
 
 from annotation.importing.samples import sample_line, sample_media_paths, write_sample_media
-from annotation.models import ImportRun, ImportStatus, Item
+from annotation.models import ImportRun, Item
+from background.models import RunStatus
 from inference import services
-from inference.models import BackgroundRun, InferenceJob, JobStatus, Prediction, RunState
+from inference.models import BackgroundRun, InferenceJob, JobStatus, Prediction
 
 from . import factories
 from .openai_standin import StandIn
@@ -51,13 +52,14 @@ def test_killed_worker_mid_job_then_new_worker_and_beat_complete_it_exactly_once
         processes.append(start_worker("first", tmp_path / "w1.log"))
         # Kill while a chunk is in flight (claimed, heartbeat fresh), after some have finished.
         wait_for(lambda: InferenceJob.objects.get(pk=job.pk).done_queries >= 8
-                 and BackgroundRun.objects.filter(job=job, chunk_index__isnull=False, state=RunState.RUNNING).exists(),
+                 and BackgroundRun.objects.filter(job=job, chunk_index__isnull=False,
+                                                  status=RunStatus.RUNNING).exists(),
                  90, "the first worker to be in the middle of the job")
         kill(processes[0])
         killed_at = time.monotonic()
         at_kill = InferenceJob.objects.get(pk=job.pk)
         requests_at_kill = len(standin.log)
-        lost = BackgroundRun.objects.get(job=job, chunk_index__isnull=False, state=RunState.RUNNING)
+        lost = BackgroundRun.objects.get(job=job, chunk_index__isnull=False, status=RunStatus.RUNNING)
         assert at_kill.status == JobStatus.RUNNING and 8 <= at_kill.done_queries < 40
 
         processes.append(start_worker("second", tmp_path / "w2.log"))
@@ -83,12 +85,12 @@ def test_killed_worker_mid_job_then_new_worker_and_beat_complete_it_exactly_once
         # stored its answers before the kill, the others finish the job and the watchdog re-runs it
         # later still, within the same bound.
         chunks = BackgroundRun.objects.filter(job=job, chunk_index__isnull=False)
-        wait_for(lambda: not chunks.exclude(state=RunState.DONE).exists(), RECOVERY_BOUND,
+        wait_for(lambda: not chunks.exclude(status=RunStatus.FINISHED).exists(), RECOVERY_BOUND,
                  "every chunk's run to be marked done")
         # The lost chunk was re-queued by the watchdog and claimed again by the new worker.
         lost.refresh_from_db()
-        assert (lost.state, lost.attempts) == (RunState.DONE, 2) and lost.worker.startswith("second@")
-        assert chunks.count() == 10 and set(chunks.values_list("state", flat=True)) == {RunState.DONE}
+        assert (lost.status, lost.attempts) == (RunStatus.FINISHED, 2) and lost.worker.startswith("second@")
+        assert chunks.count() == 10 and set(chunks.values_list("status", flat=True)) == {RunStatus.FINISHED}
     finally:
         for p in processes:
             stop_worker(p)
@@ -111,9 +113,9 @@ def test_killed_worker_mid_import_then_the_watchdog_has_it_imported_once(broker,
     try:
         run = import_run_queue(project=project, user=None, uploaded=SimpleUploadedFile("items.jsonl", body))
         processes.append(start_worker("first", tmp_path / "w1.log", queues="default"))
-        wait_for(lambda: ImportRun.objects.get(pk=run.pk).status == ImportStatus.RUNNING, 60, "the import to start")
+        wait_for(lambda: ImportRun.objects.get(pk=run.pk).status == RunStatus.RUNNING, 60, "the import to start")
         time.sleep(0.5)
-        assert ImportRun.objects.get(pk=run.pk).status == ImportStatus.RUNNING, "the import ended before the kill"
+        assert ImportRun.objects.get(pk=run.pk).status == RunStatus.RUNNING, "the import ended before the kill"
         kill(processes[0])
         killed_at = time.monotonic()
 
@@ -122,7 +124,7 @@ def test_killed_worker_mid_import_then_the_watchdog_has_it_imported_once(broker,
         wait_for(lambda: ImportRun.objects.get(pk=run.pk).done, RECOVERY_BOUND + 120, "the import to end")
         print(f"\nworker SIGKILLed mid-import: import ended {time.monotonic() - killed_at:.1f} s after the kill")
         run.refresh_from_db()
-        assert (run.status, run.attempts) == (ImportStatus.FINISHED, 2), run.errors
+        assert (run.status, run.attempts) == (RunStatus.FINISHED, 2), run.errors
         assert run.worker.startswith("second@")
         assert Item.objects.filter(project=project).count() == n
     finally:

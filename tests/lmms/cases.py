@@ -8,7 +8,8 @@ from pathlib import Path
 
 from PIL import Image
 
-from annotation.protocols import changeit_vocabulary, resolve_queries
+from annotation.protocols import resolve_queries
+from protocols.changeit import vocabulary as changeit_vocabulary
 
 SEED = 11  # the release's option seed
 
@@ -43,7 +44,7 @@ def vt_payloads() -> dict[str, dict]:
     return out
 
 
-# PROTOCOLS §3 by hand: correct vt-0 (B), vt-2 (3), vt-3 (the set, any case and order), vt-5 ("a" is
+# docs/protocols/visualtrans.md by hand: correct vt-0 (B), vt-2 (3), vt-3 (the set, any case and order), vt-5 ("a" is
 # the letter A); vt-1 answers B for A; vt-4 is empty (a parse failure).
 # fine_grained 0/1, global 1/1 -> spatial mean (0 + 100) / 2 = 50; intermediate 1/1, causal 1/1,
 # planning 0/1 -> procedural mean 200 / 3 = 66.67; quantitative 1/1; overall 4/6 = 66.67.
@@ -111,7 +112,7 @@ def ci_replies(lines: list[dict]) -> dict[tuple[str, str], str]:
     return out
 
 
-# PROTOCOLS §2 by hand, N = 3 items, every figure over the 3 items (c-2's crop queries have no
+# docs/protocols/changeit.md by hand, N = 3 items, every figure over the 3 items (c-2's crop queries have no
 # document: wrong and parse failures, as a missing answer is in StateLab):
 #   state  standard  full: c-0 yes, c-1 no (unparseable), c-2 yes  -> 2/3 = 66.67
 #   state  standard  crop: c-0 no, c-1 yes, c-2 missing            -> 1/3 = 33.33

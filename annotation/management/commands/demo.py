@@ -1,7 +1,9 @@
 """python manage.py demo [--no-serve] [--addr 127.0.0.1:8000]
 
 Sets up a working StateLab on this machine and serves it:
-1. migrates the database (SQLite file when DATABASE_URL is unset);
+1. without DATABASE_URL starts the embedded PostgreSQL (config/demo_database.py; data in
+   var/postgres, kept for the next run) and stops it again when the command ends, Ctrl-C
+   included; with DATABASE_URL uses that PostgreSQL; then migrates the database;
 2. creates the users admin, researcher, reviewer, annotator1..3 and prints their passwords;
 3. makes one small project per protocol (all four workflows), with images drawn by Pillow and
    short videos encoded by ffmpeg (the system binary or the one imageio-ffmpeg ships) — nothing
@@ -16,19 +18,24 @@ existing releases are left alone.
 from __future__ import annotations
 
 import json
+import signal
+import socket
+import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
-from django.db import transaction
+from django.core.management.base import BaseCommand, CommandError
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
 
 from annotation.importing import ImportRefused, annotations_import, items_import
 from annotation.importing.samples import sample_line, sample_media_paths, write_sample_media
 from annotation.models import Membership, Project, Release, Role
 from annotation.protocols import OSC_CRITERIA
 from annotation.releases import ReleaseRefused, release_freeze
+from config.demo_database import embedded_postgres
 
 USERS = [
     # username, password, superuser, role in every demo project
@@ -64,6 +71,32 @@ RUBRIC = {
 }
 
 
+def address_free(addr: str) -> None:
+    """Refuse at once (CommandError) when runserver could not listen on `addr` ("[host:]port")."""
+    host, _, port = addr.rpartition(":")
+    try:
+        family, kind, _proto, _name, sockaddr = socket.getaddrinfo(host.strip("[]") or "127.0.0.1", int(port),
+                                                                   type=socket.SOCK_STREAM)[0]
+        with socket.socket(family, kind) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as runserver does
+            probe.bind(sockaddr)
+    except (OSError, ValueError) as exc:
+        raise CommandError(f"Cannot serve on {addr}: {exc}") from exc
+
+
+@contextmanager
+def exit_on_termination():
+    """SIGTERM and SIGHUP end the command as Ctrl-C does (by SystemExit), so the blocks around it
+    clean up: the embedded PostgreSQL is stopped, not left running."""
+    previous = {sig: signal.signal(sig, lambda signum, _frame: sys.exit(128 + signum))
+                for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 class Command(BaseCommand):
     help = "Create demo users and sample projects for every workflow (media made locally), then serve on 127.0.0.1:8000."
 
@@ -73,6 +106,20 @@ class Command(BaseCommand):
         parser.add_argument("--data-dir", type=Path, default=None, help="where the generated sample files go")
 
     def handle(self, *args, **opts):
+        pgdata = settings.EMBEDDED_POSTGRES_DIR
+        if pgdata is None:  # DATABASE_URL names the PostgreSQL to use
+            return self.set_up_and_serve(opts)
+        if not opts["no_serve"]:
+            address_free(opts["addr"])  # runserver would os._exit() on a taken port, leaving the server up
+        database = connections.settings[DEFAULT_DB_ALIAS]
+        with exit_on_termination(), embedded_postgres(pgdata, database=database["NAME"]) as where:
+            database.update(where)  # the settings' socket directory, unless the wheel had to use another
+            try:
+                self.set_up_and_serve(opts)
+            finally:
+                connections.close_all()
+
+    def set_up_and_serve(self, opts) -> None:
         call_command("migrate", interactive=False, verbosity=0)
         data_dir = opts["data_dir"] or Path(settings.DATA_DIR) / "demo-data"
         users = self.make_users()

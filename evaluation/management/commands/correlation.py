@@ -2,6 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Project, Release
 from evaluation import correlation, tables
+from protocols.kit.bootstrap import N_BOOT
 
 
 class Command(BaseCommand):
@@ -12,7 +13,7 @@ class Command(BaseCommand):
         parser.add_argument("--release", default=None)
         parser.add_argument("--format", default="json", choices=["json", "csv", "latex"])
         parser.add_argument("--details", action="store_true", help="json: add a note beside every null statistic")
-        parser.add_argument("--boot", type=int, default=correlation.N_BOOT)
+        parser.add_argument("--boot", type=int, default=N_BOOT)
 
     def handle(self, *args, project, release, format, boot, details, **options):
         try:

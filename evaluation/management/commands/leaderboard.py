@@ -2,6 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Project, Release
 from evaluation import leaderboard, ranking, tables
+from protocols.kit.bootstrap import N_BOOT
 
 
 class Command(BaseCommand):
@@ -13,7 +14,7 @@ class Command(BaseCommand):
         parser.add_argument("--judge", default=None, help="video rating: score generators by this judge instead of humans")
         parser.add_argument("--format", default="json", choices=["json", "csv", "latex", "markdown"])
         parser.add_argument("--details", action="store_true", help="json: add rank, breakdowns and diagnostics to each row")
-        parser.add_argument("--boot", type=int, default=leaderboard.N_BOOT, help="bootstrap resamples")
+        parser.add_argument("--boot", type=int, default=N_BOOT, help="bootstrap resamples")
         parser.add_argument("--rank-by", default=None, metavar="NAME",
                             help="order and rank by another ranking of the protocol (video rating: criteria_mean, "
                                  "the mean of the eight criteria); default: the protocol's headline metric")

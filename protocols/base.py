@@ -1,0 +1,151 @@
+"""The interface every protocol package implements, and the helpers they share. Plain Python.
+
+A protocol is one benchmark (STATUS, ChangeIt, ...): a package ``protocols/<name>/`` whose
+``__init__`` defines a subclass of ``Protocol`` and exposes one instance as ``protocol``. The
+apps (annotation, inference, evaluation) and the pages never name a protocol: they ask the
+registry (protocols.registry.get(name)) for this object and read its facts or call its methods.
+
+What a protocol says, in the order the platform uses it:
+- item side: ``media_fields`` (payload field -> "image" | "video" | "images"), the workflow form
+  it is annotated in (``workflow``: quintuplet, box, qa or rating) and the fields that form's
+  result holds (``result_fields`` for quintuplets, ``criteria`` / ``nullable`` / labels / rubric
+  for ratings), ``answer_shape`` for QA forms, ``default_annotations_per_item``, the project
+  settings it reads (``settings_keys``);
+- model side: ``query_keys``, ``answer_kind`` (how a reply is parsed: protocols/kit/answers.py)
+  and ``resolve_queries`` (the option orders and correct answers of one item, seeded),
+  ``vocabulary`` (release-wide data its queries need) and ``vocabulary_param`` (the job
+  parameter a run keeps it under), ``strategies`` (ways of asking besides the direct one, each a
+  module of the package: ``strategy(name)``), and the module named by ``prompts_module``
+  (``PROMPT_VERSION``, ``build(item, *, media, params)``: see protocols/kit/prompting.py);
+- evaluation side: ``metrics`` (key -> (short name, definition)), ``ranking`` and
+  ``alternative_rankings``, ``chance``, ``places``, ``human_row``, ``board`` ("models", or
+  "generators" for a rating protocol whose rows are the items' generators), ``cluster_key``
+  (the payload field whose items a statistic resamples together, or None), and the module named
+  by ``scoring_module`` (``KEYS``, ``printed(matrix)``, ``cis(matrix, *, n_boot, seed)``,
+  ``score(items, answers)``, ``random_answers(items, *, seed)``).
+
+Modules named by ``prompts_module`` / ``scoring_module`` are imported on first use only, so
+reading a protocol's facts never loads numpy, the inference toolkit or the scoring engine.
+"""
+from __future__ import annotations
+
+import importlib
+import random
+import string
+from types import ModuleType
+from typing import Any, ClassVar, Iterable, Mapping
+
+LETTERS = string.ascii_uppercase
+
+
+def seeded_rng(seed: int, item_id: str, key: str) -> random.Random:
+    """The one source of every option order shown to a model: (seed, item id, query key).
+
+    random.Random seeded with a str is stable across processes and Python versions (v2 seeding).
+    """
+    return random.Random(f"{seed}:{item_id}:{key}")
+
+
+def letter(index: int) -> str:
+    return LETTERS[index]
+
+
+def shuffled(options: list[Any], rng: random.Random) -> list[Any]:
+    out = list(options)
+    rng.shuffle(out)
+    return out
+
+
+class Protocol:
+    """One benchmark's particulars. Subclasses set the class attributes and override the methods
+    whose default does not fit; see the module docstring for who reads what."""
+
+    name: ClassVar[str] = ""
+    label: ClassVar[str] = ""  # the human name of projects' protocol choice
+    workflow: ClassVar[str] = ""  # quintuplet | box | qa | rating
+    media_fields: ClassVar[dict[str, str]] = {}
+    # The item line's fields and their checks (protocols/fields.py ItemFields; the protocol's fields.py).
+    item_fields: ClassVar[Any] = None
+    # Payload fields an annotator is shown as they are (besides the media and what the workflow's
+    # form derives); an allow-list: nothing else of the payload reaches an annotator.
+    annotator_fields: ClassVar[tuple[str, ...]] = ()
+    query_keys: ClassVar[tuple[str, ...]] = ()
+    # How a reply (a model's or a blind annotator's) is read (protocols/kit/answers.py PARSERS): "choice"
+    # (a letter), "candidate" (a 1-based number or the label), "qa" (choice / count / set by the
+    # item's format), "letters" (a set of letters), "judge" (criterion -> 1..5 or None as JSON).
+    answer_kind: ClassVar[str] = "choice"
+    # The job parameter under which a run stores ``vocabulary`` (so every chunk of a run draws
+    # options alike); None when the protocol's queries need no release-wide data.
+    vocabulary_param: ClassVar[str | None] = None
+    # Strategies besides "direct": names of modules of the package with ``run`` and ``PROMPT_VERSION``.
+    strategies: ClassVar[tuple[str, ...]] = ()
+    default_annotations_per_item: ClassVar[int] = 1
+    settings_keys: ClassVar[tuple[str, ...]] = ()  # protocol-specific project settings it reads
+    # quintuplet forms: the fields of one result, in the form's order
+    result_fields: ClassVar[tuple[str, ...]] = ()
+    # rating forms: criteria (in the form's order), those that may be N/A, labels, default rubric
+    criteria: ClassVar[tuple[str, ...]] = ()
+    nullable: ClassVar[tuple[str, ...]] = ()
+    criterion_labels: ClassVar[dict[str, str]] = {}
+    default_rubric: ClassVar[dict[str, str]] = {}
+    # evaluation
+    metrics: ClassVar[dict[str, tuple[str, str]]] = {}
+    ranking: ClassVar[tuple[str, ...]] = ()
+    alternative_rankings: ClassVar[dict[str, tuple[str, ...]]] = {}
+    places: ClassVar[int] = 2  # printed decimals: percent with two unless the protocol says otherwise
+    percent: ClassVar[bool] = True
+    human_row: ClassVar[bool] = False  # blind answers make a Human row
+    board: ClassVar[str] = "models"  # "models", or "generators" (rows per payload["generator"])
+    cluster_key: ClassVar[str | None] = None
+    prompts_module: ClassVar[str] = "prompts"
+    scoring_module: ClassVar[str] = "scoring"
+    # The protocol's spec page, relative to the repository root.
+    spec: ClassVar[str] = ""
+
+    def __repr__(self) -> str:
+        return f"<Protocol {self.name}>"
+
+    # --- item side ---------------------------------------------------------------------------
+    def answer_shape(self, payload: Mapping[str, Any], project_settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The answer a QA item takes: {"format", "n_options", "multiple"} (the facts a model's
+        prompt states too). Default: the item's own format, one answer."""
+        fmt = payload.get("format") or "choice"
+        return {"format": fmt, "n_options": len(payload.get("options") or []), "multiple": False}
+
+    def known_answer_form(self, payload: Mapping[str, Any]) -> dict[str, Any] | None:
+        """How an item's known QA answer is stored: keyword arguments of annotation.canonical.qa_answer
+        ({"fmt", "multiple"}), or None when the protocol's answer is kept as given."""
+        return None
+
+    # --- model side --------------------------------------------------------------------------
+    def vocabulary(self, payloads: Iterable[Mapping[str, Any]]) -> Any:
+        """Release-wide data ``resolve_queries`` needs (None when an item's queries need only the item)."""
+        return None
+
+    def resolve_queries(self, item_id: str, payload: Mapping[str, Any], *, seed: int,
+                        vocabulary: Any = None) -> dict[str, dict[str, Any]]:
+        """{query_key: {"options": [...], "answer": ...}} of one item, option orders seeded."""
+        raise NotImplementedError
+
+    @property
+    def prompts(self) -> ModuleType:
+        return self._submodule(self.prompts_module)
+
+    @property
+    def scoring(self) -> ModuleType:
+        return self._submodule(self.scoring_module)
+
+    def strategy(self, name: str) -> ModuleType:
+        """The module of one of ``strategies`` (ValueError for a strategy the protocol lacks)."""
+        if name not in self.strategies:
+            raise ValueError(f"protocol {self.name} has no {name} strategy")
+        return self._submodule(name)
+
+    def _submodule(self, name: str) -> ModuleType:
+        package = type(self).__module__
+        return importlib.import_module(name if "." in name else f"{package}.{name}")
+
+    # --- evaluation side ---------------------------------------------------------------------
+    def chance(self, metric: str) -> Any:
+        """Chance level of a metric (a Decimal, percent), None where there is no fixed one."""
+        return None

@@ -1,0 +1,104 @@
+"""ChangeIt-Frames: object state recognition, one box per image and its state label.
+
+Spec: docs/protocols/changeit.md. Prompts: prompts.py; scoring: scoring.py (this folder).
+"""
+from __future__ import annotations
+
+import random
+from decimal import Decimal
+from typing import Any, Iterable, Mapping
+
+from protocols.base import Protocol, seeded_rng
+
+from .fields import ITEM_FIELDS
+
+STRATEGIES = ("standard", "distractor")
+CONDITIONS = ("full", "crop")
+QUERIES = tuple(f"state:{s}:{c}" for s in STRATEGIES for c in CONDITIONS)
+N_CANDIDATES = 10
+
+_SOURCE = {"standard": "the object’s other states, then labels of other objects",
+           "distractor": "the item’s close-in-meaning distractors, then random labels"}
+METRICS = {
+    **{f"state_acc_{s}_{c}": (
+        f"State acc. · {s} · {c}",
+        f"State accuracy: share of images whose exact state label was picked among 10 candidates "
+        f"({_SOURCE[s]}), shown the {'whole image' if c == 'full' else 'annotated box cropped out'}. Chance 10 %.")
+       for s in STRATEGIES for c in CONDITIONS},
+    **{f"object_acc_{s}_{c}": (
+        f"Object acc. · {s} · {c}",
+        f"Object accuracy: share of images where the picked label names the right object (its state may be "
+        f"wrong); {s} candidates, {'whole image' if c == 'full' else 'cropped box'}.")
+       for s in STRATEGIES for c in CONDITIONS},
+}
+
+
+def vocabulary(payloads: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:
+    """object -> sorted list of state labels seen in a set of ChangeIt items."""
+    vocab: dict[str, set[str]] = {}
+    for p in payloads:
+        vocab.setdefault(p["object"], set()).add(p["state"])
+    return {obj: sorted(states) for obj, states in sorted(vocab.items())}
+
+
+def candidates(payload: Mapping[str, Any], strategy: str, vocab: dict[str, list[str]], rng: random.Random) -> list[str]:
+    truth = payload["state"]
+    obj = payload["object"]
+    picked: list[str] = [truth]
+    if strategy == "standard":
+        first = [s for s in vocab.get(obj, []) if s != truth]
+    else:
+        first = [s for s in payload.get("distractors", []) if s != truth]
+    for label in first:
+        if len(picked) >= N_CANDIDATES:
+            break
+        if label not in picked:
+            picked.append(label)
+    others = sorted({s for o, states in vocab.items() if o != obj for s in states} - set(picked))
+    rng.shuffle(others)
+    for label in others:
+        if len(picked) >= N_CANDIDATES:
+            break
+        picked.append(label)
+    rng.shuffle(picked)
+    return picked
+
+
+class ChangeIt(Protocol):
+    name = "changeit"
+    label = "ChangeIt-Frames (boxes + state)"
+    workflow = "box"
+    media_fields = {"image": "image"}
+    item_fields = ITEM_FIELDS
+    annotator_fields = ("object",)
+    answer_kind = "candidate"
+    query_keys = QUERIES
+    settings_keys = ("state_labels",)
+    vocabulary_param = "changeit_vocabulary"  # the key jobs have always stored it under
+    metrics = METRICS
+    # State accuracy, standard candidates, whole image: the first column of the paper's Table 4.
+    ranking = ("state_acc_standard_full", "state_acc_standard_crop", "state_acc_distractor_full",
+               "state_acc_distractor_crop")
+    spec = "docs/protocols/changeit.md"
+
+    def vocabulary(self, payloads: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:
+        return vocabulary(payloads)
+
+    def resolve_queries(self, item_id: str, payload: Mapping[str, Any], *, seed: int,
+                        vocabulary: Any = None) -> dict[str, dict[str, Any]]:
+        vocab = vocabulary if vocabulary is not None else self.vocabulary([payload])
+        out: dict[str, dict[str, Any]] = {}
+        for strategy in STRATEGIES:
+            # Full and crop share one candidate list so the two conditions differ only in the image.
+            cands = candidates(payload, strategy, vocab, seeded_rng(seed, item_id, f"changeit:{strategy}"))
+            for condition in CONDITIONS:
+                out[f"state:{strategy}:{condition}"] = {"options": cands, "answer": cands.index(payload["state"]) + 1}
+        return out
+
+    def chance(self, metric: str) -> Decimal | None:
+        # One of 10 candidates; object accuracy has no fixed chance (it depends on how many
+        # candidates name the object): the Random row shows it.
+        return Decimal("10.00") if metric.startswith("state_acc_") else None
+
+
+protocol = ChangeIt()

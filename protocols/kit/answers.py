@@ -1,0 +1,341 @@
+"""Reading a reply (a model's or a blind annotator's) into its canonical answer: the parsers of
+every answer kind, shared by inference (raw model output), imports of predictions and scoring.
+
+Plain Python, no Django. Every parser returns the canonical form of an answer or None when the
+output cannot be read; None is scored as wrong and counted as a parse failure.
+
+A protocol says which parser reads its replies (``Protocol.answer_kind``, protocols/base.py);
+the canonical form of each kind (``PARSERS`` below):
+- ``choice``: one upper-case letter ("A", "B", ...);
+- ``candidate``: the 1-based number of a candidate label (int);
+- ``qa``: by the item's format: ``choice`` a letter, ``count`` an int, ``set`` a sorted list of
+  normalized strings (``protocols.normalize.answer_multiset``);
+- ``letters``: sorted list of distinct upper-case letters;
+- ``judge``: dict criterion -> int 1..5 or None (N/A), one entry per criterion of the protocol.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any, Iterable
+
+from protocols import registry
+from protocols.base import LETTERS
+from protocols.normalize import PUNCT_EDGES, answer_multiset, answer_text
+
+
+def normalize_int(value: Any) -> int | None:
+    """An integer from an int, an integral float or a string holding one number."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if math.isfinite(value) and value.is_integer():
+            return int(value)
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        m = re.fullmatch(r"[+-]?\d+(?:\.0+)?", text)
+        if m:
+            return int(float(text)) if "." in text else int(text)
+        # Free text: accept exactly one integer ("Answer: 3", "There are 3 apples.").
+        found = re.findall(r"(?<![\w.])[+-]?\d+(?!\w|\.\d)", text)
+        if len(set(found)) == 1:
+            return int(found[0])
+    return None
+
+
+_LETTER_PATTERNS = (
+    # "Answer: (B)", "answer is B", "Final answer - b"
+    re.compile(r"answer\s*(?:is|:|-|=)?\s*(?:option\s*)?[\(\[]?\s*([A-Za-z])\s*[\)\]]?(?![A-Za-z])", re.I),
+    re.compile(r"option\s*[\(\[]?([A-Za-z])[\)\]]?(?![A-Za-z])", re.I),
+    re.compile(r"^\s*[\(\[]([A-Za-z])[\)\]]"),  # leading "(B)", "[B]"
+    re.compile(r"^\s*([A-Za-z])(?:[\)\.:]|\s*$)"),  # leading "B.", "B)", "B:"
+    re.compile(r"[\(\[]([A-Z])[\)\]]"),  # "(B)" anywhere, upper case only
+)
+
+
+def normalize_letter(value: Any, n_options: int | None = None) -> str | None:
+    """One option letter from a bare letter or from free text ("Answer: (B)"); indices are not letters."""
+    if value is None or isinstance(value, bool):
+        return None
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    if not text:
+        return None
+    allowed = LETTERS[:n_options] if n_options else LETTERS
+    if len(text) == 1 and text.upper() in allowed:
+        return text.upper()
+    for pattern in _LETTER_PATTERNS:
+        for m in pattern.finditer(text):
+            letter = m.group(1)
+            if letter.upper() in allowed and (letter.isupper() or _stands_alone(text, m.start(1), m.end(1))):
+                return letter.upper()
+    return None
+
+
+_ALONE_AFTER = ".,;:!?)]}*_`\"'"
+
+
+def _stands_alone(text: str, start: int, end: int) -> bool:
+    """A lower-case letter is an option only in brackets or with nothing but punctuation after it.
+
+    "answer: b", "answer is (a) ...", "answer is b." are letters; "The answer is a cabinet" and
+    "Answer: a half-open cabinet" use the article "a" and are not.
+    """
+    before = text[start - 1] if start > 0 else ""
+    rest = text[end:].lstrip()
+    if before in "([" and rest[:1] in (")", "]"):
+        return True
+    return rest == "" or rest[0] in _ALONE_AFTER
+
+
+def _match_option_text(value: Any, options: list) -> int | None:
+    """0-based index of the option whose text equals the answer (normalized), if exactly one."""
+    if not isinstance(value, str) or not options:
+        return None
+    norm = answer_text(value)
+    if not norm:
+        return None
+    hits = [i for i, opt in enumerate(options) if answer_text(opt) == norm]
+    if len(hits) == 1:
+        return hits[0]
+    # "B. a slightly opened door" / "(B) a slightly opened door": letter prefix plus text.
+    m = re.match(r"^\s*[\(\[]?([A-Za-z])[\)\]\.:]\s*(.+)$", value.strip())
+    if m:
+        idx = LETTERS.find(m.group(1).upper())
+        if 0 <= idx < len(options) and answer_text(options[idx]) == answer_text(m.group(2)):
+            return idx
+    # Free text that contains exactly one option's text verbatim.
+    contained = [i for i, opt in enumerate(options) if answer_text(opt) and answer_text(opt) in norm]
+    if len(contained) == 1:
+        return contained[0]
+    return None
+
+
+def parse_choice(raw: Any, options: list) -> str | None:
+    """A letter for a multiple-choice query: the letter, or the option's text."""
+    n = len(options) if options else None
+    if isinstance(raw, str):
+        text = raw.strip().strip("*_`\"' ")  # markdown emphasis and quotes around a bare answer
+        if n is not None and len(text) == 1 and text.upper() in LETTERS[:n]:
+            return text.upper()
+        idx = _match_option_text(text, options or [])
+        if idx is not None:
+            return LETTERS[idx]
+        return normalize_letter(text, n)
+    return None
+
+
+def parse_candidate_number(raw: Any, options: list) -> int | None:
+    """1-based candidate number for a candidate-label query: the number or the label text."""
+    n = len(options) if options else None
+    if isinstance(raw, str):
+        idx = _match_option_text(raw, options or [])
+        if idx is not None and not re.fullmatch(r"\s*\d+\s*\.?\s*", raw):
+            return idx + 1
+    number = normalize_int(raw)
+    if number is None:
+        return None
+    if number < 1 or (n is not None and number > n):
+        return None
+    return number
+
+
+def parse_letter_set(raw: Any, options: list) -> list[str] | None:
+    """Sorted distinct letters for a question with several correct options: ["A", "C"], "A,C", "A and C",
+    or option texts."""
+    n = len(options) if options else None
+    allowed = LETTERS[:n] if n else LETTERS
+    if raw is None or isinstance(raw, bool):
+        return None
+    if isinstance(raw, str):
+        text = raw.strip()
+        if text.startswith("["):
+            try:
+                loaded = json.loads(text)
+            except ValueError:
+                loaded = None
+            if isinstance(loaded, list):
+                return parse_letter_set(loaded, options)
+        m = re.search(r"(?:answers?|options?|choices?)\s*(?:is|are|:)\s*(.+)$", text, re.I | re.S)
+        if m:
+            text = m.group(1)
+        tokens = [t for t in re.split(r"\s*(?:,|;|/|\band\b|&|\s)\s*", text) if t]
+        letters = []
+        for token in tokens:
+            token = token.strip(PUNCT_EDGES)
+            if len(token) == 1 and token.upper() in allowed:
+                letters.append(token.upper())
+            elif token:
+                letters = None
+                break
+        if letters:
+            return sorted(set(letters))
+        # Comma-separated option texts.
+        parts = [p for p in raw.split(",") if p.strip()]
+        idxs = [_match_option_text(p, options or []) for p in parts]
+        if idxs and all(i is not None for i in idxs):
+            return sorted({LETTERS[i] for i in idxs})  # type: ignore[index]
+        return None
+    if isinstance(raw, (list, tuple)):
+        out = []
+        for entry in raw:
+            if not isinstance(entry, str):
+                return None
+            t = entry.strip()
+            if len(t) == 1 and t.upper() in allowed:
+                out.append(t.upper())
+                continue
+            idx = _match_option_text(t, options or [])
+            if idx is None:
+                return None
+            out.append(LETTERS[idx])
+        return sorted(set(out)) or None
+    return None
+
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
+
+
+def _extract_json_object(text: str) -> dict | None:
+    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    for cand in candidates:
+        cand = cand.strip()
+        try:
+            loaded = json.loads(cand)
+            if isinstance(loaded, dict):
+                return loaded
+        except ValueError:
+            pass
+        # The outermost {...} span (tolerates prose before and after).
+        start, end = cand.find("{"), cand.rfind("}")
+        if 0 <= start < end:
+            try:
+                loaded = json.loads(cand[start : end + 1])
+                if isinstance(loaded, dict):
+                    return loaded
+            except ValueError:
+                # Trailing commas are the most common slip of JSON-writing models.
+                fixed = re.sub(r",\s*([}\]])", r"\1", cand[start : end + 1])
+                try:
+                    loaded = json.loads(fixed)
+                    if isinstance(loaded, dict):
+                        return loaded
+                except ValueError:
+                    pass
+    return None
+
+
+def _score_value(value: Any) -> tuple[bool, int | None]:
+    """(valid, score) for one criterion value: int 1..5, None / "N/A" as missing."""
+    if isinstance(value, dict):
+        for key in ("score", "rating", "value"):
+            if key in value:
+                return _score_value(value[key])
+        return False, None
+    if value is None:
+        return True, None
+    if isinstance(value, str) and answer_text(value) in {"n/a", "na", "null", "none", "not applicable", ""}:
+        return True, None
+    number = normalize_int(value)
+    if number is None or not 1 <= number <= 5:
+        return False, None
+    return True, number
+
+
+def parse_judge(raw: Any, criteria: Iterable[str]) -> dict[str, int | None] | None:
+    """criterion -> 1..5 or None from a judge's JSON (object, or text with code fences / prose),
+    for the rating protocol's ``criteria``.
+
+    Accepted shapes: {"object": 4, ...}; {"scores": {...}, "evidence": ...};
+    {"object": {"evidence": "...", "score": 4}, ...}. A criterion absent from the answer is None;
+    a value outside 1..5 makes the whole answer unparseable. Returns None when no criterion is
+    readable.
+    """
+    criteria = tuple(criteria)
+    obj: Any = raw
+    if isinstance(raw, str):
+        obj = _extract_json_object(raw)
+    if not isinstance(obj, dict):
+        return None
+    if isinstance(obj.get("scores"), dict):
+        obj = obj["scores"]
+    out: dict[str, int | None] = {}
+    seen = 0
+    for criterion in criteria:
+        if criterion not in obj:
+            out[criterion] = None
+            continue
+        valid, score = _score_value(obj[criterion])
+        if not valid:
+            return None
+        seen += 1
+        out[criterion] = score
+    if seen == 0:
+        return None
+    return out
+
+
+def parse_answer(protocol: str, query: str, raw: Any, options: list, *, fmt: str | None = None) -> Any:
+    """The canonical answer of one prediction, or None when unparseable, read as the protocol's
+    ``answer_kind`` says (protocols/base.py; PARSERS below).
+
+    ``options`` is the list of option texts in the order shown to the model (letters follow
+    position; candidate labels are numbered from 1). ``fmt`` is a QA item's format ("choice",
+    "count" or "set") where the protocol has several.
+    """
+    found = registry.get(protocol)
+    return PARSERS[found.answer_kind](raw, options, fmt=fmt, criteria=found.criteria)
+
+
+def parse_qa(raw: Any, options: list, *, fmt: str | None = None) -> Any:
+    """A QA answer in one of the three formats; ``fmt`` omitted: choice when options are given,
+    else count for an integer-looking answer, else set."""
+    if fmt is None:
+        if options:
+            fmt = "choice"
+        elif normalize_int(raw) is not None:
+            fmt = "count"
+        else:
+            fmt = "set"
+    if fmt == "choice":
+        return parse_choice(raw, options)
+    if fmt == "count":
+        return normalize_int(raw)
+    if fmt == "set":
+        return answer_multiset(raw)
+    raise ValueError(f"unknown QA format {fmt!r}")
+
+
+# answer kind (Protocol.answer_kind) -> (raw, options, *, fmt, criteria) -> canonical answer or None
+PARSERS = {
+    "choice": lambda raw, options, **_: parse_choice(raw, options),
+    "candidate": lambda raw, options, **_: parse_candidate_number(raw, options),
+    "qa": lambda raw, options, *, fmt, **_: parse_qa(raw, options, fmt=fmt),
+    "letters": lambda raw, options, **_: parse_letter_set(raw, options),
+    "judge": lambda raw, options, *, criteria, **_: parse_judge(raw, criteria),
+}
+
+
+def answer_type_error(kind: str, raw: Any, *, fmt: str | None = None) -> str | None:
+    """Why an imported answer (not a string: strings are parsed, and failures count as parse
+    failures) cannot be one of this answer kind, or None when its type fits."""
+    if raw is None or isinstance(raw, str):
+        return None
+    if kind == "judge":
+        return None if isinstance(raw, dict) else "a judge answer is an object criterion -> 1..5 or null"
+    if kind == "candidate":
+        return None if isinstance(raw, int) and not isinstance(raw, bool) else "answer with the candidate's number or its label text"
+    if kind == "letters":
+        return None if isinstance(raw, list) and all(isinstance(x, str) for x in raw) else "answer with a list of letters or \"A,C\""
+    if kind == "qa":
+        if fmt == "count" and isinstance(raw, int) and not isinstance(raw, bool):
+            return None
+        if fmt == "set" and isinstance(raw, list) and all(isinstance(x, str) for x in raw):
+            return None
+        return f"answer of the wrong type for a {fmt} question"
+    return "answer with a letter or the option's text"

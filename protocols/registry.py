@@ -1,0 +1,105 @@
+"""The one registry of protocols: name -> Protocol object (protocols/base.py).
+
+Built from the setting ``STATELAB_PROTOCOLS``, a list of dotted paths of protocol packages
+(each exposes ``protocol``, an instance of a Protocol subclass). Adding a benchmark is one new
+package and one line in that list. Outside Django (a notebook, a pure-Python test) the built-in
+list ``BUILT_IN`` is used. The registry follows the setting as it is now (a test that overrides
+it sees its own protocols), and keeps one object per path.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any, Iterator, Mapping
+
+from .base import Protocol
+
+BUILT_IN = ("protocols.status", "protocols.changeit", "protocols.visualtrans", "protocols.m3verse",
+            "protocols.oscbench")
+
+_loaded: dict[str, Protocol] = {}
+_tables: dict[tuple[str, ...], dict[str, Protocol]] = {}
+
+
+class UnknownProtocol(ValueError):
+    pass
+
+
+def _paths() -> tuple[str, ...]:
+    try:
+        from django.conf import settings
+
+        if settings.configured:
+            return tuple(getattr(settings, "STATELAB_PROTOCOLS", BUILT_IN))
+    except ImportError:  # plain Python without Django installed
+        pass
+    return BUILT_IN
+
+
+def _load(path: str) -> Protocol:
+    if path not in _loaded:
+        found = getattr(importlib.import_module(path), "protocol", None)
+        if not isinstance(found, Protocol):
+            raise ImportError(f"{path} defines no `protocol` (an instance of protocols.base.Protocol)")
+        _loaded[path] = found
+    return _loaded[path]
+
+
+def _table() -> dict[str, Protocol]:
+    paths = _paths()
+    table = _tables.get(paths)
+    if table is None:
+        table = {}
+        for path in paths:
+            found = _load(path)
+            if found.name in table:
+                raise ImportError(f"two protocols named {found.name!r} in STATELAB_PROTOCOLS")
+            table[found.name] = found
+        _tables[paths] = table
+    return table
+
+
+def get(name: str) -> Protocol:
+    """The protocol called ``name``; UnknownProtocol (a ValueError) when none is registered."""
+    try:
+        return _table()[name]
+    except KeyError:
+        raise UnknownProtocol(f"unknown protocol {name!r}") from None
+
+
+def names() -> tuple[str, ...]:
+    """Registered protocol names, in the setting's order."""
+    return tuple(_table())
+
+
+def protocols() -> Iterator[Protocol]:
+    return iter(tuple(_table().values()))
+
+
+def choices() -> list[tuple[str, str]]:
+    """(name, label) of every registered protocol, for forms and the projects' field."""
+    return [(p.name, p.label) for p in protocols()]
+
+
+def with_workflow(workflow: str) -> tuple[str, ...]:
+    """Names of the protocols annotated in one workflow's form (e.g. every QA protocol)."""
+    return tuple(p.name for p in protocols() if p.workflow == workflow)
+
+
+class Attribute(Mapping):
+    """A read-only mapping protocol name -> one attribute of it, over the registry as it is now
+    (e.g. ``Attribute("media_fields")["status"]``); an unknown name is a KeyError."""
+
+    def __init__(self, attribute: str):
+        self.attribute = attribute
+
+    def __getitem__(self, name: str) -> Any:
+        try:
+            return getattr(get(name), self.attribute)
+        except UnknownProtocol:
+            raise KeyError(name) from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(names())
+
+    def __len__(self) -> int:
+        return len(names())
