@@ -14,7 +14,7 @@ from typing import Any, Hashable, Iterable, Sequence
 from protocols.normalize import answer_text, description_text
 from protocols.status import RESULT_FIELDS as QUINTUPLET_FIELDS
 
-from .protocols import OSC_CRITERIA, RATING_GOLD_TOLERANCE
+from .protocols import rating_criteria, rating_gold_tolerance
 from .reliability import CoincidenceMatrix
 
 
@@ -142,8 +142,9 @@ def quintuplet_summary(items: Iterable[Sequence[dict]]) -> dict[str, Any]:
 
 # --- ratings: Krippendorff's alpha (annotation.reliability) ---------------------------------
 
-def rating_summary(items: Iterable[Sequence[dict]], criteria: Sequence[str] = OSC_CRITERIA) -> dict[str, Any]:
-    """Per criterion: ordinal alpha over the items with at least two numeric scores, and n."""
+def rating_summary(items: Iterable[Sequence[dict]], criteria: Sequence[str] | None = None) -> dict[str, Any]:
+    """Per criterion: ordinal alpha over the items with at least two numeric scores, and n
+    (criteria: the project's protocol's; by default the rating form's, protocols.rating_criteria)."""
     return _summarize("rating", items, criteria)
 
 
@@ -242,8 +243,10 @@ def field_disagreements(workflow: str, annotations: Sequence[tuple[int, dict]]) 
 
 # --- gold ---------------------------------------------------------------------------------
 
-def gold_correct(workflow: str, payload: dict, result: dict) -> bool | None:
-    """Whether an annotation matches a gold item's known answer (None when the item has none)."""
+def gold_correct(workflow: str, payload: dict, result: dict, *, tolerance: int | None = None) -> bool | None:
+    """Whether an annotation matches a gold item's known answer (None when the item has none).
+    tolerance: how far a rating may lie from an expected score (the project's protocol's
+    gold_tolerance; by default protocols.rating_gold_tolerance)."""
     if workflow == "qa":
         if payload.get("answer") is None:
             return None
@@ -270,9 +273,10 @@ def gold_correct(workflow: str, payload: dict, result: dict) -> bool | None:
         if not gold:
             return None
         scores = result.get("scores") or {}
+        tolerance = rating_gold_tolerance() if tolerance is None else tolerance
         return all(
             (v is None and scores.get(c) is None)
-            or (v is not None and scores.get(c) is not None and abs(scores[c] - v) <= RATING_GOLD_TOLERANCE)
+            or (v is not None and scores.get(c) is not None and abs(scores[c] - v) <= tolerance)
             for c, v in gold.items()
         )
     raise ValueError(f"unknown workflow {workflow!r}")
@@ -292,11 +296,12 @@ class ProjectAgreement:
     class fed from a list, so both give the same numbers.
     """
 
-    def __init__(self, workflow: str, criteria: Sequence[str] = OSC_CRITERIA):
+    def __init__(self, workflow: str, criteria: Sequence[str] | None = None):
         if workflow not in ("box", "qa", "quintuplet", "rating"):
             raise ValueError(f"unknown workflow {workflow!r}")
         self.workflow = workflow
-        self.criteria = tuple(criteria)
+        # A rating project's criteria: its protocol's; by default the rating form's (every rating protocol's).
+        self.criteria = tuple(rating_criteria() if criteria is None else criteria)
         self.items = 0  # items with at least two annotations
         self.pairs = 0
         self.agree = 0  # qa: pairs that agree
@@ -380,7 +385,7 @@ class ProjectAgreement:
         return {"criteria": out}
 
 
-def _summarize(workflow: str, items: Iterable[Sequence[dict]], criteria: Sequence[str] = OSC_CRITERIA) -> dict[str, Any]:
+def _summarize(workflow: str, items: Iterable[Sequence[dict]], criteria: Sequence[str] | None = None) -> dict[str, Any]:
     acc = ProjectAgreement(workflow, criteria)
     for results in items:
         acc.add_item([(str(n), r) for n, r in enumerate(results)])

@@ -26,7 +26,7 @@ from itertools import combinations
 from typing import Any, Sequence
 
 from . import agreement
-from .protocols import OSC_CRITERIA
+from .protocols import rating_criteria
 
 logger = logging.getLogger(__name__)
 
@@ -139,7 +139,8 @@ def _entry(field: str, kind: str, annotations: Sequence[tuple[int, dict]], get, 
 def _rating(annotations, thresholds: Thresholds) -> list[dict]:
     out = []
     present = {c for _, r in annotations for c in (r.get("scores") or {})}
-    criteria = [c for c in OSC_CRITERIA if c in present] + sorted(present - set(OSC_CRITERIA))  # the form's order
+    form = rating_criteria()
+    criteria = [c for c in form if c in present] + sorted(present - set(form))  # the form's order
     for c in criteria:
         get = lambda r, c=c: (r.get("scores") or {}).get(c)  # noqa: E731
         values = [get(r) for _, r in annotations]

@@ -19,7 +19,7 @@ from django.utils import timezone
 from .audit import audit_record
 from .models import Annotation, AnnotationRevision, AuditAction, Item, ItemStatus, Project, Review, Suggestion
 from .project_setup import project_setting
-from .protocols import OSC_CRITERIA
+from .protocols import rating_criteria
 from .queue.errors import TaskConflict, TaskNotFound
 from .results import validate_result
 from .selectors import annotator_item_payload, result_context_for, shows_suggestions
@@ -29,8 +29,8 @@ OPEN_STATUSES = (ItemStatus.PENDING, ItemStatus.ANNOTATED)
 RECENT_LIMIT = 20
 
 
-def _summary(workflow: str, result: dict) -> str:
-    """One line a person recognises their answer by."""
+def _summary(workflow: str, result: dict, criteria: tuple[str, ...] = ()) -> str:
+    """One line a person recognises their answer by (criteria: a rating form's, in its order)."""
     if workflow == "quintuplet":
         return f"{result.get('state_a', '')} → {result.get('state_b', '')}"
     if workflow == "box":
@@ -42,7 +42,7 @@ def _summary(workflow: str, result: dict) -> str:
         return text + (f" (flags: {', '.join(flags)})" if flags else "")
     if workflow == "rating":
         scores = result.get("scores") or {}
-        ordered = [scores[c] for c in OSC_CRITERIA if c in scores]  # (jsonb keeps its own key order)
+        ordered = [scores[c] for c in criteria if c in scores]  # (jsonb keeps its own key order)
         return " ".join("N/A" if v is None else str(v) for v in ordered)
     return ""
 
@@ -55,12 +55,13 @@ def own_recent_annotations(*, user, project: Project, limit: int = RECENT_LIMIT)
             .annotate(reviewed=Exists(reviewed), n_revisions=Count("revisions"))
             .select_related("item").order_by("-created_at", "-pk")[:limit])
     workflow = project.workflow
+    criteria = rating_criteria(project.protocol) if workflow == "rating" else ()
     return [{
         "id": a.pk,
         "item": a.item_id,
         "submitted_at": a.created_at,
         "revisions": a.n_revisions,
-        "summary": _summary(workflow, a.result)[:120],
+        "summary": _summary(workflow, a.result, criteria)[:120],
         "amendable": a.item.status in OPEN_STATUSES and not a.reviewed,
         "amend_url": f"/projects/{project.slug}/my-work/{a.pk}/",
     } for a in rows]

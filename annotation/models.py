@@ -4,9 +4,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from protocols import registry
-
 from background.models import TrackedRun
+from protocols import registry
 
 
 class _RegisteredProtocols(type):
@@ -26,8 +25,7 @@ class _RegisteredProtocols(type):
 
 class Protocol(metaclass=_RegisteredProtocols):
     """The registered protocols: ``Protocol.values``, ``Protocol.choices`` and ``Protocol(name)``
-    (the protocol object, protocols/base.py). Projects' and jobs' choices are the registry's when
-    the models load (with the built-in setting: the five protocols of migration 0001)."""
+    (the protocol object, protocols/base.py), read from the registry each time they are used."""
 
 
 class Workflow(models.TextChoices):
@@ -64,13 +62,15 @@ def default_annotations_per_item(protocol: str) -> int:
 class Project(models.Model):
     slug = models.SlugField(max_length=80, unique=True)
     name = models.CharField(max_length=200)
-    protocol = models.CharField(max_length=20, choices=Protocol.choices)
+    # Choices are a callable, read when a form or full_clean asks: the registry as the setting
+    # STATELAB_PROTOCOLS names it now (migrations keep the reference, never a list of names).
+    protocol = models.CharField(max_length=20, choices=registry.choices)
     # No fixed default: save() fills in the protocol's (3 for video rating, else 1) whoever
     # creates the project (admin, import --create, API, demo). The column stays NOT NULL.
     annotations_per_item = models.PositiveSmallIntegerField(
         blank=True,
         help_text="Submitted annotations each (non-gold) item needs before it is annotated and goes to review. "
-                  "Left empty, it is the protocol's default: 3 for OSCBench video rating, 1 otherwise.",
+                  "Left empty, it is the protocol's default: 3 for video rating, 1 otherwise.",
     )
     settings = models.JSONField(
         default=dict, blank=True,
@@ -94,8 +94,8 @@ class Project(models.Model):
                   "suggestions (true/false, default true; quintuplet and QA): show model suggestions on the "
                   "annotation form. A QA answer given with one on the form is not blind and is left out of the "
                   "Human row, so a project that wants a Human row sets this to false. "
-                  "multiple (true/false, M3-Verse): whether an item that does not say takes several letters "
-                  "(default true). "
+                  "multiple (true/false, multiple-answer QA protocols): whether an item that does not say takes "
+                  "several letters (default true). "
                   "license, citation (texts): the dataset card of a Hugging Face export. "
                   "Any other key, or a key the project's protocol does not read, is refused.",
     )
@@ -200,7 +200,7 @@ class Item(models.Model):
     external_id = models.CharField(max_length=200)
     # The protocol payload in the interchange format (docs/architecture.md), media fields as relative paths.
     payload = models.JSONField(default=dict)
-    # Media field name -> asset sha256 (or list of sha256 for list fields such as VisualTrans images).
+    # Media field name -> asset sha256 (or list of sha256 for list fields, e.g. an "images" field).
     media = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=12, choices=ItemStatus.choices, default=ItemStatus.PENDING)
     split = models.CharField(max_length=50, default="test")

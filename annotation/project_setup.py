@@ -34,7 +34,7 @@ from .models import (
     Workflow,
     default_annotations_per_item,
 )
-from .protocols import OSC_CRITERIA
+from .protocols import rating_criteria
 from .verification import items_mark_disagreement, project_marking_lock
 
 logger = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ LEASE_RANGE = (60, 24 * 3600)
 MAX_RUBRIC = 5000
 MAX_CITATION = 5000
 MAX_LICENSE = 100
-MAX_STATE_LABEL = 2000  # as long as an imported ChangeIt state may be
+MAX_STATE_LABEL = 2000  # as long as an imported box item's state may be (protocols/fields.py text)
 DEFAULT_LEASE_SECONDS = 600  # an annotator's hold on a task (queue/rules.py reads it from here)
 
 
@@ -132,20 +132,22 @@ def multiple_clean(value: Any, errors: dict[str, str]) -> bool | None:
 
 def rubric_clean(value: Any, errors: dict[str, str]) -> str | dict[str, str] | None:
     """rubric, read by selectors.rubric_text_for (one text for the whole scale) and rubric_for
-    (criterion -> text over DEFAULT_OSC_RUBRIC), and by the OSCBench judge (inference/services/inputs.py):
+    (criterion -> text over the protocol's default_rubric), and by a rating protocol's judge
+    (inference/services/inputs.py):
     one text, or an object of rating criteria's texts."""
     if isinstance(value, str):
         text, why = _text(value, MAX_RUBRIC, what="One text, or criterion -> text; leave the rubric out for the default.")
         if why:
             errors["rubric"] = why
         return text
-    unknown = sorted(str(k) for k in value if k not in OSC_CRITERIA) if isinstance(value, dict) else []
+    criteria = rating_criteria()
+    unknown = sorted(str(k) for k in value if k not in criteria) if isinstance(value, dict) else []
     if not isinstance(value, dict) or not value or unknown:
         errors["rubric"] = (f"{', '.join(unknown)}: not a rating criterion. " if unknown else "") + \
-            f"One text, or criterion -> text with criteria from: {', '.join(OSC_CRITERIA)}."
+            f"One text, or criterion -> text with criteria from: {', '.join(criteria)}."
         return None
     texts: dict[str, str] = {}
-    for criterion in (c for c in OSC_CRITERIA if c in value):
+    for criterion in (c for c in criteria if c in value):
         text, why = _text(value[criterion], MAX_RUBRIC, what="A text; leave the criterion out for its default.")
         if why:
             errors["rubric"] = f"{criterion}: {why}"
@@ -301,7 +303,8 @@ def project_settings_clean(*, protocol: str, gold_share: Any = 0, suggestions: A
         errors["rubric"] = "The rubric is one text."
     elif text.strip():
         if protocol not in SETTING_RULES["rubric"].protocols:
-            errors["rubric"] = "A rubric is for video rating (OSCBench) projects only."
+            errors["rubric"] = ("A rubric is for video rating projects only ("
+                                f"{', '.join(registry.get(p).label for p in SETTING_RULES['rubric'].protocols)}).")
         elif (text := rubric_clean(text, errors)) is not None:
             out["rubric"] = text
     return out

@@ -17,22 +17,37 @@ from protocols.base import LETTERS, letter, seeded_rng
 
 __all__ = [
     "BOX_OUTCOMES", "LETTERS", "MEDIA_FIELDS", "PROTOCOLS", "QA_FLAGS", "QA_FORMATS", "QUERY_KEYS", "letter", "qa_shape",
-    "resolve_queries", "seeded_rng", "vocabulary",
+    "rating_criteria", "rating_gold_tolerance", "resolve_queries", "seeded_rng", "vocabulary",
 ]
 
 # The workflows' own constants (QA formats and flags, box outcomes) live with the item fields.
 from protocols.fields import BOX_OUTCOMES, QA_FLAGS, QA_FORMATS  # noqa: E402
-
-# Transitional: the rating criteria and gold tolerance for the callers that still take them from
-# here (annotation/agreement.py, disagreement.py, history.py, project_setup.py, the demo command).
-from protocols.oscbench import CRITERIA as OSC_CRITERIA  # noqa: E402
-from protocols.oscbench import GOLD_TOLERANCE as RATING_GOLD_TOLERANCE  # noqa: E402
 
 # Media fields per protocol: name -> "image" | "video" | "images" (list of images).
 MEDIA_FIELDS: Mapping[str, dict[str, str]] = registry.Attribute("media_fields")
 QUERY_KEYS: Mapping[str, tuple[str, ...]] = registry.Attribute("query_keys")
 # Every registered protocol name (a view of the registry: `name in PROTOCOLS`, iteration).
 PROTOCOLS: Mapping[str, Any] = registry.Attribute("name")
+
+
+def rating_criteria(protocol: str | None = None) -> tuple[str, ...]:
+    """The criteria of the rating form, in the form's order: the protocol's own, or, for a caller
+    that holds only a workflow, those of every registered rating protocol (in the registry's order)."""
+    if protocol is not None:
+        return tuple(registry.get(protocol).criteria)
+    out: list[str] = []
+    for name in registry.with_workflow("rating"):
+        out += [c for c in registry.get(name).criteria if c not in out]
+    return tuple(out)
+
+
+def rating_gold_tolerance(protocol: str | None = None) -> int:
+    """How far a rating may lie from a gold item's expected score and count as right: the protocol's
+    ``gold_tolerance``, or, for a caller that holds only a workflow, the largest of the registered
+    rating protocols'."""
+    if protocol is not None:
+        return registry.get(protocol).gold_tolerance
+    return max((registry.get(name).gold_tolerance for name in registry.with_workflow("rating")), default=0)
 
 
 def qa_shape(*, protocol: str, payload: Mapping[str, Any],

@@ -3,8 +3,8 @@
 Freezing copies every verified item of one split, ordered by external id, into `ReleaseItem`
 rows whose payload is the item's *export line*: the import format (docs/architecture.md, "Interchange formats": ``id``, the
 protocol fields, ``split``, ``tags``) plus ``resolved`` — every query's option order and correct
-answer from `annotation.protocols.resolve_queries` with the project's option seed (ChangeIt gets
-the label vocabulary of the whole release). The export then streams those stored lines as they
+answer from `annotation.protocols.resolve_queries` with the project's option seed (a protocol with a
+``vocabulary``, protocols/base.py, gets the one of the whole release). The export then streams those stored lines as they
 are, so an export is cheap, and the same release always exports the same bytes.
 
 Checksum: SHA-256 over the canonical serialization (JSON, sorted keys, no spaces, UTF-8) of
@@ -252,7 +252,8 @@ def release_export(release: Release, fmt: str = "json") -> Iterator[bytes]:
     """The release as a stream of byte chunks in `fmt` (json | jsonl | zip | hf (a zipped dataset
     folder) | coco | coco_zip)."""
     if fmt in BOX_ONLY_FORMATS and registry.get(release.project.protocol).workflow != "box":
-        raise ReleaseRefused(f"{fmt} export is for box projects (ChangeIt-Frames), not {release.project.protocol}")
+        protocol = release.project.protocol
+        raise ReleaseRefused(f"{fmt} export is for box projects, not {protocol}")
     if fmt == "hf":
         return (chunk for chunk in hf.hf_zip_parts(release, flush_bytes=FLUSH_BYTES) if chunk)
     if fmt == "coco":

@@ -24,7 +24,7 @@ def apply_result_to_payload(workflow: str, payload: dict, result: dict, *, proto
         for name in agreement.QUINTUPLET_FIELDS:
             out[name] = result[name]
     elif workflow == "box":
-        # The import format (docs/protocols/changeit.md, importing/formats.py) keeps both kinds of answer in
+        # The import format (the box protocol's spec page, importing/formats.py) keeps both kinds of answer in
         # `bbox`: a box, or "nothing_to_label" / "cannot_determine", so a verified item exports
         # and re-imports as it is. ("outcome" is only the annotation result's key.)
         out.pop("outcome", None)
@@ -45,7 +45,7 @@ def apply_result_to_payload(workflow: str, payload: dict, result: dict, *, proto
 
 
 # What apply_result_to_payload may write into a payload, and of that what a raw item (imported
-# without labels) never carries: a ChangeIt state and a QA question and options define the task.
+# without labels) never carries: a box item's state and a QA question and options define the task.
 DECISION_FIELDS = {"quintuplet": agreement.QUINTUPLET_FIELDS, "box": ("bbox", "outcome", "state"),
                    "qa": ("answer", "question", "options"), "rating": ()}
 ANSWER_FIELDS = {"quintuplet": agreement.QUINTUPLET_FIELDS, "box": ("bbox", "outcome"), "qa": ("answer",),
@@ -57,7 +57,7 @@ def payload_before_decision(workflow: str, payload: dict, review, *, protocol: s
     reopening (studies/reopen.py): each field its answer changed as Review.payload_before had it
     (absent where it had none); every other field as it is now, so a later change elsewhere in the
     payload stays. Without payload_before (a decision older than that record) the answer fields are
-    taken out, as a raw item has them; a task field the decision overwrote (a ChangeIt state)
+    taken out, as a raw item has them; a task field the decision overwrote (a box item's state)
     cannot be recovered then."""
     payload = payload or {}
     before = review.payload_before

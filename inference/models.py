@@ -3,8 +3,9 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 
-from annotation.models import Item, Project, Protocol, Release
+from annotation.models import Item, Project, Release
 from background.models import TrackedRun
+from protocols import registry
 
 
 class Backend(models.TextChoices):
@@ -58,7 +59,7 @@ class InferenceJob(models.Model):
     model_name = models.CharField(max_length=200)
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="inference_jobs")
     release = models.ForeignKey(Release, on_delete=models.PROTECT, null=True, blank=True, related_name="inference_jobs")
-    protocol = models.CharField(max_length=20, choices=Protocol.choices)
+    protocol = models.CharField(max_length=20, choices=registry.choices)  # as Project.protocol
     mode = models.CharField(max_length=10, choices=JobMode.choices, default=JobMode.EVALUATE)
     # Protocol options, sampling parameters, frames, seed, item limit, strategy.
     params = models.JSONField(default=dict, blank=True)

@@ -22,9 +22,11 @@ What a protocol says, in the order the platform uses it:
   "generators" for a rating protocol whose rows are the items' generators), ``cluster_key``
   (the payload field whose items a statistic resamples together, or None), and the module named
   by ``scoring_module`` (``KEYS``, ``printed(matrix)``, ``cis(matrix, *, n_boot, seed)``,
-  ``score(items, answers)``, ``random_answers(items, *, seed)``).
+  ``score(items, answers)``, ``random_run(items, *, rng)``);
+- samples: the module named by ``samples_module`` (a made-up dataset for the demo and the tests:
+  protocols/kit/samples.py).
 
-Modules named by ``prompts_module`` / ``scoring_module`` are imported on first use only, so
+Modules named by ``prompts_module`` / ``scoring_module`` / ``samples_module`` are imported on first use only, so
 reading a protocol's facts never loads numpy, the inference toolkit or the scoring engine.
 """
 from __future__ import annotations
@@ -88,6 +90,8 @@ class Protocol:
     nullable: ClassVar[tuple[str, ...]] = ()
     criterion_labels: ClassVar[dict[str, str]] = {}
     default_rubric: ClassVar[dict[str, str]] = {}
+    # how far (in points) a rating may lie from a gold item's expected score and still count as right
+    gold_tolerance: ClassVar[int] = 0
     # evaluation
     metrics: ClassVar[dict[str, tuple[str, str]]] = {}
     ranking: ClassVar[tuple[str, ...]] = ()
@@ -99,6 +103,8 @@ class Protocol:
     cluster_key: ClassVar[str | None] = None
     prompts_module: ClassVar[str] = "prompts"
     scoring_module: ClassVar[str] = "scoring"
+    # A made-up sample dataset for the demo and the tests (protocols/kit/samples.py); None: none.
+    samples_module: ClassVar[str | None] = "samples"
     # The protocol's spec page, relative to the repository root.
     spec: ClassVar[str] = ""
 
@@ -134,6 +140,10 @@ class Protocol:
     @property
     def scoring(self) -> ModuleType:
         return self._submodule(self.scoring_module)
+
+    @property
+    def samples(self) -> ModuleType | None:
+        return self._submodule(self.samples_module) if self.samples_module else None
 
     def strategy(self, name: str) -> ModuleType:
         """The module of one of ``strategies`` (ValueError for a strategy the protocol lacks)."""

@@ -14,7 +14,7 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
-from tests.inference.worker import broker, start_worker, stop_worker, wait_for  # noqa: F401 (broker is a fixture)
+from tests.inference.worker import start_worker, stop_worker, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

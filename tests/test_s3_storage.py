@@ -20,7 +20,7 @@ from annotation.importing import items_import
 from annotation.importing.samples import write_sample_dataset
 from annotation.models import MediaAsset, Role
 from annotation.releases import release_export, release_freeze
-from tests.s3_server import bucket, s3_endpoint, zipped  # noqa: F401 (fixtures)
+from tests.s3_server import zipped
 
 pytestmark = pytest.mark.django_db
 

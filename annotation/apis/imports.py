@@ -75,8 +75,8 @@ class ItemImportApi(APIView):
 
 
 class AnnotationImportApi(APIView):
-    """POST a .jsonl of ratings (oscbench) or blind QA answers (visualtrans, m3verse): a worker
-    imports it; 202 with the run to poll."""
+    """POST a .jsonl of ratings (video rating projects) or blind QA answers (QA projects): a
+    worker imports it; 202 with the run to poll."""
 
     parser_classes = [MultiPartParser, FormParser]
 

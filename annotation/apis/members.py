@@ -197,12 +197,18 @@ class ProjectCreateIn(serializers.Serializer):
 
     name = serializers.CharField(max_length=200)
     slug = serializers.CharField(max_length=80)
-    protocol = serializers.ChoiceField(choices=Protocol.values)
-    annotations_per_item = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=50,
-                                                    help_text="Empty: the protocol's default (3 for OSCBench, else 1).")
+    # Choices filled in per request (__init__): the registry as the setting names it now.
+    protocol = serializers.ChoiceField(choices=())
+    annotations_per_item = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, max_value=50,
+        help_text="Empty: the protocol's default (3 for video rating, else 1).")
     gold_share = serializers.FloatField(required=False, default=0, min_value=0, max_value=1)
     suggestions = serializers.BooleanField(required=False, default=True, help_text="Quintuplet and QA forms only.")
     lease_seconds = serializers.IntegerField(required=False, default=600, min_value=60, max_value=86400)
     rubric = serializers.CharField(required=False, allow_blank=True, default="", max_length=5000,
                                    help_text="Video rating only: the rubric shown to raters.")
     description = serializers.CharField(required=False, allow_blank=True, default="", max_length=5000)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["protocol"].choices = Protocol.values

@@ -57,7 +57,7 @@ def lock_project_for_import(cursor, project: Project) -> None:
 
 
 def media_map(checked: CheckedItem, media: dict[str, MediaInfo]) -> dict[str, Any]:
-    """payload field -> sha256 (a list of sha256 for list fields such as VisualTrans images)."""
+    """payload field -> sha256 (a list of sha256 for list fields, e.g. an "images" field)."""
     out: dict[str, Any] = {}
     for field_name, relpath, _kind in checked.media_paths:
         sha = media[relpath].sha256

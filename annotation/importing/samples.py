@@ -1,9 +1,10 @@
-"""Small synthetic datasets in the five import formats, with media made locally.
+"""Small synthetic datasets in the protocols' import formats, with media made locally.
 
-Used by ``manage.py demo`` and by the tests: images are Pillow drawings of simple objects whose
-*state* changes (a door opening, a cup filling, an apple being cut); videos are a few frames of
-such a drawing encoded with ffmpeg (system binary, or the one imageio-ffmpeg bundles). Nothing is
-downloaded.
+Used by ``manage.py demo`` and by the tests. What each protocol's items hold is its own
+``samples`` module (protocols/kit/samples.py); here the media it names are drawn: images are
+Pillow drawings of simple objects whose *state* changes (a door opening, a cup filling, an apple
+being cut); videos are a few frames of such a drawing encoded with ffmpeg (system binary, or the
+one imageio-ffmpeg bundles). Nothing is downloaded.
 """
 from __future__ import annotations
 
@@ -15,18 +16,9 @@ from typing import Any
 from PIL import Image, ImageDraw
 
 from annotation.media_probe import ffmpeg_exe
+from protocols import registry
+from protocols.kit.samples import SCENES, Clip, Picture
 
-# (object, list of states in order of change, change verb phrase, distractor changes)
-SCENES = [
-    ("door", ["a closed door", "a slightly opened door", "a wide open door"], "open the door",
-     ["close the door", "paint the door", "remove the door"]),
-    ("cup", ["an empty cup", "a half-full cup", "a full cup"], "fill the cup",
-     ["empty the cup", "break the cup", "wash the cup"]),
-    ("apple", ["a whole apple", "a halved apple", "a sliced apple"], "cut the apple",
-     ["peel the apple", "wash the apple", "bite the apple"]),
-    ("box", ["a closed box", "a half-open box", "an open box"], "open the box",
-     ["close the box", "fold the box", "tape the box"]),
-]
 COLORS = [(200, 80, 60), (60, 130, 200), (80, 170, 90), (190, 150, 40)]
 
 
@@ -84,44 +76,17 @@ def make_video(path: Path, scene: int, *, start: int = 0, end: int = 2, frames: 
     raise RuntimeError(f"ffmpeg could not encode {path.name}: {proc.stderr.decode(errors='replace')[-300:]}")
 
 
+def _samples(protocol: str):
+    found = registry.get(protocol).samples
+    if found is None:
+        raise ValueError(f"protocol {protocol!r} has no sample dataset")
+    return found
+
+
 def sample_line(protocol: str, i: int, *, complete: bool = True, media: dict[str, Any] | None = None) -> dict[str, Any]:
     """Item `i` of a synthetic dataset; media paths follow `sample_media_paths`."""
-    scene = i % len(SCENES)
-    obj, states, change, distractors = SCENES[scene]
-    m = media or sample_media_paths(protocol, i)
-    line: dict[str, Any] = {"id": f"{protocol}-{i:05d}", **m}
-    if protocol == "status":
-        if complete:
-            line.update(state_a=states[0], state_b=states[2], change=change, change_distractors=list(distractors),
-                        category="functional" if obj in ("cup", "apple") else "positional",
-                        difference="significant" if i % 2 else "slight")
-    elif protocol == "changeit":
-        line.update(object=obj, state=states[i % 3], distractors=[s for s in states if s != states[i % 3]])
-        if complete:
-            line["bbox"] = [40, 20, 80, 80]
-    elif protocol == "visualtrans":
-        # The question defines a QA task, so raw items carry it too; the answer is the label.
-        fmt = ("choice", "count", "set")[i % 3]
-        line.update(question=f"What happened to the {obj}?", format=fmt, scene="kitchen")
-        if fmt == "choice":
-            line.update(options=[change, distractors[0], distractors[1]])
-        elif fmt == "count":
-            line.update(question=f"How many {obj}s changed state?")
-        else:
-            line.update(question="Which objects changed?")
-        if complete:
-            line.update(subtask=("global", "causal", "quantitative")[i % 3],
-                        answer={"choice": "A", "count": 1, "set": [obj]}[fmt])
-    elif protocol == "m3verse":
-        line.update(question=f"What differs between the two videos of the {obj}?",
-                    options=[f"the {obj} changed state", "the light changed", "nothing listed is correct"])
-        if complete:
-            line.update(answer=["A"], context="intra" if i % 2 else "inter", capabilities=["attribute"],
-                        hallucination=False)
-    elif protocol == "oscbench":
-        line.update(prompt=f"A person slowly {change.split(' ', 1)[0]}s the {obj}.", generator=f"gen-{i % 2}",
-                    scenario=("regular", "novel", "compositional")[i % 3], action=change.split(" ", 1)[0],
-                    action_category="manipulation", object=obj, object_category="household")
+    line: dict[str, Any] = {"id": f"{protocol}-{i:05d}", **(media or sample_media_paths(protocol, i))}
+    line.update(_samples(protocol).fields(i, complete=complete))
     if i % 5 == 0:
         line["tags"] = ["sample"]
     return line
@@ -129,30 +94,18 @@ def sample_line(protocol: str, i: int, *, complete: bool = True, media: dict[str
 
 def sample_media_paths(protocol: str, i: int, *, distinct: int = 4) -> dict[str, Any]:
     """Media paths of item i; items share `distinct` media sets so datasets stay small."""
-    k = i % distinct
-    return {
-        "status": {"image_a": f"img/s{k}_a.png", "image_b": f"img/s{k}_b.png"},
-        "changeit": {"image": f"img/c{k}.png"},
-        "visualtrans": {"images": [f"img/s{k}_a.png", f"img/s{k}_b.png"]},
-        "m3verse": {"video_before": f"vid/m{k}_before.mp4", "video_after": f"vid/m{k}_after.mp4"},
-        "oscbench": {"video": f"vid/o{k}.mp4"},
-    }[protocol]
+    return _samples(protocol).media_paths(i, distinct=distinct)
 
 
 def write_sample_media(root: Path, protocol: str, *, distinct: int = 4) -> None:
     for k in range(distinct):
-        paths = sample_media_paths(protocol, k, distinct=distinct)
-        scene = k % len(SCENES)
-        if protocol in ("status", "visualtrans"):
-            make_image(root / f"img/s{k}_a.png", scene, 0)
-            make_image(root / f"img/s{k}_b.png", scene, 2)
-        elif protocol == "changeit":
-            make_image(root / paths["image"], scene, k % 3)
-        elif protocol == "m3verse":
-            make_video(root / paths["video_before"], scene, start=0, end=0)
-            make_video(root / paths["video_after"], scene, start=0, end=2)
-        else:
-            make_video(root / paths["video"], scene, start=0, end=2)
+        for relpath, drawing in _samples(protocol).media_files(k, distinct=distinct).items():
+            if isinstance(drawing, Picture):
+                make_image(root / relpath, drawing.scene, drawing.state)
+            elif isinstance(drawing, Clip):
+                make_video(root / relpath, drawing.scene, start=drawing.start, end=drawing.end)
+            else:
+                raise TypeError(f"{protocol} sample {relpath}: not a Picture or a Clip: {drawing!r}")
 
 
 def write_sample_dataset(root: Path, protocol: str, n: int, *, complete: bool = True, start: int = 0,

@@ -93,7 +93,7 @@ def has_box(line: dict) -> bool:
 def coco_parts(release: Release) -> Iterator[bytes]:
     """The COCO document as byte pieces (images, annotations, categories, info)."""
     if registry.get(release.project.protocol).workflow != "box":
-        raise ValueError("COCO export is for box projects (ChangeIt-Frames)")
+        raise ValueError("COCO export is for box projects")
     categories: dict[tuple[str, str], int] = {}
     yield b'{"images":['
     first = True

@@ -24,7 +24,7 @@ annotations; it is not offered to annotators again), re-marked for disagreement,
 row saying why (the review queue shows it first, with the reason) and a `review_reopen` audit event.
 The fields the voided decision wrote into its payload are set back to what they were before
 (Review.payload_before; the ItemReopening keeps the voided payload), so neither a reviewer
-("Current item") nor an annotator (a ChangeIt item's proposed state) is shown an answer that no
+("Current item") nor an annotator (a box item's proposed state) is shown an answer that no
 longer stands; a decision older than that record has its answer fields taken out instead
 (verification.payload_before_decision).
 When no annotation remains at all (one annotation per item, the rejected one accepted), there is

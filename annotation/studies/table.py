@@ -12,6 +12,7 @@ from django.urls import reverse
 
 from ..agreement import gold_correct
 from ..models import Annotation, ExcludedAnnotation, ParticipantStatus, Project, Study, StudyParticipant
+from ..protocols import rating_gold_tolerance
 from ..queue.quota import participation_of
 
 CSV_COLUMNS = ("participant_id", "platform", "status", "started_at", "finished_at", "active_seconds", "tasks",
@@ -28,14 +29,15 @@ def study_public_path(study: Study) -> str:
     return reverse("study-entry", kwargs={"token": study.token})
 
 
-def _figures(rows, workflow: str, into: dict) -> None:
+def _figures(rows, project: Project, into: dict) -> None:
     """Add (user or participant key, time spent, is gold, gold payload, result) rows to `into`."""
+    workflow, tolerance = project.workflow, rating_gold_tolerance(project.protocol)
     for key, ms, is_gold, payload, result in rows:
         f = into.setdefault(key, {"tasks": 0, "ms": 0, "gold": 0, "right": 0})
         f["tasks"] += 1
         f["ms"] += ms or 0
         if is_gold:
-            ok = gold_correct(workflow, payload, result)
+            ok = gold_correct(workflow, payload, result, tolerance=tolerance)
             if ok is not None:
                 f["gold"] += 1
                 f["right"] += int(ok)
@@ -48,11 +50,11 @@ def participant_rows(*, study: Study) -> list[dict]:
     live: dict = {}
     _figures(Annotation.objects.filter(item__project=project, annotator__in=[p.user_id for p in participants])
              .values_list("annotator_id", "time_spent_ms", "item__is_gold", "item__payload", "result")
-             .iterator(chunk_size=2000), project.workflow, live)
+             .iterator(chunk_size=2000), project, live)
     excluded: dict = {}
     _figures(ExcludedAnnotation.objects.filter(participant__study=study)
              .values_list("participant_id", "time_spent_ms", "item__is_gold", "item__payload", "result")
-             .iterator(chunk_size=2000), project.workflow, excluded)
+             .iterator(chunk_size=2000), project, excluded)
     rate = study.hourly_rate or Decimal(0)
     rows = []
     for p in participants:

@@ -75,6 +75,7 @@ class OSCBench(Protocol):
     nullable = NULLABLE
     criterion_labels = CRITERION_LABELS
     default_rubric = DEFAULT_RUBRIC
+    gold_tolerance = GOLD_TOLERANCE
     metrics = METRICS
     # The state-change score (the benchmark's subject, its Table 4); or the mean of the eight
     # criteria, as the paper's Figure 3 and the correlation page's system level rank generators.

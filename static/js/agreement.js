@@ -1,12 +1,13 @@
 // Progress and agreement of one project: items per status, a row per annotator (count, median
 // time, gold accuracy, agreement with the others) and the workflow's agreement figures.
-import { OSC_CRITERIA } from "./oscbench.js";
 import { api } from "./workbench/api.js";
 import { h } from "./workbench/dom.js";
+import { pageForm } from "./workbench/media.js";
 import { Notices } from "./workbench/notices.js";
 
 const STATUS_ORDER = ["pending", "annotated", "verified", "discarded"];
-const CRITERION_LABELS = Object.fromEntries(OSC_CRITERIA);
+// A rating form's criteria with their labels, from the page (annotation/selectors.py workflow_form).
+const CRITERION_LABELS = Object.fromEntries((pageForm().criteria || []).map((c) => [c.key, c.label]));
 
 const pct = (v) => (v === null || v === undefined ? "—" : `${(v * 100).toFixed(1)} %`);
 const num = (v, d = 3) => (v === null || v === undefined ? "—" : typeof v === "number" ? String(Number(v.toFixed(d))) : String(v));

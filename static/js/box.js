@@ -1,23 +1,21 @@
-// Box + state (ChangeIt-Frames): exactly one box on the image, drawn, moved and resized with the
-// mouse or the keyboard, kept in image pixels and clipped to the image; or an outcome saying
-// there is nothing to label / it cannot be determined. The state label is confirmed or corrected.
+// Box + state: exactly one box on the image, drawn, moved and resized with the mouse or the
+// keyboard, kept in image pixels and clipped to the image; or an outcome saying there is nothing
+// to label / it cannot be determined. The state label is confirmed or corrected: the item brings
+// its candidate labels (`candidates`, neutral order) and the listed one (`proposed_state`).
 import { MIN_SIZE, clipBox, drawEditableBox, editBoxWithPointer, fitCanvas, paintImage, whenImageReady } from "./box_canvas.js";
 import { h, mediaUrl, startWorkbench } from "./workbench.js";
 
-function candidatesOf(item) {
-  const raw = item.candidates || item.labels || item.state_labels || item.candidate_states || [];
-  return raw.map((c) => (typeof c === "string" ? c : c.label || c.text || String(c)));
-}
-
 function mount(container, item, draft, ctx) {
-  const url = mediaUrl(item, "image");
-  const labels = candidatesOf(item);
-  const proposed = item.proposed_state || item.state || "";
+  // The form's one image field (the page's form description names it).
+  const field = ctx.form.media[0].field;
+  const url = mediaUrl(item, field);
+  const labels = item.candidates;
+  const proposed = item.proposed_state || "";
   let box = Array.isArray(draft.bbox) ? [...draft.bbox] : null;
   let outcome = draft.outcome || null;
   let state = draft.state || (labels.includes(proposed) ? proposed : "");
-  let W = item.width || item.image_width || (item.image && item.image.width) || 0;
-  let H = item.height || item.image_height || (item.image && item.image.height) || 0;
+  let W = (item[field] && item[field].width) || 0;
+  let H = (item[field] && item[field].height) || 0;
 
   const img = new Image();
   img.src = url;

@@ -1,8 +1,9 @@
-// Blind QA verification (VisualTrans image pairs, M3-Verse video pairs): the annotator answers
-// from the media alone and may flag the item. The item never carries the expected answer.
+// Blind QA verification: the annotator answers from the media alone (an image list or videos side
+// by side, as the page's form description lists the media) and may flag the item. The item never
+// carries the expected answer; it says the answer's format and whether several letters may be
+// chosen (`multiple`), from the item's or the project's setting.
 import { h, mediaList, mediaUrl, startWorkbench, videoPlayer, zoomableImage } from "./workbench.js";
 
-const LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
 export const FLAGS = [
   ["missing_correct_option", "No option is correct", "m"],
   ["wrong_ground_truth", "The expected answer is probably wrong", "w"],
@@ -10,28 +11,23 @@ export const FLAGS = [
   ["insufficient_evidence", "The media do not show enough", "i"],
 ];
 
-function isMultiple(item) {
-  return Boolean(item.multiple ?? item.multiple_answers ?? item.allow_multiple ?? item.several ?? item.multi ?? false);
-}
-
 function imageLabel(index, count) {
   if (index === 0) return "Initial";
   if (index === 1) return "Final";
   return count > 3 ? `Candidate ${index - 1}` : "Candidate";
 }
 
-/** The newest machine-made answer (the server sends suggestions newest first), if any. */
+/** The newest machine-made answer (the server sends suggestions newest first, each in the form's
+ * shape: {source, machine_made, result: {answer}}), if any. */
 export function suggestionOf(item) {
-  const list = item.suggestions || [];
-  const s = list.find((x) => x && x.result && x.result.answer !== undefined && x.result.answer !== null);
-  return s ? { source: s.source || "a model", answer: s.result.answer } : null;
+  const s = item.suggestions[0];
+  return s ? { source: s.source, answer: s.result.answer } : null;
 }
 
 function mount(container, item, draft, ctx) {
-  const format = item.format || "choice";
-  const multiple = format === "choice" && isMultiple(item);
-  // Options arrive as [{letter, text}] (or plain strings, letters by position).
-  const options = (item.options || []).map((o, i) => (typeof o === "string" ? { letter: LETTERS[i], text: o } : { letter: o.letter || LETTERS[i], text: o.text ?? "" }));
+  const format = item.format;
+  const multiple = format === "choice" && item.multiple;
+  const options = item.options; // [{letter, text}]
   // A draft (the annotator's own work) wins; else a model's suggestion pre-fills the answer,
   // marked as machine-made until the annotator changes it. Flags are never pre-filled.
   const suggestion = suggestionOf(item);
@@ -53,18 +49,16 @@ function mount(container, item, draft, ctx) {
     ctx.changed();
   };
 
-  // ---- media ----
-  const videoBefore = mediaUrl(item, "video_before");
-  const videoAfter = mediaUrl(item, "video_after");
+  // ---- media: videos side by side, each captioned with its field's label; or an image list ----
+  const videos = ctx.form.media.filter((m) => m.kind === "video");
   let media;
   const players = [];
-  if (videoBefore || videoAfter) {
-    const a = videoPlayer(videoBefore, "Before", { muted: true });
-    const b = videoPlayer(videoAfter, "After", { muted: true });
-    players.push(a.video, b.video);
-    media = h("div", { class: "pair videos" }, a.figure, b.figure);
+  if (videos.length) {
+    const figures = videos.map((m) => videoPlayer(mediaUrl(item, m.field), m.label, { muted: true }));
+    players.push(...figures.map((f) => f.video));
+    media = h("div", { class: "pair videos" }, figures.map((f) => f.figure));
   } else {
-    const images = mediaList(item, "images");
+    const images = ctx.form.media.flatMap((m) => (m.kind === "images" ? mediaList(item, m.field) : [mediaUrl(item, m.field)].filter(Boolean)));
     media = h("div", { class: `pair n${images.length}` }, images.map((url, i) => zoomableImage(url, `Image ${i + 1}`, imageLabel(i, images.length))));
   }
 

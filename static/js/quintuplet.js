@@ -1,5 +1,6 @@
-// Quintuplet labeling (STATUS): two images, two state descriptions, the change, three wrong
-// changes, category and difference. Format checks warn and never block.
+// Quintuplet labeling: two images (the page's form description names their fields), two state
+// descriptions, the change, three wrong changes, category and difference. Format checks warn and
+// never block.
 import { h, mediaUrl, startWorkbench, zoomableImage } from "./workbench.js";
 
 const TEXT_FIELDS = [
@@ -50,11 +51,11 @@ export function changeWarnings(text) {
   return out;
 }
 
+/** The newest machine-made answer (the server sends suggestions newest first, each
+ * {source, machine_made, result}), if any. */
 function suggestionOf(item) {
-  const list = item.suggestions || (item.suggestion ? [item.suggestion] : []);
-  if (!list.length) return null;
-  const s = list[0];
-  return { source: s.source || "model", result: s.result || s };
+  const s = item.suggestions[0];
+  return s ? { source: s.source, result: s.result } : null;
 }
 
 function mount(container, item, draft, ctx) {
@@ -160,11 +161,11 @@ function mount(container, item, draft, ctx) {
     inputs[name].classList.toggle("has-warning", warnings.length > 0);
   }
 
-  const imageA = mediaUrl(item, "image_a");
-  const imageB = mediaUrl(item, "image_b");
+  // The two images, captioned as the form description labels their fields ("A", "B").
+  const images = ctx.form.media.map((m) => zoomableImage(mediaUrl(item, m.field), `Image ${m.label}`, m.label));
   container.append(
     h("div", { class: "quintuplet" },
-      h("div", { class: "pair" }, zoomableImage(imageA, "Image A", "A"), zoomableImage(imageB, "Image B", "B")),
+      h("div", { class: "pair" }, images),
       h("form", { class: "card quintuplet-form", onsubmit: (e) => e.preventDefault() },
         suggestion ? h("p", { class: "muted small" }, h("span", { class: "badge machine" }, "machine"), ` suggestions from ${suggestion.source}; edit anything that is wrong.`) : null,
         textRows,

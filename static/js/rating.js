@@ -1,27 +1,14 @@
-// Likert video rating (OSCBench): the video with frame stepping and looping, the prompt, eight
-// criteria scored 1–5 (N/A only where the protocol allows it), the rubric in a dialog. Submit
+// Likert video rating: the video with frame stepping and looping, the prompt, the protocol's
+// criteria scored 1–5 (N/A only where the criterion allows it), the rubric in a dialog. Submit
 // stays disabled until the video has played through once: the ranges the browser actually played
 // must cover the whole video (seeking or dragging the scrubber to the end does not count).
-import { OSC_CRITERIA, OSC_NULLABLE } from "./oscbench.js";
+// The criteria, their labels and the rubric come with the item (annotation/selectors.py
+// annotator_item_payload: criteria [{key, label, allows_na, rubric}], rubric, rubric_text).
 import { h, mediaUrl, startWorkbench, videoPlayer } from "./workbench.js";
 
-/** Criteria as [{key, label, nullable, help}] from whatever shape the item gives. */
+/** The item's criteria as [{key, label, nullable, help}]. */
 export function criteriaOf(item) {
-  const nullable = new Set(item.nullable || item.nullable_criteria || item.allow_na || []);
-  const raw = item.criteria && item.criteria.length ? item.criteria : OSC_CRITERIA.map(([key]) => key);
-  const labels = Object.fromEntries(OSC_CRITERIA);
-  return raw.map((c) => {
-    if (typeof c === "string") {
-      return { key: c, label: labels[c] || c, nullable: item.nullable || item.nullable_criteria || item.allow_na ? nullable.has(c) : OSC_NULLABLE.has(c), help: "" };
-    }
-    const key = c.key || c.name || c.id;
-    return {
-      key,
-      label: c.label || labels[key] || key,
-      nullable: Boolean(c.allows_na ?? c.nullable ?? c.allow_na ?? nullable.has(key)),
-      help: c.rubric || c.description || c.help || "",
-    };
-  });
+  return item.criteria.map((c) => ({ key: c.key, label: c.label, nullable: c.allows_na, help: c.rubric }));
 }
 
 /**
@@ -42,22 +29,15 @@ export function coversWhole(ranges, duration, tolerance) {
   return reached >= duration - tolerance;
 }
 
+/** The rubric dialog's body: the project's one rubric text (rubric_text, if any), then the
+ * per-criterion wording (rubric: criterion -> text). */
 function rubricNode(rubric, criteria, text) {
   const textNode = text ? h("div", { class: "rubric-text", "data-rubric-text": "" }, text.split(/\n{2,}/).map((p) => h("p", {}, p))) : null;
-  if (!rubric || (typeof rubric === "object" && !Object.keys(rubric).length)) {
-    return textNode || h("p", { class: "muted" }, "This project has no rubric text.");
-  }
-  if (typeof rubric === "string") return h("div", { class: "rubric-text" }, textNode, rubric.split(/\n{2,}/).map((p) => h("p", {}, p)));
+  if (!Object.keys(rubric).length) return textNode || h("p", { class: "muted" }, "This project has no rubric text.");
   const byKey = Object.fromEntries(criteria.map((c) => [c.key, c]));
   // A project's single rubric text comes first; the per-criterion wording follows as a reminder.
-  return h("div", { class: "rubric-text" }, textNode, textNode ? h("h3", { class: "rubric-per-criterion" }, "Per criterion") : null, Object.entries(rubric).map(([key, value]) => {
-    const title = (byKey[key] && byKey[key].label) || key;
-    let body;
-    if (typeof value === "string") body = h("p", {}, value);
-    else if (Array.isArray(value)) body = h("ol", {}, value.map((v) => h("li", {}, typeof v === "string" ? v : JSON.stringify(v))));
-    else body = h("dl", {}, Object.entries(value).map(([k, v]) => [h("dt", {}, k), h("dd", {}, typeof v === "string" ? v : JSON.stringify(v))]));
-    return h("section", { "data-rubric": key }, h("h3", {}, title), body);
-  }));
+  return h("div", { class: "rubric-text" }, textNode, textNode ? h("h3", { class: "rubric-per-criterion" }, "Per criterion") : null,
+    Object.entries(rubric).map(([key, value]) => h("section", { "data-rubric": key }, h("h3", {}, (byKey[key] && byKey[key].label) || key), h("p", {}, value))));
 }
 
 function mount(container, item, draft, ctx) {
@@ -66,9 +46,12 @@ function mount(container, item, draft, ctx) {
   let watched = Boolean(draft.watched);
   let focusIndex = Math.max(0, criteria.findIndex((c) => !(c.key in scores)));
   // The asset's frame rate comes from the server (read at import); 25 only when it is unknown.
-  let fps = (item.video && item.video.fps) || item.fps || 25;
+  // The form's one video field (the page's form description names it).
+  const field = ctx.form.media[0].field;
+  const asset = item[field] || {};
+  let fps = asset.fps || 25;
 
-  const { video, figure } = videoPlayer(mediaUrl(item, "video"), null, { loop: Boolean(draft.loop) });
+  const { video, figure } = videoPlayer(mediaUrl(item, field), null, { loop: Boolean(draft.loop) });
   const loopBox = h("input", { type: "checkbox", checked: video.loop, "data-loop": "" });
   loopBox.addEventListener("change", () => {
     video.loop = loopBox.checked;
@@ -89,7 +72,7 @@ function mount(container, item, draft, ctx) {
   };
   // Without a frame rate from the server, measure it: the smallest step between two presented
   // frames while playing is one frame's duration.
-  if (!(item.video && item.video.fps) && "requestVideoFrameCallback" in HTMLVideoElement.prototype) {
+  if (!asset.fps && "requestVideoFrameCallback" in HTMLVideoElement.prototype) {
     let last = null;
     let best = Infinity;
     const onFrame = (_now, meta) => {

@@ -1,18 +1,17 @@
 // Review: the queue of annotated items, and one item with every annotation side by side,
 // disagreements highlighted; the reviewer accepts one annotation, edits a merged answer, or
-// discards the item. Everything goes through the JSON API.
-import { OSC_CRITERIA, OSC_NULLABLE } from "./oscbench.js";
+// discards the item. Everything goes through the JSON API; what is particular to the protocol
+// (media fields, quintuplet fields, rating criteria, a QA item's answer shape) comes in the item's
+// `form` (annotation/selectors.py item_review_detail).
 import { ApiError, api, describeError } from "./workbench/api.js";
 import { h } from "./workbench/dom.js";
-import { videoPlayer, zoomableImage } from "./workbench/media.js";
+import { mediaList, mediaUrl, videoPlayer, zoomableImage } from "./workbench/media.js";
 import { Notices } from "./workbench/notices.js";
 import { Shortcuts } from "./workbench/shortcuts.js";
 import { disagreementPanel, queueOrder } from "./review_disagreement.js";
 import { boxAdjudicator } from "./review_box.js";
 
 const COLORS = ["#ffd400", "#00c2ff", "#ff5ca8", "#7cff6b", "#ff8c1a", "#b388ff"];
-const QUINTUPLET_FIELDS = ["state_a", "state_b", "change", "change_distractors", "category", "difference"];
-const OSC_KEYS = OSC_CRITERIA.map(([key]) => key);
 
 function fmt(value) {
   if (value === null || value === undefined) return h("span", { class: "muted" }, "—");
@@ -28,24 +27,17 @@ function fmt(value) {
   return String(value);
 }
 
-function mediaUrlOf(media, name) {
-  const v = media && media[name];
-  if (!v) return null;
-  return typeof v === "string" ? v : v.url;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Queue
 // ---------------------------------------------------------------------------------------------
 
 async function reviewQueue(slug) {
   const data = await api("GET", `/api/projects/${slug}/review/`, { retries: 2 });
-  if (Array.isArray(data)) return { items: data, counts: null };
-  return { items: data.items || data.results || [], counts: data.counts || data.status_counts || null };
+  return { items: data.items, counts: data.counts };
 }
 
 function renderCounts(el, counts) {
-  if (!el || !counts) return;
+  if (!el) return;
   el.replaceChildren(...Object.entries(counts).map(([status, n]) => h("div", { class: "stat", dataset: { status } }, h("span", { class: "muted" }, status), h("b", {}, String(n)))));
 }
 
@@ -78,13 +70,13 @@ async function startList(root) {
     }
     rows = items.map((it) => {
       const href = `/projects/${slug}/review/${it.id}/`;
-      const disputed = (it.disagreement || []).length > 0;
+      const disputed = it.disagreement.length > 0;
       // The fields as the annotation form names them (the API sends its labels beside the keys).
-      const labels = it.disagreement_labels || it.disagreement || [];
+      const labels = it.disagreement_labels;
       const tr = h("tr", { class: disputed || it.reopened ? "disputed" : "", dataset: { item: String(it.id), href, disputed: String(disputed) } },
         h("td", {}, h("a", { href }, `#${it.id}`)),
         h("td", {}, it.external_id || ""),
-        h("td", { class: "num" }, String(it.annotation_count ?? (it.annotations || []).length ?? "")),
+        h("td", { class: "num" }, String(it.annotation_count)),
         h("td", {}, it.is_gold ? h("span", { class: "badge" }, "gold") : ""),
         h("td", { class: "muted" }, it.updated_at ? new Date(it.updated_at).toLocaleString() : ""),
         h("td", {},
@@ -110,9 +102,10 @@ async function startList(root) {
 /** Field rows of the comparison table: [key, label, getter(result)], labelled as the annotation
  * form labels them (the API's field_labels; the key where it has none). */
 function fieldRows(workflow, data) {
-  const labels = data.field_labels || {};
+  const labels = data.field_labels;
+  const form = data.form;
   const label = (key, fallback) => labels[key] || fallback;
-  if (workflow === "quintuplet") return QUINTUPLET_FIELDS.map((f) => [f, label(f, f.replace("_", " ")), (r) => r[f]]);
+  if (workflow === "quintuplet") return form.fields.map((f) => [f, label(f, f.replace("_", " ")), (r) => r[f]]);
   if (workflow === "box") {
     return [
       ["bbox", `${label("bbox", "box")} [x, y, w, h]`, (r) => r.bbox ?? null],
@@ -121,12 +114,11 @@ function fieldRows(workflow, data) {
     ];
   }
   if (workflow === "qa") return [["answer", label("answer", "answer"), (r) => r.answer], ["flags", label("flags", "flags"), (r) => r.flags]];
-  const criteria = Object.keys(data.disagreements || {}).filter((k) => k.startsWith("scores.")).map((k) => k.slice(7));
-  return (criteria.length ? criteria : OSC_KEYS).map((c) => [`scores.${c}`, label(`scores.${c}`, c.replace("_", " ")), (r) => (r.scores || {})[c]]);
+  return form.criteria.map(({ key, label: text }) => [`scores.${key}`, label(`scores.${key}`, text), (r) => (r.scores || {})[key]]);
 }
 
-function truthOf(workflow, payload) {
-  if (workflow === "quintuplet") return Object.fromEntries(QUINTUPLET_FIELDS.map((f) => [f, payload[f]]));
+function truthOf(workflow, payload, form) {
+  if (workflow === "quintuplet") return Object.fromEntries(form.fields.map((f) => [f, payload[f]]));
   if (workflow === "box") {
     // The import format stores "nothing to label" / "cannot determine" in bbox itself.
     const outcome = typeof payload.bbox === "string" ? payload.bbox : payload.outcome;
@@ -153,35 +145,43 @@ function boxPreview(url, boxes) {
   return wrap;
 }
 
-function renderMedia(workflow, item, annotations, boxAdj) {
-  const media = item.media || {};
+/** The item's media as the form description lists them ({field, kind, label}): the box
+ * workflow's image with every annotator's box; else images and videos side by side, a lone video
+ * looping. */
+function renderMedia(workflow, item, annotations, boxAdj, form) {
+  const media = item.media;
   if (boxAdj) return boxAdj.el;
   if (workflow === "box") {
-    const url = mediaUrlOf(media, "image");
+    const url = mediaUrl(media, form.media[0].field);
     const boxes = annotations.map((a, i) => ({ bbox: a.result.bbox, color: COLORS[i % COLORS.length], label: a.annotator }));
     if (item.payload && item.payload.bbox) boxes.push({ bbox: item.payload.bbox, color: "#ffffff", label: "current truth" });
     return h("div", { class: "review-media" }, boxPreview(url, boxes),
       h("p", { class: "small" }, annotations.map((a, i) => h("span", { style: `margin-right:1rem` }, h("span", { class: "bar", style: `background:${COLORS[i % COLORS.length]};width:1.2em` }), a.annotator))));
   }
-  if (workflow === "quintuplet") {
-    return h("div", { class: "review-media pair" }, zoomableImage(mediaUrlOf(media, "image_a"), "Image A", "A"), zoomableImage(mediaUrlOf(media, "image_b"), "Image B", "B"));
+  const videos = form.media.filter((m) => m.kind === "video");
+  if (videos.length === 1) {
+    return h("div", { class: "review-media", style: "max-width:760px" }, videoPlayer(mediaUrl(media, videos[0].field), null, { loop: true, muted: true }).figure);
   }
-  if (media.video_before || media.video_after) {
-    return h("div", { class: "review-media pair" }, videoPlayer(mediaUrlOf(media, "video_before"), "Before", { muted: true }).figure, videoPlayer(mediaUrlOf(media, "video_after"), "After", { muted: true }).figure);
+  if (videos.length) {
+    return h("div", { class: "review-media pair" }, videos.map((m) => videoPlayer(mediaUrl(media, m.field), m.label, { muted: true }).figure));
   }
-  if (media.images) {
-    const urls = (Array.isArray(media.images) ? media.images : [media.images]).map((v) => (typeof v === "string" ? v : v && v.url));
+  const lists = form.media.filter((m) => m.kind === "images");
+  if (lists.length) {
+    const urls = lists.flatMap((m) => mediaList(media, m.field));
     return h("div", { class: `review-media pair n${urls.length}` }, urls.map((u, i) => zoomableImage(u, `Image ${i + 1}`, String(i + 1))));
   }
-  if (media.video) return h("div", { class: "review-media", style: "max-width:760px" }, videoPlayer(mediaUrlOf(media, "video"), null, { loop: true, muted: true }).figure);
-  return null;
+  if (!form.media.length) return null;
+  return h("div", { class: "review-media pair" }, form.media.map((m) => zoomableImage(mediaUrl(media, m.field), `Image ${m.label}`, m.label)));
 }
 
-function itemText(workflow, payload) {
+function itemText(workflow, payload, form) {
   if (workflow === "qa") {
+    // The item's other plain fields (its format and metadata), whatever the protocol names them.
+    const shown = new Set(["question", "options", "answer", ...form.media.map((m) => m.field)]);
+    const meta = Object.entries(payload).filter(([k, v]) => !shown.has(k) && v !== null && typeof v !== "object");
     return h("section", { class: "card" }, h("h2", { class: "question" }, payload.question || ""),
       h("ol", { type: "A" }, (payload.options || []).map((o) => h("li", {}, o))),
-      h("p", { class: "muted small" }, ["format", "subtask", "scene", "context"].filter((k) => payload[k] !== undefined).map((k) => `${k}: ${payload[k]}`).join(" · ")));
+      h("p", { class: "muted small" }, meta.map(([k, v]) => `${k}: ${v}`).join(" · ")));
   }
   if (workflow === "rating") return h("p", { class: "prompt" }, h("span", { class: "muted" }, "Prompt: "), h("q", {}, payload.prompt || ""), payload.generator ? h("span", { class: "muted" }, ` · ${payload.generator}`) : null);
   if (workflow === "box") return h("p", {}, "Object: ", h("b", {}, payload.object || "?"));
@@ -189,7 +189,7 @@ function itemText(workflow, payload) {
 }
 
 /** Inputs for a merged answer, prefilled from `base`; returns {el, read() -> result}. */
-function editor(workflow, item, base, boxAdj) {
+function editor(workflow, item, base, boxAdj, form) {
   const rows = [];
   const read = [];
   const row = (label, input, sub = false) => rows.push(h("label", { class: sub ? "sub" : "" }, label), input);
@@ -228,8 +228,7 @@ function editor(workflow, item, base, boxAdj) {
     });
   } else if (workflow === "qa") {
     const p = item.payload || {};
-    const format = p.format || "choice";
-    const multiple = item.protocol === "m3verse";
+    const { format, multiple } = form;
     const answerValue = Array.isArray(base.answer) ? base.answer.join(", ") : base.answer ?? "";
     const answer = h("input", { type: "text", name: "answer", value: answerValue, placeholder: format === "count" ? "a whole number" : format === "set" ? "objects, comma-separated" : multiple ? "letters, e.g. A, C" : "one letter" });
     row("answer", answer);
@@ -251,8 +250,8 @@ function editor(workflow, item, base, boxAdj) {
     });
   } else {
     const scores = base.scores || {};
-    const sels = OSC_KEYS.map((c) => {
-      const values = [1, 2, 3, 4, 5, ...(OSC_NULLABLE.has(c) ? ["na"] : [])];
+    const sels = form.criteria.map(({ key: c, allows_na: nullable }) => {
+      const values = [1, 2, 3, 4, 5, ...(nullable ? ["na"] : [])];
       const current = c in scores ? (scores[c] === null ? "na" : String(scores[c])) : "";
       const sel = h("select", { name: `scores.${c}` }, h("option", { value: "" }, "—"), values.map((v) => h("option", { value: String(v), selected: current === String(v) }, v === "na" ? "N/A" : String(v))));
       row(c.replace("_", " "), sel);
@@ -314,19 +313,21 @@ async function startDetail(root) {
     return;
   }
   const item = data.item;
-  const workflow = item.workflow || root.dataset.workflow;
-  const annotations = data.annotations || [];
-  const disagreements = data.disagreements || {};
+  const workflow = item.workflow;
+  const form = data.form;
+  const annotations = data.annotations;
+  const disagreements = data.disagreements;
   root.querySelector("[data-title]").textContent = `Item ${item.external_id || item.id}`;
   root.querySelector("[data-item-status]").textContent = `${item.status}${item.is_gold ? " · gold" : ""} · ${annotations.length} annotation${annotations.length === 1 ? "" : "s"}`;
 
   const decided = item.status === "verified" || item.status === "discarded";
-  const boxAdj = workflow === "box" && item.media && item.media.image
-    ? boxAdjudicator({ image: item.media.image, annotations, colors: annotations.map((_, i) => COLORS[i % COLORS.length]),
+  const boxImage = workflow === "box" ? item.media[form.media[0].field] : null;
+  const boxAdj = boxImage
+    ? boxAdjudicator({ image: boxImage, annotations, colors: annotations.map((_, i) => COLORS[i % COLORS.length]),
       candidates: item.candidates || [], payload: item.payload || {}, readOnly: decided })
     : null;
   let selected = 0;
-  const truthValues = truthOf(workflow, item.payload || {});
+  const truthValues = truthOf(workflow, item.payload, form);
   // The "current item" column only when the item already carries answers (imported truth, gold).
   const truth = truthValues && Object.values(truthValues).some((v) => v !== null && v !== undefined) ? truthValues : null;
   const rows = fieldRows(workflow, data);
@@ -360,8 +361,8 @@ async function startDetail(root) {
   };
 
   body.replaceChildren(
-    renderMedia(workflow, item, annotations, boxAdj) || "",
-    itemText(workflow, item.payload || {}) || "",
+    renderMedia(workflow, item, annotations, boxAdj, form) || "",
+    itemText(workflow, item.payload, form) || "",
     data.reopened ? h("p", { class: "warning", "data-reopened": "" }, `This item was verified (${data.reopened.decision}) and is back in review — ${data.reopened.reason}: the decision rested on an annotation that left the analysis, and the remaining annotations do not support it on their own.`) : "",
     data.disagreement ? disagreementPanel(data.disagreement, annotations, COLORS, workflow) : "",
     h("p", { class: disagreeCount ? "warning" : "ok" }, disagreeCount ? `${disagreeCount} field${disagreeCount === 1 ? "" : "s"} with disagreement (highlighted).` : "All annotators agree."),
@@ -385,7 +386,7 @@ async function startDetail(root) {
   function openEditor(focus = true) {
     if (decided) return;
     const base = annotations.length ? annotations[selected].result : truth || {};
-    ed = editor(workflow, item, { ...(truthValues || {}), ...base }, boxAdj);
+    ed = editor(workflow, item, { ...(truthValues || {}), ...base }, boxAdj, form);
     editorSlot.hidden = false;
     // The box editor keeps its merged box (and what it started from) when its controls reopen.
     if (!boxAdj) startedFrom = annotations.length ? annotations[selected] : null;

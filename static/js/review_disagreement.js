@@ -1,18 +1,9 @@
 // The disagreement an item was marked for (annotation/disagreement.py): which fields or criteria,
 // why (a spread, a low box overlap, different answers), and each annotator's value, in the
-// annotator's colour; and the review queue's order (disagreements first, then oldest first).
-import { OSC_CRITERIA } from "./oscbench.js";
+// annotator's colour (each field with the annotation form's label, as the API sends it:
+// annotation/selectors.py item_review_detail); and the review queue's order (disagreements
+// first, then oldest first).
 import { h } from "./workbench/dom.js";
-
-const CRITERION_LABELS = Object.fromEntries(OSC_CRITERIA);
-
-/** The field as the annotation form names it: the label the API sends with each disputed field
- * (annotation/disagreement.py FIELD_LABELS, the rating form's criteria), else the key. */
-function fieldLabel(entry) {
-  if (entry.label) return entry.label;
-  if (entry.field.startsWith("scores.")) return CRITERION_LABELS[entry.field.slice(7)] || entry.field.slice(7);
-  return entry.field;
-}
 
 function why(entry) {
   if (entry.kind === "spread") return `scores spread by ${entry.spread} points`;
@@ -34,7 +25,7 @@ function show(value) {
 export function disagreementPanel(disagreement, annotations, colors, workflow) {
   const byId = new Map(annotations.map((a, i) => [a.id, { name: a.annotator || "?", color: colors[i % colors.length] }]));
   const rows = (disagreement.fields || []).map((entry) => h("tr", { dataset: { field: entry.field, kind: entry.kind } },
-    h("th", {}, fieldLabel(entry), h("div", { class: "muted small" }, why(entry))),
+    h("th", {}, entry.label, h("div", { class: "muted small" }, why(entry))),
     h("td", {}, h("ul", { class: "values" }, entry.values.map((v) => {
       const who = byId.get(v.annotation) || { name: `#${v.annotation}`, color: "#888" };
       return h("li", { dataset: { annotation: String(v.annotation) } },

@@ -8,19 +8,20 @@
 //   workbench/api.js        the JSON API client: CSRF, retries, error text
 //   workbench/shortcuts.js  keyboard shortcuts and the "?" help list
 //   workbench/notices.js    messages above the workspace
-//   workbench/media.js      media URLs of an item, preloading, image and video widgets
+//   workbench/media.js      media URLs of an item, the page's form description, preloading,
+//                           image and video widgets
 //   workbench/task_loop.js  the Workbench: claim, show, claim the next; startWorkbench()
-//   workbench/drafts.js     local copy and server autosave of the draft   (Workbench methods)
+//   workbench/drafts.js     local copy and server autosave of the draft   (a layer of Workbench)
 //   workbench/lease.js      renewing the hold while someone is at the page,
-//                           preloading the next task                      (Workbench methods)
-//   workbench/submit.js     submit and skip, idempotency keys              (Workbench methods)
+//                           preloading the next task                      (a layer of Workbench)
+//   workbench/submit.js     submit and skip, idempotency keys              (a layer of Workbench)
 //   workbench/amend.js      amend mode: one's own earlier answer, saved by /api/annotations/<id>/amend/
 
 export { h, sleep, uuid } from "./workbench/dom.js";
 export { ApiError, NetworkError, api, apiList, csrfToken, describeError, errorField } from "./workbench/api.js";
 export { Shortcuts, isTyping } from "./workbench/shortcuts.js";
 export { Notices } from "./workbench/notices.js";
-export { guessKind, mediaList, mediaOf, mediaUrl, preloadMedia, videoPlayer, zoomableImage } from "./workbench/media.js";
+export { mediaList, mediaOf, mediaUrl, pageForm, preloadMedia, videoPlayer, zoomableImage } from "./workbench/media.js";
 export { Workbench } from "./workbench/task_loop.js";
 import { AmendBench } from "./workbench/amend.js";
 import { startWorkbench as startTaskLoop } from "./workbench/task_loop.js";

@@ -8,8 +8,8 @@ import pytest
 
 from annotation import agreement as ag
 from annotation import reliability
-from annotation.protocols import OSC_CRITERIA
 from protocols.normalize import description_text
+from protocols.oscbench import CRITERIA as OSC_CRITERIA
 
 N = None
 # Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability": 4 observers, 12 units,

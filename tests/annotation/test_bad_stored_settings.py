@@ -18,6 +18,7 @@ from annotation.models import Item, ItemStatus, Project, Role, Task
 from annotation.project_setup import DEFAULT_LEASE_SECONDS, project_setting
 from annotation.releases import release_freeze
 from annotation.selectors import box_candidates, rubric_for, rubric_text_for, shows_suggestions
+from protocols import registry
 from annotation.services import review_decide
 from tests.annotation.work_factories import WORKFLOW, make_item, valid_result
 
@@ -76,7 +77,10 @@ def test_a_project_with_bad_stored_settings_claims_submits_shows_and_exports(pro
     assert r.status_code in (200, 201), r.content
     assert Item.objects.get(pk=item.pk).status == ItemStatus.ANNOTATED  # "maybe" is not auto_verify
     assert shows_suggestions(project=project) is (WORKFLOW[protocol] in ("quintuplet", "qa"))
-    assert rubric_text_for(project=project) is None and rubric_for(project=project)
+    # A bad stored rubric falls back to the protocol's default (none for a protocol without criteria).
+    assert rubric_text_for(project=project) is None
+    assert rubric_for(project=project) == dict(registry.get(protocol).default_rubric)
+    assert bool(rubric_for(project=project)) is (WORKFLOW[protocol] == "rating")
     assert box_candidates(project=project, payload={"object": "apple", "state": "peeled apple"}) == ["peeled apple"]
     pages.force_login(res)
     for path in ("/projects/lab/", "/projects/lab/settings/", "/projects/lab/studies/", "/projects/lab/review/",

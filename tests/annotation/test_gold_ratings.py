@@ -1,6 +1,6 @@
 """OSCBench gold items: imported with their expected rating (`gold_scores`: criterion -> 1..5, or
 null where N/A is expected), offered by the queue like every gold item, and a rating of one is
-right when each expected score is met within protocols.RATING_GOLD_TOLERANCE (N/A exactly where
+right when each expected score is met within protocols/oscbench GOLD_TOLERANCE (N/A exactly where
 N/A is expected) — the same verdict in a crowd study's gold accuracy and in the project's
 agreement figures, for submitted and imported ratings alike. Refused imports write nothing."""
 from __future__ import annotations
@@ -14,9 +14,10 @@ from annotation.importing import ImportRefused, annotations_import, items_import
 from annotation.importing.formats import check_item
 from annotation.importing.samples import make_video, sample_line
 from annotation.models import Annotation, Item, ItemStatus, MediaAsset, Role
-from annotation.protocols import OSC_CRITERIA, RATING_GOLD_TOLERANCE
 from annotation.selectors import project_agreement
 from annotation.studies import participant_rows, study_create
+from protocols.oscbench import CRITERIA as OSC_CRITERIA
+from protocols.oscbench import GOLD_TOLERANCE as RATING_GOLD_TOLERANCE
 from tests.helpers.files import write_lines
 from tests.helpers.studies import GOLD_GATED_STUDY, do_tasks, open_study_link, participant_user
 

@@ -12,7 +12,7 @@ from annotation.importing.samples import write_sample_dataset
 from annotation.models import ImportRun, Item, Release, Role
 from tests.browser.work_helpers import shot
 from tests.helpers.browser import wait_import_done
-from tests.inference.worker import broker, start_worker, stop_worker  # noqa: F401 (broker is a fixture)
+from tests.inference.worker import start_worker, stop_worker
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 

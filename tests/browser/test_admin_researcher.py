@@ -9,7 +9,7 @@ from inference import services
 from inference.models import InferenceJob
 from tests.helpers.browser import option_texts
 from tests.inference import factories
-from tests.inference.worker import broker, start_worker, stop_worker  # noqa: F401 (broker is a fixture)
+from tests.inference.worker import start_worker, stop_worker
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 

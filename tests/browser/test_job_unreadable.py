@@ -11,7 +11,7 @@ from inference import services
 from inference.models import JobStatus, Prediction, PredictionStatus
 from tests.inference import factories
 from tests.inference.openai_standin import StandIn, four_judge_outcomes
-from tests.inference.worker import broker, start_worker, stop_worker  # noqa: F401 (broker is a fixture)
+from tests.inference.worker import start_worker, stop_worker
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 

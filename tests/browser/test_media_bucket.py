@@ -11,7 +11,7 @@ from annotation.importing import items_import
 from annotation.importing.samples import write_sample_dataset
 from annotation.models import Role
 from tests.helpers.browser import RECORD_VIOLATIONS
-from tests.s3_server import bucket, s3_endpoint, zipped  # noqa: F401 (fixtures)
+from tests.s3_server import zipped
 
 from .work_helpers import wait_task
 

@@ -29,7 +29,7 @@ from annotation.queue import annotation_submit, queue_claim_next
 from inference import services
 from inference.models import InferenceJob
 from tests.helpers.browser import OSC_CRITERIA, option_texts, wait_import_done
-from tests.inference.worker import broker, start_worker, stop_worker  # noqa: F401 (broker is a fixture)
+from tests.inference.worker import start_worker, stop_worker
 
 from .work_helpers import served_media_root, shot, wait_task
 

@@ -13,7 +13,7 @@ from inference.models import Backend, BackgroundRun, InferenceJob, JobStatus, Mo
 from inference.services import frames, recovery, runs
 
 from . import factories
-from .worker import broker, start_worker, stop_worker, wait_for  # noqa: F401 (broker is a fixture)
+from .worker import start_worker, stop_worker, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -22,7 +22,6 @@ from inference.models import BackgroundRun, InferenceJob, JobStatus, Prediction
 from inference.services import recovery, runs
 
 from . import factories
-from .worker import broker  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -19,7 +19,7 @@ from inference.models import BackgroundRun, InferenceJob, JobStatus, Prediction
 
 from . import factories
 from .openai_standin import StandIn
-from .worker import broker, start_beat, start_worker, stop_worker, wait_for  # noqa: F401 (broker is a fixture)
+from .worker import start_beat, start_worker, stop_worker, wait_for
 
 pytestmark = [pytest.mark.worker, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

@@ -5,10 +5,12 @@ Sets up a working StateLab on this machine and serves it:
    var/postgres, kept for the next run) and stops it again when the command ends, Ctrl-C
    included; with DATABASE_URL uses that PostgreSQL; then migrates the database;
 2. creates the users admin, researcher, reviewer, annotator1..3 and prints their passwords;
-3. makes one small project per protocol (all four workflows), with images drawn by Pillow and
-   short videos encoded by ffmpeg (the system binary or the one imageio-ffmpeg ships) — nothing
-   is downloaded — and imports them through the normal importer: some items raw (pending), some
-   labeled (annotated), some verified; the OSCBench project also gets imported human ratings;
+3. makes one small project per registered protocol with a demo sample (its samples module's
+   DEMO, protocols/kit/samples.py), with images drawn by Pillow and short videos encoded by ffmpeg
+   (the system binary or the one imageio-ffmpeg ships) — nothing is downloaded — and imports them
+   through the normal importer: some items raw (pending), some labeled (annotated), some
+   verified; a protocol whose sample has human annotations made elsewhere (video ratings) gets
+   those imported too;
 4. freezes release v1 of each project's verified test split;
 5. serves the site on 127.0.0.1:8000 (Django's runserver) unless --no-serve.
 
@@ -33,9 +35,9 @@ from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from annotation.importing import ImportRefused, annotations_import, items_import
 from annotation.importing.samples import sample_line, sample_media_paths, write_sample_media
 from annotation.models import Membership, Project, Release, Role
-from annotation.protocols import OSC_CRITERIA
 from annotation.releases import ReleaseRefused, release_freeze
 from config.demo_database import embedded_postgres
+from protocols import registry
 
 USERS = [
     # username, password, superuser, role in every demo project
@@ -47,28 +49,16 @@ USERS = [
     ("annotator3", "annotator3-demo", False, Role.ANNOTATOR),
 ]
 
-PROJECTS = [
-    # slug, protocol, name, annotations per item
-    ("demo-status", "status", "Demo · STATUS quintuplets", 1),
-    ("demo-changeit", "changeit", "Demo · ChangeIt boxes and states", 2),
-    ("demo-visualtrans", "visualtrans", "Demo · VisualTrans blind QA", 2),
-    ("demo-m3verse", "m3verse", "Demo · M3-Verse video-pair QA", 2),
-    ("demo-oscbench", "oscbench", "Demo · OSCBench video rating", 3),
-]
 
-# Items per project: 0..3 raw (pending), 4..7 labeled (annotated), 8..11 verified.
-RAW, LABELED, VERIFIED = range(0, 4), range(4, 8), range(8, 12)
 
-RUBRIC = {
-    "subject": "Does the subject named in the prompt appear as described? (N/A when the prompt names none)",
-    "object": "Is the object the prompt names present and recognisable?",
-    "action": "Is the action of the prompt carried out?",
-    "osc_accuracy": "Does the object end in the state the prompt asks for?",
-    "osc_consistency": "Does the state change progress plausibly, without jumps or reversals?",
-    "scene": "Does the scene match the prompt? (N/A when the prompt names none)",
-    "realism": "Does the video look physically plausible?",
-    "aesthetics": "Is the video pleasant to look at (composition, colour, sharpness)?",
-}
+def demo_projects() -> list[tuple[str, str, object]]:
+    """(slug, protocol, its DEMO) of every registered protocol whose samples module has a DEMO."""
+    found = []
+    for protocol in registry.protocols():
+        demo = getattr(protocol.samples, "DEMO", None) if protocol.samples_module else None
+        if demo is not None:
+            found.append((f"demo-{protocol.name}", protocol.name, demo))
+    return found
 
 
 def address_free(addr: str) -> None:
@@ -98,7 +88,8 @@ def exit_on_termination():
 
 
 class Command(BaseCommand):
-    help = "Create demo users and sample projects for every workflow (media made locally), then serve on 127.0.0.1:8000."
+    help = ("Create demo users and a sample project for every registered protocol (media made locally), then serve "
+            "on 127.0.0.1:8000.")
 
     def add_arguments(self, parser):
         parser.add_argument("--no-serve", action="store_true", help="set everything up, then exit")
@@ -123,9 +114,9 @@ class Command(BaseCommand):
         call_command("migrate", interactive=False, verbosity=0)
         data_dir = opts["data_dir"] or Path(settings.DATA_DIR) / "demo-data"
         users = self.make_users()
-        for slug, protocol, name, per_item in PROJECTS:
-            project = self.make_project(slug, protocol, name, per_item, users)
-            self.fill(project, data_dir / protocol)
+        for slug, protocol, demo in demo_projects():
+            project = self.make_project(slug, protocol, demo, users)
+            self.fill(project, demo, data_dir / protocol)
         self.print_summary()
         if not opts["no_serve"]:
             self.stdout.write(f"Serving on http://{opts['addr']}/ (Ctrl-C to stop)")
@@ -143,37 +134,30 @@ class Command(BaseCommand):
         return users
 
     @transaction.atomic
-    def make_project(self, slug, protocol, name, per_item, users) -> Project:
+    def make_project(self, slug, protocol, demo, users) -> Project:
         project, created = Project.objects.get_or_create(
             slug=slug,
             defaults={
-                "name": name,
+                "name": f"Demo · {demo.title}",
                 "protocol": protocol,
-                "annotations_per_item": per_item,
+                "annotations_per_item": demo.annotations_per_item,
                 "option_seed": 2024,
                 "description": "Synthetic sample data made by `manage.py demo`: simple drawings whose state changes.",
-                "settings": {"rubric": RUBRIC} if protocol == "oscbench" else {},
+                "settings": dict(demo.settings),
             },
         )
         for username, _pw, _su, role in USERS:
             Membership.objects.get_or_create(project=project, user=users[username], defaults={"role": role})
         return project
 
-    def fill(self, project: Project, folder: Path) -> None:
+    def fill(self, project: Project, demo, folder: Path) -> None:
         protocol = project.protocol
         folder.mkdir(parents=True, exist_ok=True)
         marker = folder / ".media-complete"
         if not marker.exists():  # regenerate media only once, so re-runs import identical files
             write_sample_media(folder, protocol)
             marker.write_text("ok\n")
-        files = {
-            "raw.jsonl": (RAW, False),
-            "labeled.jsonl": (LABELED, True),
-            "verified.jsonl": (VERIFIED, True),
-        }
-        if protocol == "oscbench":  # ratings are the labels: half waits for raters, half is verified
-            files = {"raw.jsonl": (range(0, 6), False), "verified.jsonl": (range(6, 12), True)}
-        for filename, (numbers, complete) in files.items():
+        for filename, (numbers, complete) in demo.files.items():
             path = folder / filename
             with open(path, "w", encoding="utf-8") as fh:
                 for i in numbers:
@@ -182,23 +166,21 @@ class Command(BaseCommand):
                 items_import(project=project, path=path, verified=filename == "verified.jsonl")
             except ImportRefused as exc:  # items edited since the last run (e.g. a reviewer's fix): keep them
                 self.stderr.write(f"{project.slug}: kept the existing items ({exc.errors[0]})")
-        if protocol == "oscbench":
-            self.import_ratings(project, folder)
+        made_elsewhere = getattr(registry.get(protocol).samples, "demo_annotations", None)
+        if made_elsewhere is not None:
+            self.import_annotations(project, folder, made_elsewhere(demo.files["verified.jsonl"][0]))
         if not Release.objects.filter(project=project, version="v1").exists():
             try:
                 release_freeze(project=project, version="v1", split="test")
             except ReleaseRefused as exc:
                 self.stderr.write(f"{project.slug}: no release: {exc}")
 
-    def import_ratings(self, project: Project, folder: Path) -> None:
-        """Three external raters' scores for the verified videos (a published human study)."""
+    def import_annotations(self, project: Project, folder: Path, lines: list[dict]) -> None:
+        """Human annotations made elsewhere of the verified items (e.g. a published rating study)."""
         path = folder / "ratings.jsonl"
         with open(path, "w", encoding="utf-8") as fh:
-            for i in range(6, 12):
-                for r in range(3):
-                    scores = {c: 1 + (i * 3 + r * 2 + k) % 5 for k, c in enumerate(OSC_CRITERIA)}
-                    scores["scene"] = None if i % 2 else scores["scene"]
-                    fh.write(json.dumps({"item": f"oscbench-{i:05d}", "rater": f"study-rater-{r + 1}", "scores": scores}) + "\n")
+            for line in lines:
+                fh.write(json.dumps(line) + "\n")
         try:
             annotations_import(project=project, path=path)
         except ImportRefused as exc:
@@ -209,7 +191,7 @@ class Command(BaseCommand):
         for username, password, superuser, role in USERS:
             self.stdout.write(f"  {username:<11} / {password:<16} {'superuser' if superuser else role}")
         self.stdout.write("\nProjects:")
-        for project in Project.objects.filter(slug__in=[p[0] for p in PROJECTS]).order_by("slug"):
+        for project in Project.objects.filter(slug__in=[p[0] for p in demo_projects()]).order_by("slug"):
             counts = {s: project.items.filter(status=s).count() for s in ("pending", "annotated", "verified")}
             releases = ", ".join(project.releases.values_list("version", flat=True)) or "none"
             self.stdout.write(

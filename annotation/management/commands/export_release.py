@@ -36,7 +36,7 @@ class Command(BaseCommand):
         fmt.add_argument("--format", choices=["json", "jsonl", "zip", "coco", "hf", "lmms-eval"], dest="format",
                          help="json, jsonl, zip, coco (box projects; a zip with the images when -o ends in .zip), "
                               "hf (a Hugging Face dataset folder at -o DIR) or lmms-eval (an lmms-eval task "
-                              "folder at -o DIR, for --include_path; STATUS, ChangeIt, VisualTrans and M3-Verse)")
+                              "folder at -o DIR, for --include_path; every protocol but video rating)")
         add_actor_argument(parser)
 
     def handle(self, *args, **opts):

@@ -11,8 +11,8 @@ from annotation.models import Project
 
 class Command(BaseCommand):
     help = (
-        'Import human annotations made elsewhere: ratings {"item","rater","scores"} for oscbench projects, '
-        'blind QA answers {"item","annotator","answer","flags"} for visualtrans / m3verse. All or nothing; idempotent.'
+        'Import human annotations made elsewhere: ratings {"item","rater","scores"} for video rating projects, '
+        'blind QA answers {"item","annotator","answer","flags"} for QA projects. All or nothing; idempotent.'
     )
 
     def add_arguments(self, parser):

@@ -35,7 +35,7 @@ export class AmendBench extends Workbench {
       this.notices.show(`Could not load your answer: ${err.message}`, { kind: "error", sticky: true, id: "claim" });
       return;
     }
-    await preloadMedia(mediaOf(data.item), { timeoutMs: 3000 });
+    await preloadMedia(mediaOf(data.item, this.form.media), { timeoutMs: 3000 });
     this.load({ task: `amend-${data.id}`, item: data.item, draft: draftFromResult(this.workflow.name, data.result), version: 0, endsAt: 0 });
     const when = new Date(data.submitted_at).toLocaleString();
     this.taskEl.textContent = `Your answer of ${when} · item #${data.item.id}` + (data.revisions.length ? ` · amended ${data.revisions.length}×` : "");

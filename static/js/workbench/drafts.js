@@ -1,16 +1,17 @@
 // Drafts: the local copy in localStorage (nothing is lost offline or when the tab closes) and
 // the versioned server autosave, with the choice offered when another tab saved first.
-// Methods of Workbench (task_loop.js), kept here so the task loop reads on its own.
+// A layer of Workbench (task_loop.js: withDrafts(Base) adds these methods), kept here so the task
+// loop reads on its own.
 import { ApiError, api } from "./api.js";
 
 const AUTOSAVE_DELAY_MS = 700;
 
-export const draftMethods = {
+export const withDrafts = (Base) => class extends Base {
   // Kept per annotator and item, not per task: when a lost hold is taken again the item comes
   // back as a new task, and the answer typed for it must come back too.
   localKey(task = this.task) {
     return `statelab:draft:${this.root.dataset.user || ""}:${task.item.id}`;
-  },
+  }
 
   readLocal() {
     try {
@@ -18,7 +19,7 @@ export const draftMethods = {
     } catch {
       return null;
     }
-  },
+  }
 
   // `unsaved`: the copy must win over the server's when the item comes back (a lapsed hold).
   storeLocal({ unsaved = this.dirty } = {}) {
@@ -28,11 +29,11 @@ export const draftMethods = {
     } catch {
       /* storage full or disabled: the server copy still exists */
     }
-  },
+  }
 
   currentDraft() {
     return { ...this.view.draft(), _time_ms: Math.round(this.activeMs) };
-  },
+  }
 
   changed() {
     this.dirty = true;
@@ -40,12 +41,12 @@ export const draftMethods = {
     this.storeLocal();
     this.setStatus("Unsaved changes", "pending");
     this.scheduleSave();
-  },
+  }
 
   scheduleSave() {
     clearTimeout(this.saveTimer);
     this.saveTimer = setTimeout(() => this.saveDraft(), AUTOSAVE_DELAY_MS);
-  },
+  }
 
   async saveDraft() {
     if (!this.task || !this.view || this.conflict) return;
@@ -67,7 +68,7 @@ export const draftMethods = {
     try {
       const data = await this.saving;
       if (this.task !== task) return;
-      task.version = data.version ?? data.draft_version ?? task.version + 1;
+      task.version = data.version;
       if (data.lease_expires) this.holdExtended(task, data, sentAt);
       this.storeLocal();
       if (!this.dirty) this.setStatus("Saved", "ok");
@@ -87,7 +88,7 @@ export const draftMethods = {
     } finally {
       this.saving = null;
     }
-  },
+  }
 
   flushDraft() {
     if (!this.task || !this.view || !this.dirty || this.conflict || this.loggingOut) return;
@@ -97,25 +98,25 @@ export const draftMethods = {
     api("PUT", `/api/tasks/${this.task.id}/draft/`, { body: { draft: this.currentDraft(), version: this.task.version }, keepalive: true })
       .then((data) => {
         if (this.task) {
-          this.task.version = data.version ?? data.draft_version ?? this.task.version + 1;
+          this.task.version = data.version;
           this.dirty = false;
           this.storeLocal();
           this.setStatus("Saved", "ok");
         }
       })
       .catch(() => undefined);
-  },
+  }
 
   /** Before a logout: save the draft while the session lasts; keep nothing in this browser after. */
   async beforeLogout() {
     this.loggingOut = true;
     if (this.dirty && this.task && this.view && !this.conflict) await this.saveDraft();
-  },
+  }
 
   onDraftConflict(err) {
     this.conflict = true;
     this.setStatus("Conflict", "error");
-    const serverVersion = err.body && (err.body.version ?? err.body.draft_version);
+    const serverVersion = err.body && err.body.version;
     this.notices.show(
       "This task was saved from another tab or window since you loaded it. Your answer is kept here. Keep yours (overwrites the other copy) or load the other copy?",
       {
@@ -128,7 +129,7 @@ export const draftMethods = {
         ],
       },
     );
-  },
+  }
 
   async resolveConflict(choice, serverVersion, serverDraft) {
     const task = this.task;
@@ -152,8 +153,8 @@ export const draftMethods = {
       }
       return;
     }
-    task.version = serverVersion ?? (fresh && fresh.task === task.id ? fresh.draft_version ?? fresh.version : task.version);
+    task.version = serverVersion ?? (fresh && fresh.task === task.id ? fresh.version : task.version);
     this.dirty = true;
     await this.saveDraft();
-  },
+  }
 };

@@ -1,6 +1,7 @@
 // The task lease: renewing the hold while the annotator works, the hold clock, a lost hold, and
 // holding and preloading the next task so it appears at once after a submit.
-// Methods of Workbench (task_loop.js), kept here so the task loop reads on its own.
+// A layer of Workbench (task_loop.js: withLease(Base) adds these methods), kept here so the task
+// loop reads on its own.
 //
 // A hold is renewed only while someone is at the page: each renewal needs activity (keys,
 // pointer, typing, scrolling, a video playing through) since the server last extended the hold.
@@ -35,7 +36,7 @@ export function holdEndsAt(data) {
   return data && data.lease_expires ? Date.parse(data.lease_expires) + serverClockOffset() : null;
 }
 
-export const leaseMethods = {
+export const withLease = (Base) => class extends Base {
   /**
    * Hold the task after this one and download its media while the annotator works, so the next
    * task appears at once after a submit. The server lets a page hold its task plus one more; the
@@ -52,7 +53,7 @@ export const leaseMethods = {
           data.heldAt = Date.now();
           data.endsAt = holdEndsAt(data);
           this.preloaded = data;
-          preloadMedia(mediaOf(data.item), { timeoutMs: 60000 });
+          preloadMedia(mediaOf(data.item, this.form.media), { timeoutMs: 60000 });
         }
       } catch {
         /* preloading is an optimisation; the next claim after submit still works */
@@ -62,7 +63,7 @@ export const leaseMethods = {
     })();
     this.preloading = inFlight;
     await inFlight;
-  },
+  }
 
   async takePreloaded() {
     // A preload still in flight is waited for, never raced: the server claims with SKIP LOCKED, so
@@ -97,7 +98,7 @@ export const leaseMethods = {
     } catch {
       return null;
     }
-  },
+  }
 
   /** Note what a person does on the page; a page that was left alone wakes up on the first sign. */
   watchActivity() {
@@ -109,12 +110,12 @@ export const leaseMethods = {
     // Media events do not bubble; a capturing listener on the document still sees them.
     document.addEventListener("play", active, { capture: true });
     document.addEventListener("timeupdate", (e) => this.notePlayback(e.target), { capture: true, passive: true });
-  },
+  }
 
   noteActivity() {
     this.repeating = new WeakSet();
     this.wake();
-  },
+  }
 
   wake() {
     const idleSince = this.lastActivity;
@@ -123,7 +124,7 @@ export const leaseMethods = {
       this.renewalPaused = false;
       this.backFromIdle(idleSince);
     }
-  },
+  }
 
   /**
    * A video playing counts as someone watching it, once through: the repeats of a looping video
@@ -135,7 +136,7 @@ export const leaseMethods = {
     this.playedTo.set(video, video.currentTime);
     if (video.loop && video.currentTime < last && last > video.duration - 1) this.repeating.add(video);
     if (!this.repeating.has(video)) this.wake();
-  },
+  }
 
   startLeaseTimer() {
     clearInterval(this.renewTimer);
@@ -143,7 +144,7 @@ export const leaseMethods = {
     // Renew at a third of the lease so one failed renewal still leaves time for the next.
     const every = Math.min(120000, Math.max(5000, remaining / 3));
     this.renewTimer = setInterval(() => this.renew(), every);
-  },
+  }
 
   /** The server extended `task`'s hold with this answer (a claim, renewal or autosave). */
   holdExtended(task, data, sentAt) {
@@ -155,7 +156,7 @@ export const leaseMethods = {
       this.notices.clear("lease");
       this.startLeaseTimer();
     }
-  },
+  }
 
   async renew() {
     const task = this.task;
@@ -174,7 +175,7 @@ export const leaseMethods = {
       if (this.task !== task || this.finished.has(task.id)) return;
       if (err instanceof ApiError && [403, 404, 409, 410].includes(err.status)) this.onLeaseLost(err);
     }
-  },
+  }
 
   /** The person is back after renewals paused: renew at once, or say that the hold lapsed. */
   backFromIdle(idleSince) {
@@ -182,7 +183,7 @@ export const leaseMethods = {
     if (!task || this.lapsed === task || this.finished.has(task.id)) return;
     if (task.leaseExpires && task.leaseExpires - Date.now() < LAPSE_MARGIN_MS) this.onHoldLapsed(task, idleSince);
     else this.renew();
-  },
+  }
 
   onHoldLapsed(task, idleSince) {
     this.lapsed = task;
@@ -195,7 +196,7 @@ export const leaseMethods = {
       `Your hold on this task lapsed while you were away (about ${formatAway(away)} without activity), so the item went back to the queue. Your answer is kept in this browser.`,
       { kind: "warning", sticky: true, id: "lease", actions: [["Continue", () => this.continueAfterLapse(task)]] },
     );
-  },
+  }
 
   /** Take the lapsed task again if nobody took it meanwhile; otherwise claim the next one. */
   async continueAfterLapse(task) {
@@ -223,7 +224,7 @@ export const leaseMethods = {
         });
       }
     }
-  },
+  }
 
   updateLeaseClock() {
     if (!this.leaseEl) return;
@@ -234,7 +235,7 @@ export const leaseMethods = {
     const left = this.task.leaseExpires - Date.now();
     this.leaseEl.textContent = left > 0 ? `held ${formatClock(left)}` : "hold expired";
     this.leaseEl.classList.toggle("warning", left < 60000);
-  },
+  }
 
   onLeaseLost(err) {
     clearInterval(this.renewTimer);
@@ -243,5 +244,5 @@ export const leaseMethods = {
       `Your hold on this task ended (${err.message}). Your answer is kept in this browser; take the task again to continue, or move on.`,
       { kind: "error", sticky: true, id: "lease", actions: [["Get a task", () => this.claim()]] },
     );
-  },
+  }
 };

@@ -1,5 +1,5 @@
-// An item's images and videos: their URLs whatever the payload's shape, preloading the next
-// task's media, and the zoomable image and video player widgets.
+// An item's images and videos: their URLs as the API sends them, preloading the next task's
+// media, and the zoomable image and video player widgets.
 import { h, sleep } from "./dom.js";
 
 const preloaded = new Map(); // url -> element kept alive so the browser keeps the bytes around
@@ -33,44 +33,38 @@ export function preloadMedia(media, { timeoutMs = 4000 } = {}) {
   return Promise.race([Promise.all(waits), sleep(timeoutMs)]);
 }
 
-/** Media of an item as [{url, kind}], whatever field names the payload uses. */
-export function mediaOf(item) {
+/**
+ * Media of an item as [{url, kind}] for preloading. `media` is the page's form description
+ * ([{field, kind}], annotation/selectors.py workflow_form); the item holds each field as the API
+ * sends it: an asset {url, kind, width, height, ...} (null when missing), or a list of them for
+ * an "images" field.
+ */
+export function mediaOf(item, media) {
   const out = [];
-  const visit = (value, kindHint) => {
-    if (!value) return;
-    if (typeof value === "string") {
-      if (/^(\/|https?:)/.test(value)) out.push({ url: value, kind: kindHint || guessKind(value) });
-    } else if (Array.isArray(value)) {
-      value.forEach((v) => visit(v, kindHint));
-    } else if (typeof value === "object") {
-      if (typeof value.url === "string") out.push({ url: value.url, kind: value.kind || kindHint || guessKind(value.url) });
-      else Object.values(value).forEach((v) => visit(v, kindHint));
+  for (const { field } of media) {
+    const value = item[field];
+    for (const asset of Array.isArray(value) ? value : [value]) {
+      if (asset && asset.url) out.push({ url: asset.url, kind: asset.kind === "video" ? "video" : "image" });
     }
-  };
-  visit(item.media);
-  for (const key of ["image", "image_a", "image_b", "images", "video", "video_before", "video_after"]) {
-    if (item[key] !== undefined) visit(item[key], key.startsWith("video") ? "video" : "image");
   }
-  const seen = new Set();
-  return out.filter((m) => (seen.has(m.url) ? false : (seen.add(m.url), true)));
+  return out;
 }
 
-export function guessKind(url) {
-  return /\.(mp4|webm|mov|mkv|ogv|m4v)(\?|$)/i.test(url) ? "video" : "image";
+/** URL of one media field of an item (or of a review item's `media`): its asset's url, or null. */
+export function mediaUrl(item, field) {
+  const asset = item[field];
+  return asset ? asset.url : null;
 }
 
-/** URL of a media field whatever the backend's shape: "url", {url}, or item.media[name]. */
-export function mediaUrl(item, name) {
-  const pick = (v) => (v && typeof v === "object" && !Array.isArray(v) ? v.url : v);
-  if (item.media && item.media[name] !== undefined) return pick(item.media[name]);
-  if (item.media_urls && item.media_urls[name] !== undefined) return pick(item.media_urls[name]);
-  if (item[`${name}_url`] !== undefined) return pick(item[`${name}_url`]);
-  return pick(item[name]);
+/** URLs of an "images" field (a list of assets). */
+export function mediaList(item, field) {
+  return (item[field] || []).map((asset) => asset && asset.url).filter(Boolean);
 }
 
-export function mediaList(item, name) {
-  const value = (item.media && item.media[name]) ?? (item.media_urls && item.media_urls[name]) ?? item[`${name}_urls`] ?? item[name] ?? [];
-  return (Array.isArray(value) ? value : [value]).map((v) => (v && typeof v === "object" ? v.url : v)).filter(Boolean);
+/** The page's description of its workflow form (json_script "workflow-form" filled by the view). */
+export function pageForm() {
+  const el = document.getElementById("workflow-form");
+  return el ? JSON.parse(el.textContent) : { media: [] };
 }
 
 /** An image that zooms under the pointer on hover; a click locks a stronger zoom. */

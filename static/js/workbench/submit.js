@@ -1,11 +1,12 @@
 // Submitting and skipping a task: one idempotency key per task, retries, and what each refusal
 // means for the answer typed.
-// Methods of Workbench (task_loop.js), kept here so the task loop reads on its own.
+// A layer of Workbench (task_loop.js: withSubmit(Base) adds these methods), kept here so the task
+// loop reads on its own.
 import { ApiError, api, describeError, errorField } from "./api.js";
 import { conflictDetail } from "./conflict.js";
 import { uuid } from "./dom.js";
 
-export const submitMethods = {
+export const withSubmit = (Base) => class extends Base {
   idempotencyKey() {
     // One key per task, kept across reloads: a retry, a double click or a second tab all send
     // the same key and the server answers with the annotation it already made.
@@ -16,7 +17,7 @@ export const submitMethods = {
       localStorage.setItem(k, key);
     }
     return key;
-  },
+  }
 
   /** The form's answer, ready to send; or null after saying what is missing (and focusing it). */
   collectAnswer() {
@@ -32,7 +33,7 @@ export const submitMethods = {
       return null;
     }
     return collected;
-  },
+  }
 
   /** The server refused the answer as invalid (400): say why (`status`: "Not submitted", "Not
    * saved") and focus the field it names. */
@@ -41,7 +42,7 @@ export const submitMethods = {
     this.notices.show(`${status} — ${err.message}`, { kind: "error", id: "invalid", sticky: true });
     const field = errorField(err.body);
     if (field && this.view.focusField) this.view.focusField(field);
-  },
+  }
 
   async submit() {
     if (!this.task || !this.view || this.submitting) return;
@@ -101,7 +102,7 @@ export const submitMethods = {
         this.notices.show(`Not submitted: ${err.message} Press Submit again; it will not be counted twice.`, { kind: "error", id: "neterr", sticky: true });
       }
     }
-  },
+  }
 
   afterSubmit(task) {
     this.finished.add(task.id);
@@ -111,7 +112,7 @@ export const submitMethods = {
     } catch {
       /* ignore */
     }
-  },
+  }
 
   async skip() {
     if (!this.task || this.submitting) return;
@@ -126,5 +127,5 @@ export const submitMethods = {
       this.skipBtn.disabled = false;
       this.notices.show(`Could not skip: ${err.message}`, { kind: "error", id: "skip" });
     }
-  },
+  }
 };

@@ -1,28 +1,31 @@
 // The task loop of every annotator page: claim a task, show it through the workflow module,
-// and after a submit or skip claim the next. Drafts, the lease and submitting add their methods
-// from drafts.js, lease.js and submit.js.
+// and after a submit or skip claim the next. Drafts, the lease and submitting are layers over the
+// loop (drafts.js, lease.js, submit.js): Workbench = withSubmit(withLease(withDrafts(TaskLoop))).
 import { onLogout } from "../session.js";
 import { api } from "./api.js";
 import { h } from "./dom.js";
-import { draftMethods } from "./drafts.js";
-import { holdEndsAt, leaseMethods } from "./lease.js";
-import { mediaOf, preloadMedia } from "./media.js";
+import { withDrafts } from "./drafts.js";
+import { holdEndsAt, withLease } from "./lease.js";
+import { mediaOf, pageForm, preloadMedia } from "./media.js";
 import { Notices } from "./notices.js";
 import { Shortcuts } from "./shortcuts.js";
-import { submitMethods } from "./submit.js";
+import { withSubmit } from "./submit.js";
 
 /**
  * Runs one annotator's session: claim, show, autosave, renew, submit, claim the next.
  *
- * workflow = {name, mount(container, item, draft, ctx) -> view}
+ * workflow = {name, mount(container, item, draft, ctx) -> view}; ctx.form is the page's form
+ *   description (media fields [{field, kind, label}], a rating form's criteria)
  * view = {collect() -> {result} | {error, field}, draft() -> object, focusField?(name),
  *         blocked?() -> reason string or "", destroy?()}
  */
-export class Workbench {
+class TaskLoop {
   constructor({ root, slug, workflow }) {
     this.root = root;
     this.slug = slug;
     this.workflow = workflow;
+    // The form's protocol facts (media fields, criteria) the page carries; passed to mount as ctx.form.
+    this.form = pageForm();
     this.shortcuts = new Shortcuts();
     this.notices = new Notices(root.querySelector("[data-notices]"));
     this.workspace = root.querySelector("[data-workspace]");
@@ -127,7 +130,7 @@ export class Workbench {
       this.showDone();
       return;
     }
-    await preloadMedia(mediaOf(data.item), { timeoutMs: 3000 });
+    await preloadMedia(mediaOf(data.item, this.form.media), { timeoutMs: 3000 });
     this.load(data);
   }
 
@@ -169,7 +172,7 @@ export class Workbench {
     this.task = {
       id: data.task,
       item: data.item,
-      version: data.draft_version ?? data.version ?? 0,
+      version: data.version,
       leaseExpires: data.endsAt ?? holdEndsAt(data),
       heldAt: data.heldAt ?? Date.now(), // when the server last extended the hold (this clock)
     };
@@ -192,6 +195,7 @@ export class Workbench {
       submit: () => this.submit(),
       notices: this.notices,
       refreshSubmit: () => this.refreshSubmit(),
+      form: this.form,
     };
     this.workspace.replaceChildren();
     this.view = this.workflow.mount(this.workspace, data.item, draft, ctx);
@@ -217,7 +221,7 @@ export class Workbench {
   }
 }
 
-Object.assign(Workbench.prototype, draftMethods, leaseMethods, submitMethods);
+export class Workbench extends withSubmit(withLease(withDrafts(TaskLoop))) {}
 
 /** Wire a page's root element to a workflow module. */
 export function startWorkbench(workflow) {
