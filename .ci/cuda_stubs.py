@@ -15,6 +15,7 @@ needed. Running it again is safe: stubs are rebuilt, RPATH entries are added onl
 
 Usage: <venv>/bin/python .ci/cuda_stubs.py            (needs gcc, binutils and patchelf on PATH)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,8 +31,13 @@ CUDA_SONAMES = ("libc10_cuda.so", "libtorch_cuda.so", "libcudart.so.13", "libnvr
 SYSTEM_LIBS = ("libc.so.6", "libm.so.6", "libstdc++.so.6", "libgcc_s.so.1", "libpthread.so.0", "ld-linux-x86-64.so.2")
 SYSTEM_DIRS = ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64")
 # Called from static constructors/destructors of CUDA objects at load time: must not abort.
-HARMLESS_PREFIXES = ("__cudaRegister", "__cudaUnregister", "__cudaInitModule", "__cudaPopCallConfiguration",
-                     "__cudaPushCallConfiguration")
+HARMLESS_PREFIXES = (
+    "__cudaRegister",
+    "__cudaUnregister",
+    "__cudaInitModule",
+    "__cudaPopCallConfiguration",
+    "__cudaPushCallConfiguration",
+)
 
 
 def _run(*cmd: str, stdin: str | None = None) -> str:
@@ -116,8 +122,11 @@ def main() -> int:
     providers = glob.glob(os.path.join(site, "torch", "lib", "*.so*"))
     for pkg in PACKAGES:
         providers += libraries(site, pkg)
-        providers += [p for p in glob.glob(os.path.join(site, f"{pkg}.libs", "*.so*"))
-                      if not re.search(r"libcudart|libnvrtc", os.path.basename(p))]
+        providers += [
+            p
+            for p in glob.glob(os.path.join(site, f"{pkg}.libs", "*.so*"))
+            if not re.search(r"libcudart|libnvrtc", os.path.basename(p))
+        ]
     for lib in SYSTEM_LIBS:
         found = next((os.path.join(d, lib) for d in SYSTEM_DIRS if os.path.exists(os.path.join(d, lib))), None)
         if found:
@@ -133,8 +142,10 @@ def main() -> int:
     demangled = dict(zip(names, _run("c++filt", stdin="\n".join(names)).splitlines())) if names else {}
     # Only CUDA-side symbols; the rest (Python C API, FFmpeg...) come from the process at run time.
     cuda = {
-        n: v for n, v in missing.items()
-        if v.startswith(("libcudart", "libnvrtc")) or re.match(r"(__cuda|cuda|nvrtc|cu[A-Z])", n)
+        n: v
+        for n, v in missing.items()
+        if v.startswith(("libcudart", "libnvrtc"))
+        or re.match(r"(__cuda|cuda|nvrtc|cu[A-Z])", n)
         or "cuda" in demangled.get(n, n).lower()
     }
 

@@ -1,14 +1,13 @@
 """Admin pages of the annotation app. Items, releases and memberships are scoped to the projects
 where a non-superuser is researcher or admin (admin_site.ProjectScopedAdmin); so are the project's
-records (invites, tasks, revisions, suggestions, release items, the audit trail, crowd studies and
-their participants, excluded annotations and the reopenings they caused), which are read only (admin_site.ProjectRecordAdmin):
-they change through the pages and services that keep their rules and record who did what. Crowd
-accounts (a platform's id of a person, across projects), users, groups and tokens are for superusers
+records (invites, tasks, the audit trail, crowd studies, ...), which are read only and have their
+admins in annotation/admin_records.py. Crowd accounts, users, groups and tokens are for superusers
 only; the rest keep Django's model permissions. Saves and deletes of projects, items, annotations,
 reviews and media assets, which annotators, reviewers and releases see, are audited
 (admin_site.AuditedAdmin)."""
+
 from django import forms
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group
@@ -19,44 +18,27 @@ from rest_framework.authtoken.models import TokenProxy
 
 from background.models import RunStatus
 
-from .admin_site import (
-    AuditedAdmin,
-    ProjectRecordAdmin,
-    ProjectScopedAdmin,
-    ReadOnlyAdmin,
-    SuperuserOnlyAdmin,
-    UsernameField,
-)
+# A project's records (invites, the audit trail, studies, ...) have their admins in admin_records,
+# which registers them when imported here: Django's autodiscovery imports only this module.
+from . import admin_records  # noqa: F401
+from .admin_site import AuditedAdmin, ProjectScopedAdmin, ReadOnlyAdmin, SuperuserOnlyAdmin, UsernameField
 from .disagreement import thresholds_from
-from .members import MemberRefused, invite_revoke, invite_state, member_change_refusal, member_put, member_remove
+from .members import MemberRefused, member_change_refusal, member_put, member_remove
 from .models import (
     ROLE_RANK,
     Annotation,
-    AnnotationRevision,
-    AuditEvent,
-    CrowdAccount,
-    ExcludedAnnotation,
     ImportRun,
     Item,
-    ItemReopening,
     ItemStatus,
     MediaAsset,
     Membership,
     Project,
-    ProjectInvite,
     Protocol,
     Release,
-    ReleaseItem,
     Review,
-    Study,
-    StudyParticipant,
-    Suggestion,
-    Task,
 )
 from .permissions import has_role, role_in
 from .project_setup import project_settings_check, project_thresholds_changed
-
-PROJECT_FILTER = ("project", admin.RelatedOnlyFieldListFilter)  # offers only the projects of the rows shown
 
 
 class MembershipInline(admin.TabularInline):
@@ -119,8 +101,13 @@ class ProjectAdmin(AuditedAdmin, admin.ModelAdmin):
             return
         given = (obj.settings or {}).get("disagreement")
         if given != (stored or {}).get("disagreement"):
-            project_thresholds_changed(project=obj, actor=request.user, set_values=given or {}, via="admin",
-                                       before=thresholds_from(stored, project=obj.slug).as_dict())
+            project_thresholds_changed(
+                project=obj,
+                actor=request.user,
+                set_values=given or {},
+                via="admin",
+                before=thresholds_from(stored, project=obj.slug).as_dict(),
+            )
 
     def get_actions(self, request):
         # Bulk delete would take the projects' releases with it (they cascade).
@@ -141,8 +128,10 @@ class ProjectAdmin(AuditedAdmin, admin.ModelAdmin):
         perms_needed.discard(ImportRun._meta.verbose_name)
         perms_needed.discard(Membership._meta.verbose_name)
         busy = ImportRun.objects.filter(project__in=objs, status__in=(RunStatus.QUEUED, RunStatus.RUNNING))
-        protected = [*protected, *(f"{ImportRun._meta.verbose_name} {run.pk} ({run.file_name}): still {run.status}"
-                                   for run in busy)]
+        protected = [
+            *protected,
+            *(f"{ImportRun._meta.verbose_name} {run.pk} ({run.file_name}): still {run.status}" for run in busy),
+        ]
         return deleted, model_count, perms_needed, protected
 
 
@@ -229,8 +218,9 @@ class MembershipAdmin(ProjectScopedAdmin):
 
     def formfield_for_dbfield(self, db_field, request, **kwargs):
         if db_field.name == "user":
-            return UsernameField(queryset=get_user_model().objects.filter(is_active=True),
-                                 help_text="Username or e-mail of the account.")
+            return UsernameField(
+                queryset=get_user_model().objects.filter(is_active=True), help_text="Username or e-mail of the account."
+            )
         return super().formfield_for_dbfield(db_field, request, **kwargs)
 
     def get_form(self, request, obj=None, **kwargs):
@@ -249,7 +239,10 @@ class MembershipAdmin(ProjectScopedAdmin):
     def has_delete_permission(self, request, obj=None):
         if not super().has_delete_permission(request, obj):
             return False
-        return obj is None or member_change_refusal(project=obj.project, actor=request.user, user=obj.user, role=None) is None
+        return (
+            obj is None
+            or member_change_refusal(project=obj.project, actor=request.user, user=obj.user, role=None) is None
+        )
 
     def delete_model(self, request, obj):
         try:
@@ -314,8 +307,20 @@ class ImportRunAdmin(admin.ModelAdmin):
     here: a record is what says which file made which items (and a queued or running import's
     worker still needs it); it goes with its project."""
 
-    list_display = ("id", "project", "file_name", "kind", "verified", "status", "error_count", "attempts", "worker",
-                    "created_by", "created_at", "finished_at")
+    list_display = (
+        "id",
+        "project",
+        "file_name",
+        "kind",
+        "verified",
+        "status",
+        "error_count",
+        "attempts",
+        "worker",
+        "created_by",
+        "created_at",
+        "finished_at",
+    )
     list_filter = ("status", "kind")
     search_fields = ("project__slug", "file_name")
 
@@ -327,144 +332,6 @@ class ImportRunAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
-
-
-# --- a project's records: read only --------------------------------------------------------------
-
-
-@admin.register(ProjectInvite)
-class ProjectInviteAdmin(ProjectRecordAdmin):
-    """Invite links, without their token's digest; the project's researchers and admins revoke open
-    ones here as on the members page (invite_revoke: audited, and not above their own role)."""
-
-    list_display = ("id", "project", "role", "state", "created_by", "created_at", "expires_at", "used_by", "revoked_by")
-    list_filter = (PROJECT_FILTER, "role")
-    list_select_related = ("project", "created_by", "used_by", "revoked_by")
-    fields = ("project", "role", "state", "created_by", "created_at", "expires_at", "used_by", "used_at", "revoked_by",
-              "revoked_at")
-    readonly_fields = ("state",)
-    actions = ("revoke",)
-
-    @admin.display(description="state")
-    def state(self, invite: ProjectInvite) -> str:
-        return invite_state(invite)
-
-    def has_revoke_permission(self, request) -> bool:
-        return request.user.is_superuser or self.may(request, "view")
-
-    @admin.action(description="Revoke selected invite links", permissions=["revoke"])
-    def revoke(self, request, queryset):
-        revoked, refused = 0, []
-        for invite in queryset:
-            try:
-                invite_revoke(project=invite.project, actor=request.user, invite_id=invite.pk)
-                revoked += 1
-            except MemberRefused as exc:
-                refused.append(str(exc))
-        self.message_user(request, f"Revoked {revoked} invite link(s).", messages.SUCCESS)
-        for message in refused:
-            self.message_user(request, message, messages.WARNING)
-
-
-@admin.register(AuditEvent)
-class AuditEventAdmin(ProjectRecordAdmin):
-    """The audit trail: never edited or deleted (events without a project: superusers only)."""
-
-    list_display = ("at", "actor_name", "action", "project", "object_type", "object_repr")
-    list_filter = ("action", PROJECT_FILTER)
-    list_select_related = ("project",)
-    search_fields = ("actor_name", "object_repr", "object_id")
-
-
-@admin.register(Task)
-class TaskAdmin(ProjectRecordAdmin):
-    """Annotators' holds on items (the queue keeps leases and the one-hold-per-item rule)."""
-
-    project_field = "item__project"
-    list_display = ("id", "item", "annotator", "status", "lease_expires", "updated_at")
-    list_filter = ("status",)
-    list_select_related = ("item__project", "annotator")
-    search_fields = ("item__external_id", "annotator__username")
-
-
-@admin.register(AnnotationRevision)
-class AnnotationRevisionAdmin(ProjectRecordAdmin):
-    """Earlier versions of amended annotations (annotation/history.py)."""
-
-    project_field = "annotation__item__project"
-    list_display = ("id", "annotation", "submitted_at", "replaced_at", "with_suggestion")
-    list_select_related = ("annotation",)
-
-
-@admin.register(Suggestion)
-class SuggestionAdmin(ProjectRecordAdmin):
-    """Machine-made answers offered on annotation forms (written by inference jobs)."""
-
-    project_field = "item__project"
-    list_display = ("id", "item", "source", "created_at")
-    list_select_related = ("item__project",)
-    search_fields = ("item__external_id", "source")
-
-
-@admin.register(ReleaseItem)
-class ReleaseItemAdmin(ProjectRecordAdmin):
-    """The frozen items of releases (immutable, like their release)."""
-
-    project_field = "release__project"
-    list_display = ("release", "position", "item")
-    list_select_related = ("release__project", "item__project")
-    search_fields = ("item__external_id", "release__version")
-
-
-@admin.register(Study)
-class StudyAdmin(ProjectRecordAdmin):
-    """Crowd studies, without their link's token (the studies page shows the link to the project's
-    researchers, and opens and closes studies with an audit event)."""
-
-    list_display = ("id", "name", "project", "platform", "is_open", "max_participants", "tasks_per_participant",
-                    "created_at", "closed_at")
-    list_filter = (PROJECT_FILTER, "platform", "is_open")
-    list_select_related = ("project",)
-    exclude = ("token",)
-
-
-@admin.register(StudyParticipant)
-class StudyParticipantAdmin(ProjectRecordAdmin):
-    """Crowd participants (approved or rejected on the study page, audited)."""
-
-    project_field = "study__project"
-    list_display = ("id", "study", "external_id", "status", "started_at", "finished_at", "decided_by")
-    list_filter = ("status",)
-    list_select_related = ("study__project", "decided_by")
-    search_fields = ("external_id",)
-
-
-@admin.register(ExcludedAnnotation)
-class ExcludedAnnotationAdmin(ProjectRecordAdmin):
-    """Annotations of rejected participants, kept out of everything that reads annotations."""
-
-    project_field = "item__project"
-    list_display = ("annotation_id", "participant", "item", "created_at", "excluded_at")
-    list_select_related = ("item__project", "participant")
-
-
-@admin.register(ItemReopening)
-class ItemReopeningAdmin(ProjectRecordAdmin):
-    """Verified items sent back to review by a participant's rejection, and why."""
-
-    project_field = "item__project"
-    list_display = ("item", "participant", "decision", "reason", "created_by", "created_at")
-    list_select_related = ("item__project", "participant", "created_by")
-
-
-@admin.register(CrowdAccount)
-class CrowdAccountAdmin(ReadOnlyAdmin, SuperuserOnlyAdmin, admin.ModelAdmin):
-    """A crowd platform's id of a person, across every project's studies: superusers only (a
-    project's researchers see their own participants' ids on the study page and above)."""
-
-    list_display = ("user", "platform", "external_id", "created_at")
-    list_filter = ("platform",)
-    list_select_related = ("user",)
 
 
 # Accounts and their API tokens: superusers only, whatever model permissions a staff user holds.

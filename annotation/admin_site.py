@@ -22,14 +22,15 @@ Rows the admin does change and whose changes reach what annotators, reviewers or
 project, its items, annotations and reviews, media files) are `AuditedAdmin`s: each save and delete
 made here is an audit event naming who changed what (docs/architecture.md, "Invariants": who did what is recorded).
 """
+
 from __future__ import annotations
 
 from django import forms
 from django.contrib import admin
-from django.db import transaction
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.utils.functional import SimpleLazyObject
 
 from .audit import audit_record, row_changes, row_values
@@ -60,14 +61,17 @@ class ResearcherAuthenticationForm(AdminAuthenticationForm):
     error_messages = {
         **AuthenticationForm.error_messages,
         "invalid_login": "Please enter the correct %(username)s and password of a staff account or of a "
-                         "project's researcher. Note that both fields may be case-sensitive.",
+        "project's researcher. Note that both fields may be case-sensitive.",
     }
 
     def confirm_login_allowed(self, user):
         AuthenticationForm.confirm_login_allowed(self, user)
         if not may_use_admin(user):
-            raise ValidationError(self.error_messages["invalid_login"], code="invalid_login",
-                                  params={"username": self.username_field.verbose_name})
+            raise ValidationError(
+                self.error_messages["invalid_login"],
+                code="invalid_login",
+                params={"username": self.username_field.verbose_name},
+            )
 
 
 class StateLabAdminSite(admin.AdminSite):
@@ -184,12 +188,22 @@ class AuditedAdmin:
         super().save_model(request, obj, form, change)
         changes = row_changes(before, row_values(obj))
         if changes:
-            audit_record(action=AuditAction.ADMIN_CHANGE, actor=request.user, project=self._audit_project_of(obj),
-                         obj=obj, details={"changes": changes, **({} if change else {"added": True})})
+            audit_record(
+                action=AuditAction.ADMIN_CHANGE,
+                actor=request.user,
+                project=self._audit_project_of(obj),
+                obj=obj,
+                details={"changes": changes, **({} if change else {"added": True})},
+            )
 
     def _audit_delete(self, request, obj) -> None:
-        audit_record(action=AuditAction.ADMIN_DELETE, actor=request.user, project=self._audit_project_of(obj),
-                     obj=obj, details={"deleted": row_values(obj)})
+        audit_record(
+            action=AuditAction.ADMIN_DELETE,
+            actor=request.user,
+            project=self._audit_project_of(obj),
+            obj=obj,
+            details={"deleted": row_values(obj)},
+        )
 
     def delete_model(self, request, obj):
         with transaction.atomic():

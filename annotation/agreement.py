@@ -4,12 +4,14 @@ Inputs are plain results as stored in `Annotation.result` (see annotation/result
 function here is deterministic and side-effect free so the same numbers can be recomputed from
 an export in a notebook.
 """
+
 from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from collections.abc import Hashable, Iterable, Sequence
 from itertools import combinations, groupby
-from typing import Any, Hashable, Iterable, Sequence
+from typing import Any
 
 from protocols.normalize import answer_text, description_text
 from protocols.status import RESULT_FIELDS as QUINTUPLET_FIELDS
@@ -33,6 +35,7 @@ def median_seconds(milliseconds: Iterable[int]) -> float | None:
 
 
 # --- boxes --------------------------------------------------------------------------------
+
 
 def box_iou(a: Sequence[float], b: Sequence[float]) -> float:
     """Intersection over union of two [x, y, width, height] boxes."""
@@ -68,6 +71,7 @@ def box_summary(items: Iterable[Sequence[dict]]) -> dict[str, Any]:
 
 
 # --- blind QA -----------------------------------------------------------------------------
+
 
 def normalize_qa_answer(answer: Any) -> Hashable:
     """The key two answers are compared by: letters upper-cased, integers parsed, texts and sets
@@ -142,6 +146,7 @@ def quintuplet_summary(items: Iterable[Sequence[dict]]) -> dict[str, Any]:
 
 # --- ratings: Krippendorff's alpha (annotation.reliability) ---------------------------------
 
+
 def rating_summary(items: Iterable[Sequence[dict]], criteria: Sequence[str] | None = None) -> dict[str, Any]:
     """Per criterion: ordinal alpha over the items with at least two numeric scores, and n
     (criteria: the project's protocol's; by default the rating form's, protocols.rating_criteria)."""
@@ -149,6 +154,7 @@ def rating_summary(items: Iterable[Sequence[dict]], criteria: Sequence[str] | No
 
 
 # --- pairs, consensus, disagreements ------------------------------------------------------
+
 
 def pair_agreement(workflow: str, r1: dict, r2: dict) -> float | None:
     """0..1 agreement of two annotators on one item (None when there is nothing to compare)."""
@@ -242,6 +248,7 @@ def field_disagreements(workflow: str, annotations: Sequence[tuple[int, dict]]) 
 
 
 # --- gold ---------------------------------------------------------------------------------
+
 
 def gold_correct(workflow: str, payload: dict, result: dict, *, tolerance: int | None = None) -> bool | None:
     """Whether an annotation matches a gold item's known answer (None when the item has none).
@@ -376,12 +383,17 @@ class ProjectAgreement:
             }
         if self.workflow == "quintuplet":
             pairs = self.pairs
-            return {"pairs": pairs,
-                    "fields": {f: (round(self.field_agree[f] / pairs, 4) if pairs else None) for f in QUINTUPLET_FIELDS}}
+            return {
+                "pairs": pairs,
+                "fields": {f: (round(self.field_agree[f] / pairs, 4) if pairs else None) for f in QUINTUPLET_FIELDS},
+            }
         out: dict[str, Any] = {}
         for criterion in self.criteria:
             alpha = self.coincidences[criterion].alpha("ordinal")
-            out[criterion] = {"alpha": None if alpha is None else round(alpha, 4), "n_items": self.rated_items[criterion]}
+            out[criterion] = {
+                "alpha": None if alpha is None else round(alpha, 4),
+                "n_items": self.rated_items[criterion],
+            }
         return {"criteria": out}
 
 

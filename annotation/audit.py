@@ -12,12 +12,14 @@ A change made in the Django admin is described by `row_changes` (admin_site.Audi
 fields it changed, a JSON object field (an item's payload, a project's settings) by its changed
 top-level keys.
 """
+
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Iterator
+from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
@@ -39,8 +41,16 @@ def audit_source(source: str) -> Iterator[None]:
         _source.reset(token)
 
 
-def audit_record(*, action: str, actor=None, project: Project | None = None, obj: models.Model | None = None,
-                 object_type: str = "", object_repr: str = "", details: dict[str, Any] | None = None) -> AuditEvent:
+def audit_record(
+    *,
+    action: str,
+    actor=None,
+    project: Project | None = None,
+    obj: models.Model | None = None,
+    object_type: str = "",
+    object_repr: str = "",
+    details: dict[str, Any] | None = None,
+) -> AuditEvent:
     """Record one event. `obj` gives the object's type, id and text; without one, name it with
     `object_type` / `object_repr` (an import of a file, say). An anonymous or missing actor is
     recorded as none (a command run without --actor, a worker acting for nobody); inside
@@ -97,8 +107,11 @@ def row_changes(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]
         if name in before and name in after and _same(old, new):
             continue
         if isinstance(old, dict) and isinstance(new, dict):
-            changes[name] = {key: _change(old, new, key) for key in sorted(set(old) | set(new), key=str)
-                             if key not in old or key not in new or not _same(old[key], new[key])}
+            changes[name] = {
+                key: _change(old, new, key)
+                for key in sorted(set(old) | set(new), key=str)
+                if key not in old or key not in new or not _same(old[key], new[key])
+            }
         else:
             changes[name] = _change(before, after, name)
     return changes

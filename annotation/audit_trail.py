@@ -3,14 +3,15 @@ actor and date range, as rows for the page and the API, and as a CSV or JSONL ex
 
 Researchers and admins of the project read it (annotation/views/audit.py, apis/audit.py).
 """
+
 from __future__ import annotations
 
 import csv
 import io
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
-from typing import Iterator
 
 from django.contrib.auth import get_user_model
 from django.db.models import QuerySet
@@ -37,8 +38,12 @@ class AuditFilters:
 
     def as_query(self) -> dict[str, str]:
         """The filters as query parameters (pagination and export links keep them)."""
-        out = {"action": self.action, "actor": self.actor,
-               "since": self.since.isoformat() if self.since else "", "until": self.until.isoformat() if self.until else ""}
+        out = {
+            "action": self.action,
+            "actor": self.actor,
+            "since": self.since.isoformat() if self.since else "",
+            "until": self.until.isoformat() if self.until else "",
+        }
         return {k: v for k, v in out.items() if v}
 
 
@@ -91,8 +96,12 @@ def audit_events(*, project: Project, filters: AuditFilters = AuditFilters()) ->
 def audit_actors(*, project: Project) -> list[str]:
     """Everyone who appears in the project's trail, and its current researchers and admins (the
     page's actor filter offers them)."""
-    named = set(AuditEvent.objects.filter(project=project).exclude(actor_name="")
-                .values_list("actor_name", flat=True).distinct())
+    named = set(
+        AuditEvent.objects.filter(project=project)
+        .exclude(actor_name="")
+        .values_list("actor_name", flat=True)
+        .distinct()
+    )
     members = get_user_model().objects.filter(memberships__project=project).values_list("username", flat=True)
     return sorted(named | set(members))
 
@@ -112,8 +121,11 @@ def audit_event_data(event: AuditEvent) -> dict:
 
 def audit_details_text(details: dict) -> str:
     """The details as `key=value` words for the page (None values left out)."""
-    return " ".join(f"{k}={json.dumps(v) if isinstance(v, (dict, list)) else v}"
-                    for k, v in (details or {}).items() if v is not None)
+    return " ".join(
+        f"{k}={json.dumps(v) if isinstance(v, (dict, list)) else v}"
+        for k, v in (details or {}).items()
+        if v is not None
+    )
 
 
 def audit_export(events: QuerySet[AuditEvent], fmt: str) -> Iterator[str]:
@@ -129,8 +141,17 @@ def audit_export(events: QuerySet[AuditEvent], fmt: str) -> Iterator[str]:
     writer = csv.writer(buffer)
     writer.writerow(EXPORT_COLUMNS)
     for row in rows:
-        writer.writerow([row["at"], _cell(row["actor"] or ""), row["action"], row["object_type"], row["object_id"],
-                         _cell(row["object"]), json.dumps(row["details"], ensure_ascii=False, sort_keys=True)])
+        writer.writerow(
+            [
+                row["at"],
+                _cell(row["actor"] or ""),
+                row["action"],
+                row["object_type"],
+                row["object_id"],
+                _cell(row["object"]),
+                json.dumps(row["details"], ensure_ascii=False, sort_keys=True),
+            ]
+        )
         if buffer.tell() > 64 * 1024:
             yield buffer.getvalue()
             buffer.seek(0)

@@ -25,10 +25,12 @@ Both then store what these functions return, so an answer imported as "b" and on
 Comparing answers (agreement, gold) stays annotation.agreement's job: a truth may be a list
 where a single-answer submit is one letter, and set answers compare without order or case.
 """
+
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from protocols import registry
 from protocols.fields import is_score
@@ -74,8 +76,9 @@ def qa_answer(answer: Any, *, fmt: str, multiple: bool = False) -> Any:
     return answer
 
 
-def qa_result_answer(answer: Any, *, protocol: str, payload: Mapping[str, Any],
-                     project_settings: Mapping[str, Any] | None = None) -> Any:
+def qa_result_answer(
+    answer: Any, *, protocol: str, payload: Mapping[str, Any], project_settings: Mapping[str, Any] | None = None
+) -> Any:
     """The stored form of an annotator's answer to this item (its shape from the item's payload and
     its project's settings, as the annotator's form had it)."""
     shape = qa_shape(protocol=protocol, payload=dict(payload), project_settings=project_settings)

@@ -13,6 +13,7 @@ whatever the ids). Same connection and transaction as the ORM; errors are mapped
 Callers send ids as int8 (psycopg's Int8), so one prepared statement serves every id, and list
 columns, never `*`, so a migration adding a column does not break a prepared statement.
 """
+
 from __future__ import annotations
 
 import functools
@@ -69,5 +70,7 @@ def instance(model, values):
     """A model instance from the values of its concrete columns in order (queue.sql.columns), JSON
     fields decoded as the ORM does."""
     fields = model._meta.concrete_fields
-    values = [f.from_db_value(v, None, connection) if hasattr(f, "from_db_value") else v for f, v in zip(fields, values)]
+    values = [
+        f.from_db_value(v, None, connection) if hasattr(f, "from_db_value") else v for f, v in zip(fields, values)
+    ]
     return model.from_db(connection.alias, [f.attname for f in fields], values)

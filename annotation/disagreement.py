@@ -18,12 +18,14 @@ a warning in the log, never used as it is (thresholds_from):
 `find_disagreement` returns None when the annotations agree, else {"fields": [{"field", "kind",
 "values": [{"annotation", "value"}], ...}]} with the spread or the lowest IoU where it applies.
 """
+
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Any, Sequence
+from typing import Any
 
 from . import agreement
 from .protocols import rating_criteria
@@ -37,8 +39,14 @@ DEFAULT_BOX_IOU = agreement.BOX_CONSISTENT_IOU
 # reads a disputed field as the annotators saw it. Rating criteria ("scores.<criterion>") take the
 # rating form's labels, which come from the server (selectors.OSC_CRITERION_LABELS): callers pass them.
 FIELD_LABELS: dict[str, dict[str, str]] = {
-    "quintuplet": {"state_a": "State A", "state_b": "State B", "change": "Change", "change_distractors": "Wrong changes",
-                   "category": "Category", "difference": "Difference"},
+    "quintuplet": {
+        "state_a": "State A",
+        "state_b": "State B",
+        "change": "Change",
+        "change_distractors": "Wrong changes",
+        "category": "Category",
+        "difference": "Difference",
+    },
     "box": {"bbox": "Box", "state": "State label", "outcome": "Box, nothing to label or cannot determine"},
     "qa": {"answer": "Answer", "flags": "Flags"},
 }
@@ -47,7 +55,7 @@ FIELD_LABELS: dict[str, dict[str, str]] = {
 def field_label(workflow: str, field: str, criterion_labels: dict[str, str] | None = None) -> str:
     """The form's label of a result field (a disagreement's "field"); the key itself when unknown."""
     if field.startswith("scores."):
-        return (criterion_labels or {}).get(field[len("scores."):], field[len("scores."):])
+        return (criterion_labels or {}).get(field[len("scores.") :], field[len("scores.") :])
     return FIELD_LABELS.get(workflow, {}).get(field, field)
 
 
@@ -58,8 +66,11 @@ class Thresholds:
     quintuplet_fields: tuple[str, ...] = agreement.QUINTUPLET_FIELDS
 
     def as_dict(self) -> dict[str, Any]:
-        return {"rating_spread": self.rating_spread, "box_iou": self.box_iou,
-                "quintuplet_fields": list(self.quintuplet_fields)}
+        return {
+            "rating_spread": self.rating_spread,
+            "box_iou": self.box_iou,
+            "quintuplet_fields": list(self.quintuplet_fields),
+        }
 
 
 THRESHOLD_NAMES = ("rating_spread", "box_iou", "quintuplet_fields")
@@ -73,13 +84,20 @@ def thresholds_from(settings: dict | None, *, project: str = "") -> Thresholds:
         return Thresholds()
     where = f" of project {project}" if project else ""
     if not isinstance(raw, dict):
-        logger.warning("settings['disagreement']%s is not a JSON object (%.80r): the default thresholds apply",
-                       where, raw)
+        logger.warning(
+            "settings['disagreement']%s is not a JSON object (%.80r): the default thresholds apply", where, raw
+        )
         return Thresholds()
     clean, errors = thresholds_clean({name: raw[name] for name in THRESHOLD_NAMES if name in raw})
     for name, reason in errors.items():
-        logger.warning("disagreement threshold %s%s is invalid (%.80r; %s): its default %r applies",
-                       name, where, raw[name], reason, getattr(Thresholds(), name))
+        logger.warning(
+            "disagreement threshold %s%s is invalid (%.80r; %s): its default %r applies",
+            name,
+            where,
+            raw[name],
+            reason,
+            getattr(Thresholds(), name),
+        )
     unknown = sorted(str(k) for k in raw if k not in THRESHOLD_NAMES)
     if unknown:
         logger.warning("settings['disagreement']%s has no threshold named %s: ignored", where, ", ".join(unknown))
@@ -90,7 +108,10 @@ def thresholds_from(settings: dict | None, *, project: str = "") -> Thresholds:
 
 # Which thresholds apply to which workflow (QA items are marked whenever their answers differ).
 THRESHOLDS_OF_WORKFLOW: dict[str, tuple[str, ...]] = {
-    "rating": ("rating_spread",), "box": ("box_iou",), "quintuplet": ("quintuplet_fields",), "qa": (),
+    "rating": ("rating_spread",),
+    "box": ("box_iou",),
+    "quintuplet": ("quintuplet_fields",),
+    "qa": (),
 }
 
 
@@ -123,8 +144,11 @@ def thresholds_clean(values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, 
             clean["box_iou"] = iou
     if "quintuplet_fields" in values:
         raw = values["quintuplet_fields"]
-        if (not isinstance(raw, (list, tuple)) or not raw
-                or not all(isinstance(f, str) and f in agreement.QUINTUPLET_FIELDS for f in raw)):
+        if (
+            not isinstance(raw, (list, tuple))
+            or not raw
+            or not all(isinstance(f, str) and f in agreement.QUINTUPLET_FIELDS for f in raw)
+        ):
             errors["quintuplet_fields"] = f"One or more of: {', '.join(agreement.QUINTUPLET_FIELDS)}."
         else:
             clean["quintuplet_fields"] = [f for f in agreement.QUINTUPLET_FIELDS if f in raw]
@@ -132,8 +156,12 @@ def thresholds_clean(values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, 
 
 
 def _entry(field: str, kind: str, annotations: Sequence[tuple[int, dict]], get, **extra) -> dict[str, Any]:
-    return {"field": field, "kind": kind, **extra,
-            "values": [{"annotation": pk, "value": get(result)} for pk, result in annotations]}
+    return {
+        "field": field,
+        "kind": kind,
+        **extra,
+        "values": [{"annotation": pk, "value": get(result)} for pk, result in annotations],
+    }
 
 
 def _rating(annotations, thresholds: Thresholds) -> list[dict]:
@@ -184,8 +212,9 @@ def _quintuplet(annotations, thresholds: Thresholds) -> list[dict]:
     return out
 
 
-def find_disagreement(workflow: str, annotations: Sequence[tuple[int, dict]],
-                      thresholds: Thresholds = Thresholds()) -> dict[str, Any] | None:
+def find_disagreement(
+    workflow: str, annotations: Sequence[tuple[int, dict]], thresholds: Thresholds = Thresholds()
+) -> dict[str, Any] | None:
     """annotations: (annotation id, result) of one item. None when fewer than two or they agree."""
     if len(annotations) < 2:
         return None

@@ -7,6 +7,7 @@ releases and exports read the amended answer with no change of theirs; what it r
 as an AnnotationRevision row. Once a reviewer (or auto-verification) settled the item, the answer
 is part of a decision and an amendment is refused with a message.
 """
+
 from __future__ import annotations
 
 import json
@@ -51,27 +52,32 @@ def own_recent_annotations(*, user, project: Project, limit: int = RECENT_LIMIT)
     """The user's own annotations in `project`, newest first, each saying whether it can still be
     amended. Only their own: never another annotator's answer or the item's known answer."""
     reviewed = Review.objects.filter(item=OuterRef("item"))
-    rows = (Annotation.objects.filter(annotator=user, item__project=project)
-            .annotate(reviewed=Exists(reviewed), n_revisions=Count("revisions"))
-            .select_related("item").order_by("-created_at", "-pk")[:limit])
+    rows = (
+        Annotation.objects.filter(annotator=user, item__project=project)
+        .annotate(reviewed=Exists(reviewed), n_revisions=Count("revisions"))
+        .select_related("item")
+        .order_by("-created_at", "-pk")[:limit]
+    )
     workflow = project.workflow
     criteria = rating_criteria(project.protocol) if workflow == "rating" else ()
-    return [{
-        "id": a.pk,
-        "item": a.item_id,
-        "submitted_at": a.created_at,
-        "revisions": a.n_revisions,
-        "summary": _summary(workflow, a.result, criteria)[:120],
-        "amendable": a.item.status in OPEN_STATUSES and not a.reviewed,
-        "amend_url": f"/projects/{project.slug}/my-work/{a.pk}/",
-    } for a in rows]
+    return [
+        {
+            "id": a.pk,
+            "item": a.item_id,
+            "submitted_at": a.created_at,
+            "revisions": a.n_revisions,
+            "summary": _summary(workflow, a.result, criteria)[:120],
+            "amendable": a.item.status in OPEN_STATUSES and not a.reviewed,
+            "amend_url": f"/projects/{project.slug}/my-work/{a.pk}/",
+        }
+        for a in rows
+    ]
 
 
 def own_annotation_for_amending(*, user, annotation_id: int) -> dict:
     """What the amend page shows: the annotator-safe item (as a claim gives it) and their own answer.
     TaskNotFound unless the annotation is the user's."""
-    annotation = (Annotation.objects.filter(pk=annotation_id, annotator=user)
-                  .select_related("item__project").first())
+    annotation = Annotation.objects.filter(pk=annotation_id, annotator=user).select_related("item__project").first()
     if annotation is None:
         raise TaskNotFound("No such annotation of yours.")
     item = annotation.item
@@ -81,8 +87,10 @@ def own_annotation_for_amending(*, user, annotation_id: int) -> dict:
         "result": annotation.result,
         "submitted_at": annotation.created_at,
         "amendable": item.status in OPEN_STATUSES and not item.reviews.exists(),
-        "revisions": [{"result": r.result, "submitted_at": r.submitted_at, "replaced_at": r.replaced_at}
-                      for r in annotation.revisions.all()],
+        "revisions": [
+            {"result": r.result, "submitted_at": r.submitted_at, "replaced_at": r.replaced_at}
+            for r in annotation.revisions.all()
+        ],
     }
 
 
@@ -108,8 +116,9 @@ def annotation_amend(*, annotation_id: int, user, result, time_spent_ms: int = 0
     moment either sees the amendment or makes this one wait and be refused. The same answer again
     changes nothing (changed=False). Raises TaskNotFound (not theirs), TaskConflict (reviewed) or
     results.ResultInvalid (nothing written)."""
-    found, project_id = (Annotation.objects.filter(pk=annotation_id, annotator=user)
-                         .values_list("item_id", "item__project_id").first() or (None, None))
+    found, project_id = Annotation.objects.filter(pk=annotation_id, annotator=user).values_list(
+        "item_id", "item__project_id"
+    ).first() or (None, None)
     if found is None:
         raise TaskNotFound("No such annotation of yours.")
     # Lock order (verification.py's marking lock): the marking lock shared, before the item (a
@@ -126,19 +135,33 @@ def annotation_amend(*, annotation_id: int, user, result, time_spent_ms: int = 0
     last = annotation.revisions.order_by("-replaced_at", "-pk").values_list("replaced_at", flat=True).first()
     now = timezone.now()
     revision = AnnotationRevision.objects.create(
-        annotation=annotation, result=annotation.result, time_spent_ms=annotation.time_spent_ms,
-        with_suggestion=annotation.with_suggestion, submitted_at=last or annotation.created_at, replaced_at=now)
+        annotation=annotation,
+        result=annotation.result,
+        time_spent_ms=annotation.time_spent_ms,
+        with_suggestion=annotation.with_suggestion,
+        submitted_at=last or annotation.created_at,
+        replaced_at=now,
+    )
     annotation.result = validated.result
     annotation.time_spent_ms += max(0, min(int(time_spent_ms or 0), 24 * 3600 * 1000))
     # Not blind if either version was given with a model suggestion on the form (as submit decides).
     annotation.with_suggestion = annotation.with_suggestion or (
-        shows_suggestions(project=project) and Suggestion.objects.filter(item=item).exists())
+        shows_suggestions(project=project) and Suggestion.objects.filter(item=item).exists()
+    )
     annotation.save(update_fields=["result", "time_spent_ms", "with_suggestion"])
-    audit_record(action=AuditAction.AMEND, actor=user, project=project, obj=annotation,
-                 details={"item": item.pk, "revision": revision.pk})
+    audit_record(
+        action=AuditAction.AMEND,
+        actor=user,
+        project=project,
+        obj=annotation,
+        details={"item": item.pk, "revision": revision.pk},
+    )
     if item.status == ItemStatus.ANNOTATED and not item.is_gold:
         item_mark_disagreement(item=item)  # the amendment may start or settle a disagreement
-    if item.status == ItemStatus.ANNOTATED and not item.is_gold and project_setting(project.settings, "auto_verify", False,
-                                                                                      project=project.slug):
+    if (
+        item.status == ItemStatus.ANNOTATED
+        and not item.is_gold
+        and project_setting(project.settings, "auto_verify", False, project=project.slug)
+    ):
         item_auto_verify(item=item)  # the amendment may be what makes the annotators agree
     return Amended(annotation, True, validated.warnings)

@@ -15,6 +15,7 @@
 The middleware parses a multipart body itself (before CSRF and the views), so its 413 is the
 answer whoever reads the upload later: Django views and DRF both find it already parsed.
 """
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -40,9 +41,11 @@ def max_upload_bytes() -> int:
 
 def too_large_message(size: int | None, cap: int) -> str:
     got = f"{size} bytes" if size is not None else "the upload"
-    return (f"{got} is more than the upload limit of {cap} bytes ({cap / 1024**3:.2f} GiB, "
-            "STATELAB_MAX_UPLOAD_BYTES); split the import or import it on the server with "
-            "`manage.py import_items`")
+    return (
+        f"{got} is more than the upload limit of {cap} bytes ({cap / 1024**3:.2f} GiB, "
+        "STATELAB_MAX_UPLOAD_BYTES); split the import or import it on the server with "
+        "`manage.py import_items`"
+    )
 
 
 class CappedUploadHandler(TemporaryFileUploadHandler):
@@ -111,8 +114,12 @@ class InputLimitsMiddleware:
         if length is not None and cap is not None and length > cap:
             if multipart:
                 return _refusal(request, 413, too_large_message(length, cap))
-            return _refusal(request, 413, f"the request body of {length} bytes is more than the limit of {cap} "
-                                          "bytes (DATA_UPLOAD_MAX_MEMORY_SIZE) for a body that is not an upload")
+            return _refusal(
+                request,
+                413,
+                f"the request body of {length} bytes is more than the limit of {cap} "
+                "bytes (DATA_UPLOAD_MAX_MEMORY_SIZE) for a body that is not an upload",
+            )
         if not form or request.method not in ("POST", "PUT", "PATCH"):
             return None
         if multipart and length is None and "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower():
@@ -141,8 +148,9 @@ class NulFreeJSONParser(JSONParser):
         data = super().parse(stream, media_type, parser_context)
         where = nul_field(data)
         if where is not None:
-            raise ParseError(f"JSON field {where.replace(chr(0), '?')} contains a NUL byte (\\u0000), "
-                             "which is never valid input")
+            raise ParseError(
+                f"JSON field {where.replace(chr(0), '?')} contains a NUL byte (\\u0000), which is never valid input"
+            )
         return data
 
 

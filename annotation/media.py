@@ -20,14 +20,16 @@
 - Every accepted file is stored once under ``MEDIA_ROOT/assets/<sha[:2]>/<sha256><ext>`` and
   recorded as a `MediaAsset` keyed by its SHA-256 (content-hash dedup across projects).
 """
+
 from __future__ import annotations
 
 import re
 import subprocess
 import warnings
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterable
+from typing import BinaryIO
 
 from django.conf import settings
 from django.core.files import File
@@ -61,8 +63,15 @@ VIDEO_CONTAINERS = {
 VIDEO_EXTENSIONS = set(VIDEO_CONTAINERS)
 # What a file whose name claims no video extension is stored as, by the container ffprobe reports
 # (first match in this order; matroska holding VP8/VP9/AV1 is WebM).
-CONTAINER_EXTENSIONS = (("mp4", ".mp4"), ("mov", ".mp4"), ("webm", ".webm"), ("matroska", ".mkv"),
-                        ("avi", ".avi"), ("mpeg", ".mpg"), ("ogg", ".ogv"))
+CONTAINER_EXTENSIONS = (
+    ("mp4", ".mp4"),
+    ("mov", ".mp4"),
+    ("webm", ".webm"),
+    ("matroska", ".mkv"),
+    ("avi", ".avi"),
+    ("mpeg", ".mpg"),
+    ("ogg", ".ogv"),
+)
 WEBM_CODECS = {"vp8", "vp9", "av1"}
 
 
@@ -216,8 +225,9 @@ def inspect_video(path: Path, *, ext: str = "") -> MediaInfo:
     if not claimed:  # the name claims no video type (v.html): the container alone decides
         ext = _container_ext(formats, probed.codec)
         if ext is None:
-            raise MediaRefused(f"container {container} is not an allowed video format "
-                               f"({', '.join(sorted(VIDEO_EXTENSIONS))})")
+            raise MediaRefused(
+                f"container {container} is not an allowed video format ({', '.join(sorted(VIDEO_EXTENSIONS))})"
+            )
     if not probed.width or not probed.height:
         raise MediaRefused("video stream without a frame size")
     if not probed.duration or probed.duration <= 0:

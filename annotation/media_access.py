@@ -14,6 +14,7 @@ Media are untrusted bytes (DESIGN, invariants): a stored asset may be shown inli
 image or video type its import recorded, and only when that type is on SAFE_TYPES
 (`served_type`); anything else is an attachment.
 """
+
 from __future__ import annotations
 
 import json
@@ -50,12 +51,16 @@ def _media_fields() -> list[tuple[str, str]]:
 
 def _asset_media_sql() -> str:
     """SQL true when item `i` uses asset `a` in any media field of any protocol."""
-    return "(" + " OR ".join(
-        f"i.media @> jsonb_build_object('{name}', jsonb_build_array(a.sha256))"
-        if kind == "images"
-        else f"i.media @> jsonb_build_object('{name}', a.sha256)"
-        for name, kind in _media_fields()
-    ) + ")"
+    return (
+        "("
+        + " OR ".join(
+            f"i.media @> jsonb_build_object('{name}', jsonb_build_array(a.sha256))"
+            if kind == "images"
+            else f"i.media @> jsonb_build_object('{name}', a.sha256)"
+            for name, kind in _media_fields()
+        )
+        + ")"
+    )
 
 
 def readable_asset(user, relpath: str) -> tuple[str, str] | None:

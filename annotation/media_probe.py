@@ -14,6 +14,7 @@ width and height after that turn, as the import does for an image's EXIF orienta
 rotation itself. Frame sampling scales each decoded frame from its own stored size
 (inference.video_frames), so it needs neither.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -81,8 +82,6 @@ class VideoInfo:
     format: str = ""  # ffmpeg's container names, comma-separated ("mov,mp4,m4a,3gp,3g2,mj2")
     codec: str = ""
     rotation: int = 0
-
-
 
 
 class VideoUnreadable(MediaError):
@@ -229,8 +228,8 @@ def _probe_with_ffmpeg(path: str | os.PathLike, *, count_frames: bool) -> VideoI
     if not video:
         raise NoVideoStream(path, "ffmpeg")
     m = video[0]
-    following = re.search(r"^\s*Stream #", text[m.end():], re.MULTILINE)
-    block = text[m.end(): m.end() + following.start()] if following else text[m.end():]
+    following = re.search(r"^\s*Stream #", text[m.end() :], re.MULTILINE)
+    block = text[m.end() : m.end() + following.start()] if following else text[m.end() :]
     rotation = _header_rotation(block)
     width, height = displayed_size(int(m.group(2)), int(m.group(3)), rotation)
     fps_m = _FPS_RE.search(m.group(0))

@@ -8,6 +8,7 @@ Rules, the same on every path:
 - changes lock the project row first, so two concurrent changes cannot both remove "the other" lead;
 - every change is recorded through audit_record in its transaction.
 """
+
 from __future__ import annotations
 
 import csv
@@ -77,12 +78,16 @@ def _check_change(project: Project, actor, target, current: str | None, role: st
     if role is not None and ROLE_RANK[role] > rank:
         raise MemberRefused(f"Only a member with the {role} role (or above) can grant it.")
     if current is not None and ROLE_RANK[current] > rank:
-        raise MemberRefused(f"{target.get_username()} is {current}, above your role; only an {current} can change that.")
+        raise MemberRefused(
+            f"{target.get_username()} is {current}, above your role; only an {current} can change that."
+        )
     if current in LEADS and role not in LEADS:
         others = Membership.objects.filter(project=project, role__in=LEADS).exclude(user=target).exists()
         if not others:
-            raise MemberRefused(f"{target.get_username()} is the project's last researcher or admin; make someone "
-                                f"else researcher or admin first.")
+            raise MemberRefused(
+                f"{target.get_username()} is the project's last researcher or admin; make someone "
+                f"else researcher or admin first."
+            )
 
 
 def _put(project: Project, actor, user, role: str, *, via: str) -> str:
@@ -94,13 +99,23 @@ def _put(project: Project, actor, user, role: str, *, via: str) -> str:
     _check_change(project, actor, user, current, role)
     if membership is None:
         membership = Membership.objects.create(project=project, user=user, role=role)
-        audit_record(action=AuditAction.MEMBER_ADD, actor=actor, project=project, obj=membership,
-                     details={"user": user.get_username(), "role": role, "via": via})
+        audit_record(
+            action=AuditAction.MEMBER_ADD,
+            actor=actor,
+            project=project,
+            obj=membership,
+            details={"user": user.get_username(), "role": role, "via": via},
+        )
         return "added"
     membership.role = role
     membership.save(update_fields=["role"])
-    audit_record(action=AuditAction.MEMBER_CHANGE, actor=actor, project=project, obj=membership,
-                 details={"user": user.get_username(), "from": current, "to": role, "via": via})
+    audit_record(
+        action=AuditAction.MEMBER_CHANGE,
+        actor=actor,
+        project=project,
+        obj=membership,
+        details={"user": user.get_username(), "from": current, "to": role, "via": via},
+    )
     return "changed"
 
 
@@ -158,8 +173,13 @@ def member_remove(*, project: Project, actor, user_id: int) -> None:
     if membership is None:
         raise Membership.DoesNotExist("No such member.")
     _check_change(project, actor, membership.user, membership.role, None)
-    audit_record(action=AuditAction.MEMBER_REMOVE, actor=actor, project=project, obj=membership,
-                 details={"user": membership.user.get_username(), "role": membership.role})
+    audit_record(
+        action=AuditAction.MEMBER_REMOVE,
+        actor=actor,
+        project=project,
+        obj=membership,
+        details={"user": membership.user.get_username(), "role": membership.role},
+    )
     membership.delete()
 
 
@@ -193,7 +213,9 @@ def _csv_rows(data: bytes) -> list[tuple[int, str, str]]:
             if not cells or all(not c.strip() for c in cells):
                 continue
             if len(cells) != 2:
-                raise SetupInvalid({"file": f"line {number}: {len(cells)} columns; each line is username_or_email,role."})
+                raise SetupInvalid(
+                    {"file": f"line {number}: {len(cells)} columns; each line is username_or_email,role."}
+                )
             ident, role = cells[0].strip(), cells[1].strip().lower()
             if not rows and (ident.lower(), role) == CSV_HEADER:
                 continue  # the header line
@@ -253,10 +275,20 @@ def invite_create(*, project: Project, actor, role: str, hours: int) -> tuple[Pr
     if ROLE_RANK[role] > _actor_rank(actor, project):
         raise MemberRefused(f"Only a member with the {role} role (or above) can invite as {role}.")
     token = secrets.token_urlsafe(32)
-    invite = ProjectInvite.objects.create(project=project, role=role, token_sha256=_digest(token),
-                                          expires_at=timezone.now() + timedelta(hours=hours), created_by=actor)
-    audit_record(action=AuditAction.MEMBER_INVITE, actor=actor, project=project, obj=invite,
-                 details={"role": role, "expires_at": invite.expires_at.isoformat()})
+    invite = ProjectInvite.objects.create(
+        project=project,
+        role=role,
+        token_sha256=_digest(token),
+        expires_at=timezone.now() + timedelta(hours=hours),
+        created_by=actor,
+    )
+    audit_record(
+        action=AuditAction.MEMBER_INVITE,
+        actor=actor,
+        project=project,
+        obj=invite,
+        details={"role": role, "expires_at": invite.expires_at.isoformat()},
+    )
     return invite, token
 
 
@@ -273,8 +305,11 @@ def invite_state(invite: ProjectInvite, now=None) -> str:
 
 def invite_find(token: str) -> ProjectInvite:
     """The open invite of `token`; InviteGone with a clear message otherwise."""
-    invite = (ProjectInvite.objects.select_related("project", "used_by").filter(token_sha256=_digest(token or "")).first()
-              if token and len(token) < 100 else None)
+    invite = (
+        ProjectInvite.objects.select_related("project", "used_by").filter(token_sha256=_digest(token or "")).first()
+        if token and len(token) < 100
+        else None
+    )
     if invite is None:
         raise InviteGone("This invite link is not valid: check that it was copied whole, or ask for a new one.")
     state = invite_state(invite)
@@ -300,8 +335,13 @@ def invite_accept(*, token: str, user) -> tuple[Membership, str]:
     membership = Membership.objects.create(project=invite.project, user=user, role=invite.role)
     invite.used_by, invite.used_at = user, timezone.now()
     invite.save(update_fields=["used_by", "used_at"])
-    audit_record(action=AuditAction.MEMBER_ADD, actor=user, project=invite.project, obj=membership,
-                 details={"user": user.get_username(), "role": invite.role, "via": f"invite {invite.pk}"})
+    audit_record(
+        action=AuditAction.MEMBER_ADD,
+        actor=user,
+        project=invite.project,
+        obj=membership,
+        details={"user": user.get_username(), "role": invite.role, "via": f"invite {invite.pk}"},
+    )
     return membership, "added"
 
 
@@ -310,21 +350,34 @@ def invite_revoke(*, project: Project, actor, invite_id: int) -> ProjectInvite:
     """Revoke an open invite link of `project`: whoever opens it afterwards gets 410. Raises
     ProjectInvite.DoesNotExist (no such invite in the project) or MemberRefused (used, revoked or
     expired already; or a link for a role above the actor's)."""
-    invite = (ProjectInvite.objects.select_for_update().select_related("project")
-              .filter(project=project, pk=invite_id).first())  # the lock serialises it with invite_accept
+    invite = (
+        ProjectInvite.objects.select_for_update()
+        .select_related("project")
+        .filter(project=project, pk=invite_id)
+        .first()
+    )  # the lock serialises it with invite_accept
     if invite is None:
         raise ProjectInvite.DoesNotExist("No such invite link.")
     state = invite_state(invite)
     if state != "open":
         raise MemberRefused(f"Invite #{invite.pk} is {state} already; only an open link can be revoked.")
     if ROLE_RANK[invite.role] > _actor_rank(actor, project):
-        raise MemberRefused(f"Invite #{invite.pk} is for the {invite.role} role, above yours; only an "
-                            f"{invite.role} can revoke it.")
+        raise MemberRefused(
+            f"Invite #{invite.pk} is for the {invite.role} role, above yours; only an {invite.role} can revoke it."
+        )
     invite.revoked_by, invite.revoked_at = actor, timezone.now()
     invite.save(update_fields=["revoked_by", "revoked_at"])
-    audit_record(action=AuditAction.INVITE_REVOKE, actor=actor, project=project, obj=invite,
-                 details={"role": invite.role, "created_by": _username(invite.created_by) or None,
-                          "expires_at": invite.expires_at.isoformat()})
+    audit_record(
+        action=AuditAction.INVITE_REVOKE,
+        actor=actor,
+        project=project,
+        obj=invite,
+        details={
+            "role": invite.role,
+            "created_by": _username(invite.created_by) or None,
+            "expires_at": invite.expires_at.isoformat(),
+        },
+    )
     return invite
 
 
@@ -333,8 +386,9 @@ def invite_revoke(*, project: Project, actor, invite_id: int) -> ProjectInvite:
 
 def members_of(*, project: Project) -> list[dict]:
     rows = Membership.objects.filter(project=project).select_related("user").order_by("user__username")
-    return [{"user_id": m.user_id, "username": m.user.get_username(), "email": m.user.email, "role": m.role}
-            for m in rows]
+    return [
+        {"user_id": m.user_id, "username": m.user.get_username(), "email": m.user.email, "role": m.role} for m in rows
+    ]
 
 
 def invites_of(*, project: Project, state: str = "", limit: int = 50) -> list[dict]:
@@ -346,19 +400,28 @@ def invites_of(*, project: Project, state: str = "", limit: int = 50) -> list[di
     if state:
         if state not in INVITE_STATES:
             raise SetupInvalid({"state": f"One of: {', '.join(INVITE_STATES)}."})
-        rows = rows.filter(**{
-            "open": {"used_at__isnull": True, "revoked_at__isnull": True, "expires_at__gt": now},
-            "used": {"used_at__isnull": False},
-            "revoked": {"used_at__isnull": True, "revoked_at__isnull": False},
-            "expired": {"used_at__isnull": True, "revoked_at__isnull": True, "expires_at__lte": now},
-        }[state])
+        rows = rows.filter(
+            **{
+                "open": {"used_at__isnull": True, "revoked_at__isnull": True, "expires_at__gt": now},
+                "used": {"used_at__isnull": False},
+                "revoked": {"used_at__isnull": True, "revoked_at__isnull": False},
+                "expired": {"used_at__isnull": True, "revoked_at__isnull": True, "expires_at__lte": now},
+            }[state]
+        )
     return [invite_data(invite, now) for invite in rows[:limit]]
 
 
 def invite_data(invite: ProjectInvite, now=None) -> dict:
     """One invite link as the page and the API show it (no token, no digest)."""
-    return {"id": invite.pk, "role": invite.role, "state": invite_state(invite, now), "expires_at": invite.expires_at,
-            "created_by": _username(invite.created_by), "created_at": invite.created_at,
-            "used_by": _username(invite.used_by), "used_at": invite.used_at,
-            "revoked_by": _username(invite.revoked_by), "revoked_at": invite.revoked_at}
-
+    return {
+        "id": invite.pk,
+        "role": invite.role,
+        "state": invite_state(invite, now),
+        "expires_at": invite.expires_at,
+        "created_by": _username(invite.created_by),
+        "created_at": invite.created_at,
+        "used_by": _username(invite.used_by),
+        "used_at": invite.used_at,
+        "revoked_by": _username(invite.revoked_by),
+        "revoked_at": invite.revoked_at,
+    }

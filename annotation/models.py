@@ -1,4 +1,5 @@
 """Projects, people, media, items and everything annotators and reviewers produce."""
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -70,34 +71,35 @@ class Project(models.Model):
     annotations_per_item = models.PositiveSmallIntegerField(
         blank=True,
         help_text="Submitted annotations each (non-gold) item needs before it is annotated and goes to review. "
-                  "Left empty, it is the protocol's default: 3 for video rating, 1 otherwise.",
+        "Left empty, it is the protocol's default: 3 for video rating, 1 otherwise.",
     )
     settings = models.JSONField(
-        default=dict, blank=True,
+        default=dict,
+        blank=True,
         help_text="Workflow settings as a JSON object. "
-                  "gold_share (0..1, default 0): chance that a claim offers a gold item (known answer, mixed in "
-                  "unannounced; it scores the annotator and is counted apart from the progress counts). "
-                  "auto_verify (true/false, default false): an item whose annotators all agree becomes verified "
-                  "without a reviewer. "
-                  "lease_seconds (default 600): how long a claimed task stays held without a renewal before the "
-                  "item returns to the queue. "
-                  "rubric (video rating): the rubric shown to raters, one text or criterion -> text. "
-                  "state_labels (boxes): object -> extra state labels offered as candidates. "
-                  "disagreement: thresholds that mark an annotated item for adjudication (it then comes first in "
-                  "the review queue), best set on the project's Settings page, which also marks the items waiting "
-                  "for review again: rating_spread (rating; a whole number from 1 to 4, default 2: a criterion "
-                  "whose scores spread this much), box_iou (boxes; above 0 and at most 1, default 0.5: boxes "
-                  "overlapping less), quintuplet_fields (quintuplets; one or more of the six fields, default all "
-                  "six). Only the thresholds of the project's workflow, checked here as on that page; a stored value "
-                  "those checks refuse is read as its default (with a warning in the log). QA items are marked "
-                  "when their answers differ. "
-                  "suggestions (true/false, default true; quintuplet and QA): show model suggestions on the "
-                  "annotation form. A QA answer given with one on the form is not blind and is left out of the "
-                  "Human row, so a project that wants a Human row sets this to false. "
-                  "multiple (true/false, multiple-answer QA protocols): whether an item that does not say takes "
-                  "several letters (default true). "
-                  "license, citation (texts): the dataset card of a Hugging Face export. "
-                  "Any other key, or a key the project's protocol does not read, is refused.",
+        "gold_share (0..1, default 0): chance that a claim offers a gold item (known answer, mixed in "
+        "unannounced; it scores the annotator and is counted apart from the progress counts). "
+        "auto_verify (true/false, default false): an item whose annotators all agree becomes verified "
+        "without a reviewer. "
+        "lease_seconds (default 600): how long a claimed task stays held without a renewal before the "
+        "item returns to the queue. "
+        "rubric (video rating): the rubric shown to raters, one text or criterion -> text. "
+        "state_labels (boxes): object -> extra state labels offered as candidates. "
+        "disagreement: thresholds that mark an annotated item for adjudication (it then comes first in "
+        "the review queue), best set on the project's Settings page, which also marks the items waiting "
+        "for review again: rating_spread (rating; a whole number from 1 to 4, default 2: a criterion "
+        "whose scores spread this much), box_iou (boxes; above 0 and at most 1, default 0.5: boxes "
+        "overlapping less), quintuplet_fields (quintuplets; one or more of the six fields, default all "
+        "six). Only the thresholds of the project's workflow, checked here as on that page; a stored value "
+        "those checks refuse is read as its default (with a warning in the log). QA items are marked "
+        "when their answers differ. "
+        "suggestions (true/false, default true; quintuplet and QA): show model suggestions on the "
+        "annotation form. A QA answer given with one on the form is not blind and is left out of the "
+        "Human row, so a project that wants a Human row sets this to false. "
+        "multiple (true/false, multiple-answer QA protocols): whether an item that does not say takes "
+        "several letters (default true). "
+        "license, citation (texts): the dataset card of a Hugging Face export. "
+        "Any other key, or a key the project's protocol does not read, is refused.",
     )
     # Seed for every deterministic option order derived for this project's items.
     option_seed = models.IntegerField(default=0)
@@ -147,13 +149,15 @@ class ProjectInvite(models.Model):
     expires_at = models.DateTimeField()
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
-    used_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
-                                related_name="+")
+    used_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
     used_at = models.DateTimeField(null=True, blank=True)
     # Revoked by a researcher or admin of the project before anyone used it: the link then answers
     # 410 like a used or expired one (annotation/members.py invite_revoke). The row stays, as the record.
-    revoked_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
-                                   related_name="+")
+    revoked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
     revoked_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -272,19 +276,25 @@ class Annotation(models.Model):
     # A machine-made suggestion was offered on the form when this answer was given, so it is not a
     # blind answer: the Human row leaves it out. Imported human studies are blind (False).
     with_suggestion = models.BooleanField(
-        default=False, db_default=False, help_text="A model suggestion was on the form when this answer was given (not blind).")
+        default=False,
+        db_default=False,
+        help_text="A model suggestion was on the form when this answer was given (not blind).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["item", "annotator"], condition=Q(annotator__isnull=False), name="annotation_one_per_item_annotator"
+                fields=["item", "annotator"],
+                condition=Q(annotator__isnull=False),
+                name="annotation_one_per_item_annotator",
             ),
             models.UniqueConstraint(
                 fields=["item", "external_rater"], condition=~Q(external_rater=""), name="annotation_one_per_item_rater"
             ),
             models.UniqueConstraint(
-                fields=["annotator", "idempotency_key"], condition=Q(idempotency_key__isnull=False),
+                fields=["annotator", "idempotency_key"],
+                condition=Q(idempotency_key__isnull=False),
                 name="annotation_unique_annotator_idempotency_key",
             ),
         ]
@@ -449,8 +459,9 @@ class AuditEvent(models.Model):
     transaction (annotation/audit.py); read by the project's researchers (annotation/audit_trail.py)."""
 
     at = models.DateTimeField(default=timezone.now)
-    actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
-                              related_name="+")
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
     actor_name = models.CharField(max_length=150, blank=True)  # kept when the account is deleted
     project = models.ForeignKey(Project, on_delete=models.SET_NULL, null=True, blank=True, related_name="audit_events")
     action = models.CharField(max_length=20, choices=AuditAction.choices)
@@ -470,14 +481,12 @@ class AuditEvent(models.Model):
         return f"{self.at:%Y-%m-%d %H:%M:%S} {self.actor_name or '-'} {self.action} {self.object_repr}"
 
 
-
 # Crowd-rater studies: their models live in study_models.py (kept apart for size), re-exported here.
-from .study_models import (  # noqa: E402
-    CrowdAccount,
-    ExcludedAnnotation,
-    ItemReopening,
-    ParticipantStatus,
-    Study,
-    StudyParticipant,
-    StudyPlatform,
-)
+# The redundant aliases mark them as re-exports: Django loads the app's models from this module.
+from .study_models import CrowdAccount as CrowdAccount  # noqa: E402
+from .study_models import ExcludedAnnotation as ExcludedAnnotation  # noqa: E402
+from .study_models import ItemReopening as ItemReopening  # noqa: E402
+from .study_models import ParticipantStatus as ParticipantStatus  # noqa: E402
+from .study_models import Study as Study  # noqa: E402
+from .study_models import StudyParticipant as StudyParticipant  # noqa: E402
+from .study_models import StudyPlatform as StudyPlatform  # noqa: E402

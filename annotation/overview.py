@@ -1,5 +1,6 @@
 """The project overview (counts per status and split, the user's role, the pages they may open),
 read by the project page and its API."""
+
 from __future__ import annotations
 
 from django.db.models import Count
@@ -8,7 +9,7 @@ from protocols import registry
 
 from .models import Project, Role
 from .permissions import has_role, role_in
-from .selectors import item_counts
+from .selectors_agreement import item_counts
 
 
 def project_overview_data(*, project: Project, user) -> dict:
@@ -24,8 +25,9 @@ def project_overview_data(*, project: Project, user) -> dict:
         if registry.get(project.protocol).board == "generators":  # human–judge correlation: ratings only
             links["correlation"] = f"{base}/correlation/"
     if has_role(user, project, Role.RESEARCHER):
-        links.update(releases=f"{base}/releases/", import_=f"{base}/import/", audit=f"{base}/audit/",
-                     members=f"{base}/members/")
+        links.update(
+            releases=f"{base}/releases/", import_=f"{base}/import/", audit=f"{base}/audit/", members=f"{base}/members/"
+        )
     return {
         "slug": project.slug,
         "name": project.name,

@@ -5,6 +5,7 @@ researcher < admin); Django superusers act as admin everywhere. Views and APIs c
 `require_role`; a user without any membership gets 404 (the project is not revealed),
 a member whose role is too low gets 403.
 """
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -36,9 +37,7 @@ def role_in(user, project: Project) -> str | None:
         return Role.ADMIN
     cache = _role_cache(user)
     if project.pk not in cache:
-        cache[project.pk] = (
-            Membership.objects.filter(project=project, user=user).values_list("role", flat=True).first()
-        )
+        cache[project.pk] = Membership.objects.filter(project=project, user=user).values_list("role", flat=True).first()
     return cache[project.pk]
 
 
@@ -73,17 +72,21 @@ def _project_statement(alias: str, by: str) -> tuple[str, list]:
         connection = connections[alias]
         qn = connection.ops.quote_name
         meta, col = Project._meta, (lambda model, name: qn(model._meta.get_field(name).column))
-        role = (f"(SELECT m.{col(Membership, 'role')} FROM {qn(Membership._meta.db_table)} m "
-                f"WHERE m.{col(Membership, 'project')} = p.{qn(meta.pk.column)} AND m.{col(Membership, 'user')} = %(user)s "
-                f"LIMIT 1)")
+        role = (
+            f"(SELECT m.{col(Membership, 'role')} FROM {qn(Membership._meta.db_table)} m "
+            f"WHERE m.{col(Membership, 'project')} = p.{qn(meta.pk.column)} AND m.{col(Membership, 'user')} = %(user)s "
+            f"LIMIT 1)"
+        )
         columns = ", ".join(f"p.{qn(f.column)}" for f in meta.concrete_fields)
         if by == "slug":
             where = f"FROM {qn(meta.db_table)} p WHERE p.{col(Project, 'slug')} = %(slug)s"
         else:
-            where = (f"FROM {qn(Task._meta.db_table)} t "
-                     f"INNER JOIN {qn(Item._meta.db_table)} i ON i.{qn(Item._meta.pk.column)} = t.{col(Task, 'item')} "
-                     f"INNER JOIN {qn(meta.db_table)} p ON p.{qn(meta.pk.column)} = i.{col(Item, 'project')} "
-                     f"WHERE t.{qn(Task._meta.pk.column)} = %(task)s AND t.{col(Task, 'annotator')} = %(annotator)s")
+            where = (
+                f"FROM {qn(Task._meta.db_table)} t "
+                f"INNER JOIN {qn(Item._meta.db_table)} i ON i.{qn(Item._meta.pk.column)} = t.{col(Task, 'item')} "
+                f"INNER JOIN {qn(meta.db_table)} p ON p.{qn(meta.pk.column)} = i.{col(Item, 'project')} "
+                f"WHERE t.{qn(Task._meta.pk.column)} = %(task)s AND t.{col(Task, 'annotator')} = %(annotator)s"
+            )
         converters = []
         for i, field in enumerate(meta.concrete_fields):
             expression = field.get_col(meta.db_table)
@@ -152,9 +155,7 @@ def projects_with_role(user, role: str) -> QuerySet[Project]:
 
 
 def is_researcher_anywhere(user) -> bool:
-    return user.is_superuser or Membership.objects.filter(
-        user=user, role__in=[Role.RESEARCHER, Role.ADMIN]
-    ).exists()
+    return user.is_superuser or Membership.objects.filter(user=user, role__in=[Role.RESEARCHER, Role.ADMIN]).exists()
 
 
 def can_create_projects(user) -> bool:
@@ -165,8 +166,9 @@ def can_create_projects(user) -> bool:
 
 def require_project_creator(user) -> None:
     if not can_create_projects(user):
-        raise PermissionDenied("Creating a project needs the researcher or admin role in some project (or a staff "
-                               "account).")
+        raise PermissionDenied(
+            "Creating a project needs the researcher or admin role in some project (or a staff account)."
+        )
 
 
 class TokenAuthentication(authentication.TokenAuthentication):
@@ -191,8 +193,9 @@ class TokenAuthentication(authentication.TokenAuthentication):
             return None  # no token offered (DRF's own test)
         address = client_address(getattr(request, "_request", request))
         if bad_tokens_blocked(address):
-            raise exceptions.Throttled(wait=settings.STATELAB_BAD_TOKEN_WINDOW_SECONDS,
-                                       detail="Too many wrong tokens from this address.")
+            raise exceptions.Throttled(
+                wait=settings.STATELAB_BAD_TOKEN_WINDOW_SECONDS, detail="Too many wrong tokens from this address."
+            )
         try:
             return super().authenticate(request)
         except exceptions.AuthenticationFailed as exc:
@@ -210,10 +213,12 @@ class TokenAuthentication(authentication.TokenAuthentication):
                 return None
             qn = connection.ops.quote_name
             columns = [f"t.{qn(f.column)}" for f in token_fields] + [f"u.{qn(f.column)}" for f in user_fields]
-            sql = (f"SELECT {', '.join(columns)} FROM {qn(token_model._meta.db_table)} t "
-                   f"INNER JOIN {qn(user_model._meta.db_table)} u "
-                   f"ON u.{qn(user_model._meta.pk.column)} = t.{qn(token_model._meta.get_field('user').column)} "
-                   f"WHERE t.{qn(token_model._meta.get_field('key').column)} = %(key)s")
+            sql = (
+                f"SELECT {', '.join(columns)} FROM {qn(token_model._meta.db_table)} t "
+                f"INNER JOIN {qn(user_model._meta.db_table)} u "
+                f"ON u.{qn(user_model._meta.pk.column)} = t.{qn(token_model._meta.get_field('user').column)} "
+                f"WHERE t.{qn(token_model._meta.get_field('key').column)} = %(key)s"
+            )
             self._compiled[alias] = (sql, [f.attname for f in token_fields], [f.attname for f in user_fields])
         return self._compiled[alias]
 

@@ -9,13 +9,15 @@ checked by disagreement_setting_clean), which re-marks the items waiting for rev
 Who may create one is annotation.permissions.can_create_projects; the thresholds are its
 researchers' (views/project_settings.py, apis/project_settings.py).
 """
+
 from __future__ import annotations
 
 import logging
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from django.db import IntegrityError, transaction
 
@@ -96,6 +98,7 @@ def _text(value: Any, most: int, *, what: str, one_line: bool = False) -> tuple[
 # returns the value its reader expects, or None with errors[<key>] set. The reader and its default
 # are named beside each: a value the check lets through is one the reader uses as it is.
 
+
 def gold_share_clean(value: Any, errors: dict[str, str]) -> float | None:
     """gold_share, read by queue/claim.py (float; default 0: no gold items offered)."""
     try:
@@ -136,15 +139,18 @@ def rubric_clean(value: Any, errors: dict[str, str]) -> str | dict[str, str] | N
     (inference/services/inputs.py):
     one text, or an object of rating criteria's texts."""
     if isinstance(value, str):
-        text, why = _text(value, MAX_RUBRIC, what="One text, or criterion -> text; leave the rubric out for the default.")
+        text, why = _text(
+            value, MAX_RUBRIC, what="One text, or criterion -> text; leave the rubric out for the default."
+        )
         if why:
             errors["rubric"] = why
         return text
     criteria = rating_criteria()
     unknown = sorted(str(k) for k in value if k not in criteria) if isinstance(value, dict) else []
     if not isinstance(value, dict) or not value or unknown:
-        errors["rubric"] = (f"{', '.join(unknown)}: not a rating criterion. " if unknown else "") + \
-            f"One text, or criterion -> text with criteria from: {', '.join(criteria)}."
+        errors["rubric"] = (
+            f"{', '.join(unknown)}: not a rating criterion. " if unknown else ""
+        ) + f"One text, or criterion -> text with criteria from: {', '.join(criteria)}."
         return None
     texts: dict[str, str] = {}
     for criterion in (c for c in criteria if c in value):
@@ -160,7 +166,7 @@ def state_labels_clean(value: Any, errors: dict[str, str]) -> dict[str, list[str
     """state_labels, read by selectors.box_candidates (object -> extra state labels; default none):
     an object of lists of labels (a text in place of a list would offer its letters)."""
     if not isinstance(value, dict) or not value:
-        errors["state_labels"] = "Object name -> list of state labels, e.g. {\"apple\": [\"sliced apple\"]}."
+        errors["state_labels"] = 'Object name -> list of state labels, e.g. {"apple": ["sliced apple"]}.'
         return None
     clean: dict[str, list[str]] = {}
     for name, labels in value.items():
@@ -184,8 +190,9 @@ def state_labels_clean(value: Any, errors: dict[str, str]) -> dict[str, list[str
 
 def license_clean(value: Any, errors: dict[str, str]) -> str | None:
     """license, read by interchange/hf.py for the dataset card's YAML (default "other")."""
-    text, why = _text(value, MAX_LICENSE, what="A license identifier such as cc-by-4.0; leave it out for \"other\".",
-                      one_line=True)
+    text, why = _text(
+        value, MAX_LICENSE, what='A license identifier such as cc-by-4.0; leave it out for "other".', one_line=True
+    )
     if why:
         errors["license"] = why
     return text
@@ -202,7 +209,9 @@ def citation_clean(value: Any, errors: dict[str, str]) -> str | None:
 def _disagreement_clean(value: Any, errors: dict[str, str], *, protocol: str) -> dict | None:
     """disagreement, read by disagreement.thresholds_from: the thresholds of the project's workflow."""
     clean, refused = disagreement_setting_clean(workflow=WORKFLOW_OF_PROTOCOL[protocol], values=value)
-    errors.update({name if name == "disagreement" else f"disagreement.{name}": reason for name, reason in refused.items()})
+    errors.update(
+        {name if name == "disagreement" else f"disagreement.{name}": reason for name, reason in refused.items()}
+    )
     return None if refused else clean
 
 
@@ -245,16 +254,23 @@ def project_setting(settings: Any, key: str, default: Any, *, project: str = "")
     where = f" of project {project}" if project else ""
     if not isinstance(settings, dict):
         if settings is not None:
-            logger.warning("settings%s is not a JSON object (%.80r): %s takes its default %r", where, settings, key,
-                           default)
+            logger.warning(
+                "settings%s is not a JSON object (%.80r): %s takes its default %r", where, settings, key, default
+            )
         return default
     if key not in settings or settings[key] is None:
         return default
     errors: dict[str, str] = {}
     value = SETTING_RULES[key].clean(settings[key], errors)
     if errors:
-        logger.warning("settings['%s']%s is invalid (%.80r; %s): its default %r applies", key, where, settings[key],
-                       "; ".join(errors.values()), default)
+        logger.warning(
+            "settings['%s']%s is invalid (%.80r; %s): its default %r applies",
+            key,
+            where,
+            settings[key],
+            "; ".join(errors.values()),
+            default,
+        )
         return default
     return value
 
@@ -265,7 +281,7 @@ def project_settings_check(*, protocol: str, settings: Any) -> tuple[dict[str, A
     key that no code reads, or that the project's protocol does not read, is refused too: it would
     change nothing, silently."""
     if not isinstance(settings, dict):
-        return {}, {"settings": "Workflow settings are one JSON object, e.g. {\"auto_verify\": true}."}
+        return {}, {"settings": 'Workflow settings are one JSON object, e.g. {"auto_verify": true}.'}
     clean: dict[str, Any] = {}
     errors: dict[str, str] = {}
     for key, value in settings.items():
@@ -283,9 +299,15 @@ def project_settings_check(*, protocol: str, settings: Any) -> tuple[dict[str, A
     return clean, errors
 
 
-def project_settings_clean(*, protocol: str, gold_share: Any = 0, suggestions: Any = True,
-                           lease_seconds: Any = DEFAULT_LEASE_SECONDS, rubric: Any = "",
-                           errors: dict[str, str]) -> dict:
+def project_settings_clean(
+    *,
+    protocol: str,
+    gold_share: Any = 0,
+    suggestions: Any = True,
+    lease_seconds: Any = DEFAULT_LEASE_SECONDS,
+    rubric: Any = "",
+    errors: dict[str, str],
+) -> dict:
     """The settings object a new project stores (keys as documented on Project.settings), each
     checked by its SETTING_RULES check; an empty form field is the default."""
     out: dict[str, Any] = {}
@@ -303,17 +325,29 @@ def project_settings_clean(*, protocol: str, gold_share: Any = 0, suggestions: A
         errors["rubric"] = "The rubric is one text."
     elif text.strip():
         if protocol not in SETTING_RULES["rubric"].protocols:
-            errors["rubric"] = ("A rubric is for video rating projects only ("
-                                f"{', '.join(registry.get(p).label for p in SETTING_RULES['rubric'].protocols)}).")
+            errors["rubric"] = (
+                "A rubric is for video rating projects only ("
+                f"{', '.join(registry.get(p).label for p in SETTING_RULES['rubric'].protocols)})."
+            )
         elif (text := rubric_clean(text, errors)) is not None:
             out["rubric"] = text
     return out
 
 
 @transaction.atomic
-def project_create(*, user, name: Any, slug: Any, protocol: Any, annotations_per_item: Any = None,
-                   gold_share: Any = 0, suggestions: Any = True, lease_seconds: Any = DEFAULT_LEASE_SECONDS,
-                   rubric: Any = "", description: Any = "") -> Project:
+def project_create(
+    *,
+    user,
+    name: Any,
+    slug: Any,
+    protocol: Any,
+    annotations_per_item: Any = None,
+    gold_share: Any = 0,
+    suggestions: Any = True,
+    lease_seconds: Any = DEFAULT_LEASE_SECONDS,
+    rubric: Any = "",
+    description: Any = "",
+) -> Project:
     """Create a project with its settings and make `user` its admin. Raises SetupInvalid naming
     each bad field (nothing written). The caller checks can_create_projects."""
     errors: dict[str, str] = {}
@@ -335,21 +369,41 @@ def project_create(*, user, name: Any, slug: Any, protocol: Any, annotations_per
         per_item = _whole(annotations_per_item, "annotations_per_item", 1, MAX_ANNOTATIONS_PER_ITEM, errors)
     if description is not None and not isinstance(description, str):
         errors["description"] = "A text."
-    settings = project_settings_clean(protocol=protocol, gold_share=gold_share, suggestions=suggestions,
-                                      lease_seconds=lease_seconds, rubric=rubric, errors=errors)
+    settings = project_settings_clean(
+        protocol=protocol,
+        gold_share=gold_share,
+        suggestions=suggestions,
+        lease_seconds=lease_seconds,
+        rubric=rubric,
+        errors=errors,
+    )
     if errors:
         raise SetupInvalid(errors)
     try:
         with transaction.atomic():
             project = Project.objects.create(
-                name=name, slug=slug, protocol=protocol, settings=settings, description=(description or "").strip(),
-                annotations_per_item=per_item or default_annotations_per_item(protocol))
+                name=name,
+                slug=slug,
+                protocol=protocol,
+                settings=settings,
+                description=(description or "").strip(),
+                annotations_per_item=per_item or default_annotations_per_item(protocol),
+            )
     except IntegrityError:  # the same slug, created a moment ago by someone else
         raise SetupInvalid({"slug": f"A project '{slug}' exists already."}) from None
     Membership.objects.create(project=project, user=user, role=Role.ADMIN)
-    audit_record(action=AuditAction.PROJECT_CREATE, actor=user, project=project, obj=project,
-                 details={"protocol": protocol, "annotations_per_item": project.annotations_per_item,
-                          "settings": settings, "creator_role": Role.ADMIN})
+    audit_record(
+        action=AuditAction.PROJECT_CREATE,
+        actor=user,
+        project=project,
+        obj=project,
+        details={
+            "protocol": protocol,
+            "annotations_per_item": project.annotations_per_item,
+            "settings": settings,
+            "creator_role": Role.ADMIN,
+        },
+    )
     return project
 
 
@@ -359,10 +413,12 @@ def disagreement_setting_clean(*, workflow: str, values: Any) -> tuple[dict[str,
     disagreement.thresholds_clean takes it (the read path, disagreement.thresholds_from, applies the
     same check to what is stored)."""
     if not isinstance(values, dict):
-        return {}, {"disagreement": "A JSON object of thresholds, e.g. {\"box_iou\": 0.5}."}
+        return {}, {"disagreement": 'A JSON object of thresholds, e.g. {"box_iou": 0.5}.'}
     names = THRESHOLDS_OF_WORKFLOW[workflow]
-    errors = {str(name): f"Not a threshold of {Workflow(workflow).label} projects."
-              for name in sorted(set(values) - set(names), key=str)}
+    errors = {
+        str(name): f"Not a threshold of {Workflow(workflow).label} projects."
+        for name in sorted(set(values) - set(names), key=str)
+    }
     clean, refused = thresholds_clean({name: values[name] for name in names if name in values})
     errors.update(refused)
     return clean, errors
@@ -382,13 +438,21 @@ def project_thresholds_changed(*, project: Project, actor, before: dict, set_val
         # Before listing them: a submit completing an item now either commits first (listed here)
         # or marks after this commits, under these thresholds (verification.py's marking lock).
         project_marking_lock(project=project)
-        waiting = list(Item.objects.filter(project=project, status=ItemStatus.ANNOTATED, is_gold=False)
-                       .values_list("pk", flat=True))
+        waiting = list(
+            Item.objects.filter(project=project, status=ItemStatus.ANNOTATED, is_gold=False).values_list(
+                "pk", flat=True
+            )
+        )
         marked = items_mark_disagreement(project=project, item_ids=waiting)
     changes = {name: {"before": before[name], "after": after[name]} for name in names if before[name] != after[name]}
     details = {"disagreement": changes, "set": set_values, "items_remarked": len(waiting), "items_marked": marked}
-    audit_record(action=AuditAction.PROJECT_SETTINGS, actor=actor, project=project, obj=project,
-                 details={**details, "via": via} if via else details)
+    audit_record(
+        action=AuditAction.PROJECT_SETTINGS,
+        actor=actor,
+        project=project,
+        obj=project,
+        details={**details, "via": via} if via else details,
+    )
     return {"thresholds": after, "items_remarked": len(waiting), "items_marked": marked}
 
 

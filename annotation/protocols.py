@@ -8,16 +8,30 @@ shown to a model are derived by each protocol from (seed, item id, query key)
 (protocols.base.seeded_rng), so the same release always yields the same prompts and a stored run
 can be re-scored and audited.
 """
+
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from protocols import registry
 from protocols.base import LETTERS, letter, seeded_rng
 
 __all__ = [
-    "BOX_OUTCOMES", "LETTERS", "MEDIA_FIELDS", "PROTOCOLS", "QA_FLAGS", "QA_FORMATS", "QUERY_KEYS", "letter", "qa_shape",
-    "rating_criteria", "rating_gold_tolerance", "resolve_queries", "seeded_rng", "vocabulary",
+    "BOX_OUTCOMES",
+    "LETTERS",
+    "MEDIA_FIELDS",
+    "PROTOCOLS",
+    "QA_FLAGS",
+    "QA_FORMATS",
+    "QUERY_KEYS",
+    "letter",
+    "qa_shape",
+    "rating_criteria",
+    "rating_gold_tolerance",
+    "resolve_queries",
+    "seeded_rng",
+    "vocabulary",
 ]
 
 # The workflows' own constants (QA formats and flags, box outcomes) live with the item fields.
@@ -50,8 +64,9 @@ def rating_gold_tolerance(protocol: str | None = None) -> int:
     return max((registry.get(name).gold_tolerance for name in registry.with_workflow("rating")), default=0)
 
 
-def qa_shape(*, protocol: str, payload: Mapping[str, Any],
-             project_settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def qa_shape(
+    *, protocol: str, payload: Mapping[str, Any], project_settings: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """The answer a QA item takes: {"format", "n_options", "multiple"} (the facts a model's prompt
     states too), as the item's protocol says (protocols.base.Protocol.answer_shape)."""
     return registry.get(protocol).answer_shape(payload, project_settings)

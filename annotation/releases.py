@@ -1,11 +1,12 @@
 """Releases: freeze a split's verified items into an immutable, checksummed version, and export it.
 
 Freezing copies every verified item of one split, ordered by external id, into `ReleaseItem`
-rows whose payload is the item's *export line*: the import format (docs/architecture.md, "Interchange formats": ``id``, the
-protocol fields, ``split``, ``tags``) plus ``resolved`` — every query's option order and correct
-answer from `annotation.protocols.resolve_queries` with the project's option seed (a protocol with a
-``vocabulary``, protocols/base.py, gets the one of the whole release). The export then streams those stored lines as they
-are, so an export is cheap, and the same release always exports the same bytes.
+rows whose payload is the item's *export line*: the import format (docs/architecture.md,
+"Interchange formats": ``id``, the protocol fields, ``split``, ``tags``) plus ``resolved`` — every
+query's option order and correct answer from `annotation.protocols.resolve_queries` with the
+project's option seed (a protocol with a ``vocabulary``, protocols/base.py, gets the one of the
+whole release). The export then streams those stored lines as they are, so an export is cheap,
+and the same release always exports the same bytes.
 
 Checksum: SHA-256 over the canonical serialization (JSON, sorted keys, no spaces, UTF-8) of
 ``{"protocol", "split", "option_seed"}`` and then of each export line in release order, each
@@ -21,28 +22,30 @@ Export formats (all streamed; nothing is built in memory):
 - ``zip``: ``release.json`` (the header), ``items.jsonl`` (the export lines) and every media
   file at the relative path its items name. Importing that zip needs nothing else.
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
 import re
 import zipfile
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from django.core.files.storage import default_storage
-from django.http import StreamingHttpResponse
 from django.db import IntegrityError, connection, transaction
 from django.db.models import TextField
 from django.db.models.functions import Cast
+from django.http import StreamingHttpResponse
 
 from protocols import registry
 
 from .audit import audit_record
-from .models import AuditAction, Item, ItemStatus, MediaAsset, Project, Release, ReleaseItem
 from .importing.copy_spool import copy_text
 from .interchange import coco, hf
 from .interchange.header import release_header
 from .interchange.stream_zip import StreamSink
+from .models import AuditAction, Item, ItemStatus, MediaAsset, Project, Release, ReleaseItem
 from .protocols import resolve_queries, vocabulary
 
 VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,49}$")
@@ -67,7 +70,9 @@ def canonical(obj: Any) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
-def export_line(*, protocol: str, external_id: str, payload: dict, split: str, tags: list, seed: int, vocabulary=None) -> dict:
+def export_line(
+    *, protocol: str, external_id: str, payload: dict, split: str, tags: list, seed: int, vocabulary=None
+) -> dict:
     line = {"id": external_id, **payload, "split": split, "tags": list(tags)}
     line["resolved"] = resolve_queries(protocol, external_id, payload, seed=seed, vocabulary=vocabulary)
     return line
@@ -90,12 +95,18 @@ def release_freeze(*, project: Project, version: str, split: str = "test", user=
     if not items.exists():
         raise ReleaseRefused(f"split: no verified items in split {split!r}")
     # Release-wide data the protocol's queries need (None for most: their iterator is never run).
-    release_vocabulary = vocabulary(project.protocol,
-                                    items.values_list("payload", flat=True).iterator(chunk_size=EXPORT_CHUNK))
+    release_vocabulary = vocabulary(
+        project.protocol, items.values_list("payload", flat=True).iterator(chunk_size=EXPORT_CHUNK)
+    )
     try:
         with transaction.atomic():
             release = Release.objects.create(
-                project=project, version=version, split=split, created_by=user, option_seed=project.option_seed, checksum=""
+                project=project,
+                version=version,
+                split=split,
+                created_by=user,
+                option_seed=project.option_seed,
+                checksum="",
             )
     except IntegrityError as exc:  # a concurrent freeze took the version
         raise ReleaseRefused(f"version: release {version} exists already") from exc
@@ -119,8 +130,13 @@ def release_freeze(*, project: Project, version: str, split: str = "test", user=
     release.item_count = writer.position
     release.checksum = digest.hexdigest()
     release.save(update_fields=["item_count", "checksum"])
-    audit_record(action=AuditAction.FREEZE, actor=user, project=project, obj=release,
-                 details={"split": split, "items": release.item_count, "checksum": release.checksum})
+    audit_record(
+        action=AuditAction.FREEZE,
+        actor=user,
+        project=project,
+        obj=release,
+        details={"split": split, "items": release.item_count, "checksum": release.checksum},
+    )
     return release
 
 
@@ -276,8 +292,14 @@ def export_filename(release: Release, fmt: str) -> str:
     return f"{release.project.slug}-{release.version}.{_EXTENSIONS.get(fmt, fmt)}"
 
 
-EXPORT_CONTENT_TYPES = {"json": "application/json", "jsonl": "application/x-ndjson", "zip": "application/zip",
-                        "coco": "application/json", "coco_zip": "application/zip", "hf": "application/zip"}
+EXPORT_CONTENT_TYPES = {
+    "json": "application/json",
+    "jsonl": "application/x-ndjson",
+    "zip": "application/zip",
+    "coco": "application/json",
+    "coco_zip": "application/zip",
+    "hf": "application/zip",
+}
 
 
 def release_list_data(*, project: Project) -> list[dict]:
@@ -307,5 +329,6 @@ def release_download_response(release: Release, fmt: str, *, actor=None) -> Stre
 def release_export_record(*, release: Release, fmt: str, actor=None, **details) -> None:
     """Record in the audit trail that `release` was exported in `fmt` (a download, or the
     export_release command with `details` such as the Hub repository it was pushed to)."""
-    audit_record(action=AuditAction.EXPORT, actor=actor, project=release.project, obj=release,
-                 details={"format": fmt, **details})
+    audit_record(
+        action=AuditAction.EXPORT, actor=actor, project=release.project, obj=release, details={"format": fmt, **details}
+    )

@@ -16,11 +16,13 @@ or without any variation (the expected disagreement is 0).
 The matrix is additive over units, so the agreement page fills it one item at a time while it
 streams a project, and the bootstrap of evaluation.stats sums per-unit matrices per resample.
 """
+
 from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from typing import Any, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -7,6 +7,7 @@ to a message a person can act on. Light format checks that should not block a su
 description that names no state, a change that does not start with a verb) come back as
 warnings from `quintuplet_warnings`.
 """
+
 from __future__ import annotations
 
 import re
@@ -85,13 +86,51 @@ def _unknown_keys(result: dict[str, Any], allowed: set[str], errors: dict[str, s
 # Words that begin a noun phrase, never a verb: a change description starting with one of these
 # ("the door opens", "a door being opened") is probably not an imperative verb phrase.
 _NOT_VERB_START = {
-    "a", "an", "the", "this", "that", "these", "those", "some", "its", "his", "her", "their",
-    "my", "our", "your", "it", "he", "she", "they", "someone", "somebody", "object", "state",
+    "a",
+    "an",
+    "the",
+    "this",
+    "that",
+    "these",
+    "those",
+    "some",
+    "its",
+    "his",
+    "her",
+    "their",
+    "my",
+    "our",
+    "your",
+    "it",
+    "he",
+    "she",
+    "they",
+    "someone",
+    "somebody",
+    "object",
+    "state",
 }
 # Words that describe a state rather than an object; a state description made of these alone
 # ("open", "slightly opened") names no object.
-_STATE_ONLY = {"open", "opened", "closed", "close", "on", "off", "full", "empty", "whole", "cut", "half",
-               "slightly", "fully", "partly", "partially", "very", "not"}
+_STATE_ONLY = {
+    "open",
+    "opened",
+    "closed",
+    "close",
+    "on",
+    "off",
+    "full",
+    "empty",
+    "whole",
+    "cut",
+    "half",
+    "slightly",
+    "fully",
+    "partly",
+    "partially",
+    "very",
+    "not",
+}
 
 
 def quintuplet_warnings(result: dict[str, Any]) -> dict[str, str]:
@@ -143,6 +182,7 @@ def validate_quintuplet(result: Any) -> Validated:
 
 # --- box ----------------------------------------------------------------------------------
 
+
 def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
@@ -179,7 +219,9 @@ def validate_box(result: Any, ctx: BoxContext) -> Validated:
     clean: dict[str, Any] = {}
     numbers = [_number(v) for v in bbox] if isinstance(bbox, list) else []
     if len(numbers) != 4 or any(v is None for v in numbers):
-        errors["bbox"] = "Draw one box: [x, y, width, height] in image pixels (or answer nothing_to_label / cannot_determine)."
+        errors["bbox"] = (
+            "Draw one box: [x, y, width, height] in image pixels (or answer nothing_to_label / cannot_determine)."
+        )
     elif numbers[2] <= 0 or numbers[3] <= 0:
         errors["bbox"] = "The box needs a positive width and height."
     else:
@@ -197,6 +239,7 @@ def validate_box(result: Any, ctx: BoxContext) -> Validated:
 
 
 # --- blind QA -----------------------------------------------------------------------------
+
 
 def validate_qa(result: Any, ctx: QAContext) -> Validated:
     result = _require_mapping(result)
@@ -245,6 +288,7 @@ def validate_qa(result: Any, ctx: QAContext) -> Validated:
 
 
 # --- video rating -------------------------------------------------------------------------
+
 
 def validate_rating(result: Any, ctx: RatingContext) -> Validated:
     """Scores by the rating rule (protocols.fields.rating_score_errors) for the item's criteria."""

@@ -4,6 +4,7 @@ even after that annotation left the analysis; for a decision that a participant'
 (an ItemReopening names it), that it was voided and why, without its answer: that answer no
 longer stands (it was the rejected participant's, or rested on it), and the item's payload no
 longer carries it either (studies/reopen.py)."""
+
 from __future__ import annotations
 
 from .models import Annotation, ExcludedAnnotation, ItemReopening
@@ -13,11 +14,20 @@ def _annotators(item, ids: set[int]) -> dict[int, dict]:
     """annotation id -> {"annotator", "excluded"}: the item's annotations, and those excluded."""
     if not ids:
         return {}
-    out = {pk: {"annotator": username or rater, "excluded": False} for pk, username, rater in
-           Annotation.objects.filter(item=item, pk__in=ids).values_list("pk", "annotator__username", "external_rater")}
-    out.update({pk: {"annotator": username, "excluded": True} for pk, username in
-                ExcludedAnnotation.objects.filter(item=item, annotation_id__in=ids)
-                .values_list("annotation_id", "participant__user__username")})
+    out = {
+        pk: {"annotator": username or rater, "excluded": False}
+        for pk, username, rater in Annotation.objects.filter(item=item, pk__in=ids).values_list(
+            "pk", "annotator__username", "external_rater"
+        )
+    }
+    out.update(
+        {
+            pk: {"annotator": username, "excluded": True}
+            for pk, username in ExcludedAnnotation.objects.filter(item=item, annotation_id__in=ids).values_list(
+                "annotation_id", "participant__user__username"
+            )
+        }
+    )
     return out
 
 
@@ -30,16 +40,20 @@ def review_history(*, item) -> list[dict]:
     for r in reviews:
         reopening = voided.get(r.pk)
         source = r.source_annotation_id
-        out.append({
-            "decision": r.decision,
-            "reviewer": r.reviewer.username if r.reviewer else None,
-            "annotation": r.accepted_annotation_id,
-            "started_from": None if source is None else {
-                "annotation": source, **names.get(source, {"annotator": None, "excluded": None})},
-            "result": None if reopening else r.result,
-            "voided": None if reopening is None else {"reason": reopening.reason,
-                                                      "at": reopening.created_at.isoformat()},
-            "comment": r.comment,
-            "created_at": r.created_at.isoformat(),
-        })
+        out.append(
+            {
+                "decision": r.decision,
+                "reviewer": r.reviewer.username if r.reviewer else None,
+                "annotation": r.accepted_annotation_id,
+                "started_from": None
+                if source is None
+                else {"annotation": source, **names.get(source, {"annotator": None, "excluded": None})},
+                "result": None if reopening else r.result,
+                "voided": None
+                if reopening is None
+                else {"reason": reopening.reason, "at": reopening.created_at.isoformat()},
+                "comment": r.comment,
+                "created_at": r.created_at.isoformat(),
+            }
+        )
     return out

@@ -1,26 +1,26 @@
-"""Read paths of the annotation app."""
+"""Read paths of the annotation app (the progress and agreement figures: selectors_agreement.py)."""
+
 from django.db.models import (
-    Aggregate,
     BooleanField,
     Count,
     ExpressionWrapper,
-    FloatField,
     OuterRef,
     Q,
     QuerySet,
     Subquery,
 )
 
-from . import agreement
-from .disagreement import FIELD_LABELS, field_label, find_disagreement, thresholds_from
-from .models import Annotation, Item, ItemReopening, ItemStatus, Project
-from .permissions import projects_visible_to, role_in
-from .project_setup import project_setting
 from protocols import registry
 from protocols.fields import BOX_OUTCOMES
 
+from .agreement import field_disagreements
+from .disagreement import FIELD_LABELS, field_label, find_disagreement, thresholds_from
+from .models import Item, ItemReopening, ItemStatus, Project
+from .permissions import projects_visible_to, role_in
+from .project_setup import project_setting
 from .protocols import LETTERS, QA_FLAGS, qa_shape
 from .review_history import review_history
+from .selectors_agreement import item_status_counts
 
 
 def project_list_for(*, user) -> list[dict]:
@@ -109,8 +109,9 @@ def rubric_text_for(*, project) -> str | None:
 
 def shows_suggestions(*, project) -> bool:
     """Whether the annotation form offers model suggestions (quintuplet and QA; settings["suggestions"])."""
-    return project.workflow in ("quintuplet", "qa") and project_setting(project.settings, "suggestions", True,
-                                                                              project=project.slug)
+    return project.workflow in ("quintuplet", "qa") and project_setting(
+        project.settings, "suggestions", True, project=project.slug
+    )
 
 
 def qa_suggested_answer(*, shape: dict, answer):
@@ -160,8 +161,11 @@ def result_context_for(*, item):
     workflow = project.workflow
     if workflow == "box":
         image = _media_field(item, _media_names(project)[0], media_urls_for(items=[item])) or {}
-        return BoxContext(width=image.get("width"), height=image.get("height"),
-                          labels=tuple(box_candidates(project=project, payload=item.payload)))
+        return BoxContext(
+            width=image.get("width"),
+            height=image.get("height"),
+            labels=tuple(box_candidates(project=project, payload=item.payload)),
+        )
     if workflow == "qa":
         shape = qa_shape(protocol=project.protocol, payload=item.payload, project_settings=project.settings)
         return QAContext(format=shape["format"], n_options=shape["n_options"], multiple=shape["multiple"])
@@ -174,7 +178,7 @@ def result_context_for(*, item):
 def _media_label(field: str, kind: str) -> str:
     """A media field's caption on the forms: its name without the kind ("video_before" -> "Before")."""
     prefix = "video_" if kind == "video" else "image_"
-    return (field[len(prefix):] if field.startswith(prefix) else field).replace("_", " ").capitalize()
+    return (field[len(prefix) :] if field.startswith(prefix) else field).replace("_", " ").capitalize()
 
 
 def workflow_form(*, project) -> dict:
@@ -183,11 +187,14 @@ def workflow_form(*, project) -> dict:
     ({key, label, allows_na}); for a quintuplet form the result's fields. Project-wide facts only
     (never an item's), so a page carrying them cannot tell a gold item from another."""
     proto = registry.get(project.protocol)
-    form: dict = {"workflow": project.workflow,
-                  "media": [{"field": f, "kind": k, "label": _media_label(f, k)} for f, k in proto.media_fields.items()]}
+    form: dict = {
+        "workflow": project.workflow,
+        "media": [{"field": f, "kind": k, "label": _media_label(f, k)} for f, k in proto.media_fields.items()],
+    }
     if project.workflow == "rating":
-        form["criteria"] = [{"key": c, "label": proto.criterion_labels[c], "allows_na": c in proto.nullable}
-                            for c in proto.criteria]
+        form["criteria"] = [
+            {"key": c, "label": proto.criterion_labels[c], "allows_na": c in proto.nullable} for c in proto.criteria
+        ]
     elif project.workflow == "quintuplet":
         form["fields"] = list(proto.result_fields)
     return form
@@ -278,33 +285,16 @@ def annotation_view(*, annotation, warnings: dict | None = None) -> dict:
     }
 
 
-# --- review and agreement ----------------------------------------------------------------------
-
-def item_counts(*, project: Project) -> dict:
-    """Items per status, not counting gold items, and the number of gold items apart: a gold item
-    stays pending for good (every annotator may get it), so counting it would keep progress from
-    ever finishing."""
-    counts = {s: 0 for s in ItemStatus.values}
-    gold = 0
-    rows = Item.objects.filter(project=project).values_list("status", "is_gold").annotate(n=Count("id")).order_by()
-    for status, is_gold, n in rows:
-        if is_gold:
-            gold += n
-        else:
-            counts[status] = n
-    return {"status_counts": counts, "gold_items": gold}
-
-
-def item_status_counts(*, project) -> dict[str, int]:
-    """Items per status, gold items not counted (they stay pending for good)."""
-    return item_counts(project=project)["status_counts"]
+# --- review ----------------------------------------------------------------------------------
 
 
 def _reopened_reason():
     """The reason of the item's latest reopening (a verified item a participant's rejection sent
     back), for items in the review queue: an annotated item that has one was not reviewed since
     (a review makes it verified or discarded, and only a reopening makes it annotated again)."""
-    return Subquery(ItemReopening.objects.filter(item=OuterRef("pk")).order_by("-created_at", "-pk").values("reason")[:1])
+    return Subquery(
+        ItemReopening.objects.filter(item=OuterRef("pk")).order_by("-created_at", "-pk").values("reason")[:1]
+    )
 
 
 def review_queue_for(*, project, limit: int = 100, offset: int = 0) -> dict:
@@ -315,17 +305,29 @@ def review_queue_for(*, project, limit: int = 100, offset: int = 0) -> dict:
     rows = (
         Item.objects.filter(project=project, status=ItemStatus.ANNOTATED)
         .annotate(reopened=_reopened_reason())
-        .alias(agreed=ExpressionWrapper(Q(disagreement__isnull=True) & Q(reopened__isnull=True),
-                                        output_field=BooleanField()))
+        .alias(
+            agreed=ExpressionWrapper(
+                Q(disagreement__isnull=True) & Q(reopened__isnull=True), output_field=BooleanField()
+            )
+        )
         .order_by("agreed", "id")
-        .values("id", "external_id", "annotation_count", "is_gold", "updated_at", "disagreement",
-                "reopened")[offset : offset + limit]
+        .values("id", "external_id", "annotation_count", "is_gold", "updated_at", "disagreement", "reopened")[
+            offset : offset + limit
+        ]
     )
     items = []
     for r in rows:
         fields = [f["field"] for f in (r["disagreement"] or {}).get("fields", [])]
-        items.append({**r, "updated_at": r["updated_at"].isoformat(), "disagreement": fields,
-                      "disagreement_labels": [field_label(project.workflow, f, registry.get(project.protocol).criterion_labels) for f in fields]})
+        items.append(
+            {
+                **r,
+                "updated_at": r["updated_at"].isoformat(),
+                "disagreement": fields,
+                "disagreement_labels": [
+                    field_label(project.workflow, f, registry.get(project.protocol).criterion_labels) for f in fields
+                ],
+            }
+        )
     return {"counts": item_status_counts(project=project), "items": items}
 
 
@@ -339,18 +341,22 @@ def review_field_labels(*, project) -> dict[str, str]:
 
 def item_review_detail(*, item) -> dict:
     """Everything a reviewer needs: the full payload (with truth), all annotations, disagreements."""
-    from .agreement import field_disagreements
-
     project = item.project
     assets = media_urls_for(items=[item])
     media = {name: _media_field(item, name, assets) for name in (item.media or {})}
     annotations = list(item.annotations.select_related("annotator").order_by("pk"))
-    disagreement = find_disagreement(project.workflow, [(a.pk, a.result) for a in annotations],
-                                     thresholds_from(project.settings, project=project.slug))
+    disagreement = find_disagreement(
+        project.workflow,
+        [(a.pk, a.result) for a in annotations],
+        thresholds_from(project.settings, project=project.slug),
+    )
     for entry in (disagreement or {}).get("fields", []):
         entry["label"] = field_label(project.workflow, entry["field"], registry.get(project.protocol).criterion_labels)
-    reopening = (ItemReopening.objects.filter(item=item).order_by("-created_at", "-pk").first()
-                 if item.status == ItemStatus.ANNOTATED else None)
+    reopening = (
+        ItemReopening.objects.filter(item=item).order_by("-created_at", "-pk").first()
+        if item.status == ItemStatus.ANNOTATED
+        else None
+    )
     return {
         "item": {
             "id": item.pk,
@@ -381,94 +387,20 @@ def item_review_detail(*, item) -> dict:
         "field_labels": review_field_labels(project=project),
         # The form's shape for this item (a reviewer sees the truth anyway): media, criteria,
         # fields, and for a QA item the answer it takes ({format, n_options, multiple}).
-        "form": {**workflow_form(project=project),
-                 **(qa_shape(protocol=project.protocol, payload=item.payload, project_settings=project.settings)
-                    if project.workflow == "qa" else {})},
+        "form": {
+            **workflow_form(project=project),
+            **(
+                qa_shape(protocol=project.protocol, payload=item.payload, project_settings=project.settings)
+                if project.workflow == "qa"
+                else {}
+            ),
+        },
         # Why a verified item is back in review (a participant's rejection took what it rested on).
-        "reopened": ({"reason": reopening.reason, "decision": reopening.decision, "at": reopening.created_at.isoformat()}
-                     if reopening is not None else None),
+        "reopened": (
+            {"reason": reopening.reason, "decision": reopening.decision, "at": reopening.created_at.isoformat()}
+            if reopening is not None
+            else None
+        ),
         # Oldest first; an edit names the annotation it started from; a voided decision shows no answer.
         "reviews": review_history(item=item),
-    }
-
-
-# --- progress and agreement figures -------------------------------------------------------------
-# Read-only aggregates behind the agreement page (project_agreement). The big counts are
-# computed by PostgreSQL; the agreement statistics stream annotations item by item through
-# agreement.ProjectAgreement, so a request never holds a project's annotations in memory.
-
-class _Median(Aggregate):
-    function = "percentile_cont"
-    template = "%(function)s(0.5) WITHIN GROUP (ORDER BY %(expressions)s)"
-    output_field = FloatField()
-
-
-def _annotator_name(username: str | None, rater: str) -> str:
-    return username or rater
-
-
-def project_agreement(*, project: Project, chunk_size: int = 5000) -> dict:
-    """Progress and agreement of a project: items per status (gold apart), per annotator
-    (annotations and median time from SQL, gold accuracy, pairwise agreement) and per workflow."""
-    workflow = project.workflow
-    annotations = Annotation.objects.filter(item__project=project)
-    workload = (annotations.values_list("annotator__username", "external_rater")
-                .annotate(n=Count("id"), median_ms=_Median("time_spent_ms")).order_by())
-
-    figures = agreement.ProjectAgreement(workflow)
-    verified = str(ItemStatus.VERIFIED)
-    columns = ["item_id", "annotator__username", "external_rater", "result", "item__status"]
-    if workflow == "qa":
-        columns.append("item__payload__answer")
-    scored = annotations.filter(item__is_gold=False)
-    left_out = 0
-    if workflow == "qa":
-        # Blind figures: an answer given with a model suggestion on the form is not blind.
-        left_out = scored.filter(with_suggestion=True).count()
-        scored = scored.filter(with_suggestion=False)
-    rows = (scored.order_by("item_id", "pk").values_list(*columns)
-            .iterator(chunk_size=chunk_size))
-    for _item_id, entries in agreement.group_by_item(rows):
-        pairs = [(_annotator_name(e[1], e[2]), e[3]) for e in entries]
-        if workflow == "qa" and entries[0][4] == verified:
-            figures.add_item(pairs, truth=entries[0][5])
-        else:
-            figures.add_item(pairs)
-
-    gold: dict[str, list[bool]] = {}
-    gold_rows = (annotations.filter(item__is_gold=True)
-                 .values_list("annotator__username", "external_rater", "result", "item__payload")
-                 .iterator(chunk_size=chunk_size))
-    for username, rater, result, payload in gold_rows:
-        ok = agreement.gold_correct(workflow, payload, result)
-        if ok is not None:
-            gold.setdefault(_annotator_name(username, rater), []).append(ok)
-
-    annotators = []
-    for username, rater, n, median_ms in sorted(workload, key=lambda row: _annotator_name(row[0], row[1])):
-        who = _annotator_name(username, rater)
-        marks = gold.get(who, [])
-        mean, pairs = figures.annotator_agreement(who)
-        annotators.append({
-            "annotator": who,
-            "annotations": n,
-            "median_seconds": None if median_ms is None else round(median_ms / 1000, 3),
-            "gold_items": len(marks),
-            "gold_accuracy": round(sum(marks) / len(marks), 4) if marks else None,
-            "agreement": mean,
-            "pairs": pairs,
-        })
-    summary = figures.summary()
-    if workflow == "qa":
-        summary["truth"] = "verified items only"
-        summary["answers_with_suggestion_left_out"] = left_out
-    summary["kind"] = str(workflow)
-    counts = item_counts(project=project)
-    return {
-        "project": project.slug,
-        "annotations_per_item": project.annotations_per_item,
-        "status_counts": counts["status_counts"],
-        "gold_items": counts["gold_items"],
-        "annotators": annotators,
-        "workflow": summary,
     }

@@ -3,6 +3,7 @@
 The annotators' work queue (claim, hold, submit) is annotation/queue/; what a settled answer does
 to the item's payload is annotation/verification.py.
 """
+
 from __future__ import annotations
 
 from django.db import transaction
@@ -63,14 +64,25 @@ def _edit_source(item: Item, annotation_id: int | None) -> int | None:
     if Annotation.objects.filter(pk=annotation_id, item=item).exists():
         return annotation_id
     if ExcludedAnnotation.objects.filter(annotation_id=annotation_id, item=item).exists():
-        raise ResultInvalid({"annotation": f"Annotation {annotation_id} left the analysis (its participant was "
-                                           "rejected): start the edit from one of the item's annotations."})
+        raise ResultInvalid(
+            {
+                "annotation": f"Annotation {annotation_id} left the analysis (its participant was "
+                "rejected): start the edit from one of the item's annotations."
+            }
+        )
     raise ResultInvalid({"annotation": f"Annotation {annotation_id} is not one of this item's annotations."})
 
 
 @transaction.atomic
-def review_decide(*, item_id: int, reviewer, decision: str, annotation_id: int | None = None,
-                  result: dict | None = None, comment: str = "") -> Review:
+def review_decide(
+    *,
+    item_id: int,
+    reviewer,
+    decision: str,
+    annotation_id: int | None = None,
+    result: dict | None = None,
+    comment: str = "",
+) -> Review:
     """Settle an annotated item: accept one annotation, save an edited answer, or discard.
 
     An edit records the annotation it started from (`annotation_id`, optional; the review page
@@ -125,9 +137,16 @@ def review_decide(*, item_id: int, reviewer, decision: str, annotation_id: int |
     else:
         raise ResultInvalid({"decision": "Choose accept, edit or discard."})
     item.save(update_fields=["payload", "status", "updated_at"])
-    review = Review.objects.create(item=item, reviewer=reviewer, decision=decision, accepted_annotation=accepted,
-                                   source_annotation_id=source, result=applied, comment=(comment or "")[:5000],
-                                   payload_before=None if decision == ReviewDecision.DISCARD else before)
+    review = Review.objects.create(
+        item=item,
+        reviewer=reviewer,
+        decision=decision,
+        accepted_annotation=accepted,
+        source_annotation_id=source,
+        result=applied,
+        comment=(comment or "")[:5000],
+        payload_before=None if decision == ReviewDecision.DISCARD else before,
+    )
     # The reviewer is the actor: the audit trail records who verified, edited or discarded the item.
     details = {"review": review.pk, "annotation": accepted.pk if accepted else None}
     if decision == ReviewDecision.EDIT:
@@ -136,5 +155,8 @@ def review_decide(*, item_id: int, reviewer, decision: str, annotation_id: int |
     return review
 
 
-_AUDIT_ACTION = {ReviewDecision.ACCEPT: AuditAction.VERIFY, ReviewDecision.EDIT: AuditAction.EDIT,
-                 ReviewDecision.DISCARD: AuditAction.DISCARD}
+_AUDIT_ACTION = {
+    ReviewDecision.ACCEPT: AuditAction.VERIFY,
+    ReviewDecision.EDIT: AuditAction.EDIT,
+    ReviewDecision.DISCARD: AuditAction.DISCARD,
+}

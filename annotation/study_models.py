@@ -3,6 +3,7 @@ accounts of crowd-platform ids, participants, the annotations of rejected partic
 out of the analysis, and the verified items a rejection sent back to review. Re-exported by
 annotation/models.py; other models are named by string, so this module imports nothing of
 models.py."""
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -42,8 +43,9 @@ class Study(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(max_participants__gte=1), name="study_max_participants_gte_1"),
             models.CheckConstraint(condition=Q(tasks_per_participant__gte=1), name="study_tasks_gte_1"),
-            models.CheckConstraint(condition=Q(gold_pass_threshold__gte=0) & Q(gold_pass_threshold__lte=1),
-                                   name="study_gold_threshold_0_1"),
+            models.CheckConstraint(
+                condition=Q(gold_pass_threshold__gte=0) & Q(gold_pass_threshold__lte=1), name="study_gold_threshold_0_1"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -59,7 +61,9 @@ class CrowdAccount(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["platform", "external_id"], name="crowdaccount_unique_platform_id")]
+        constraints = [
+            models.UniqueConstraint(fields=["platform", "external_id"], name="crowdaccount_unique_platform_id")
+        ]
 
 
 class ParticipantStatus(models.TextChoices):
@@ -77,8 +81,9 @@ class StudyParticipant(models.Model):
     status = models.CharField(max_length=12, choices=ParticipantStatus.choices, default=ParticipantStatus.ACTIVE)
     started_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
-    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
-                                   related_name="+")
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
     decided_at = models.DateTimeField(null=True, blank=True)
     decision_note = models.CharField(max_length=500, blank=True)
 

@@ -1,4 +1,5 @@
 """Celery tasks of the annotation app: ids in, call a service, nothing else."""
+
 from celery import shared_task
 
 from .importing.runs import import_run_execute

@@ -9,6 +9,7 @@
   that address gets 429 until the window ends, a right token included (else a guesser would
   still learn which guess was right).
 """
+
 from __future__ import annotations
 
 import logging
@@ -38,8 +39,7 @@ def token_expired(created: datetime, *, now: datetime | None = None) -> bool:
 
 def token_expired_message() -> str:
     hours = settings.STATELAB_TOKEN_TTL_HOURS
-    return (f"Token expired: tokens last {hours:g} hours from their creation here. "
-            "Ask for a new token.")
+    return f"Token expired: tokens last {hours:g} hours from their creation here. Ask for a new token."
 
 
 @transaction.atomic
@@ -97,4 +97,3 @@ def _bad_token_count(address: str) -> int:
     except ValueError:  # the window ended between add() and incr()
         cache.add(key, 1, timeout=settings.STATELAB_BAD_TOKEN_WINDOW_SECONDS)
         return 1
-

@@ -1,4 +1,5 @@
 """Pages of the annotation app (mounted at /)."""
+
 from django.urls import path, re_path
 
 from .views import account, audit, history, home, imports, media, members, project_settings, releases, studies, work
@@ -14,7 +15,9 @@ urlpatterns = [
     path("projects/<slug:slug>/import/", imports.project_import, name="io-import"),
     path("projects/<slug:slug>/imports/<int:run_id>/", imports.import_run_page, name="io-import-run"),
     path("projects/<slug:slug>/releases/", releases.project_releases, name="io-releases"),
-    path("projects/<slug:slug>/releases/<str:version>/download/", releases.release_download, name="io-release-download"),
+    path(
+        "projects/<slug:slug>/releases/<str:version>/download/", releases.release_download, name="io-release-download"
+    ),
     path("projects/<slug:slug>/annotate/", work.annotate, name="work-annotate"),
     path("projects/<slug:slug>/review/", work.review_list, name="work-review-list"),
     path("projects/<slug:slug>/review/<int:item_id>/", work.review_detail, name="work-review-detail"),

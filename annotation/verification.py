@@ -3,10 +3,11 @@
 (queue/submit.py); the decision's Review keeps the payload from before (`payload_before`), which a
 reopening puts back (studies/reopen.py). An item whose annotators disagree is marked for
 adjudication when it becomes annotated (item_mark_disagreement), so a reviewer settles it first."""
+
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Iterable
+from collections.abc import Iterable
 
 from django.db import connection
 
@@ -46,10 +47,13 @@ def apply_result_to_payload(workflow: str, payload: dict, result: dict, *, proto
 
 # What apply_result_to_payload may write into a payload, and of that what a raw item (imported
 # without labels) never carries: a box item's state and a QA question and options define the task.
-DECISION_FIELDS = {"quintuplet": agreement.QUINTUPLET_FIELDS, "box": ("bbox", "outcome", "state"),
-                   "qa": ("answer", "question", "options"), "rating": ()}
-ANSWER_FIELDS = {"quintuplet": agreement.QUINTUPLET_FIELDS, "box": ("bbox", "outcome"), "qa": ("answer",),
-                 "rating": ()}
+DECISION_FIELDS = {
+    "quintuplet": agreement.QUINTUPLET_FIELDS,
+    "box": ("bbox", "outcome", "state"),
+    "qa": ("answer", "question", "options"),
+    "rating": (),
+}
+ANSWER_FIELDS = {"quintuplet": agreement.QUINTUPLET_FIELDS, "box": ("bbox", "outcome"), "qa": ("answer",), "rating": ()}
 
 
 def payload_before_decision(workflow: str, payload: dict, review, *, protocol: str | None = None) -> dict:
@@ -90,8 +94,14 @@ def item_auto_verify(*, item: Item) -> None:
     item.payload = apply_result_to_payload(workflow, item.payload, merged, protocol=item.project.protocol)
     item.status = ItemStatus.VERIFIED
     item.save(update_fields=["payload", "status", "updated_at"])
-    Review.objects.create(item=item, reviewer=None, decision=ReviewDecision.AUTO, result=merged,
-                          payload_before=before, comment="Annotators agree.")
+    Review.objects.create(
+        item=item,
+        reviewer=None,
+        decision=ReviewDecision.AUTO,
+        result=merged,
+        payload_before=before,
+        comment="Annotators agree.",
+    )
 
 
 # --- the marking lock of a project -----------------------------------------------------------------
@@ -155,12 +165,18 @@ def items_mark_disagreement(*, project, item_ids: Iterable[int], chunk_size: int
     for start in range(0, len(ids), chunk_size):
         # Locked (pk order) while they are marked: a review settling one meanwhile waits, and one
         # settled before is no longer annotated here, so a verified item is never stamped.
-        open_ids = list(Item.objects.select_for_update(of=("self",))
-                        .filter(pk__in=ids[start:start + chunk_size], project=project, status=ItemStatus.ANNOTATED,
-                                is_gold=False).order_by("pk").values_list("pk", flat=True))
+        open_ids = list(
+            Item.objects.select_for_update(of=("self",))
+            .filter(pk__in=ids[start : start + chunk_size], project=project, status=ItemStatus.ANNOTATED, is_gold=False)
+            .order_by("pk")
+            .values_list("pk", flat=True)
+        )
         per_item: dict[int, list[tuple[int, dict]]] = defaultdict(list)
-        for item_id, pk, result in (Annotation.objects.filter(item_id__in=open_ids).order_by("item_id", "pk")
-                                    .values_list("item_id", "pk", "result")):
+        for item_id, pk, result in (
+            Annotation.objects.filter(item_id__in=open_ids)
+            .order_by("item_id", "pk")
+            .values_list("item_id", "pk", "result")
+        ):
             per_item[item_id].append((pk, result))
         rows, cleared = [], []
         for pk in open_ids:
@@ -185,8 +201,9 @@ def item_mark_disagreement(*, item: Item) -> dict | None:
     if item.status == ItemStatus.ANNOTATED and not item.is_gold:
         project = item.project
         annotations = list(Annotation.objects.filter(item_id=item.pk).order_by("pk").values_list("pk", "result"))
-        found = find_disagreement(project.workflow, annotations,
-                                  thresholds_from(project.settings, project=project.slug))
+        found = find_disagreement(
+            project.workflow, annotations, thresholds_from(project.settings, project=project.slug)
+        )
     if found != item.disagreement:
         Item.objects.filter(pk=item.pk).update(disagreement=found)
         item.disagreement = found

@@ -5,6 +5,7 @@ attempts left (its worker died and the watchdog has not re-queued it yet). Every
 through `run_mine`, the row in the state this claim left it (same attempt, still running), so a
 lost claim can end nothing, and a late duplicate delivery of the message finds nothing to claim.
 """
+
 from __future__ import annotations
 
 from typing import TypeVar
@@ -18,16 +19,23 @@ from .models import RunStatus, TrackedRun
 Run = TypeVar("Run", bound=TrackedRun)
 
 
-def run_claim(model: type[Run], *, run_id: int, worker: str, reset: dict | None = None,
-              select_related: tuple[str, ...] = ()) -> Run | None:
+def run_claim(
+    model: type[Run], *, run_id: int, worker: str, reset: dict | None = None, select_related: tuple[str, ...] = ()
+) -> Run | None:
     """Take the run for this worker (``reset``: more fields a new attempt starts from). None when
     it is someone else's, or over (a duplicate delivery), or missing."""
     now = timezone.now()
     claimable = Q(status=RunStatus.QUEUED) | Q(
-        status=RunStatus.RUNNING, heartbeat_at__lt=lapsed_before(), attempts__lt=max_attempts())
+        status=RunStatus.RUNNING, heartbeat_at__lt=lapsed_before(), attempts__lt=max_attempts()
+    )
     claimed = model.objects.filter(claimable, pk=run_id).update(
-        status=RunStatus.RUNNING, attempts=F("attempts") + 1, worker=worker[:200], heartbeat_at=now, started_at=now,
-        **(reset or {}))
+        status=RunStatus.RUNNING,
+        attempts=F("attempts") + 1,
+        worker=worker[:200],
+        heartbeat_at=now,
+        started_at=now,
+        **(reset or {}),
+    )
     if not claimed:
         return None
     return model.objects.select_related(*select_related).get(pk=run_id)

@@ -7,6 +7,7 @@ import keeps its row alive while a dead worker's row goes quiet and the watchdog
 (a heartbeat older than STATELAB_RUN_LAPSE_SECONDS). The thread is a RowWriter, which an import
 also uses to publish its progress (annotation/importing/runs.py).
 """
+
 from __future__ import annotations
 
 import logging
@@ -54,7 +55,7 @@ class RowWriter:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
-    def __enter__(self) -> "RowWriter":
+    def __enter__(self) -> RowWriter:
         self._thread.start()
         return self
 
@@ -81,5 +82,9 @@ class RowHeartbeat(RowWriter):
     """``queryset.update(heartbeat_at=now())`` every STATELAB_RUN_HEARTBEAT_SECONDS (RowWriter)."""
 
     def __init__(self, queryset, *, field: str = "heartbeat_at", interval: float | None = None):
-        super().__init__(queryset, values=lambda: {field: timezone.now()}, name="statelab-run-heartbeat",
-                         interval=heartbeat_seconds() if interval is None else interval)
+        super().__init__(
+            queryset,
+            values=lambda: {field: timezone.now()},
+            name="statelab-run-heartbeat",
+            interval=heartbeat_seconds() if interval is None else interval,
+        )

@@ -4,6 +4,7 @@
 to) and inherits the claim, heartbeat and recovery fields from here, so one claim, one heartbeat
 and one watchdog (this package) serve them all.
 """
+
 from django.db import models
 
 

@@ -9,6 +9,7 @@ back to queued, any other error fails it with the reason and hands it to the own
 (settings.STATELAB_TRACKED_RUN_FAILED, e.g. settling the chunk's job). A message without
 ``tracked_run`` (a direct call) runs untracked.
 """
+
 from __future__ import annotations
 
 import socket

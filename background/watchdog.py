@@ -9,10 +9,11 @@ holds it), then re-queued with the reason ("worker w@host lost (no heartbeat sin
 STATELAB_RUN_MAX_ATTEMPTS claims, failed ("worker lost 3 times: last worker ... lost ...") and
 handed to the owner's ``failed`` to settle what it was for.
 """
+
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 from django.conf import settings
 from django.db import transaction
@@ -28,8 +29,13 @@ log = logging.getLogger(__name__)
 PASS_LIMIT = 500
 
 
-def lapsed_runs_watch(model: type[TrackedRun], *, requeue: Callable[[TrackedRun], list[str]],
-                      failed: Callable[..., None], limit: int = PASS_LIMIT) -> dict[str, int]:
+def lapsed_runs_watch(
+    model: type[TrackedRun],
+    *,
+    requeue: Callable[[TrackedRun], list[str]],
+    failed: Callable[..., None],
+    limit: int = PASS_LIMIT,
+) -> dict[str, int]:
     """One pass over ``model``'s lapsed runs; how many it re-queued and failed.
 
     ``requeue(run)``, called with the locked row already set back to queued with its reason, sets

@@ -13,6 +13,7 @@ leaves them, as frozen releases protect their items; drop the database afterward
   checksum must equal the original release's.
 Prints seconds and the ratio of each step to the JSON export.
 """
+
 from __future__ import annotations
 
 import argparse

@@ -14,6 +14,7 @@ What it measures, in one run on one database:
 Use a scratch database: the script creates projects named bench-* and deletes them at the end.
 Figures are printed as a Markdown table (see bench/README.md for recorded runs).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -163,36 +164,55 @@ def main() -> None:
             path = write_jsonl(data / f"items-{n}.jsonl", n)
             seconds, rss = streaming_import(f"bench-{n}", path)
             rows.append((f"streaming import, {n:,} lines", n / seconds, seconds, rss))
-            print(f"import {n:>9,} lines: {seconds:7.1f} s  {n / seconds:9,.0f} items/s  peak RSS {rss / 2**20:5.0f} MiB", flush=True)
+            print(
+                f"import {n:>9,} lines: {seconds:7.1f} s  {n / seconds:9,.0f} items/s  peak RSS {rss / 2**20:5.0f} MiB",
+                flush=True,
+            )
         base_s = None
         if args.baseline > 0:  # --baseline 0 skips the per-row baseline
             base_path = write_jsonl(data / f"items-{args.baseline}.jsonl", args.baseline)
             base_s = orm_baseline(base_path, args.baseline)
-            print(f"per-row ORM baseline, {args.baseline:,} lines: {base_s:.1f} s  {args.baseline / base_s:,.0f} items/s "
-                  f"({base_s / args.baseline * 1e6:.0f} µs per item)", flush=True)
+            print(
+                f"per-row ORM baseline, {args.baseline:,} lines: {base_s:.1f} s  {args.baseline / base_s:,.0f} items/s "
+                f"({base_s / args.baseline * 1e6:.0f} µs per item)",
+                flush=True,
+            )
         export = None
         if args.export:
             export = export_run(write_jsonl(data / f"items-{args.export}.jsonl", args.export), args.export)
-            print(f"release of {export['items']:,} items: freeze {export['freeze_s']:.1f} s, "
-                  f"export JSON {export['json_s']:.2f} s ({export['json_mb']:.0f} MB), "
-                  f"JSONL {export['jsonl_s']:.2f} s ({export['jsonl_mb']:.0f} MB)", flush=True)
+            print(
+                f"release of {export['items']:,} items: freeze {export['freeze_s']:.1f} s, "
+                f"export JSON {export['json_s']:.2f} s ({export['json_mb']:.0f} MB), "
+                f"JSONL {export['jsonl_s']:.2f} s ({export['jsonl_mb']:.0f} MB)",
+                flush=True,
+            )
     finally:
         cleanup()
 
     print("\n| measurement | items/s | time | peak RSS | vs Label Studio |")
     print("|---|---|---|---|---|")
     for label, rate, seconds, rss in rows:
-        print(f"| {label} | {rate:,.0f} | {seconds:.1f} s | {rss / 2**20:.0f} MiB | {rate / LABEL_STUDIO_IMPORT_PER_S:.1f}× |")
+        print(
+            f"| {label} | {rate:,.0f} | {seconds:.1f} s | {rss / 2**20:.0f} MiB | "
+            f"{rate / LABEL_STUDIO_IMPORT_PER_S:.1f}× |"
+        )
     if base_s:
         rate = args.baseline / base_s
-        print(f"| per-row `Item.objects.create`, {args.baseline:,} lines | {rate:,.0f} | "
-              f"{base_s / args.baseline * 1e6:.0f} µs/item | – | {rate / LABEL_STUDIO_IMPORT_PER_S:.1f}× |")
+        print(
+            f"| per-row `Item.objects.create`, {args.baseline:,} lines | {rate:,.0f} | "
+            f"{base_s / args.baseline * 1e6:.0f} µs/item | – | {rate / LABEL_STUDIO_IMPORT_PER_S:.1f}× |"
+        )
     if export:
-        print(f"| freeze release, {export['items']:,} items | {export['items'] / export['freeze_s']:,.0f} | "
-              f"{export['freeze_s']:.1f} s | – | – |")
+        print(
+            f"| freeze release, {export['items']:,} items | {export['items'] / export['freeze_s']:,.0f} | "
+            f"{export['freeze_s']:.1f} s | – | – |"
+        )
         for fmt in ("json", "jsonl"):
-            print(f"| streamed {fmt.upper()} export, {export['items']:,} items | {export['items'] / export[f'{fmt}_s']:,.0f} | "
-                  f"{export[f'{fmt}_s']:.2f} s | – | {LABEL_STUDIO_EXPORT_100K_S / export[f'{fmt}_s']:.0f}× faster |")
+            print(
+                f"| streamed {fmt.upper()} export, {export['items']:,} items | "
+                f"{export['items'] / export[f'{fmt}_s']:,.0f} | "
+                f"{export[f'{fmt}_s']:.2f} s | – | {LABEL_STUDIO_EXPORT_100K_S / export[f'{fmt}_s']:.0f}× faster |"
+            )
     print(f"\nfiles in {work}")
 
 

@@ -23,6 +23,7 @@
     .venv/bin/python bench/bench_inference.py [--calls 1000] [--latency 0.1] [--rounds 3]
     .venv/bin/python bench/bench_inference.py --skip-judges --skip-frames --long [--long-rounds 3]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,8 +61,19 @@ def free_port() -> int:
 def start_standin(latency: float) -> tuple[subprocess.Popen, str]:
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.inference.openai_standin", "--port", str(port), "--latency", str(latency), "--no-faults"],
-        cwd=ROOT, stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "tests.inference.openai_standin",
+            "--port",
+            str(port),
+            "--latency",
+            str(latency),
+            "--no-faults",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     base_url = proc.stdout.readline().strip()
     return proc, base_url
@@ -80,10 +92,15 @@ def judge_queries(n: int) -> list[ModelQuery]:
     return [
         ModelQuery(
             key=f"{i}|judge",
-            messages=[{"role": "user", "content": [
-                {"type": "image_url", "image_url": {"url": url}},
-                {"type": "text", "text": f"Rate video {i} on the rubric and reply with JSON."},
-            ]}],
+            messages=[
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "image_url", "image_url": {"url": url}},
+                        {"type": "text", "text": f"Rate video {i} on the rubric and reply with JSON."},
+                    ],
+                }
+            ],
             json_schema=JUDGE_SCHEMA,
             max_tokens=400,
         )
@@ -99,9 +116,15 @@ def bench_judges(calls: int, latency: float) -> dict[str, float]:
         redis_url = os.environ.get("REDIS_URL") or None
         runs = [(1, redis_url), (32, redis_url)] + ([(32, None)] if redis_url else [])
         for concurrency, limiter_redis in runs:
-            backend = OpenAIBackend(base_url=base_url, api_key=None, model="standin", concurrency=concurrency,
-                                    options={"timeout": 30, "max_retries": 0},
-                                    limiter_key=f"bench-{uuid.uuid4().hex}", redis_url=limiter_redis)
+            backend = OpenAIBackend(
+                base_url=base_url,
+                api_key=None,
+                model="standin",
+                concurrency=concurrency,
+                options={"timeout": 30, "max_retries": 0},
+                limiter_key=f"bench-{uuid.uuid4().hex}",
+                redis_url=limiter_redis,
+            )
             bound = "Redis-shared bound" if limiter_redis else "local bound only"
             load = os.getloadavg()[0]
             server_cpu, cpu, t0 = process_cpu(proc.pid), time.process_time(), time.perf_counter()
@@ -110,14 +133,23 @@ def bench_judges(calls: int, latency: float) -> dict[str, float]:
             out[out_key] = time.perf_counter() - t0
             cpu, server_cpu = time.process_time() - cpu, process_cpu(proc.pid) - server_cpu
             errors = sum(1 for r in replies if r.error)
-            print(f"judges: {calls} calls at concurrency {concurrency:2d} ({bound}): {out[out_key]:7.2f} s "
-                  f"({calls / out[out_key]:6.1f} calls/s, {errors} errors); CPU client {cpu:.2f} s "
-                  f"({1000 * cpu / calls:.2f} ms/call), server {server_cpu:.2f} s; load avg at start {load:.1f}", flush=True)
-        print(f"judges: speed-up concurrency 32 vs 1 = {out[1] / out[32]:.1f}x (target >= 25x; "
-              f"the latency-bound ceiling is {out[1] / (calls * latency / 32):.1f}x)", flush=True)
+            print(
+                f"judges: {calls} calls at concurrency {concurrency:2d} ({bound}): {out[out_key]:7.2f} s "
+                f"({calls / out[out_key]:6.1f} calls/s, {errors} errors); CPU client {cpu:.2f} s "
+                f"({1000 * cpu / calls:.2f} ms/call), server {server_cpu:.2f} s; load avg at start {load:.1f}",
+                flush=True,
+            )
+        print(
+            f"judges: speed-up concurrency 32 vs 1 = {out[1] / out[32]:.1f}x (target >= 25x; "
+            f"the latency-bound ceiling is {out[1] / (calls * latency / 32):.1f}x)",
+            flush=True,
+        )
         if "32-local" in out:
-            print(f"judges: concurrency 32 with the local bound only {out['32-local']:.2f} s: the Redis limiter "
-                  f"costs {100 * (out[32] / out['32-local'] - 1):+.1f} % wall time", flush=True)
+            print(
+                f"judges: concurrency 32 with the local bound only {out['32-local']:.2f} s: the Redis limiter "
+                f"costs {100 * (out[32] / out['32-local'] - 1):+.1f} % wall time",
+                flush=True,
+            )
         return out
     finally:
         proc.terminate()
@@ -146,12 +178,27 @@ def bench_frames(rounds: int) -> dict[str, float]:
         t0 = time.perf_counter()
         media.sample_frames(video, 20, cache_root=tmp / "cache0")
         cached = time.perf_counter() - t0
-        sel, full, known = statistics.median(select_times), statistics.median(full_times), statistics.median(known_times)
-        print(f"frames: video {info.width}x{info.height}, {info.frame_count} frames -> 20 frames at {size[0]}x{size[1]}", flush=True)
-        print(f"frames: decode every frame {full:.3f} s, one select pass (+JPEG cache write) {sel:.3f} s, "
-              f"cached {cached * 1000:.1f} ms; ratio {full / sel:.2f}x (median of {rounds})", flush=True)
-        print(f"frames: with the asset's known size and frame count (no ffprobe) {known:.3f} s; ratio {full / known:.2f}x",
-              flush=True)
+        sel, full, known = (
+            statistics.median(select_times),
+            statistics.median(full_times),
+            statistics.median(known_times),
+        )
+        print(
+            f"frames: video {info.width}x{info.height}, {info.frame_count} frames -> 20 frames at {size[0]}x{size[1]}",
+            flush=True,
+        )
+        print(
+            f"frames: decode every frame {full:.3f} s, one select pass (+JPEG cache write) {sel:.3f} s, "
+            f"cached {cached * 1000:.1f} ms; ratio {full / sel:.2f}x (median of {rounds})",
+            flush=True,
+        )
+        print(
+            (
+                f"frames: with the asset's known size and frame count (no ffprobe) {known:.3f} s; ratio "
+                f"{full / known:.2f}x"
+            ),
+            flush=True,
+        )
         return {"full": full, "select": sel, "known": known, "cached": cached}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -164,13 +211,30 @@ def long_clips(folder: Path) -> dict[str, Path]:
     short, long = folder / "testsrc2-60s-720p30-gop60.mp4", folder / "testsrc2-300s-720p30-gop60.mp4"
     if not short.is_file():
         print("frames: encoding the 60 s clip (once)...", flush=True)
-        media.make_test_video(folder / "tmp-60.mp4", seconds=60, size="1280x720", rate=30, gop=60, source="testsrc2",
-                              preset="veryfast").rename(short)
+        media.make_test_video(
+            folder / "tmp-60.mp4", seconds=60, size="1280x720", rate=30, gop=60, source="testsrc2", preset="veryfast"
+        ).rename(short)
     if not long.is_file():
         listing = folder / "five.txt"
         listing.write_text(f"file '{short.name}'\n" * 5)
-        subprocess.run([media.ffmpeg_exe(), "-y", "-loglevel", "error", "-f", "concat", "-safe", "0", "-i", str(listing),
-                        "-c", "copy", str(folder / "tmp-300.mp4")], check=True)
+        subprocess.run(
+            [
+                media.ffmpeg_exe(),
+                "-y",
+                "-loglevel",
+                "error",
+                "-f",
+                "concat",
+                "-safe",
+                "0",
+                "-i",
+                str(listing),
+                "-c",
+                "copy",
+                str(folder / "tmp-300.mp4"),
+            ],
+            check=True,
+        )
         (folder / "tmp-300.mp4").rename(long)
     return {"60 s": short, "5 min": long}
 
@@ -182,8 +246,23 @@ def decode_every_frame(path: Path, size: tuple[int, int], keep: list[int]) -> li
 
     frame_bytes = size[0] * size[1] * 3
     wanted, kept, n = set(keep), [], 0
-    proc = subprocess.Popen([media.ffmpeg_exe(), "-v", "error", "-i", str(path), "-vf", f"scale={size[0]}:{size[1]}",
-                             "-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:"], stdout=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [
+            media.ffmpeg_exe(),
+            "-v",
+            "error",
+            "-i",
+            str(path),
+            "-vf",
+            f"scale={size[0]}:{size[1]}",
+            "-f",
+            "rawvideo",
+            "-pix_fmt",
+            "rgb24",
+            "pipe:",
+        ],
+        stdout=subprocess.PIPE,
+    )
     while chunk := proc.stdout.read(frame_bytes):
         if n in wanted:
             kept.append(np.frombuffer(chunk, dtype=np.uint8).reshape(size[1], size[0], 3))
@@ -210,8 +289,11 @@ def bench_long_frames(clip_dir: Path, rounds: int, rounds_5min: int, counts: tup
         size = media.fit_within(info.width, info.height, media.DEFAULT_BOUND)
         index = video_frames.read_index(path)
         keys = index.keyframe_positions()
-        print(f"frames: {label} clip {info.width}x{info.height}, {info.frame_count} frames at {info.fps:g} fps, "
-              f"{len(keys)} keyframes; {threads} decoding threads; load avg {os.getloadavg()[0]:.1f}", flush=True)
+        print(
+            f"frames: {label} clip {info.width}x{info.height}, {info.frame_count} frames at {info.fps:g} fps, "
+            f"{len(keys)} keyframes; {threads} decoding threads; load avg {os.getloadavg()[0]:.1f}",
+            flush=True,
+        )
         times: dict[tuple, list[tuple[float, float]]] = {}
 
         def timed(key, fn):
@@ -221,31 +303,49 @@ def bench_long_frames(clip_dir: Path, rounds: int, rounds_5min: int, counts: tup
             return out
 
         for _ in range(rounds):
-            every = timed(("every",), lambda: decode_every_frame(path, size, media.uniform_indices(info.frame_count, max(counts))))
+            every = timed(
+                ("every",), lambda: decode_every_frame(path, size, media.uniform_indices(info.frame_count, max(counts)))
+            )
             assert len(every) == max(counts)
             for n in counts:
                 idx = media.uniform_indices(info.frame_count, n)
                 one = timed(("one pass", n), lambda: media.decode_frames(path, idx, size))
                 # As jobs run them: each mode reads the packet index first.
-                seek1 = timed(("seek 1", n), lambda: video_frames.decode_seeking(
-                    path, idx, size, video_frames.read_index(path), threads=1))
-                seekn = timed((f"seek {threads}", n), lambda: video_frames.decode_seeking(
-                    path, idx, size, video_frames.read_index(path), threads=threads))
+                seek1 = timed(
+                    ("seek 1", n),
+                    lambda: video_frames.decode_seeking(path, idx, size, video_frames.read_index(path), threads=1),
+                )
+                seekn = timed(
+                    (f"seek {threads}", n),
+                    lambda: video_frames.decode_seeking(
+                        path, idx, size, video_frames.read_index(path), threads=threads
+                    ),
+                )
                 # The same seeks decoding every frame they pass: what skipping non-reference frames saves.
                 video_frames.SKIP_UNWANTED = "DEFAULT"
                 try:
-                    plain = timed((f"seek {threads}, no skip", n), lambda: video_frames.decode_seeking(
-                        path, idx, size, video_frames.read_index(path), threads=threads))
+                    plain = timed(
+                        (f"seek {threads}, no skip", n),
+                        lambda: video_frames.decode_seeking(
+                            path, idx, size, video_frames.read_index(path), threads=threads
+                        ),
+                    )
                 finally:
                     video_frames.SKIP_UNWANTED = "NONREF"
                 key, used = timed(("keyframe", n), lambda: video_frames.decode_keyframes(path, idx, size))
-                assert all((a == b).all() and (a == c).all() and (a == d).all() for a, b, c, d in zip(one, seek1, seekn, plain)), \
-                    "seeking is not exact"
+                assert all(
+                    (a == b).all() and (a == c).all() and (a == d).all() for a, b, c, d in zip(one, seek1, seekn, plain)
+                ), "seeking is not exact"
                 assert len(key) == n and all(u % 60 == 0 for u in used)
         base_wall = statistics.median(w for w, _ in times[("every",)])
         base_cpu = statistics.median(c for _, c in times[("every",)])
-        print(f"frames: {label}: decode every frame (ffmpeg) {base_wall:.2f} s wall, {base_cpu:.2f} s CPU (median of {rounds})",
-              flush=True)
+        print(
+            (
+                f"frames: {label}: decode every frame (ffmpeg) {base_wall:.2f} s wall, {base_cpu:.2f} s CPU "
+                f"(median of {rounds})"
+            ),
+            flush=True,
+        )
         for n in counts:
             idx = media.uniform_indices(info.frame_count, n)
             chosen = video_frames.choose_strategy(index, idx, info.frame_count)
@@ -254,10 +354,16 @@ def bench_long_frames(clip_dir: Path, rounds: int, rounds_5min: int, counts: tup
                 wall = statistics.median(w for w, _ in times[(mode, n)])
                 cpu = statistics.median(c for _, c in times[(mode, n)])
                 results[(label, n, mode)] = (wall, cpu, base_wall / wall)
-                print(f"frames: {label}, {n} frames, {mode:18s}: {wall:6.3f} s wall ({base_wall / wall:5.1f}x), "
-                      f"{cpu:6.3f} s CPU ({base_cpu / cpu:5.1f}x)", flush=True)
-            print(f"frames: {label}, {n} frames: extract_frames chooses {chosen!r} ({len(runs)} runs spanning "
-                  f"{sum(r.targets[-1][0] - r.start + 1 for r in runs)} of {info.frame_count} packets)", flush=True)
+                print(
+                    f"frames: {label}, {n} frames, {mode:18s}: {wall:6.3f} s wall ({base_wall / wall:5.1f}x), "
+                    f"{cpu:6.3f} s CPU ({base_cpu / cpu:5.1f}x)",
+                    flush=True,
+                )
+            print(
+                f"frames: {label}, {n} frames: extract_frames chooses {chosen!r} ({len(runs)} runs spanning "
+                f"{sum(r.targets[-1][0] - r.start + 1 for r in runs)} of {info.frame_count} packets)",
+                flush=True,
+            )
         results[(label, "every")] = (base_wall, base_cpu)
     return results
 
@@ -271,7 +377,9 @@ def main() -> None:
     parser.add_argument("--skip-frames", action="store_true")
     parser.add_argument("--long", action="store_true", help="also the 60 s and 5-minute clips (section 3)")
     parser.add_argument("--long-rounds", type=int, default=3)
-    parser.add_argument("--long-rounds-5min", type=int, default=1, help="the 5-minute baseline alone takes ~1 min a round")
+    parser.add_argument(
+        "--long-rounds-5min", type=int, default=1, help="the 5-minute baseline alone takes ~1 min a round"
+    )
     parser.add_argument("--clip-dir", type=Path, default=Path(tempfile.gettempdir()) / "statelab-bench-clips")
     args = parser.parse_args()
     if not args.skip_frames:

@@ -29,6 +29,7 @@ baseline (--baseline-sessions, same loop, same server, in the same run), then fo
 and the ratio between the two; then checks the database: every acknowledged (201 / 200) submit
 stored exactly once, nothing else stored for these annotators, no (item, annotator) twice.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -62,8 +63,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--think-min", type=float, default=0.2)
     parser.add_argument("--think-max", type=float, default=1.0)
     parser.add_argument("--workers", type=int, default=2 * (os.cpu_count() or 1) + 1)
-    parser.add_argument("--client-processes", type=int, default=4,
-                        help="spread the sessions over this many load-generator processes")
+    parser.add_argument(
+        "--client-processes", type=int, default=4, help="spread the sessions over this many load-generator processes"
+    )
     parser.add_argument("--port", type=int, default=8766)
     parser.add_argument("--database", default="statelab_bench_load")
     parser.add_argument("--reuse", action="store_true", help="keep an existing database and its items")
@@ -98,10 +100,25 @@ def start_gunicorn(port: int, workers: int) -> subprocess.Popen:
     import httpx
 
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "config.wsgi:application", "--bind", f"127.0.0.1:{port}",
-         "--workers", str(workers), "--timeout", "120", "--log-level", "warning",
-         "--no-control-socket"],  # gunicorn 27's control socket is one path per user, shared by every instance
-        cwd=ROOT, env=dict(os.environ, DEBUG="0"), start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "config.wsgi:application",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(workers),
+            "--timeout",
+            "120",
+            "--log-level",
+            "warning",
+            "--no-control-socket",
+        ],  # gunicorn 27's control socket is one path per user, shared by every instance
+        cwd=ROOT,
+        env=dict(os.environ, DEBUG="0"),
+        start_new_session=True,
+    )
     deadline = time.time() + 90
     while time.time() < deadline:
         if proc.poll() is not None:
@@ -194,13 +211,23 @@ class Sessions:
                     continue
                 task = r.json()
                 think()
-                self.timed(client, "autosave", "PUT", f"/api/tasks/{task['task']}/draft/",
-                           json={"draft": {"bbox": [10, 20, 30, 40]}, "version": task["version"]})
+                self.timed(
+                    client,
+                    "autosave",
+                    "PUT",
+                    f"/api/tasks/{task['task']}/draft/",
+                    json={"draft": {"bbox": [10, 20, 30, 40]}, "version": task["version"]},
+                )
                 think()
                 for _attempt in range(3):
-                    r = self.timed(client, "submit", "POST", f"/api/tasks/{task['task']}/submit/",
-                                   json={"result": BOX, "time_spent_ms": 1500},
-                                   headers={"Idempotency-Key": f"load:{task['task']}"})
+                    r = self.timed(
+                        client,
+                        "submit",
+                        "POST",
+                        f"/api/tasks/{task['task']}/submit/",
+                        json={"result": BOX, "time_spent_ms": 1500},
+                        headers={"Idempotency-Key": f"load:{task['task']}"},
+                    )
                     if r is not None and r.status_code < 500:
                         break
                 if r is not None and r.status_code in (200, 201):
@@ -256,18 +283,27 @@ class Sessions:
 
     def report(self, label: str, wall: float) -> dict:
         from bench.bench_queue import percentile  # nearest rank, as the queue bench reports
+
         n_errors = sum(self.errors.values())
-        print(f"\n{label}: {wall:.1f} s, {self.requests} requests, {self.requests / wall:.1f} requests/s, "
-              f"{len(self.acked)} annotations acknowledged ({len(self.acked) / wall:.1f}/s), {n_errors} errors")
+        print(
+            f"\n{label}: {wall:.1f} s, {self.requests} requests, {self.requests / wall:.1f} requests/s, "
+            f"{len(self.acked)} annotations acknowledged ({len(self.acked) / wall:.1f}/s), {n_errors} errors"
+        )
         for name in ENDPOINTS:
             v = self.latency[name]
             if v:
-                print(f"  {name:<9} n {len(v):6d}   p50 {statistics.median(v):7.1f} ms   p95 {percentile(v, 95):7.1f} ms   "
-                      f"p99 {percentile(v, 99):7.1f} ms   max {max(v):7.1f} ms")
+                print(
+                    f"  {name:<9} n {len(v):6d}   p50 {statistics.median(v):7.1f} ms   "
+                    f"p95 {percentile(v, 95):7.1f} ms   "
+                    f"p99 {percentile(v, 99):7.1f} ms   max {max(v):7.1f} ms"
+                )
         if self.errors:
             print("  errors: " + ", ".join(f"{e} {s}: {n}" for (e, s), n in sorted(self.errors.items(), key=str)))
-        return {"rps": self.requests / wall, "p95": {n: percentile(self.latency[n], 95) for n in ENDPOINTS if self.latency[n]},
-                "p50": {n: statistics.median(self.latency[n]) for n in ENDPOINTS if self.latency[n]}}
+        return {
+            "rps": self.requests / wall,
+            "p95": {n: percentile(self.latency[n], 95) for n in ENDPOINTS if self.latency[n]},
+            "p50": {n: statistics.median(self.latency[n]) for n in ENDPOINTS if self.latency[n]},
+        }
 
 
 def check_stored(sessions: Sessions) -> bool:
@@ -277,16 +313,21 @@ def check_stored(sessions: Sessions) -> bool:
     with connection.cursor() as c:
         c.execute("SELECT id, item_id, annotator_id FROM annotation_annotation WHERE annotator_id = ANY(%s)", [ids])
         stored = {a: (i, u) for a, i, u in c.fetchall()}
-        c.execute("""SELECT count(*) FROM (SELECT 1 FROM annotation_annotation WHERE annotator_id = ANY(%s)
-                     GROUP BY item_id, annotator_id HAVING count(*) > 1) d""", [ids])
+        c.execute(
+            """SELECT count(*) FROM (SELECT 1 FROM annotation_annotation WHERE annotator_id = ANY(%s)
+                     GROUP BY item_id, annotator_id HAVING count(*) > 1) d""",
+            [ids],
+        )
         duplicated = c.fetchone()[0]
     acked = sessions.acked
     missing = [a for a in acked if stored.get(a) != acked[a]]
     extra = [a for a in stored if a not in acked]
     ok = not missing and not extra and not duplicated
-    print(f"  {'nothing lost' if ok else 'LOST OR DUPLICATED'}: {len(acked)} acknowledged, {len(stored)} stored, "
-          f"{duplicated} duplicated" + (f", {len(missing)} acknowledged but missing, {len(extra)} stored unacknowledged"
-                                        if not ok else ""))
+    print(
+        f"  {'nothing lost' if ok else 'LOST OR DUPLICATED'}: {len(acked)} acknowledged, {len(stored)} stored, "
+        f"{duplicated} duplicated"
+        + (f", {len(missing)} acknowledged but missing, {len(extra)} stored unacknowledged" if not ok else "")
+    )
     return ok
 
 
@@ -301,13 +342,13 @@ def main() -> None:
     os.environ["DATABASE_URL"] = with_database(server_url(), args.database)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
-    from bench.bench_queue import build  # noqa: E402  (sets Django up against DATABASE_URL)
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
     from django.db import connection
     from rest_framework.authtoken.models import Token
 
     from annotation.models import Membership
+    from bench.bench_queue import build  # noqa: E402  (sets Django up against DATABASE_URL)
 
     ok = True
     server = None
@@ -319,14 +360,17 @@ def main() -> None:
         connection.close()
         server = start_gunicorn(args.port, args.workers)
         base = f"http://127.0.0.1:{args.port}"
-        print(f"gunicorn: {args.workers} sync workers; think time {args.think_min}-{args.think_max} s before "
-              f"autosave and before submit; {args.items:,} items")
+        print(
+            f"gunicorn: {args.workers} sync workers; think time {args.think_min}-{args.think_max} s before "
+            f"autosave and before submit; {args.items:,} items"
+        )
 
         def people(n: int) -> list[tuple[int, str]]:
             """n fresh annotators of the project, with API tokens."""
             stamp = uuid.uuid4().hex[:8]
             users = get_user_model().objects.bulk_create(
-                [get_user_model()(username=f"load{stamp}_{i}", password="!") for i in range(n)])
+                [get_user_model()(username=f"load{stamp}_{i}", password="!") for i in range(n)]
+            )
             Membership.objects.bulk_create([Membership(project=project, user=u, role="annotator") for u in users])
             out = [(u.pk, Token.objects.create(user=u).key) for u in users]
             connection.close()
@@ -334,8 +378,10 @@ def main() -> None:
 
         Sessions(base, project.slug, people(2), args).run(2.0)  # the workers' first requests, off the record
         results = {}
-        for label, n, seconds in (("baseline", args.baseline_sessions, args.baseline_seconds),
-                                  ("load", args.sessions, args.seconds)):
+        for label, n, seconds in (
+            ("baseline", args.baseline_sessions, args.baseline_seconds),
+            ("load", args.sessions, args.seconds),
+        ):
             if n <= 0 or seconds <= 0:
                 continue
             sessions = Sessions(base, project.slug, people(n), args)
@@ -344,19 +390,33 @@ def main() -> None:
             cpu = tree_cpu_seconds(server.pid) - cpu_before
             load = os.getloadavg()[0]
             results[label] = sessions.report(
-                f"{label}: {n} sessions, {seconds:.0f} s (load average {load_before:.1f} at the start, {load:.1f} at the end)",
-                wall)
-            print(f"  gunicorn CPU {cpu:.1f} s = {cpu / max(1, sessions.requests) * 1000:.1f} ms per request "
-                  f"({cpu / wall:.2f} cores); load generator {sessions.client_cpu / max(1, sessions.requests) * 1000:.1f} ms "
-                  f"per request ({sessions.client_cpu / wall:.2f} cores, {min(args.client_processes, n)} processes)")
+                (
+                    f"{label}: {n} sessions, {seconds:.0f} s (load average {load_before:.1f} at the start, "
+                    f"{load:.1f} at the end)"
+                ),
+                wall,
+            )
+            print(
+                f"  gunicorn CPU {cpu:.1f} s = {cpu / max(1, sessions.requests) * 1000:.1f} ms per request "
+                f"({cpu / wall:.2f} cores); load generator "
+                f"{sessions.client_cpu / max(1, sessions.requests) * 1000:.1f} ms "
+                f"per request ({sessions.client_cpu / wall:.2f} cores, {min(args.client_processes, n)} processes)"
+            )
             ok = check_stored(sessions) and ok
         if "baseline" in results and "load" in results:
-            b, l = results["baseline"], results["load"]
+            base, loaded = results["baseline"], results["load"]
             ideal = args.sessions / args.baseline_sessions
-            print(f"\nratio {args.sessions} / {args.baseline_sessions} sessions: requests/s {l['rps'] / b['rps']:.2f}x "
-                  f"(ideal {ideal:.1f}x: think-time bound, latency flat); "
-                  + ", ".join(f"{n} p95 {l['p95'][n] / b['p95'][n]:.2f}x ({b['p95'][n]:.1f} -> {l['p95'][n]:.1f} ms)"
-                              for n in ENDPOINTS if n in l["p95"] and n in b["p95"]))
+            print(
+                f"\nratio {args.sessions} / {args.baseline_sessions} sessions: requests/s "
+                f"{loaded['rps'] / base['rps']:.2f}x "
+                f"(ideal {ideal:.1f}x: think-time bound, latency flat); "
+                + ", ".join(
+                    f"{n} p95 {loaded['p95'][n] / base['p95'][n]:.2f}x ({base['p95'][n]:.1f} -> "
+                    f"{loaded['p95'][n]:.1f} ms)"
+                    for n in ENDPOINTS
+                    if n in loaded["p95"] and n in base["p95"]
+                )
+            )
     finally:
         if server is not None:
             stop_gunicorn(server)

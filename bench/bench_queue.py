@@ -17,6 +17,7 @@ latency of both. In-process by default: no HTTP, so the figures are the cost of 
     --http-threads 2  gunicorn's gthread workers with 2 threads each instead of sync workers
                       (HTTP keep-alive: a client reuses its connection)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,8 +43,8 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
-from annotation.queue import annotation_submit, queue_claim_next, rules, sql  # noqa: E402
 from annotation.models import Annotation, Item, Membership, Project, Task  # noqa: E402
+from annotation.queue import annotation_submit, queue_claim_next, rules, sql  # noqa: E402
 from annotation.selectors import task_view  # noqa: E402
 
 SLUG = "bench-queue"
@@ -59,13 +60,30 @@ def build(n_items: int, n_users: int, reuse: bool) -> tuple[Project, list]:
         if project:
             t = time.perf_counter()
             with connection.cursor() as c:
-                c.execute("DELETE FROM annotation_annotation a USING annotation_item i WHERE a.item_id = i.id AND i.project_id = %s", [project.pk])
-                c.execute("DELETE FROM annotation_task t USING annotation_item i WHERE t.item_id = i.id AND i.project_id = %s", [project.pk])
+                c.execute(
+                    (
+                        "DELETE FROM annotation_annotation a USING annotation_item i WHERE a.item_id = i.id AND "
+                        "i.project_id = %s"
+                    ),
+                    [project.pk],
+                )
+                c.execute(
+                    (
+                        "DELETE FROM annotation_task t USING annotation_item i WHERE t.item_id = i.id AND "
+                        "i.project_id = %s"
+                    ),
+                    [project.pk],
+                )
                 c.execute("DELETE FROM annotation_item WHERE project_id = %s", [project.pk])
             project.delete()
             print(f"dropped the previous bench project in {time.perf_counter() - t:.1f} s")
-        project = Project.objects.create(slug=SLUG, name="Queue benchmark", protocol="changeit", annotations_per_item=3,
-                                         settings={"lease_seconds": 600})
+        project = Project.objects.create(
+            slug=SLUG,
+            name="Queue benchmark",
+            protocol="changeit",
+            annotations_per_item=3,
+            settings={"lease_seconds": 600},
+        )
         t = time.perf_counter()
         with connection.cursor() as c:
             c.execute(
@@ -123,8 +141,9 @@ class InProcess:
         return None if task is None else task_view(task=task)["task"]
 
     def submit(self, user, task_id: int, i: int) -> None:
-        annotation_submit(task_id=task_id, user=user, time_spent_ms=1000 + i, result=BOX,
-                          idempotency_key=f"{user.pk}:{task_id}")
+        annotation_submit(
+            task_id=task_id, user=user, time_spent_ms=1000 + i, result=BOX, idempotency_key=f"{user.pk}:{task_id}"
+        )
 
 
 class OverHttp:
@@ -146,8 +165,11 @@ class OverHttp:
         return r.json()["task"]
 
     def submit(self, client, task_id: int, i: int) -> None:
-        r = client.post(f"/api/tasks/{task_id}/submit/", json={"result": BOX, "time_spent_ms": 1000 + i},
-                        headers={"Idempotency-Key": f"http:{task_id}"})
+        r = client.post(
+            f"/api/tasks/{task_id}/submit/",
+            json={"result": BOX, "time_spent_ms": 1000 + i},
+            headers={"Idempotency-Key": f"http:{task_id}"},
+        )
         if r.status_code not in (200, 201):
             raise RuntimeError(f"submit {task_id}: {r.status_code} {r.text[:200]}")
 
@@ -158,9 +180,21 @@ def start_gunicorn(port: int, workers: int, threads: int = 0) -> subprocess.Pope
     env = dict(os.environ, DEBUG="0")
     worker_class = ["--worker-class", "gthread", "--threads", str(threads)] if threads else []
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "config.wsgi:application", "-w", str(workers), "-b", f"127.0.0.1:{port}",
-         *worker_class, "--log-level", "warning"],
-        cwd=str(Path(__file__).resolve().parent.parent), env=env,
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "config.wsgi:application",
+            "-w",
+            str(workers),
+            "-b",
+            f"127.0.0.1:{port}",
+            *worker_class,
+            "--log-level",
+            "warning",
+        ],
+        cwd=str(Path(__file__).resolve().parent.parent),
+        env=env,
     )
     deadline = time.time() + 60
     while time.time() < deadline:
@@ -174,7 +208,9 @@ def start_gunicorn(port: int, workers: int, threads: int = 0) -> subprocess.Pope
     raise RuntimeError("gunicorn did not start")
 
 
-def run(ops, users: list, seconds: float, think_ms: float = 0.0, start_at: float | None = None) -> dict[str, list[float]]:
+def run(
+    ops, users: list, seconds: float, think_ms: float = 0.0, start_at: float | None = None
+) -> dict[str, list[float]]:
     """Annotator threads from start_at (wall clock; now when None) for `seconds`."""
     claims: list[float] = []
     submits: list[float] = []
@@ -260,8 +296,10 @@ def report(label: str, out: dict) -> None:
     print(f"\n{label}, {out['wall'][0]:.1f} s: {n} claim+submit cycles ({n / out['wall'][0]:.0f}/s)")
     for name in ("claim", "submit"):
         v = out[name]
-        print(f"  {name:<7} p50 {statistics.median(v):6.2f} ms   p95 {percentile(v, 95):6.2f} ms   "
-              f"p99 {percentile(v, 99):6.2f} ms   max {max(v):7.2f} ms")
+        print(
+            f"  {name:<7} p50 {statistics.median(v):6.2f} ms   p95 {percentile(v, 95):6.2f} ms   "
+            f"p99 {percentile(v, 99):6.2f} ms   max {max(v):7.2f} ms"
+        )
 
 
 def main() -> None:
@@ -270,17 +308,39 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=32)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--reuse", action="store_true", help="keep the items of an earlier run when the count matches")
-    parser.add_argument("--think-ms", type=float, default=0.0,
-                        help="mean think time of an annotator between submit and the next claim (0: back to back)")
-    parser.add_argument("--http", type=int, default=0, metavar="WORKERS",
-                        help="go through the JSON API on a gunicorn server with this many workers")
-    parser.add_argument("--http-threads", type=int, default=0, metavar="N",
-                        help="with --http: gthread workers with N threads each (keep-alive) instead of sync workers")
+    parser.add_argument(
+        "--think-ms",
+        type=float,
+        default=0.0,
+        help="mean think time of an annotator between submit and the next claim (0: back to back)",
+    )
+    parser.add_argument(
+        "--http",
+        type=int,
+        default=0,
+        metavar="WORKERS",
+        help="go through the JSON API on a gunicorn server with this many workers",
+    )
+    parser.add_argument(
+        "--http-threads",
+        type=int,
+        default=0,
+        metavar="N",
+        help="with --http: gthread workers with N threads each (keep-alive) instead of sync workers",
+    )
     parser.add_argument("--port", type=int, default=8765)
-    parser.add_argument("--processes", type=int, default=1,
-                        help="spread the in-process annotator threads over this many forked processes")
-    parser.add_argument("--switch-ms", type=float, default=5.0,
-                        help="the interpreter's thread switch interval (Python's default is 5 ms)")
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        help="spread the in-process annotator threads over this many forked processes",
+    )
+    parser.add_argument(
+        "--switch-ms",
+        type=float,
+        default=5.0,
+        help="the interpreter's thread switch interval (Python's default is 5 ms)",
+    )
     args = parser.parse_args()
     sys.setswitchinterval(args.switch_ms / 1000)
     if not os.environ.get("DATABASE_URL"):
@@ -304,8 +364,11 @@ def main() -> None:
             server.terminate()
             server.wait(timeout=30)
         kind = f"gthread workers x {args.http_threads} threads" if args.http_threads else "sync workers"
-        report(f"HTTP (gunicorn, {args.http} {kind}), {args.threads} clients, {args.items:,} items, "
-               f"think time {args.think_ms:.0f} ms", out)
+        report(
+            f"HTTP (gunicorn, {args.http} {kind}), {args.threads} clients, {args.items:,} items, "
+            f"think time {args.think_ms:.0f} ms",
+            out,
+        )
     else:
         ops = InProcess(project)
         run(ops, users[:1], 1.0)  # warm the plan cache
@@ -313,8 +376,11 @@ def main() -> None:
             out = run_processes(ops, users, args.processes, args.seconds, args.think_ms)
         else:
             out = run(ops, users, args.seconds, args.think_ms)
-        report(f"in-process, {args.threads} annotator threads in {max(1, args.processes)} process(es), "
-               f"{args.items:,} items, think time {args.think_ms:.0f} ms", out)
+        report(
+            f"in-process, {args.threads} annotator threads in {max(1, args.processes)} process(es), "
+            f"{args.items:,} items, think time {args.think_ms:.0f} ms",
+            out,
+        )
     counts = Annotation.objects.filter(item__project=project).count()
     active = Task.objects.filter(item__project=project, status="active").count()
     print(f"  annotations in the project: {counts:,}; active holds left: {active}")

@@ -19,6 +19,7 @@ None})], 3 raters, N/A for subject on 30 % of videos, 2 % missing scores), 12 ge
 what the leaderboard does for the human-rated table (per generator ``score_oscbench_ratings`` and
 ``finish`` with intervals), plus the Random row. Synthetic, seeded data; no database.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -68,7 +69,14 @@ def status_inputs(n_items: int):
             "sci2": {"options": changes[:2], "answer": letters[sci2_ans[i]]},
             "sci4": {"options": changes, "answer": letters[sci4_ans[i]]},
         }
-        items.append(runs.ScoringItem(key=i, external_id=f"it{i}", payload={"category": status.CATEGORIES[cats[i]], "difference": status.DIFFERENCES[diffs[i]]}, resolved=resolved))
+        items.append(
+            runs.ScoringItem(
+                key=i,
+                external_id=f"it{i}",
+                payload={"category": status.CATEGORIES[cats[i]], "difference": status.DIFFERENCES[diffs[i]]},
+                resolved=resolved,
+            )
+        )
         for j, q in enumerate(status.QUERIES):
             spec = resolved[q]
             k = len(spec["options"])
@@ -85,20 +93,41 @@ def status_inputs(n_items: int):
     return items, answers
 
 
+def score_status(n_items: int, n_boot: int) -> float:
+    """Build the STATUS inputs and time one model's row; the inputs are freed when it returns."""
+    (items, answers), _, _ = timed("  build inputs (not part of the figure)", lambda: status_inputs(n_items))
+    scored, dt, _ = timed(
+        f"  runs.score('status'): row + reassignment + CIs ({n_boot} resamples)",
+        lambda: runs.score("status", items, answers, n_boot=n_boot),
+    )
+    row = scored.printed
+    print(
+        "  row: " + " ".join(str(row[k]) for k in status.KEYS) + f"   parse failures {scored.matrix.parse_failures:,}"
+    )
+    reassigned = scored.matrix.diagnostics["reassigned"]
+    print(f"  reassigned: {reassigned['racc_osi']} / {reassigned['racc_ir']}")
+    return dt
+
+
 def bench_status(n_items: int, n_boot: int) -> float:
     print(f"STATUS: {n_items:,} items, {6 * n_items:,} predictions", flush=True)
-    (items, answers), dt, _ = timed("  build inputs (not part of the figure)", lambda: status_inputs(n_items))
-    scored, dt, dc = timed(f"  runs.score('status'): row + reassignment + CIs ({n_boot} resamples)", lambda: runs.score("status", items, answers, n_boot=n_boot))
-    row = scored.printed
-    print("  row: " + " ".join(str(row[k]) for k in status.KEYS) + f"   parse failures {scored.matrix.parse_failures:,}")
-    print(f"  reassigned: {scored.matrix.diagnostics['reassigned']['racc_osi']} / {scored.matrix.diagnostics['reassigned']['racc_ir']}")
+    dt = score_status(n_items, n_boot)
     # Parsing raw outputs happens once per prediction at import / inference time, not per board.
-    raws = ["B", "Answer: (B)", "an open box 7", "The answer is a.", "**A**", "I think it is option B because the lid is up"]
+    raws = [
+        "B",
+        "Answer: (B)",
+        "an open box 7",
+        "The answer is a.",
+        "**A**",
+        "I think it is option B because the lid is up",
+    ]
     sample = [raws[k % len(raws)] for k in range(300_000)]
     opts = ["a closed box 7", "an open box 7"]
-    _, dp, _ = timed("  parse_answer on 300,000 raw outputs (import-time work)", lambda: [parse_answer("status", "osi_b", r, opts) for r in sample])
+    _, dp, _ = timed(
+        "  parse_answer on 300,000 raw outputs (import-time work)",
+        lambda: [parse_answer("status", "osi_b", r, opts) for r in sample],
+    )
     print(f"  -> {dp / 300_000 * 1e6:.2f} us per raw output")
-    del items, answers
     return dt
 
 
@@ -112,11 +141,23 @@ def video_inputs(n_videos: int):
     actions = rng.integers(0, 10, n_videos)
     items, ratings = [], {}
     for i in range(n_videos):
-        items.append(runs.ScoringItem(key=i, external_id=f"v{i}", payload={
-            "generator": f"gen{generators[i]}", "scenario": oscbench.SCENARIOS[scenarios[i]], "action_category": f"cat{actions[i]}",
-        }, resolved={"judge": {}}))
+        items.append(
+            runs.ScoringItem(
+                key=i,
+                external_id=f"v{i}",
+                payload={
+                    "generator": f"gen{generators[i]}",
+                    "scenario": oscbench.SCENARIOS[scenarios[i]],
+                    "action_category": f"cat{actions[i]}",
+                },
+                resolved={"judge": {}},
+            )
+        )
         ratings[i] = [
-            (f"r{k}", {c: (None if missing[i, k, j] else int(scores[i, k, j])) for j, c in enumerate(oscbench.CRITERIA)})
+            (
+                f"r{k}",
+                {c: (None if missing[i, k, j] else int(scores[i, k, j])) for j, c in enumerate(oscbench.CRITERIA)},
+            )
             for k in range(3)
         ]
     return items, ratings
@@ -140,7 +181,11 @@ def bench_videos(n_videos: int, n_boot: int) -> float:
         return rows
 
     rows, dt, _ = timed(f"  generator leaderboard + Random, CIs ({n_boot} resamples)", leaderboard)
-    print(f"  gen0 object = {rows['gen0'].printed['object']}, osc_accuracy = {rows['gen0'].printed['osc_accuracy']}, ci {rows['gen0'].cis['object']}")
+    gen0 = rows["gen0"]
+    print(
+        f"  gen0 object = {gen0.printed['object']}, osc_accuracy = {gen0.printed['osc_accuracy']}, ci "
+        f"{gen0.cis['object']}"
+    )
     return dt
 
 
@@ -154,7 +199,10 @@ def main() -> None:
     v = bench_videos(a.videos, a.boot)
     s = bench_status(a.status_items, a.boot)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"targets: STATUS < 10 s -> {s:.2f} s; video rating < 2 s -> {v:.2f} s; peak RSS {rss:.0f} MiB; load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"targets: STATUS < 10 s -> {s:.2f} s; video rating < 2 s -> {v:.2f} s; peak RSS {rss:.0f} MiB; "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ mode), a batch of two-image chats (first and later rounds), the same batch with 
 letters constrained, and a frames-as-video query; prints peak RSS of this process. The model's
 answers are noise; only the timings mean something. Not a test.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,8 +23,13 @@ import time
 from pathlib import Path
 
 for name, value in {
-    "VLLM_ENABLE_V1_MULTIPROCESSING": "0", "TORCHDYNAMO_DISABLE": "1", "VLLM_CPU_OMP_THREADS_BIND": "nobind",
-    "VLLM_HOST_IP": "127.0.0.1", "VLLM_NO_USAGE_STATS": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+    "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+    "TORCHDYNAMO_DISABLE": "1",
+    "VLLM_CPU_OMP_THREADS_BIND": "nobind",
+    "VLLM_HOST_IP": "127.0.0.1",
+    "VLLM_NO_USAGE_STATS": "1",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
 }.items():
     os.environ.setdefault(name, value)
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -35,9 +41,14 @@ from inference.backends.base import ModelQuery, Sampling  # noqa: E402
 from inference.backends.vllm_backend import VLLMBackend, engine_stats, shutdown_engine  # noqa: E402
 
 OPTIONS = {
-    "dtype": "bfloat16", "max_model_len": 512, "max_num_seqs": 16, "max_num_batched_tokens": 2048,
-    "limit_mm_per_prompt": {"image": 4, "video": 1}, "kv_cache_memory_bytes": 64 * 2**20,
-    "enforce_eager": True, "distributed_executor_backend": "uni",
+    "dtype": "bfloat16",
+    "max_model_len": 512,
+    "max_num_seqs": 16,
+    "max_num_batched_tokens": 2048,
+    "limit_mm_per_prompt": {"image": 4, "video": 1},
+    "kv_cache_memory_bytes": 64 * 2**20,
+    "enforce_eager": True,
+    "distributed_executor_backend": "uni",
 }
 
 
@@ -55,18 +66,38 @@ def main() -> int:
     args = ap.parse_args()
     rng = np.random.default_rng(0)
     chats = [
-        ModelQuery(key=f"q{i}", max_tokens=5, messages=[{"role": "user", "content": [
-            {"type": "image_url", "image_url": {"url": data_url(rng, 64 + 8 * i, 80)}},
-            {"type": "image_url", "image_url": {"url": data_url(rng, 100, 56 + 8 * i)}},
-            {"type": "text", "text": f"Which action changes the first photo into the second? ({i})"},
-        ]}])
+        ModelQuery(
+            key=f"q{i}",
+            max_tokens=5,
+            messages=[
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "image_url", "image_url": {"url": data_url(rng, 64 + 8 * i, 80)}},
+                        {"type": "image_url", "image_url": {"url": data_url(rng, 100, 56 + 8 * i)}},
+                        {"type": "text", "text": f"Which action changes the first photo into the second? ({i})"},
+                    ],
+                }
+            ],
+        )
         for i in range(args.batch)
     ]
     lettered = [ModelQuery(key=q.key, messages=q.messages, choices=list("ABCD"), max_tokens=4) for q in chats]
-    video = [ModelQuery(key="video", max_tokens=5, messages=[{"role": "user", "content": [
-        {"type": "video_frames", "video_frames": [data_url(rng, 56, 56) for _ in range(8)]},
-        {"type": "text", "text": "Describe the change of state."},
-    ]}])]
+    video = [
+        ModelQuery(
+            key="video",
+            max_tokens=5,
+            messages=[
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "video_frames", "video_frames": [data_url(rng, 56, 56) for _ in range(8)]},
+                        {"type": "text", "text": "Describe the change of state."},
+                    ],
+                }
+            ],
+        )
+    ]
     sampling = Sampling(temperature=0.0, seed=0, logprobs=5)
     result: dict[str, float | int | str] = {"batch": args.batch}
 

@@ -2,6 +2,7 @@
 
 Named in INSTALLED_APPS in place of "django.contrib.admin", so every registration, Django's and
 the third-party apps' included, lands on the one site that `config/urls.py` serves."""
+
 from django.contrib.admin.apps import AdminConfig
 
 

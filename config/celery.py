@@ -1,4 +1,5 @@
 """Celery application. Queues: default (imports, exports, scoring), api (API judges), gpu (vLLM)."""
+
 import os
 
 from celery import Celery

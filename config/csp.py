@@ -24,6 +24,7 @@ Exceptions, each scoped to its paths, for pages that are not ours:
   a blob: URL, links Google Fonts and shows Redocly's logo from cdn.redoc.ly: those are allowed
   there only. The docs pages hold no user data: the schema comes as JSON.
 """
+
 from __future__ import annotations
 
 import base64
@@ -99,8 +100,11 @@ def page_header() -> str:
         return PAGE_HEADER
     if origin is None:
         return PAGE_HEADER
-    return render({**PAGE_POLICY, "img-src": [*PAGE_POLICY["img-src"], origin],
-                   "media-src": [*PAGE_POLICY["media-src"], origin]})
+    return render(
+        {**PAGE_POLICY, "img-src": [*PAGE_POLICY["img-src"], origin], "media-src": [*PAGE_POLICY["media-src"], origin]}
+    )
+
+
 BROWSABLE_API_HEADER = render({**PAGE_POLICY, "style-src": ["'self'", "'unsafe-inline'"]})
 
 

@@ -19,13 +19,14 @@ Two things the wheel does not handle are handled here, before it starts the serv
 - the wheel stops the server only when the last process that asked for it lets go, counting them
   in a file in the data directory; a killed demo never lets go, so the dead are struck off first.
 """
+
 from __future__ import annotations
 
 import json
 import warnings
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import psutil
 import psycopg
@@ -76,8 +77,9 @@ def clear_stale_state(pgdata: Path) -> None:
 
 def _ensure_database(params: dict, database: str) -> None:
     """Create `database` unless it exists (the wheel's initdb makes only "postgres")."""
-    with psycopg.connect(host=params["HOST"], port=params["PORT"], user=params["USER"], dbname="postgres",
-                         autocommit=True) as conn:
+    with psycopg.connect(
+        host=params["HOST"], port=params["PORT"], user=params["USER"], dbname="postgres", autocommit=True
+    ) as conn:
         if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [database]).fetchone() is None:
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
 

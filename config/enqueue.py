@@ -5,6 +5,7 @@ a task (tasks import services, never the reverse) and work never starts before t
 are committed. Looking the task up in the app's registry (rather than ``send_task``) keeps eager
 mode working for the demo without Redis, where there is no broker.
 """
+
 from __future__ import annotations
 
 import importlib

@@ -7,6 +7,7 @@ needed in the demo, which runs without it), else 503. Workers are reported, not 
 caller that needs some queue served says so: ``/healthz?require=gpu`` (or ``require=api,gpu``)
 answers 503 while one of them has no live worker.
 """
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -48,13 +49,20 @@ def _redis_and_workers() -> tuple[dict, dict]:
 def healthz(request):
     database = _database()
     redis_state, live = _redis_and_workers()
-    queues = {queue: {"workers": len(found), "hostnames": sorted(w.get("hostname", "?") for w in found)}
-              for queue, found in live.items()}
+    queues = {
+        queue: {"workers": len(found), "hostnames": sorted(w.get("hostname", "?") for w in found)}
+        for queue, found in live.items()
+    }
     required = [q.strip() for q in request.GET.get("require", "").split(",") if q.strip()]
     missing = [q for q in required if not queues.get(q, {}).get("workers")]
     ok = database["ok"] and redis_state["ok"] and not missing
-    body = {"status": "ok" if ok else "unavailable", "database": database, "redis": redis_state, "queues": queues,
-            "eager": not getattr(settings, "REDIS_URL", "")}
+    body = {
+        "status": "ok" if ok else "unavailable",
+        "database": database,
+        "redis": redis_state,
+        "queues": queues,
+        "eager": not getattr(settings, "REDIS_URL", ""),
+    }
     if required:
         body["required"] = required
         body["missing"] = missing

@@ -4,9 +4,10 @@ DATABASE_URL  PostgreSQL; unset: the demo's embedded PostgreSQL in STATELAB_DATA
 REDIS_URL     Celery broker/result backend; when unset Celery runs tasks eagerly (demo only).
 SECRET_KEY, DEBUG, ALLOWED_HOSTS, MEDIA_ROOT, STATELAB_DATA_DIR.
 """
+
+import os
 from datetime import timedelta
 from pathlib import Path
-import os
 
 import dj_database_url
 
@@ -30,7 +31,8 @@ if not SECRET_KEY:
 
         raise ImproperlyConfigured(
             "SECRET_KEY is not set. Production (DEBUG=0) needs its own secret key in the environment; "
-            "the demo (bash .ci/demo) runs with DEBUG=1 and a public development key.")
+            "the demo (bash .ci/demo) runs with DEBUG=1 and a public development key."
+        )
     SECRET_KEY = "insecure-dev-key-only-for-local-demo"
 ALLOWED_HOSTS = [h.strip() for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h.strip()]
 CSRF_TRUSTED_ORIGINS = [o.strip() for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()]
@@ -74,7 +76,8 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
-    "annotation.input_limits.InputLimitsMiddleware",  # upload cap (413), body caps, NUL bytes (400), before CSRF reads a body
+    # Upload cap (413), body caps, NUL bytes (400), before CSRF reads a body.
+    "annotation.input_limits.InputLimitsMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -113,8 +116,16 @@ if _database_url:
     # closes them before and after each task).
     DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=60, conn_health_checks=True)}
 else:
-    DATABASES = {"default": {"ENGINE": "django.db.backends.postgresql", "NAME": "statelab", "USER": "postgres",
-                             "HOST": str(EMBEDDED_POSTGRES_DIR), "CONN_MAX_AGE": 60, "CONN_HEALTH_CHECKS": True}}
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": "statelab",
+            "USER": "postgres",
+            "HOST": str(EMBEDDED_POSTGRES_DIR),
+            "CONN_MAX_AGE": 60,
+            "CONN_HEALTH_CHECKS": True,
+        }
+    }
 # Server-side prepared statements (Django turns them off by default), planned once: generic
 # plans (PostgreSQL would otherwise keep re-planning the task claim, 5 ms, to execute it in
 # 0.5 ms). Only cursors with server-side binding prepare; the ORM's client-side cursors never
@@ -123,7 +134,8 @@ else:
 # behind a transaction-pooling PgBouncer: set DATABASE_PREPARE=0 there.
 if os.environ.get("DATABASE_PREPARE", "1") != "0":
     DATABASES["default"].setdefault("OPTIONS", {}).update(
-        prepare_threshold=5, options="-c plan_cache_mode=force_generic_plan")
+        prepare_threshold=5, options="-c plan_cache_mode=force_generic_plan"
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -141,7 +153,9 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_HTTP_RESPONSE_CODE = 429
 AXES_IPWARE_PROXY_COUNT = int(os.environ.get("AXES_PROXY_COUNT", 0)) or None  # proxies in front (X-Forwarded-For)
-AXES_IPWARE_META_PRECEDENCE_ORDER = ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"] if AXES_IPWARE_PROXY_COUNT else ["REMOTE_ADDR"]
+AXES_IPWARE_META_PRECEDENCE_ORDER = (
+    ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"] if AXES_IPWARE_PROXY_COUNT else ["REMOTE_ADDR"]
+)
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
@@ -152,6 +166,8 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", BASE_DIR / "staticfiles"))
 MEDIA_URL = "/media/"
 MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT", DATA_DIR / "media"))
+
+
 # Where media files are stored: a Django storage backend chosen by environment.
 # MEDIA_STORAGE: the backend's dotted path (default: files under MEDIA_ROOT, served at MEDIA_URL);
 # MEDIA_STORAGE_OPTIONS: a JSON object of its options. The default gets no options on purpose,
@@ -208,7 +224,8 @@ IMPORT_MAX_FILE_BYTES = int(os.environ.get("IMPORT_MAX_FILE_BYTES", 2 * 1024**3)
 # Environment variables an endpoint may name as its API key (inference/backends/keys.py): these
 # names, and names starting with the prefix; Django's and StateLab's own secrets never.
 STATELAB_ENDPOINT_KEY_VARS = tuple(
-    v.strip() for v in os.environ.get("STATELAB_ENDPOINT_KEY_VARS", "OPENAI_API_KEY").split(",") if v.strip())
+    v.strip() for v in os.environ.get("STATELAB_ENDPOINT_KEY_VARS", "OPENAI_API_KEY").split(",") if v.strip()
+)
 STATELAB_ENDPOINT_KEY_PREFIX = os.environ.get("STATELAB_ENDPOINT_KEY_PREFIX", "STATELAB_KEY_")
 # Bodies that are not uploads (JSON, forms) are read into memory: 413 above this (annotation/input_limits.py).
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
@@ -228,7 +245,9 @@ LOGOUT_REDIRECT_URL = "/accounts/login/"
 # API tokens (annotation/tokens.py): an optional lifetime in hours (unset: they never expire; signing
 # out or `manage.py revoke_tokens` revokes them), and wrong tokens allowed per client address
 # per window before that address gets 429 for the rest of the window.
-STATELAB_TOKEN_TTL_HOURS = float(os.environ["STATELAB_TOKEN_TTL_HOURS"]) if os.environ.get("STATELAB_TOKEN_TTL_HOURS") else None
+STATELAB_TOKEN_TTL_HOURS = (
+    float(os.environ["STATELAB_TOKEN_TTL_HOURS"]) if os.environ.get("STATELAB_TOKEN_TTL_HOURS") else None
+)
 STATELAB_BAD_TOKEN_LIMIT = int(os.environ.get("STATELAB_BAD_TOKEN_LIMIT", 20))
 STATELAB_BAD_TOKEN_WINDOW_SECONDS = int(os.environ.get("STATELAB_BAD_TOKEN_WINDOW_SECONDS", 60))
 
@@ -268,9 +287,14 @@ REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:
     # Bounded waits: a Redis that does not answer (rather than refusing) gives a 503 within
     # seconds instead of holding a web worker until gunicorn's timeout.
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
-                          "KEY_PREFIX": "statelab",
-                          "OPTIONS": {"socket_connect_timeout": 3, "socket_timeout": 5}}}
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "statelab",
+            "OPTIONS": {"socket_connect_timeout": 3, "socket_timeout": 5},
+        }
+    }
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
     CELERY_RESULT_BACKEND = REDIS_URL
@@ -338,6 +362,9 @@ STATELAB_WORKER_TTL_SECONDS = int(os.environ.get("STATELAB_WORKER_TTL_SECONDS", 
 # background runs whose worker died (inference.tasks.watch_runs).
 CELERY_BEAT_SCHEDULE = {
     "expire-task-leases": {"task": "annotation.tasks.expire_task_leases", "schedule": 60.0},
-    "watch-runs": {"task": "inference.tasks.watch_runs", "schedule": STATELAB_WATCHDOG_SECONDS,
-                   "options": {"expires": STATELAB_WATCHDOG_SECONDS}},  # no pile-up while no worker runs
+    "watch-runs": {
+        "task": "inference.tasks.watch_runs",
+        "schedule": STATELAB_WATCHDOG_SECONDS,
+        "options": {"expires": STATELAB_WATCHDOG_SECONDS},
+    },  # no pile-up while no worker runs
 }

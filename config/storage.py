@@ -13,6 +13,7 @@ that no two hosts need to share a folder for.
 - `media_origin` is the origin those URLs point at: pages must allow it for images and video in
   their Content-Security-Policy (config/csp.py), since browsers check a redirect's target too.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -134,11 +135,15 @@ def signed_url(name: str, *, content_type: str, disposition: str, expires: int, 
     if public:
         config = settings.STORAGES["default"]
         storage = _signing_storage(config["BACKEND"], json.dumps(config.get("OPTIONS") or {}, sort_keys=True), public)
-    return storage.url(name, parameters={
-        "ResponseContentType": content_type,
-        "ResponseContentDisposition": disposition,
-        "ResponseCacheControl": cache_control,
-    }, expire=expires)
+    return storage.url(
+        name,
+        parameters={
+            "ResponseContentType": content_type,
+            "ResponseContentDisposition": disposition,
+            "ResponseCacheControl": cache_control,
+        },
+        expire=expires,
+    )
 
 
 def media_origin() -> str | None:
@@ -151,14 +156,24 @@ def media_origin() -> str | None:
     config = settings.STORAGES["default"]
     import json
 
-    return _media_origin(config["BACKEND"], json.dumps(config.get("OPTIONS") or {}, sort_keys=True),
-                         getattr(settings, "MEDIA_STORAGE_PUBLIC_ENDPOINT", "") or "")
+    return _media_origin(
+        config["BACKEND"],
+        json.dumps(config.get("OPTIONS") or {}, sort_keys=True),
+        getattr(settings, "MEDIA_STORAGE_PUBLIC_ENDPOINT", "") or "",
+    )
 
 
 @lru_cache(maxsize=4)
 def _media_origin(backend: str, options_key: str, public_endpoint: str) -> str:
     from urllib.parse import urlsplit
 
-    parts = urlsplit(signed_url("assets/00/origin-probe", content_type="application/octet-stream",
-                                disposition="attachment", expires=60, cache_control="no-store"))
+    parts = urlsplit(
+        signed_url(
+            "assets/00/origin-probe",
+            content_type="application/octet-stream",
+            disposition="attachment",
+            expires=60,
+            cache_control="no-store",
+        )
+    )
     return f"{parts.scheme}://{parts.netloc}"

@@ -22,6 +22,7 @@ Two entry points, one answer:
   middleware could see it. It answers 503 when the error being handled is one of these, and
   Django's own 500 otherwise.
 """
+
 from __future__ import annotations
 
 import logging
@@ -81,12 +82,21 @@ Please try again in a few seconds.</p></body></html>
 
 def unavailable_response(request, exc: BaseException) -> HttpResponse:
     service = which_service(exc)
-    logger.warning("503 for %s %s: %s unavailable: %s", request.method, request.path, service,
-                   str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+    logger.warning(
+        "503 for %s %s: %s unavailable: %s",
+        request.method,
+        request.path,
+        service,
+        str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__,
+    )
     if request.path.startswith(API_PREFIX):
         response = JsonResponse(
-            {"detail": f"Service temporarily unavailable ({service}); please retry.", "retry_after": RETRY_AFTER_SECONDS},
-            status=503)
+            {
+                "detail": f"Service temporarily unavailable ({service}); please retry.",
+                "retry_after": RETRY_AFTER_SECONDS,
+            },
+            status=503,
+        )
     else:
         response = HttpResponse(PAGE.format(service=service), status=503, content_type="text/html; charset=utf-8")
     response["Retry-After"] = str(RETRY_AFTER_SECONDS)

@@ -8,6 +8,7 @@ rather than a table: liveness is ephemeral, the TTL expires a dead worker's keys
 no database writes every few seconds per worker, and /healthz can still list workers while the
 database is down. A clean shutdown deletes the keys at once; a killed worker's go after the TTL.
 """
+
 from __future__ import annotations
 
 import json
@@ -79,15 +80,26 @@ def live_workers(client=None) -> dict[str, list[dict[str, Any]]]:
 def queue_status(queue: str) -> dict[str, Any]:
     """The workers of one queue and a sentence for pages: who consumes it, or how to start one."""
     if not getattr(settings, "REDIS_URL", ""):
-        return {"queue": queue, "workers": [], "eager": True,
-                "message": "No Redis: background work runs inside the web process (demo mode)."}
+        return {
+            "queue": queue,
+            "workers": [],
+            "eager": True,
+            "message": "No Redis: background work runs inside the web process (demo mode).",
+        }
     try:
         workers = live_workers().get(queue, [])
     except Exception as exc:
-        return {"queue": queue, "workers": [], "eager": False,
-                "message": f"Cannot reach Redis to see the {queue} queue's workers ({type(exc).__name__})."}
+        return {
+            "queue": queue,
+            "workers": [],
+            "eager": False,
+            "message": f"Cannot reach Redis to see the {queue} queue's workers ({type(exc).__name__}).",
+        }
     if not workers:
-        message = f"No worker is consuming the {queue} queue: start one with `{START_HINTS.get(queue, f'celery -A config worker -Q {queue}')}`."
+        message = (
+            f"No worker is consuming the {queue} queue: start one with "
+            f"`{START_HINTS.get(queue, f'celery -A config worker -Q {queue}')}`."
+        )
     else:
         names = ", ".join(_describe(w) for w in workers)
         message = f"{len(workers)} worker{'s' if len(workers) != 1 else ''} on the {queue} queue: {names}."
@@ -107,8 +119,9 @@ def gpu_name() -> str | None:
     if not shutil.which("nvidia-smi"):
         return None
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
-                             text=True, timeout=10)
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, timeout=10
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     names = [line.strip() for line in out.stdout.splitlines() if line.strip()]
@@ -133,7 +146,7 @@ class WorkerHeartbeat:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="statelab-worker-heartbeat", daemon=True)
 
-    def start(self) -> "WorkerHeartbeat":
+    def start(self) -> WorkerHeartbeat:
         self.beat()
         self._thread.start()
         return self
@@ -148,8 +161,13 @@ class WorkerHeartbeat:
             model = model.decode() if model else None
         pipe = client.pipeline()
         for queue in self.queues:
-            record = {"queue": queue, "hostname": self.hostname, "pid": os.getpid(), "concurrency": self.concurrency,
-                      "at": time.time()}
+            record = {
+                "queue": queue,
+                "hostname": self.hostname,
+                "pid": os.getpid(),
+                "concurrency": self.concurrency,
+                "at": time.time(),
+            }
             if queue == "gpu":
                 record.update(gpu=self.gpu, model=model)
             pipe.set(f"{PREFIX}{queue}:{self.hostname}", json.dumps(record), ex=ttl_seconds())

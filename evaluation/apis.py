@@ -1,5 +1,6 @@
 """Read-only API for leaderboards and human-judge correlation (same JSON as the commands; ?fmt=csv,
 latex (and markdown for leaderboards) give the tables the page downloads, as text)."""
+
 from __future__ import annotations
 
 from django.http import HttpResponse
@@ -21,8 +22,10 @@ CORRELATION_FORMATS = ("json", "csv", "latex")
 
 
 def _responses(formats: tuple[str, ...]) -> dict:
-    return {(200, CONTENT_TYPES[fmt][0]): OpenApiResponse(OpenApiTypes.OBJECT if fmt == "json" else OpenApiTypes.STR)
-            for fmt in formats}
+    return {
+        (200, CONTENT_TYPES[fmt][0]): OpenApiResponse(OpenApiTypes.OBJECT if fmt == "json" else OpenApiTypes.STR)
+        for fmt in formats
+    }
 
 
 def _text(body: str, fmt: str) -> HttpResponse:
@@ -34,13 +37,18 @@ class LeaderboardApi(APIView):
         release = serializers.CharField(required=False, allow_blank=True)
         judge = serializers.CharField(required=False, allow_blank=True)
         rank_by = serializers.CharField(
-            required=False, allow_blank=True,
+            required=False,
+            allow_blank=True,
             help_text="the ranking: the protocol's headline metric by default; video rating also criteria_mean "
-                      "(the mean of the eight criteria, as the paper's Figure 3)")
+            "(the mean of the eight criteria, as the paper's Figure 3)",
+        )
         fmt = serializers.ChoiceField(choices=LEADERBOARD_FORMATS, default="json", required=False)
 
-    @extend_schema(parameters=[InputSerializer], responses=_responses(LEADERBOARD_FORMATS),
-                   summary="Leaderboard of a project ({project, release, protocol, rows}; ?details=1 adds ranks and breakdowns)")
+    @extend_schema(
+        parameters=[InputSerializer],
+        responses=_responses(LEADERBOARD_FORMATS),
+        summary="Leaderboard of a project ({project, release, protocol, rows}; ?details=1 adds ranks and breakdowns)",
+    )
     def get(self, request, slug: str):
         project = get_project_for(request.user, slug, Role.RESEARCHER)
         params = self.InputSerializer(data=request.query_params)
@@ -49,8 +57,9 @@ class LeaderboardApi(APIView):
             rank_by = ranking.resolve(project.protocol, params.validated_data.get("rank_by") or None)
         except ranking.UnknownRanking as exc:
             raise serializers.ValidationError({ranking.PARAMETER: [str(exc)]})
-        board = board_or_404(project, params.validated_data.get("release") or None, params.validated_data.get("judge") or None,
-                             rank_by)
+        board = board_or_404(
+            project, params.validated_data.get("release") or None, params.validated_data.get("judge") or None, rank_by
+        )
         if params.validated_data["fmt"] != "json":
             fmt = params.validated_data["fmt"]
             return _text(tables.render_leaderboard(board, fmt, details=wants_details(request)), fmt)
@@ -62,8 +71,11 @@ class CorrelationApi(APIView):
         release = serializers.CharField(required=False, allow_blank=True)
         fmt = serializers.ChoiceField(choices=CORRELATION_FORMATS, default="json", required=False)
 
-    @extend_schema(parameters=[InputSerializer], responses=_responses(CORRELATION_FORMATS),
-                   summary="Human-judge correlation of a video-rating project ({criteria, judges, human})")
+    @extend_schema(
+        parameters=[InputSerializer],
+        responses=_responses(CORRELATION_FORMATS),
+        summary="Human-judge correlation of a video-rating project ({criteria, judges, human})",
+    )
     def get(self, request, slug: str):
         project = get_project_for(request.user, slug, Role.RESEARCHER)
         params = self.InputSerializer(data=request.query_params)

@@ -1,6 +1,7 @@
 """What the evaluation pages and API read for a request: the cached board or correlation report
 (board_cache), an unknown release or a refused board as 404, and the shared query parameters
 (an unknown ranking is the caller's 400: ranking.UnknownRanking)."""
+
 from __future__ import annotations
 
 from django.http import Http404

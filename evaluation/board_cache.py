@@ -8,10 +8,12 @@ never served. When a job finishes, a worker pre-computes its project's boards (`
 tasks.warm_boards, which settings.STATELAB_JOB_FINISHED_TASKS names) so the first page view does
 not pay for scoring.
 """
+
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from django.core.cache import cache
 
@@ -43,7 +45,9 @@ def board(project: Project, release: str | None, judge: str | None = None, rank_
     # other columns (an older definition, still in Redis after a deploy) is never served.
     extra = f"{judge}:{ranking.signature(protocol, rank_by)}:cols:{','.join(runs.main_keys(protocol))}"
     if rank_by == ranking.default_choice(protocol):
-        return cached("lb", project, release, extra, lambda: leaderboard.build(project, release_version=release, judge=judge))
+        return cached(
+            "lb", project, release, extra, lambda: leaderboard.build(project, release_version=release, judge=judge)
+        )
     # Another ranking: the default board's rows, scored once, in that ranking's order.
     return cached("lb", project, release, extra, lambda: ranking.reordered(board(project, release, judge), rank_by))
 
@@ -69,4 +73,3 @@ def warm(project_id: int, release_id: int | None) -> list[str]:
             except correlation.CorrelationError:
                 pass  # no human ratings yet: the page says so
     return done
-

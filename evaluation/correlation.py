@@ -15,10 +15,12 @@ criterion's mean alone), and each human entry has "n" (items rated by at least t
 "ci" for its three statistics. Every interval is a 95 % percentile bootstrap resampling items
 (videos): generator means, leave-one-rater-out averages and alpha are recomputed per resample.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -34,7 +36,9 @@ class CorrelationError(ValueError):
     pass
 
 
-def _human_means(consensus: dict[int, list[dict]], keys: list, *, criteria: Sequence[str]) -> dict[str, list[float | None]]:
+def _human_means(
+    consensus: dict[int, list[dict]], keys: list, *, criteria: Sequence[str]
+) -> dict[str, list[float | None]]:
     """Per criterion, each item's Human score: the mean of its consensus score dicts
     (selectors.consensus_ratings: a reviewer's adjudicated scores where there are some)."""
     out: dict[str, list[float | None]] = {c: [] for c in criteria}
@@ -61,7 +65,9 @@ def _system_score(per_criterion: dict[str, list[float | None]], generators: list
     return {g: criteria_mean(per_gen[c][g] for c in per_gen) for g in sorted(set(generators))}
 
 
-def _resampled_generator_means(values: list[float | None], gen_codes: np.ndarray, n_gen: int, w: np.ndarray) -> np.ndarray:
+def _resampled_generator_means(
+    values: list[float | None], gen_codes: np.ndarray, n_gen: int, w: np.ndarray
+) -> np.ndarray:
     """(b, G) generator means of one criterion under item weights w (NaN where a generator has none)."""
     v = stats.as_float_array(values)
     have = np.isfinite(v)
@@ -105,7 +111,12 @@ def _system_entry(point: stats.Correlation, samples: np.ndarray) -> dict[str, An
 
 
 def system_agreement(
-    human: dict[str, list[float | None]], judge: dict[str, list[float | None]], generators: list[str], *, n_boot: int, seed: int = 0
+    human: dict[str, list[float | None]],
+    judge: dict[str, list[float | None]],
+    generators: list[str],
+    *,
+    n_boot: int,
+    seed: int = 0,
 ) -> dict[str, Any]:
     """System-level tau-b overall and per criterion (``human``'s keys), each with n (generators) and a
     bootstrap CI over items."""
@@ -169,7 +180,11 @@ def build(project: Project, *, release_version: str | None = None, n_boot: int =
                 entry["note"] = result["note"]
             per_criterion[c] = entry
         system = system_agreement(human, judge_scores, generators, n_boot=n_boot)
-        entry = {"judge": selectors.job_name(job), "per_criterion": per_criterion, "system_kendall_tau_b": system["overall"]["kendall_tau_b"]}
+        entry = {
+            "judge": selectors.job_name(job),
+            "per_criterion": per_criterion,
+            "system_kendall_tau_b": system["overall"]["kendall_tau_b"],
+        }
         if system["overall"].get("note"):
             entry["system_note"] = system["overall"]["note"]
         entry["system"] = {k: v for k, v in system["overall"].items() if k != "note"}
@@ -197,8 +212,12 @@ def build(project: Project, *, release_version: str | None = None, n_boot: int =
         loo_samples = stats.leave_one_rater_out_bootstrap(by_rater, keys, n_boot=n_boot)
         alpha_samples = stats.krippendorff_alpha_bootstrap(units, metric="ordinal", n_boot=n_boot)
         entry["ci"] = {
-            "loo_kendall_tau_b": percentile_ci(loo_samples["loo_kendall_tau_b"]) if entry["loo_kendall_tau_b"] is not None else None,
-            "loo_spearman_rho": percentile_ci(loo_samples["loo_spearman_rho"]) if entry["loo_spearman_rho"] is not None else None,
+            "loo_kendall_tau_b": percentile_ci(loo_samples["loo_kendall_tau_b"])
+            if entry["loo_kendall_tau_b"] is not None
+            else None,
+            "loo_spearman_rho": percentile_ci(loo_samples["loo_spearman_rho"])
+            if entry["loo_spearman_rho"] is not None
+            else None,
             "krippendorff_alpha": percentile_ci(alpha_samples) if alpha.value is not None else None,
         }
         notes = [n for n in (loo.get("note"), alpha.note) if n]
@@ -219,7 +238,9 @@ def mean_tau(judge: dict[str, Any]) -> float | None:
     return float(np.mean(vals)) if vals else None
 
 
-def scatter_points(project: Project, *, judge: str, criterion: str, release_version: str | None = None) -> tuple[list, list]:
+def scatter_points(
+    project: Project, *, judge: str, criterion: str, release_version: str | None = None
+) -> tuple[list, list]:
     """(judge scores, human means) per item for one judge and criterion, None where missing."""
     criteria = registry.get(project.protocol).criteria
     if criterion not in criteria:
@@ -231,8 +252,9 @@ def scatter_points(project: Project, *, judge: str, criterion: str, release_vers
     if not jobs:
         raise CorrelationError(f"no finished judge named {judge!r}")
     answers = selectors.job_answers(jobs[0])
-    human = _human_means(selectors.consensus_ratings(items, selectors.ratings_by_item(items)), keys,
-                         criteria=criteria)[criterion]
+    human = _human_means(selectors.consensus_ratings(items, selectors.ratings_by_item(items)), keys, criteria=criteria)[
+        criterion
+    ]
     judged = []
     for key in keys:
         ans = answers.get((key, "judge"))

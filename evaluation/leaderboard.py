@@ -5,6 +5,7 @@ Row JSON: {"model", "n", "parse_failures", "metrics": {key: value}, "ci": {key: 
 difference / scenario ... as {key: {"value", "ci"}}). Values are JSON numbers printed from exact
 decimals: percent with two decimals, or as the protocol says (``places``, ``percent``: ratings 0-1 with three).
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -18,7 +19,9 @@ from protocols.kit.bootstrap import N_BOOT
 from . import ranking, selectors
 from .scoring import runs
 
-RANDOM_SEED_OFFSET = 7919  # Random rows: seeded from the release's option seed, offset so they differ from option orders
+RANDOM_SEED_OFFSET = (
+    7919  # Random rows: seeded from the release's option seed, offset so they differ from option orders
+)
 
 
 class LeaderboardError(ValueError):
@@ -57,8 +60,14 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def build(project: Project, *, release_version: str | None = None, judge: str | None = None, n_boot: int = N_BOOT,
-          rank_by: str | None = None) -> dict[str, Any]:
+def build(
+    project: Project,
+    *,
+    release_version: str | None = None,
+    judge: str | None = None,
+    n_boot: int = N_BOOT,
+    rank_by: str | None = None,
+) -> dict[str, Any]:
     """``rank_by``: one of ranking.choices(protocol) (ranking.UnknownRanking otherwise); the default's when None."""
     rank_by = ranking.resolve(project.protocol, rank_by)
     release = selectors.release_for(project, release_version)
@@ -76,12 +85,21 @@ def build(project: Project, *, release_version: str | None = None, judge: str | 
             scored = runs.score(protocol, items, selectors.job_answers(job), n_boot=n_boot)
             rows.append(_row(selectors.job_name(job), protocol, scored))
         if items:
-            rows.append(_row("Random", protocol, runs.score(protocol, items, runs.random_answers(protocol, items, seed=seed), n_boot=n_boot)))
+            rows.append(
+                _row(
+                    "Random",
+                    protocol,
+                    runs.score(protocol, items, runs.random_answers(protocol, items, seed=seed), n_boot=n_boot),
+                )
+            )
         if runs.protocol_has_human_row(protocol):
             blind, with_suggestion = selectors.blind_answers(items)
             # Answers given with a model suggestion on the form are not blind: never in the Human row.
-            human = {"blind_answers": sum(len(v) for v in blind.values()), "items": len(blind),
-                     "left_out_with_suggestion": with_suggestion}
+            human = {
+                "blind_answers": sum(len(v) for v in blind.values()),
+                "items": len(blind),
+                "left_out_with_suggestion": with_suggestion,
+            }
             if blind:
                 matrix = runs.score_blind_answers(protocol, items, blind)
                 rows.append(_row("Human", protocol, runs.finish(protocol, matrix, n_boot=n_boot)))
@@ -97,7 +115,9 @@ def build(project: Project, *, release_version: str | None = None, judge: str | 
     return ranking.reordered(board, rank_by)
 
 
-def _generator_rows(protocol, project, release, items, *, judge: str | None, n_boot: int, seed: int) -> list[dict[str, Any]]:
+def _generator_rows(
+    protocol, project, release, items, *, judge: str | None, n_boot: int, seed: int
+) -> list[dict[str, Any]]:
     """Rows per generator of the items (a rating protocol's board), scored from the human ratings
     or from one judge's answers, then the Random row."""
     scoring = registry.get(protocol).scoring
@@ -120,7 +140,9 @@ def _generator_rows(protocol, project, release, items, *, judge: str | None, n_b
             matrix = scoring.score(by_generator[generator], answers)
             rows.append(_row(generator, protocol, runs.finish(protocol, matrix, n_boot=n_boot)))
     if items:
-        rows.append(_row("Random", protocol, runs.finish(protocol, scoring.random_matrix(items, seed=seed), n_boot=n_boot)))
+        rows.append(
+            _row("Random", protocol, runs.finish(protocol, scoring.random_matrix(items, seed=seed), n_boot=n_boot))
+        )
     return rows
 
 
@@ -153,8 +175,9 @@ def job_metrics(job) -> dict[str, Any]:
     """Scores of one evaluate job for its results.json (settings.STATELAB_JOB_METRICS points here).
 
     A model on a protocol whose board ranks models: its leaderboard row on its release.
-    A judge on a rating protocol (board "generators"): per generator, the judge's mean scores per criterion (0-1) with bootstrap
-    intervals; how far the judge agrees with human raters is the correlation page's business.
+    A judge on a rating protocol (board "generators"): per generator, the judge's mean scores per
+    criterion (0-1) with bootstrap intervals; how far the judge agrees with human raters is the
+    correlation page's business.
     """
     if registry.get(job.protocol).board != "generators":
         return row_for_job(job, n_boot=200)
@@ -168,11 +191,13 @@ def job_metrics(job) -> dict[str, Any]:
     generators = []
     for generator in sorted(by_generator):
         scored = runs.finish(job.protocol, scoring.score(by_generator[generator], answers), n_boot=200)
-        generators.append({
-            "generator": generator,
-            "n": scored.matrix.n,
-            "parse_failures": scored.matrix.parse_failures,
-            "metrics": {k: _num(scored.printed.get(k)) for k in keys},
-            "ci": {k: _jsonable(scored.cis.get(k)) for k in keys},
-        })
+        generators.append(
+            {
+                "generator": generator,
+                "n": scored.matrix.n,
+                "parse_failures": scored.matrix.parse_failures,
+                "metrics": {k: _num(scored.printed.get(k)) for k in keys},
+                "ci": {k: _jsonable(scored.cis.get(k)) for k in keys},
+            }
+        )
     return {"judge": job.model_name, "generators": generators}

@@ -5,22 +5,27 @@ turns into words: column headers, their tooltips, chart titles and the legend of
 downloads read from here. Plain Python, no Django. Each protocol's package holds its metrics'
 names and definitions (``Protocol.metrics``, protocols/base.py); this module words breakdowns.
 """
+
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from protocols import registry
 
 # protocol name -> {metric key: (short column name, definition)}, from each protocol's package.
 METRICS: Mapping[str, dict[str, tuple[str, str]]] = registry.Attribute("metrics")
 
-GROUPS = {"category": "category", "difference": "difference", "scenario": "scenario",
-          "action_category": "action category"}
+GROUPS = {
+    "category": "category",
+    "difference": "difference",
+    "scenario": "scenario",
+    "action_category": "action category",
+}
 
 # What the two reference rows of a leaderboard are, for the page's legend.
 BASELINES = {
     "Random": "Random: seeded random answers (uniform over the options; random 1–5 ratings for videos) scored by "
-              "the same code as the models. A model near this row has learnt nothing the metric can see.",
+    "the same code as the models. A model near this row has learnt nothing the metric can see.",
     "Human": "Human: annotators' blind answers (given without the ground truth) scored like a model's.",
     "Chance": "Chance: the expected score of guessing, from the number of options alone (no row of answers).",
 }

@@ -12,9 +12,11 @@ the ``rank_by`` parameter of the page, its downloads, the API and the command), 
 headline metric.
 Every ranking reads the same row values: only the order and the ranks differ.
 """
+
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from protocols import registry
 
@@ -77,8 +79,9 @@ def resolve(protocol: str, choice: str | None) -> str:
         return default_choice(protocol)
     allowed = choices(protocol)
     if choice not in allowed:
-        raise UnknownRanking(f"{PARAMETER}: {choice!r} is not a ranking of {protocol} leaderboards; "
-                             f"allowed values: {', '.join(allowed)}")
+        raise UnknownRanking(
+            f"{PARAMETER}: {choice!r} is not a ranking of {protocol} leaderboards; allowed values: {', '.join(allowed)}"
+        )
     return choice
 
 
@@ -126,5 +129,9 @@ def reordered(board: dict[str, Any], choice: str | None) -> dict[str, Any]:
     """A copy of a board in another ranking's order: the very rows and values, other ranks."""
     protocol = board["protocol"]
     rows = order_and_rank([dict(row) for row in board["rows"]], protocol, choice)
-    return {**board, "rows": rows, "rank_by": resolve(protocol, choice),
-            "ranked_by": list(ranking_keys(protocol, choice)) + ["model"]}
+    return {
+        **board,
+        "rows": rows,
+        "rank_by": resolve(protocol, choice),
+        "ranked_by": list(ranking_keys(protocol, choice)) + ["model"],
+    }

@@ -1,4 +1,5 @@
 """Reads for evaluation: release items, predictions of a job, annotations. No writes."""
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -7,8 +8,8 @@ from typing import Any
 from django.db.models import F, QuerySet
 
 from annotation.models import Annotation, Item, ItemStatus, Project, Release, Review, ReviewDecision
-from inference.selectors import run_items
 from inference.models import InferenceJob, JobMode, JobStatus, Prediction, PredictionStatus
+from inference.selectors import run_items
 
 from .scoring.runs import RunAnswer, ScoringItem
 
@@ -24,8 +25,10 @@ def release_for(project: Project, version: str | None = None) -> Release | None:
 def scoring_items(project: Project, release: Release | None) -> list[ScoringItem]:
     """Items with their resolved option orders, in release order (or verified items by id): the
     same items a run answers (inference.selectors.run_items), as scoring's plain records."""
-    return [ScoringItem(key=i.key, external_id=i.external_id, payload=i.payload, resolved=i.resolved)
-            for i in run_items(project=project, release=release)]
+    return [
+        ScoringItem(key=i.key, external_id=i.external_id, payload=i.payload, resolved=i.resolved)
+        for i in run_items(project=project, release=release)
+    ]
 
 
 def latest_finished_jobs(project: Project, release: Release | None) -> list[InferenceJob]:
@@ -45,7 +48,7 @@ def latest_finished_jobs(project: Project, release: Release | None) -> list[Infe
     for job in jobs:
         name = job.endpoint.name if job.endpoint_id else job.model_name
         seen.setdefault(name, job)
-    return sorted(seen.values(), key=lambda j: (j.endpoint.name if j.endpoint_id else j.model_name))
+    return sorted(seen.values(), key=lambda j: j.endpoint.name if j.endpoint_id else j.model_name)
 
 
 def job_name(job: InferenceJob) -> str:
@@ -100,8 +103,11 @@ def adjudicated_ratings(items: list[ScoringItem]) -> dict[int, dict]:
     """item pk -> {criterion: score | None} a reviewer settled by editing the ratings (the item's
     latest edit review). Ratings never enter the item's payload, so the review is their record."""
     out: dict[int, dict] = {}
-    rows = (Review.objects.filter(item_id__in=[it.key for it in items], decision=ReviewDecision.EDIT)
-            .order_by("item_id", "created_at", "pk").values_list("item_id", "result"))
+    rows = (
+        Review.objects.filter(item_id__in=[it.key for it in items], decision=ReviewDecision.EDIT)
+        .order_by("item_id", "created_at", "pk")
+        .values_list("item_id", "result")
+    )
     for item_id, result in rows.iterator(chunk_size=5000):
         scores = (result or {}).get("scores")
         if isinstance(scores, dict):
@@ -129,12 +135,19 @@ def data_fingerprint(project: Project, release_version: str | None) -> str:
     """Changes whenever a finished job, a prediction import or an annotation changes what a board shows."""
     from django.db.models import Count, Max
 
-    jobs = InferenceJob.objects.filter(project=project, status=JobStatus.FINISHED).aggregate(n=Count("id"), last=Max("id"), fin=Max("finished_at"))
+    jobs = InferenceJob.objects.filter(project=project, status=JobStatus.FINISHED).aggregate(
+        n=Count("id"), last=Max("id"), fin=Max("finished_at")
+    )
     anns = Annotation.objects.filter(item__project=project).aggregate(n=Count("id"), last=Max("id"))
     rel = Release.objects.filter(project=project).aggregate(n=Count("id"), last=Max("id"))
     # A live board scores the verified items: a verification or a discard changes it.
-    live = (Item.objects.filter(project=project, status=ItemStatus.VERIFIED).aggregate(n=Count("id"), last=Max("id"))
-            if release_version is None else None)
+    live = (
+        Item.objects.filter(project=project, status=ItemStatus.VERIFIED).aggregate(n=Count("id"), last=Max("id"))
+        if release_version is None
+        else None
+    )
     # created_at: ids restart when a database is recreated (a test run, a restore); the cache may outlive it.
-    return (f"{project.pk}:{project.created_at.isoformat()}:{release_version}:{jobs}:{anns}:{rel}:{live}:"
-            f"{project.option_seed}")
+    return (
+        f"{project.pk}:{project.created_at.isoformat()}:{release_version}:{jobs}:{anns}:{rel}:{live}:"
+        f"{project.option_seed}"
+    )

@@ -5,10 +5,12 @@ Plain numpy/SciPy, no Django.
 Missing values (None / NaN) drop the pair; they never become 0. A statistic that cannot be
 computed (too few pairs, a constant vector) is returned as value None with a ``note`` saying why.
 """
+
 from __future__ import annotations
 
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Hashable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from scipy import stats as sps
@@ -131,7 +133,11 @@ def spearman_from_weights(cx: np.ndarray, kx: int, cy: np.ndarray, ky: int, w: n
     dx = _average_ranks(tx) - mean  # (b, kx)
     dy = _average_ranks(ty) - mean
     wf = w.astype(np.float64)
-    cov = (wf * np.take_along_axis(dx, np.broadcast_to(cx, w.shape), 1) * np.take_along_axis(dy, np.broadcast_to(cy, w.shape), 1)).sum(axis=1)
+    cov = (
+        wf
+        * np.take_along_axis(dx, np.broadcast_to(cx, w.shape), 1)
+        * np.take_along_axis(dy, np.broadcast_to(cy, w.shape), 1)
+    ).sum(axis=1)
     var_x = (tx * dx * dx).sum(axis=1)
     var_y = (ty * dy * dy).sum(axis=1)
     return _ratio(cov, var_x * var_y)
@@ -195,7 +201,12 @@ def weighted_correlations(
 
 
 def bootstrap_correlations(
-    x: Sequence[Any], y: Sequence[Any], *, n_boot: int = N_BOOT, seed: int = 0, min_pairs: int = MIN_PAIRS,
+    x: Sequence[Any],
+    y: Sequence[Any],
+    *,
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+    min_pairs: int = MIN_PAIRS,
     table_max_cells: int = TABLE_MAX_CELLS,
 ) -> dict[str, np.ndarray]:
     """Bootstrap samples of tau-b and rho, resampling paired items; NaN for degenerate resamples.
@@ -273,8 +284,12 @@ def _unit_coincidences(units: Sequence[Sequence[Any]], values: Sequence[Any]) ->
 
 
 def krippendorff_alpha_bootstrap(
-    units: Sequence[Sequence[Any]], *, values: Sequence[Any] = (1, 2, 3, 4, 5), metric: str = "ordinal",
-    n_boot: int = N_BOOT, seed: int = 0,
+    units: Sequence[Sequence[Any]],
+    *,
+    values: Sequence[Any] = (1, 2, 3, 4, 5),
+    metric: str = "ordinal",
+    n_boot: int = N_BOOT,
+    seed: int = 0,
 ) -> np.ndarray:
     """alpha per resample of the units (items); the coincidence matrix is additive over units."""
     k = len(values)
@@ -292,6 +307,7 @@ def krippendorff_alpha_bootstrap(
 
 
 # --- human reference ------------------------------------------------------------------------
+
 
 def leave_one_rater_out(ratings: Mapping[Hashable, Mapping[Hashable, float | None]]) -> dict[str, Any]:
     """Each rater vs the mean of the other raters on the same items, averaged over raters.
@@ -328,7 +344,11 @@ def leave_one_rater_out(ratings: Mapping[Hashable, Mapping[Hashable, float | Non
 
 
 def leave_one_rater_out_bootstrap(
-    ratings: Mapping[Hashable, Mapping[Hashable, float | None]], items: Sequence[Hashable], *, n_boot: int = N_BOOT, seed: int = 0
+    ratings: Mapping[Hashable, Mapping[Hashable, float | None]],
+    items: Sequence[Hashable],
+    *,
+    n_boot: int = N_BOOT,
+    seed: int = 0,
 ) -> dict[str, np.ndarray]:
     """The leave-one-rater-out means per resample of ``items`` (same pairing rules as
     ``leave_one_rater_out``; raters undefined in a resample are left out of its average)."""

@@ -1,10 +1,12 @@
 """Render leaderboards and correlation tables as JSON, CSV, LaTeX and Markdown. No Django."""
+
 from __future__ import annotations
 
 import csv
 import io
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from protocols import registry
 
@@ -44,7 +46,9 @@ def breakdown_keys(board: dict[str, Any], name: str) -> list[str]:
     return groups[name]
 
 
-def leaderboard_columns(board: dict[str, Any], keys: Sequence[str] | None = None, breakdown: str | None = None) -> list[str]:
+def leaderboard_columns(
+    board: dict[str, Any], keys: Sequence[str] | None = None, breakdown: str | None = None
+) -> list[str]:
     if keys is not None:
         return list(keys)
     if breakdown is not None:
@@ -122,7 +126,10 @@ def leaderboard_csv(board: dict[str, Any], keys: Sequence[str] | None = None, *,
     places = places_for(board["protocol"])
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["model", "rank", "n", "parse_failures"] + [c for k in keys for h in [_header(k, breakdown)] for c in (h, f"{h}_ci_lo", f"{h}_ci_hi")])
+    w.writerow(
+        ["model", "rank", "n", "parse_failures"]
+        + [c for k in keys for h in [_header(k, breakdown)] for c in (h, f"{h}_ci_lo", f"{h}_ci_hi")]
+    )
     for row in board["rows"]:
         cells = [row["model"], row.get("rank") if row.get("rank") is not None else "", row["n"], row["parse_failures"]]
         for k in keys:
@@ -137,7 +144,16 @@ def leaderboard_csv(board: dict[str, Any], keys: Sequence[str] | None = None, *,
 
 
 def _latex_escape(text: str) -> str:
-    for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"), ("#", r"\#"), ("$", r"\$"), ("{", r"\{"), ("}", r"\}")):
+    for a, b in (
+        ("\\", r"\textbackslash{}"),
+        ("&", r"\&"),
+        ("%", r"\%"),
+        ("_", r"\_"),
+        ("#", r"\#"),
+        ("$", r"\$"),
+        ("{", r"\{"),
+        ("}", r"\}"),
+    ):
         text = text.replace(a, b)
     return text
 
@@ -146,7 +162,9 @@ def _latex_cell(value: Any, places: int) -> str:
     return "--" if value is None else _fmt(value, places)
 
 
-def latex_table(header: Sequence[str], rows: Sequence[Sequence[str]], caption: str, footer: Sequence[Sequence[str]] = ()) -> str:
+def latex_table(
+    header: Sequence[str], rows: Sequence[Sequence[str]], caption: str, footer: Sequence[Sequence[str]] = ()
+) -> str:
     cols = "l" + "r" * (len(header) - 1)
     lines = [
         r"\begin{table}[t]",
@@ -177,7 +195,12 @@ def leaderboard_latex(board: dict[str, Any], keys: Sequence[str] | None = None, 
     keys = leaderboard_columns(board, keys, breakdown)
     places = places_for(board["protocol"])
     rows = [
-        [_latex_escape(r["model"]), "--" if r.get("rank") is None else str(r["rank"]), str(r["n"]), str(r["parse_failures"])]
+        [
+            _latex_escape(r["model"]),
+            "--" if r.get("rank") is None else str(r["rank"]),
+            str(r["n"]),
+            str(r["parse_failures"]),
+        ]
         + [_with_ci(*row_value(r, k), places, dash="--") for k in keys]
         for r in board["rows"]
     ]
@@ -187,7 +210,9 @@ def leaderboard_latex(board: dict[str, Any], keys: Sequence[str] | None = None, 
     return latex_table(header, rows, _caption(board, breakdown), footer)
 
 
-def leaderboard_markdown(board: dict[str, Any], keys: Sequence[str] | None = None, *, breakdown: str | None = None) -> str:
+def leaderboard_markdown(
+    board: dict[str, Any], keys: Sequence[str] | None = None, *, breakdown: str | None = None
+) -> str:
     keys = leaderboard_columns(board, keys, breakdown)
     places = places_for(board["protocol"])
     header = ["Model", "Rank", "n", "Parse failures"] + [_header(k, breakdown) for k in keys]
@@ -203,7 +228,12 @@ def leaderboard_markdown(board: dict[str, Any], keys: Sequence[str] | None = Non
 
 
 def render_leaderboard(
-    board: dict[str, Any], fmt: str, keys: Sequence[str] | None = None, *, details: bool = False, breakdown: str | None = None
+    board: dict[str, Any],
+    fmt: str,
+    keys: Sequence[str] | None = None,
+    *,
+    details: bool = False,
+    breakdown: str | None = None,
 ) -> str:
     """``breakdown``: a tab name such as "category:positional" (UnknownBreakdown if the board has none)."""
     if fmt == "json":
@@ -219,6 +249,7 @@ def render_leaderboard(
 
 # --- correlation ----------------------------------------------------------------------------
 
+
 def correlation_rows(report: dict[str, Any]) -> list[list[Any]]:
     """Flat rows: source, criterion, kendall_tau_b, spearman_rho, n, tau ci lo/hi, rho ci lo/hi, alpha, note.
 
@@ -232,22 +263,63 @@ def correlation_rows(report: dict[str, Any]) -> list[list[Any]]:
             e = j["per_criterion"][c]
             ci = e.get("ci") or {}
             tci, rci = ci.get("kendall_tau_b") or [None, None], ci.get("spearman_rho") or [None, None]
-            rows.append([j["judge"], c, e["kendall_tau_b"], e["spearman_rho"], e["n"], *tci, *rci, None, e.get("note", "")])
+            rows.append(
+                [j["judge"], c, e["kendall_tau_b"], e["spearman_rho"], e["n"], *tci, *rci, None, e.get("note", "")]
+            )
         system = j.get("system") or {}
         sci = system.get("ci") or [None, None]
-        rows.append([j["judge"], "system", j["system_kendall_tau_b"], None, system.get("n"), *sci, None, None, None, j.get("system_note", "")])
+        rows.append(
+            [
+                j["judge"],
+                "system",
+                j["system_kendall_tau_b"],
+                None,
+                system.get("n"),
+                *sci,
+                None,
+                None,
+                None,
+                j.get("system_note", ""),
+            ]
+        )
         for c, e in (j.get("system_per_criterion") or {}).items():
             eci = e.get("ci") or [None, None]
-            rows.append([j["judge"], f"system:{c}", e["kendall_tau_b"], None, e["n"], *eci, None, None, None, e.get("note", "")])
+            rows.append(
+                [j["judge"], f"system:{c}", e["kendall_tau_b"], None, e["n"], *eci, None, None, None, e.get("note", "")]
+            )
     for c in report["criteria"]:
         h = report["human"][c]
         ci = h.get("ci") or {}
         tci, rci = ci.get("loo_kendall_tau_b") or [None, None], ci.get("loo_spearman_rho") or [None, None]
-        rows.append(["human (leave-one-rater-out)", c, h["loo_kendall_tau_b"], h["loo_spearman_rho"], h.get("n"), *tci, *rci, h["krippendorff_alpha"], h.get("note", "")])
+        rows.append(
+            [
+                "human (leave-one-rater-out)",
+                c,
+                h["loo_kendall_tau_b"],
+                h["loo_spearman_rho"],
+                h.get("n"),
+                *tci,
+                *rci,
+                h["krippendorff_alpha"],
+                h.get("note", ""),
+            ]
+        )
     return rows
 
 
-CORRELATION_HEADER = ["source", "criterion", "kendall_tau_b", "spearman_rho", "n", "tau_ci_lo", "tau_ci_hi", "rho_ci_lo", "rho_ci_hi", "krippendorff_alpha", "note"]
+CORRELATION_HEADER = [
+    "source",
+    "criterion",
+    "kendall_tau_b",
+    "spearman_rho",
+    "n",
+    "tau_ci_lo",
+    "tau_ci_hi",
+    "rho_ci_lo",
+    "rho_ci_hi",
+    "krippendorff_alpha",
+    "note",
+]
 
 
 def correlation_csv(report: dict[str, Any]) -> str:
@@ -264,9 +336,19 @@ def correlation_latex(report: dict[str, Any]) -> str:
     header = ["Judge"] + [f"{_latex_escape(c)} $\\tau_b$" for c in report["criteria"]] + ["System $\\tau_b$"]
     rows = []
     for j in report["judges"]:
-        rows.append([_latex_escape(j["judge"])] + [_latex_cell(j["per_criterion"][c]["kendall_tau_b"], 3) for c in report["criteria"]] + [_latex_cell(j["system_kendall_tau_b"], 3)])
-    rows.append(["Human (LOO)"] + [_latex_cell(report["human"][c]["loo_kendall_tau_b"], 3) for c in report["criteria"]] + ["--"])
-    rows.append([r"Krippendorff $\alpha$"] + [_latex_cell(report["human"][c]["krippendorff_alpha"], 3) for c in report["criteria"]] + ["--"])
+        rows.append(
+            [_latex_escape(j["judge"])]
+            + [_latex_cell(j["per_criterion"][c]["kendall_tau_b"], 3) for c in report["criteria"]]
+            + [_latex_cell(j["system_kendall_tau_b"], 3)]
+        )
+    rows.append(
+        ["Human (LOO)"] + [_latex_cell(report["human"][c]["loo_kendall_tau_b"], 3) for c in report["criteria"]] + ["--"]
+    )
+    rows.append(
+        [r"Krippendorff $\alpha$"]
+        + [_latex_cell(report["human"][c]["krippendorff_alpha"], 3) for c in report["criteria"]]
+        + ["--"]
+    )
     table = latex_table(["H"] * len(header), rows, "Judge-human agreement (Kendall tau-b per criterion)")
     head_line = " & ".join(header) + r" \\"
     return table.replace(" & ".join(["H"] * len(header)) + r" \\", head_line)
@@ -287,14 +369,17 @@ def correlation_public(report: dict[str, Any]) -> dict[str, Any]:
         "judges": [
             {
                 "judge": j["judge"],
-                "per_criterion": {c: pick(e, ("kendall_tau_b", "spearman_rho", "n", "ci")) for c, e in j["per_criterion"].items()},
+                "per_criterion": {
+                    c: pick(e, ("kendall_tau_b", "spearman_rho", "n", "ci")) for c, e in j["per_criterion"].items()
+                },
                 "system_kendall_tau_b": j["system_kendall_tau_b"],
                 **({"system_note": j["system_note"]} if j.get("system_note") else {}),
             }
             for j in report["judges"]
         ],
         "human": {
-            c: pick(h, ("loo_kendall_tau_b", "loo_spearman_rho", "krippendorff_alpha")) for c, h in report["human"].items()
+            c: pick(h, ("loo_kendall_tau_b", "loo_spearman_rho", "krippendorff_alpha"))
+            for c, h in report["human"].items()
         },
     }
 

@@ -1,4 +1,5 @@
 """Celery tasks of the evaluation app (`default` queue): ids in, call a function, nothing else."""
+
 from celery import shared_task
 
 from background.tracked import TrackedTask

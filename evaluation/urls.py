@@ -6,7 +6,11 @@ app_name = "evaluation"
 
 urlpatterns = [
     path("projects/<slug:slug>/leaderboard/", views.leaderboard_page, name="leaderboard"),
-    path("projects/<slug:slug>/leaderboard/download/<str:fmt>/", views.leaderboard_download, name="leaderboard-download"),
+    path(
+        "projects/<slug:slug>/leaderboard/download/<str:fmt>/", views.leaderboard_download, name="leaderboard-download"
+    ),
     path("projects/<slug:slug>/correlation/", views.correlation_page, name="correlation"),
-    path("projects/<slug:slug>/correlation/download/<str:fmt>/", views.correlation_download, name="correlation-download"),
+    path(
+        "projects/<slug:slug>/correlation/download/<str:fmt>/", views.correlation_download, name="correlation-download"
+    ),
 ]

@@ -1,8 +1,8 @@
 """Leaderboard and correlation pages with their downloads (researchers and admins)."""
+
 from __future__ import annotations
 
 import re
-
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse, HttpResponseBadRequest
@@ -13,7 +13,8 @@ from annotation.permissions import get_project_for
 from protocols import registry
 
 from . import charts, correlation, leaderboard, metric_names, ranking, selectors, tables
-from .board_access import board_or_404, rank_by as requested_ranking, release_and_judge, report_or_404, wants_details
+from .board_access import board_or_404, release_and_judge, report_or_404, wants_details
+from .board_access import rank_by as requested_ranking
 from .scoring import runs
 
 CONTENT_TYPES = {
@@ -55,9 +56,13 @@ def leaderboard_page(request, slug: str):
     groups = leaderboard.breakdown_groups(board)
     protocol = project.protocol
     tabs = [{"id": "main", "label": "Main table", "keys": keys}] + [
-        {"id": f"tab{i}", "label": name.replace(":", " · ").replace("_", " "), "keys": group_keys,
-         # the tab names the group; a column names its metric
-         "short": [metric_names.metric_name(protocol, metric_names.split_key(protocol, k)[0]) for k in group_keys]}
+        {
+            "id": f"tab{i}",
+            "label": name.replace(":", " · ").replace("_", " "),
+            "keys": group_keys,
+            # the tab names the group; a column names its metric
+            "short": [metric_names.metric_name(protocol, metric_names.split_key(protocol, k)[0]) for k in group_keys],
+        }
         for i, (name, group_keys) in enumerate(groups.items(), start=1)
     ]
     places = tables.places_for(project.protocol)
@@ -65,50 +70,69 @@ def leaderboard_page(request, slug: str):
     for tab in tabs:
         chance = [runs.chance(project.protocol, k) for k in tab["keys"]]
         tab["chance"] = [None if c is None else str(c) for c in chance] if any(c is not None for c in chance) else None
-        tab["breakdown"] = None if tab["id"] == "main" else next(name for name, keys in groups.items() if keys == tab["keys"])
+        tab["breakdown"] = (
+            None if tab["id"] == "main" else next(name for name, keys in groups.items() if keys == tab["keys"])
+        )
         names = tab.get("short") or [metric_names.metric_name(protocol, k) for k in tab["keys"]]
         # The rows come in leaderboard order: on the main table that is the headline column, descending.
-        tab["columns"] = [{"key": k, "name": name, "title": metric_names.metric_definition(protocol, k),
-                           "sorted": tab["id"] == "main" and k == headline}
-                          for k, name in zip(tab["keys"], names)]
+        tab["columns"] = [
+            {
+                "key": k,
+                "name": name,
+                "title": metric_names.metric_definition(protocol, k),
+                "sorted": tab["id"] == "main" and k == headline,
+            }
+            for k, name in zip(tab["keys"], names)
+        ]
         tab["rows"] = []
         for row in board["rows"]:
             cells = []
             for key in tab["keys"]:
                 value, ci = tables.row_value(row, key)
-                cells.append({
-                    "value": value,
-                    "text": "–" if value is None else f"{value:.{places}f}",
-                    "ci": "" if not ci else f"[{ci[0]:.{places}f}, {ci[1]:.{places}f}]",
-                })
+                cells.append(
+                    {
+                        "value": value,
+                        "text": "–" if value is None else f"{value:.{places}f}",
+                        "ci": "" if not ci else f"[{ci[0]:.{places}f}, {ci[1]:.{places}f}]",
+                    }
+                )
             tab["rows"].append({"row": row, "cells": cells})
     releases = list(project.releases.order_by("-created_at").values_list("version", flat=True))
     generators = registry.get(protocol).board == "generators"  # rows are generators, scored by people or a judge
     judges = []
     if generators:
-        judges = [selectors.job_name(j) for j in selectors.latest_finished_jobs(project, selectors.release_for(project, release))]
-    return render(request, "evaluation/leaderboard.html", {
-        "project": project,
-        "board": board,
-        "tabs": tabs,
-        "headline": metric_names.metric_name(protocol, headline),
-        "tie_break": [metric_names.metric_name(protocol, k) for k in ranking.ranking_keys(protocol, rank_by)[1:]],
-        # The rankings to pick from (a select on the page when there are several), default first.
-        "rankings": [(name, metric_names.metric_name(protocol, name)) for name in ranking.choices(protocol)],
-        "rank_by": rank_by,
-        "default_ranking": rank_by == ranking.default_choice(protocol),
-        "legend": [(metric_names.metric_name(protocol, k), metric_names.metric_definition(protocol, k)) for k in keys],
-        "baselines": _baselines(board, any(t["chance"] for t in tabs)),
-        "releases": releases,
-        "release": release,
-        "judge": judge,
-        "judges": judges,
-        "generators": generators,
-        "query": request.GET.urlencode(),
-        "formats": ["csv", "json", "latex", "markdown", "svg"],
-        "bar_svg": charts.leaderboard_bars(board, headline, label=metric_names.metric_name(protocol, headline)),
-        "diagnostics": _diagnostics(board),
-    })
+        judges = [
+            selectors.job_name(j)
+            for j in selectors.latest_finished_jobs(project, selectors.release_for(project, release))
+        ]
+    return render(
+        request,
+        "evaluation/leaderboard.html",
+        {
+            "project": project,
+            "board": board,
+            "tabs": tabs,
+            "headline": metric_names.metric_name(protocol, headline),
+            "tie_break": [metric_names.metric_name(protocol, k) for k in ranking.ranking_keys(protocol, rank_by)[1:]],
+            # The rankings to pick from (a select on the page when there are several), default first.
+            "rankings": [(name, metric_names.metric_name(protocol, name)) for name in ranking.choices(protocol)],
+            "rank_by": rank_by,
+            "default_ranking": rank_by == ranking.default_choice(protocol),
+            "legend": [
+                (metric_names.metric_name(protocol, k), metric_names.metric_definition(protocol, k)) for k in keys
+            ],
+            "baselines": _baselines(board, any(t["chance"] for t in tabs)),
+            "releases": releases,
+            "release": release,
+            "judge": judge,
+            "judges": judges,
+            "generators": generators,
+            "query": request.GET.urlencode(),
+            "formats": ["csv", "json", "latex", "markdown", "svg"],
+            "bar_svg": charts.leaderboard_bars(board, headline, label=metric_names.metric_name(protocol, headline)),
+            "diagnostics": _diagnostics(board),
+        },
+    )
 
 
 def _baselines(board, has_chance: bool) -> list[tuple[str, str]]:
@@ -169,20 +193,30 @@ def correlation_page(request, slug: str):
     report = report_or_404(project, release)
     rows = []
     for j in report["judges"]:
-        rows.append({"judge": j, "mean": correlation.mean_tau(j), "cells": [j["per_criterion"][c] for c in report["criteria"]]})
-    return render(request, "evaluation/correlation.html", {
-        "project": project,
-        "report": report,
-        "rows": rows,
-        "human": [(metric_names.metric_name(project.protocol, c), report["human"][c]) for c in report["criteria"]],
-        "criteria": [(metric_names.metric_name(project.protocol, c), metric_names.metric_definition(project.protocol, c))
-                     for c in report["criteria"]],
-        "scatters": [(r["judge"]["judge"], [(c, metric_names.metric_name(project.protocol, c)) for c in report["criteria"]])
-                     for r in rows],
-        "heatmap_svg": charts.heatmap(report),
-        "release": release,
-        "query": request.GET.urlencode(),
-    })
+        rows.append(
+            {"judge": j, "mean": correlation.mean_tau(j), "cells": [j["per_criterion"][c] for c in report["criteria"]]}
+        )
+    return render(
+        request,
+        "evaluation/correlation.html",
+        {
+            "project": project,
+            "report": report,
+            "rows": rows,
+            "human": [(metric_names.metric_name(project.protocol, c), report["human"][c]) for c in report["criteria"]],
+            "criteria": [
+                (metric_names.metric_name(project.protocol, c), metric_names.metric_definition(project.protocol, c))
+                for c in report["criteria"]
+            ],
+            "scatters": [
+                (r["judge"]["judge"], [(c, metric_names.metric_name(project.protocol, c)) for c in report["criteria"]])
+                for r in rows
+            ],
+            "heatmap_svg": charts.heatmap(report),
+            "release": release,
+            "query": request.GET.urlencode(),
+        },
+    )
 
 
 @login_required
@@ -199,6 +233,10 @@ def correlation_download(request, slug: str, fmt: str):
                 xs, ys = correlation.scatter_points(project, judge=judge, criterion=criterion, release_version=release)
             except (correlation.CorrelationError, Release.DoesNotExist) as exc:
                 raise Http404(str(exc))
-            return _download(charts.scatter(xs, ys, criterion=criterion, judge_name=judge), fmt, f"{name}-{judge}-{criterion}")
+            return _download(
+                charts.scatter(xs, ys, criterion=criterion, judge_name=judge), fmt, f"{name}-{judge}-{criterion}"
+            )
         return _download(charts.heatmap(report_or_404(project, release)), fmt, f"{name}-heatmap")
-    return _download(tables.render_correlation(report_or_404(project, release), fmt, details=wants_details(request)), fmt, name)
+    return _download(
+        tables.render_correlation(report_or_404(project, release), fmt, details=wants_details(request)), fmt, name
+    )

@@ -5,6 +5,7 @@ and the endpoints a job may run on, read only: an endpoint serves every project,
 URL or model would change other projects' jobs; superusers (the operators) set endpoints up. The
 predictions of those jobs are read only for everyone (ProjectRecordAdmin): workers and imports write
 them, and a re-score re-parses them (the job list's action)."""
+
 from __future__ import annotations
 
 from django import forms
@@ -15,7 +16,6 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from annotation.admin_site import ProjectRecordAdmin, ProjectScopedAdmin, may_use_admin
-
 from config.workers import queue_status
 
 from . import run_status, selectors, services
@@ -47,12 +47,24 @@ class ModelEndpointAdmin(admin.ModelAdmin):
     search_fields = ("name", "model_id")
     fieldsets = (
         (None, {"fields": ("name", "backend", "model_id", "revision")}),
-        ("API", {"fields": ("base_url", "api_key_env", "concurrency"),
-                 "description": "The API key is read from the environment variable named here; it is never stored."}),
-        ("Backend settings", {"fields": ("options",), "description": (
-            "JSON. vllm: tensor_parallel_size, max_model_len, dtype, limit_mm_per_prompt, mm_processor_kwargs, "
-            "generation_config. openai: timeout, max_retries, json_schema, logprobs, structured_choice. "
-            "Prices for the cost estimate: price_per_1m_input, price_per_1m_output (USD).")}),
+        (
+            "API",
+            {
+                "fields": ("base_url", "api_key_env", "concurrency"),
+                "description": "The API key is read from the environment variable named here; it is never stored.",
+            },
+        ),
+        (
+            "Backend settings",
+            {
+                "fields": ("options",),
+                "description": (
+                    "JSON. vllm: tensor_parallel_size, max_model_len, dtype, limit_mm_per_prompt, mm_processor_kwargs, "
+                    "generation_config. openai: timeout, max_retries, json_schema, logprobs, structured_choice. "
+                    "Prices for the cost estimate: price_per_1m_input, price_per_1m_output (USD)."
+                ),
+            },
+        ),
     )
 
     def get_queryset(self, request):
@@ -95,10 +107,16 @@ class JobForm(forms.ModelForm):
     temperature = forms.FloatField(initial=0.0, min_value=0.0, max_value=2.0)
     max_tokens = forms.IntegerField(required=False, min_value=1, help_text="Defaults to what each protocol needs.")
     seed = forms.IntegerField(required=False, help_text="Sampling seed passed to the backend.")
-    frames = forms.IntegerField(required=False, min_value=1, max_value=200,
-                                help_text="Frames per video (default: the protocol's, 32 per video of a video pair, 20 for a judged video).")
+    frames = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=200,
+        help_text="Frames per video (default: the protocol's, 32 per video of a video pair, 20 for a judged video).",
+    )
     item_limit = forms.IntegerField(required=False, min_value=1)
-    strategy = forms.ChoiceField(choices=[("direct", "direct"), ("multistage", "multi-stage (video QA)")], initial="direct")
+    strategy = forms.ChoiceField(
+        choices=[("direct", "direct"), ("multistage", "multi-stage (video QA)")], initial="direct"
+    )
     chunk_size = forms.IntegerField(required=False, min_value=1, help_text="Items per chunk task.")
     extra_params = forms.JSONField(required=False, initial=dict, label="Other parameters (JSON)")
 
@@ -129,8 +147,14 @@ class JobForm(forms.ModelForm):
             params.pop("strategy")
         data["params"] = params
         try:
-            services.job_validate(endpoint=data["endpoint"], project=project, release=data.get("release"),
-                                  protocol=data["protocol"], mode=data.get("mode") or JobMode.EVALUATE, params=params)
+            services.job_validate(
+                endpoint=data["endpoint"],
+                project=project,
+                release=data.get("release"),
+                protocol=data["protocol"],
+                mode=data.get("mode") or JobMode.EVALUATE,
+                params=params,
+            )
         except ValidationError as exc:
             raise forms.ValidationError(exc.messages)
         return data
@@ -139,15 +163,48 @@ class JobForm(forms.ModelForm):
 @admin.register(InferenceJob)
 class InferenceJobAdmin(ProjectScopedAdmin):
     form = JobForm
-    list_display = ("id", "model_name", "project", "protocol", "mode", "live_status", "progress", "rate", "eta", "failures",
-                    "chunks", "tokens", "cost", "job_page", "created_at")
+    list_display = (
+        "id",
+        "model_name",
+        "project",
+        "protocol",
+        "mode",
+        "live_status",
+        "progress",
+        "rate",
+        "eta",
+        "failures",
+        "chunks",
+        "tokens",
+        "cost",
+        "job_page",
+        "created_at",
+    )
     list_filter = (("project", admin.RelatedOnlyFieldListFilter), "status", "protocol", "mode")
     search_fields = ("model_name", "project__slug")
     actions = ("cancel_jobs", "retry_failed", "rescore")
     readonly_fields = (
-        "endpoint", "model_name", "project", "release", "protocol", "mode", "params", "prompt_version", "status",
-        "error", "total_queries", "done_queries", "failed_queries", "prompt_tokens", "completion_tokens",
-        "created_by", "created_at", "started_at", "finished_at", "chunks", "workers",
+        "endpoint",
+        "model_name",
+        "project",
+        "release",
+        "protocol",
+        "mode",
+        "params",
+        "prompt_version",
+        "status",
+        "error",
+        "total_queries",
+        "done_queries",
+        "failed_queries",
+        "prompt_tokens",
+        "completion_tokens",
+        "created_by",
+        "created_at",
+        "started_at",
+        "finished_at",
+        "chunks",
+        "workers",
     )
 
     class Media:
@@ -189,8 +246,15 @@ class InferenceJobAdmin(ProjectScopedAdmin):
         if change:
             return  # a job is immutable once created; use the actions
         data = form.cleaned_data  # checked by JobForm.clean with services.job_validate
-        job = services.job_create(endpoint=obj.endpoint, project=obj.project, release=obj.release, protocol=data["protocol"],
-                                  mode=obj.mode, params=data["params"], created_by=request.user)  # starts once the admin commits
+        job = services.job_create(
+            endpoint=obj.endpoint,
+            project=obj.project,
+            release=obj.release,
+            protocol=data["protocol"],
+            mode=obj.mode,
+            params=data["params"],
+            created_by=request.user,
+        )  # starts once the admin commits
         # The admin logs and redirects to the object it passed in: make it the job the service created.
         obj.pk = job.pk
         obj.refresh_from_db()
@@ -203,20 +267,33 @@ class InferenceJobAdmin(ProjectScopedAdmin):
     # the progress API (/api/jobs/<id>/progress/) while the job is queued or running.
     @staticmethod
     def _live(job: InferenceJob, field: str, inner, *args):
-        return format_html('<span class="job-live" data-job="{}" data-field="{}">' + inner + "</span>", job.pk, field, *args)
+        return format_html(
+            '<span class="job-live" data-job="{}" data-field="{}">' + inner + "</span>", job.pk, field, *args
+        )
 
     @admin.display(description="status", ordering="status")
     def live_status(self, job: InferenceJob):
         return format_html(
-            '<span class="job-live" data-job="{}" data-field="status" data-status="{}" data-progress-url="{}">{}</span>',
-            job.pk, job.status, reverse("api-job-progress", args=[job.pk]), job.status,
+            '<span class="job-live" data-job="{}" data-field="status" data-status="{}" '
+            'data-progress-url="{}">{}</span>',
+            job.pk,
+            job.status,
+            reverse("api-job-progress", args=[job.pk]),
+            job.status,
         )
 
     @admin.display(description="progress")
     def progress(self, job: InferenceJob):
         pct = selectors.job_percent(job)
-        return self._live(job, "progress", '<progress value="{}" max="100"></progress> <span class="pct">{}%</span> '
-                          '(<span class="n">{}/{}</span>)', pct, pct, job.done_queries + job.failed_queries, job.total_queries)
+        return self._live(
+            job,
+            "progress",
+            '<progress value="{}" max="100"></progress> <span class="pct">{}%</span> (<span class="n">{}/{}</span>)',
+            pct,
+            pct,
+            job.done_queries + job.failed_queries,
+            job.total_queries,
+        )
 
     @admin.display(description="rate")
     def rate(self, job: InferenceJob):
@@ -242,11 +319,17 @@ class InferenceJobAdmin(ProjectScopedAdmin):
             unreadable = format_html(
                 '<br><a class="job-live" data-job="{}" data-field="unreadable" href="{}#job-unreadable" '
                 'title="replies that stayed unreadable JSON after their repairs: scored as missing">{} unreadable</a>',
-                job.pk, page, selectors.unreadable_count(job),
+                job.pk,
+                page,
+                selectors.unreadable_count(job),
             )
         return format_html(
             '<a class="job-live" data-job="{}" data-field="failures" href="{}" title="{}">{}</a>{}{}',
-            job.pk, page + "#job-failures", title, job.failed_queries, unreadable,
+            job.pk,
+            page + "#job-failures",
+            title,
+            job.failed_queries,
+            unreadable,
             format_html('<br><span class="errornote job-error">{}</span>', job.error[:200]) if job.error else "",
         )
 
@@ -301,7 +384,18 @@ class BackgroundRunAdmin(admin.ModelAdmin):
     """Tracked background runs (job starts and chunks, exports, board warm-ups), for operators:
     read only; the watchdog and the workers change them."""
 
-    list_display = ("id", "task", "job", "chunk_index", "queue", "status", "attempts", "worker", "heartbeat_at", "reason")
+    list_display = (
+        "id",
+        "task",
+        "job",
+        "chunk_index",
+        "queue",
+        "status",
+        "attempts",
+        "worker",
+        "heartbeat_at",
+        "reason",
+    )
     list_filter = ("status", "queue", "task")
     search_fields = ("task", "worker", "reason")
     list_select_related = ("job",)

@@ -1,4 +1,5 @@
 """Thin DRF views over inference jobs: launch, live progress, cancel, retry failed."""
+
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError
@@ -59,7 +60,8 @@ class ProgressSerializer(serializers.Serializer):
     failures = FailureSerializer(many=True, help_text="failed queries (no reply came back), the first 50")
     unreadable = serializers.IntegerField(
         help_text="replies that came back but stayed unreadable JSON through their repairs (judges): "
-                  "counted in done, scored as missing, asked again by retry-failed")
+        "counted in done, scored as missing, asked again by retry-failed"
+    )
     unreadable_replies = UnreadableReplySerializer(many=True, help_text="the first 50 unreadable replies")
 
 
@@ -71,8 +73,11 @@ class JobProgressApi(APIView):
 
 
 class JobCancelApi(APIView):
-    @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT, 409: OpenApiTypes.OBJECT},
-                   summary="Cancel a job ({\"cancelled\": true}; 409 when it had already ended)")
+    @extend_schema(
+        request=None,
+        responses={200: OpenApiTypes.OBJECT, 409: OpenApiTypes.OBJECT},
+        summary='Cancel a job ({"cancelled": true}; 409 when it had already ended)',
+    )
     def post(self, request, pk: int):
         job = _job(request, pk)
         cancelled = services.job_cancel(job=job, actor=request.user)
@@ -80,8 +85,11 @@ class JobCancelApi(APIView):
 
 
 class JobRetryFailedApi(APIView):
-    @extend_schema(request=None, responses=OpenApiTypes.OBJECT,
-                   summary="Re-run every item of a job with a failed query or an unreadable judge reply ({\"items\": n})")
+    @extend_schema(
+        request=None,
+        responses=OpenApiTypes.OBJECT,
+        summary='Re-run every item of a job with a failed query or an unreadable judge reply ({"items": n})',
+    )
     def post(self, request, pk: int):
         job = _job(request, pk)
         return Response({"items": services.job_retry_failed(job=job, actor=request.user)})
@@ -94,14 +102,21 @@ class JobCreateApi(APIView):
 
     class JobLaunchSerializer(serializers.Serializer):
         endpoint = serializers.CharField(max_length=100, help_text="the model endpoint's name")
-        release = serializers.CharField(max_length=50, required=False, allow_blank=True,
-                                        help_text="release version (default: the live items)")
+        release = serializers.CharField(
+            max_length=50, required=False, allow_blank=True, help_text="release version (default: the live items)"
+        )
         mode = serializers.ChoiceField(choices=[JobMode.EVALUATE, JobMode.SUGGEST], default=JobMode.EVALUATE)
-        params = serializers.DictField(required=False, default=dict,
-                                       help_text="temperature, max_tokens, seed, frames, item_limit, strategy, chunk_size, ...")
+        params = serializers.DictField(
+            required=False,
+            default=dict,
+            help_text="temperature, max_tokens, seed, frames, item_limit, strategy, chunk_size, ...",
+        )
 
-    @extend_schema(request=JobLaunchSerializer, responses={201: ProgressSerializer, 400: OpenApiTypes.OBJECT},
-                   summary="Start an inference job on the project")
+    @extend_schema(
+        request=JobLaunchSerializer,
+        responses={201: ProgressSerializer, 400: OpenApiTypes.OBJECT},
+        summary="Start an inference job on the project",
+    )
     def post(self, request, slug: str):
         project = get_project_for(request.user, slug, Role.RESEARCHER)
         data = self.JobLaunchSerializer(data=request.data)
@@ -109,16 +124,26 @@ class JobCreateApi(APIView):
         given = data.validated_data
         endpoint = selectors.endpoints_usable().filter(name=given["endpoint"]).first()
         if endpoint is None:
-            return Response({"detail": f"no usable endpoint named {given['endpoint']!r}"}, status=status.HTTP_400_BAD_REQUEST)
+            return Response(
+                {"detail": f"no usable endpoint named {given['endpoint']!r}"}, status=status.HTTP_400_BAD_REQUEST
+            )
         release = None
         if given.get("release"):
             release = Release.objects.filter(project=project, version=given["release"]).first()
             if release is None:
-                return Response({"detail": f"project {project.slug} has no release {given['release']!r}"},
-                                status=status.HTTP_400_BAD_REQUEST)
+                return Response(
+                    {"detail": f"project {project.slug} has no release {given['release']!r}"},
+                    status=status.HTTP_400_BAD_REQUEST,
+                )
         try:
-            job = services.job_create(endpoint=endpoint, project=project, release=release, mode=given["mode"],
-                                      params=given["params"], created_by=request.user)
+            job = services.job_create(
+                endpoint=endpoint,
+                project=project,
+                release=release,
+                mode=given["mode"],
+                params=given["params"],
+                created_by=request.user,
+            )
         except ValidationError as exc:
             return Response({"detail": services.error_message(exc)}, status=status.HTTP_400_BAD_REQUEST)
         response = Response(ProgressSerializer(selectors.job_progress(job=job)).data, status=status.HTTP_201_CREATED)

@@ -13,6 +13,7 @@ Videos are probed (exact frame count, no decoding) by annotation.media_probe, wh
 probe, ffmpeg_exe, file hash and `MediaError` of both apps. A video ffmpeg cannot read raises
 `MediaError` with a message naming the file; callers fail that item only.
 """
+
 from __future__ import annotations
 
 import base64
@@ -28,7 +29,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from annotation.media_probe import MediaError, VideoInfo, ffmpeg_exe, last_line, probe_video, sha256_of
+from annotation.media_probe import MediaError, VideoInfo, ffmpeg_exe, probe_video, sha256_of
 
 from . import video_frames
 from .video_frames import FrameCountMismatch, fit_within
@@ -208,8 +209,15 @@ def file_data_url(path: str | os.PathLike) -> str:
 
 
 def make_test_video(
-    path: str | os.PathLike, *, seconds: float = 1, size: str = "64x48", rate: int = 10, gop: int = 10**6,
-    source: str = "testsrc", preset: str | None = None, rotation: int = 0,
+    path: str | os.PathLike,
+    *,
+    seconds: float = 1,
+    size: str = "64x48",
+    rate: int = 10,
+    gop: int = 10**6,
+    source: str = "testsrc",
+    preset: str | None = None,
+    rotation: int = 0,
 ) -> Path:
     """A synthetic video (ffmpeg testsrc or testsrc2, H.264) for tests and benchmarks; one keyframe
     unless `gop` (frames between keyframes) says otherwise. `rotation` (degrees counterclockwise,
@@ -217,8 +225,22 @@ def make_test_video(
     path = Path(path)
     encoded = path.with_name(f".plain-{path.name}") if rotation else path
     subprocess.run(
-        [ffmpeg_exe(), "-y", "-loglevel", "error", "-f", "lavfi", "-i", f"{source}=duration={seconds}:size={size}:rate={rate}",
-         "-pix_fmt", "yuv420p", "-g", str(gop), *(["-preset", preset] if preset else []), str(encoded)],
+        [
+            ffmpeg_exe(),
+            "-y",
+            "-loglevel",
+            "error",
+            "-f",
+            "lavfi",
+            "-i",
+            f"{source}=duration={seconds}:size={size}:rate={rate}",
+            "-pix_fmt",
+            "yuv420p",
+            "-g",
+            str(gop),
+            *(["-preset", preset] if preset else []),
+            str(encoded),
+        ],
         check=True,
     )
     if rotation:
@@ -233,8 +255,12 @@ def _tag_rotation(source: Path, dest: Path, rotation: int) -> None:
     ``rotate`` tag into the same matrix, which later ones ignore. A stream copy: re-encoding
     would let ffmpeg's autorotation turn the pixels instead."""
     quiet = [ffmpeg_exe(), "-y", "-loglevel", "error"]
-    proc = subprocess.run([*quiet, "-display_rotation:v:0", str(rotation), "-i", str(source), "-c", "copy", str(dest)],
-                          capture_output=True)
+    proc = subprocess.run(
+        [*quiet, "-display_rotation:v:0", str(rotation), "-i", str(source), "-c", "copy", str(dest)],
+        capture_output=True,
+    )
     if proc.returncode != 0:
-        subprocess.run([*quiet, "-i", str(source), "-c", "copy", "-metadata:s:v:0", f"rotate={rotation % 360}", str(dest)],
-                       check=True)
+        subprocess.run(
+            [*quiet, "-i", str(source), "-c", "copy", "-metadata:s:v:0", f"rotate={rotation % 360}", str(dest)],
+            check=True,
+        )

@@ -1,4 +1,5 @@
 """Model endpoints, inference jobs and their predictions."""
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models

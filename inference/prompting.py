@@ -2,12 +2,13 @@
 through the registry; what they are made of: protocols/kit/prompting.py), and the media preparer
 the jobs hand them. Plain Python, no Django.
 """
+
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Callable
 
 from protocols import registry
 
@@ -59,9 +60,16 @@ class MediaPreparer:
     `fetch` gives the local path of an item's media reference (inference.services.inputs.media_file
     copies a file from object storage into this host's cache); by default references are paths."""
 
-    def __init__(self, *, cache_root: str | os.PathLike, bound: tuple[int, int] = media_lib.DEFAULT_BOUND,
-                 fetch: Callable[[str], str] | None = None, frames_mode: str = "exact", shared=None,
-                 share_cached: bool = False):
+    def __init__(
+        self,
+        *,
+        cache_root: str | os.PathLike,
+        bound: tuple[int, int] = media_lib.DEFAULT_BOUND,
+        fetch: Callable[[str], str] | None = None,
+        frames_mode: str = "exact",
+        shared=None,
+        share_cached: bool = False,
+    ):
         self.cache_root = Path(cache_root)
         self.bound = bound
         self.fetch = fetch or (lambda ref: ref)
@@ -80,7 +88,9 @@ class MediaPreparer:
             raise media_lib.MediaError("the item has no such image")
         key = (path, tuple(bbox) if bbox else None)
         if key not in self._images:
-            self._images[key] = media_lib.image_data_url(media_lib.load_image(self.fetch(path), bound=self.bound, bbox=bbox))
+            self._images[key] = media_lib.image_data_url(
+                media_lib.load_image(self.fetch(path), bound=self.bound, bbox=bbox)
+            )
         return self._images[key]
 
     def frames(
@@ -92,12 +102,21 @@ class MediaPreparer:
         # On another host than the preparation's, they come from the shared copy first.
         local = media_lib.frames_cached(self.cache_root, content_hash, n, self.bound, self.frames_mode)
         shared = self.shared if content_hash else None
-        folder = media_lib.frame_cache_folder(self.cache_root, content_hash, n, self.bound, self.frames_mode) if shared else None
+        folder = (
+            media_lib.frame_cache_folder(self.cache_root, content_hash, n, self.bound, self.frames_mode)
+            if shared
+            else None
+        )
         cached = local or (shared is not None and shared.pull(folder, n))
         self.videos_decoded += not cached
         frames = media_lib.sample_frames(
-            path if cached else self.fetch(path), n, cache_root=self.cache_root, bound=self.bound,
-            content_hash=content_hash, known=known, mode=self.frames_mode,
+            path if cached else self.fetch(path),
+            n,
+            cache_root=self.cache_root,
+            bound=self.bound,
+            content_hash=content_hash,
+            known=known,
+            mode=self.frames_mode,
         )
         if shared is not None and (not cached or (local and self.share_cached)):
             shared.push(folder)

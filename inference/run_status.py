@@ -2,6 +2,7 @@
 it waits on, for the job page and the admin. Workers come from their own heartbeats in Redis
 (config.workers), so "no worker" means no worker anywhere, not just none in this web process.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -9,9 +10,8 @@ from typing import Any
 from django.db.models import Count, Max, Q
 from django.utils import timezone
 
-from config.workers import queue_status
-
 from background.models import RunStatus
+from config.workers import queue_status
 
 from .models import BackgroundRun, InferenceJob, JobStatus
 
@@ -26,16 +26,25 @@ def job_chunks(*, job: InferenceJob) -> dict[str, Any]:
     counts.update(dict(chunks.values_list("status").annotate(n=Count("id")).order_by()))
     now = timezone.now()
     running = [
-        {"chunk": r.chunk_index, "worker": r.worker, "attempt": r.attempts,
-         "heartbeat_s": round((now - r.heartbeat_at).total_seconds()) if r.heartbeat_at else None}
+        {
+            "chunk": r.chunk_index,
+            "worker": r.worker,
+            "attempt": r.attempts,
+            "heartbeat_s": round((now - r.heartbeat_at).total_seconds()) if r.heartbeat_at else None,
+        }
         for r in chunks.filter(status=RunStatus.RUNNING).order_by("chunk_index")[:TROUBLES_SHOWN]
     ]
     troubles = [
         {"chunk": r.chunk_index, "status": r.status, "attempts": r.attempts, "reason": r.reason}
         for r in chunks.filter(Q(status=RunStatus.FAILED) | Q(attempts__gt=1)).order_by("chunk_index")[:TROUBLES_SHOWN]
     ]
-    return {"total": sum(counts.values()), "counts": counts, "running": running, "troubles": troubles,
-            "max_attempts": chunks.aggregate(m=Max("attempts"))["m"] or 0}
+    return {
+        "total": sum(counts.values()),
+        "counts": counts,
+        "running": running,
+        "troubles": troubles,
+        "max_attempts": chunks.aggregate(m=Max("attempts"))["m"] or 0,
+    }
 
 
 def job_chunks_line(*, job: InferenceJob) -> str:
@@ -53,6 +62,11 @@ def job_queues(*, job: InferenceJob) -> list[dict[str, Any]]:
     and a plain sentence ("No worker is consuming the gpu queue: start one with ...")."""
     if job.status not in (JobStatus.QUEUED, JobStatus.RUNNING):
         return []
-    queues = sorted(set(BackgroundRun.objects.filter(job=job, status__in=(RunStatus.QUEUED, RunStatus.RUNNING))
-                        .values_list("queue", flat=True)))
+    queues = sorted(
+        set(
+            BackgroundRun.objects.filter(job=job, status__in=(RunStatus.QUEUED, RunStatus.RUNNING)).values_list(
+                "queue", flat=True
+            )
+        )
+    )
     return [queue_status(queue) for queue in queues]

@@ -1,11 +1,13 @@
 """Read paths of the inference app: the items a run answers, job progress, failures and
 unreadable replies, results and samples."""
+
 from __future__ import annotations
 
 import importlib.metadata
 import platform
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from django.conf import settings
 from django.db.models import Count, Q, QuerySet
@@ -53,7 +55,9 @@ def run_items(*, project: Project, release: Release | None) -> list[RunItem]:
             key=it.pk,
             external_id=it.external_id,
             payload=it.payload,
-            resolved=resolve_queries(project.protocol, it.external_id, it.payload, seed=project.option_seed, vocabulary=vocab),
+            resolved=resolve_queries(
+                project.protocol, it.external_id, it.payload, seed=project.option_seed, vocabulary=vocab
+            ),
         )
         for it in items
     ]
@@ -142,8 +146,14 @@ def job_unreadable(*, job: InferenceJob, limit: int = FAILURES_SHOWN) -> tuple[i
     replies = unreadable_replies(job)
     rows = replies.select_related("item").order_by("item_id", "query")[:limit]
     shown = [
-        {"item": p.item.external_id, "query": p.query, "reason": p.error, "attempts": p.attempts,
-         "json_repairs": p.json_repairs, "reply": p.raw_output[:REPLY_SHOWN]}
+        {
+            "item": p.item.external_id,
+            "query": p.query,
+            "reason": p.error,
+            "attempts": p.attempts,
+            "json_repairs": p.json_repairs,
+            "reply": p.raw_output[:REPLY_SHOWN],
+        }
         for p in rows
     ]
     return (len(shown) if len(shown) < limit else unreadable_count(job)), shown
@@ -270,10 +280,7 @@ def job_results(*, job: InferenceJob) -> dict[str, Any]:
 
 def job_samples(*, job: InferenceJob) -> Iterator[dict[str, Any]]:
     rows = (
-        Prediction.objects.filter(job=job)
-        .select_related("item")
-        .order_by("item_id", "query")
-        .iterator(chunk_size=2000)
+        Prediction.objects.filter(job=job).select_related("item").order_by("item_id", "query").iterator(chunk_size=2000)
     )
     for p in rows:
         yield {

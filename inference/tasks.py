@@ -8,6 +8,7 @@ its row is claimed atomically and its heartbeat kept fresh, and watch_runs (Cele
 a run whose worker died, boundedly, then fails it with the reason. The upsert under (job, item, query)
 makes a second run fill gaps only, and a late duplicate message finds nothing to claim.
 """
+
 from __future__ import annotations
 
 from celery import current_task, shared_task
@@ -44,8 +45,10 @@ def run_api_chunk(job_id: int, item_ids: list[int]) -> int:
 def run_gpu_chunk(job_id: int, item_ids: list[int]) -> int:
     written = services.job_run_chunk(job_id=job_id, item_ids=item_ids)
     # The engine stays loaded in this worker: its heartbeat says which model (config.workers).
-    report_model(current_task.request.hostname, InferenceJob.objects.filter(pk=job_id).values_list(
-        "endpoint__model_id", flat=True).first())
+    report_model(
+        current_task.request.hostname,
+        InferenceJob.objects.filter(pk=job_id).values_list("endpoint__model_id", flat=True).first(),
+    )
     return written
 
 

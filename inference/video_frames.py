@@ -25,6 +25,7 @@ against decoding every frame). Callers give a bound, not a size: each frame is f
 as shown (upright) from its own stored size, so no recorded size (an asset imported before sizes
 were the displayed ones records a phone video's stored size) can distort it.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -172,7 +173,12 @@ def read_index(path: str | os.PathLike) -> Index | None:
             keys.append(packet.is_keyframe)
         if len(set(pts)) != len(pts) or not any(keys):
             return None
-        return Index(tuple(pts), tuple(keys), Fraction(stream.time_base), Fraction(stream.average_rate) if stream.average_rate else None)
+        return Index(
+            tuple(pts),
+            tuple(keys),
+            Fraction(stream.time_base),
+            Fraction(stream.average_rate) if stream.average_rate else None,
+        )
     except av.FFmpegError as exc:
         raise _failed(path, exc) from None
     finally:
@@ -235,7 +241,9 @@ def plan_runs(index: Index, indices: list[int]) -> list[Run]:
     return runs
 
 
-def choose_strategy(index: Index | None, indices: list[int], total: int | None = None, threads: int | None = None) -> str:
+def choose_strategy(
+    index: Index | None, indices: list[int], total: int | None = None, threads: int | None = None
+) -> str:
     """'seek' when the runs decode fewer frames per thread than one frame-threaded pass, else
     'select' (the one pass)."""
     if index is None or not indices:
@@ -400,7 +408,11 @@ def nearest_keyframes(index: Index, indices: list[int]) -> list[int]:
 
 
 def decode_keyframes(
-    path: str | os.PathLike, indices: list[int], bound: tuple[int, int], *, index: Index | None = None,
+    path: str | os.PathLike,
+    indices: list[int],
+    bound: tuple[int, int],
+    *,
+    index: Index | None = None,
     threads: int | None = None,
 ) -> tuple[list[np.ndarray], list[int]]:
     """For each wanted frame, the keyframe nearest to it; returns the frames and the frame numbers

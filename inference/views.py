@@ -1,4 +1,5 @@
 """Server-rendered job pages and the job's downloads (results.json, samples.jsonl)."""
+
 from __future__ import annotations
 
 import json
@@ -23,11 +24,17 @@ def _job_for(request, pk: int) -> InferenceJob:
 @login_required
 def job_detail(request, pk: int):
     job = _job_for(request, pk)
-    return render(request, "inference/job_detail.html", {
-        "job": job, "progress": selectors.job_progress(job=job),
-        "chunks": run_status.job_chunks(job=job), "queues": run_status.job_queues(job=job),
-        "json_queries": selectors.job_json_queries(job),  # the unreadable replies' table is for these jobs
-    })
+    return render(
+        request,
+        "inference/job_detail.html",
+        {
+            "job": job,
+            "progress": selectors.job_progress(job=job),
+            "chunks": run_status.job_chunks(job=job),
+            "queues": run_status.job_queues(job=job),
+            "json_queries": selectors.job_json_queries(job),  # the unreadable replies' table is for these jobs
+        },
+    )
 
 
 @login_required

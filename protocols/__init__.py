@@ -3,6 +3,7 @@
 The apps use ``protocols.registry.get(name)`` and the interface of ``protocols.base.Protocol``;
 the setting ``STATELAB_PROTOCOLS`` lists the packages. Plain Python, no Django models.
 """
+
 from .base import LETTERS, Protocol
 from .registry import UnknownProtocol, get, names
 

@@ -29,13 +29,15 @@ What a protocol says, in the order the platform uses it:
 Modules named by ``prompts_module`` / ``scoring_module`` / ``samples_module`` are imported on first use only, so
 reading a protocol's facts never loads numpy, the inference toolkit or the scoring engine.
 """
+
 from __future__ import annotations
 
 import importlib
 import random
 import string
+from collections.abc import Iterable, Mapping
 from types import ModuleType
-from typing import Any, ClassVar, Iterable, Mapping
+from typing import Any, ClassVar
 
 LETTERS = string.ascii_uppercase
 
@@ -112,7 +114,9 @@ class Protocol:
         return f"<Protocol {self.name}>"
 
     # --- item side ---------------------------------------------------------------------------
-    def answer_shape(self, payload: Mapping[str, Any], project_settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    def answer_shape(
+        self, payload: Mapping[str, Any], project_settings: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
         """The answer a QA item takes: {"format", "n_options", "multiple"} (the facts a model's
         prompt states too). Default: the item's own format, one answer."""
         fmt = payload.get("format") or "choice"
@@ -128,8 +132,9 @@ class Protocol:
         """Release-wide data ``resolve_queries`` needs (None when an item's queries need only the item)."""
         return None
 
-    def resolve_queries(self, item_id: str, payload: Mapping[str, Any], *, seed: int,
-                        vocabulary: Any = None) -> dict[str, dict[str, Any]]:
+    def resolve_queries(
+        self, item_id: str, payload: Mapping[str, Any], *, seed: int, vocabulary: Any = None
+    ) -> dict[str, dict[str, Any]]:
         """{query_key: {"options": [...], "answer": ...}} of one item, option orders seeded."""
         raise NotImplementedError
 

@@ -6,12 +6,14 @@ Each value check returns the value or raises `Invalid` with the reason; the line
 annotations) turn reasons into `FieldError`s. A protocol declares its fields in its own
 ``fields.py`` (``ITEM_FIELDS``, read as ``Protocol.item_fields``) from these checks.
 """
+
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from protocols.base import LETTERS
 
@@ -167,8 +169,9 @@ def is_score(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 5
 
 
-def rating_score_errors(scores: Any, *, criteria: tuple[str, ...], nullable: tuple[str, ...],
-                        complete: bool = True) -> dict[str | None, str]:
+def rating_score_errors(
+    scores: Any, *, criteria: tuple[str, ...], nullable: tuple[str, ...], complete: bool = True
+) -> dict[str | None, str]:
     """The rating rule, checked here only: each criterion a score, a whole number from 1 to 5; N/A
     (null) only for the `nullable` criteria. With `complete`, every criterion is scored (a rating,
     submitted or imported); otherwise any non-empty subset (a gold item's expected scores).
@@ -221,6 +224,7 @@ def ordered_scores(scores: Mapping[str, Any], criteria: tuple[str, ...]) -> dict
 
 
 # --- NUL bytes: never valid input (PostgreSQL stores none in text or jsonb) ----------------------
+
 
 def nul_field(value: Any, path: str = "") -> str | None:
     """The field (JSON path) of the first string, key or value, holding a NUL byte, or None."""

@@ -18,12 +18,14 @@ There are two rules, because two different things are compared:
 lmms-eval task folders carry a standalone copy of the answer rule
 (annotation/interchange/lmms_task_utils.py), kept identical by tests.
 """
+
 from __future__ import annotations
 
 import json
 import re
 import string
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 _WS = re.compile(r"\s+")
 PUNCT_EDGES = " \t\r\n.,;:!?\"'`()[]{}"  # what answer_text strips around an answer

@@ -6,15 +6,22 @@ package and one line in that list. Outside Django (a notebook, a pure-Python tes
 list ``BUILT_IN`` is used. The registry follows the setting as it is now (a test that overrides
 it sees its own protocols), and keeps one object per path.
 """
+
 from __future__ import annotations
 
 import importlib
-from typing import Any, Iterator, Mapping
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from .base import Protocol
 
-BUILT_IN = ("protocols.status", "protocols.changeit", "protocols.visualtrans", "protocols.m3verse",
-            "protocols.oscbench")
+BUILT_IN = (
+    "protocols.status",
+    "protocols.changeit",
+    "protocols.visualtrans",
+    "protocols.m3verse",
+    "protocols.oscbench",
+)
 
 _loaded: dict[str, Protocol] = {}
 _tables: dict[tuple[str, ...], dict[str, Protocol]] = {}

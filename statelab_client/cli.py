@@ -17,13 +17,15 @@ Exit status:
      too low for the command)
   5  the server failed or could not be reached (HTTP 5xx, connection error, timeout)
 """
+
 from __future__ import annotations
 
 import argparse
 import json
 import os
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .client import ApiError, ConnectionFailed, ImportRun, JobProgress, StateLabClient
 from .progress import Progress, human_bytes
@@ -42,8 +44,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         url = args.url or os.environ.get("STATELAB_URL", "")
         token = args.token or os.environ.get("STATELAB_TOKEN", "")
         if not url or not token:
-            raise UsageError("give the server and a token: --url/--token or STATELAB_URL/STATELAB_TOKEN "
-                             "(a token: python manage.py drf_create_token USER on the server, or the admin's Tokens)")
+            raise UsageError(
+                "give the server and a token: --url/--token or STATELAB_URL/STATELAB_TOKEN "
+                "(a token: python manage.py drf_create_token USER on the server, or the admin's Tokens)"
+            )
         with StateLabClient(url, token, timeout=args.timeout) as client:
             return args.run(client, args)
     except UsageError as exc:
@@ -79,7 +83,8 @@ def cmd_projects(client: StateLabClient, args: argparse.Namespace) -> int:
         _print_json(projects)
         return EXIT_OK
     rows = [("SLUG", "PROTOCOL", "ROLE", "ITEMS", "NAME")] + [
-        (p["slug"], p["protocol"], p["role"], str(p["items"]), p["name"]) for p in projects]
+        (p["slug"], p["protocol"], p["role"], str(p["items"]), p["name"]) for p in projects
+    ]
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     for row in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[4])
@@ -88,9 +93,15 @@ def cmd_projects(client: StateLabClient, args: argparse.Namespace) -> int:
 
 def cmd_import(client: StateLabClient, args: argparse.Namespace) -> int:
     upload = Progress("upload", enabled=not args.quiet)
-    run = client.import_upload(args.project, args.file, verified=args.verified, annotations=args.annotations,
-                               on_bytes=lambda sent, total: upload.update(sent / total if total else 1.0,
-                                                                          f"{human_bytes(sent)} of {human_bytes(total)}"))
+    run = client.import_upload(
+        args.project,
+        args.file,
+        verified=args.verified,
+        annotations=args.annotations,
+        on_bytes=lambda sent, total: upload.update(
+            sent / total if total else 1.0, f"{human_bytes(sent)} of {human_bytes(total)}"
+        ),
+    )
     upload.close(human_bytes(run["file_bytes"]))
     print(f"import run {run['id']} {run['status']} ({client.url}{run['page']})", file=sys.stderr)
     if args.no_wait:
@@ -110,9 +121,14 @@ def _import_outcome(run: ImportRun, *, as_json: bool) -> int:
     if run["status"] == "finished":
         if not as_json:
             report = run["report"] or {}
-            print(", ".join(f"{key} {value}" for key, value in report.items() if not isinstance(value, dict))
-                  + "".join(f"; {key}: " + ", ".join(f"{k} {v}" for k, v in value.items())
-                            for key, value in report.items() if isinstance(value, dict)))
+            print(
+                ", ".join(f"{key} {value}" for key, value in report.items() if not isinstance(value, dict))
+                + "".join(
+                    f"; {key}: " + ", ".join(f"{k} {v}" for k, v in value.items())
+                    for key, value in report.items()
+                    if isinstance(value, dict)
+                )
+            )
         return EXIT_OK
     print(f"statelab: import run {run['id']} {run['status']}: {run['error_count']} error(s)", file=sys.stderr)
     for line in run["errors"]:
@@ -153,8 +169,9 @@ def cmd_export(client: StateLabClient, args: argparse.Namespace) -> int:
 
 
 def cmd_job_launch(client: StateLabClient, args: argparse.Namespace) -> int:
-    job = client.launch_job(args.project, args.endpoint, release=args.release, mode=args.mode,
-                            params=parse_params(args.param))
+    job = client.launch_job(
+        args.project, args.endpoint, release=args.release, mode=args.mode, params=parse_params(args.param)
+    )
     print(f"job {job['id']} {job['status']} ({job['model']} on {job['project']}, {job['protocol']})", file=sys.stderr)
     if args.no_wait:
         _print_json(job) if args.json else print(job["id"])
@@ -178,23 +195,32 @@ def _wait_job(client: StateLabClient, job_id: int, args: argparse.Namespace) -> 
         bar.update(p["percent"] / 100 if p["total"] else None, note)
 
     progress = client.wait_job(job_id, poll=args.poll, on_poll=on_poll)
-    bar.close(f"{progress['status']}: {progress['done']} done, {progress['failed']} failed of {progress['total']}",
-              fraction=progress["percent"] / 100 if progress["total"] else None)
+    bar.close(
+        f"{progress['status']}: {progress['done']} done, {progress['failed']} failed of {progress['total']}",
+        fraction=progress["percent"] / 100 if progress["total"] else None,
+    )
     if args.json:
         _print_json(progress)
     if progress["status"] in ("failed", "cancelled"):
-        print(f"statelab: job {job_id} {progress['status']}" + (f": {progress['error']}" if progress["error"] else ""),
-              file=sys.stderr)
+        print(
+            f"statelab: job {job_id} {progress['status']}" + (f": {progress['error']}" if progress["error"] else ""),
+            file=sys.stderr,
+        )
         return EXIT_FAILED
     if progress["failed"]:
-        print(f"statelab: warning: job {job_id} finished with {progress['failed']} of {progress['total']} queries failed",
-              file=sys.stderr)
+        print(
+            f"statelab: warning: job {job_id} finished with {progress['failed']} of {progress['total']} queries failed",
+            file=sys.stderr,
+        )
         for failure in progress["failures"][:5]:
             print(f"  {failure['item']} / {failure['query']}: {failure['error']}", file=sys.stderr)
     unreadable = progress.get("unreadable") or 0
     if unreadable:
-        print(f"statelab: warning: job {job_id} finished with {unreadable} judge replies unreadable after repairs "
-              "(scored as missing; retry the failed queries to ask again)", file=sys.stderr)
+        print(
+            f"statelab: warning: job {job_id} finished with {unreadable} judge replies unreadable after repairs "
+            "(scored as missing; retry the failed queries to ask again)",
+            file=sys.stderr,
+        )
         for reply in progress.get("unreadable_replies", [])[:5]:
             print(f"  {reply['item']} / {reply['query']}: {reply['reason']}", file=sys.stderr)
     if args.strict and (progress["failed"] or unreadable):
@@ -211,8 +237,14 @@ def cmd_job_cancel(client: StateLabClient, args: argparse.Namespace) -> int:
 
 
 def cmd_leaderboard(client: StateLabClient, args: argparse.Namespace) -> int:
-    board = client.leaderboard(args.project, release=args.release, judge=args.judge, fmt=args.format, details=args.details,
-                               rank_by=args.rank_by)
+    board = client.leaderboard(
+        args.project,
+        release=args.release,
+        judge=args.judge,
+        fmt=args.format,
+        details=args.details,
+        rank_by=args.rank_by,
+    )
     return _write_table(board, args)
 
 
@@ -254,9 +286,12 @@ def _print_json(data: Any) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="statelab", description=__doc__.split("\n\n")[0],
-                                     epilog=__doc__[__doc__.index("Exit status"):],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="statelab",
+        description=__doc__.split("\n\n")[0],
+        epilog=__doc__[__doc__.index("Exit status") :],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--url", help="the server, e.g. https://statelab.example.org (env STATELAB_URL)")
     parser.add_argument("--token", help="API token (env STATELAB_TOKEN)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")
@@ -273,8 +308,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command("projects", cmd_projects, "the projects you are a member of, with your role")
     sub.add_argument("--json", action="store_true")
 
-    sub = command("import", cmd_import, "upload items (.jsonl, .json, .zip; --annotations: ratings or answers), "
-                                        "then follow the import run until it is done")
+    sub = command(
+        "import",
+        cmd_import,
+        "upload items (.jsonl, .json, .zip; --annotations: ratings or answers), "
+        "then follow the import run until it is done",
+    )
     sub.add_argument("project")
     sub.add_argument("file")
     sub.add_argument("--verified", action="store_true", help="import as a published benchmark's verified items")
@@ -297,8 +336,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("project")
     sub.add_argument("version")
     sub.add_argument("-o", "--output", help="file or folder (default: the server's file name, here)")
-    sub.add_argument("--format", default="json", choices=["json", "jsonl", "zip", "hf", "coco", "coco_zip"],
-                     help="json (default), jsonl, zip (with the media), hf (zipped dataset folder); coco, coco_zip for box projects")
+    sub.add_argument(
+        "--format",
+        default="json",
+        choices=["json", "jsonl", "zip", "hf", "coco", "coco_zip"],
+        help="json (default), jsonl, zip (with the media), hf (zipped dataset folder); coco, coco_zip for box projects",
+    )
 
     job = command("job", None, "launch an inference job and follow it; wait for or cancel one")
     job_commands = job.add_subparsers(dest="job_command", required=True, metavar="ACTION")
@@ -308,8 +351,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--endpoint", required=True, help="the model endpoint's name")
     sub.add_argument("--release", help="release version (default: the live items)")
     sub.add_argument("--mode", default="evaluate", choices=["evaluate", "suggest"])
-    sub.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                     help="temperature, max_tokens, seed, frames, item_limit, strategy, chunk_size, ...")
+    sub.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="temperature, max_tokens, seed, frames, item_limit, strategy, chunk_size, ...",
+    )
     sub.add_argument("--no-wait", action="store_true", help="print the job id and return at once")
     _wait_options(sub)
     sub = job_commands.add_parser("wait", help="follow a job's progress until it ends")
@@ -326,8 +374,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--judge", help="score with this judge's ratings (video rating projects)")
     sub.add_argument("--format", default="json", choices=["json", "csv", "latex", "markdown"])
     sub.add_argument("--details", action="store_true", help="JSON with ranks, intervals and breakdowns")
-    sub.add_argument("--rank-by", help="another ranking where the protocol has one (video rating: criteria_mean; "
-                                       "default: the paper's headline metric)")
+    sub.add_argument(
+        "--rank-by",
+        help="another ranking where the protocol has one (video rating: criteria_mean; "
+        "default: the paper's headline metric)",
+    )
     sub.add_argument("-o", "--output")
 
     sub = command("correlation", cmd_correlation, "human-judge correlation of a video rating project")
@@ -341,8 +392,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _wait_options(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--poll", type=float, default=2.0, help="seconds between polls (default 2)")
-    sub.add_argument("--strict", action="store_true", help="exit 1 when the job finished with failed queries or "
-                                                                  "unreadable judge replies")
+    sub.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 when the job finished with failed queries or unreadable judge replies",
+    )
     sub.add_argument("--json", action="store_true", help="print the final progress as JSON")
 
 

@@ -1,12 +1,14 @@
 """A typed HTTP client for StateLab's REST API (token auth). It speaks HTTP only: nothing here
 imports Django or a StateLab app, so it installs and runs anywhere httpx does."""
+
 from __future__ import annotations
 
 import os
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any, Callable, Literal, TypedDict
+from typing import IO, Any, Literal, TypedDict
 
 import httpx
 
@@ -117,7 +119,15 @@ class ApiError(StateLabError):
     """The server answered with an error status; `message` is its explanation in one line and
     `errors` the detail lines it gave (field errors, import refusals)."""
 
-    def __init__(self, status: int, message: str, errors: list[str] | None = None, body: Any = None, method: str = "", path: str = ""):
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        errors: list[str] | None = None,
+        body: Any = None,
+        method: str = "",
+        path: str = "",
+    ):
         self.status = status
         self.message = message
         self.errors = errors or []
@@ -250,7 +260,12 @@ class StateLabClient:
     # --- imports --------------------------------------------------------------------------
 
     def import_upload(
-        self, slug: str, path: str | Path, *, verified: bool = False, annotations: bool = False,
+        self,
+        slug: str,
+        path: str | Path,
+        *,
+        verified: bool = False,
+        annotations: bool = False,
         on_bytes: Callable[[int, int], None] | None = None,
     ) -> ImportRun:
         """Upload items (.jsonl, .json or .zip; or, with annotations=True, ratings/answers) and
@@ -261,8 +276,12 @@ class StateLabClient:
         with path.open("rb") as file:
             upload = _CountingFile(file, on_bytes, total)
             data = {} if annotations else {"verified": "true" if verified else "false"}
-            return self._json("POST", f"/api/projects/{slug}/{endpoint}/", data=data,
-                              files={"file": (path.name, upload, "application/octet-stream")})  # type: ignore[dict-item]
+            return self._json(
+                "POST",
+                f"/api/projects/{slug}/{endpoint}/",
+                data=data,
+                files={"file": (path.name, upload, "application/octet-stream")},
+            )  # type: ignore[dict-item]
 
     def import_run(self, run_id: int) -> ImportRun:
         return self._json("GET", f"/api/imports/{run_id}/")
@@ -271,7 +290,11 @@ class StateLabClient:
         return self._json("GET", f"/api/projects/{slug}/imports/")
 
     def wait_import(
-        self, run: ImportRun | int, *, poll: float = 1.0, timeout: float | None = None,
+        self,
+        run: ImportRun | int,
+        *,
+        poll: float = 1.0,
+        timeout: float | None = None,
         on_poll: Callable[[ImportRun], None] | None = None,
     ) -> ImportRun:
         """Poll the run until it is finished, refused or failed (TimeoutError past `timeout`);
@@ -297,8 +320,14 @@ class StateLabClient:
         return self._json("POST", f"/api/projects/{slug}/releases/", json={"version": version, "split": split})
 
     def export(
-        self, slug: str, version: str, dest: str | Path | None = None, *, fmt: ExportFormat = "json",
-        on_bytes: Callable[[int, int | None], None] | None = None, chunk_size: int = 1 << 16,
+        self,
+        slug: str,
+        version: str,
+        dest: str | Path | None = None,
+        *,
+        fmt: ExportFormat = "json",
+        on_bytes: Callable[[int, int | None], None] | None = None,
+        chunk_size: int = 1 << 16,
     ) -> Path:
         """Stream the release to `dest` (a file, or a folder to put the server's file name in;
         default: that name in the working directory) in chunks; returns the path written. The
@@ -336,7 +365,12 @@ class StateLabClient:
     # --- inference jobs -------------------------------------------------------------------
 
     def launch_job(
-        self, slug: str, endpoint: str, *, release: str | None = None, mode: str = "evaluate",
+        self,
+        slug: str,
+        endpoint: str,
+        *,
+        release: str | None = None,
+        mode: str = "evaluate",
         params: dict[str, Any] | None = None,
     ) -> JobProgress:
         body: dict[str, Any] = {"endpoint": endpoint, "mode": mode, "params": params or {}}
@@ -357,7 +391,11 @@ class StateLabClient:
             raise
 
     def wait_job(
-        self, job_id: int, *, poll: float = 2.0, timeout: float | None = None,
+        self,
+        job_id: int,
+        *,
+        poll: float = 2.0,
+        timeout: float | None = None,
         on_poll: Callable[[JobProgress], None] | None = None,
     ) -> JobProgress:
         """Poll the job's progress until it is no longer queued or running."""
@@ -375,17 +413,33 @@ class StateLabClient:
     # --- analysis -------------------------------------------------------------------------
 
     def leaderboard(
-        self, slug: str, *, release: str | None = None, judge: str | None = None,
-        fmt: LeaderboardFormat = "json", details: bool = False, rank_by: str | None = None,
+        self,
+        slug: str,
+        *,
+        release: str | None = None,
+        judge: str | None = None,
+        fmt: LeaderboardFormat = "json",
+        details: bool = False,
+        rank_by: str | None = None,
     ) -> Any:
         """The board as JSON data (fmt="json"), else the table as text (csv, latex, markdown).
         `rank_by` picks another ranking where the protocol has one (video rating: "criteria_mean")."""
-        params = {"release": release or "", "judge": judge or "", "fmt": fmt, **({"details": "1"} if details else {}),
-                  **({"rank_by": rank_by} if rank_by else {})}
+        params = {
+            "release": release or "",
+            "judge": judge or "",
+            "fmt": fmt,
+            **({"details": "1"} if details else {}),
+            **({"rank_by": rank_by} if rank_by else {}),
+        }
         return self._analysis(f"/api/projects/{slug}/leaderboard/", params, fmt)
 
     def correlation(
-        self, slug: str, *, release: str | None = None, fmt: CorrelationFormat = "json", details: bool = False,
+        self,
+        slug: str,
+        *,
+        release: str | None = None,
+        fmt: CorrelationFormat = "json",
+        details: bool = False,
     ) -> Any:
         """Human-judge correlation (video rating projects): JSON data, or csv / latex text."""
         params = {"release": release or "", "fmt": fmt, **({"details": "1"} if details else {})}

@@ -1,5 +1,6 @@
 """A plain progress bar on stderr (no dependency): redrawn in place on a terminal, one line per
 visible change (at most every `every` seconds) when stderr is a file or a pipe."""
+
 from __future__ import annotations
 
 import sys
@@ -16,7 +17,9 @@ def human_bytes(n: float) -> str:
 
 
 class Progress:
-    def __init__(self, label: str, *, stream: TextIO | None = None, enabled: bool = True, width: int = 28, every: float = 2.0):
+    def __init__(
+        self, label: str, *, stream: TextIO | None = None, enabled: bool = True, width: int = 28, every: float = 2.0
+    ):
         self.label = label
         self.stream = stream if stream is not None else sys.stderr
         self.enabled = enabled

@@ -3,6 +3,7 @@
 Tests run against the PostgreSQL that DATABASE_URL names; .ci/test sets it. A run without it is
 refused here: it would go to the demo's embedded PostgreSQL (config/demo_database.py).
 """
+
 from __future__ import annotations
 
 import os

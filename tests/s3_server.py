@@ -1,6 +1,7 @@
 """moto's standalone S3 server on loopback, in its own process, and a bucket on it that the default
 storage points at (django-storages' S3 backend, the options a deployment sets): the fixtures of the
 storage tests and of the browser test that shows media from the bucket."""
+
 from __future__ import annotations
 
 import socket
@@ -33,8 +34,11 @@ def s3_endpoint(tmp_path_factory):
     port = _free_port()
     log = tmp_path_factory.mktemp("moto") / "server.log"
     with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                                stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -56,14 +60,21 @@ def s3_endpoint(tmp_path_factory):
 def bucket(s3_endpoint, settings):
     """A fresh bucket, and the default storage set to django-storages' S3 backend pointing at it."""
     name = f"statelab-{uuid.uuid4().hex[:12]}"
-    client = boto3.client("s3", endpoint_url=s3_endpoint, aws_access_key_id=KEYS["access_key"],
-                          aws_secret_access_key=KEYS["secret_key"], region_name=KEYS["region_name"],
-                          config=Config(s3={"addressing_style": "path"}))
+    client = boto3.client(
+        "s3",
+        endpoint_url=s3_endpoint,
+        aws_access_key_id=KEYS["access_key"],
+        aws_secret_access_key=KEYS["secret_key"],
+        region_name=KEYS["region_name"],
+        config=Config(s3={"addressing_style": "path"}),
+    )
     client.create_bucket(Bucket=name)
     settings.STORAGES = {
         **settings.STORAGES,
-        "default": {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": {
-            "bucket_name": name, "endpoint_url": s3_endpoint, **S3_OPTIONS}},
+        "default": {
+            "BACKEND": "storages.backends.s3.S3Storage",
+            "OPTIONS": {"bucket_name": name, "endpoint_url": s3_endpoint, **S3_OPTIONS},
+        },
     }
     settings.MEDIA_SIGNED_URL_SECONDS = 120
 

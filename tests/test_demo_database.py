@@ -6,6 +6,7 @@ not block the next start, which still stops the server when it ends.
 The data directories live in a temporary folder of their own, not under pytest's: run as root,
 PostgreSQL runs as another user, which must reach the folder (pytest resets its own to 0700).
 """
+
 from __future__ import annotations
 
 import json
@@ -36,8 +37,7 @@ def pgdata():
 
 
 def connect(where: dict) -> psycopg.Connection:
-    return psycopg.connect(host=where["HOST"], port=where["PORT"], user=where["USER"], dbname=DATABASE,
-                           autocommit=True)
+    return psycopg.connect(host=where["HOST"], port=where["PORT"], user=where["USER"], dbname=DATABASE, autocommit=True)
 
 
 def postmaster_pid(pgdata: Path) -> int:
@@ -89,8 +89,13 @@ with embedded_postgres(Path(sys.argv[1]), database=sys.argv[2]):
 
 
 def test_a_run_killed_with_its_server_does_not_block_the_next(pgdata):
-    run = subprocess.Popen([sys.executable, "-c", KILLED_RUN, str(pgdata), DATABASE], cwd=ROOT,
-                           stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    run = subprocess.Popen(
+        [sys.executable, "-c", KILLED_RUN, str(pgdata), DATABASE],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     try:
         assert run.stdout.readline().strip() == "up"
         killed = postmaster_pid(pgdata)

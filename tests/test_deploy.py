@@ -1,4 +1,5 @@
 """docker-compose.yml describes the production deployment; validate it with the real client when present."""
+
 import copy
 import os
 import re
@@ -16,10 +17,19 @@ COMPOSE = ROOT / "docker-compose.yml"
 def test_compose_file_has_the_production_services_with_health_checks():
     spec = yaml.safe_load(COMPOSE.read_text())
     services = spec["services"]
-    assert {n for n, s in services.items() if "profiles" not in s} == {"postgres", "redis", "web", "worker", "beat", "gpu-worker"}
+    assert {n for n, s in services.items() if "profiles" not in s} == {
+        "postgres",
+        "redis",
+        "web",
+        "worker",
+        "beat",
+        "gpu-worker",
+    }
     # Optional object storage for media (`--profile s3`): MinIO at a pinned release, and a one-shot bucket setup.
     assert {n: s["profiles"] for n, s in services.items() if "profiles" in s} == {"minio": ["s3"], "minio-init": ["s3"]}
-    assert services["minio"]["image"].startswith("minio/minio:RELEASE.") and services["minio-init"]["image"].startswith("minio/mc:RELEASE.")
+    assert services["minio"]["image"].startswith("minio/minio:RELEASE.") and services["minio-init"]["image"].startswith(
+        "minio/mc:RELEASE."
+    )
     for name, service in services.items():
         assert "healthcheck" in service or service.get("restart") == "no", f"{name} has no health check"
     assert "gunicorn" in services["web"]["command"]
@@ -38,7 +48,9 @@ def test_docker_compose_config_validates_when_the_client_is_present():
 
         pytest.skip("docker compose client not installed here; structure checked by the test above")
     env = dict(os.environ, POSTGRES_PASSWORD="x", SECRET_KEY="y")
-    out = subprocess.run([docker, "compose", "-f", str(COMPOSE), "config", "-q"], env=env, capture_output=True, text=True)
+    out = subprocess.run(
+        [docker, "compose", "-f", str(COMPOSE), "config", "-q"], env=env, capture_output=True, text=True
+    )
     assert out.returncode == 0, out.stderr
 
 
@@ -49,7 +61,9 @@ def test_docker_compose_config_validates_when_the_client_is_present():
 COMPOSE_SCHEMA = ROOT / "tests" / "deploy_data" / "compose-spec.json"
 # Compose's interpolation grammar: $$ (a literal $), $NAME, ${NAME}, ${NAME:-default}, ${NAME-default},
 # ${NAME:?error}, ${NAME?error}, ${NAME:+alt}, ${NAME+alt}.
-_VARIABLE = re.compile(r"\$(?:\$|([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?+])((?:[^{}]|\{[^{}]*\})*))?\})")
+_VARIABLE = re.compile(
+    r"\$(?:\$|([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?+])((?:[^{}]|\{[^{}]*\})*))?\})"
+)
 
 
 def _interpolate(value, env: dict[str, str], where: str = ""):
@@ -95,8 +109,10 @@ def _compose_problems(spec: dict, env: dict[str, str]) -> list[str]:
     except ValueError as exc:
         return [str(exc)]
     schema = json.loads(COMPOSE_SCHEMA.read_text())
-    problems = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}"
-                for e in jsonschema.Draft7Validator(schema).iter_errors(model)]
+    problems = [
+        f"{'.'.join(map(str, e.absolute_path))}: {e.message}"
+        for e in jsonschema.Draft7Validator(schema).iter_errors(model)
+    ]
     services = model.get("services", {})
     volumes = set(model.get("volumes") or {})
     for name, service in services.items():
@@ -105,9 +121,11 @@ def _compose_problems(spec: dict, env: dict[str, str]) -> list[str]:
             if other not in services:
                 problems.append(f"{name}: depends on undefined service {other}")
             elif not service.get("profiles") and services[other].get("profiles"):
-                problems.append(f"{name}: always started, but depends on {other} of profile(s) {services[other]['profiles']}")
+                problems.append(
+                    f"{name}: always started, but depends on {other} of profile(s) {services[other]['profiles']}"
+                )
         for mount in service.get("volumes") or []:
-            source = (mount.split(":")[0] if isinstance(mount, str) else mount.get("source", ""))
+            source = mount.split(":")[0] if isinstance(mount, str) else mount.get("source", "")
             if source and not source.startswith((".", "/", "~")) and source not in volumes:
                 problems.append(f"{name}: volume {source} is not declared")
     return problems
@@ -131,7 +149,9 @@ def test_compose_file_validates_against_the_compose_specification_schema():
     problems = "\n".join(_compose_problems(broken, env))
     assert "services.web.ports: '8000:8000' is not of type 'array'" in problems, problems
     assert "services.worker: 'restart_policy' does not match" in problems, problems
-    assert "beat: always started, but depends on minio" in problems and "redis: volume cache is not declared" in problems, problems
+    assert (
+        "beat: always started, but depends on minio" in problems and "redis: volume cache is not declared" in problems
+    ), problems
 
 
 def _dockerignored(patterns: list[str], path: str) -> bool:
@@ -166,9 +186,19 @@ def test_dockerignore_keeps_what_the_image_build_needs_and_drops_the_rest():
     dockerfile = (ROOT / "Dockerfile").read_text()
     assert "COPY . /app" in dockerfile and '--require-hashes --no-deps -r ".ci/locks/${LOCK}.txt"' in dockerfile
     assert "ARG LOCK=app" in dockerfile and "--no-build-isolation" in dockerfile
-    needed = ["pyproject.toml", "README.md", "manage.py", ".ci/locks/app.txt", ".ci/locks/gpu.txt", "config/settings.py",
-              "annotation/models.py", "inference/tasks.py", "evaluation/__init__.py", "templates/base.html",
-              "static/js/workbench.js"]
+    needed = [
+        "pyproject.toml",
+        "README.md",
+        "manage.py",
+        ".ci/locks/app.txt",
+        ".ci/locks/gpu.txt",
+        "config/settings.py",
+        "annotation/models.py",
+        "inference/tasks.py",
+        "evaluation/__init__.py",
+        "templates/base.html",
+        "static/js/workbench.js",
+    ]
     for path in needed:
         assert (ROOT / path).exists(), path
         assert not _dockerignored(patterns, path), path
@@ -177,15 +207,25 @@ def test_dockerignore_keeps_what_the_image_build_needs_and_drops_the_rest():
     top = {pattern.rstrip("*") for pattern in includes} | {"templates", "static"}
     packaged = [p for p in tracked if p.split("/")[0] in top]
     assert packaged and [p for p in packaged if _dockerignored(patterns, p)] == []
-    for path in [".git/HEAD", ".venv/bin/python", ".venv-vllm/bin/python", "var/media/assets/a.png",
-                 "annotation/__pycache__/models.cpython-311.pyc", "staticfiles/css/app.css", "docs/screenshots/box.png",
-                 "static/node_modules/x/index.js", "statelab.egg-info/PKG-INFO", ".env", "bench/out/run.json"]:
+    for path in [
+        ".git/HEAD",
+        ".venv/bin/python",
+        ".venv-vllm/bin/python",
+        "var/media/assets/a.png",
+        "annotation/__pycache__/models.cpython-311.pyc",
+        "staticfiles/css/app.css",
+        "docs/screenshots/box.png",
+        "static/node_modules/x/index.js",
+        "statelab.egg-info/PKG-INFO",
+        ".env",
+        "bench/out/run.json",
+    ]:
         assert _dockerignored(patterns, path), path
 
 
 def test_readme_deploy_section_covers_every_compose_service_and_key_passing():
     readme = (ROOT / "README.md").read_text()
-    deploying = readme[readme.index("## Deploying"):]
+    deploying = readme[readme.index("## Deploying") :]
     for service in yaml.safe_load(COMPOSE.read_text())["services"]:
         name = {"web": "web app", "worker": "CPU worker", "gpu-worker": "GPU worker"}.get(service, service)
         assert name.lower() in deploying.lower(), service
@@ -194,6 +234,7 @@ def test_readme_deploy_section_covers_every_compose_service_and_key_passing():
 
 
 # --- production is secure by default (issue 10) ------------------------------------------------------
+
 
 def _compose_env() -> dict[str, str]:
     """The app environment docker-compose.yml gives every service, with the operator's values."""
@@ -204,8 +245,11 @@ def _compose_env() -> dict[str, str]:
         if value.startswith("${"):
             name, _, default = value[2:-1].partition(":-")
             name = name.split(":?")[0]
-            value = {"SECRET_KEY": "a-long-random-production-key-" + "x" * 40, "POSTGRES_PASSWORD": "pw",
-                     "ALLOWED_HOSTS": "statelab.example.org"}.get(name, default)
+            value = {
+                "SECRET_KEY": "a-long-random-production-key-" + "x" * 40,
+                "POSTGRES_PASSWORD": "pw",
+                "ALLOWED_HOSTS": "statelab.example.org",
+            }.get(name, default)
         env[key] = value.replace("${POSTGRES_PASSWORD:?set POSTGRES_PASSWORD}", "pw")
     return env
 
@@ -214,15 +258,20 @@ def _manage(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
     import sys
 
     base = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env={**base, **env},
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env={**base, **env}, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_check_deploy_is_clean_with_the_compose_settings(tmp_path):
     env = _compose_env()
     assert env["DEBUG"] == "0" and env["STATELAB_HTTPS"] == "1"
-    env.update(DATABASE_URL=os.environ.get("DATABASE_URL", ""), REDIS_URL=os.environ.get("REDIS_URL", ""),
-               MEDIA_ROOT=str(tmp_path / "media"), STATELAB_CACHE_ROOT=str(tmp_path / "cache"))
+    env.update(
+        DATABASE_URL=os.environ.get("DATABASE_URL", ""),
+        REDIS_URL=os.environ.get("REDIS_URL", ""),
+        MEDIA_ROOT=str(tmp_path / "media"),
+        STATELAB_CACHE_ROOT=str(tmp_path / "cache"),
+    )
     out = _manage(env, "check", "--deploy", "--fail-level", "WARNING")
     assert out.returncode == 0, out.stdout + out.stderr
 
@@ -235,9 +284,8 @@ def test_production_refuses_to_start_without_a_secret_key(tmp_path):
 
 def test_passwords_are_validated():
     import django.contrib.auth.password_validation as pv
-    from django.core.exceptions import ValidationError
-
     import pytest
+    from django.core.exceptions import ValidationError
 
     with pytest.raises(ValidationError):
         pv.validate_password("a")

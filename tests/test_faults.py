@@ -16,6 +16,7 @@ Idempotency-Key). What must hold:
   is stored, and (item, annotator) is never duplicated;
 - an inference job that sees the restarts finishes with one prediction per (item, query).
 """
+
 from __future__ import annotations
 
 import json
@@ -73,7 +74,9 @@ def stack(tmp_path_factory):
         redis_server.start()
         env = stack_env(pg, redis_server, workdir)
         manage(env, "migrate", "--noinput")
-        seeded = json.loads(python_module(env, "tests.faults.seed", "annotation", "--items", "4000", "--annotators", "8"))
+        seeded = json.loads(
+            python_module(env, "tests.faults.seed", "annotation", "--items", "4000", "--annotators", "8")
+        )
         web = Gunicorn(env, workdir / "gunicorn.log", access_log=workdir / "access.log")
         print(f"\nprivate stack up in {time.monotonic() - started:.1f} s (initdb, migrate, seed, gunicorn)")
         yield Stack(pg, redis_server, env, workdir, web, seeded)
@@ -88,9 +91,14 @@ def signed_in(stack: Stack) -> httpx.Client:
     """The researcher, signed in through the login form (a session cookie, as a browser)."""
     client = httpx.Client(base_url=stack.web.base_url, timeout=30)
     client.get("/accounts/login/").raise_for_status()
-    r = client.post("/accounts/login/", data={
-        "username": stack.seeded["researcher"]["username"], "password": stack.seeded["researcher"]["password"],
-        "csrfmiddlewaretoken": client.cookies["csrftoken"]})
+    r = client.post(
+        "/accounts/login/",
+        data={
+            "username": stack.seeded["researcher"]["username"],
+            "password": stack.seeded["researcher"]["password"],
+            "csrfmiddlewaretoken": client.cookies["csrftoken"],
+        },
+    )
     assert r.status_code == 302, r.text[:500]
     return client
 
@@ -113,7 +121,7 @@ class Traffic:
     threads: list = field(default_factory=list)
     earlier: set = field(default_factory=set)  # annotations these annotators made before (an earlier test)
 
-    def start(self) -> "Traffic":
+    def start(self) -> Traffic:
         self.threads = [threading.Thread(target=self.annotator, args=(p,), daemon=True) for p in self.people]
         for t in self.threads:
             t.start()
@@ -147,8 +155,15 @@ class Traffic:
                     self.calls.append((phase, endpoint, type(exc).__name__, "", None))
             else:
                 with self.lock:
-                    self.calls.append((phase, endpoint, r.status_code, r.headers.get("content-type", ""),
-                                       r.headers.get("retry-after")))
+                    self.calls.append(
+                        (
+                            phase,
+                            endpoint,
+                            r.status_code,
+                            r.headers.get("content-type", ""),
+                            r.headers.get("retry-after"),
+                        )
+                    )
                 if r.status_code != 503:
                     return r
             finally:
@@ -172,13 +187,23 @@ class Traffic:
                 assert r.status_code == 200, f"next: {r.status_code} {r.text[:300]}"
                 task = r.json()
                 time.sleep(rng.uniform(0.01, 0.05))
-                r = self.call(client, "draft", "PUT", f"/api/tasks/{task['task']}/draft/",
-                              json={"draft": {"bbox": [1, 2, 3, 4]}, "version": task["version"]})
+                r = self.call(
+                    client,
+                    "draft",
+                    "PUT",
+                    f"/api/tasks/{task['task']}/draft/",
+                    json={"draft": {"bbox": [1, 2, 3, 4]}, "version": task["version"]},
+                )
                 assert r.status_code == 200, f"draft: {r.status_code} {r.text[:300]}"
                 time.sleep(rng.uniform(0.01, 0.05))
-                r = self.call(client, "submit", "POST", f"/api/tasks/{task['task']}/submit/",
-                              json={"result": BOX, "time_spent_ms": 1234},
-                              headers={"Idempotency-Key": f"faults:{task['task']}"})
+                r = self.call(
+                    client,
+                    "submit",
+                    "POST",
+                    f"/api/tasks/{task['task']}/submit/",
+                    json={"result": BOX, "time_spent_ms": 1234},
+                    headers={"Idempotency-Key": f"faults:{task['task']}"},
+                )
                 assert r.status_code in (200, 201), f"submit: {r.status_code} {r.text[:300]}"
                 body = r.json()
                 with self.lock:
@@ -195,9 +220,13 @@ class Traffic:
 
 
 def stored_annotations(stack: Stack, people: list) -> dict:
-    return {a: (i, u) for a, i, u in stack.sql(
-        "SELECT id, item_id, annotator_id FROM annotation_annotation WHERE annotator_id = ANY(%s)",
-        ([p["id"] for p in people],))}
+    return {
+        a: (i, u)
+        for a, i, u in stack.sql(
+            "SELECT id, item_id, annotator_id FROM annotation_annotation WHERE annotator_id = ANY(%s)",
+            ([p["id"] for p in people],),
+        )
+    }
 
 
 def assert_stored_exactly_once(stack: Stack, traffic: Traffic) -> None:
@@ -205,17 +234,22 @@ def assert_stored_exactly_once(stack: Stack, traffic: Traffic) -> None:
     assert traffic.acked, "no annotation was acknowledged"
     assert stored == traffic.acked  # every acknowledged one, with its item and annotator, and nothing else
     assert stack.sql("SELECT item_id, annotator_id FROM annotation_annotation GROUP BY 1, 2 HAVING count(*) > 1") == []
-    assert stack.sql(
-        """SELECT i.id FROM annotation_item i LEFT JOIN annotation_annotation a ON a.item_id = i.id
+    assert (
+        stack.sql(
+            """SELECT i.id FROM annotation_item i LEFT JOIN annotation_annotation a ON a.item_id = i.id
            WHERE i.project_id = %s GROUP BY i.id HAVING i.annotation_count <> count(a.id)""",
-        (stack.seeded["project"],)) == []
+            (stack.seeded["project"],),
+        )
+        == []
+    )
 
 
 def flowing(stack: Stack) -> Traffic:
     """The seeded annotators at work, each with two submits through."""
     people = stack.seeded["annotators"]
-    traffic = Traffic(stack.web.base_url, stack.seeded["slug"], people,
-                      earlier=set(stored_annotations(stack, people))).start()
+    traffic = Traffic(
+        stack.web.base_url, stack.seeded["slug"], people, earlier=set(stored_annotations(stack, people))
+    ).start()
     try:
         wait_until(lambda: traffic.errors or traffic.cycles_in("up") >= 2, 60, "traffic to flow")
         assert not traffic.errors, traffic.errors
@@ -245,8 +279,11 @@ def outage(traffic: Traffic, name: str, stop, start, during=None) -> dict:
     start()
     traffic.enter(f"{name}:up")
     t_up = time.monotonic()
-    wait_until(lambda: traffic.errors or traffic.cycles_in(f"{name}:up") >= 2, 60,
-               f"every annotator to submit twice after {name}")
+    wait_until(
+        lambda: traffic.errors or traffic.cycles_in(f"{name}:up") >= 2,
+        60,
+        f"every annotator to submit twice after {name}",
+    )
     assert not traffic.errors, traffic.errors
     return {"seen": seen, "recovered_in_s": time.monotonic() - t_up}
 
@@ -261,8 +298,11 @@ def test_postgres_stopped_under_annotation_traffic(stack):
 
         def while_down():
             page = session.get(f"/projects/{stack.seeded['slug']}/annotate/")
-            me = httpx.get(f"{stack.web.base_url}/api/me/", timeout=30,
-                           headers={"Authorization": f"Token {stack.seeded['annotators'][0]['token']}"})
+            me = httpx.get(
+                f"{stack.web.base_url}/api/me/",
+                timeout=30,
+                headers={"Authorization": f"Token {stack.seeded['annotators'][0]['token']}"},
+            )
             return page, me
 
         fast = outage(traffic, "fast", lambda: stack.pg.stop("fast"), stack.pg.start, while_down)
@@ -270,10 +310,12 @@ def test_postgres_stopped_under_annotation_traffic(stack):
     finally:
         traffic.finish()
     assert not traffic.errors, traffic.errors
-    print(f"\nPostgreSQL outages: statuses per phase "
-          f"{ {p: dict(traffic.statuses(p)) for p in dict.fromkeys(c[0] for c in traffic.calls)} }; "
-          f"recovered in {fast['recovered_in_s']:.1f} / {immediate['recovered_in_s']:.1f} s; "
-          f"{len(traffic.acked)} annotations acknowledged")
+    print(
+        f"\nPostgreSQL outages: statuses per phase "
+        f"{ {p: dict(traffic.statuses(p)) for p in dict.fromkeys(c[0] for c in traffic.calls)} }; "
+        f"recovered in {fast['recovered_in_s']:.1f} / {immediate['recovered_in_s']:.1f} s; "
+        f"{len(traffic.acked)} annotations acknowledged"
+    )
 
     # Never a 500, never a dropped connection; only 2xx and (around the outages) 503.
     assert set(traffic.statuses()) <= {200, 201, 204, 503}, traffic.statuses()
@@ -339,8 +381,10 @@ def test_postgres_restart_costs_idle_gunicorn_workers_no_request(stack):
     not be the one that finds the broken connection (a 503); the health check finds it first."""
     before = answer_probes(stack, "before", each_worker=1)
     assert {pid: set(c) for pid, c in before.items()} == {pid: {200} for pid in before}
-    clients = ("SELECT count(*) FROM pg_stat_activity WHERE datname = 'statelab' AND backend_type = 'client backend' "
-               "AND pid <> pg_backend_pid()")
+    clients = (
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = 'statelab' AND backend_type = 'client backend' "
+        "AND pid <> pg_backend_pid()"
+    )
     # Preconditions, or the test proves nothing: each sync worker (one thread) holds one connection,
     # and it is still young enough to be reused, not closed for its age, when the probes come back.
     assert stack.sql(clients)[0][0] >= stack.web.workers
@@ -351,8 +395,10 @@ def test_postgres_restart_costs_idle_gunicorn_workers_no_request(stack):
     assert time.monotonic() - warmed < settings.DATABASES["default"]["CONN_MAX_AGE"] - 10
     after = answer_probes(stack, "after", each_worker=2)
     unavailable = {pid: c[503] for pid, c in after.items()}
-    print(f"\nPostgreSQL restarted under idle gunicorn workers: 503s after the restart per worker {unavailable} "
-          f"(statuses per worker {dict(after)})")
+    print(
+        f"\nPostgreSQL restarted under idle gunicorn workers: 503s after the restart per worker {unavailable} "
+        f"(statuses per worker {dict(after)})"
+    )
     assert {pid: set(c) for pid, c in after.items()} == {pid: {200} for pid in after}, after
     assert stack.web.proc.poll() is None
 
@@ -376,9 +422,11 @@ def test_redis_stopped_under_annotation_traffic(stack):
     finally:
         traffic.finish()
     assert not traffic.errors, traffic.errors
-    print(f"\nRedis outage: statuses per phase "
-          f"{ {p: dict(traffic.statuses(p)) for p in dict.fromkeys(c[0] for c in traffic.calls)} }; "
-          f"leaderboard before / down: {before} / {tuple(r.status_code for r in down['seen'])}")
+    print(
+        f"\nRedis outage: statuses per phase "
+        f"{ {p: dict(traffic.statuses(p)) for p in dict.fromkeys(c[0] for c in traffic.calls)} }; "
+        f"leaderboard before / down: {before} / {tuple(r.status_code for r in down['seen'])}"
+    )
     # The annotation flow never noticed.
     assert set(traffic.statuses()) <= {200, 201, 204}, traffic.statuses()
     assert traffic.cycles_in("redis:down") >= 1
@@ -398,8 +446,10 @@ def test_redis_stopped_under_annotation_traffic(stack):
 
 def job_state(stack: Stack, job_id: int):
     try:
-        return stack.sql("SELECT status, total_queries, done_queries, failed_queries FROM inference_inferencejob "
-                         "WHERE id = %s", (job_id,))[0]
+        return stack.sql(
+            "SELECT status, total_queries, done_queries, failed_queries FROM inference_inferencejob WHERE id = %s",
+            (job_id,),
+        )[0]
     except psycopg.OperationalError:
         return None
 
@@ -409,8 +459,13 @@ def done_queries(stack: Stack, job_id: int) -> int:
 
 
 # What a connection broken by a server restart says when it is used (psycopg 3, libpq, Django).
-BROKEN_CONNECTION = ("terminating connection due to administrator command", "server closed the connection unexpectedly",
-                     "the connection is lost", "connection already closed", "the connection is closed")
+BROKEN_CONNECTION = (
+    "terminating connection due to administrator command",
+    "server closed the connection unexpectedly",
+    "the connection is lost",
+    "connection already closed",
+    "the connection is closed",
+)
 # How psycopg 3 words a failed attempt to open a connection. An attempt made while the server shuts
 # down can be refused with the same "terminating connection due to administrator command" (its new
 # backend is told to stop during start-up): that is a connection the task never had, not one the
@@ -438,8 +493,19 @@ def test_redis_and_postgres_restarted_during_an_inference_job(stack, tmp_path):
     standin = StandIn(latency=0.3, faults=False).start()
     worker = beat = None
     try:
-        seeded = json.loads(python_module(stack.env, "tests.faults.seed", "job", "--items", "40",
-                                          "--base-url", standin.base_url, "--workdir", str(tmp_path / "images")))
+        seeded = json.loads(
+            python_module(
+                stack.env,
+                "tests.faults.seed",
+                "job",
+                "--items",
+                "40",
+                "--base-url",
+                standin.base_url,
+                "--workdir",
+                str(tmp_path / "images"),
+            )
+        )
         job = seeded["job"]
         worker = CeleryWorker(stack.env, tmp_path / "worker.log")
         beat = CeleryBeat(stack.env, tmp_path)
@@ -454,8 +520,11 @@ def test_redis_and_postgres_restarted_during_an_inference_job(stack, tmp_path):
         stack.redis.stop()
         time.sleep(DOWN_SECONDS)
         stack.redis.start()
-        wait_until(lambda: (job_state(stack, job) or ("",))[0] in ("finished", "failed", "cancelled"), 90,
-                   f"the job to end (worker log {tmp_path / 'worker.log'})")
+        wait_until(
+            lambda: (job_state(stack, job) or ("",))[0] in ("finished", "failed", "cancelled"),
+            90,
+            f"the job to end (worker log {tmp_path / 'worker.log'})",
+        )
         rows = stack.sql("SELECT item_id, query, status FROM inference_prediction WHERE job_id = %s", (job,))
         assert sorted((i, q) for i, q, _ in rows) == sorted((i, "qa") for i in seeded["items"])
         assert {s for _, _, s in rows} == {"ok"}

@@ -59,11 +59,16 @@ def test_media_storage_defaults_to_the_file_system_under_media_root(settings, tm
 
 
 def test_media_storage_comes_from_the_environment():
-    storages = _settings_in_a_fresh_process({
-        "MEDIA_STORAGE": "django.core.files.storage.InMemoryStorage",
-        "MEDIA_STORAGE_OPTIONS": '{"base_url": "/m/"}',
-    })
-    assert storages["default"] == {"BACKEND": "django.core.files.storage.InMemoryStorage", "OPTIONS": {"base_url": "/m/"}}
+    storages = _settings_in_a_fresh_process(
+        {
+            "MEDIA_STORAGE": "django.core.files.storage.InMemoryStorage",
+            "MEDIA_STORAGE_OPTIONS": '{"base_url": "/m/"}',
+        }
+    )
+    assert storages["default"] == {
+        "BACKEND": "django.core.files.storage.InMemoryStorage",
+        "OPTIONS": {"base_url": "/m/"},
+    }
     assert storages["staticfiles"]["BACKEND"] == "django.contrib.staticfiles.storage.StaticFilesStorage"
 
 
@@ -74,6 +79,11 @@ def test_openapi_schema_describes_every_endpoint_without_warnings(tmp_path):
     out = tmp_path / "schema.yml"
     call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(out))
     text = out.read_text()
-    for path in ("/api/jobs/{id}/progress/", "/api/projects/{slug}/leaderboard/", "/api/projects/{slug}/correlation/",
-                 "/api/me/", "/api/projects/{slug}/tasks/next/"):
+    for path in (
+        "/api/jobs/{id}/progress/",
+        "/api/projects/{slug}/leaderboard/",
+        "/api/projects/{slug}/correlation/",
+        "/api/me/",
+        "/api/projects/{slug}/tasks/next/",
+    ):
         assert f"  {path}:" in text, path

@@ -4,6 +4,7 @@ A real worker process reports itself (config.workers) and is listed; SIGKILLed, 
 once its heartbeat's TTL (production value) runs out. A private redis-server on a free port,
 killed, makes /healthz answer 503 without naming the server.
 """
+
 import os
 import signal
 import socket
@@ -38,8 +39,9 @@ def test_healthz_answers_anonymously_with_database_redis_and_queues(broker):
 def test_a_real_worker_is_listed_per_queue_and_gone_after_the_ttl_once_killed(broker, tmp_path):
     worker = start_worker("health", tmp_path / "worker.log", queues="default,api")
     try:
-        body = wait_for(lambda: (lambda b: b if b["queues"]["api"]["workers"] else None)(health()[1]), 60,
-                        "the worker's heartbeat")
+        body = wait_for(
+            lambda: (lambda b: b if b["queues"]["api"]["workers"] else None)(health()[1]), 60, "the worker's heartbeat"
+        )
         host = body["queues"]["api"]["hostnames"][0]
         assert host.startswith("health@") and body["queues"]["default"]["hostnames"] == [host]
         assert body["queues"]["gpu"]["workers"] == 0
@@ -52,10 +54,15 @@ def test_a_real_worker_is_listed_per_queue_and_gone_after_the_ttl_once_killed(br
         worker.wait(10)
         killed = time.monotonic()
         assert health()[1]["queues"]["api"]["workers"] == 1  # still listed until the TTL runs out
-        wait_for(lambda: health()[1]["queues"]["api"]["workers"] == 0, settings.STATELAB_WORKER_TTL_SECONDS + 5,
-                 "the dead worker to drop out")
+        wait_for(
+            lambda: health()[1]["queues"]["api"]["workers"] == 0,
+            settings.STATELAB_WORKER_TTL_SECONDS + 5,
+            "the dead worker to drop out",
+        )
         gone = time.monotonic() - killed
-        print(f"\nkilled worker left /healthz {gone:.1f} s after the kill (TTL {settings.STATELAB_WORKER_TTL_SECONDS} s)")
+        print(
+            f"\nkilled worker left /healthz {gone:.1f} s after the kill (TTL {settings.STATELAB_WORKER_TTL_SECONDS} s)"
+        )
         assert gone <= settings.STATELAB_WORKER_TTL_SECONDS + 5
     finally:
         stop_worker(worker)
@@ -69,8 +76,22 @@ def free_port() -> int:
 
 def test_healthz_is_503_while_redis_is_down_and_names_no_server(settings, tmp_path):
     port = free_port()
-    server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                               "--appendonly", "no", "--dir", str(tmp_path)], stdout=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [
+            "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(tmp_path),
+        ],
+        stdout=subprocess.DEVNULL,
+    )
     try:
         settings.REDIS_URL = f"redis://127.0.0.1:{port}/0"
         wait_for(lambda: health()[0] == 200, 10, "the private redis-server")

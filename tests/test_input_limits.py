@@ -2,6 +2,7 @@
 STATELAB_MAX_UPLOAD_BYTES with 413 before the body is read, other bodies past
 DATA_UPLOAD_MAX_MEMORY_SIZE, integers checked against their column ranges, NUL bytes refused in
 paths, query strings, forms and JSON — each a 4xx with a message, never a 5xx, nothing written."""
+
 from __future__ import annotations
 
 import io
@@ -26,8 +27,10 @@ class MultipartStream(io.RawIOBase):
     `read_bytes` counts what the server took."""
 
     def __init__(self, size: int, *, field: str = "file", name: str = "items.jsonl"):
-        self.head = (f"--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"{field}\"; filename=\"{name}\"\r\n"
-                     "Content-Type: application/octet-stream\r\n\r\n").encode()
+        self.head = (
+            f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="{field}"; filename="{name}"\r\n'
+            "Content-Type: application/octet-stream\r\n\r\n"
+        ).encode()
         self.tail = f"\r\n--{BOUNDARY}--\r\n".encode()
         self.size = size
         self.total = len(self.head) + size + len(self.tail)
@@ -45,12 +48,12 @@ class MultipartStream(io.RawIOBase):
         while len(out) < n:
             at = pos + len(out)
             if at < len(self.head):
-                out += self.head[at: at + n - len(out)]
+                out += self.head[at : at + n - len(out)]
             elif at < len(self.head) + self.size:
                 out += b"x" * min(n - len(out), len(self.head) + self.size - at)
             else:
                 k = at - len(self.head) - self.size
-                out += self.tail[k: k + n - len(out)]
+                out += self.tail[k : k + n - len(out)]
         buffer[:n] = out
         self.read_bytes += n
         return n
@@ -75,25 +78,35 @@ def test_an_upload_above_the_default_cap_is_refused_413_before_its_body_is_read(
     client.force_login(user)
     body = MultipartStream(2 * GiB + 1)  # just over the real default
 
-    response = client.post(url, CONTENT_TYPE=f"multipart/form-data; boundary={BOUNDARY}",
-                           CONTENT_LENGTH=str(body.total), **{"wsgi.input": body})
+    response = client.post(
+        url,
+        CONTENT_TYPE=f"multipart/form-data; boundary={BOUNDARY}",
+        CONTENT_LENGTH=str(body.total),
+        **{"wsgi.input": body},
+    )
 
     assert response.status_code == 413
     text = response.json()["detail"] if url.startswith("/api/") else response.content.decode()
-    assert text.startswith(f"{body.total} bytes is more than the upload limit of {2 * GiB} bytes (2.00 GiB, "
-                           "STATELAB_MAX_UPLOAD_BYTES)")
+    assert text.startswith(
+        f"{body.total} bytes is more than the upload limit of {2 * GiB} bytes (2.00 GiB, STATELAB_MAX_UPLOAD_BYTES)"
+    )
     assert body.read_bytes == 0 and not ImportRun.objects.exists()
 
 
-def test_an_upload_under_the_cap_still_goes_through(client, researcher, settings, eager,
-                                                    django_capture_on_commit_callbacks):
+def test_an_upload_under_the_cap_still_goes_through(
+    client, researcher, settings, eager, django_capture_on_commit_callbacks
+):
     user, _project = researcher
     client.force_login(user)
     body = MultipartStream(3 * 1024**2)  # 3 MiB of "x": a file on disk, refused per line by the importer
 
     with django_capture_on_commit_callbacks(execute=True):
-        response = client.post("/api/projects/p/imports/", CONTENT_TYPE=f"multipart/form-data; boundary={BOUNDARY}",
-                               CONTENT_LENGTH=str(body.total), **{"wsgi.input": body})
+        response = client.post(
+            "/api/projects/p/imports/",
+            CONTENT_TYPE=f"multipart/form-data; boundary={BOUNDARY}",
+            CONTENT_LENGTH=str(body.total),
+            **{"wsgi.input": body},
+        )
 
     assert response.status_code == 202, response.content
     assert body.read_bytes == body.total
@@ -121,8 +134,13 @@ def test_a_chunked_upload_without_content_length_is_refused_411(client, research
     client.force_login(user)
     body = MultipartStream(10 * GiB)
 
-    response = client.post("/api/projects/p/imports/", CONTENT_TYPE=f"multipart/form-data; boundary={BOUNDARY}",
-                           CONTENT_LENGTH="", HTTP_TRANSFER_ENCODING="chunked", **{"wsgi.input": body})
+    response = client.post(
+        "/api/projects/p/imports/",
+        CONTENT_TYPE=f"multipart/form-data; boundary={BOUNDARY}",
+        CONTENT_LENGTH="",
+        HTTP_TRANSFER_ENCODING="chunked",
+        **{"wsgi.input": body},
+    )
 
     assert response.status_code == 411
     assert response.json()["detail"] == "an upload needs a Content-Length header (chunked uploads are not taken)"
@@ -135,8 +153,12 @@ def test_a_json_body_above_the_memory_cap_is_refused_413_unread(client, make_pro
     client.force_login(annotator)
     body = MultipartStream(1)  # any stream: it must not be read
 
-    response = client.post("/api/projects/q/tasks/next/", CONTENT_TYPE="application/json",
-                           CONTENT_LENGTH=str(10 * 1024**2 + 1), **{"wsgi.input": body})
+    response = client.post(
+        "/api/projects/q/tasks/next/",
+        CONTENT_TYPE="application/json",
+        CONTENT_LENGTH=str(10 * 1024**2 + 1),
+        **{"wsgi.input": body},
+    )
 
     assert response.status_code == 413
     assert "DATA_UPLOAD_MAX_MEMORY_SIZE" in response.json()["detail"] and body.read_bytes == 0
@@ -165,9 +187,16 @@ def test_next_task_exclude_outside_the_id_range_is_a_400(work, exclude):
     assert not Task.objects.exists()
 
 
-@pytest.mark.parametrize("query,name", [("offset=1e23", "offset"), (f"offset={HUGE}", "offset"),
-                                        (f"limit={HUGE}", "limit"), ("limit=-" + "9" * 30, "limit"),
-                                        ("offset=abc", "offset")])
+@pytest.mark.parametrize(
+    "query,name",
+    [
+        ("offset=1e23", "offset"),
+        (f"offset={HUGE}", "offset"),
+        (f"limit={HUGE}", "limit"),
+        ("limit=-" + "9" * 30, "limit"),
+        ("offset=abc", "offset"),
+    ],
+)
 def test_review_queue_paging_outside_the_range_is_a_400_naming_the_parameter(work, query, name):
     _project, _a, r = work
     response = r.get(f"/api/projects/w/review/?{query}")
@@ -190,10 +219,16 @@ def test_draft_version_and_review_annotation_outside_their_columns_are_400(work)
     assert response.status_code == 400 and list(response.json()["errors"]) == ["annotation"]
 
 
-@pytest.mark.parametrize("url,method", [
-    (f"/api/items/{HUGE}/review/", "get"), (f"/api/tasks/{HUGE}/renew/", "post"), (f"/api/tasks/{HUGE}/skip/", "post"),
-    (f"/api/imports/{HUGE}/", "get"), (f"/projects/w/review/{HUGE}/", "get"),
-])
+@pytest.mark.parametrize(
+    "url,method",
+    [
+        (f"/api/items/{HUGE}/review/", "get"),
+        (f"/api/tasks/{HUGE}/renew/", "post"),
+        (f"/api/tasks/{HUGE}/skip/", "post"),
+        (f"/api/imports/{HUGE}/", "get"),
+        (f"/projects/w/review/{HUGE}/", "get"),
+    ],
+)
 def test_ids_in_urls_beyond_the_range_are_404(work, url, method):
     _project, a, r = work
     assert getattr(r, method)(url).status_code == 404
@@ -202,13 +237,16 @@ def test_ids_in_urls_beyond_the_range_are_404(work, url, method):
 # --- NUL bytes -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("url,what", [
-    ("/api/projects/p/releases/%00/export/", "the path"),
-    ("/projects/p/releases/v%001/download/", "the path"),
-    ("/projects/p/leaderboard/download/csv/?metric=%00", "query parameter 'metric'"),
-    ("/projects/p/leaderboard/?release=a%00b", "query parameter 'release'"),
-    ("/api/projects/p/leaderboard/?release=%00", "query parameter 'release'"),
-])
+@pytest.mark.parametrize(
+    "url,what",
+    [
+        ("/api/projects/p/releases/%00/export/", "the path"),
+        ("/projects/p/releases/v%001/download/", "the path"),
+        ("/projects/p/leaderboard/download/csv/?metric=%00", "query parameter 'metric'"),
+        ("/projects/p/leaderboard/?release=a%00b", "query parameter 'release'"),
+        ("/api/projects/p/leaderboard/?release=%00", "query parameter 'release'"),
+    ],
+)
 def test_a_nul_in_the_path_or_query_is_a_400_that_says_so(client, researcher, url, what):
     user, _project = researcher
     client.force_login(user)
@@ -228,8 +266,9 @@ def test_a_nul_in_a_json_body_is_a_400_naming_the_field(work):
     _project, a, _r = work
     task = a.post("/api/projects/w/tasks/next/").json()["task"]
     draft = a.put(f"/api/tasks/{task}/draft/", {"draft": {"note": ["ok", "x\u0000"]}, "version": 0}, format="json")
-    submit = a.post(f"/api/tasks/{task}/submit/", {"result": {"state": "peeled\u0000apple", "bbox": [1, 1, 2, 2]}},
-                    format="json")
+    submit = a.post(
+        f"/api/tasks/{task}/submit/", {"result": {"state": "peeled\u0000apple", "bbox": [1, 1, 2, 2]}}, format="json"
+    )
     assert (draft.status_code, submit.status_code) == (400, 400)
     assert draft.json()["detail"].startswith("JSON field draft.note[1] contains a NUL byte")
     assert submit.json()["detail"].startswith("JSON field result.state contains a NUL byte")

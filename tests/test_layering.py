@@ -3,16 +3,18 @@ found (a folder of the repository with an __init__.py; the tests aside), not lis
 import statement counts, a late one (inside a function) included: it only hides an import from
 Python until the function runs, never from a reader.
 
-- docs/architecture.md, "One-way flow": data flows annotation -> inference -> evaluation; evaluation reads the other two and
-  nothing imports evaluation. The API client (statelab_client) imports none of the server's code.
+- docs/architecture.md, "One-way flow": data flows annotation -> inference -> evaluation;
+  evaluation reads the other two and nothing imports evaluation. The API client
+  (statelab_client) imports none of the server's code.
 - No import cycle between packages (config/ is settings and wiring: the apps may use its
   infrastructure, so it imports no app; it names them by dotted path in settings and urls), and
   none between files.
 """
+
 import ast
+from pathlib import Path
 
 import pytest
-from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 NOT_PACKAGES = {"tests"}  # the suite imports every package by design
@@ -21,10 +23,13 @@ NOT_PACKAGES = {"tests"}  # the suite imports every package by design
 def find_packages(root: Path) -> tuple[str, ...]:
     """The top-level packages under `root`: folders holding an __init__.py (hidden ones and the
     tests aside)."""
-    return tuple(sorted(
-        init.parent.name for init in root.glob("*/__init__.py")
-        if init.parent.name not in NOT_PACKAGES and not init.parent.name.startswith(".")
-    ))
+    return tuple(
+        sorted(
+            init.parent.name
+            for init in root.glob("*/__init__.py")
+            if init.parent.name not in NOT_PACKAGES and not init.parent.name.startswith(".")
+        )
+    )
 
 
 PACKAGES = find_packages(ROOT)
@@ -104,8 +109,9 @@ def fake_scorer(job):
 
 
 # --- one job per module: no import cycles between files, no module over 500 lines ------------------
-# docs/architecture.md, "One-way flow": services never import tasks, selectors never import services, and no two files import
-# each other, not even behind a function-level import (that only hides the cycle from Python).
+# docs/architecture.md, "One-way flow": services never import tasks, selectors never import services,
+# and no two files import each other, not even behind a function-level import (that only hides the
+# cycle from Python).
 
 MAX_LINES = 500
 
@@ -140,8 +146,9 @@ class _ImportStatements(ast.NodeVisitor):
 def module_edges(root: Path, packages: tuple[str, ...]) -> dict[str, dict[str, bool]]:
     """Module -> {module of `packages` it imports: whether only late (inside a function)}, relative
     imports resolved; `from package import name` counts the submodule when `name` is one."""
-    files = {module_name(p, root): p for pkg in packages for p in (root / pkg).rglob("*.py")
-             if "migrations" not in p.parts}
+    files = {
+        module_name(p, root): p for pkg in packages for p in (root / pkg).rglob("*.py") if "migrations" not in p.parts
+    }
     edges: dict[str, dict[str, bool]] = {}
     for name, path in files.items():
         is_package = path.name == "__init__.py"
@@ -216,17 +223,22 @@ def package_cycles(edges: dict[str, dict[str, bool]], shown: int = 3) -> list[li
         for target, late in targets.items():
             if top[target] != top[module]:
                 between.setdefault((top[module], top[target]), []).append(
-                    f"{module} -> {target}" + (" (late)" if late else ""))
+                    f"{module} -> {target}" + (" (late)" if late else "")
+                )
     graph: dict[str, set[str]] = {}
     for source, target in between:
         graph.setdefault(source, set()).add(target)
     found = []
     for cycle in import_cycles(graph):
-        found.append([
-            f"{source} -> {target}: " + "; ".join(sorted(imports)[:shown])
-            + (f"; +{len(imports) - shown} more" if len(imports) > shown else "")
-            for (source, target), imports in sorted(between.items()) if source in cycle and target in cycle
-        ])
+        found.append(
+            [
+                f"{source} -> {target}: "
+                + "; ".join(sorted(imports)[:shown])
+                + (f"; +{len(imports) - shown} more" if len(imports) > shown else "")
+                for (source, target), imports in sorted(between.items())
+                if source in cycle and target in cycle
+            ]
+        )
     return found
 
 
@@ -267,8 +279,9 @@ def test_the_package_cycle_check_sees_a_late_import(tmp_path):
     edges = module_edges(tmp_path, ("app", "config"))
     assert edges["config.media"] == {"app.views": True}
     assert edges["app.views"] == {"config.storage": False}
-    assert package_cycles(edges) == [["app -> config: app.views -> config.storage",
-                                      "config -> app: config.media -> app.views (late)"]]
+    assert package_cycles(edges) == [
+        ["app -> config: app.views -> config.storage", "config -> app: config.media -> app.views (late)"]
+    ]
     assert import_cycles(module_graph(tmp_path, ("app", "config"))) == []  # no cycle between files
 
 
@@ -307,15 +320,18 @@ def definitions(name: str) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("name,home", [
-    ("coincidence_matrix", "annotation/reliability.py"),  # the core of Krippendorff's alpha
-    ("probe_video", "annotation/media_probe.py"),
-    ("ffmpeg_exe", "annotation/media_probe.py"),
-    ("LETTERS", "protocols/base.py"),
-    ("CRITERIA", "protocols/oscbench/fields.py"),  # the rating criteria
-    ("RESULT_FIELDS", "protocols/status/__init__.py"),  # a quintuplet's fields
-    ("QUINTUPLET_FIELDS", []),  # ... not copied under their old name
-    ("QA_PROTOCOLS", []),  # the QA protocols: the registry's, by workflow
-])
+@pytest.mark.parametrize(
+    "name,home",
+    [
+        ("coincidence_matrix", "annotation/reliability.py"),  # the core of Krippendorff's alpha
+        ("probe_video", "annotation/media_probe.py"),
+        ("ffmpeg_exe", "annotation/media_probe.py"),
+        ("LETTERS", "protocols/base.py"),
+        ("CRITERIA", "protocols/oscbench/fields.py"),  # the rating criteria
+        ("RESULT_FIELDS", "protocols/status/__init__.py"),  # a quintuplet's fields
+        ("QUINTUPLET_FIELDS", []),  # ... not copied under their old name
+        ("QA_PROTOCOLS", []),  # the QA protocols: the registry's, by workflow
+    ],
+)
 def test_shared_pieces_are_defined_once(name, home):
     assert definitions(name) == (home if isinstance(home, list) else [home])

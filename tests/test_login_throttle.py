@@ -1,4 +1,5 @@
 """Authentication is throttled: 50 wrong passwords then the right one used to log in."""
+
 import pytest
 from django.test import Client
 

@@ -2,6 +2,7 @@
 docs/architecture.md, "Invariants"):
 a stored asset is answered only as its recorded image/video type, every answer is sandboxed and
 not sniffable, and anything else is an attachment."""
+
 import hashlib
 
 import pytest
@@ -28,8 +29,12 @@ def member(make_project, make_user):
 
 
 def used_by(project, asset, n: int) -> None:
-    Item.objects.create(project=project, external_id=f"i{n}", payload={"image": "x", "object": "door", "state": "open"},
-                        media={"image": asset.sha256})
+    Item.objects.create(
+        project=project,
+        external_id=f"i{n}",
+        payload={"image": "x", "object": "door", "state": "open"},
+        media={"image": asset.sha256},
+    )
 
 
 def assert_sandboxed(response):
@@ -49,13 +54,16 @@ def test_an_image_named_html_is_served_as_its_recorded_image_type(client, member
     assert_sandboxed(response)
 
 
-@pytest.mark.parametrize("ext,kind,mime", [
-    (".svg", "image", "image/svg+xml"),
-    (".html", "image", "text/html"),
-    (".js", "video", "application/javascript"),
-    (".htm", "image", ""),
-    (".html", "video", ""),
-])
+@pytest.mark.parametrize(
+    "ext,kind,mime",
+    [
+        (".svg", "image", "image/svg+xml"),
+        (".html", "image", "text/html"),
+        (".js", "video", "application/javascript"),
+        (".htm", "image", ""),
+        (".html", "video", ""),
+    ],
+)
 def test_an_asset_of_any_other_type_is_only_an_attachment(client, member, settings, ext, kind, mime):
     user, project = member
     asset = store(settings.MEDIA_ROOT, XSS_SCRIPT + ext.encode(), ext, kind=kind, mime=mime)

@@ -1,5 +1,6 @@
 """/media/: only people allowed to see a file get it (project members for stored assets,
 researchers for the upload area), with Range requests for video players."""
+
 import hashlib
 
 import pytest
@@ -28,12 +29,17 @@ def clip(make_project, make_user, settings):
     ann = make_user("ann")
     project = make_project("p", "oscbench", members={ann: Role.ANNOTATOR})
     asset = stored_asset(settings.MEDIA_ROOT, CLIP, ".mp4")
-    Item.objects.create(project=project, external_id="v1", payload={"video": "v.mp4", "prompt": "x"},
-                        media={"video": asset.sha256})
+    Item.objects.create(
+        project=project, external_id="v1", payload={"video": "v.mp4", "prompt": "x"}, media={"video": asset.sha256}
+    )
     other = make_project("q", "visualtrans")
     image = stored_asset(settings.MEDIA_ROOT, b"image bytes", ".png", "image")
-    Item.objects.create(project=other, external_id="i1", payload={"images": ["a.png", "b.png"]},
-                        media={"images": ["0" * 64, image.sha256]})
+    Item.objects.create(
+        project=other,
+        external_id="i1",
+        payload={"images": ["a.png", "b.png"]},
+        media={"images": ["0" * 64, image.sha256]},
+    )
     return {"ann": ann, "url": f"/media/{asset.file.name}", "other_url": f"/media/{image.file.name}", "q": other}
 
 
@@ -98,8 +104,12 @@ def test_the_check_uses_the_media_index_when_a_project_is_large(clip):
 
     project = Item.objects.get(external_id="v1").project
     Item.objects.bulk_create(
-        Item(project=project, external_id=f"bulk{i}", payload={"video": "b.mp4", "prompt": "x"},
-             media={"video": hashlib.sha256(str(i).encode()).hexdigest()})
+        Item(
+            project=project,
+            external_id=f"bulk{i}",
+            payload={"video": "b.mp4", "prompt": "x"},
+            media={"video": hashlib.sha256(str(i).encode()).hexdigest()},
+        )
         for i in range(5000)
     )
     sql, params = asset_check_sql(clip["ann"], clip["url"].removeprefix("/media/"))

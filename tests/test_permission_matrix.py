@@ -20,14 +20,15 @@ identity changes anything: the domain tables are fingerprinted before and after 
 One test builds the world once and collects every mismatch, so a broken rule is reported with
 all the places it breaks.
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Callable
 
 import pytest
 from django.apps import apps
@@ -61,7 +62,15 @@ pytestmark = pytest.mark.django_db
 
 SESSION, TOKEN = "session", "token"
 ANON, STRANGER, ANNOTATOR, REVIEWER, RESEARCHER, ADMIN, SUPERUSER, OTHER = (
-    "anonymous", "non-member", "annotator", "reviewer", "researcher", "admin", "superuser", "other-researcher")
+    "anonymous",
+    "non-member",
+    "annotator",
+    "reviewer",
+    "researcher",
+    "admin",
+    "superuser",
+    "other-researcher",
+)
 IDENTITIES = (ANON, STRANGER, ANNOTATOR, REVIEWER, RESEARCHER, ADMIN, SUPERUSER, OTHER)
 MEMBER_ROLE = {ANNOTATOR: Role.ANNOTATOR, REVIEWER: Role.REVIEWER, RESEARCHER: Role.RESEARCHER, ADMIN: Role.ADMIN}
 RANK = {Role.ANNOTATOR: 0, Role.REVIEWER: 1, Role.RESEARCHER: 2, Role.ADMIN: 3}
@@ -75,12 +84,14 @@ Rule = Callable[[str], object]
 
 def member(role: str) -> Rule:
     """Project-scoped: non-members 404, members below `role` 403; superusers act as admin."""
+
     def rule(who: str):
         if who == SUPERUSER:
             return "ok"
         if who not in MEMBER_ROLE:
             return 404
         return "ok" if RANK[MEMBER_ROLE[who]] >= RANK[role] else 403
+
     return rule
 
 
@@ -135,7 +146,7 @@ def wrong(method: str) -> Try:
 
 @dataclass(frozen=True)
 class Case:
-    kwargs: Callable[["World"], dict]
+    kwargs: Callable[[World], dict]
     rule: Rule
     tries: tuple[Try, ...]
     label: str = ""
@@ -191,15 +202,18 @@ ROUTES: dict[str, Route] = {
     # fields, and none ticked is refused).
     "io-project-settings": page(slug, member(Role.RESEARCHER), get(200), post(400, data={}), wrong("DELETE")),
     "io-invite": page(lambda w: {"token": w.invite_token}, signed_in, get(410), post(410)),
-    "work-amend": page(lambda w: {"slug": w.mine.slug, "annotation_id": w.annotation.pk}, own_task, get(200),
-                       wrong("POST")),
+    "work-amend": page(
+        lambda w: {"slug": w.mine.slug, "annotation_id": w.annotation.pk}, own_task, get(200), wrong("POST")
+    ),
     "io-import": page(slug, member(Role.RESEARCHER), get(200), post(400, data={}), wrong("DELETE")),
     "io-import-run": page(lambda w: {"slug": w.mine.slug, "run_id": w.run.pk}, member(Role.RESEARCHER), get(200)),
     "io-releases": page(slug, member(Role.RESEARCHER), get(200), post(400, data=INVALID), wrong("DELETE")),
     "io-release-download": page(lambda w: {"slug": w.mine.slug, "version": "v1"}, member(Role.RESEARCHER), get(200)),
     "work-annotate": page(slug, member(Role.ANNOTATOR), get(200), wrong("POST")),
     "work-review-list": page(slug, member(Role.REVIEWER), get(200), wrong("POST")),
-    "work-review-detail": page(lambda w: {"slug": w.mine.slug, "item_id": w.annotated.pk}, member(Role.REVIEWER), get(200)),
+    "work-review-detail": page(
+        lambda w: {"slug": w.mine.slug, "item_id": w.annotated.pk}, member(Role.REVIEWER), get(200)
+    ),
     "work-agreement": page(slug, member(Role.REVIEWER), get(200), wrong("POST")),
     "io-audit": page(slug, member(Role.RESEARCHER), get(200), get(400, query="since=yesterday"), wrong("POST")),
     # Crowd studies (annotation/views/studies.py): the project's researchers manage them. The public
@@ -208,63 +222,111 @@ ROUTES: dict[str, Route] = {
     # signed-in non-participant is never signed out by it. The finish page belongs to a study's
     # participants (nobody here is one: 404).
     "io-studies": page(slug, member(Role.RESEARCHER), get(200), post(400, data={}), wrong("DELETE")),
-    "io-study": page(lambda w: {"slug": w.mine.slug, "study_id": w.study.pk}, member(Role.RESEARCHER), get(200),
-                     post(400, data={}), wrong("DELETE")),
-    "io-study-csv": page(lambda w: {"slug": w.mine.slug, "study_id": w.study.pk}, member(Role.RESEARCHER), get(200),
-                         wrong("POST")),
+    "io-study": page(
+        lambda w: {"slug": w.mine.slug, "study_id": w.study.pk},
+        member(Role.RESEARCHER),
+        get(200),
+        post(400, data={}),
+        wrong("DELETE"),
+    ),
+    "io-study-csv": page(
+        lambda w: {"slug": w.mine.slug, "study_id": w.study.pk}, member(Role.RESEARCHER), get(200), wrong("POST")
+    ),
     "study-entry": Route("public", (Case(lambda w: {"token": w.study.token}, signed_in, (get(200), wrong("POST"))),)),
     "study-finish": page(lambda w: {"token": w.study.token}, lambda who: 404, get(404), wrong("POST")),
     "api-studies": api(slug, member(Role.RESEARCHER), get(200), post(400, data={"name": ""}), wrong("DELETE")),
-    "api-study": api(lambda w: {"slug": w.mine.slug, "study_id": w.study.pk}, member(Role.RESEARCHER), get(200),
-                     wrong("POST")),
-    "api-study-close": api(lambda w: {"slug": w.mine.slug, "study_id": w.study.pk}, member(Role.RESEARCHER), post(409),
-                           wrong("GET")),
-    "api-study-decision": api(lambda w: {"slug": w.mine.slug, "study_id": w.study.pk, "participant_id": w.participant.pk},
-                              member(Role.RESEARCHER), post(400, data={"decision": "maybe"}), wrong("GET")),
+    "api-study": api(
+        lambda w: {"slug": w.mine.slug, "study_id": w.study.pk}, member(Role.RESEARCHER), get(200), wrong("POST")
+    ),
+    "api-study-close": api(
+        lambda w: {"slug": w.mine.slug, "study_id": w.study.pk}, member(Role.RESEARCHER), post(409), wrong("GET")
+    ),
+    "api-study-decision": api(
+        lambda w: {"slug": w.mine.slug, "study_id": w.study.pk, "participant_id": w.participant.pk},
+        member(Role.RESEARCHER),
+        post(400, data={"decision": "maybe"}),
+        wrong("GET"),
+    ),
     # Annotation API
     "api-me": api(NO_ARGS, signed_in, get(200), wrong("DELETE")),
-    "api-projects": api(NO_ARGS, signed_in, get(200), Try("POST", frozenset({400}), data={"slug": "x"},
-                                                         rule=researcher_anywhere), wrong("DELETE")),
+    "api-projects": api(
+        NO_ARGS,
+        signed_in,
+        get(200),
+        Try("POST", frozenset({400}), data={"slug": "x"}, rule=researcher_anywhere),
+        wrong("DELETE"),
+    ),
     "api-members": api(slug, member(Role.RESEARCHER), get(200), post(400, data={"role": "boss"}), wrong("PUT")),
     "api-members-csv": api(slug, member(Role.RESEARCHER), post(400, multipart=True), wrong("GET")),
     # A role change refused for its data; a removal of someone who is not a member: 404 once let in.
-    "api-member": Route("api", (
-        Case(lambda w: {"slug": w.mine.slug, "user_id": w.users[ANNOTATOR].pk}, member(Role.RESEARCHER),
-             (Try("PATCH", frozenset({400}), data={"role": "boss"}), wrong("GET")), "member"),
-        Case(lambda w: {"slug": w.mine.slug, "user_id": w.users[STRANGER].pk}, member(Role.RESEARCHER),
-             (Try("DELETE", frozenset({404}), data={}),), "not a member"),
-    )),
-    "api-invites": api(slug, member(Role.RESEARCHER), get(200), get(400, query="state=gone"), post(400, data={"role": "boss"}),
-                       wrong("DELETE")),
+    "api-member": Route(
+        "api",
+        (
+            Case(
+                lambda w: {"slug": w.mine.slug, "user_id": w.users[ANNOTATOR].pk},
+                member(Role.RESEARCHER),
+                (Try("PATCH", frozenset({400}), data={"role": "boss"}), wrong("GET")),
+                "member",
+            ),
+            Case(
+                lambda w: {"slug": w.mine.slug, "user_id": w.users[STRANGER].pk},
+                member(Role.RESEARCHER),
+                (Try("DELETE", frozenset({404}), data={}),),
+                "not a member",
+            ),
+        ),
+    ),
+    "api-invites": api(
+        slug,
+        member(Role.RESEARCHER),
+        get(200),
+        get(400, query="state=gone"),
+        post(400, data={"role": "boss"}),
+        wrong("DELETE"),
+    ),
     # Revoking the world's invite, which expired: 409 once let in, nothing changes.
-    "api-invite-revoke": api(lambda w: {"slug": w.mine.slug, "invite_id": w.invite.pk}, member(Role.RESEARCHER), post(409),
-                             wrong("GET")),
+    "api-invite-revoke": api(
+        lambda w: {"slug": w.mine.slug, "invite_id": w.invite.pk}, member(Role.RESEARCHER), post(409), wrong("GET")
+    ),
     "api-invite-accept": api(lambda w: {"token": w.invite_token}, signed_in, post(410), wrong("GET")),
     "api-own-annotations": api(slug, member(Role.ANNOTATOR), get(200), wrong("POST")),
     "api-own-annotation": api(lambda w: {"annotation_id": w.annotation.pk}, own_task, get(200), wrong("POST")),
-    "api-annotation-amend": api(lambda w: {"annotation_id": w.annotation.pk}, own_task,
-                                post(400, data={"result": {}}), wrong("GET")),
+    "api-annotation-amend": api(
+        lambda w: {"annotation_id": w.annotation.pk}, own_task, post(400, data={"result": {}}), wrong("GET")
+    ),
     "api-project-overview": api(slug, member(Role.ANNOTATOR), get(200), wrong("DELETE")),
     # A box threshold for a quintuplet project: refused (400), nothing changes.
-    "api-project-thresholds": api(slug, member(Role.RESEARCHER), get(200),
-                                  Try("PATCH", frozenset({400}), data={"box_iou": 0.4}), wrong("DELETE")),
+    "api-project-thresholds": api(
+        slug, member(Role.RESEARCHER), get(200), Try("PATCH", frozenset({400}), data={"box_iou": 0.4}), wrong("DELETE")
+    ),
     "api-item-import": api(slug, member(Role.RESEARCHER), get(200), post(400, multipart=True), wrong("DELETE")),
     "api-import-run": api(lambda w: {"run_id": w.run.pk}, member(Role.RESEARCHER), get(200), wrong("DELETE")),
     "api-annotation-import": api(slug, member(Role.RESEARCHER), post(400, multipart=True), wrong("GET")),
     "api-releases": api(slug, member(Role.RESEARCHER), get(200), post(400, data=INVALID), wrong("DELETE")),
-    "api-release-export": api(lambda w: {"slug": w.mine.slug, "version": "v1"}, member(Role.RESEARCHER),
-                              get(200), get(400, query="fmt=exe"), wrong("DELETE")),
+    "api-release-export": api(
+        lambda w: {"slug": w.mine.slug, "version": "v1"},
+        member(Role.RESEARCHER),
+        get(200),
+        get(400, query="fmt=exe"),
+        wrong("DELETE"),
+    ),
     "api-task-next": api(slug, member(Role.ANNOTATOR), post(400, data={"exclude": "not a list"}), wrong("GET")),
     # The annotator's own task (submitted): drafts and submits refused for their data, renew and
     # skip refused as the task is no longer held.
     "api-task-draft": api(lambda w: {"task_id": w.task.pk}, own_task, put(400, data={"version": -1}), wrong("POST")),
     "api-task-renew": api(lambda w: {"task_id": w.task.pk}, own_task, post(409), wrong("GET")),
-    "api-task-submit": api(lambda w: {"task_id": w.task.pk}, own_task, post(400, data={"result": {}, "time_spent_ms": -1}),
-                           wrong("GET")),
+    "api-task-submit": api(
+        lambda w: {"task_id": w.task.pk}, own_task, post(400, data={"result": {}, "time_spent_ms": -1}), wrong("GET")
+    ),
     "api-task-skip": api(lambda w: {"task_id": w.task.pk}, own_task, post(409), wrong("GET")),
     "api-review-queue": api(slug, member(Role.REVIEWER), get(200), get(400, query="limit=x"), wrong("POST")),
-    "api-item-review": api(lambda w: {"item_id": w.annotated.pk}, member(Role.REVIEWER),
-                           get(200), post(400, data={"decision": "maybe"}), wrong("DELETE")),
+    "api-item-review": api(
+        lambda w: {"item_id": w.annotated.pk},
+        member(Role.REVIEWER),
+        get(200),
+        post(400, data={"decision": "maybe"}),
+        wrong("DELETE"),
+    ),
     "api-agreement": api(slug, member(Role.REVIEWER), get(200), wrong("POST")),
     "api-audit": api(slug, member(Role.RESEARCHER), get(200), get(400, query="action=nope"), wrong("POST")),
     "api-audit-export": api(slug, member(Role.RESEARCHER), get(200), get(400, query="fmt=xlsx"), wrong("POST")),
@@ -280,18 +342,27 @@ ROUTES: dict[str, Route] = {
     "api-job-retry-failed": api(lambda w: {"pk": w.queued_job.pk}, member(Role.RESEARCHER), post(200), wrong("GET")),
     # Evaluation pages and API
     "evaluation:leaderboard": page(slug, member(Role.RESEARCHER), get(200)),
-    "evaluation:leaderboard-download": page(lambda w: {"slug": w.mine.slug, "fmt": "csv"}, member(Role.RESEARCHER), get(200)),
+    "evaluation:leaderboard-download": page(
+        lambda w: {"slug": w.mine.slug, "fmt": "csv"}, member(Role.RESEARCHER), get(200)
+    ),
     "evaluation:correlation": page(osc_slug, member(Role.RESEARCHER), get(200)),
-    "evaluation:correlation-download": page(lambda w: {"slug": w.osc.slug, "fmt": "json"}, member(Role.RESEARCHER), get(200)),
-    "api-leaderboard": api(slug, member(Role.RESEARCHER), get(200), get(200, query="fmt=csv"), get(400, query="fmt=exe"), wrong("POST")),
+    "evaluation:correlation-download": page(
+        lambda w: {"slug": w.osc.slug, "fmt": "json"}, member(Role.RESEARCHER), get(200)
+    ),
+    "api-leaderboard": api(
+        slug, member(Role.RESEARCHER), get(200), get(200, query="fmt=csv"), get(400, query="fmt=exe"), wrong("POST")
+    ),
     "api-correlation": api(osc_slug, member(Role.RESEARCHER), get(200), get(200, query="fmt=latex"), wrong("POST")),
     # Media: stored assets for any member of a project using them, the upload area for
     # researchers anywhere, anything else for superusers only.
-    "media": Route("page", (
-        Case(lambda w: {"path": w.asset.file.name}, member(Role.ANNOTATOR), (get(200),), "asset"),
-        Case(lambda w: {"path": "incoming/upload.png"}, researcher_anywhere, (get(200),), "upload area"),
-        Case(lambda w: {"path": "exports/job-1.json"}, superuser_only, (get(200),), "other file"),
-    )),
+    "media": Route(
+        "page",
+        (
+            Case(lambda w: {"path": w.asset.file.name}, member(Role.ANNOTATOR), (get(200),), "asset"),
+            Case(lambda w: {"path": "incoming/upload.png"}, researcher_anywhere, (get(200),), "upload area"),
+            Case(lambda w: {"path": "exports/job-1.json"}, superuser_only, (get(200),), "other file"),
+        ),
+    ),
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -317,7 +388,8 @@ def test_every_url_pattern_has_an_entry():
     missing = sorted(f"{key} ({route})" for key, route in found.items() if key not in ROUTES)
     assert not missing, (
         "URL patterns without an entry in tests/test_permission_matrix.py ROUTES (say who may use them): "
-        + ", ".join(missing))
+        + ", ".join(missing)
+    )
     stale = sorted(set(ROUTES) - set(found))
     assert not stale, f"ROUTES entries for patterns that no longer exist: {', '.join(stale)}"
     admin_routes = [route for key, route, ns in url_patterns() if ns == ADMIN_NAMESPACE]
@@ -351,13 +423,16 @@ class World:
 
 def build_world(media_root: Path) -> World:
     from django.contrib.auth import get_user_model
+
     from inference.services import predictions_import
+    from protocols.oscbench import CRITERIA
     from tests.evaluation.factories import make_release, rate
     from tests.helpers.items import osc_payload, status_payload
-    from protocols.oscbench import CRITERIA
 
     User = get_user_model()
-    users = {who: User.objects.create_user(f"m-{who}", password=None) for who in IDENTITIES if who not in (ANON, SUPERUSER)}
+    users = {
+        who: User.objects.create_user(f"m-{who}", password=None) for who in IDENTITIES if who not in (ANON, SUPERUSER)
+    }
     users[SUPERUSER] = User.objects.create_superuser("m-superuser", "root@example.org", None)
     tokens = {who: Token.objects.create(user=u).key for who, u in users.items()}
 
@@ -376,8 +451,15 @@ def build_world(media_root: Path) -> World:
     for i, level in enumerate([1, 3, 5]):
         for rater in ("r1", "r2"):
             rate(f"g{i}", osc, rater, {c: level for c in CRITERIA})
-    predictions_import(project=osc, lines=[json.dumps({"item": f"g{i}", "query": "judge", "answer": {c: lv for c in CRITERIA}})
-                                           for i, lv in enumerate([2, 3, 4])], model_name="j1", release=osc.releases.get())
+    predictions_import(
+        project=osc,
+        lines=[
+            json.dumps({"item": f"g{i}", "query": "judge", "answer": {c: lv for c in CRITERIA}})
+            for i, lv in enumerate([2, 3, 4])
+        ],
+        model_name="j1",
+        release=osc.releases.get(),
+    )
 
     # A stored asset of an item of `mine`, the upload area and a job export on disk.
     png = b"\x89PNG\r\n\x1a\n" + b"\0" * 32
@@ -388,27 +470,77 @@ def build_world(media_root: Path) -> World:
         (media_root / name).write_bytes(body)
     asset = MediaAsset.objects.create(sha256=sha, kind="image", file=rel, mime="image/png", size_bytes=len(png))
 
-    annotated = Item.objects.create(project=mine, external_id="annotated", payload=status_payload(7),
-                                    media={"image_a": sha, "image_b": sha}, status=ItemStatus.ANNOTATED)
-    task = Task.objects.create(item=annotated, annotator=users[ANNOTATOR], status=TaskStatus.SUBMITTED,
-                               lease_expires=timezone.now() - timedelta(minutes=1))
-    annotation = Annotation.objects.create(item=annotated, annotator=users[ANNOTATOR], task=task,
-                                           result={"state_a": "closed"})
-    run = ImportRun.objects.create(project=mine, created_by=users[RESEARCHER], file_name="items.jsonl",
-                                   status="refused", errors=["line 1: field id: required"], error_count=1)
-    finished_job = InferenceJob.objects.create(model_name="m1", project=mine, release=release, protocol="status",
-                                               status=JobStatus.FINISHED, finished_at=timezone.now())
-    queued_job = InferenceJob.objects.create(model_name="m2", project=mine, release=release, protocol="status",
-                                             status=JobStatus.QUEUED)
+    annotated = Item.objects.create(
+        project=mine,
+        external_id="annotated",
+        payload=status_payload(7),
+        media={"image_a": sha, "image_b": sha},
+        status=ItemStatus.ANNOTATED,
+    )
+    task = Task.objects.create(
+        item=annotated,
+        annotator=users[ANNOTATOR],
+        status=TaskStatus.SUBMITTED,
+        lease_expires=timezone.now() - timedelta(minutes=1),
+    )
+    annotation = Annotation.objects.create(
+        item=annotated, annotator=users[ANNOTATOR], task=task, result={"state_a": "closed"}
+    )
+    run = ImportRun.objects.create(
+        project=mine,
+        created_by=users[RESEARCHER],
+        file_name="items.jsonl",
+        status="refused",
+        errors=["line 1: field id: required"],
+        error_count=1,
+    )
+    finished_job = InferenceJob.objects.create(
+        model_name="m1",
+        project=mine,
+        release=release,
+        protocol="status",
+        status=JobStatus.FINISHED,
+        finished_at=timezone.now(),
+    )
+    queued_job = InferenceJob.objects.create(
+        model_name="m2", project=mine, release=release, protocol="status", status=JobStatus.QUEUED
+    )
     invite_token = "expired-invite-token"
-    invite = ProjectInvite.objects.create(project=mine, role=Role.ANNOTATOR, created_by=users[RESEARCHER],
-                                          token_sha256=hashlib.sha256(invite_token.encode()).hexdigest(),
-                                          expires_at=timezone.now() - timedelta(hours=1))
-    world = World(users, tokens, mine, osc, other, annotated, annotation, task, run, finished_job, queued_job, asset,
-                  media_root, invite_token, invite)
+    invite = ProjectInvite.objects.create(
+        project=mine,
+        role=Role.ANNOTATOR,
+        created_by=users[RESEARCHER],
+        token_sha256=hashlib.sha256(invite_token.encode()).hexdigest(),
+        expires_at=timezone.now() - timedelta(hours=1),
+    )
+    world = World(
+        users,
+        tokens,
+        mine,
+        osc,
+        other,
+        annotated,
+        annotation,
+        task,
+        run,
+        finished_job,
+        queued_job,
+        asset,
+        media_root,
+        invite_token,
+        invite,
+    )
     from annotation.models import Study, StudyParticipant
-    world.study = Study.objects.create(project=mine, name="s", token="matrix-study-token", max_participants=1,
-                                       tasks_per_participant=1, completion_code="C", is_open=False)
+
+    world.study = Study.objects.create(
+        project=mine,
+        name="s",
+        token="matrix-study-token",
+        max_participants=1,
+        tasks_per_participant=1,
+        completion_code="C",
+        is_open=False,
+    )
     crowd = User.objects.create_user("prolific-matrix", password=None)
     world.participant = StudyParticipant.objects.create(study=world.study, user=crowd, external_id="matrix")
     return world
@@ -441,11 +573,19 @@ DOMAIN_APPS = ("annotation", "inference", "evaluation", "authtoken", "auth")
 
 def fingerprint() -> str:
     """One digest of every row of the domain tables: equal before and after means nothing changed."""
-    tables = sorted({m._meta.db_table for label in DOMAIN_APPS for m in apps.get_app_config(label).get_models()
-                     if m._meta.managed and not m._meta.proxy})
+    tables = sorted(
+        {
+            m._meta.db_table
+            for label in DOMAIN_APPS
+            for m in apps.get_app_config(label).get_models()
+            if m._meta.managed and not m._meta.proxy
+        }
+    )
     sql = " UNION ALL ".join(
-        f"SELECT '{t}', md5(coalesce(string_agg(x::text, '|' ORDER BY x::text), '')) FROM {connection.ops.quote_name(t)} x"
-        for t in tables)
+        f"SELECT '{t}', md5(coalesce(string_agg(x::text, '|' ORDER BY x::text), '')) "
+        f"FROM {connection.ops.quote_name(t)} x"
+        for t in tables
+    )
     with connection.cursor() as cur:
         cur.execute(sql)
         return hashlib.sha256(repr(cur.fetchall()).encode()).hexdigest()
@@ -454,8 +594,9 @@ def fingerprint() -> str:
 def client_as(w: World, who: str, mode: str) -> Client:
     # 5xx come back as responses (and show up as mismatches) instead of aborting the walk.
     if mode == TOKEN:
-        return Client(raise_request_exception=False,
-                      headers={"Authorization": f"Token {w.tokens[who]}"} if who != ANON else {})
+        return Client(
+            raise_request_exception=False, headers={"Authorization": f"Token {w.tokens[who]}"} if who != ANON else {}
+        )
     client = Client(raise_request_exception=False)
     if who != ANON:
         client.force_login(w.users[who])
@@ -516,8 +657,10 @@ def test_permission_matrix(world, clients):
                         response = send(clients[(who, mode)], attempt, full, entry.kind)
                         asked += 1
                         if not check(response, want):
-                            mismatches.append(f"{label} as {who} ({mode}): got {describe(response)}, expected "
-                                              f"{want if want == 'login' else sorted(want)}")
+                            mismatches.append(
+                                f"{label} as {who} ({mode}): got {describe(response)}, expected "
+                                f"{want if want == 'login' else sorted(want)}"
+                            )
                 if before is not None and fingerprint() != before:
                     changed.append(label)
     assert asked > 1000
@@ -534,8 +677,11 @@ def test_a_wrong_token_is_refused_not_anonymous(world):
     for n, (key, entry) in enumerate(ROUTES.items()):
         if entry.kind == "api" and key in present:
             url = reverse(key, kwargs=entry.cases[0].kwargs(world))
-            client = Client(raise_request_exception=False, REMOTE_ADDR=f"198.51.100.{n + 1}",
-                            headers={"Authorization": "Token " + "0" * 40})
+            client = Client(
+                raise_request_exception=False,
+                REMOTE_ADDR=f"198.51.100.{n + 1}",
+                headers={"Authorization": "Token " + "0" * 40},
+            )
             response = client.get(url)
             if response.status_code not in (401, 403) or response.json() != {"detail": "Invalid token."}:
                 wrong_ones.append(f"{key} GET {url}: {response.status_code} {response.content[:200]!r}")
@@ -548,7 +694,9 @@ def test_session_writes_need_the_csrf_token(world, settings):
     client = Client(enforce_csrf_checks=True)
     client.force_login(world.users[RESEARCHER])
     before = fingerprint()
-    api_post = client.post("/api/projects/mine/releases/", json.dumps({"version": "v9"}), content_type="application/json")
+    api_post = client.post(
+        "/api/projects/mine/releases/", json.dumps({"version": "v9"}), content_type="application/json"
+    )
     page_post = client.post("/projects/mine/releases/", {"version": "v9"})
     assert (api_post.status_code, page_post.status_code) == (403, 403)
     assert "CSRF" in api_post.json()["detail"]
@@ -567,8 +715,15 @@ SUPERUSER_ONLY_MODELS = ("auth.user", "auth.group", "authtoken.tokenproxy")
 
 def admin_pages(w: World) -> list[tuple[str, object, object]]:
     """(url, model admin, row) for the index and each registered model's list and change page."""
-    seeded = {Project: w.mine, Item: w.annotated, MediaAsset: w.asset, ImportRun: w.run, InferenceJob: w.finished_job,
-              Annotation: w.annotation, Membership: Membership.objects.filter(project=w.mine).first()}
+    seeded = {
+        Project: w.mine,
+        Item: w.annotated,
+        MediaAsset: w.asset,
+        ImportRun: w.run,
+        InferenceJob: w.finished_job,
+        Annotation: w.annotation,
+        Membership: Membership.objects.filter(project=w.mine).first(),
+    }
     pages = [("/admin/", None, None)]
     for model, model_admin in admin.site._registry.items():
         base = f"/admin/{model._meta.app_label}/{model._meta.model_name}/"

@@ -7,6 +7,7 @@ are fixed points, and a valid generated item survives import -> freeze -> export
 
 Examples are derandomized (the same on every run and in CI) and few enough to stay fast.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -37,10 +38,18 @@ FAST = settings(max_examples=40, deadline=None, derandomize=True, suppress_healt
 # ---------------------------------------------------------------------------------------------
 # Strategies
 
-scalars = (st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
-           | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=30))
-json_values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4)
-                           | st.dictionaries(st.text(max_size=10), inner, max_size=4), max_leaves=12)
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=30)
+)
+json_values = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    max_leaves=12,
+)
 # Text that looks like what models and people write: letters, digits, separators, JSON fragments.
 answer_text = st.text(alphabet=string.ascii_letters + string.digits + " ,;:.()[]{}\"'\n-*#/\x00é", max_size=60)
 option_lists = st.lists(st.text(min_size=1, max_size=20), min_size=1, max_size=6)
@@ -93,8 +102,11 @@ def test_item_line_is_checked_or_refused_by_field(protocol, verified, data):
         for field_name, relpath, kind in out.media_paths:
             assert isinstance(relpath, str) and "\x00" not in relpath and kind in ("image", "video")
         # Canonical: the stored payload checks again to itself.
-        again = check_item(protocol, {"id": out.external_id, **out.payload, "split": out.split, "tags": out.tags,
-                                      "gold": out.gold}, verified=verified)
+        again = check_item(
+            protocol,
+            {"id": out.external_id, **out.payload, "split": out.split, "tags": out.tags, "gold": out.gold},
+            verified=verified,
+        )
         assert isinstance(again, CheckedItem) and again.payload == out.payload
     else:
         assert_field_errors(out)
@@ -106,9 +118,13 @@ def oscbench_gold_lines(draw):
     """An OSCBench line with a gold flag and expected scores, each valid, near valid or anything."""
     line = sample_line("oscbench", draw(st.integers(0, 40)))
     valid = st.dictionaries(st.sampled_from(OSC_CRITERIA), st.integers(1, 5), min_size=1, max_size=8).map(
-        lambda d: {**d, **{c: None for c in OSC_NULLABLE if c in d and d[c] == 3}})  # some N/A
-    near = st.dictionaries(st.sampled_from(OSC_CRITERIA) | st.text(max_size=8),
-                           st.sampled_from([None, 1, 3, 5, 0, 6, True, 2.0, "4"]), max_size=4)
+        lambda d: {**d, **{c: None for c in OSC_NULLABLE if c in d and d[c] == 3}}
+    )  # some N/A
+    near = st.dictionaries(
+        st.sampled_from(OSC_CRITERIA) | st.text(max_size=8),
+        st.sampled_from([None, 1, 3, 5, 0, 6, True, 2.0, "4"]),
+        max_size=4,
+    )
     gold = draw(st.sampled_from([True, True, False, None]) | json_values)
     if gold is not None:
         line["gold"] = gold
@@ -130,8 +146,9 @@ def test_oscbench_gold_line_is_checked_or_refused_by_field(obj):
         if expected is not None:
             assert expected and list(expected) == [c for c in OSC_CRITERIA if c in expected]
             assert all(canonical.is_score(v) or (v is None and c in OSC_NULLABLE) for c, v in expected.items())
-        again = check_item("oscbench", {"id": out.external_id, **out.payload, "split": out.split, "tags": out.tags,
-                                        "gold": out.gold})
+        again = check_item(
+            "oscbench", {"id": out.external_id, **out.payload, "split": out.split, "tags": out.tags, "gold": out.gold}
+        )
         assert isinstance(again, CheckedItem) and again == out
     else:
         assert_field_errors(out)
@@ -157,9 +174,13 @@ def test_a_nul_byte_in_a_media_path_is_refused_by_field(protocol):
 
 @st.composite
 def near_valid_ratings(draw):
-    line = {"item": "osc-1", "rater": "r1",
-            "scores": {c: draw(st.sampled_from([1, 2, 3, 4, 5] + ([None] if c in OSC_NULLABLE else [])))
-                       for c in OSC_CRITERIA}}
+    line = {
+        "item": "osc-1",
+        "rater": "r1",
+        "scores": {
+            c: draw(st.sampled_from([1, 2, 3, 4, 5] + ([None] if c in OSC_NULLABLE else []))) for c in OSC_CRITERIA
+        },
+    }
     for _ in range(draw(st.integers(0, 3))):
         target = draw(st.sampled_from(("line", "scores")))
         where = line if target == "line" else line["scores"] if isinstance(line.get("scores"), dict) else line
@@ -189,9 +210,12 @@ def test_rating_line_is_checked_or_refused_by_field(obj):
 def test_qa_answer_line_is_checked_or_refused_by_field(protocol, data):
     # The item is one the importer accepted (the stored payload is what an answer is checked against).
     payload = check_item(protocol, sample_line(protocol, data.draw(st.integers(0, 40))), verified=True).payload
-    obj = {"item": data.draw(st.sampled_from(["it-1", "", 7])), "annotator": data.draw(st.sampled_from(["a1", None, ""])),
-           "answer": data.draw(json_values | st.sampled_from(["b", "a, c", "A;C", ["c", "a"], 2, "cup, jar"])),
-           "flags": data.draw(st.lists(st.sampled_from(QA_FLAGS + ("bogus",)), max_size=3) | json_values)}
+    obj = {
+        "item": data.draw(st.sampled_from(["it-1", "", 7])),
+        "annotator": data.draw(st.sampled_from(["a1", None, ""])),
+        "answer": data.draw(json_values | st.sampled_from(["b", "a, c", "A;C", ["c", "a"], 2, "cup, jar"])),
+        "flags": data.draw(st.lists(st.sampled_from(QA_FLAGS + ("bogus",)), max_size=3) | json_values),
+    }
     if data.draw(st.booleans()):
         obj[data.draw(st.text(max_size=8))] = data.draw(json_values)
     out = check_qa_answer(obj, protocol, payload)
@@ -218,8 +242,9 @@ def test_an_empty_set_answer_is_stored_as_it_is_checked():
         assert list(refused.value.errors) == ["answer"]
         assert out == [FieldError("answer", refused.value.errors["answer"])], empty
 
-        flagged = check_qa_answer({"item": "it-1", "annotator": "a1", "answer": empty, "flags": ["ambiguous"]},
-                                  "visualtrans", payload)
+        flagged = check_qa_answer(
+            {"item": "it-1", "annotator": "a1", "answer": empty, "flags": ["ambiguous"]}, "visualtrans", payload
+        )
         assert isinstance(flagged, CheckedAnnotation) and flagged.result == {"answer": None, "flags": ["ambiguous"]}
         again = check_qa_answer({"item": "it-1", "annotator": "a1", **flagged.result}, "visualtrans", payload)
         assert isinstance(again, CheckedAnnotation) and again.result == flagged.result
@@ -236,13 +261,32 @@ def test_an_imported_qa_answer_is_accepted_and_stored_as_its_submit(protocol, da
     if protocol == "m3verse":
         line["multiple"] = data.draw(st.sampled_from([True, False, None]))
     payload = check_item(protocol, {k: v for k, v in line.items() if v is not None}, verified=True).payload
-    answer = data.draw(json_values | st.sampled_from(["b", "a, c", "A;C", ["c", "a"], ["A", "A"], 2, "3", [], "",
-                                                      ["  "], "cup, jar", ["cup", " big  bowl"], ["D"]]))
+    answer = data.draw(
+        json_values
+        | st.sampled_from(
+            [
+                "b",
+                "a, c",
+                "A;C",
+                ["c", "a"],
+                ["A", "A"],
+                2,
+                "3",
+                [],
+                "",
+                ["  "],
+                "cup, jar",
+                ["cup", " big  bowl"],
+                ["D"],
+            ]
+        )
+    )
     flags = data.draw(st.lists(st.sampled_from(QA_FLAGS), max_size=2, unique=True))
     shape = qa_shape(protocol=protocol, payload=payload)
     try:
-        submitted = validate_result("qa", {"answer": answer, "flags": flags},
-                                    QAContext(shape["format"], shape["n_options"], shape["multiple"])).result
+        submitted = validate_result(
+            "qa", {"answer": answer, "flags": flags}, QAContext(shape["format"], shape["n_options"], shape["multiple"])
+        ).result
     except ResultInvalid:
         submitted = None
     out = check_qa_answer({"item": "it-1", "annotator": "a1", "answer": answer, "flags": flags}, protocol, payload)
@@ -258,8 +302,11 @@ def test_an_imported_qa_answer_is_accepted_and_stored_as_its_submit(protocol, da
 
 
 @FAST
-@given(answer=json_values | st.sampled_from(["b", "a, c", " A;C ", ["c", "a"], "12", " 3 ", "cup,  jar ,"]),
-       fmt=st.sampled_from(["choice", "count", "set"]), multiple=st.booleans())
+@given(
+    answer=json_values | st.sampled_from(["b", "a, c", " A;C ", ["c", "a"], "12", " 3 ", "cup,  jar ,"]),
+    fmt=st.sampled_from(["choice", "count", "set"]),
+    multiple=st.booleans(),
+)
 def test_qa_answer_canonical_form_is_a_fixed_point(answer, fmt, multiple):
     once = canonical.qa_answer(answer, fmt=fmt, multiple=multiple)
     assert canonical.qa_answer(once, fmt=fmt, multiple=multiple) == once
@@ -280,7 +327,7 @@ def assert_canonical_answer(protocol: str, value, options: list, fmt: str | None
     if value is None:
         return
     if protocol == "status" or (protocol == "visualtrans" and fmt == "choice"):
-        assert value in LETTERS[:len(options)]
+        assert value in LETTERS[: len(options)]
     elif protocol == "changeit":
         assert type(value) is int and 1 <= value <= len(options)
     elif protocol == "visualtrans" and fmt == "count":
@@ -288,15 +335,24 @@ def assert_canonical_answer(protocol: str, value, options: list, fmt: str | None
     elif protocol == "visualtrans":
         assert isinstance(value, list) and all(isinstance(v, str) for v in value)
     elif protocol == "m3verse":
-        assert isinstance(value, list) and value == sorted(set(value)) and set(value) <= set(LETTERS[:len(options)])
+        assert isinstance(value, list) and value == sorted(set(value)) and set(value) <= set(LETTERS[: len(options)])
     elif protocol == "oscbench":
         assert list(value) == list(OSC_CRITERIA)
         assert all(v is None or (type(v) is int and 1 <= v <= 5) for v in value.values())
 
 
-@pytest.mark.parametrize("protocol,fmt", [("status", None), ("changeit", None), ("visualtrans", "choice"),
-                                          ("visualtrans", "count"), ("visualtrans", "set"), ("m3verse", None),
-                                          ("oscbench", None)])
+@pytest.mark.parametrize(
+    "protocol,fmt",
+    [
+        ("status", None),
+        ("changeit", None),
+        ("visualtrans", "choice"),
+        ("visualtrans", "count"),
+        ("visualtrans", "set"),
+        ("m3verse", None),
+        ("oscbench", None),
+    ],
+)
 @FAST
 @given(raw=answer_text | json_values | st.builds(json.dumps, json_values), options=option_lists)
 def test_model_reply_parses_to_a_canonical_answer_or_none(protocol, fmt, raw, options):
@@ -304,11 +360,16 @@ def test_model_reply_parses_to_a_canonical_answer_or_none(protocol, fmt, raw, op
     assert_canonical_answer(protocol, value, options, fmt)
 
 
-@pytest.mark.parametrize("protocol,fmt", [("status", None), ("visualtrans", "choice"), ("m3verse", None),
-                                          ("changeit", None)])
+@pytest.mark.parametrize(
+    "protocol,fmt", [("status", None), ("visualtrans", "choice"), ("m3verse", None), ("changeit", None)]
+)
 @FAST
-@given(options=st.lists(st.text(alphabet=string.ascii_lowercase + " ", min_size=3, max_size=15), min_size=2, max_size=6,
-                        unique=True), data=st.data())
+@given(
+    options=st.lists(
+        st.text(alphabet=string.ascii_lowercase + " ", min_size=3, max_size=15), min_size=2, max_size=6, unique=True
+    ),
+    data=st.data(),
+)
 def test_a_canonical_answer_parses_to_itself(protocol, fmt, options, data):
     n = len(options)
     if protocol == "changeit":
@@ -324,8 +385,14 @@ def test_a_canonical_answer_parses_to_itself(protocol, fmt, options, data):
 
 
 @FAST
-@given(raw=answer_text | st.builds(json.dumps, json_values) | st.builds(
-    json.dumps, st.fixed_dictionaries({c: st.integers(0, 6) | st.none() | st.text(max_size=3) for c in OSC_CRITERIA})))
+@given(
+    raw=answer_text
+    | st.builds(json.dumps, json_values)
+    | st.builds(
+        json.dumps,
+        st.fixed_dictionaries({c: st.integers(0, 6) | st.none() | st.text(max_size=3) for c in OSC_CRITERIA}),
+    )
+)
 def test_judge_reply_parses_to_scores_or_none(raw):
     value = answers.parse_judge(raw, OSC_CRITERIA)
     assert_canonical_answer("oscbench", value, [], None)
@@ -337,11 +404,19 @@ def test_judge_reply_parses_to_scores_or_none(raw):
 
 def contexts(workflow: str):
     if workflow == "box":
-        return st.builds(BoxContext, width=st.none() | st.integers(1, 4000), height=st.none() | st.integers(1, 4000),
-                         labels=st.lists(st.text(min_size=1, max_size=12), max_size=4).map(tuple))
+        return st.builds(
+            BoxContext,
+            width=st.none() | st.integers(1, 4000),
+            height=st.none() | st.integers(1, 4000),
+            labels=st.lists(st.text(min_size=1, max_size=12), max_size=4).map(tuple),
+        )
     if workflow == "qa":
-        return st.builds(QAContext, format=st.sampled_from(["choice", "count", "set"]), n_options=st.integers(0, 8),
-                         multiple=st.booleans())
+        return st.builds(
+            QAContext,
+            format=st.sampled_from(["choice", "count", "set"]),
+            n_options=st.integers(0, 8),
+            multiple=st.booleans(),
+        )
     if workflow == "rating":
         return st.just(RATING)
     return st.none()
@@ -381,8 +456,12 @@ def test_result_is_validated_or_refused_by_field(workflow, data):
 # Whole files (annotation.importing.items_import / annotations_import) against PostgreSQL
 
 LINE_OR_FILE = re.compile(r"^(line \d+|file|[\w./-]+): field .*: .+", re.S)
-DB = settings(max_examples=6, deadline=None, derandomize=True,
-              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+DB = settings(
+    max_examples=6,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 
 @pytest.fixture(scope="module")
@@ -405,8 +484,13 @@ def test_item_file_is_imported_whole_or_refused_naming_line_and_field(protocol, 
     from annotation.importing import ImportRefused, items_import
     from annotation.models import Item, MediaAsset, Project
 
-    lines = data.draw(st.lists(near_valid_items(protocol).map(json.dumps) | answer_text | st.builds(json.dumps, json_values),
-                               min_size=1, max_size=4))
+    lines = data.draw(
+        st.lists(
+            near_valid_items(protocol).map(json.dumps) | answer_text | st.builds(json.dumps, json_values),
+            min_size=1,
+            max_size=4,
+        )
+    )
     path = sample_media[protocol] / "items.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8", errors="surrogatepass")
     project = Project.objects.filter(slug=f"prop-{protocol}").first() or make_project(f"prop-{protocol}", protocol)
@@ -422,8 +506,11 @@ def test_item_file_is_imported_whole_or_refused_naming_line_and_field(protocol, 
 
 @pytest.mark.django_db
 @DB
-@given(lines=st.lists(near_valid_ratings().map(json.dumps) | answer_text | st.builds(json.dumps, json_values),
-                      min_size=1, max_size=4))
+@given(
+    lines=st.lists(
+        near_valid_ratings().map(json.dumps) | answer_text | st.builds(json.dumps, json_values), min_size=1, max_size=4
+    )
+)
 def test_rating_file_is_imported_whole_or_refused_naming_line_and_field(lines, make_project, tmp_path_factory):
     from annotation.importing import ImportRefused, annotations_import
     from annotation.models import Annotation, Item, Project
@@ -449,9 +536,13 @@ _roundtrips = itertools.count()
 def valid_status_lines(draw):
     words = st.text(alphabet=string.ascii_letters + " éü-", min_size=3, max_size=40).filter(lambda s: s.strip())
     line = sample_line("status", draw(st.integers(0, 7)))
-    line.update(state_a=draw(words), state_b=draw(words), change=draw(words),
-                change_distractors=draw(st.lists(words, min_size=3, max_size=3)),
-                difference=draw(st.sampled_from(["slight", "significant"])))
+    line.update(
+        state_a=draw(words),
+        state_b=draw(words),
+        change=draw(words),
+        change_distractors=draw(st.lists(words, min_size=3, max_size=3)),
+        difference=draw(st.sampled_from(["slight", "significant"])),
+    )
     return line
 
 
@@ -460,7 +551,6 @@ def valid_status_lines(draw):
 @given(line=valid_status_lines())
 def test_valid_item_survives_import_freeze_export(line, make_project, sample_media):
     from annotation.importing import items_import
-    from annotation.models import Project
     from annotation.releases import release_freeze, release_lines
 
     checked = check_item("status", line, verified=True)

@@ -1,5 +1,6 @@
 """The README stands on its own for a newcomer: nothing it points to lies outside the repository,
 it says which demo login can do what, and that the demo runs background work at once."""
+
 import re
 from pathlib import Path
 
@@ -17,9 +18,20 @@ def test_readme_points_at_nothing_outside_the_repository():
 
 
 def test_readme_import_table_names_every_protocols_fields():
-    section = README[README.index("## Importing data"):README.index("## Roles")]
-    for field in ("image_a", "change_distractors", "distractors", "bbox", "format", "options", "video_before",
-                  "multiple", "hallucination", "prompt", "action_category"):
+    section = README[README.index("## Importing data") : README.index("## Roles")]
+    for field in (
+        "image_a",
+        "change_distractors",
+        "distractors",
+        "bbox",
+        "format",
+        "options",
+        "video_before",
+        "multiple",
+        "hallucination",
+        "prompt",
+        "action_category",
+    ):
         assert f"`{field}`" in section, field
 
 

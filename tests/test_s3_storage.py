@@ -3,6 +3,7 @@ real S3-protocol server on loopback (moto's standalone server, in its own proces
 imports write to the bucket, /media/ checks permissions then redirects to a presigned URL, workers
 copy media into their cache, release exports read from the bucket. Nothing lands under MEDIA_ROOT.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -23,6 +24,7 @@ from annotation.releases import release_export, release_freeze
 from tests.s3_server import zipped
 
 pytestmark = pytest.mark.django_db
+
 
 def files_under(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file())
@@ -56,7 +58,8 @@ def test_an_import_writes_its_media_to_the_bucket_and_nothing_under_media_root(i
 
 
 def test_a_member_is_redirected_to_a_presigned_url_that_serves_the_bytes_as_the_recorded_type(
-        imported, client, s3_endpoint):
+    imported, client, s3_endpoint
+):
     stored = imported["bucket"]["objects"]()
     client.force_login(imported["ann"])
     for asset in MediaAsset.objects.all():
@@ -90,8 +93,12 @@ def test_a_non_member_gets_404_and_no_redirect(imported, client, make_user, make
 
 
 def test_a_superuser_gets_other_objects_only_as_an_attachment(imported, client, make_user):
-    imported["bucket"]["client"].put_object(Bucket=imported["bucket"]["name"], Key="exports/note.html",
-                                            Body=b"<script>alert(1)</script>", ContentType="text/html")
+    imported["bucket"]["client"].put_object(
+        Bucket=imported["bucket"]["name"],
+        Key="exports/note.html",
+        Body=b"<script>alert(1)</script>",
+        ContentType="text/html",
+    )
     client.force_login(make_user("root", superuser=True))
     response = client.get("/media/exports/note.html")
     assert response.status_code == 302
@@ -148,8 +155,10 @@ def test_a_job_runs_on_media_from_the_bucket_and_writes_its_exports_there(import
         stored = imported["bucket"]["objects"]()
         assert b'"queries": %d' % (items * queries) in stored[f"exports/jobs/{job.pk}/results.json"]
         assert len(stored[f"exports/jobs/{job.pk}/samples.jsonl"].splitlines()) == items * queries
-    cached = {p.relative_to(Path(settings.CACHE_ROOT) / "storage").as_posix()
-              for p in files_under(Path(settings.CACHE_ROOT) / "storage")}
+    cached = {
+        p.relative_to(Path(settings.CACHE_ROOT) / "storage").as_posix()
+        for p in files_under(Path(settings.CACHE_ROOT) / "storage")
+    }
     assert cached == set(MediaAsset.objects.values_list("file", flat=True))
     assert files_under(settings.MEDIA_ROOT) == []
 
@@ -165,18 +174,26 @@ def video_job(imported, settings, monkeypatch):
         monkeypatch.setattr(module, "enqueue", lambda task, *args, queue=None, tracked_run=None: None)
     decoded = []
     real_extract = media.extract_frames
-    monkeypatch.setattr(media, "extract_frames", lambda *a, **k: decoded.append(settings.CACHE_ROOT) or real_extract(*a, **k))
+    monkeypatch.setattr(
+        media, "extract_frames", lambda *a, **k: decoded.append(settings.CACHE_ROOT) or real_extract(*a, **k)
+    )
     release = release_freeze(project=imported["videos"], version="v1")
     endpoint = services.endpoint_create(name="Random", backend="random", options={"seed": 1})
-    job = services.job_create(endpoint=endpoint, project=imported["videos"], release=release, start=False,
-                              params={"frames": 3, "prepare_frames": True, "chunk_size": 10})
+    job = services.job_create(
+        endpoint=endpoint,
+        project=imported["videos"],
+        release=release,
+        start=False,
+        params={"frames": 3, "prepare_frames": True, "chunk_size": 10},
+    )
     services.job_start(job_id=job.pk)
     ids = list(release.release_items.order_by("position").values_list("item_id", flat=True))
     return {"job": job, "ids": ids, "decoded": decoded, "objects": imported["bucket"]["objects"]}
 
 
 def test_frames_prepared_on_one_host_reach_a_gpu_worker_on_another_through_the_bucket(
-        video_job, settings, tmp_path, monkeypatch):
+    video_job, settings, tmp_path, monkeypatch
+):
     """No folder is shared: the CPU worker that prepares a job's frames and the GPU worker that
     runs its chunk have their own CACHE_ROOT; the chunk still decodes no video."""
     from storages.backends.s3 import S3Storage
@@ -187,7 +204,9 @@ def test_frames_prepared_on_one_host_reach_a_gpu_worker_on_another_through_the_b
     job, ids, decoded = video_job["job"], video_job["ids"], video_job["decoded"]
     saved = []
     real_save = S3Storage.save
-    monkeypatch.setattr(S3Storage, "save", lambda self, name, content, **kw: saved.append(name) or real_save(self, name, content, **kw))
+    monkeypatch.setattr(
+        S3Storage, "save", lambda self, name, content, **kw: saved.append(name) or real_save(self, name, content, **kw)
+    )
     settings.CACHE_ROOT = str(tmp_path / "cpu-host")
     services.job_prepare_frames(job_id=job.pk, item_ids=ids)
     assert decoded == [settings.CACHE_ROOT]  # the one video, on the CPU host
@@ -202,7 +221,8 @@ def test_frames_prepared_on_one_host_reach_a_gpu_worker_on_another_through_the_b
     assert (job.status, job.done_queries) == (JobStatus.FINISHED, len(ids))
     (listing,) = [p for p in files_under(tmp_path / "cpu-host" / "frames") if p.name == "frames.json"]
     assert {tuple(p.frame_indices["video"]) for p in Prediction.objects.filter(job=job)} == {
-        tuple(json.loads(listing.read_text())["indices"])}
+        tuple(json.loads(listing.read_text())["indices"])
+    }
     gpu_frames = sorted(p.relative_to(tmp_path / "gpu-host") for p in files_under(tmp_path / "gpu-host" / "frames"))
     cpu_frames = sorted(p.relative_to(tmp_path / "cpu-host") for p in files_under(tmp_path / "cpu-host" / "frames"))
     assert gpu_frames == cpu_frames and len(gpu_frames) == 4
@@ -216,7 +236,8 @@ def test_frames_prepared_on_one_host_reach_a_gpu_worker_on_another_through_the_b
 
 
 def test_frames_cached_on_a_host_before_they_were_shared_are_shared_by_the_next_preparation(
-        video_job, settings, tmp_path):
+    video_job, settings, tmp_path
+):
     from django.core.files.storage import default_storage
 
     from inference import services
@@ -231,12 +252,15 @@ def test_frames_cached_on_a_host_before_they_were_shared_are_shared_by_the_next_
     assert len([k for k in video_job["objects"]() if k.startswith("cache/frames/")]) == 4
 
 
-@pytest.mark.parametrize("listing", [
-    {"files": ["../../../../escape.jpg"], "indices": [0], "size": [8, 8], "source_frames": 9},
-    {"files": [], "indices": [], "size": [8, 8], "source_frames": 9},
-    {"files": ["frame_0000.jpg"], "size": [8, 8], "source_frames": 9},
-    ["frame_0000.jpg"],
-])
+@pytest.mark.parametrize(
+    "listing",
+    [
+        {"files": ["../../../../escape.jpg"], "indices": [0], "size": [8, 8], "source_frames": 9},
+        {"files": [], "indices": [], "size": [8, 8], "source_frames": 9},
+        {"files": ["frame_0000.jpg"], "size": [8, 8], "source_frames": 9},
+        ["frame_0000.jpg"],
+    ],
+)
 def test_a_bad_shared_frame_listing_is_ignored_and_the_frames_decoded(video_job, settings, tmp_path, listing, caplog):
     from django.core.files.base import ContentFile
     from django.core.files.storage import default_storage
@@ -270,12 +294,12 @@ def test_a_release_zip_export_carries_the_media_bytes_from_the_bucket(imported):
             for name in media:  # the export names media as the import did; the bytes are the bucket's
                 source = imported["src"] / project.slug / name
                 assert zf.read(name) == source.read_bytes()
-                assert hashlib.sha256(zf.read(name)).hexdigest() + Path(name).suffix in {
-                    Path(k).name for k in stored}
+                assert hashlib.sha256(zf.read(name)).hexdigest() + Path(name).suffix in {Path(k).name for k in stored}
 
 
-def test_an_upload_is_staged_in_the_bucket_for_a_worker_on_another_host(bucket, make_project, make_user, tmp_path,
-                                                                       settings):
+def test_an_upload_is_staged_in_the_bucket_for_a_worker_on_another_host(
+    bucket, make_project, make_user, tmp_path, settings
+):
     from django.core.files.uploadedfile import SimpleUploadedFile
 
     from annotation.importing.runs import import_run_execute, import_run_queue
@@ -309,7 +333,8 @@ def test_the_presigned_url_can_be_signed_for_the_address_browsers_use(imported, 
 
 
 def test_pages_allow_the_bucket_origin_and_a_storage_that_cannot_sign_takes_no_page_down(
-        imported, client, settings, s3_endpoint, caplog):
+    imported, client, settings, s3_endpoint, caplog
+):
     from config.csp import PAGE_HEADER
 
     client.force_login(imported["ann"])
@@ -317,8 +342,10 @@ def test_pages_allow_the_bucket_origin_and_a_storage_that_cannot_sign_takes_no_p
     assert f"img-src 'self' data: blob: {s3_endpoint};" in policy and f"media-src 'self' blob: {s3_endpoint};" in policy
     # A deployment whose storage options are wrong: /media/ cannot work, but every page still
     # answers, with the strict policy, and the error is logged.
-    settings.STORAGES = {**settings.STORAGES, "default": {
-        "BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": {"bucket_name": "b", "no_such_option": 1}}}
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": {"bucket_name": "b", "no_such_option": 1}},
+    }
     response = client.get("/")
     assert response.status_code == 200 and response["Content-Security-Policy"] == PAGE_HEADER
     assert "media storage cannot sign URLs" in caplog.text

@@ -5,6 +5,7 @@ schema is the one /api/schema/ serves, and every operation is called as that pro
 researcher (token). A bounded number of examples per operation keeps it near a minute.
 Operations that would start background work (imports, a job's launch or retry) are left out.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,12 @@ from schemathesis.specs.openapi.checks import response_schema_conformance
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 # Background work (a worker would import the upload, re-run the job): not for a fuzzer.
-EXCLUDED_PATHS = ("/api/projects/{slug}/imports/", "/api/projects/{slug}/annotation-imports/",
-                  "/api/jobs/{pk}/retry-failed/", "/api/projects/{slug}/jobs/")
+EXCLUDED_PATHS = (
+    "/api/projects/{slug}/imports/",
+    "/api/projects/{slug}/annotation-imports/",
+    "/api/jobs/{pk}/retry-failed/",
+    "/api/projects/{slug}/jobs/",
+)
 
 
 def _served_schema() -> dict:

@@ -1,5 +1,6 @@
 """API tokens: revoked at sign-out and by command, an optional lifetime, and wrong
 tokens from one address answered with 429 past the production limit (20 a minute)."""
+
 from datetime import timedelta
 
 import pytest
@@ -87,12 +88,15 @@ def test_revoke_tokens_all(make_user, capsys):
     assert Token.objects.count() == 0
 
 
-@pytest.mark.parametrize("args, message", [
-    ([], "say which tokens"),
-    (["--user", "nobody"], "no user 'nobody'"),
-    (["--all", "--user", "a"], "give it alone"),
-    (["--older-than", "-1"], "0 or more"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ([], "say which tokens"),
+        (["--user", "nobody"], "no user 'nobody'"),
+        (["--all", "--user", "a"], "give it alone"),
+        (["--older-than", "-1"], "0 or more"),
+    ],
+)
 def test_revoke_tokens_refuses_unclear_requests_and_revokes_nothing(make_user, args, message):
     Token.objects.create(user=make_user("a"))
     with pytest.raises(CommandError, match=message):
@@ -118,7 +122,9 @@ def test_a_token_past_its_lifetime_gets_401_saying_so(make_user, settings, fresh
     age(token, hours=24, seconds=1)
     expired = me(token.key)
     assert expired.status_code == 401
-    assert expired.json() == {"detail": "Token expired: tokens last 24 hours from their creation here. Ask for a new token."}
+    assert expired.json() == {
+        "detail": "Token expired: tokens last 24 hours from their creation here. Ask for a new token."
+    }
     assert expired["WWW-Authenticate"] == "Token"
     # an expired token is not a guess: it does not count towards the address's lockout
     assert cache.get(BAD_TOKEN_KEY.format(address="10.20.0.1")) is None
@@ -137,8 +143,7 @@ def test_the_21st_wrong_token_in_a_minute_from_one_address_gets_429(make_user, s
         assert response.json() == {"detail": "Invalid token."}
     refused = me("guess-21", ip=attacker)
     assert refused.status_code == 429
-    assert refused.json() == {
-        "detail": "Too many wrong tokens from this address. Expected available in 60 seconds."}
+    assert refused.json() == {"detail": "Too many wrong tokens from this address. Expected available in 60 seconds."}
     assert refused["Retry-After"] == "60"
     # a right token from that address waits too (a guesser must not learn which guess was right) ...
     assert me(good.key, ip=attacker).status_code == 429

@@ -1,6 +1,7 @@
 """config/unavailable.py: a database or Redis that cannot be reached gives 503 + Retry-After, never
 500 (JSON under /api/, a short page elsewhere); any other error stays a 500. The same under real
 outages, with gunicorn and private servers: tests/test_faults.py."""
+
 import pytest
 import redis
 from django.db import InterfaceError, OperationalError
@@ -54,9 +55,14 @@ def test_other_errors_stay_500(client_500, make_user, monkeypatch):
     assert client_500.get("/api/me/").status_code == 500
 
 
-@pytest.mark.parametrize("exc, status", [(InterfaceError("connection already closed"), 503),
-                                         (redis.exceptions.TimeoutError("Timeout reading"), 503),
-                                         (ValueError("a bug"), 500)])
+@pytest.mark.parametrize(
+    "exc, status",
+    [
+        (InterfaceError("connection already closed"), 503),
+        (redis.exceptions.TimeoutError("Timeout reading"), 503),
+        (ValueError("a bug"), 500),
+    ],
+)
 def test_handler500_answers_503_for_an_outage_raised_outside_a_view(exc, status):
     # An error in another middleware (a session saved after the view) never reaches
     # process_exception; Django hands it to handler500 while it is being handled.
@@ -68,8 +74,9 @@ def test_handler500_answers_503_for_an_outage_raised_outside_a_view(exc, status)
     assert response.status_code == status
 
 
-UNREACHABLE_REDIS = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
-                                 "LOCATION": "redis://127.0.0.1:1/0"}}  # nothing listens on port 1
+UNREACHABLE_REDIS = {
+    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": "redis://127.0.0.1:1/0"}
+}  # nothing listens on port 1
 
 
 def test_tokens_work_while_the_cache_is_unreachable(client, make_user, settings):

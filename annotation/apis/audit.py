@@ -1,5 +1,6 @@
 """A project's audit trail through the API (researchers and admins): the events, filtered and
 paged, and the same as a CSV or JSONL download."""
+
 from __future__ import annotations
 
 from django.http import StreamingHttpResponse
@@ -10,7 +11,14 @@ from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from ..audit_trail import EXPORT_FORMATS, AuditFilterInvalid, audit_event_data, audit_events, audit_export, audit_filters_from
+from ..audit_trail import (
+    EXPORT_FORMATS,
+    AuditFilterInvalid,
+    audit_event_data,
+    audit_events,
+    audit_export,
+    audit_filters_from,
+)
 from ..models import AuditAction, Role
 from ..permissions import get_project_for
 
@@ -45,8 +53,11 @@ def _refused(exc: AuditFilterInvalid) -> Response:
 class AuditListApi(APIView):
     pagination_class = LimitOffsetPagination
 
-    @extend_schema(parameters=FILTERS, responses={200: AuditEventSerializer(many=True), 400: OpenApiTypes.OBJECT},
-                   summary="The project's audit trail, newest first (filtered by action, actor, days)")
+    @extend_schema(
+        parameters=FILTERS,
+        responses={200: AuditEventSerializer(many=True), 400: OpenApiTypes.OBJECT},
+        summary="The project's audit trail, newest first (filtered by action, actor, days)",
+    )
     def get(self, request, slug: str):
         try:
             _project, events = _filtered(request, slug)
@@ -60,9 +71,11 @@ class AuditListApi(APIView):
 class AuditExportApi(APIView):
     """GET the filtered trail as ?fmt=csv (default) or jsonl, streamed as an attachment."""
 
-    @extend_schema(parameters=[*FILTERS, OpenApiParameter("fmt", str, enum=list(EXPORT_FORMATS))],
-                   responses={(200, "text/csv"): OpenApiTypes.BINARY, 400: OpenApiTypes.OBJECT},
-                   summary="The project's audit trail as CSV or JSONL")
+    @extend_schema(
+        parameters=[*FILTERS, OpenApiParameter("fmt", str, enum=list(EXPORT_FORMATS))],
+        responses={(200, "text/csv"): OpenApiTypes.BINARY, 400: OpenApiTypes.OBJECT},
+        summary="The project's audit trail as CSV or JSONL",
+    )
     def get(self, request, slug: str):
         try:
             project, events = _filtered(request, slug)

@@ -1,5 +1,6 @@
 """Imports through the API (researchers): the upload is staged and a worker imports it; 202 with
 the run to poll. A refused import ends `refused` with its "line N: field F: reason" list."""
+
 from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
@@ -32,13 +33,17 @@ class ImportRunSerializer(serializers.Serializer):
     error_count = serializers.IntegerField()
     errors = serializers.ListField(child=serializers.CharField(), help_text='"line N: field F: reason" when refused')
     progress = serializers.FloatField(
-        allow_null=True, min_value=0, max_value=1,
+        allow_null=True,
+        min_value=0,
+        max_value=1,
         help_text="how far the worker has read the file: progress_bytes / progress_total; null until it has "
-                  "opened it; 1 once read through (storing media and committing may still follow)")
+        "opened it; 1 once read through (storing media and committing may still follow)",
+    )
     progress_bytes = serializers.IntegerField(help_text="bytes of the items file read so far, over every pass")
     progress_total = serializers.IntegerField(
         help_text="bytes to read in all: the items file's size (uncompressed, in a zip) times the importer's "
-                  "passes over it (items: 1; annotations: 2, validate then write); 0 until known")
+        "passes over it (items: 1; annotations: 2, validate then write); 0 until known"
+    )
     created_by = serializers.CharField(allow_null=True)
     created_at = serializers.DateTimeField()
     started_at = serializers.DateTimeField(allow_null=True)
@@ -70,8 +75,15 @@ class ItemImportApi(APIView):
         project = get_project_for(request.user, slug, Role.RESEARCHER)
         data = UploadSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        return queued(import_run_queue(project=project, user=request.user, uploaded=data.validated_data["file"],
-                                       kind=ImportKind.ITEMS, verified=data.validated_data["verified"]))
+        return queued(
+            import_run_queue(
+                project=project,
+                user=request.user,
+                uploaded=data.validated_data["file"],
+                kind=ImportKind.ITEMS,
+                verified=data.validated_data["verified"],
+            )
+        )
 
 
 class AnnotationImportApi(APIView):
@@ -85,8 +97,11 @@ class AnnotationImportApi(APIView):
         project = get_project_for(request.user, slug, Role.RESEARCHER)
         data = UploadSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        return queued(import_run_queue(project=project, user=request.user, uploaded=data.validated_data["file"],
-                                       kind=ImportKind.ANNOTATIONS))
+        return queued(
+            import_run_queue(
+                project=project, user=request.user, uploaded=data.validated_data["file"], kind=ImportKind.ANNOTATIONS
+            )
+        )
 
 
 class ImportRunApi(APIView):

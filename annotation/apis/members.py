@@ -7,6 +7,7 @@ invite the caller may not see, 403 for a role too low, 409 {"detail"} for a chan
 (a role above the caller's, the last researcher or admin, an invite that is no longer open), 410
 {"detail"} for a used, revoked or expired invite.
 """
+
 from __future__ import annotations
 
 from django.http import Http404
@@ -35,33 +36,47 @@ from ..models import Membership, ProjectInvite, Protocol, Role
 from ..permissions import get_project_for
 from ..project_setup import SetupInvalid
 
-MEMBER_FIELDS = {"user_id": serializers.IntegerField(), "username": serializers.CharField(),
-                 "email": serializers.CharField(), "role": serializers.ChoiceField(choices=Role.choices)}
+MEMBER_FIELDS = {
+    "user_id": serializers.IntegerField(),
+    "username": serializers.CharField(),
+    "email": serializers.CharField(),
+    "role": serializers.ChoiceField(choices=Role.choices),
+}
 MemberOut = inline_serializer("Member", MEMBER_FIELDS)
 MembersOut = inline_serializer("MemberList", MEMBER_FIELDS, many=True)
 INVITE_FIELDS = {
-    "id": serializers.IntegerField(), "role": serializers.ChoiceField(choices=Role.choices),
-    "state": serializers.ChoiceField(choices=INVITE_STATES), "expires_at": serializers.DateTimeField(),
-    "created_by": serializers.CharField(), "created_at": serializers.DateTimeField(),
-    "used_by": serializers.CharField(help_text="empty while unused"), "used_at": serializers.DateTimeField(allow_null=True),
+    "id": serializers.IntegerField(),
+    "role": serializers.ChoiceField(choices=Role.choices),
+    "state": serializers.ChoiceField(choices=INVITE_STATES),
+    "expires_at": serializers.DateTimeField(),
+    "created_by": serializers.CharField(),
+    "created_at": serializers.DateTimeField(),
+    "used_by": serializers.CharField(help_text="empty while unused"),
+    "used_at": serializers.DateTimeField(allow_null=True),
     "revoked_by": serializers.CharField(help_text="empty unless revoked"),
-    "revoked_at": serializers.DateTimeField(allow_null=True)}
+    "revoked_at": serializers.DateTimeField(allow_null=True),
+}
 InvitesOut = inline_serializer("ProjectInvite", many=True, fields=INVITE_FIELDS)
 InviteOut = inline_serializer("ProjectInviteRow", fields=INVITE_FIELDS)
-ErrorOut = inline_serializer("MemberError", {"detail": serializers.CharField(),
-                                              "errors": serializers.DictField(child=serializers.CharField(), required=False)})
+ErrorOut = inline_serializer(
+    "MemberError",
+    {"detail": serializers.CharField(), "errors": serializers.DictField(child=serializers.CharField(), required=False)},
+)
 REFUSALS = {400: ErrorOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut}
 
 
 def bad_request(errors: dict[str, str]) -> Response:
-    return Response({"detail": f"Please fix: {', '.join(errors)}.", "errors": errors}, status=status.HTTP_400_BAD_REQUEST)
+    return Response(
+        {"detail": f"Please fix: {', '.join(errors)}.", "errors": errors}, status=status.HTTP_400_BAD_REQUEST
+    )
 
 
 def parse(serializer_class, data) -> dict:
     serializer = serializer_class(data=data)
     if not serializer.is_valid():
-        raise SetupInvalid({k: " ".join(str(m) for m in (v if isinstance(v, list) else [v]))
-                            for k, v in serializer.errors.items()})
+        raise SetupInvalid(
+            {k: " ".join(str(m) for m in (v if isinstance(v, list) else [v])) for k, v in serializer.errors.items()}
+        )
     return serializer.validated_data
 
 
@@ -98,15 +113,24 @@ class MemberListApi(SetupApi):
         project = get_project_for(request.user, slug, Role.RESEARCHER)
         return Response(members_of(project=project))
 
-    @extend_schema(request=InputSerializer, summary="Add a member by username or e-mail (or set their role)",
-                   responses={201: inline_serializer("MemberAdded", {"member": MemberOut, "outcome": serializers.CharField()}),
-                              **REFUSALS})
+    @extend_schema(
+        request=InputSerializer,
+        summary="Add a member by username or e-mail (or set their role)",
+        responses={
+            201: inline_serializer("MemberAdded", {"member": MemberOut, "outcome": serializers.CharField()}),
+            **REFUSALS,
+        },
+    )
     def post(self, request, slug):
         project = get_project_for(request.user, slug, Role.RESEARCHER)
         data = parse(self.InputSerializer, request.data)
         membership, outcome = member_add(project=project, actor=request.user, **data)
-        member = {"user_id": membership.user_id, "username": membership.user.get_username(),
-                  "email": membership.user.email, "role": membership.role}
+        member = {
+            "user_id": membership.user_id,
+            "username": membership.user.get_username(),
+            "email": membership.user.email,
+            "role": membership.role,
+        }
         return Response({"member": member, "outcome": outcome}, status=status.HTTP_201_CREATED)
 
 
@@ -116,8 +140,14 @@ class MemberApi(SetupApi):
         project = get_project_for(request.user, slug, Role.RESEARCHER)
         data = parse(RoleIn, request.data)
         membership, _ = member_set_role(project=project, actor=request.user, user_id=user_id, role=data["role"])
-        return Response({"user_id": membership.user_id, "username": membership.user.get_username(),
-                         "email": membership.user.email, "role": membership.role})
+        return Response(
+            {
+                "user_id": membership.user_id,
+                "username": membership.user.get_username(),
+                "email": membership.user.email,
+                "role": membership.role,
+            }
+        )
 
     @extend_schema(responses={204: OpenApiResponse(description="Removed."), **REFUSALS}, summary="Remove a member")
     def delete(self, request, slug, user_id):
@@ -133,10 +163,18 @@ class MemberCsvApi(SetupApi):
 
     @extend_schema(
         request={"multipart/form-data": inline_serializer("MemberCsvInput", {"file": serializers.FileField()})},
-        responses={200: inline_serializer("MemberCsvReport", {
-            "lines": serializers.ListField(child=serializers.DictField()),
-            "counts": serializers.DictField(child=serializers.IntegerField())}), **REFUSALS},
-        summary="Add or change members from a CSV: a report per line; a malformed file writes nothing")
+        responses={
+            200: inline_serializer(
+                "MemberCsvReport",
+                {
+                    "lines": serializers.ListField(child=serializers.DictField()),
+                    "counts": serializers.DictField(child=serializers.IntegerField()),
+                },
+            ),
+            **REFUSALS,
+        },
+        summary="Add or change members from a CSV: a report per line; a malformed file writes nothing",
+    )
     def post(self, request, slug):
         project = get_project_for(request.user, slug, Role.RESEARCHER)
         uploaded = request.FILES.get("file")
@@ -153,28 +191,56 @@ class InviteListApi(SetupApi):
 
         hours = serializers.IntegerField(min_value=1, max_value=24 * 90, default=72)
 
-    @extend_schema(responses={200: InvitesOut, **REFUSALS}, summary="The project's invite links (no tokens)",
-                   parameters=[OpenApiParameter("state", str, enum=list(INVITE_STATES),
-                                                description="only the links in this state (open: usable now)")])
+    @extend_schema(
+        responses={200: InvitesOut, **REFUSALS},
+        summary="The project's invite links (no tokens)",
+        parameters=[
+            OpenApiParameter(
+                "state", str, enum=list(INVITE_STATES), description="only the links in this state (open: usable now)"
+            )
+        ],
+    )
     def get(self, request, slug):
         project = get_project_for(request.user, slug, Role.RESEARCHER)
         return Response(invites_of(project=project, state=request.query_params.get("state", "")))
 
-    @extend_schema(request=InputSerializer, summary="Make a single-use invite link (its URL is shown only now)",
-                   responses={201: inline_serializer("InviteMade", {
-                       "id": serializers.IntegerField(), "role": serializers.CharField(),
-                       "expires_at": serializers.DateTimeField(), "url": serializers.URLField()}), **REFUSALS})
+    @extend_schema(
+        request=InputSerializer,
+        summary="Make a single-use invite link (its URL is shown only now)",
+        responses={
+            201: inline_serializer(
+                "InviteMade",
+                {
+                    "id": serializers.IntegerField(),
+                    "role": serializers.CharField(),
+                    "expires_at": serializers.DateTimeField(),
+                    "url": serializers.URLField(),
+                },
+            ),
+            **REFUSALS,
+        },
+    )
     def post(self, request, slug):
         project = get_project_for(request.user, slug, Role.RESEARCHER)
         data = parse(self.InputSerializer, request.data)
         invite, token = invite_create(project=project, actor=request.user, role=data["role"], hours=data["hours"])
-        return Response({"id": invite.pk, "role": invite.role, "expires_at": invite.expires_at,
-                         "url": request.build_absolute_uri(f"/invites/{token}/")}, status=status.HTTP_201_CREATED)
+        return Response(
+            {
+                "id": invite.pk,
+                "role": invite.role,
+                "expires_at": invite.expires_at,
+                "url": request.build_absolute_uri(f"/invites/{token}/"),
+            },
+            status=status.HTTP_201_CREATED,
+        )
 
 
 class InviteRevokeApi(SetupApi):
-    @extend_schema(request=None, responses={200: InviteOut, **REFUSALS},
-                   summary="Revoke an open invite link: it answers 410 from now on (409 when used, revoked or expired)")
+    @extend_schema(
+        request=None,
+        responses={200: InviteOut, **REFUSALS},
+        summary="Revoke an open invite link: it answers 410 from now on (409 when used, revoked or expired)",
+    )
     def post(self, request, slug, invite_id):
         project = get_project_for(request.user, slug, Role.RESEARCHER)
         invite = invite_revoke(project=project, actor=request.user, invite_id=invite_id)
@@ -182,11 +248,21 @@ class InviteRevokeApi(SetupApi):
 
 
 class InviteAcceptApi(SetupApi):
-    @extend_schema(request=None, summary="Join a project through an invite link's token",
-                   responses={200: inline_serializer("InviteAccepted", {
-                       "project": serializers.CharField(), "role": serializers.CharField(),
-                       "outcome": serializers.CharField(help_text="added, or already (a member before)")}),
-                       410: ErrorOut})
+    @extend_schema(
+        request=None,
+        summary="Join a project through an invite link's token",
+        responses={
+            200: inline_serializer(
+                "InviteAccepted",
+                {
+                    "project": serializers.CharField(),
+                    "role": serializers.CharField(),
+                    "outcome": serializers.CharField(help_text="added, or already (a member before)"),
+                },
+            ),
+            410: ErrorOut,
+        },
+    )
     def post(self, request, token):
         membership, outcome = invite_accept(token=token, user=request.user)
         return Response({"project": membership.project.slug, "role": membership.role, "outcome": outcome})
@@ -200,13 +276,22 @@ class ProjectCreateIn(serializers.Serializer):
     # Choices filled in per request (__init__): the registry as the setting names it now.
     protocol = serializers.ChoiceField(choices=())
     annotations_per_item = serializers.IntegerField(
-        required=False, allow_null=True, min_value=1, max_value=50,
-        help_text="Empty: the protocol's default (3 for video rating, else 1).")
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=50,
+        help_text="Empty: the protocol's default (3 for video rating, else 1).",
+    )
     gold_share = serializers.FloatField(required=False, default=0, min_value=0, max_value=1)
     suggestions = serializers.BooleanField(required=False, default=True, help_text="Quintuplet and QA forms only.")
     lease_seconds = serializers.IntegerField(required=False, default=600, min_value=60, max_value=86400)
-    rubric = serializers.CharField(required=False, allow_blank=True, default="", max_length=5000,
-                                   help_text="Video rating only: the rubric shown to raters.")
+    rubric = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=5000,
+        help_text="Video rating only: the rubric shown to raters.",
+    )
     description = serializers.CharField(required=False, allow_blank=True, default="", max_length=5000)
 
     def __init__(self, *args, **kwargs):

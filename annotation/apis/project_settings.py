@@ -4,6 +4,7 @@ set those of its workflow (re-marks the items waiting for review; recorded in th
 Errors: 400 {"detail", "errors": {field: message}} for a bad or foreign threshold (nothing
 changes), 404 for a project the caller may not see, 403 for a role too low.
 """
+
 from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
@@ -23,8 +24,11 @@ REFUSALS = {400: ErrorOut, 403: ErrorOut, 404: ErrorOut}
 
 
 def thresholds_out(project) -> dict:
-    return {"workflow": project.workflow, "settable": list(THRESHOLDS_OF_WORKFLOW[project.workflow]),
-            "thresholds": thresholds_from(project.settings, project=project.slug).as_dict()}
+    return {
+        "workflow": project.workflow,
+        "settable": list(THRESHOLDS_OF_WORKFLOW[project.workflow]),
+        "thresholds": thresholds_from(project.settings, project=project.slug).as_dict(),
+    }
 
 
 class ProjectThresholdsApi(APIView):
@@ -40,14 +44,19 @@ class ProjectThresholdsApi(APIView):
         box_iou = serializers.JSONField(required=False, help_text="box: above 0 and at most 1")
         quintuplet_fields = serializers.JSONField(required=False, help_text="quintuplet: one or more of the six fields")
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT, **REFUSALS},
-                   summary="The project's disagreement thresholds (and which its workflow lets you set)")
+    @extend_schema(
+        responses={200: OpenApiTypes.OBJECT, **REFUSALS},
+        summary="The project's disagreement thresholds (and which its workflow lets you set)",
+    )
     def get(self, request, slug: str):
         project = get_project_for(request.user, slug, Role.RESEARCHER)
         return Response(thresholds_out(project))
 
-    @extend_schema(request=InputSerializer, responses={200: OpenApiTypes.OBJECT, **REFUSALS},
-                   summary="Set disagreement thresholds; the items waiting for review are marked again")
+    @extend_schema(
+        request=InputSerializer,
+        responses={200: OpenApiTypes.OBJECT, **REFUSALS},
+        summary="Set disagreement thresholds; the items waiting for review are marked again",
+    )
     def patch(self, request, slug: str):
         project = get_project_for(request.user, slug, Role.RESEARCHER)
         data = request.data if isinstance(request.data, dict) else None
@@ -57,11 +66,19 @@ class ProjectThresholdsApi(APIView):
         if unknown:
             return bad_request({name: "Not a disagreement threshold." for name in unknown})
         if not data:
-            return bad_request({"body": f"Give one of: {', '.join(THRESHOLDS_OF_WORKFLOW[project.workflow]) or 'nothing (QA)'}."})
+            return bad_request(
+                {"body": f"Give one of: {', '.join(THRESHOLDS_OF_WORKFLOW[project.workflow]) or 'nothing (QA)'}."}
+            )
         try:
             outcome = project_thresholds_set(project=project, actor=request.user, values=dict(data))
         except SetupInvalid as exc:
             return bad_request(exc.errors)
         project.refresh_from_db(fields=["settings"])
-        return Response({**thresholds_out(project), "changed": outcome["changed"],
-                         "items_remarked": outcome["items_remarked"], "items_marked": outcome["items_marked"]})
+        return Response(
+            {
+                **thresholds_out(project),
+                "changed": outcome["changed"],
+                "items_remarked": outcome["items_remarked"],
+                "items_marked": outcome["items_marked"],
+            }
+        )

@@ -1,4 +1,5 @@
 """The signed-in user, their projects, and a project's overview."""
+
 from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
@@ -11,8 +12,8 @@ from ..models import Role
 from ..overview import project_overview_data
 from ..permissions import get_project_for, require_project_creator
 from ..project_setup import SetupInvalid, project_create
-from .members import ProjectCreateIn, bad_request, parse
 from ..selectors import project_list_for
+from .members import ProjectCreateIn, bad_request, parse
 
 
 class MeApi(APIView):
@@ -26,17 +27,30 @@ class MeApi(APIView):
 
 
 class ProjectListApi(APIView):
-    @extend_schema(responses=inline_serializer("ProjectListEntry", {
-        "slug": serializers.CharField(), "name": serializers.CharField(), "protocol": serializers.CharField(),
-        "workflow": serializers.CharField(), "role": serializers.CharField(), "items": serializers.IntegerField(),
-        "annotations_per_item": serializers.IntegerField(),
-    }, many=True), summary="Projects the user is a member of, with their role")
+    @extend_schema(
+        responses=inline_serializer(
+            "ProjectListEntry",
+            {
+                "slug": serializers.CharField(),
+                "name": serializers.CharField(),
+                "protocol": serializers.CharField(),
+                "workflow": serializers.CharField(),
+                "role": serializers.CharField(),
+                "items": serializers.IntegerField(),
+                "annotations_per_item": serializers.IntegerField(),
+            },
+            many=True,
+        ),
+        summary="Projects the user is a member of, with their role",
+    )
     def get(self, request):
         return Response(project_list_for(user=request.user))
 
-    @extend_schema(request=ProjectCreateIn, summary="Create a project (staff, or a researcher/admin of some project); "
-                                                    "the creator becomes its admin",
-                   responses={201: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT, 403: OpenApiTypes.OBJECT})
+    @extend_schema(
+        request=ProjectCreateIn,
+        summary="Create a project (staff, or a researcher/admin of some project); the creator becomes its admin",
+        responses={201: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT, 403: OpenApiTypes.OBJECT},
+    )
     def post(self, request):
         require_project_creator(request.user)
         try:

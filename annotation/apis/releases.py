@@ -1,4 +1,5 @@
 """Releases through the API (researchers): list, freeze, and the streamed export."""
+
 from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
@@ -10,7 +11,14 @@ from rest_framework.views import APIView
 
 from ..models import Release, Role
 from ..permissions import get_project_for
-from ..releases import EXPORT_FORMATS, ReleaseRefused, export_formats, release_download_response, release_freeze, release_list_data
+from ..releases import (
+    EXPORT_FORMATS,
+    ReleaseRefused,
+    export_formats,
+    release_download_response,
+    release_freeze,
+    release_list_data,
+)
 
 
 class ReleaseSerializer(serializers.Serializer):
@@ -62,7 +70,17 @@ class ReleaseExportApi(APIView):
     """
 
     @extend_schema(
-        parameters=[OpenApiParameter("fmt", str, enum=list(EXPORT_FORMATS), description="json (default), jsonl, zip, hf (a zipped Hugging Face dataset folder); coco or coco_zip for box projects")],
+        parameters=[
+            OpenApiParameter(
+                "fmt",
+                str,
+                enum=list(EXPORT_FORMATS),
+                description=(
+                    "json (default), jsonl, zip, hf (a zipped Hugging Face dataset folder); coco or coco_zip for "
+                    "box projects"
+                ),
+            )
+        ],
         responses={(200, "application/json"): OpenApiTypes.BINARY},
     )
     def get(self, request, slug, version):

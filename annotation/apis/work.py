@@ -4,6 +4,7 @@ Thin views: parse, check the role through annotation.permissions, call one servi
 Errors: 400 {"detail", "errors": {field: message}}, 404 for anything the user may not see,
 403 for a role too low, 409 {"detail"} for a stale or lost write.
 """
+
 from __future__ import annotations
 
 from django.http import Http404
@@ -29,10 +30,10 @@ from ..results import ResultInvalid
 from ..selectors import (
     annotation_view,
     item_review_detail,
-    project_agreement,
     review_queue_for,
     task_view,
 )
+from ..selectors_agreement import project_agreement
 from ..services import review_decide
 
 
@@ -62,31 +63,51 @@ def _query_int(request, name: str, default: int) -> int:
 def _parse(serializer_class, data) -> dict:
     serializer = serializer_class(data=data)
     if not serializer.is_valid():
-        errors = {k: " ".join(str(m) for m in (v if isinstance(v, list) else [v])) for k, v in serializer.errors.items()}
+        errors = {
+            k: " ".join(str(m) for m in (v if isinstance(v, list) else [v])) for k, v in serializer.errors.items()
+        }
         raise ResultInvalid(errors)
     return serializer.validated_data
 
 
-TaskOut = inline_serializer("WorkTask", {
-    "task": serializers.IntegerField(),
-    "item": serializers.JSONField(help_text="Annotator-safe payload: media URLs, workflow, protocol and what the "
-                                            "form needs (criteria and rubric, question and options, candidates, "
-                                            "machine-made suggestions). Never ground truth or metadata."),
-    "draft": serializers.JSONField(),
-    "version": serializers.IntegerField(help_text="Draft version to send with the next PUT .../draft/."),
-    "lease_expires": serializers.DateTimeField(),
-})
-AnnotationOut = inline_serializer("WorkAnnotation", {
-    "id": serializers.IntegerField(), "task": serializers.IntegerField(), "item": serializers.IntegerField(),
-    "result": serializers.JSONField(), "time_spent_ms": serializers.IntegerField(),
-    "created_at": serializers.DateTimeField(),
-    "warnings": serializers.DictField(child=serializers.CharField(), help_text="Format hints that did not block."),
-})
-ErrorOut = inline_serializer("WorkError", {"detail": serializers.CharField(),
-                                            "errors": serializers.DictField(child=serializers.CharField(), required=False)})
-IDEMPOTENCY = OpenApiParameter("Idempotency-Key", OpenApiTypes.STR, OpenApiParameter.HEADER, required=False,
-                               description="Repeat a submit safely: the same key with the same result returns the same "
-                                           "annotation (200); a different result gets 409. Keys are per annotator.")
+TaskOut = inline_serializer(
+    "WorkTask",
+    {
+        "task": serializers.IntegerField(),
+        "item": serializers.JSONField(
+            help_text="Annotator-safe payload: media URLs, workflow, protocol and what the "
+            "form needs (criteria and rubric, question and options, candidates, "
+            "machine-made suggestions). Never ground truth or metadata."
+        ),
+        "draft": serializers.JSONField(),
+        "version": serializers.IntegerField(help_text="Draft version to send with the next PUT .../draft/."),
+        "lease_expires": serializers.DateTimeField(),
+    },
+)
+AnnotationOut = inline_serializer(
+    "WorkAnnotation",
+    {
+        "id": serializers.IntegerField(),
+        "task": serializers.IntegerField(),
+        "item": serializers.IntegerField(),
+        "result": serializers.JSONField(),
+        "time_spent_ms": serializers.IntegerField(),
+        "created_at": serializers.DateTimeField(),
+        "warnings": serializers.DictField(child=serializers.CharField(), help_text="Format hints that did not block."),
+    },
+)
+ErrorOut = inline_serializer(
+    "WorkError",
+    {"detail": serializers.CharField(), "errors": serializers.DictField(child=serializers.CharField(), required=False)},
+)
+IDEMPOTENCY = OpenApiParameter(
+    "Idempotency-Key",
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    required=False,
+    description="Repeat a submit safely: the same key with the same result returns the same "
+    "annotation (200); a different result gets 409. Keys are per annotator.",
+)
 
 
 class WorkApi(APIView):
@@ -96,8 +117,10 @@ class WorkApi(APIView):
         if isinstance(exc, ResultInvalid):
             return _bad_request(exc.errors)
         if isinstance(exc, AlreadySubmitted):
-            return Response({"detail": str(exc), "annotation": annotation_view(annotation=exc.annotation)},
-                            status=status.HTTP_409_CONFLICT)
+            return Response(
+                {"detail": str(exc), "annotation": annotation_view(annotation=exc.annotation)},
+                status=status.HTTP_409_CONFLICT,
+            )
         if isinstance(exc, TaskConflict):
             return Response({"detail": str(exc), **exc.extra}, status=status.HTTP_409_CONFLICT)
         if isinstance(exc, TaskNotFound):
@@ -114,11 +137,18 @@ class TaskNextApi(WorkApi):
         class Meta:
             ref_name = "TaskNextInput"
 
-        exclude = serializers.ListField(child=serializers.IntegerField(min_value=1, max_value=BIGINT_MAX),
-                                        required=False, default=list, max_length=10)
+        exclude = serializers.ListField(
+            child=serializers.IntegerField(min_value=1, max_value=BIGINT_MAX),
+            required=False,
+            default=list,
+            max_length=10,
+        )
 
-    @extend_schema(request=InputSerializer, responses={200: TaskOut, 204: OpenApiResponse(description="Nothing left for you."),
-                                                       404: ErrorOut}, summary="Claim the next task (or get the one you hold)")
+    @extend_schema(
+        request=InputSerializer,
+        responses={200: TaskOut, 204: OpenApiResponse(description="Nothing left for you."), 404: ErrorOut},
+        summary="Claim the next task (or get the one you hold)",
+    )
     def post(self, request, slug: str):
         project = get_project_for(request.user, slug, Role.ANNOTATOR)
         data = _parse(self.InputSerializer, request.data or {})
@@ -141,14 +171,19 @@ class TaskDraftApi(WorkApi):
                 raise serializers.ValidationError("The draft must be a JSON object.")
             return value
 
-    @extend_schema(request=InputSerializer, responses={200: OpenApiTypes.OBJECT, 400: ErrorOut, 409: ErrorOut},
-                   summary="Autosave a draft (409 when the version is stale, unless it replays the save that made "
-                           "the current version); renews the lease")
+    @extend_schema(
+        request=InputSerializer,
+        responses={200: OpenApiTypes.OBJECT, 400: ErrorOut, 409: ErrorOut},
+        summary="Autosave a draft (409 when the version is stale, unless it replays the save that made "
+        "the current version); renews the lease",
+    )
     def put(self, request, task_id: int):
         self.own_task_project(request, task_id)
         data = _parse(self.InputSerializer, request.data)
         task = hold_save_draft(task_id=task_id, user=request.user, draft=data["draft"], version=data["version"])
-        return Response({"task": task.pk, "version": task.draft_version, "lease_expires": task.lease_expires.isoformat()})
+        return Response(
+            {"task": task.pk, "version": task.draft_version, "lease_expires": task.lease_expires.isoformat()}
+        )
 
 
 class TaskRenewApi(WorkApi):
@@ -167,18 +202,26 @@ class TaskSubmitApi(WorkApi):
         result = serializers.JSONField()
         time_spent_ms = serializers.IntegerField(min_value=0, max_value=2_000_000_000, required=False, default=0)
 
-    @extend_schema(request=InputSerializer, parameters=[IDEMPOTENCY],
-                   responses={201: AnnotationOut, 200: AnnotationOut, 400: ErrorOut, 409: ErrorOut},
-                   summary="Submit the result (201; a repeat with the same result returns the same annotation "
-                           "with 200, one with a different result gets 409 with the stored annotation)")
+    @extend_schema(
+        request=InputSerializer,
+        parameters=[IDEMPOTENCY],
+        responses={201: AnnotationOut, 200: AnnotationOut, 400: ErrorOut, 409: ErrorOut},
+        summary="Submit the result (201; a repeat with the same result returns the same annotation "
+        "with 200, one with a different result gets 409 with the stored annotation)",
+    )
     def post(self, request, task_id: int):
         self.own_task_project(request, task_id)
         data = _parse(self.InputSerializer, request.data)
         key = request.headers.get("Idempotency-Key")
         if key is not None and len(key) > 200:
             raise ResultInvalid({"Idempotency-Key": "At most 200 characters."})
-        outcome = annotation_submit(task_id=task_id, user=request.user, result=data["result"],
-                                   time_spent_ms=data["time_spent_ms"], idempotency_key=key)
+        outcome = annotation_submit(
+            task_id=task_id,
+            user=request.user,
+            result=data["result"],
+            time_spent_ms=data["time_spent_ms"],
+            idempotency_key=key,
+        )
         return Response(
             annotation_view(annotation=outcome.annotation, warnings=outcome.warnings),
             status=status.HTTP_201_CREATED if outcome.created else status.HTTP_200_OK,
@@ -194,8 +237,11 @@ class TaskSkipApi(WorkApi):
 
 
 class ReviewQueueApi(WorkApi):
-    @extend_schema(responses={200: OpenApiTypes.OBJECT}, summary="Items waiting for review, with status counts",
-                   parameters=[OpenApiParameter("limit", int), OpenApiParameter("offset", int)])
+    @extend_schema(
+        responses={200: OpenApiTypes.OBJECT},
+        summary="Items waiting for review, with status counts",
+        parameters=[OpenApiParameter("limit", int), OpenApiParameter("offset", int)],
+    )
     def get(self, request, slug: str):
         project = get_project_for(request.user, slug, Role.REVIEWER)
         limit = min(max(_query_int(request, "limit", 100), 1), 500)
@@ -209,8 +255,9 @@ class ItemReviewApi(WorkApi):
             ref_name = "ReviewDecisionInput"
 
         decision = serializers.ChoiceField(choices=["accept", "edit", "discard"])
-        annotation = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=1,
-                                              max_value=BIGINT_MAX)
+        annotation = serializers.IntegerField(
+            required=False, allow_null=True, default=None, min_value=1, max_value=BIGINT_MAX
+        )
         result = serializers.JSONField(required=False, allow_null=True, default=None)
         comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=5000)
 
@@ -221,24 +268,37 @@ class ItemReviewApi(WorkApi):
         require_role(request.user, item.project, Role.REVIEWER)
         return item
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT},
-                   summary="An item with its truth, all annotations side by side and per-field disagreements")
+    @extend_schema(
+        responses={200: OpenApiTypes.OBJECT},
+        summary="An item with its truth, all annotations side by side and per-field disagreements",
+    )
     def get(self, request, item_id: int):
         item = self._item(request, item_id)
         if item.status == ItemStatus.PENDING:
             # Still out for annotation (gold items stay pending): its truth must not reach anyone who
             # may yet answer it blind, and reviewers may annotate too.
-            return Response({"detail": "This item is still waiting for annotations; it can be reviewed once annotated."},
-                            status=status.HTTP_409_CONFLICT)
+            return Response(
+                {"detail": "This item is still waiting for annotations; it can be reviewed once annotated."},
+                status=status.HTTP_409_CONFLICT,
+            )
         return Response(item_review_detail(item=item))
 
-    @extend_schema(request=InputSerializer, responses={201: OpenApiTypes.OBJECT, 400: ErrorOut, 409: ErrorOut},
-                   summary="Accept an annotation, save an edited answer, or discard the item")
+    @extend_schema(
+        request=InputSerializer,
+        responses={201: OpenApiTypes.OBJECT, 400: ErrorOut, 409: ErrorOut},
+        summary="Accept an annotation, save an edited answer, or discard the item",
+    )
     def post(self, request, item_id: int):
         self._item(request, item_id)
         data = _parse(self.InputSerializer, request.data)
-        review = review_decide(item_id=item_id, reviewer=request.user, decision=data["decision"],
-                               annotation_id=data["annotation"], result=data["result"], comment=data["comment"])
+        review = review_decide(
+            item_id=item_id,
+            reviewer=request.user,
+            decision=data["decision"],
+            annotation_id=data["annotation"],
+            result=data["result"],
+            comment=data["comment"],
+        )
         return Response(
             {
                 "review": review.pk,
@@ -254,8 +314,9 @@ class ItemReviewApi(WorkApi):
 
 
 class AgreementApi(WorkApi):
-    @extend_schema(responses={200: OpenApiTypes.OBJECT},
-                   summary="Progress and agreement: per status, per annotator, per workflow")
+    @extend_schema(
+        responses={200: OpenApiTypes.OBJECT}, summary="Progress and agreement: per status, per annotator, per workflow"
+    )
     def get(self, request, slug: str):
         project = get_project_for(request.user, slug, Role.REVIEWER)
         return Response(project_agreement(project=project))

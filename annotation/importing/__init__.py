@@ -7,6 +7,7 @@ Public entry points:
 Both refuse a bad file whole with `ImportRefused` ("line N: field F: reason" messages) and write
 nothing then; both are idempotent and stream their input in two passes.
 """
+
 from .annotations import AnnotationImportReport, annotations_import
 from .common import ImportRefused
 from .items import ItemImportReport, items_import

@@ -8,16 +8,16 @@ shape the annotator's form has for that item), so an import accepts the answers 
 and stores them the same way: an empty answer ("", [], a set naming no object) is no answer,
 given only together with a flag and stored as null.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from protocols.fields import FieldError, rating_score_errors
-
 from annotation import canonical
 from annotation.protocols import QA_FLAGS, qa_shape
 from annotation.results import QAContext, RatingContext, ResultInvalid, validate_qa
+from protocols.fields import FieldError, rating_score_errors
 
 
 @dataclass
@@ -40,15 +40,22 @@ def check_rating(obj: dict[str, Any], ctx: RatingContext) -> CheckedAnnotation |
     if not isinstance(rater, str) or not rater.strip() or len(rater) > 200:
         errors.append(FieldError("rater", "required, a rater id string of at most 200 characters"))
     scores = obj.get("scores")
-    errors.extend(FieldError("scores" if name is None else f"scores.{name}", reason)
-                  for name, reason in rating_score_errors(scores, criteria=ctx.criteria, nullable=ctx.nullable).items())
+    errors.extend(
+        FieldError("scores" if name is None else f"scores.{name}", reason)
+        for name, reason in rating_score_errors(scores, criteria=ctx.criteria, nullable=ctx.nullable).items()
+    )
     if errors:
         return errors
     return CheckedAnnotation(item=item, rater=rater, result={"scores": canonical.rating_scores(scores, ctx.criteria)})
 
 
-def check_qa_answer(obj: dict[str, Any], protocol: str, item_payload: dict[str, Any] | None, *,
-                    project_settings: dict[str, Any] | None = None) -> CheckedAnnotation | list[FieldError]:
+def check_qa_answer(
+    obj: dict[str, Any],
+    protocol: str,
+    item_payload: dict[str, Any] | None,
+    *,
+    project_settings: dict[str, Any] | None = None,
+) -> CheckedAnnotation | list[FieldError]:
     """`{"item", "annotator", "answer", "flags": [...]}`; the answer is checked against the item
     as a submit of it is (see the module docstring) and stored as that submit stores it
     (annotation.canonical: "b" -> "B", "A,C" -> ["A", "C"]).

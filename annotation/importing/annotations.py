@@ -12,6 +12,7 @@ that reaches the project's ``annotations_per_item`` becomes annotated. Gold item
 exception, as with a submit: their annotations are scored against the known answer (gold
 accuracy) and never count, so a gold item stays pending.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,17 +24,15 @@ from typing import Any
 from django.db import transaction
 from django.db.models import F
 
+from annotation.audit import audit_record
+from annotation.models import Annotation, AuditAction, Item, ItemStatus, Project
+from annotation.results import RatingContext
+from annotation.verification import items_mark_disagreement, project_settings_to_mark
 from protocols import registry
 from protocols.fields import NUL_REASON, FieldError, nul_field
 
-from annotation.audit import audit_record
-from annotation.models import Annotation, AuditAction, Item, ItemStatus, Project
-from annotation.verification import items_mark_disagreement, project_settings_to_mark
-
-from .common import ErrorLog, ImportRefused, KeySeen, parse_json_line, report_duplicates
-from annotation.results import RatingContext
-
 from .annotation_lines import CheckedAnnotation, check_qa_answer, check_rating
+from .common import ErrorLog, ImportRefused, KeySeen, parse_json_line, report_duplicates
 from .sources import DirectorySource, ReadMeter
 
 CHUNK = 1000
@@ -103,15 +102,22 @@ def _existing(item_ids: list[int]) -> dict[tuple[int, str], dict]:
 
 
 def annotations_import(
-    *, project: Project, path: Path, actor=None, run_id: int | None = None, progress: ReadMeter | None = None,
+    *,
+    project: Project,
+    path: Path,
+    actor=None,
+    run_id: int | None = None,
+    progress: ReadMeter | None = None,
 ) -> AnnotationImportReport:
     """Import the annotations in `path` into `project`, all or nothing (see the module); audited as
     `actor`'s import (of import run `run_id`); `progress` counts the reads of the file."""
     if project.workflow not in ("rating", "qa"):
         rating, qa = (" and ".join(registry.with_workflow(w)) for w in ("rating", "qa"))
         raise ImportRefused(
-            [f"file: field -: project {project.slug} ({project.protocol}) takes no imported annotations; "
-             f"ratings go to {rating} projects, blind QA answers to {qa} projects"]
+            [
+                f"file: field -: project {project.slug} ({project.protocol}) takes no imported annotations; "
+                f"ratings go to {rating} projects, blind QA answers to {qa} projects"
+            ]
         )
     kind = "rating" if project.workflow == "rating" else "qa_answer"
     rater_field = "rater" if kind == "rating" else "annotator"
@@ -146,9 +152,14 @@ def annotations_import(
                 if before == checked.result:
                     report.unchanged += 1
                 else:
-                    errors.add(line, rater_field, f"{checked.rater!r} already has a different annotation of item {checked.item!r}")
+                    errors.add(
+                        line,
+                        rater_field,
+                        f"{checked.rater!r} already has a different annotation of item {checked.item!r}",
+                    )
     colliding = pairs.colliding()
     if colliding:
+
         def keyed():
             for line, text in source.lines():
                 obj = parse_json_line(line, text, ErrorLog())
@@ -189,16 +200,29 @@ def annotations_import(
             for n, pks in by_count.items():  # gold items are never counted (they stay pending)
                 Item.objects.filter(pk__in=pks, is_gold=False).update(annotation_count=F("annotation_count") + n)
             Item.objects.filter(
-                pk__in=list(per_item), status=ItemStatus.PENDING, is_gold=False,
+                pk__in=list(per_item),
+                status=ItemStatus.PENDING,
+                is_gold=False,
                 annotation_count__gte=project.annotations_per_item,
             ).update(status=ItemStatus.ANNOTATED)
             touched.update(per_item)
             report.created += len(rows)
         # Imported raters who disagree mark their items for adjudication, as submits do.
         items_mark_disagreement(project=project, item_ids=sorted(touched))
-        audit_record(action=AuditAction.IMPORT, actor=actor, project=project, object_type="annotations import",
-                     object_repr=path.name, details={"kind": "annotations", "run": run_id, "lines": report.lines,
-                                                     "created": report.created, "unchanged": report.unchanged})
+        audit_record(
+            action=AuditAction.IMPORT,
+            actor=actor,
+            project=project,
+            object_type="annotations import",
+            object_repr=path.name,
+            details={
+                "kind": "annotations",
+                "run": run_id,
+                "lines": report.lines,
+                "created": report.created,
+                "unchanged": report.unchanged,
+            },
+        )
     report.items_touched = len(touched)
     report.by_kind = {kind: report.created}
     return report

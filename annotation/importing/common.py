@@ -1,11 +1,13 @@
 """Pieces shared by the item and the annotation importer: the error list, the refusal, and
 duplicate-key detection in constant memory per line."""
+
 from __future__ import annotations
 
 import json
 from array import array
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -109,7 +111,7 @@ class LineTooLong(InvalidJSON):
     __slots__ = ()
 
 
-def parse_json_line(line: int, text: "str | InvalidJSON | None", errors: ErrorLog) -> Any:
+def parse_json_line(line: int, text: str | InvalidJSON | None, errors: ErrorLog) -> Any:
     """Decode one JSONL line or record why not (returns None then)."""
     if text is None:
         errors.add(line, "-", "not valid UTF-8")

@@ -3,6 +3,7 @@ text format and streamed to ``COPY annotation_item FROM STDIN`` (items.py says w
 writer thread runs and when a spool file is copied after pass 1), and the per-project import
 lock that makes imports into one project take turns.
 """
+
 from __future__ import annotations
 
 import json
@@ -105,7 +106,16 @@ class CopySpool:
 
     COLUMNS = ("project_id", "external_id", "payload", "media", "status", "split", "tags", "is_gold")
     SET_BY_IMPORT = (
-        "project", "external_id", "payload", "media", "status", "split", "tags", "is_gold", "created_at", "updated_at"
+        "project",
+        "external_id",
+        "payload",
+        "media",
+        "status",
+        "split",
+        "tags",
+        "is_gold",
+        "created_at",
+        "updated_at",
     )
 
     def __init__(self, project: Project):

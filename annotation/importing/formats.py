@@ -22,6 +22,7 @@ A known QA answer is stored in annotation.canonical's form (a raw ``"b"`` become
 form a reviewer's verification writes; expected scores in criteria order. Single field values
 are checked in protocols/fields.py; lines of annotations made elsewhere in annotation_lines.py.
 """
+
 from __future__ import annotations
 
 import re
@@ -246,7 +247,11 @@ def _check_item_full(protocol: str, obj: Any, *, verified: bool = False) -> Chec
     if present_labels or (verified and spec.labels):
         for name in spec.labels_required:
             if obj.get(name) is None:
-                why = "required for a verified import" if verified and not present_labels else "required for a labeled item"
+                why = (
+                    "required for a verified import"
+                    if verified and not present_labels
+                    else "required for a labeled item"
+                )
                 errors.append(FieldError(name, why))
     if not errors and spec.cross:
         errors.extend(spec.cross(payload))
@@ -259,8 +264,11 @@ def _check_item_full(protocol: str, obj: Any, *, verified: bool = False) -> Chec
     if gold and not complete and not gold_given:
         if spec.gold_answer:
             errors.append(
-                FieldError("gold", f"a gold {protocol} item needs its known answer: give {', '.join(spec.gold_answer)} "
-                                   "too, or drop gold")
+                FieldError(
+                    "gold",
+                    f"a gold {protocol} item needs its known answer: give {', '.join(spec.gold_answer)} "
+                    "too, or drop gold",
+                )
             )
         else:
             errors.append(
@@ -289,4 +297,3 @@ def _check_item_full(protocol: str, obj: Any, *, verified: bool = False) -> Chec
         media_paths=media,
         gold=gold,
     )
-

@@ -28,6 +28,7 @@ offers only pending gold items, and their answers never make them done.
 Memory holds one chunk of lines plus one entry per distinct media file, never the whole file
 (plus 8 bytes per promoted item).
 """
+
 from __future__ import annotations
 
 import json
@@ -40,11 +41,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from protocols.fields import NUL_REASON, check_box_inside, nul_field
-
-from annotation.media import MediaInfo, MediaRefused, assets_store, delete_stored, inspect_media, known_media
 from annotation.audit import audit_record
+from annotation.media import MediaInfo, MediaRefused, assets_store, delete_stored, inspect_media, known_media
 from annotation.models import AuditAction, Item, ItemStatus, Membership, Project, Role
+from protocols.fields import NUL_REASON, check_box_inside, nul_field
 
 from .common import ErrorLog, ImportRefused, KeySeen, parse_json_line, report_duplicates
 from .copy_spool import CopySpool, media_map
@@ -270,11 +270,22 @@ def _write(project: Project, source, validation: _Validation, audit: dict) -> It
         )
         _promote(validation.promote)
         # In the import's transaction (the COPY writer's, in live mode): recorded only if it commits.
-        audit_record(action=AuditAction.IMPORT, actor=audit["actor"], project=project, object_type="items import",
-                     object_repr=audit["file"], details={
-                         "kind": "items", "run": audit["run"], "verified": validation.verified, "lines": report.lines,
-                         "created": report.lines - report.unchanged - report.promoted,
-                         "unchanged": report.unchanged, "promoted": report.promoted})
+        audit_record(
+            action=AuditAction.IMPORT,
+            actor=audit["actor"],
+            project=project,
+            object_type="items import",
+            object_repr=audit["file"],
+            details={
+                "kind": "items",
+                "run": audit["run"],
+                "verified": validation.verified,
+                "lines": report.lines,
+                "created": report.lines - report.unchanged - report.promoted,
+                "unchanged": report.unchanged,
+                "promoted": report.promoted,
+            },
+        )
 
     try:
         if spool.live:
@@ -296,14 +307,20 @@ def _promote(ids: array) -> None:
     """A verified re-import: identical items still pending or annotated become verified."""
     now = timezone.now()
     for start in range(0, len(ids), BATCH):
-        Item.objects.filter(
-            pk__in=list(ids[start : start + BATCH]), status__in=_PROMOTABLE, is_gold=False
-        ).update(status=ItemStatus.VERIFIED, updated_at=now)
+        Item.objects.filter(pk__in=list(ids[start : start + BATCH]), status__in=_PROMOTABLE, is_gold=False).update(
+            status=ItemStatus.VERIFIED, updated_at=now
+        )
 
 
 def items_import(
-    *, project: Project, path: Path, media_root: Path | None = None, verified: bool = False, actor=None,
-    run_id: int | None = None, progress: ReadMeter | None = None,
+    *,
+    project: Project,
+    path: Path,
+    media_root: Path | None = None,
+    verified: bool = False,
+    actor=None,
+    run_id: int | None = None,
+    progress: ReadMeter | None = None,
 ) -> ItemImportReport:
     """Import a JSONL (+ media folder) or a zip into `project`, all or nothing; audited as `actor`'s
     import (of import run `run_id` when the import page or API made one). `progress` counts the
@@ -320,8 +337,10 @@ def items_import(
     if isinstance(header_protocol, str) and header_protocol != project.protocol:
         source.close()
         raise ImportRefused(
-            [f"file: field protocol: the file is a release export of protocol {header_protocol}, "
-             f"project {project.slug} uses {project.protocol}"]
+            [
+                f"file: field protocol: the file is a release export of protocol {header_protocol}, "
+                f"project {project.slug} uses {project.protocol}"
+            ]
         )
     try:
         validation = _Validation(project, source, verified)
@@ -364,7 +383,11 @@ def project_for_import(
         with transaction.atomic():
             project, created = Project.objects.get_or_create(
                 slug=slug,
-                defaults={"name": slug, "protocol": protocol, "option_seed": option_seed if option_seed is not None else 0},
+                defaults={
+                    "name": slug,
+                    "protocol": protocol,
+                    "option_seed": option_seed if option_seed is not None else 0,
+                },
             )
             if created and creator is not None:
                 Membership.objects.create(project=project, user=creator, role=Role.ADMIN)

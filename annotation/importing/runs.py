@@ -2,8 +2,9 @@
 
 `import_run_queue` writes the upload to CACHE_ROOT/uploads (the web and worker containers share
 it; with object storage as MEDIA_STORAGE it is moved to the storage's uploads/ instead, so a worker
-on another host reads it through the storage: `staged_for_workers`), records an ImportRun and sends `annotation.tasks.run_import` once the row is committed
-(by name, through config.enqueue: this module never imports tasks); the request returns at once,
+on another host reads it through the storage: `staged_for_workers`), records an ImportRun and
+sends `annotation.tasks.run_import` once the row is committed (by name, through config.enqueue:
+this module never imports tasks); the request returns at once,
 however large the file. `import_run_execute` (the task's body) runs the same importers as the
 command, all or nothing, and records the report or the refusal. Without Redis (the demo) Celery
 runs eagerly, so the run is done when the request returns.
@@ -19,6 +20,7 @@ buffer refill), and a second thread of the worker copies the count to the row at
 second (`progress_writer`); bytes, not lines, because the file's size is known before the first
 line is read, so the count has a total from the start.
 """
+
 from __future__ import annotations
 
 import logging
@@ -82,7 +84,7 @@ def _staged_local(staged_path: str) -> Path:
     if not staged_path.startswith(STORED_UPLOAD):
         return Path(staged_path)
     try:
-        return local_copy(staged_path[len(STORED_UPLOAD):])
+        return local_copy(staged_path[len(STORED_UPLOAD) :])
     except Exception as exc:  # gone from the bucket: refused as a lost file; unreachable: raised, re-run later
         if not is_missing(exc):
             raise
@@ -91,15 +93,16 @@ def _staged_local(staged_path: str) -> Path:
 
 def _drop_staged(staged_path: str) -> None:
     if staged_path.startswith(STORED_UPLOAD):
-        name = staged_path[len(STORED_UPLOAD):]
+        name = staged_path[len(STORED_UPLOAD) :]
         default_storage.delete(name)
         (Path(settings.CACHE_ROOT) / "storage" / name).unlink(missing_ok=True)
     elif staged_path:
         Path(staged_path).unlink(missing_ok=True)
 
 
-def import_run_queue(*, project: Project, user, uploaded, kind: str = ImportKind.ITEMS,
-                     verified: bool = False) -> ImportRun:
+def import_run_queue(
+    *, project: Project, user, uploaded, kind: str = ImportKind.ITEMS, verified: bool = False
+) -> ImportRun:
     """Stage an uploaded file and queue its import; returns the run (already done when eager)."""
     if kind not in ImportKind.values:
         raise ValueError(f"kind must be one of {', '.join(ImportKind.values)}")
@@ -110,9 +113,13 @@ def import_run_queue(*, project: Project, user, uploaded, kind: str = ImportKind
     staged_path = staged_for_workers(staged)
     try:
         run = ImportRun.objects.create(
-            project=project, created_by=user if getattr(user, "is_authenticated", False) else None,
-            kind=kind, verified=bool(verified) and kind == ImportKind.ITEMS, file_name=name,
-            file_bytes=size, staged_path=staged_path,
+            project=project,
+            created_by=user if getattr(user, "is_authenticated", False) else None,
+            kind=kind,
+            verified=bool(verified) and kind == ImportKind.ITEMS,
+            file_name=name,
+            file_bytes=size,
+            staged_path=staged_path,
         )
     except BaseException:
         _drop_staged(staged_path)
@@ -129,8 +136,13 @@ def import_run_execute(run_id: int, *, worker: str = "", heartbeat: bool = False
     that a live worker is importing, is left alone. ``heartbeat``: keep the row's heartbeat and
     progress fresh from threads while importing (a worker process; not in eager mode, where the
     request waits for the end and nobody polls)."""
-    run = run_claim(ImportRun, run_id=run_id, worker=worker, reset={"progress_bytes": 0, "progress_total": 0},
-                    select_related=("project", "created_by"))
+    run = run_claim(
+        ImportRun,
+        run_id=run_id,
+        worker=worker,
+        reset={"progress_bytes": 0, "progress_total": 0},
+        select_related=("project", "created_by"),
+    )
     if run is None:
         return ImportRun.objects.filter(pk=run_id).values_list("status", flat=True).first() or "missing"
     meter = ReadMeter()
@@ -163,14 +175,23 @@ def _import(run: ImportRun, meter: ReadMeter) -> str:
     path = _staged_local(run.staged_path)
     try:
         if not path.is_file():
-            raise ImportRefused([f"file: field file: {run.file_name}: the uploaded file is no longer on the server; "
-                                 "upload it again"])
+            raise ImportRefused(
+                [f"file: field file: {run.file_name}: the uploaded file is no longer on the server; upload it again"]
+            )
         if run.kind == ImportKind.ANNOTATIONS:
-            report = annotations_import(project=run.project, path=path, actor=run.created_by, run_id=run.pk,
-                                        progress=meter)
+            report = annotations_import(
+                project=run.project, path=path, actor=run.created_by, run_id=run.pk, progress=meter
+            )
         else:
-            report = items_import(project=run.project, path=path, media_root=import_media_root(), verified=run.verified,
-                                  actor=run.created_by, run_id=run.pk, progress=meter)
+            report = items_import(
+                project=run.project,
+                path=path,
+                media_root=import_media_root(),
+                verified=run.verified,
+                actor=run.created_by,
+                run_id=run.pk,
+                progress=meter,
+            )
     except ImportRefused as exc:
         run.status, run.errors, run.error_count = RunStatus.REFUSED, exc.errors, exc.total
     except Exception as exc:  # recorded for the researcher; the importers wrote nothing
@@ -186,8 +207,18 @@ def _import(run: ImportRun, meter: ReadMeter) -> str:
     run.progress_bytes, run.progress_total = min(meter.done, meter.total), meter.total
     # PostgreSQL's jsonb takes no NUL: a message quoting one (a media path) must not keep the run running.
     run.errors = [str(e).replace("\x00", "\\x00") for e in run.errors or []]
-    run.save(update_fields=["status", "report", "errors", "error_count", "finished_at", "staged_path",
-                            "progress_bytes", "progress_total"])
+    run.save(
+        update_fields=[
+            "status",
+            "report",
+            "errors",
+            "error_count",
+            "finished_at",
+            "staged_path",
+            "progress_bytes",
+            "progress_total",
+        ]
+    )
     return run.status
 
 

@@ -6,6 +6,7 @@ Pillow drawings of simple objects whose *state* changes (a door opening, a cup f
 being cut); videos are a few frames of such a drawing encoded with ffmpeg (system binary, or the
 one imageio-ffmpeg bundles). Nothing is downloaded.
 """
+
 from __future__ import annotations
 
 import json
@@ -34,7 +35,9 @@ def draw_state(scene: int, state: int, *, size: tuple[int, int] = (160, 120), sh
     if kind == "door":
         d.rectangle([x0, y0, x1, y1], outline=(60, 40, 20), width=3)
         opening = int((x1 - x0) * [0.0, 0.35, 0.8][state])
-        d.polygon([(x0, y0), (x1 - opening, y0 + opening // 3), (x1 - opening, y1 - opening // 3), (x0, y1)], fill=color)
+        d.polygon(
+            [(x0, y0), (x1 - opening, y0 + opening // 3), (x1 - opening, y1 - opening // 3), (x0, y1)], fill=color
+        )
     elif kind == "cup":
         d.rectangle([x0, y0, x1, y1], outline=(40, 40, 40), width=3)
         level = int((y1 - y0) * [0.0, 0.5, 0.95][state])
@@ -48,8 +51,10 @@ def draw_state(scene: int, state: int, *, size: tuple[int, int] = (160, 120), sh
     else:
         d.rectangle([x0, (y0 + y1) // 2, x1, y1], fill=color)
         lid = int((y1 - y0) * [0.0, 0.25, 0.5][state])
-        d.polygon([(x0, (y0 + y1) // 2), (x1, (y0 + y1) // 2), (x1, (y0 + y1) // 2 - lid), (x0, (y0 + y1) // 2 - lid)],
-                  fill=tuple(max(0, c - 50) for c in color))
+        d.polygon(
+            [(x0, (y0 + y1) // 2), (x1, (y0 + y1) // 2), (x1, (y0 + y1) // 2 - lid), (x0, (y0 + y1) // 2 - lid)],
+            fill=tuple(max(0, c - 50) for c in color),
+        )
     return img
 
 
@@ -59,16 +64,38 @@ def make_image(path: Path, scene: int, state: int, **kw) -> Path:
     return path
 
 
-def make_video(path: Path, scene: int, *, start: int = 0, end: int = 2, frames: int = 12, fps: int = 6,
-               size: tuple[int, int] = (160, 120)) -> Path:
+def make_video(
+    path: Path,
+    scene: int,
+    *,
+    start: int = 0,
+    end: int = 2,
+    frames: int = 12,
+    fps: int = 6,
+    size: tuple[int, int] = (160, 120),
+) -> Path:
     """A short H.264 clip (MPEG-4 Part 2 if libx264 is missing) of the object changing state."""
     path.parent.mkdir(parents=True, exist_ok=True)
     raw = bytearray()
     for i in range(frames):
         state = start + (end - start) * i // max(1, frames - 1)
         raw += draw_state(scene, state, size=size, shift=i % 4).tobytes()
-    base = [ffmpeg_exe(), "-y", "-v", "error", "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{size[0]}x{size[1]}",
-            "-r", str(fps), "-i", "-"]
+    base = [
+        ffmpeg_exe(),
+        "-y",
+        "-v",
+        "error",
+        "-f",
+        "rawvideo",
+        "-pix_fmt",
+        "rgb24",
+        "-s",
+        f"{size[0]}x{size[1]}",
+        "-r",
+        str(fps),
+        "-i",
+        "-",
+    ]
     for codec in (["-c:v", "libx264", "-pix_fmt", "yuv420p"], ["-c:v", "mpeg4"]):
         proc = subprocess.run([*base, *codec, str(path)], input=bytes(raw), capture_output=True)
         if proc.returncode == 0:
@@ -108,8 +135,17 @@ def write_sample_media(root: Path, protocol: str, *, distinct: int = 4) -> None:
                 raise TypeError(f"{protocol} sample {relpath}: not a Picture or a Clip: {drawing!r}")
 
 
-def write_sample_dataset(root: Path, protocol: str, n: int, *, complete: bool = True, start: int = 0,
-                         distinct: int = 4, name: str = "items.jsonl", media: bool = True) -> Path:
+def write_sample_dataset(
+    root: Path,
+    protocol: str,
+    n: int,
+    *,
+    complete: bool = True,
+    start: int = 0,
+    distinct: int = 4,
+    name: str = "items.jsonl",
+    media: bool = True,
+) -> Path:
     """Write media under `root` and `n` item lines to root/name; returns the JSONL path."""
     root.mkdir(parents=True, exist_ok=True)
     if media:

@@ -25,6 +25,7 @@ Zip layout: the items are ``items.jsonl`` at the top (or the only ``*.jsonl`` th
 paths in the items are relative to the zip's root; an optional ``release.json`` (written by a
 release export) carries the release header.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -35,8 +36,9 @@ import re
 import stat
 import tempfile
 import zipfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterator
+from typing import Any, BinaryIO
 
 from django.conf import settings
 
@@ -73,8 +75,12 @@ def _iter_lines(stream: BinaryIO, skip: int = 0) -> Iterator[tuple[int, str | Li
     while raw := stream.readline(limit + 1):
         number += 1
         if len(raw) > limit and not (len(raw) == limit + 1 and raw.endswith(b"\n")):
-            yield number, LineTooLong(f"longer than {limit} bytes (STATELAB_MAX_LINE_BYTES); "
-                                      "the file was not read past this line")
+            yield (
+                number,
+                LineTooLong(
+                    f"longer than {limit} bytes (STATELAB_MAX_LINE_BYTES); the file was not read past this line"
+                ),
+            )
             return
         if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
             raw = raw[3:]
@@ -380,8 +386,10 @@ class ZipSource(_ItemsFile):
         cap = int(getattr(settings, "STATELAB_MAX_ZIP_BYTES", 16 * 1024**3))
         if declared > cap:
             self.zip.close()
-            raise SourceError(f"the zip holds {declared} bytes uncompressed, more than the limit of {cap} bytes "
-                              "(STATELAB_MAX_ZIP_BYTES); nothing was extracted")
+            raise SourceError(
+                f"the zip holds {declared} bytes uncompressed, more than the limit of {cap} bytes "
+                "(STATELAB_MAX_ZIP_BYTES); nothing was extracted"
+            )
         self._init_items()
         if "release.json" in names:
             with contextlib.suppress(ValueError, UnicodeDecodeError):

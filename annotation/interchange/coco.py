@@ -13,6 +13,7 @@ tools built on it.
 The JSON is streamed in two passes over the release (images, then annotations), so a large
 release never sits in memory; only the category table does.
 """
+
 from __future__ import annotations
 
 import json
@@ -55,7 +56,9 @@ def _rows(release: Release) -> Iterator[list[tuple[int, dict, dict]]]:
 
 def _sizes(chunk: list[tuple[int, dict, dict]]) -> dict[str, tuple[int | None, int | None]]:
     shas = {(media or {}).get("image") for _, _, media in chunk} - {None}
-    return {sha: (w, h) for sha, w, h in MediaAsset.objects.filter(sha256__in=shas).values_list("sha256", "width", "height")}
+    return {
+        sha: (w, h) for sha, w, h in MediaAsset.objects.filter(sha256__in=shas).values_list("sha256", "width", "height")
+    }
 
 
 def category_key(line: dict) -> tuple[str, str]:
@@ -64,12 +67,21 @@ def category_key(line: dict) -> tuple[str, str]:
 
 def _image(position: int, line: dict, size: tuple[int | None, int | None]) -> dict:
     bbox = line.get("bbox")
-    attributes = {"id": line.get("id"), "object": line.get("object"), "state": line.get("state"),
-                  "split": line.get("split")}
+    attributes = {
+        "id": line.get("id"),
+        "object": line.get("object"),
+        "state": line.get("state"),
+        "split": line.get("split"),
+    }
     if isinstance(bbox, str):
         attributes["outcome"] = bbox
-    return {"id": position + 1, "file_name": line.get("image"), "width": size[0], "height": size[1],
-            "attributes": attributes}
+    return {
+        "id": position + 1,
+        "file_name": line.get("image"),
+        "width": size[0],
+        "height": size[1],
+        "attributes": attributes,
+    }
 
 
 def _annotation(position: int, line: dict, category_id: int) -> dict:
@@ -119,8 +131,13 @@ def coco_parts(release: Release) -> Iterator[bytes]:
         "version": release.version,
         "date_created": release.created_at.isoformat(),
         "contributor": "StateLab",
-        "statelab": {"project": release.project.slug, "protocol": release.project.protocol, "split": release.split,
-                     "item_count": release.item_count, "checksum": release.checksum},
+        "statelab": {
+            "project": release.project.slug,
+            "protocol": release.project.protocol,
+            "split": release.split,
+            "item_count": release.item_count,
+            "checksum": release.checksum,
+        },
         "image_outcomes": list(OUTCOMES),
     }
     yield b'\n],"categories":' + _dumps(cats) + b',"info":' + _dumps(info) + b',"licenses":[]}\n'

@@ -23,6 +23,7 @@ value is read as absent).
 
 pyarrow writes and reads the Parquet; the `datasets` library is needed only to load the folder.
 """
+
 from __future__ import annotations
 
 import json
@@ -56,6 +57,7 @@ def _arrow():
     import pyarrow.parquet as pq
 
     return pa, pq
+
 
 ROWS_PER_SHARD = 1000
 
@@ -105,8 +107,10 @@ def _merge(a: str | None, b: str) -> str:
 
 def _lines(release: Release) -> Iterator[tuple[dict, dict]]:
     rows = (
-        ReleaseItem.objects.filter(release=release).order_by("position")
-        .values_list("payload", "item__media").iterator(chunk_size=2000)
+        ReleaseItem.objects.filter(release=release)
+        .order_by("position")
+        .values_list("payload", "item__media")
+        .iterator(chunk_size=2000)
     )
     for line, media in rows:
         yield line, media or {}
@@ -185,7 +189,14 @@ def _row(line: dict, media_map: dict, types: dict[str, str], media: _MediaFiles,
     return row
 
 
-_VALUE = {"string": "string", "int64": "int64", "float64": "float64", "bool": "bool", "json": "string", "video": "string"}
+_VALUE = {
+    "string": "string",
+    "int64": "int64",
+    "float64": "float64",
+    "bool": "bool",
+    "json": "string",
+    "video": "string",
+}
 
 
 def _feature(kind: str) -> dict:
@@ -201,8 +212,18 @@ def _arrow_type(kind: str):
     pa, _ = _arrow()
     image = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
     base = kind.removeprefix("list_")
-    inner = image if base == "image" else {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(),
-                                           "bool": pa.bool_(), "json": pa.string(), "video": pa.string()}[base]
+    inner = (
+        image
+        if base == "image"
+        else {
+            "string": pa.string(),
+            "int64": pa.int64(),
+            "float64": pa.float64(),
+            "bool": pa.bool_(),
+            "json": pa.string(),
+            "video": pa.string(),
+        }[base]
+    )
     return pa.list_(inner) if kind.startswith("list_") else inner
 
 
@@ -330,8 +351,11 @@ def hf_folder_to_jsonl(folder: Path, work: Path) -> Path:
     shards = sorted((folder / "data").glob("*.parquet"))
     if not shards:
         raise HFFolderError(f"{folder.name}/data: no Parquet shards")
-    header = {k: meta[k] for k in ("protocol", "project", "version", "split", "item_count", "checksum", "option_seed")
-              if k in meta}
+    header = {
+        k: meta[k]
+        for k in ("protocol", "project", "version", "split", "item_count", "checksum", "option_seed")
+        if k in meta
+    }
     pa, pq = _arrow()
     target = work / "items.jsonl"
     written: dict[str, int] = {}  # media path -> hash of the bytes written there (items share media)
@@ -342,7 +366,9 @@ def hf_folder_to_jsonl(folder: Path, work: Path) -> Path:
                 parquet = pq.ParquetFile(shard)
                 unknown = set(parquet.schema_arrow.names) - set(columns)
                 if unknown:
-                    raise HFFolderError(f"{shard.name}: column {sorted(unknown)[0]!r} is not in the card's statelab.columns")
+                    raise HFFolderError(
+                        f"{shard.name}: column {sorted(unknown)[0]!r} is not in the card's statelab.columns"
+                    )
                 n = 0
                 for batch in parquet.iter_batches(batch_size=500):
                     for row in batch.to_pylist():

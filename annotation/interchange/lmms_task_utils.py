@@ -11,10 +11,9 @@ is imported back.
 Every document carries `id` (the item's id in the release) and `query` (StateLab's query key),
 `protocol`, `prompt` (the text shown to the model), `options`, `format`, `visuals` (media paths
 relative to the task folder), `visual_kind` ("image" or "video"), `target` (the correct answer as
-JSON) and `meta` (the item fields the breakdowns need, as JSON).
-
-lmms-eval 0.7 leaves `doc` out of the `--log_samples` file; each sample carries `item`:
-{"id", "query"} instead (the `item` metric, aggregated as the number of items).
+JSON) and `meta` (the item fields the breakdowns need, as JSON). lmms-eval 0.7 leaves `doc` out of the
+`--log_samples` file; each sample carries `item`: {"id", "query"} instead (the `item` metric,
+aggregated as the number of items).
 
 Scoring (docs/protocols/<protocol>.md): a missing, empty or unparseable answer is wrong and counted in
 `parse_failures`. Percentages are rounded half up to two decimals.
@@ -29,6 +28,7 @@ Scoring (docs/protocols/<protocol>.md): a missing, empty or unparseable answer i
 - m3verse: per question 0 if the predicted set has a wrong letter, else |P|/|G|; question-weighted
   means overall, per context, per capability within a context, hallucination vs factual.
 """
+
 from __future__ import annotations
 
 import functools
@@ -37,9 +37,10 @@ import math
 import os
 import re
 import string
+from collections.abc import Iterable
 from decimal import ROUND_HALF_UP, Decimal, localcontext
 from fractions import Fraction
-from typing import Any, Iterable
+from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LETTERS = string.ascii_uppercase  # a copy: this file stands alone (see the module docstring)
@@ -260,14 +261,12 @@ def doc_to_text(doc: dict, lmms_eval_specific_kwargs: dict | None = None) -> str
     return f"{kwargs.get('pre_prompt', '')}{doc['prompt']}{kwargs.get('post_prompt', '')}"
 
 
-def _answer_text(value: Any) -> str:
-    if isinstance(value, list):
-        return ",".join(str(v) for v in value)
-    return "" if value is None else str(value)
-
-
 def doc_to_target(doc: dict) -> str:
-    return _answer_text(json.loads(doc["target"]))
+    """The correct answer as text (a list of answers joined by commas)."""
+    target = json.loads(doc["target"])
+    if isinstance(target, list):
+        return ",".join(str(v) for v in target)
+    return "" if target is None else str(target)
 
 
 def parse(doc: dict, raw: Any) -> Any:
@@ -313,25 +312,48 @@ def credit(doc: dict, parsed: Any) -> tuple[int, int]:
     return int(t is not None and t == p), 1
 
 
-STATUS_METRICS = ("acc_osi", "acc_ir", "acc_sci", "oa", "racc_osi", "racc_ir", "racc_sci", "roa")
-VISUALTRANS_SUBTASKS = ("fine_grained", "global", "intermediate", "causal", "planning", "quantitative")
+# STATUS (docs/protocols/status.md): per metric, what one item adds (from its six queries' credit)
+# and out of how many; the metric is the sum over items divided by that many times the item count.
+_STATUS_PER_ITEM = {
+    "acc_osi": (lambda x: x["osi_a"] + x["osi_b"], 2),
+    "acc_ir": (lambda x: x["ir_a"] + x["ir_b"], 2),
+    "acc_sci": (lambda x: x["sci2"], 1),
+    "oa": (lambda x: x["osi_a"] + x["osi_b"] + x["ir_a"] + x["ir_b"] + 2 * x["sci2"], 6),
+    "racc_osi": (lambda x: x["osi_a"] & x["osi_b"], 1),
+    "racc_ir": (lambda x: x["ir_a"] & x["ir_b"], 1),
+    "racc_sci": (lambda x: x["sci4"], 1),
+    "roa": (lambda x: x["osi_a"] & x["osi_b"] & x["ir_a"] & x["ir_b"] & x["sci4"], 1),
+}
+STATUS_METRICS = tuple(_STATUS_PER_ITEM)
+STATUS_QUERIES = ("osi_a", "osi_b", "ir_a", "ir_b", "sci2", "sci4")
 VISUALTRANS_DIMENSIONS = {
     "spatial_mean": ("fine_grained", "global"),
     "procedural_mean": ("intermediate", "causal", "planning"),
 }
-VISUALTRANS_METRICS = ("fine_grained", "global", "spatial_mean", "intermediate", "causal", "planning",
-                       "procedural_mean", "quantitative", "overall")
+# The leaderboard's order: each dimension's subtasks, then its mean; then quantitative and overall.
+VISUALTRANS_METRICS = (
+    *(key for dimension, subtasks in VISUALTRANS_DIMENSIONS.items() for key in (*subtasks, dimension)),
+    "quantitative",
+    "overall",
+)
 M3VERSE_CAPABILITIES = ("spatial", "temporal", "attribute", "reasoning")
 # The paper's Table 2 order, as the leaderboard prints it: Overall; Intra-state average and its
 # capabilities; Inter-state likewise; then hallucination and factual (not in Table 2).
-M3VERSE_METRICS = (("overall",)
-                   + tuple(key for c in ("intra", "inter") for key in (c, *(f"{c}_{cap}" for cap in M3VERSE_CAPABILITIES)))
-                   + ("hallucination", "factual"))
+M3VERSE_METRICS = (
+    ("overall",)
+    + tuple(key for c in ("intra", "inter") for key in (c, *(f"{c}_{cap}" for cap in M3VERSE_CAPABILITIES)))
+    + ("hallucination", "factual")
+)
 CHANGEIT_QUERIES = tuple(f"state:{s}:{c}" for s in ("standard", "distractor") for c in ("full", "crop"))
-CHANGEIT_METRICS = tuple(f"{kind}_acc_{q.split(':')[1]}_{q.split(':')[2]}" for kind in ("state", "object")
-                         for q in CHANGEIT_QUERIES)
-METRICS = {"status": STATUS_METRICS, "changeit": CHANGEIT_METRICS, "visualtrans": VISUALTRANS_METRICS,
-           "m3verse": M3VERSE_METRICS}
+CHANGEIT_METRICS = tuple(
+    f"{kind}_acc_{q.split(':')[1]}_{q.split(':')[2]}" for kind in ("state", "object") for q in CHANGEIT_QUERIES
+)
+METRICS = {
+    "status": STATUS_METRICS,
+    "changeit": CHANGEIT_METRICS,
+    "visualtrans": VISUALTRANS_METRICS,
+    "m3verse": M3VERSE_METRICS,
+}
 
 
 @functools.lru_cache(maxsize=1)
@@ -355,12 +377,11 @@ def object_credit(doc: dict, parsed: Any) -> int:
     return int(label in (meta.get("distractors") or []) or _label_objects().get(label) == meta.get("object"))
 
 
-def _groups(doc: dict) -> list[str]:
-    """The question-weighted means (metric keys) one question counts in."""
-    meta = json.loads(doc.get("meta") or "{}")
-    if doc["protocol"] == "visualtrans":
+def _groups(protocol: str, meta: dict) -> list[str]:
+    """The question-weighted means (metric keys) one question of the item `meta` counts in."""
+    if protocol == "visualtrans":
         return ["overall", meta.get("subtask") or ""]
-    if doc["protocol"] == "m3verse":
+    if protocol == "m3verse":
         context = meta.get("context") or ""
         caps = meta.get("capabilities") or []
         out = ["overall", context] + [f"{context}_{cap}" for cap in caps]
@@ -376,9 +397,18 @@ def process_results(doc: dict, results: list) -> dict:
         raw = raw[0] if raw else None
     parsed = parse(doc, raw)
     num, den = credit(doc, parsed)
-    record = {"id": doc["id"], "query": doc["query"], "protocol": doc["protocol"], "num": num, "den": den, "parsed": parsed,
-              "parse_failure": parsed is None, "groups": _groups(doc),
-              "meta": json.loads(doc.get("meta") or "{}")}
+    meta = json.loads(doc.get("meta") or "{}")
+    record = {
+        "id": doc["id"],
+        "query": doc["query"],
+        "protocol": doc["protocol"],
+        "num": num,
+        "den": den,
+        "parsed": parsed,
+        "parse_failure": parsed is None,
+        "groups": _groups(doc["protocol"], meta),
+        "meta": meta,
+    }
     if doc["protocol"] == "changeit":
         record["object"] = object_credit(doc, parsed)
     out = {key: dict(record, metric=key) for key in _task_metrics(doc["protocol"]) if key != "item"}
@@ -418,25 +448,9 @@ def _status(records: list[dict], key: str) -> Fraction | None:
         items.setdefault(r["id"], {})[r["query"]] = r["num"]
     if not items:
         return None
-    n = len(items)
-    c = [{q: row.get(q, 0) for q in ("osi_a", "osi_b", "ir_a", "ir_b", "sci2", "sci4")} for row in items.values()]
-    if key == "acc_osi":
-        return Fraction(sum(x["osi_a"] + x["osi_b"] for x in c), 2 * n)
-    if key == "acc_ir":
-        return Fraction(sum(x["ir_a"] + x["ir_b"] for x in c), 2 * n)
-    if key == "acc_sci":
-        return Fraction(sum(x["sci2"] for x in c), n)
-    if key == "oa":
-        return Fraction(sum(x["osi_a"] + x["osi_b"] + x["ir_a"] + x["ir_b"] + 2 * x["sci2"] for x in c), 6 * n)
-    if key == "racc_osi":
-        return Fraction(sum(x["osi_a"] & x["osi_b"] for x in c), n)
-    if key == "racc_ir":
-        return Fraction(sum(x["ir_a"] & x["ir_b"] for x in c), n)
-    if key == "racc_sci":
-        return Fraction(sum(x["sci4"] for x in c), n)
-    if key == "roa":
-        return Fraction(sum(x["osi_a"] & x["osi_b"] & x["ir_a"] & x["ir_b"] & x["sci4"] for x in c), n)
-    raise KeyError(key)
+    per_item, out_of = _STATUS_PER_ITEM[key]  # an unknown key raises KeyError(key)
+    credits = [{q: row.get(q, 0) for q in STATUS_QUERIES} for row in items.values()]
+    return Fraction(sum(per_item(x) for x in credits), out_of * len(items))
 
 
 def _changeit(records: list[dict], key: str) -> Fraction:

@@ -1,5 +1,6 @@
 """Writing a zip on the fly: zipfile writes into a sink that the generator drains after each
 piece (data descriptors, no seeking), so a large export streams instead of sitting in memory."""
+
 from __future__ import annotations
 
 import io

@@ -10,6 +10,7 @@ actor must then be allowed to create projects (require_project_creator), and the
 creation is recorded under them. Without --actor the event records no actor. Either way a
 command runs its work inside `on_command_line()`, so its events say details.source = "cli".
 """
+
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
@@ -19,8 +20,10 @@ from annotation.audit import CLI_SOURCE, audit_source
 from annotation.models import Project, Role
 from annotation.permissions import can_create_projects, has_role
 
-ACTOR_HELP = ("username recorded as the actor in the audit trail; it must be a researcher or admin of the project "
-              "(without --actor the event records no actor, and source=cli)")
+ACTOR_HELP = (
+    "username recorded as the actor in the audit trail; it must be a researcher or admin of the project "
+    "(without --actor the event records no actor, and source=cli)"
+)
 
 
 def add_actor_argument(parser) -> None:
@@ -47,15 +50,19 @@ def command_user(username: str | None):
 def require_command_role(user, project: Project, role: str = Role.RESEARCHER) -> None:
     """CommandError unless `user` (when given) holds `role` or above in `project`."""
     if user is not None and not has_role(user, project, role):
-        raise CommandError(f"--actor: {user.get_username()} is not a {role} (or above) of project {project.slug}; "
-                           f"the page and the API ask for that role for this action")
+        raise CommandError(
+            f"--actor: {user.get_username()} is not a {role} (or above) of project {project.slug}; "
+            f"the page and the API ask for that role for this action"
+        )
 
 
 def require_project_creator(user) -> None:
     """CommandError unless `user` (when given) may create projects in the app (--create)."""
     if user is not None and not can_create_projects(user):
-        raise CommandError(f"--actor: {user.get_username()} may not create projects (that needs the researcher or "
-                           f"admin role in some project, or a staff account)")
+        raise CommandError(
+            f"--actor: {user.get_username()} may not create projects (that needs the researcher or "
+            f"admin role in some project, or a staff account)"
+        )
 
 
 def command_actor(username: str | None, project: Project, role: str = Role.RESEARCHER):

@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,206 +14,370 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='Item',
+            name="Item",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('external_id', models.CharField(max_length=200)),
-                ('payload', models.JSONField(default=dict)),
-                ('media', models.JSONField(blank=True, default=dict)),
-                ('status', models.CharField(choices=[('pending', 'Pending'), ('annotated', 'Annotated'), ('verified', 'Verified'), ('discarded', 'Discarded')], default='pending', max_length=12)),
-                ('split', models.CharField(default='test', max_length=50)),
-                ('tags', models.JSONField(blank=True, default=list)),
-                ('is_gold', models.BooleanField(default=False)),
-                ('annotation_count', models.PositiveIntegerField(default=0)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("external_id", models.CharField(max_length=200)),
+                ("payload", models.JSONField(default=dict)),
+                ("media", models.JSONField(blank=True, default=dict)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Pending"),
+                            ("annotated", "Annotated"),
+                            ("verified", "Verified"),
+                            ("discarded", "Discarded"),
+                        ],
+                        default="pending",
+                        max_length=12,
+                    ),
+                ),
+                ("split", models.CharField(default="test", max_length=50)),
+                ("tags", models.JSONField(blank=True, default=list)),
+                ("is_gold", models.BooleanField(default=False)),
+                ("annotation_count", models.PositiveIntegerField(default=0)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
         ),
         migrations.CreateModel(
-            name='MediaAsset',
+            name="MediaAsset",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('sha256', models.CharField(max_length=64, unique=True)),
-                ('kind', models.CharField(choices=[('image', 'Image'), ('video', 'Video')], max_length=10)),
-                ('file', models.FileField(max_length=300, upload_to='assets/')),
-                ('original_name', models.CharField(blank=True, max_length=500)),
-                ('mime', models.CharField(blank=True, max_length=100)),
-                ('size_bytes', models.BigIntegerField(default=0)),
-                ('width', models.PositiveIntegerField(blank=True, null=True)),
-                ('height', models.PositiveIntegerField(blank=True, null=True)),
-                ('duration', models.FloatField(blank=True, null=True)),
-                ('fps', models.FloatField(blank=True, null=True)),
-                ('frame_count', models.PositiveIntegerField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("sha256", models.CharField(max_length=64, unique=True)),
+                ("kind", models.CharField(choices=[("image", "Image"), ("video", "Video")], max_length=10)),
+                ("file", models.FileField(max_length=300, upload_to="assets/")),
+                ("original_name", models.CharField(blank=True, max_length=500)),
+                ("mime", models.CharField(blank=True, max_length=100)),
+                ("size_bytes", models.BigIntegerField(default=0)),
+                ("width", models.PositiveIntegerField(blank=True, null=True)),
+                ("height", models.PositiveIntegerField(blank=True, null=True)),
+                ("duration", models.FloatField(blank=True, null=True)),
+                ("fps", models.FloatField(blank=True, null=True)),
+                ("frame_count", models.PositiveIntegerField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
         ),
         migrations.CreateModel(
-            name='Annotation',
+            name="Annotation",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('external_rater', models.CharField(blank=True, default='', max_length=200)),
-                ('result', models.JSONField(default=dict)),
-                ('time_spent_ms', models.PositiveIntegerField(default=0)),
-                ('idempotency_key', models.CharField(blank=True, max_length=200, null=True, unique=True)),
-                ('source', models.CharField(default='task', max_length=20)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('annotator', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='annotations', to=settings.AUTH_USER_MODEL)),
-                ('item', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='annotations', to='annotation.item')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("external_rater", models.CharField(blank=True, default="", max_length=200)),
+                ("result", models.JSONField(default=dict)),
+                ("time_spent_ms", models.PositiveIntegerField(default=0)),
+                ("idempotency_key", models.CharField(blank=True, max_length=200, null=True, unique=True)),
+                ("source", models.CharField(default="task", max_length=20)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "annotator",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="annotations",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "item",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="annotations", to="annotation.item"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Project',
+            name="Project",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slug', models.SlugField(max_length=80, unique=True)),
-                ('name', models.CharField(max_length=200)),
-                ('protocol', models.CharField(choices=[('status', 'STATUS Bench (quintuplets)'), ('changeit', 'ChangeIt-Frames (boxes + state)'), ('visualtrans', 'VisualTrans (image QA)'), ('m3verse', 'M3-Verse (video-pair QA)'), ('oscbench', 'OSCBench (video rating)')], max_length=20)),
-                ('annotations_per_item', models.PositiveSmallIntegerField(default=1)),
-                ('settings', models.JSONField(blank=True, default=dict)),
-                ('option_seed', models.IntegerField(default=0)),
-                ('description', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("slug", models.SlugField(max_length=80, unique=True)),
+                ("name", models.CharField(max_length=200)),
+                (
+                    "protocol",
+                    models.CharField(
+                        choices=[
+                            ("status", "STATUS Bench (quintuplets)"),
+                            ("changeit", "ChangeIt-Frames (boxes + state)"),
+                            ("visualtrans", "VisualTrans (image QA)"),
+                            ("m3verse", "M3-Verse (video-pair QA)"),
+                            ("oscbench", "OSCBench (video rating)"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("annotations_per_item", models.PositiveSmallIntegerField(default=1)),
+                ("settings", models.JSONField(blank=True, default=dict)),
+                ("option_seed", models.IntegerField(default=0)),
+                ("description", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['slug'],
-                'constraints': [models.CheckConstraint(condition=models.Q(('annotations_per_item__gte', 1)), name='project_annotations_per_item_gte_1')],
+                "ordering": ["slug"],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("annotations_per_item__gte", 1)), name="project_annotations_per_item_gte_1"
+                    )
+                ],
             },
         ),
         migrations.AddField(
-            model_name='item',
-            name='project',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='items', to='annotation.project'),
+            model_name="item",
+            name="project",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="items", to="annotation.project"
+            ),
         ),
         migrations.CreateModel(
-            name='Release',
+            name="Release",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('version', models.CharField(max_length=50)),
-                ('split', models.CharField(default='test', max_length=50)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('item_count', models.PositiveIntegerField(default=0)),
-                ('checksum', models.CharField(max_length=64)),
-                ('option_seed', models.IntegerField(default=0)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='releases', to='annotation.project')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("version", models.CharField(max_length=50)),
+                ("split", models.CharField(default="test", max_length=50)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("item_count", models.PositiveIntegerField(default=0)),
+                ("checksum", models.CharField(max_length=64)),
+                ("option_seed", models.IntegerField(default=0)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="releases", to="annotation.project"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['project', 'created_at'],
+                "ordering": ["project", "created_at"],
             },
         ),
         migrations.CreateModel(
-            name='ReleaseItem',
+            name="ReleaseItem",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.PositiveIntegerField()),
-                ('payload', models.JSONField()),
-                ('item', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='release_items', to='annotation.item')),
-                ('release', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='release_items', to='annotation.release')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("position", models.PositiveIntegerField()),
+                ("payload", models.JSONField()),
+                (
+                    "item",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="release_items", to="annotation.item"
+                    ),
+                ),
+                (
+                    "release",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="release_items",
+                        to="annotation.release",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['release', 'position'],
+                "ordering": ["release", "position"],
             },
         ),
         migrations.CreateModel(
-            name='Review',
+            name="Review",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('decision', models.CharField(choices=[('accept', 'Accept an annotation'), ('edit', 'Edit a merged answer'), ('discard', 'Discard the item'), ('auto', 'Auto-verified (annotators agree)')], max_length=10)),
-                ('result', models.JSONField(blank=True, default=dict)),
-                ('comment', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('accepted_annotation', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to='annotation.annotation')),
-                ('item', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='reviews', to='annotation.item')),
-                ('reviewer', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "decision",
+                    models.CharField(
+                        choices=[
+                            ("accept", "Accept an annotation"),
+                            ("edit", "Edit a merged answer"),
+                            ("discard", "Discard the item"),
+                            ("auto", "Auto-verified (annotators agree)"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                ("result", models.JSONField(blank=True, default=dict)),
+                ("comment", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "accepted_annotation",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to="annotation.annotation"
+                    ),
+                ),
+                (
+                    "item",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="reviews", to="annotation.item"
+                    ),
+                ),
+                (
+                    "reviewer",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Suggestion',
+            name="Suggestion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('source', models.CharField(max_length=200)),
-                ('result', models.JSONField(default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('item', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='suggestions', to='annotation.item')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("source", models.CharField(max_length=200)),
+                ("result", models.JSONField(default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "item",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="suggestions", to="annotation.item"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Task',
+            name="Task",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('status', models.CharField(choices=[('active', 'Active'), ('submitted', 'Submitted'), ('skipped', 'Skipped'), ('expired', 'Expired')], default='active', max_length=12)),
-                ('lease_expires', models.DateTimeField()),
-                ('draft', models.JSONField(blank=True, default=dict)),
-                ('draft_version', models.PositiveIntegerField(default=0)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('annotator', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='tasks', to=settings.AUTH_USER_MODEL)),
-                ('item', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='tasks', to='annotation.item')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("active", "Active"),
+                            ("submitted", "Submitted"),
+                            ("skipped", "Skipped"),
+                            ("expired", "Expired"),
+                        ],
+                        default="active",
+                        max_length=12,
+                    ),
+                ),
+                ("lease_expires", models.DateTimeField()),
+                ("draft", models.JSONField(blank=True, default=dict)),
+                ("draft_version", models.PositiveIntegerField(default=0)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "annotator",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="tasks", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "item",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="tasks", to="annotation.item"
+                    ),
+                ),
             ],
         ),
         migrations.AddField(
-            model_name='annotation',
-            name='task',
-            field=models.OneToOneField(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='annotation', to='annotation.task'),
+            model_name="annotation",
+            name="task",
+            field=models.OneToOneField(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="annotation",
+                to="annotation.task",
+            ),
         ),
         migrations.CreateModel(
-            name='Membership',
+            name="Membership",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('role', models.CharField(choices=[('annotator', 'Annotator'), ('reviewer', 'Reviewer'), ('researcher', 'Researcher'), ('admin', 'Admin')], max_length=20)),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='memberships', to=settings.AUTH_USER_MODEL)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='memberships', to='annotation.project')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[
+                            ("annotator", "Annotator"),
+                            ("reviewer", "Reviewer"),
+                            ("researcher", "Researcher"),
+                            ("admin", "Admin"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="memberships",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="memberships", to="annotation.project"
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('project', 'user'), name='membership_unique_project_user')],
+                "constraints": [
+                    models.UniqueConstraint(fields=("project", "user"), name="membership_unique_project_user")
+                ],
             },
         ),
         migrations.AddIndex(
-            model_name='item',
-            index=models.Index(fields=['project', 'status', 'annotation_count', 'id'], name='item_queue_idx'),
+            model_name="item",
+            index=models.Index(fields=["project", "status", "annotation_count", "id"], name="item_queue_idx"),
         ),
         migrations.AddIndex(
-            model_name='item',
-            index=models.Index(fields=['project', 'split', 'status'], name='item_split_status_idx'),
+            model_name="item",
+            index=models.Index(fields=["project", "split", "status"], name="item_split_status_idx"),
         ),
         migrations.AddConstraint(
-            model_name='item',
-            constraint=models.UniqueConstraint(fields=('project', 'external_id'), name='item_unique_project_external_id'),
+            model_name="item",
+            constraint=models.UniqueConstraint(
+                fields=("project", "external_id"), name="item_unique_project_external_id"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='release',
-            constraint=models.UniqueConstraint(fields=('project', 'version'), name='release_unique_project_version'),
+            model_name="release",
+            constraint=models.UniqueConstraint(fields=("project", "version"), name="release_unique_project_version"),
         ),
         migrations.AddConstraint(
-            model_name='releaseitem',
-            constraint=models.UniqueConstraint(fields=('release', 'item'), name='releaseitem_unique_release_item'),
+            model_name="releaseitem",
+            constraint=models.UniqueConstraint(fields=("release", "item"), name="releaseitem_unique_release_item"),
         ),
         migrations.AddConstraint(
-            model_name='releaseitem',
-            constraint=models.UniqueConstraint(fields=('release', 'position'), name='releaseitem_unique_release_position'),
+            model_name="releaseitem",
+            constraint=models.UniqueConstraint(
+                fields=("release", "position"), name="releaseitem_unique_release_position"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='suggestion',
-            constraint=models.UniqueConstraint(fields=('item', 'source'), name='suggestion_unique_item_source'),
+            model_name="suggestion",
+            constraint=models.UniqueConstraint(fields=("item", "source"), name="suggestion_unique_item_source"),
         ),
         migrations.AddIndex(
-            model_name='task',
-            index=models.Index(fields=['annotator', 'status'], name='task_annotator_status_idx'),
+            model_name="task",
+            index=models.Index(fields=["annotator", "status"], name="task_annotator_status_idx"),
         ),
         migrations.AddConstraint(
-            model_name='task',
-            constraint=models.UniqueConstraint(condition=models.Q(('status', 'active')), fields=('item',), name='task_one_active_per_item'),
+            model_name="task",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("status", "active")), fields=("item",), name="task_one_active_per_item"
+            ),
         ),
         migrations.AddIndex(
-            model_name='annotation',
-            index=models.Index(fields=['annotator', 'created_at'], name='annotation_annotator_idx'),
+            model_name="annotation",
+            index=models.Index(fields=["annotator", "created_at"], name="annotation_annotator_idx"),
         ),
         migrations.AddConstraint(
-            model_name='annotation',
-            constraint=models.UniqueConstraint(condition=models.Q(('annotator__isnull', False)), fields=('item', 'annotator'), name='annotation_one_per_item_annotator'),
+            model_name="annotation",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("annotator__isnull", False)),
+                fields=("item", "annotator"),
+                name="annotation_one_per_item_annotator",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='annotation',
-            constraint=models.UniqueConstraint(condition=models.Q(('external_rater', ''), _negated=True), fields=('item', 'external_rater'), name='annotation_one_per_item_rater'),
+            model_name="annotation",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("external_rater", ""), _negated=True),
+                fields=("item", "external_rater"),
+                name="annotation_one_per_item_rater",
+            ),
         ),
     ]

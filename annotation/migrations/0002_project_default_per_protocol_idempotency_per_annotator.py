@@ -5,30 +5,51 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0001_initial'),
+        ("annotation", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='annotation',
-            name='idempotency_key',
+            model_name="annotation",
+            name="idempotency_key",
             field=models.CharField(blank=True, max_length=200, null=True),
         ),
         migrations.AlterField(
-            model_name='project',
-            name='annotations_per_item',
-            field=models.PositiveSmallIntegerField(blank=True, help_text="Submitted annotations each (non-gold) item needs before it is annotated and goes to review. Left empty, it is the protocol's default: 3 for OSCBench video rating, 1 otherwise."),
+            model_name="project",
+            name="annotations_per_item",
+            field=models.PositiveSmallIntegerField(
+                blank=True,
+                help_text=(
+                    "Submitted annotations each (non-gold) item needs before it is annotated and goes to review. "
+                    "Left empty, it is the protocol's default: 3 for OSCBench video rating, 1 otherwise."
+                ),
+            ),
         ),
         migrations.AlterField(
-            model_name='project',
-            name='settings',
-            field=models.JSONField(blank=True, default=dict, help_text='Workflow settings as a JSON object. gold_share (0..1, default 0): chance that a claim offers a gold item (known answer, mixed in unannounced; it scores the annotator and is counted apart from the progress counts). auto_verify (true/false, default false): an item whose annotators all agree becomes verified without a reviewer. lease_seconds (default 600): how long a claimed task stays held without a renewal before the item returns to the queue. rubric (video rating): the rubric shown to raters, one text or criterion -> text. state_labels (boxes): object -> extra state labels offered as candidates.'),
+            model_name="project",
+            name="settings",
+            field=models.JSONField(
+                blank=True,
+                default=dict,
+                help_text=(
+                    "Workflow settings as a JSON object. gold_share (0..1, default 0): chance that a claim offers "
+                    "a gold item (known answer, mixed in unannounced; it scores the annotator and is counted apart "
+                    "from the progress counts). auto_verify (true/false, default false): an item whose annotators "
+                    "all agree becomes verified without a reviewer. lease_seconds (default 600): how long a "
+                    "claimed task stays held without a renewal before the item returns to the queue. rubric (video "
+                    "rating): the rubric shown to raters, one text or criterion -> text. state_labels (boxes): "
+                    "object -> extra state labels offered as candidates."
+                ),
+            ),
         ),
         migrations.AddConstraint(
-            model_name='annotation',
-            constraint=models.UniqueConstraint(condition=models.Q(('idempotency_key__isnull', False)), fields=('annotator', 'idempotency_key'), name='annotation_unique_annotator_idempotency_key'),
+            model_name="annotation",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("idempotency_key__isnull", False)),
+                fields=("annotator", "idempotency_key"),
+                name="annotation_unique_annotator_idempotency_key",
+            ),
         ),
     ]

@@ -18,7 +18,6 @@ def drop_media_index(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("annotation", "0002_project_default_per_protocol_idempotency_per_annotator"),
     ]
@@ -28,7 +27,9 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name="release",
             name="project",
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name="releases", to="annotation.project"),
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT, related_name="releases", to="annotation.project"
+            ),
         ),
         migrations.RunPython(create_media_index, drop_media_index),
     ]

@@ -4,20 +4,38 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0003_release_protect_item_media_index'),
+        ("annotation", "0003_release_protect_item_media_index"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='annotation',
-            name='with_suggestion',
-            field=models.BooleanField(db_default=False, default=False, help_text='A model suggestion was on the form when this answer was given (not blind).'),
+            model_name="annotation",
+            name="with_suggestion",
+            field=models.BooleanField(
+                db_default=False,
+                default=False,
+                help_text="A model suggestion was on the form when this answer was given (not blind).",
+            ),
         ),
         migrations.AlterField(
-            model_name='project',
-            name='settings',
-            field=models.JSONField(blank=True, default=dict, help_text='Workflow settings as a JSON object. gold_share (0..1, default 0): chance that a claim offers a gold item (known answer, mixed in unannounced; it scores the annotator and is counted apart from the progress counts). auto_verify (true/false, default false): an item whose annotators all agree becomes verified without a reviewer. lease_seconds (default 600): how long a claimed task stays held without a renewal before the item returns to the queue. rubric (video rating): the rubric shown to raters, one text or criterion -> text. state_labels (boxes): object -> extra state labels offered as candidates. suggestions (true/false, default true; quintuplet and QA): show model suggestions on the annotation form. A QA answer given with one on the form is not blind and is left out of the Human row, so a project that wants a Human row sets this to false.'),
+            model_name="project",
+            name="settings",
+            field=models.JSONField(
+                blank=True,
+                default=dict,
+                help_text=(
+                    "Workflow settings as a JSON object. gold_share (0..1, default 0): chance that a claim offers "
+                    "a gold item (known answer, mixed in unannounced; it scores the annotator and is counted apart "
+                    "from the progress counts). auto_verify (true/false, default false): an item whose annotators "
+                    "all agree becomes verified without a reviewer. lease_seconds (default 600): how long a "
+                    "claimed task stays held without a renewal before the item returns to the queue. rubric (video "
+                    "rating): the rubric shown to raters, one text or criterion -> text. state_labels (boxes): "
+                    "object -> extra state labels offered as candidates. suggestions (true/false, default true; "
+                    "quintuplet and QA): show model suggestions on the annotation form. A QA answer given with one "
+                    "on the form is not blind and is left out of the Human row, so a project that wants a Human "
+                    "row sets this to false."
+                ),
+            ),
         ),
     ]

@@ -6,35 +6,64 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0004_annotation_with_suggestion'),
+        ("annotation", "0004_annotation_with_suggestion"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ImportRun',
+            name="ImportRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('items', 'Items'), ('annotations', 'Human annotations')], default='items', max_length=20)),
-                ('verified', models.BooleanField(default=False)),
-                ('file_name', models.CharField(max_length=255)),
-                ('file_bytes', models.BigIntegerField(default=0)),
-                ('staged_path', models.CharField(blank=True, max_length=1000)),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('finished', 'Imported'), ('refused', 'Refused (nothing written)'), ('failed', 'Failed (nothing written)')], default='queued', max_length=20)),
-                ('report', models.JSONField(blank=True, default=dict)),
-                ('errors', models.JSONField(blank=True, default=list)),
-                ('error_count', models.PositiveIntegerField(default=0)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='import_runs', to='annotation.project')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("items", "Items"), ("annotations", "Human annotations")],
+                        default="items",
+                        max_length=20,
+                    ),
+                ),
+                ("verified", models.BooleanField(default=False)),
+                ("file_name", models.CharField(max_length=255)),
+                ("file_bytes", models.BigIntegerField(default=0)),
+                ("staged_path", models.CharField(blank=True, max_length=1000)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("finished", "Imported"),
+                            ("refused", "Refused (nothing written)"),
+                            ("failed", "Failed (nothing written)"),
+                        ],
+                        default="queued",
+                        max_length=20,
+                    ),
+                ),
+                ("report", models.JSONField(blank=True, default=dict)),
+                ("errors", models.JSONField(blank=True, default=list)),
+                ("error_count", models.PositiveIntegerField(default=0)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="import_runs", to="annotation.project"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-pk'],
-                'indexes': [models.Index(fields=['project', '-created_at'], name='importrun_project_created_idx')],
+                "ordering": ["-created_at", "-pk"],
+                "indexes": [models.Index(fields=["project", "-created_at"], name="importrun_project_created_idx")],
             },
         ),
     ]

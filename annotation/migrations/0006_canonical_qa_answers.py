@@ -8,6 +8,7 @@ release's checksum covers those stored lines, so every existing release keeps it
 exports the same bytes. Irreversible (the raw spelling is not kept); going back leaves the rows
 in the canonical form, which every reader accepts.
 """
+
 from django.db import migrations
 
 from annotation import canonical
@@ -68,8 +69,9 @@ def canonical_imported_answers(apps, schema_editor) -> int:
             continue
         new = {
             **result,
-            "answer": canonical.qa_result_answer(result["answer"], protocol=protocol,
-                                                 payload=_shape_as_then(protocol, payload or {})),
+            "answer": canonical.qa_result_answer(
+                result["answer"], protocol=protocol, payload=_shape_as_then(protocol, payload or {})
+            ),
             "flags": canonical.qa_flags(result.get("flags") or []),
         }
         if new != result:

@@ -4,25 +4,24 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0006_canonical_qa_answers'),
+        ("annotation", "0006_canonical_qa_answers"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='importrun',
-            name='attempts',
+            model_name="importrun",
+            name="attempts",
             field=models.PositiveSmallIntegerField(default=0),
         ),
         migrations.AddField(
-            model_name='importrun',
-            name='heartbeat_at',
+            model_name="importrun",
+            name="heartbeat_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='importrun',
-            name='worker',
+            model_name="importrun",
+            name="worker",
             field=models.CharField(blank=True, max_length=200),
         ),
     ]

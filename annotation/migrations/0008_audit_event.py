@@ -7,30 +7,69 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0007_import_run_heartbeat'),
+        ("annotation", "0007_import_run_heartbeat"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='AuditEvent',
+            name="AuditEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('actor_name', models.CharField(blank=True, max_length=150)),
-                ('action', models.CharField(choices=[('import', 'Import'), ('verify', 'Verify'), ('edit', 'Edit and verify'), ('discard', 'Discard'), ('freeze', 'Freeze release'), ('export', 'Export release'), ('launch', 'Launch inference job'), ('cancel', 'Cancel inference job'), ('retry', 'Retry inference job'), ('member_add', 'Add member'), ('member_change', 'Change member role'), ('member_remove', 'Remove member')], max_length=20)),
-                ('object_type', models.CharField(max_length=100)),
-                ('object_id', models.CharField(blank=True, max_length=64)),
-                ('object_repr', models.CharField(blank=True, max_length=200)),
-                ('details', models.JSONField(blank=True, default=dict)),
-                ('actor', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('project', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='audit_events', to='annotation.project')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("actor_name", models.CharField(blank=True, max_length=150)),
+                (
+                    "action",
+                    models.CharField(
+                        choices=[
+                            ("import", "Import"),
+                            ("verify", "Verify"),
+                            ("edit", "Edit and verify"),
+                            ("discard", "Discard"),
+                            ("freeze", "Freeze release"),
+                            ("export", "Export release"),
+                            ("launch", "Launch inference job"),
+                            ("cancel", "Cancel inference job"),
+                            ("retry", "Retry inference job"),
+                            ("member_add", "Add member"),
+                            ("member_change", "Change member role"),
+                            ("member_remove", "Remove member"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("object_type", models.CharField(max_length=100)),
+                ("object_id", models.CharField(blank=True, max_length=64)),
+                ("object_repr", models.CharField(blank=True, max_length=200)),
+                ("details", models.JSONField(blank=True, default=dict)),
+                (
+                    "actor",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="audit_events",
+                        to="annotation.project",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-at', '-pk'],
-                'indexes': [models.Index(fields=['project', '-at', '-id'], name='audit_project_at_idx'), models.Index(fields=['project', 'action', '-at'], name='audit_project_action_at_idx')],
+                "ordering": ["-at", "-pk"],
+                "indexes": [
+                    models.Index(fields=["project", "-at", "-id"], name="audit_project_at_idx"),
+                    models.Index(fields=["project", "action", "-at"], name="audit_project_action_at_idx"),
+                ],
             },
         ),
     ]

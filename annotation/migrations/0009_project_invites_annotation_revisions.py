@@ -7,48 +7,106 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0008_audit_event'),
+        ("annotation", "0008_audit_event"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='auditevent',
-            name='action',
-            field=models.CharField(choices=[('import', 'Import'), ('verify', 'Verify'), ('edit', 'Edit and verify'), ('discard', 'Discard'), ('freeze', 'Freeze release'), ('export', 'Export release'), ('launch', 'Launch inference job'), ('cancel', 'Cancel inference job'), ('retry', 'Retry inference job'), ('member_add', 'Add member'), ('member_change', 'Change member role'), ('member_remove', 'Remove member'), ('member_invite', 'Create invite link'), ('project_create', 'Create project'), ('amend', 'Amend own annotation')], max_length=20),
+            model_name="auditevent",
+            name="action",
+            field=models.CharField(
+                choices=[
+                    ("import", "Import"),
+                    ("verify", "Verify"),
+                    ("edit", "Edit and verify"),
+                    ("discard", "Discard"),
+                    ("freeze", "Freeze release"),
+                    ("export", "Export release"),
+                    ("launch", "Launch inference job"),
+                    ("cancel", "Cancel inference job"),
+                    ("retry", "Retry inference job"),
+                    ("member_add", "Add member"),
+                    ("member_change", "Change member role"),
+                    ("member_remove", "Remove member"),
+                    ("member_invite", "Create invite link"),
+                    ("project_create", "Create project"),
+                    ("amend", "Amend own annotation"),
+                ],
+                max_length=20,
+            ),
         ),
         migrations.CreateModel(
-            name='AnnotationRevision',
+            name="AnnotationRevision",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('result', models.JSONField()),
-                ('time_spent_ms', models.PositiveIntegerField(default=0)),
-                ('with_suggestion', models.BooleanField(default=False)),
-                ('submitted_at', models.DateTimeField()),
-                ('replaced_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('annotation', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='revisions', to='annotation.annotation')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("result", models.JSONField()),
+                ("time_spent_ms", models.PositiveIntegerField(default=0)),
+                ("with_suggestion", models.BooleanField(default=False)),
+                ("submitted_at", models.DateTimeField()),
+                ("replaced_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "annotation",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="revisions",
+                        to="annotation.annotation",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['annotation', 'replaced_at', 'pk'],
+                "ordering": ["annotation", "replaced_at", "pk"],
             },
         ),
         migrations.CreateModel(
-            name='ProjectInvite',
+            name="ProjectInvite",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('role', models.CharField(choices=[('annotator', 'Annotator'), ('reviewer', 'Reviewer'), ('researcher', 'Researcher'), ('admin', 'Admin')], max_length=20)),
-                ('token_sha256', models.CharField(max_length=64, unique=True)),
-                ('expires_at', models.DateTimeField()),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('used_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='invites', to='annotation.project')),
-                ('used_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[
+                            ("annotator", "Annotator"),
+                            ("reviewer", "Reviewer"),
+                            ("researcher", "Researcher"),
+                            ("admin", "Admin"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("token_sha256", models.CharField(max_length=64, unique=True)),
+                ("expires_at", models.DateTimeField()),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("used_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="invites", to="annotation.project"
+                    ),
+                ),
+                (
+                    "used_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-pk'],
+                "ordering": ["-created_at", "-pk"],
             },
         ),
     ]

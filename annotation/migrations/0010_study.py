@@ -7,109 +7,212 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0009_project_invites_annotation_revisions'),
+        ("annotation", "0009_project_invites_annotation_revisions"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='auditevent',
-            name='action',
-            field=models.CharField(choices=[('import', 'Import'), ('verify', 'Verify'), ('edit', 'Edit and verify'), ('discard', 'Discard'), ('freeze', 'Freeze release'), ('export', 'Export release'), ('launch', 'Launch inference job'), ('cancel', 'Cancel inference job'), ('retry', 'Retry inference job'), ('member_add', 'Add member'), ('member_change', 'Change member role'), ('member_remove', 'Remove member'), ('member_invite', 'Create invite link'), ('project_create', 'Create project'), ('amend', 'Amend own annotation'), ('study_open', 'Open crowd study'), ('study_close', 'Close crowd study'), ('study_approve', 'Approve study participant'), ('study_reject', 'Reject study participant')], max_length=20),
+            model_name="auditevent",
+            name="action",
+            field=models.CharField(
+                choices=[
+                    ("import", "Import"),
+                    ("verify", "Verify"),
+                    ("edit", "Edit and verify"),
+                    ("discard", "Discard"),
+                    ("freeze", "Freeze release"),
+                    ("export", "Export release"),
+                    ("launch", "Launch inference job"),
+                    ("cancel", "Cancel inference job"),
+                    ("retry", "Retry inference job"),
+                    ("member_add", "Add member"),
+                    ("member_change", "Change member role"),
+                    ("member_remove", "Remove member"),
+                    ("member_invite", "Create invite link"),
+                    ("project_create", "Create project"),
+                    ("amend", "Amend own annotation"),
+                    ("study_open", "Open crowd study"),
+                    ("study_close", "Close crowd study"),
+                    ("study_approve", "Approve study participant"),
+                    ("study_reject", "Reject study participant"),
+                ],
+                max_length=20,
+            ),
         ),
         migrations.CreateModel(
-            name='Study',
+            name="Study",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('token', models.CharField(max_length=64, unique=True)),
-                ('platform', models.CharField(choices=[('prolific', 'Prolific'), ('mturk', 'Amazon Mechanical Turk')], default='prolific', max_length=20)),
-                ('max_participants', models.PositiveIntegerField()),
-                ('tasks_per_participant', models.PositiveIntegerField()),
-                ('completion_code', models.CharField(max_length=100)),
-                ('return_url', models.URLField(blank=True, max_length=1000)),
-                ('redirect_on_finish', models.BooleanField(default=False)),
-                ('time_limit_minutes', models.PositiveIntegerField(blank=True, null=True)),
-                ('gold_pass_threshold', models.FloatField(default=0.0)),
-                ('hourly_rate', models.DecimalField(decimal_places=2, default=0, max_digits=8)),
-                ('currency', models.CharField(default='GBP', max_length=8)),
-                ('is_open', models.BooleanField(default=True)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('closed_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='studies', to='annotation.project')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=200)),
+                ("token", models.CharField(max_length=64, unique=True)),
+                (
+                    "platform",
+                    models.CharField(
+                        choices=[("prolific", "Prolific"), ("mturk", "Amazon Mechanical Turk")],
+                        default="prolific",
+                        max_length=20,
+                    ),
+                ),
+                ("max_participants", models.PositiveIntegerField()),
+                ("tasks_per_participant", models.PositiveIntegerField()),
+                ("completion_code", models.CharField(max_length=100)),
+                ("return_url", models.URLField(blank=True, max_length=1000)),
+                ("redirect_on_finish", models.BooleanField(default=False)),
+                ("time_limit_minutes", models.PositiveIntegerField(blank=True, null=True)),
+                ("gold_pass_threshold", models.FloatField(default=0.0)),
+                ("hourly_rate", models.DecimalField(decimal_places=2, default=0, max_digits=8)),
+                ("currency", models.CharField(default="GBP", max_length=8)),
+                ("is_open", models.BooleanField(default=True)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("closed_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="studies", to="annotation.project"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-pk'],
+                "ordering": ["-created_at", "-pk"],
             },
         ),
         migrations.CreateModel(
-            name='StudyParticipant',
+            name="StudyParticipant",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('external_id', models.CharField(max_length=64)),
-                ('platform_study_id', models.CharField(blank=True, max_length=100)),
-                ('platform_session_id', models.CharField(blank=True, max_length=100)),
-                ('status', models.CharField(choices=[('active', 'Active'), ('approved', 'Approved'), ('rejected', 'Rejected')], default='active', max_length=12)),
-                ('started_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('decided_at', models.DateTimeField(blank=True, null=True)),
-                ('decision_note', models.CharField(blank=True, max_length=500)),
-                ('decided_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('study', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='participants', to='annotation.study')),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='study_participations', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("external_id", models.CharField(max_length=64)),
+                ("platform_study_id", models.CharField(blank=True, max_length=100)),
+                ("platform_session_id", models.CharField(blank=True, max_length=100)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("active", "Active"), ("approved", "Approved"), ("rejected", "Rejected")],
+                        default="active",
+                        max_length=12,
+                    ),
+                ),
+                ("started_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                ("decided_at", models.DateTimeField(blank=True, null=True)),
+                ("decision_note", models.CharField(blank=True, max_length=500)),
+                (
+                    "decided_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "study",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="participants", to="annotation.study"
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="study_participations",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['study', 'started_at', 'pk'],
+                "ordering": ["study", "started_at", "pk"],
             },
         ),
         migrations.CreateModel(
-            name='ExcludedAnnotation',
+            name="ExcludedAnnotation",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('annotation_id', models.BigIntegerField()),
-                ('result', models.JSONField(default=dict)),
-                ('time_spent_ms', models.PositiveIntegerField(default=0)),
-                ('with_suggestion', models.BooleanField(default=False)),
-                ('revisions', models.JSONField(blank=True, default=list)),
-                ('created_at', models.DateTimeField()),
-                ('excluded_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('item', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='annotation.item')),
-                ('participant', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='excluded_annotations', to='annotation.studyparticipant')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("annotation_id", models.BigIntegerField()),
+                ("result", models.JSONField(default=dict)),
+                ("time_spent_ms", models.PositiveIntegerField(default=0)),
+                ("with_suggestion", models.BooleanField(default=False)),
+                ("revisions", models.JSONField(blank=True, default=list)),
+                ("created_at", models.DateTimeField()),
+                ("excluded_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "item",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="annotation.item"
+                    ),
+                ),
+                (
+                    "participant",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="excluded_annotations",
+                        to="annotation.studyparticipant",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['participant', 'annotation_id'],
+                "ordering": ["participant", "annotation_id"],
             },
         ),
         migrations.CreateModel(
-            name='CrowdAccount',
+            name="CrowdAccount",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('platform', models.CharField(choices=[('prolific', 'Prolific'), ('mturk', 'Amazon Mechanical Turk')], max_length=20)),
-                ('external_id', models.CharField(max_length=64)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('user', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='crowd_account', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "platform",
+                    models.CharField(
+                        choices=[("prolific", "Prolific"), ("mturk", "Amazon Mechanical Turk")], max_length=20
+                    ),
+                ),
+                ("external_id", models.CharField(max_length=64)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "user",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="crowd_account",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('platform', 'external_id'), name='crowdaccount_unique_platform_id')],
+                "constraints": [
+                    models.UniqueConstraint(fields=("platform", "external_id"), name="crowdaccount_unique_platform_id")
+                ],
             },
         ),
         migrations.AddConstraint(
-            model_name='study',
-            constraint=models.CheckConstraint(condition=models.Q(('max_participants__gte', 1)), name='study_max_participants_gte_1'),
+            model_name="study",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("max_participants__gte", 1)), name="study_max_participants_gte_1"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='study',
-            constraint=models.CheckConstraint(condition=models.Q(('tasks_per_participant__gte', 1)), name='study_tasks_gte_1'),
+            model_name="study",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("tasks_per_participant__gte", 1)), name="study_tasks_gte_1"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='study',
-            constraint=models.CheckConstraint(condition=models.Q(('gold_pass_threshold__gte', 0), ('gold_pass_threshold__lte', 1)), name='study_gold_threshold_0_1'),
+            model_name="study",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("gold_pass_threshold__gte", 0), ("gold_pass_threshold__lte", 1)),
+                name="study_gold_threshold_0_1",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='studyparticipant',
-            constraint=models.UniqueConstraint(fields=('study', 'user'), name='studyparticipant_unique_study_user'),
+            model_name="studyparticipant",
+            constraint=models.UniqueConstraint(fields=("study", "user"), name="studyparticipant_unique_study_user"),
         ),
     ]

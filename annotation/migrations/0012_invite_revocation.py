@@ -6,26 +6,55 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0011_item_disagreement'),
+        ("annotation", "0011_item_disagreement"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='projectinvite',
-            name='revoked_at',
+            model_name="projectinvite",
+            name="revoked_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='projectinvite',
-            name='revoked_by',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL),
+            model_name="projectinvite",
+            name="revoked_by",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AlterField(
-            model_name='auditevent',
-            name='action',
-            field=models.CharField(choices=[('import', 'Import'), ('verify', 'Verify'), ('edit', 'Edit and verify'), ('discard', 'Discard'), ('freeze', 'Freeze release'), ('export', 'Export release'), ('launch', 'Launch inference job'), ('cancel', 'Cancel inference job'), ('retry', 'Retry inference job'), ('member_add', 'Add member'), ('member_change', 'Change member role'), ('member_remove', 'Remove member'), ('member_invite', 'Create invite link'), ('invite_revoke', 'Revoke invite link'), ('project_create', 'Create project'), ('amend', 'Amend own annotation'), ('study_open', 'Open crowd study'), ('study_close', 'Close crowd study'), ('study_approve', 'Approve study participant'), ('study_reject', 'Reject study participant')], max_length=20),
+            model_name="auditevent",
+            name="action",
+            field=models.CharField(
+                choices=[
+                    ("import", "Import"),
+                    ("verify", "Verify"),
+                    ("edit", "Edit and verify"),
+                    ("discard", "Discard"),
+                    ("freeze", "Freeze release"),
+                    ("export", "Export release"),
+                    ("launch", "Launch inference job"),
+                    ("cancel", "Cancel inference job"),
+                    ("retry", "Retry inference job"),
+                    ("member_add", "Add member"),
+                    ("member_change", "Change member role"),
+                    ("member_remove", "Remove member"),
+                    ("member_invite", "Create invite link"),
+                    ("invite_revoke", "Revoke invite link"),
+                    ("project_create", "Create project"),
+                    ("amend", "Amend own annotation"),
+                    ("study_open", "Open crowd study"),
+                    ("study_close", "Close crowd study"),
+                    ("study_approve", "Approve study participant"),
+                    ("study_reject", "Reject study participant"),
+                ],
+                max_length=20,
+            ),
         ),
     ]

@@ -7,33 +7,87 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0012_invite_revocation'),
+        ("annotation", "0012_invite_revocation"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='auditevent',
-            name='action',
-            field=models.CharField(choices=[('import', 'Import'), ('verify', 'Verify'), ('edit', 'Edit and verify'), ('discard', 'Discard'), ('freeze', 'Freeze release'), ('export', 'Export release'), ('launch', 'Launch inference job'), ('cancel', 'Cancel inference job'), ('retry', 'Retry inference job'), ('member_add', 'Add member'), ('member_change', 'Change member role'), ('member_remove', 'Remove member'), ('member_invite', 'Create invite link'), ('invite_revoke', 'Revoke invite link'), ('project_create', 'Create project'), ('amend', 'Amend own annotation'), ('study_open', 'Open crowd study'), ('study_close', 'Close crowd study'), ('study_approve', 'Approve study participant'), ('study_reject', 'Reject study participant'), ('review_reopen', 'Send verified item back to review'), ('project_settings', 'Change project settings')], max_length=20),
+            model_name="auditevent",
+            name="action",
+            field=models.CharField(
+                choices=[
+                    ("import", "Import"),
+                    ("verify", "Verify"),
+                    ("edit", "Edit and verify"),
+                    ("discard", "Discard"),
+                    ("freeze", "Freeze release"),
+                    ("export", "Export release"),
+                    ("launch", "Launch inference job"),
+                    ("cancel", "Cancel inference job"),
+                    ("retry", "Retry inference job"),
+                    ("member_add", "Add member"),
+                    ("member_change", "Change member role"),
+                    ("member_remove", "Remove member"),
+                    ("member_invite", "Create invite link"),
+                    ("invite_revoke", "Revoke invite link"),
+                    ("project_create", "Create project"),
+                    ("amend", "Amend own annotation"),
+                    ("study_open", "Open crowd study"),
+                    ("study_close", "Close crowd study"),
+                    ("study_approve", "Approve study participant"),
+                    ("study_reject", "Reject study participant"),
+                    ("review_reopen", "Send verified item back to review"),
+                    ("project_settings", "Change project settings"),
+                ],
+                max_length=20,
+            ),
         ),
         migrations.CreateModel(
-            name='ItemReopening',
+            name="ItemReopening",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('decision', models.CharField(max_length=10)),
-                ('annotation_id', models.BigIntegerField()),
-                ('reason', models.CharField(max_length=300)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('created_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('item', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='reopenings', to='annotation.item')),
-                ('participant', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='reopened_items', to='annotation.studyparticipant')),
-                ('review', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='annotation.review')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("decision", models.CharField(max_length=10)),
+                ("annotation_id", models.BigIntegerField()),
+                ("reason", models.CharField(max_length=300)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "item",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="reopenings", to="annotation.item"
+                    ),
+                ),
+                (
+                    "participant",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="reopened_items",
+                        to="annotation.studyparticipant",
+                    ),
+                ),
+                (
+                    "review",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="annotation.review",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['item', '-created_at', '-pk'],
+                "ordering": ["item", "-created_at", "-pk"],
             },
         ),
     ]

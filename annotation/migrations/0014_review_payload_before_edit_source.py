@@ -4,35 +4,56 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0013_item_reopening_settings_audit'),
+        ("annotation", "0013_item_reopening_settings_audit"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='itemreopening',
-            name='payload_restore',
+            model_name="itemreopening",
+            name="payload_restore",
             field=models.CharField(blank=True, max_length=20),
         ),
         migrations.AddField(
-            model_name='itemreopening',
-            name='voided_payload',
+            model_name="itemreopening",
+            name="voided_payload",
             field=models.JSONField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='review',
-            name='payload_before',
+            model_name="review",
+            name="payload_before",
             field=models.JSONField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='review',
-            name='source_annotation_id',
+            model_name="review",
+            name="source_annotation_id",
             field=models.BigIntegerField(blank=True, null=True),
         ),
         migrations.AlterField(
-            model_name='project',
-            name='settings',
-            field=models.JSONField(blank=True, default=dict, help_text="Workflow settings as a JSON object. gold_share (0..1, default 0): chance that a claim offers a gold item (known answer, mixed in unannounced; it scores the annotator and is counted apart from the progress counts). auto_verify (true/false, default false): an item whose annotators all agree becomes verified without a reviewer. lease_seconds (default 600): how long a claimed task stays held without a renewal before the item returns to the queue. rubric (video rating): the rubric shown to raters, one text or criterion -> text. state_labels (boxes): object -> extra state labels offered as candidates. disagreement: thresholds that mark an annotated item for adjudication (it then comes first in the review queue), best set on the project's Settings page, which also marks the items waiting for review again: rating_spread (rating; a whole number from 1 to 4, default 2: a criterion whose scores spread this much), box_iou (boxes; above 0 and at most 1, default 0.5: boxes overlapping less), quintuplet_fields (quintuplets; one or more of the six fields, default all six). Only the thresholds of the project's workflow, checked here as on that page; a stored value those checks refuse is read as its default (with a warning in the log). QA items are marked when their answers differ. suggestions (true/false, default true; quintuplet and QA): show model suggestions on the annotation form. A QA answer given with one on the form is not blind and is left out of the Human row, so a project that wants a Human row sets this to false."),
+            model_name="project",
+            name="settings",
+            field=models.JSONField(
+                blank=True,
+                default=dict,
+                help_text=(
+                    "Workflow settings as a JSON object. gold_share (0..1, default 0): chance that a claim offers "
+                    "a gold item (known answer, mixed in unannounced; it scores the annotator and is counted apart "
+                    "from the progress counts). auto_verify (true/false, default false): an item whose annotators "
+                    "all agree becomes verified without a reviewer. lease_seconds (default 600): how long a "
+                    "claimed task stays held without a renewal before the item returns to the queue. rubric (video "
+                    "rating): the rubric shown to raters, one text or criterion -> text. state_labels (boxes): "
+                    "object -> extra state labels offered as candidates. disagreement: thresholds that mark an "
+                    "annotated item for adjudication (it then comes first in the review queue), best set on the "
+                    "project's Settings page, which also marks the items waiting for review again: rating_spread "
+                    "(rating; a whole number from 1 to 4, default 2: a criterion whose scores spread this much), "
+                    "box_iou (boxes; above 0 and at most 1, default 0.5: boxes overlapping less), "
+                    "quintuplet_fields (quintuplets; one or more of the six fields, default all six). Only the "
+                    "thresholds of the project's workflow, checked here as on that page; a stored value those "
+                    "checks refuse is read as its default (with a warning in the log). QA items are marked when "
+                    "their answers differ. suggestions (true/false, default true; quintuplet and QA): show model "
+                    "suggestions on the annotation form. A QA answer given with one on the form is not blind and "
+                    "is left out of the Human row, so a project that wants a Human row sets this to false."
+                ),
+            ),
         ),
     ]

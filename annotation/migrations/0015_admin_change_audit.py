@@ -4,20 +4,72 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0014_review_payload_before_edit_source'),
+        ("annotation", "0014_review_payload_before_edit_source"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='auditevent',
-            name='action',
-            field=models.CharField(choices=[('import', 'Import'), ('verify', 'Verify'), ('edit', 'Edit and verify'), ('discard', 'Discard'), ('freeze', 'Freeze release'), ('export', 'Export release'), ('launch', 'Launch inference job'), ('cancel', 'Cancel inference job'), ('retry', 'Retry inference job'), ('member_add', 'Add member'), ('member_change', 'Change member role'), ('member_remove', 'Remove member'), ('member_invite', 'Create invite link'), ('invite_revoke', 'Revoke invite link'), ('project_create', 'Create project'), ('amend', 'Amend own annotation'), ('study_open', 'Open crowd study'), ('study_close', 'Close crowd study'), ('study_approve', 'Approve study participant'), ('study_reject', 'Reject study participant'), ('review_reopen', 'Send verified item back to review'), ('project_settings', 'Change project settings'), ('admin_change', 'Change in the admin'), ('admin_delete', 'Delete in the admin')], max_length=20),
+            model_name="auditevent",
+            name="action",
+            field=models.CharField(
+                choices=[
+                    ("import", "Import"),
+                    ("verify", "Verify"),
+                    ("edit", "Edit and verify"),
+                    ("discard", "Discard"),
+                    ("freeze", "Freeze release"),
+                    ("export", "Export release"),
+                    ("launch", "Launch inference job"),
+                    ("cancel", "Cancel inference job"),
+                    ("retry", "Retry inference job"),
+                    ("member_add", "Add member"),
+                    ("member_change", "Change member role"),
+                    ("member_remove", "Remove member"),
+                    ("member_invite", "Create invite link"),
+                    ("invite_revoke", "Revoke invite link"),
+                    ("project_create", "Create project"),
+                    ("amend", "Amend own annotation"),
+                    ("study_open", "Open crowd study"),
+                    ("study_close", "Close crowd study"),
+                    ("study_approve", "Approve study participant"),
+                    ("study_reject", "Reject study participant"),
+                    ("review_reopen", "Send verified item back to review"),
+                    ("project_settings", "Change project settings"),
+                    ("admin_change", "Change in the admin"),
+                    ("admin_delete", "Delete in the admin"),
+                ],
+                max_length=20,
+            ),
         ),
         migrations.AlterField(
-            model_name='project',
-            name='settings',
-            field=models.JSONField(blank=True, default=dict, help_text="Workflow settings as a JSON object. gold_share (0..1, default 0): chance that a claim offers a gold item (known answer, mixed in unannounced; it scores the annotator and is counted apart from the progress counts). auto_verify (true/false, default false): an item whose annotators all agree becomes verified without a reviewer. lease_seconds (default 600): how long a claimed task stays held without a renewal before the item returns to the queue. rubric (video rating): the rubric shown to raters, one text or criterion -> text. state_labels (boxes): object -> extra state labels offered as candidates. disagreement: thresholds that mark an annotated item for adjudication (it then comes first in the review queue), best set on the project's Settings page, which also marks the items waiting for review again: rating_spread (rating; a whole number from 1 to 4, default 2: a criterion whose scores spread this much), box_iou (boxes; above 0 and at most 1, default 0.5: boxes overlapping less), quintuplet_fields (quintuplets; one or more of the six fields, default all six). Only the thresholds of the project's workflow, checked here as on that page; a stored value those checks refuse is read as its default (with a warning in the log). QA items are marked when their answers differ. suggestions (true/false, default true; quintuplet and QA): show model suggestions on the annotation form. A QA answer given with one on the form is not blind and is left out of the Human row, so a project that wants a Human row sets this to false. multiple (true/false, M3-Verse): whether an item that does not say takes several letters (default true). license, citation (texts): the dataset card of a Hugging Face export. Any other key, or a key the project's protocol does not read, is refused."),
+            model_name="project",
+            name="settings",
+            field=models.JSONField(
+                blank=True,
+                default=dict,
+                help_text=(
+                    "Workflow settings as a JSON object. gold_share (0..1, default 0): chance that a claim offers "
+                    "a gold item (known answer, mixed in unannounced; it scores the annotator and is counted apart "
+                    "from the progress counts). auto_verify (true/false, default false): an item whose annotators "
+                    "all agree becomes verified without a reviewer. lease_seconds (default 600): how long a "
+                    "claimed task stays held without a renewal before the item returns to the queue. rubric (video "
+                    "rating): the rubric shown to raters, one text or criterion -> text. state_labels (boxes): "
+                    "object -> extra state labels offered as candidates. disagreement: thresholds that mark an "
+                    "annotated item for adjudication (it then comes first in the review queue), best set on the "
+                    "project's Settings page, which also marks the items waiting for review again: rating_spread "
+                    "(rating; a whole number from 1 to 4, default 2: a criterion whose scores spread this much), "
+                    "box_iou (boxes; above 0 and at most 1, default 0.5: boxes overlapping less), "
+                    "quintuplet_fields (quintuplets; one or more of the six fields, default all six). Only the "
+                    "thresholds of the project's workflow, checked here as on that page; a stored value those "
+                    "checks refuse is read as its default (with a warning in the log). QA items are marked when "
+                    "their answers differ. suggestions (true/false, default true; quintuplet and QA): show model "
+                    "suggestions on the annotation form. A QA answer given with one on the form is not blind and "
+                    "is left out of the Human row, so a project that wants a Human row sets this to false. "
+                    "multiple (true/false, M3-Verse): whether an item that does not say takes several letters "
+                    "(default true). license, citation (texts): the dataset card of a Hugging Face export. Any "
+                    "other key, or a key the project's protocol does not read, is refused."
+                ),
+            ),
         ),
     ]

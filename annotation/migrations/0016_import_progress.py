@@ -4,20 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0015_admin_change_audit'),
+        ("annotation", "0015_admin_change_audit"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='importrun',
-            name='progress_bytes',
+            model_name="importrun",
+            name="progress_bytes",
             field=models.BigIntegerField(default=0),
         ),
         migrations.AddField(
-            model_name='importrun',
-            name='progress_total',
+            model_name="importrun",
+            name="progress_total",
             field=models.BigIntegerField(default=0),
         ),
     ]

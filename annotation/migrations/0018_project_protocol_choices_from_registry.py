@@ -6,25 +6,55 @@ import protocols.registry
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0017_import_run_tracked'),
+        ("annotation", "0017_import_run_tracked"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='project',
-            name='annotations_per_item',
-            field=models.PositiveSmallIntegerField(blank=True, help_text="Submitted annotations each (non-gold) item needs before it is annotated and goes to review. Left empty, it is the protocol's default: 3 for video rating, 1 otherwise."),
+            model_name="project",
+            name="annotations_per_item",
+            field=models.PositiveSmallIntegerField(
+                blank=True,
+                help_text=(
+                    "Submitted annotations each (non-gold) item needs before it is annotated and goes to review. "
+                    "Left empty, it is the protocol's default: 3 for video rating, 1 otherwise."
+                ),
+            ),
         ),
         migrations.AlterField(
-            model_name='project',
-            name='protocol',
+            model_name="project",
+            name="protocol",
             field=models.CharField(choices=protocols.registry.choices, max_length=20),
         ),
         migrations.AlterField(
-            model_name='project',
-            name='settings',
-            field=models.JSONField(blank=True, default=dict, help_text="Workflow settings as a JSON object. gold_share (0..1, default 0): chance that a claim offers a gold item (known answer, mixed in unannounced; it scores the annotator and is counted apart from the progress counts). auto_verify (true/false, default false): an item whose annotators all agree becomes verified without a reviewer. lease_seconds (default 600): how long a claimed task stays held without a renewal before the item returns to the queue. rubric (video rating): the rubric shown to raters, one text or criterion -> text. state_labels (boxes): object -> extra state labels offered as candidates. disagreement: thresholds that mark an annotated item for adjudication (it then comes first in the review queue), best set on the project's Settings page, which also marks the items waiting for review again: rating_spread (rating; a whole number from 1 to 4, default 2: a criterion whose scores spread this much), box_iou (boxes; above 0 and at most 1, default 0.5: boxes overlapping less), quintuplet_fields (quintuplets; one or more of the six fields, default all six). Only the thresholds of the project's workflow, checked here as on that page; a stored value those checks refuse is read as its default (with a warning in the log). QA items are marked when their answers differ. suggestions (true/false, default true; quintuplet and QA): show model suggestions on the annotation form. A QA answer given with one on the form is not blind and is left out of the Human row, so a project that wants a Human row sets this to false. multiple (true/false, multiple-answer QA protocols): whether an item that does not say takes several letters (default true). license, citation (texts): the dataset card of a Hugging Face export. Any other key, or a key the project's protocol does not read, is refused."),
+            model_name="project",
+            name="settings",
+            field=models.JSONField(
+                blank=True,
+                default=dict,
+                help_text=(
+                    "Workflow settings as a JSON object. gold_share (0..1, default 0): chance that a claim offers "
+                    "a gold item (known answer, mixed in unannounced; it scores the annotator and is counted apart "
+                    "from the progress counts). auto_verify (true/false, default false): an item whose annotators "
+                    "all agree becomes verified without a reviewer. lease_seconds (default 600): how long a "
+                    "claimed task stays held without a renewal before the item returns to the queue. rubric (video "
+                    "rating): the rubric shown to raters, one text or criterion -> text. state_labels (boxes): "
+                    "object -> extra state labels offered as candidates. disagreement: thresholds that mark an "
+                    "annotated item for adjudication (it then comes first in the review queue), best set on the "
+                    "project's Settings page, which also marks the items waiting for review again: rating_spread "
+                    "(rating; a whole number from 1 to 4, default 2: a criterion whose scores spread this much), "
+                    "box_iou (boxes; above 0 and at most 1, default 0.5: boxes overlapping less), "
+                    "quintuplet_fields (quintuplets; one or more of the six fields, default all six). Only the "
+                    "thresholds of the project's workflow, checked here as on that page; a stored value those "
+                    "checks refuse is read as its default (with a warning in the log). QA items are marked when "
+                    "their answers differ. suggestions (true/false, default true; quintuplet and QA): show model "
+                    "suggestions on the annotation form. A QA answer given with one on the form is not blind and "
+                    "is left out of the Human row, so a project that wants a Human row sets this to false. "
+                    "multiple (true/false, multiple-answer QA protocols): whether an item that does not say takes "
+                    "several letters (default true). license, citation (texts): the dataset card of a Hugging Face "
+                    "export. Any other key, or a key the project's protocol does not read, is refused."
+                ),
+            ),
         ),
     ]

@@ -14,6 +14,7 @@ Modules: sql.py holds every hot-path statement (run by annotation/db.py), claim.
 submit.py the services, rules.py what they share, errors.py what the services raise, quota.py the
 crowd participants' limits, gold.py the take-over that keeps one holder from blocking a gold item.
 """
+
 from .claim import queue_claim_next
 from .errors import AlreadySubmitted, TaskConflict, TaskNotFound
 from .hold import hold_renew, hold_save_draft, hold_skip, holds_expire_stale

@@ -1,4 +1,5 @@
 """Claiming: the task an annotator should work on now (the one they hold, else a new one)."""
+
 from __future__ import annotations
 
 import random
@@ -10,16 +11,22 @@ from psycopg.types.numeric import Int8
 
 from .. import db
 from ..models import Item, Project, Task, TaskStatus
-from . import quota, sql
 from ..project_setup import project_setting
+from . import quota, sql
 from .gold import gold_take_over
 from .rules import claim_lock, claim_passes, item_accepts_annotations, lease_until, renew_held
 
 _AGAIN = object()
 
 
-def queue_claim_next(*, project: Project, user, now: datetime | None = None, exclude: tuple[int, ...] = (),
-                     rng: random.Random | None = None) -> Task | None:
+def queue_claim_next(
+    *,
+    project: Project,
+    user,
+    now: datetime | None = None,
+    exclude: tuple[int, ...] = (),
+    rng: random.Random | None = None,
+) -> Task | None:
     """The task this user should work on now: the one they hold, else a newly claimed item.
 
     `exclude` lists task ids the caller already shows (a page preloading the next task); a user
@@ -29,13 +36,13 @@ def queue_claim_next(*, project: Project, user, now: datetime | None = None, exc
     limit = quota.claim_limit(project=project, user=user, now=now)  # crowd-study participants only
     if limit is not None and limit.new_claims <= 0:
         return quota.held_task(project=project, user=user, now=now, exclude=exclude) if limit.keep_holds else None
-    want_gold = (rng or random).random() < project_setting(project.settings, "gold_share", 0.0,
-                                                                         project=project.slug)
+    want_gold = (rng or random).random() < project_setting(project.settings, "gold_share", 0.0, project=project.slug)
     ignore: list[int] = list(exclude)  # holds not to hand out again: shown by the caller, or gone
 
     def claim(passes: tuple) -> Task | None:
-        while (task := _claim(project=project, user=user, now=now, exclude=exclude, ignore=ignore,
-                              passes=passes)) is _AGAIN:
+        while (
+            task := _claim(project=project, user=user, now=now, exclude=exclude, ignore=ignore, passes=passes)
+        ) is _AGAIN:
             pass
         return task
 
@@ -51,8 +58,15 @@ def queue_claim_next(*, project: Project, user, now: datetime | None = None, exc
 
 
 @transaction.atomic
-def _claim(*, project: Project, user, now: datetime, exclude: tuple[int, ...], ignore: list[int],
-           passes: tuple[tuple[int, bool, int | None], ...]):
+def _claim(
+    *,
+    project: Project,
+    user,
+    now: datetime,
+    exclude: tuple[int, ...],
+    ignore: list[int],
+    passes: tuple[tuple[int, bool, int | None], ...],
+):
     """One transaction of queue_claim_next; _AGAIN when it must commit and start over.
 
     The held-task path waits for an item lock. It does so only while this transaction holds no
@@ -65,11 +79,19 @@ def _claim(*, project: Project, user, now: datetime, exclude: tuple[int, ...], i
     passed: list[int] = []  # items locked but not claimable
     holds_item_locks = False
     while True:
-        (row,) = db.rows(sql.claim_next_sql(passes), {
-            "project": Int8(project.pk), "user": Int8(user.pk), "now": now, "lease": lease,
-            "needed": project.annotations_per_item, "passed": sql.ids(passed), "ignore": sql.ids(ignore),
-            "shown": sql.ids(exclude),
-        })
+        (row,) = db.rows(
+            sql.claim_next_sql(passes),
+            {
+                "project": Int8(project.pk),
+                "user": Int8(user.pk),
+                "now": now,
+                "lease": lease,
+                "needed": project.annotations_per_item,
+                "passed": sql.ids(passed),
+                "ignore": sql.ids(ignore),
+                "shown": sql.ids(exclude),
+            },
+        )
         held_ids, held_items, task_pk, *item_row = row
         held = [(t, i) for t, i in zip(held_ids or (), held_items or ()) if t not in ignore]
         if held:
@@ -109,7 +131,16 @@ def _claim(*, project: Project, user, now: datetime, exclude: tuple[int, ...], i
                 passed.append(item.pk)
                 continue
             task_pk = inserted[0]
-        task = Task(pk=task_pk, item=item, annotator=user, status=TaskStatus.ACTIVE, lease_expires=lease,
-                    draft={}, draft_version=0, created_at=now, updated_at=now)
+        task = Task(
+            pk=task_pk,
+            item=item,
+            annotator=user,
+            status=TaskStatus.ACTIVE,
+            lease_expires=lease,
+            draft={},
+            draft_version=0,
+            created_at=now,
+            updated_at=now,
+        )
         task._state.adding = False
         return task

@@ -1,5 +1,6 @@
 """What a queue service raises when a request cannot be carried out; the API maps each to a status
 in one place (annotation.apis.work.WorkApi)."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -28,6 +29,8 @@ class AlreadySubmitted(TaskConflict):
     annotation goes into the response body so the page can show what was kept."""
 
     def __init__(self, annotation: Annotation):
-        super().__init__("This task was already submitted with a different answer (from another tab or window, or "
-                         "an earlier submit). The first answer is kept; yours was not saved.")
+        super().__init__(
+            "This task was already submitted with a different answer (from another tab or window, or "
+            "an earlier submit). The first answer is kept; yours was not saved."
+        )
         self.annotation = annotation

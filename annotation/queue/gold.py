@@ -14,6 +14,7 @@ item they held before (theirs would otherwise come back to them twice).
 
 Rare (only when gold is wanted and none is free), so it is one ORM query, not a statement of sql.py.
 """
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -32,24 +33,36 @@ def gold_take_over(*, project: Project, user, now: datetime, exclude: tuple[int,
     LOCKED: an item its holder is saving or submitting right now is left alone), then its hold ends.
     Serialized with the user's other claims (rules.claim_lock)."""
     claim_lock(user=user)
-    if exclude and Task.objects.filter(annotator=user, status=TaskStatus.ACTIVE, pk__in=exclude,
-                                       item__project=project).count() >= MAX_HELD_TASKS:
+    if (
+        exclude
+        and Task.objects.filter(annotator=user, status=TaskStatus.ACTIVE, pk__in=exclude, item__project=project).count()
+        >= MAX_HELD_TASKS
+    ):
         return None
-    held_by_others = (Task.objects.filter(item=OuterRef("pk"), status=TaskStatus.ACTIVE, lease_expires__gt=now)
-                      .exclude(annotator=user))
-    item = (Item.objects.filter(project=project, is_gold=True, status=ItemStatus.PENDING)
-            .filter(Exists(held_by_others))
-            .exclude(Exists(Task.objects.filter(item=OuterRef("pk"), annotator=user)))
-            .exclude(Exists(Annotation.objects.filter(item=OuterRef("pk"), annotator=user)))
-            .annotate(held_until=Subquery(held_by_others.values("lease_expires")[:1]))
-            .order_by("held_until", "pk")
-            .select_for_update(skip_locked=True, of=("self",))
-            .first())
+    held_by_others = Task.objects.filter(item=OuterRef("pk"), status=TaskStatus.ACTIVE, lease_expires__gt=now).exclude(
+        annotator=user
+    )
+    item = (
+        Item.objects.filter(project=project, is_gold=True, status=ItemStatus.PENDING)
+        .filter(Exists(held_by_others))
+        .exclude(Exists(Task.objects.filter(item=OuterRef("pk"), annotator=user)))
+        .exclude(Exists(Annotation.objects.filter(item=OuterRef("pk"), annotator=user)))
+        .annotate(held_until=Subquery(held_by_others.values("lease_expires")[:1]))
+        .order_by("held_until", "pk")
+        .select_for_update(skip_locked=True, of=("self",))
+        .first()
+    )
     if item is None:
         return None
     Task.objects.filter(item=item, status=TaskStatus.ACTIVE).update(status=TaskStatus.EXPIRED, updated_at=now)
-    task = Task.objects.create(item=item, annotator=user, status=TaskStatus.ACTIVE, lease_expires=lease_until(project, now),
-                               draft={}, draft_version=0)
+    task = Task.objects.create(
+        item=item,
+        annotator=user,
+        status=TaskStatus.ACTIVE,
+        lease_expires=lease_until(project, now),
+        draft={},
+        draft_version=0,
+    )
     item.project = project
     task.item = item
     return task

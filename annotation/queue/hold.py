@@ -1,4 +1,5 @@
 """Holding a task: renew its lease, autosave its draft, skip it; expire the holds nobody renewed."""
+
 from __future__ import annotations
 
 import json
@@ -49,8 +50,10 @@ def _keep_hold(task: Task, item: Item, now: datetime) -> None:
         if item.is_gold and item_accepts_annotations(item):
             task.lease_expires = lease_until(item.project, now)
             return
-        raise TaskConflict("Your hold on this task expired and the item went to someone else. Your draft is kept "
-                           "on this task, but it can no longer be submitted; load the next task.")
+        raise TaskConflict(
+            "Your hold on this task expired and the item went to someone else. Your draft is kept "
+            "on this task, but it can no longer be submitted; load the next task."
+        )
     if task.status == TaskStatus.SUBMITTED:
         raise TaskConflict("This task was already submitted.")
     raise TaskConflict("You skipped this task; load the next one.")
@@ -85,7 +88,8 @@ def hold_save_draft(*, task_id: int, user, draft: dict, version: int, now: datet
         raise TaskConflict(
             f"This draft was saved from another tab or window in the meantime (version {task.draft_version}, "
             f"yours is based on version {version}). Reload the task to continue from the latest draft.",
-            version=task.draft_version, draft=task.draft,
+            version=task.draft_version,
+            draft=task.draft,
         )
     _keep_hold(task, item, now)
     task.draft = draft

@@ -6,6 +6,7 @@ else (a user with a usable password, or no participation in the project) is unli
 no query. Holds count against the quota, so a page's preloaded next task never goes past it; two
 claims racing from two tabs can overshoot by at most one task, which submit then stores as usual.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -27,8 +28,12 @@ def participation_of(*, project: Project, user) -> StudyParticipant | None:
     """The user's latest participation in a study of the project (crowd accounts only)."""
     if getattr(user, "has_usable_password", None) is None or user.has_usable_password():
         return None  # crowd accounts never have a password: the common case asks nothing
-    return (StudyParticipant.objects.filter(user=user, study__project=project).select_related("study")
-            .order_by("-started_at", "-pk").first())
+    return (
+        StudyParticipant.objects.filter(user=user, study__project=project)
+        .select_related("study")
+        .order_by("-started_at", "-pk")
+        .first()
+    )
 
 
 def time_over(participant: StudyParticipant, now: datetime) -> bool:
@@ -47,8 +52,9 @@ def claim_limit(*, project: Project, user, now: datetime) -> ClaimLimit | None:
         return None
     if participant.status == ParticipantStatus.REJECTED or time_over(participant, now):
         return ClaimLimit(0, keep_holds=False)
-    held = Task.objects.filter(annotator=user, status=TaskStatus.ACTIVE, lease_expires__gt=now,
-                               item__project=project).count()
+    held = Task.objects.filter(
+        annotator=user, status=TaskStatus.ACTIVE, lease_expires__gt=now, item__project=project
+    ).count()
     left = participant.study.tasks_per_participant - tasks_done(project=project, user=user) - held
     return ClaimLimit(left, keep_holds=True)
 
@@ -56,8 +62,12 @@ def claim_limit(*, project: Project, user, now: datetime) -> ClaimLimit | None:
 def held_task(*, project: Project, user, now: datetime, exclude: tuple[int, ...] = ()) -> Task | None:
     """A task the user already holds and the caller does not show, its lease renewed (the part of
     a claim that stays open when the quota is used up). One item lock per transaction."""
-    holds = (Task.objects.filter(annotator=user, status=TaskStatus.ACTIVE, item__project=project)
-             .exclude(pk__in=exclude).order_by("created_at", "pk").values_list("pk", "item_id"))
+    holds = (
+        Task.objects.filter(annotator=user, status=TaskStatus.ACTIVE, item__project=project)
+        .exclude(pk__in=exclude)
+        .order_by("created_at", "pk")
+        .values_list("pk", "item_id")
+    )
     for task_pk, item_pk in list(holds):
         task = _take_held(project, task_pk, item_pk, now)
         if task is not None:

@@ -1,4 +1,5 @@
 """The queue's rules that claim.py, hold.py and submit.py share, beside the statements of sql.py."""
+
 from __future__ import annotations
 
 from datetime import datetime, timedelta

@@ -3,6 +3,7 @@
 Claim and submit run a few fixed statements many times a second; annotation/db.py runs them as
 prepared statements (why, and the rules they keep: ids as int8, columns listed, never `*`).
 """
+
 from __future__ import annotations
 
 import functools
@@ -25,6 +26,7 @@ def ids(values) -> list[Int8]:
 
 # --- claim ------------------------------------------------------------------------------------
 
+
 # The queue is item_queue_idx: (project, status, annotation_count, id). A "level" is the items
 # with one annotation count. Each level is read as a row-comparison range on that index in the
 # index's own order, so only that index can serve it: the walk starts at the level's first row
@@ -33,8 +35,11 @@ def ids(values) -> list[Int8]:
 # through every done item.)
 def _level(alias: str, count: int) -> str:
     c = int(count)
-    return (f"({alias}.project_id, {alias}.status, {alias}.annotation_count, {alias}.id) > (%(project)s, 'pending', {c}, 0) "
-            f"AND ({alias}.project_id, {alias}.status, {alias}.annotation_count) < (%(project)s, 'pending', {c + 1})")
+    return (
+        f"({alias}.project_id, {alias}.status, {alias}.annotation_count, {alias}.id) "
+        f"> (%(project)s, 'pending', {c}, 0) "
+        f"AND ({alias}.project_id, {alias}.status, {alias}.annotation_count) < (%(project)s, 'pending', {c + 1})"
+    )
 
 
 CLAIM_SELECT = """SELECT {columns},
@@ -118,7 +123,8 @@ cand AS (
     LIMIT 1
 ),
 ins AS (
-    INSERT INTO annotation_task (item_id, annotator_id, status, lease_expires, draft, draft_version, created_at, updated_at)
+    INSERT INTO annotation_task
+        (item_id, annotator_id, status, lease_expires, draft, draft_version, created_at, updated_at)
     SELECT cand.id, %(user)s, 'active', %(lease)s, '{{}}'::jsonb, 0, %(now)s, %(now)s FROM cand
     WHERE cand.status = 'pending' AND (cand.is_gold OR cand.annotation_count < %(needed)s)
     ON CONFLICT (item_id) WHERE status = 'active' DO NOTHING
@@ -133,8 +139,10 @@ FROM (SELECT 1) one LEFT JOIN cand ON true"""
 
 # Lazy reclaim, run when the claim locked an item whose hold lapsed: the lapsed hold gives the
 # item back to the queue, then INSERT_TASK_SQL takes it (both through Django's cursor: rare).
-EXPIRE_LAPSED_HOLD_SQL = ("UPDATE annotation_task SET status = 'expired', updated_at = %s "
-                          "WHERE item_id = %s AND status = 'active' AND lease_expires <= %s")
+EXPIRE_LAPSED_HOLD_SQL = (
+    "UPDATE annotation_task SET status = 'expired', updated_at = %s "
+    "WHERE item_id = %s AND status = 'active' AND lease_expires <= %s"
+)
 
 
 # --- holding and submitting a task ------------------------------------------------------------

@@ -1,5 +1,6 @@
 """Submitting: store the annotation of a held task exactly once, count it, verify the item when its
 annotators agree (and the project asks for that)."""
+
 from __future__ import annotations
 
 import json
@@ -49,8 +50,15 @@ def _same_result(workflow: str, item: Item, result, stored: dict) -> bool:
     return json.loads(json.dumps(validated.result)) == stored
 
 
-def annotation_submit(*, task_id: int, user, result: dict, time_spent_ms: int = 0, idempotency_key: str | None = None,
-                      now: datetime | None = None) -> Submitted:
+def annotation_submit(
+    *,
+    task_id: int,
+    user,
+    result: dict,
+    time_spent_ms: int = 0,
+    idempotency_key: str | None = None,
+    now: datetime | None = None,
+) -> Submitted:
     """Store the annotation of a held task, exactly once.
 
     A repeat (same key, same task, or a second tab) with the same answer returns the first
@@ -58,8 +66,14 @@ def annotation_submit(*, task_id: int, user, result: dict, time_spent_ms: int = 
     changes). Idempotency keys are per annotator. Raises ResultInvalid (nothing written),
     TaskNotFound or TaskConflict.
     """
-    kwargs = dict(task_id=task_id, user=user, result=result, time_spent_ms=time_spent_ms,
-                  idempotency_key=(idempotency_key or "").strip() or None, now=now or timezone.now())
+    kwargs = dict(
+        task_id=task_id,
+        user=user,
+        result=result,
+        time_spent_ms=time_spent_ms,
+        idempotency_key=(idempotency_key or "").strip() or None,
+        now=now or timezone.now(),
+    )
     try:
         return _submit(**kwargs)
     except IntegrityError:
@@ -76,14 +90,16 @@ def annotation_submit(*, task_id: int, user, result: dict, time_spent_ms: int = 
 
 
 @transaction.atomic
-def _submit(*, task_id: int, user, result: dict, time_spent_ms: int, idempotency_key: str | None,
-            now: datetime) -> Submitted:
+def _submit(
+    *, task_id: int, user, result: dict, time_spent_ms: int, idempotency_key: str | None, now: datetime
+) -> Submitted:
     key = idempotency_key
     task, item = lock_own_task(task_id, user, idempotency_key=key)
     project = item.project
     workflow = project.workflow
-    if not task.prior_ids and not (task.status == TaskStatus.ACTIVE and task.lease_expires > now
-                                   and item_accepts_annotations(item)):
+    if not task.prior_ids and not (
+        task.status == TaskStatus.ACTIVE and task.lease_expires > now and item_accepts_annotations(item)
+    ):
         # Off the plain path (e.g. the task was submitted while we waited for the lock): read the
         # earlier annotations again with a snapshot taken now, so a repeat is answered as one.
         ((task.prior_ids,),) = db.rows(sql.PRIOR_IDS_SQL, {"item": Int8(item.pk), "user": Int8(user.pk), "key": key})
@@ -106,8 +122,10 @@ def _submit(*, task_id: int, user, result: dict, time_spent_ms: int, idempotency
     if (task.status == TaskStatus.EXPIRED or task.lease_expires <= now) and not item.is_gold:
         # (A gold item takes everyone's answer: a hold someone else took over loses nothing, gold.py.)
         if Task.objects.filter(item=item, status=TaskStatus.ACTIVE).exclude(pk=task.pk).exists():
-            raise TaskConflict("Your hold on this task expired and another annotator took the item, so this answer "
-                               "was not saved. Load the next task.")
+            raise TaskConflict(
+                "Your hold on this task expired and another annotator took the item, so this answer "
+                "was not saved. Load the next task."
+            )
     if not item_accepts_annotations(item):
         raise TaskConflict("This item already has all the annotations it needs; your answer was not saved.")
 
@@ -115,12 +133,32 @@ def _submit(*, task_id: int, user, result: dict, time_spent_ms: int, idempotency
     # The answer is blind unless the form offered a model suggestion for this item (conservative:
     # any suggestion stored by the time of the submit counts as seen).
     suggestable = shows_suggestions(project=project)
-    ((annotation_id, count, status, suggested),) = db.rows(sql.STORE_SQL, {
-        "item": Int8(item.pk), "user": Int8(user.pk), "task": Int8(task.pk), "result": json.dumps(validated.result),
-        "ms": ms, "key": key, "now": now, "needed": project.annotations_per_item, "suggestable": suggestable})
-    annotation = Annotation(pk=annotation_id, item=item, annotator=user, task=task, result=validated.result,
-                            time_spent_ms=ms, idempotency_key=key, source="task", with_suggestion=suggested,
-                            created_at=now)
+    ((annotation_id, count, status, suggested),) = db.rows(
+        sql.STORE_SQL,
+        {
+            "item": Int8(item.pk),
+            "user": Int8(user.pk),
+            "task": Int8(task.pk),
+            "result": json.dumps(validated.result),
+            "ms": ms,
+            "key": key,
+            "now": now,
+            "needed": project.annotations_per_item,
+            "suggestable": suggestable,
+        },
+    )
+    annotation = Annotation(
+        pk=annotation_id,
+        item=item,
+        annotator=user,
+        task=task,
+        result=validated.result,
+        time_spent_ms=ms,
+        idempotency_key=key,
+        source="task",
+        with_suggestion=suggested,
+        created_at=now,
+    )
     annotation._state.adding = False
     task.status = TaskStatus.SUBMITTED
     if not item.is_gold:

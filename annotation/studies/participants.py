@@ -5,6 +5,7 @@ ExcludedAnnotation, so nothing that reads annotations sees them, and their items
 queue (the counts drop; an item that was complete is pending again). A reviewed item keeps its
 reviewer's decision unless it rested on a rejected annotation the remaining ones do not support:
 then it goes back to review, or, frozen in a release, is reported (reopen.py)."""
+
 from __future__ import annotations
 
 import re
@@ -111,8 +112,11 @@ def participant_join(*, study: Study, ids: PlatformIds, now: datetime | None = N
     user = _crowd_user(study.platform, ids.external_id)
     participant = StudyParticipant.objects.filter(study=study, user=user).first()
     if participant is not None:
-        changed = {k: v for k, v in (("platform_session_id", ids.session_id), ("platform_study_id", ids.study_id))
-                   if v and getattr(participant, k) != v}
+        changed = {
+            k: v
+            for k, v in (("platform_session_id", ids.session_id), ("platform_study_id", ids.study_id))
+            if v and getattr(participant, k) != v
+        }
         if changed:
             for k, v in changed.items():
                 setattr(participant, k, v)
@@ -126,8 +130,13 @@ def participant_join(*, study: Study, ids: PlatformIds, now: datetime | None = N
         raise StudyUnavailable("full")
     Membership.objects.get_or_create(project=study.project, user=user, defaults={"role": Role.ANNOTATOR})
     participant = StudyParticipant.objects.create(
-        study=study, user=user, external_id=ids.external_id, platform_study_id=ids.study_id,
-        platform_session_id=ids.session_id, started_at=now)
+        study=study,
+        user=user,
+        external_id=ids.external_id,
+        platform_study_id=ids.study_id,
+        platform_session_id=ids.session_id,
+        started_at=now,
+    )
     return participant, True
 
 
@@ -176,21 +185,31 @@ def _lock_participant(participant_id: int, study: Study) -> StudyParticipant:
     foreign-key checks of rows that merely refer to them (a review's or an amendment's audit
     record, the participant's own annotation) go through; FOR UPDATE blocked those, and a review
     holding its item then waited for this while this waited for the item: a deadlock."""
-    return (StudyParticipant.objects.select_for_update(no_key=True).select_related("study__project", "user")
-            .get(pk=participant_id, study=study))
+    return (
+        StudyParticipant.objects.select_for_update(no_key=True)
+        .select_related("study__project", "user")
+        .get(pk=participant_id, study=study)
+    )
 
 
 @transaction.atomic
 def participant_approve(*, study: Study, participant_id: int, actor, note: str = "") -> StudyParticipant:
     participant = _lock_participant(participant_id, study)
     if participant.status == ParticipantStatus.REJECTED:
-        raise StudyRefused("This participant was rejected; their annotations left the analysis, so they cannot be "
-                           "approved now.")
+        raise StudyRefused(
+            "This participant was rejected; their annotations left the analysis, so they cannot be approved now."
+        )
     if participant.status == ParticipantStatus.APPROVED:
         return participant
     _decide(participant, ParticipantStatus.APPROVED, actor, note)
-    audit_record(action=AuditAction.STUDY_APPROVE, actor=actor, project=study.project, obj=participant,
-                 object_repr=f"{study.name}: {participant.external_id}", details={"note": participant.decision_note})
+    audit_record(
+        action=AuditAction.STUDY_APPROVE,
+        actor=actor,
+        project=study.project,
+        obj=participant,
+        object_repr=f"{study.name}: {participant.external_id}",
+        details={"note": participant.decision_note},
+    )
     return participant
 
 
@@ -206,22 +225,48 @@ def participant_reject(*, study: Study, participant_id: int, actor, note: str = 
     # The project as read under the lock (_lock_participant locks its row too): its thresholds are
     # those in force, a threshold change (which locks the row first) being before or after this.
     project, user, now = participant.study.project, participant.user, timezone.now()
-    item_ids = sorted(set(Annotation.objects.filter(annotator=user, item__project=project).values_list("item_id", flat=True))
-                      | set(Task.objects.filter(annotator=user, status=TaskStatus.ACTIVE, item__project=project)
-                            .values_list("item_id", flat=True)))
+    item_ids = sorted(
+        set(Annotation.objects.filter(annotator=user, item__project=project).values_list("item_id", flat=True))
+        | set(
+            Task.objects.filter(annotator=user, status=TaskStatus.ACTIVE, item__project=project).values_list(
+                "item_id", flat=True
+            )
+        )
+    )
     items = {i.pk: i for i in Item.objects.select_for_update().filter(pk__in=item_ids).order_by("pk")}  # items first
     holds = Task.objects.filter(annotator=user, status=TaskStatus.ACTIVE, item_id__in=item_ids).update(
-        status=TaskStatus.EXPIRED, updated_at=now)
+        status=TaskStatus.EXPIRED, updated_at=now
+    )
     reopened = kept_reviewed = 0
-    annotations = list(Annotation.objects.filter(annotator=user, item_id__in=item_ids).prefetch_related("revisions")
-                       .order_by("pk"))
+    annotations = list(
+        Annotation.objects.filter(annotator=user, item_id__in=item_ids).prefetch_related("revisions").order_by("pk")
+    )
     resting = decisions_resting_on(project=project, items=items, annotations=annotations)
     edits_kept = edits_started_from(items=items, annotations=annotations)  # they stand (reopen.py says why)
-    ExcludedAnnotation.objects.bulk_create([ExcludedAnnotation(
-        participant=participant, item_id=a.item_id, annotation_id=a.pk, result=a.result, time_spent_ms=a.time_spent_ms,
-        with_suggestion=a.with_suggestion, created_at=a.created_at, excluded_at=now,
-        revisions=[{"result": r.result, "time_spent_ms": r.time_spent_ms, "submitted_at": r.submitted_at.isoformat(),
-                    "replaced_at": r.replaced_at.isoformat()} for r in a.revisions.all()]) for a in annotations])
+    ExcludedAnnotation.objects.bulk_create(
+        [
+            ExcludedAnnotation(
+                participant=participant,
+                item_id=a.item_id,
+                annotation_id=a.pk,
+                result=a.result,
+                time_spent_ms=a.time_spent_ms,
+                with_suggestion=a.with_suggestion,
+                created_at=a.created_at,
+                excluded_at=now,
+                revisions=[
+                    {
+                        "result": r.result,
+                        "time_spent_ms": r.time_spent_ms,
+                        "submitted_at": r.submitted_at.isoformat(),
+                        "replaced_at": r.replaced_at.isoformat(),
+                    }
+                    for r in a.revisions.all()
+                ],
+            )
+            for a in annotations
+        ]
+    )
     Annotation.objects.filter(pk__in=[a.pk for a in annotations]).delete()
     for a in annotations:
         item = items[a.item_id]
@@ -238,13 +283,28 @@ def participant_reject(*, study: Study, participant_id: int, actor, note: str = 
     participant.study = study
     settled = decisions_settle(project=project, participant=participant, actor=actor, items=items, resting=resting)
     _decide(participant, ParticipantStatus.REJECTED, actor, note)
-    outcome = {"annotations_excluded": len(annotations), "items_reopened": reopened + len(settled.back_to_queue),
-               "reviewed_items_kept": kept_reviewed + len(settled.kept), "holds_ended": holds,
-               "items_back_to_review": len(settled.back_to_review), "released_items_kept": settled.released}
-    audit_record(action=AuditAction.STUDY_REJECT, actor=actor, project=project, obj=participant,
-                 object_repr=f"{study.name}: {participant.external_id}",
-                 details={**outcome, "back_to_review": settled.back_to_review, "back_to_queue": settled.back_to_queue,
-                          "edits_started_from": edits_kept, "note": participant.decision_note})
+    outcome = {
+        "annotations_excluded": len(annotations),
+        "items_reopened": reopened + len(settled.back_to_queue),
+        "reviewed_items_kept": kept_reviewed + len(settled.kept),
+        "holds_ended": holds,
+        "items_back_to_review": len(settled.back_to_review),
+        "released_items_kept": settled.released,
+    }
+    audit_record(
+        action=AuditAction.STUDY_REJECT,
+        actor=actor,
+        project=project,
+        obj=participant,
+        object_repr=f"{study.name}: {participant.external_id}",
+        details={
+            **outcome,
+            "back_to_review": settled.back_to_review,
+            "back_to_queue": settled.back_to_queue,
+            "edits_started_from": edits_kept,
+            "note": participant.decision_note,
+        },
+    )
     return outcome
 
 

@@ -31,6 +31,7 @@ When no annotation remains at all (one annotation per item, the rejected one acc
 nothing to review: the item goes back to the annotation queue instead (pending, with the same row
 and event), and comes to review marked once it is complete again.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -71,8 +72,11 @@ class Settled:
 
 
 def _verified_by_item(items: dict[int, Item], annotations: list[Annotation]) -> dict[int, Annotation]:
-    return {a.item_id: a for a in annotations
-            if a.item_id in items and items[a.item_id].status == ItemStatus.VERIFIED and not items[a.item_id].is_gold}
+    return {
+        a.item_id: a
+        for a in annotations
+        if a.item_id in items and items[a.item_id].status == ItemStatus.VERIFIED and not items[a.item_id].is_gold
+    }
 
 
 def _latest_reviews(item_ids) -> dict[int, Review]:
@@ -86,12 +90,16 @@ def edits_started_from(*, items: dict[int, Item], annotations: list[Annotation])
     """Verified items whose decision is an edit that started from one of `annotations`: they stand
     (see the module), and the rejection lists them."""
     by_item = _verified_by_item(items, annotations)
-    return sorted(item_id for item_id, review in _latest_reviews(by_item).items()
-                  if review.decision == ReviewDecision.EDIT and review.source_annotation_id == by_item[item_id].pk)
+    return sorted(
+        item_id
+        for item_id, review in _latest_reviews(by_item).items()
+        if review.decision == ReviewDecision.EDIT and review.source_annotation_id == by_item[item_id].pk
+    )
 
 
-def decisions_resting_on(*, project: Project, items: dict[int, Item],
-                         annotations: list[Annotation]) -> dict[int, RestingDecision]:
+def decisions_resting_on(
+    *, project: Project, items: dict[int, Item], annotations: list[Annotation]
+) -> dict[int, RestingDecision]:
     """item id -> the decision of each verified item that rests on one of `annotations`. Read
     before the annotations are deleted (deleting one clears the review's link to it)."""
     by_item = _verified_by_item(items, annotations)
@@ -100,7 +108,8 @@ def decisions_resting_on(*, project: Project, items: dict[int, Item],
     for item_id, review in latest.items():
         annotation = by_item[item_id]
         on_every = review.decision == ReviewDecision.AUTO or (
-            review.decision == ReviewDecision.ACCEPT and project.workflow == "rating")
+            review.decision == ReviewDecision.ACCEPT and project.workflow == "rating"
+        )
         if on_every or (review.decision == ReviewDecision.ACCEPT and review.accepted_annotation_id == annotation.pk):
             out[item_id] = RestingDecision(review, annotation, on_every)
     return out
@@ -109,26 +118,40 @@ def decisions_resting_on(*, project: Project, items: dict[int, Item],
 def _still_supported(project: Project, decision: RestingDecision, remaining: list[tuple[int, dict]]) -> bool:
     thresholds = thresholds_from(project.settings, project=project.slug)
     if decision.on_every_annotation:
-        return (len(remaining) >= project.annotations_per_item
-                and find_disagreement(project.workflow, remaining, thresholds) is None)
+        return (
+            len(remaining) >= project.annotations_per_item
+            and find_disagreement(project.workflow, remaining, thresholds) is None
+        )
     accepted = (decision.annotation.pk, decision.annotation.result)
     return any(find_disagreement(project.workflow, [accepted, other], thresholds) is None for other in remaining)
 
 
-def decisions_settle(*, project: Project, participant: StudyParticipant, actor, items: dict[int, Item],
-                     resting: dict[int, RestingDecision]) -> Settled:
+def decisions_settle(
+    *,
+    project: Project,
+    participant: StudyParticipant,
+    actor,
+    items: dict[int, Item],
+    resting: dict[int, RestingDecision],
+) -> Settled:
     """After the rejected annotations are gone (the items locked by the caller): keep, report or
     send back to review each decision of `resting`, as the module says."""
     out = Settled()
     if not resting:
         return out
     remaining: dict[int, list[tuple[int, dict]]] = defaultdict(list)
-    for item_id, pk, result in (Annotation.objects.filter(item_id__in=list(resting)).order_by("item_id", "pk")
-                                .values_list("item_id", "pk", "result")):
+    for item_id, pk, result in (
+        Annotation.objects.filter(item_id__in=list(resting))
+        .order_by("item_id", "pk")
+        .values_list("item_id", "pk", "result")
+    ):
         remaining[item_id].append((pk, result))
     releases: dict[int, list[str]] = defaultdict(list)
-    for item_id, version in (ReleaseItem.objects.filter(item_id__in=list(resting))
-                             .order_by("item_id", "release__created_at").values_list("item_id", "release__version")):
+    for item_id, version in (
+        ReleaseItem.objects.filter(item_id__in=list(resting))
+        .order_by("item_id", "release__created_at")
+        .values_list("item_id", "release__version")
+    ):
         releases[item_id].append(version)
     study = participant.study
     reason = f"needs re-review: participant {participant.external_id} rejected"
@@ -149,13 +172,32 @@ def decisions_settle(*, project: Project, participant: StudyParticipant, actor, 
         item.status = ItemStatus.ANNOTATED if to_review else ItemStatus.PENDING
         item.save(update_fields=["payload", "status", "updated_at"])
         item_mark_disagreement(item=item)
-        ItemReopening.objects.create(item=item, participant=participant, review=decision.review,
-                                     decision=decision.review.decision, annotation_id=decision.annotation.pk,
-                                     reason=reason, voided_payload=voided, payload_restore=restore,
-                                     created_by=actor if getattr(actor, "is_authenticated", False) else None)
-        audit_record(action=AuditAction.REVIEW_REOPEN, actor=actor, project=project, obj=item, details={
-            "reason": reason, "study": study.pk, "participant": participant.external_id,
-            "review": decision.review.pk, "decision": decision.review.decision, "annotation": decision.annotation.pk,
-            "back_to": "review" if to_review else "queue", "payload": restore})
+        ItemReopening.objects.create(
+            item=item,
+            participant=participant,
+            review=decision.review,
+            decision=decision.review.decision,
+            annotation_id=decision.annotation.pk,
+            reason=reason,
+            voided_payload=voided,
+            payload_restore=restore,
+            created_by=actor if getattr(actor, "is_authenticated", False) else None,
+        )
+        audit_record(
+            action=AuditAction.REVIEW_REOPEN,
+            actor=actor,
+            project=project,
+            obj=item,
+            details={
+                "reason": reason,
+                "study": study.pk,
+                "participant": participant.external_id,
+                "review": decision.review.pk,
+                "decision": decision.review.decision,
+                "annotation": decision.annotation.pk,
+                "back_to": "review" if to_review else "queue",
+                "payload": restore,
+            },
+        )
         (out.back_to_review if to_review else out.back_to_queue).append(item_id)
     return out

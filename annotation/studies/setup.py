@@ -1,5 +1,6 @@
 """Opening and closing a crowd study of a project (researchers; page and API), fields checked one
 by one before anything is written. The public link is /study/<token>/ (token: 32 random bytes)."""
+
 from __future__ import annotations
 
 import re
@@ -20,8 +21,19 @@ MAX_PARTICIPANTS = 100_000
 MAX_TASKS = 10_000
 MAX_MINUTES = 7 * 24 * 60
 CODE_RE = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
-STUDY_FIELDS = ("name", "platform", "max_participants", "tasks_per_participant", "completion_code", "return_url",
-                "redirect_on_finish", "time_limit_minutes", "gold_pass_threshold", "hourly_rate", "currency")
+STUDY_FIELDS = (
+    "name",
+    "platform",
+    "max_participants",
+    "tasks_per_participant",
+    "completion_code",
+    "return_url",
+    "redirect_on_finish",
+    "time_limit_minutes",
+    "gold_pass_threshold",
+    "hourly_rate",
+    "currency",
+)
 
 
 class StudyRefused(Exception):
@@ -58,14 +70,15 @@ def study_check(**values) -> dict[str, Any]:
     out: dict[str, Any] = {}
     out["name"] = _text(values.get("name"))[:200]
     if not out["name"]:
-        errors["name"] = "A name, e.g. \"Pilot 1\"."
+        errors["name"] = 'A name, e.g. "Pilot 1".'
     platform = _text(values.get("platform")) or StudyPlatform.PROLIFIC
     if platform not in StudyPlatform.values:
         errors["platform"] = f"One of {', '.join(StudyPlatform.values)}."
     out["platform"] = platform
     out["max_participants"] = _whole(values.get("max_participants"), "max_participants", 1, MAX_PARTICIPANTS, errors)
-    out["tasks_per_participant"] = _whole(values.get("tasks_per_participant"), "tasks_per_participant", 1, MAX_TASKS,
-                                          errors)
+    out["tasks_per_participant"] = _whole(
+        values.get("tasks_per_participant"), "tasks_per_participant", 1, MAX_TASKS, errors
+    )
     out["completion_code"] = _text(values.get("completion_code"))
     if not CODE_RE.match(out["completion_code"]):
         errors["completion_code"] = "The platform's completion code: letters, digits, - and _ (up to 100)."
@@ -76,17 +89,29 @@ def study_check(**values) -> dict[str, Any]:
         except ValidationError:
             errors["return_url"] = "An http(s) address, e.g. https://app.prolific.com/submissions/complete?cc={code}."
     redirect = values.get("redirect_on_finish", False)
-    out["redirect_on_finish"] = redirect if isinstance(redirect, bool) else _text(redirect).lower() in ("on", "true", "1", "yes")
+    out["redirect_on_finish"] = (
+        redirect if isinstance(redirect, bool) else _text(redirect).lower() in ("on", "true", "1", "yes")
+    )
     if out["redirect_on_finish"] and not out["return_url"]:
         errors["redirect_on_finish"] = "Sending participants back needs a return URL."
     minutes = values.get("time_limit_minutes")
-    out["time_limit_minutes"] = None if minutes in (None, "") else _whole(minutes, "time_limit_minutes", 1, MAX_MINUTES, errors)
+    out["time_limit_minutes"] = (
+        None if minutes in (None, "") else _whole(minutes, "time_limit_minutes", 1, MAX_MINUTES, errors)
+    )
     threshold = values.get("gold_pass_threshold")
-    threshold = _number("0" if threshold in (None, "") else threshold, "gold_pass_threshold", 0, 1, errors,
-                        "A share from 0 to 1 of gold items answered right (e.g. 0.8); 0 flags nobody.")
+    threshold = _number(
+        "0" if threshold in (None, "") else threshold,
+        "gold_pass_threshold",
+        0,
+        1,
+        errors,
+        "A share from 0 to 1 of gold items answered right (e.g. 0.8); 0 flags nobody.",
+    )
     out["gold_pass_threshold"] = float(threshold) if threshold is not None else None
     rate = values.get("hourly_rate")
-    rate = _number("0" if rate in (None, "") else rate, "hourly_rate", 0, 10_000, errors, "An amount per hour, e.g. 9.00.")
+    rate = _number(
+        "0" if rate in (None, "") else rate, "hourly_rate", 0, 10_000, errors, "An amount per hour, e.g. 9.00."
+    )
     out["hourly_rate"] = rate.quantize(Decimal("0.01")) if rate is not None else None
     out["currency"] = (_text(values.get("currency")) or "GBP").upper()
     if not re.fullmatch(r"[A-Z]{3}", out["currency"]):
@@ -100,10 +125,19 @@ def study_check(**values) -> dict[str, Any]:
 def study_create(*, project: Project, actor, **values) -> Study:
     fields = study_check(**values)
     study = Study.objects.create(project=project, token=secrets.token_urlsafe(32), created_by=actor, **fields)
-    audit_record(action=AuditAction.STUDY_OPEN, actor=actor, project=project, obj=study, details={
-        "platform": study.platform, "max_participants": study.max_participants,
-        "tasks_per_participant": study.tasks_per_participant, "time_limit_minutes": study.time_limit_minutes,
-        "gold_pass_threshold": study.gold_pass_threshold})
+    audit_record(
+        action=AuditAction.STUDY_OPEN,
+        actor=actor,
+        project=project,
+        obj=study,
+        details={
+            "platform": study.platform,
+            "max_participants": study.max_participants,
+            "tasks_per_participant": study.tasks_per_participant,
+            "time_limit_minutes": study.time_limit_minutes,
+            "gold_pass_threshold": study.gold_pass_threshold,
+        },
+    )
     return study
 
 
@@ -116,6 +150,11 @@ def study_close(*, study: Study, actor) -> Study:
     study.is_open = False
     study.closed_at = timezone.now()
     study.save(update_fields=["is_open", "closed_at"])
-    audit_record(action=AuditAction.STUDY_CLOSE, actor=actor, project=study.project, obj=study,
-                 details={"participants": study.participants.count()})
+    audit_record(
+        action=AuditAction.STUDY_CLOSE,
+        actor=actor,
+        project=study.project,
+        obj=study,
+        details={"participants": study.participants.count()},
+    )
     return study

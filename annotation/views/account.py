@@ -1,5 +1,6 @@
 """Signing out: Django's logout, which also revokes the user's API tokens (a token
 must not outlive the session that was closed to end the user's access)."""
+
 from __future__ import annotations
 
 from django.contrib.auth import views as auth_views

@@ -1,4 +1,5 @@
 """The home page (the user's projects) and a project's overview page (every member)."""
+
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
@@ -13,8 +14,11 @@ from ..selectors import project_list_for
 
 @login_required
 def home(request):
-    return render(request, "home.html", {"projects": project_list_for(user=request.user),
-                                         "can_create_projects": can_create_projects(request.user)})
+    return render(
+        request,
+        "home.html",
+        {"projects": project_list_for(user=request.user), "can_create_projects": can_create_projects(request.user)},
+    )
 
 
 @login_required
@@ -22,5 +26,13 @@ def project_overview(request, slug):
     project = get_project_for(request.user, slug, Role.ANNOTATOR)
     data = project_overview_data(project=project, user=request.user)
     rows = [(label, data["status_counts"][value]) for value, label in ItemStatus.choices]
-    return render(request, "annotation/io/project.html", {"project": project, "data": data, "status_rows": rows,
-                                                          "recent_work": own_recent_annotations(user=request.user, project=project)})
+    return render(
+        request,
+        "annotation/io/project.html",
+        {
+            "project": project,
+            "data": data,
+            "status_rows": rows,
+            "recent_work": own_recent_annotations(user=request.user, project=project),
+        },
+    )

@@ -1,4 +1,5 @@
 """Import pages (researchers): the upload form with recent imports, and one run followed until done."""
+
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
@@ -26,8 +27,13 @@ def project_import(request, slug):
         elif kind not in ImportKind.values:
             context["errors"], status = [f"kind: field kind: one of {', '.join(ImportKind.values)}"], 400
         else:
-            run = import_run_queue(project=project, user=request.user, uploaded=uploaded, kind=kind,
-                                   verified=request.POST.get("verified") == "on")
+            run = import_run_queue(
+                project=project,
+                user=request.user,
+                uploaded=uploaded,
+                kind=kind,
+                verified=request.POST.get("verified") == "on",
+            )
             return redirect("io-import-run", slug=project.slug, run_id=run.pk)
     context["runs"] = ImportRun.objects.filter(project=project).select_related("created_by")[:20]
     return render(request, "annotation/io/import.html", context, status=status)
@@ -37,4 +43,6 @@ def project_import(request, slug):
 def import_run_page(request, slug, run_id):
     project = get_project_for(request.user, slug, Role.RESEARCHER)
     run = get_object_or_404(ImportRun.objects.select_related("project", "created_by"), pk=run_id, project=project)
-    return render(request, "annotation/io/import_run.html", {"project": project, "run": run, "data": import_run_data(run)})
+    return render(
+        request, "annotation/io/import_run.html", {"project": project, "run": run, "data": import_run_data(run)}
+    )

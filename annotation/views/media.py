@@ -19,6 +19,7 @@ bucket cannot add nosniff or the sandbox CSP, which is why it must be on another
 app (its own host or port, as MinIO and S3 are): a file there can never run script as the viewer.
 A refusal never redirects, and says nothing about whether the object exists.
 """
+
 from __future__ import annotations
 
 import re
@@ -88,8 +89,9 @@ def serve_media(request, path: str):
             response["Content-Range"] = f"bytes */{size}"
             return response
         length = end - start + 1
-        response = StreamingHttpResponse(_iter_range(open(target, "rb"), start, length), status=206,
-                                         content_type=content_type)
+        response = StreamingHttpResponse(
+            _iter_range(open(target, "rb"), start, length), status=206, content_type=content_type
+        )
         response["Content-Length"] = str(length)
         response["Content-Range"] = f"bytes {start}-{end}/{size}"
     else:
@@ -113,8 +115,13 @@ def _redirect_to_bucket(relpath: str, inline_type: str | None) -> HttpResponse:
         disposition = f'inline; filename="{Path(relpath).name}"'  # an asset's name: <sha256><ext>
     else:
         disposition = 'attachment; filename="media.bin"'
-    url = signed_url(relpath, content_type=inline_type or "application/octet-stream", disposition=disposition,
-                     expires=seconds, cache_control="private, max-age=3600")
+    url = signed_url(
+        relpath,
+        content_type=inline_type or "application/octet-stream",
+        disposition=disposition,
+        expires=seconds,
+        cache_control="private, max-age=3600",
+    )
     response = HttpResponseRedirect(url)
     # A browser may reuse the redirect while the URL it points to has at least half its life left.
     response["Cache-Control"] = f"private, max-age={seconds // 2}"

@@ -2,6 +2,7 @@
 project's members page (its researchers and admins: add, CSV, change, remove, invite links and their
 revocation), and
 the page an invite link opens (any signed-in user)."""
+
 from __future__ import annotations
 
 from django.contrib import messages
@@ -30,8 +31,16 @@ from ..permissions import get_project_for, require_project_creator, role_in
 from ..project_setup import LEASE_RANGE, SetupInvalid, project_create
 from ..queue.rules import DEFAULT_LEASE_SECONDS
 
-PROJECT_FIELDS = ("name", "slug", "protocol", "annotations_per_item", "gold_share", "lease_seconds", "rubric",
-                  "description")
+PROJECT_FIELDS = (
+    "name",
+    "slug",
+    "protocol",
+    "annotations_per_item",
+    "gold_share",
+    "lease_seconds",
+    "rubric",
+    "description",
+)
 
 
 @login_required
@@ -50,9 +59,17 @@ def project_new(request):
         else:
             messages.success(request, f"Project {project.slug} created; you are its admin. Add members below.")
             return redirect("io-members", slug=project.slug)
-    return render(request, "annotation/io/project_new.html", {
-        "values": values, "errors": errors, "protocols": Protocol.choices, "lease_range": LEASE_RANGE,
-    }, status=400 if errors else 200)
+    return render(
+        request,
+        "annotation/io/project_new.html",
+        {
+            "values": values,
+            "errors": errors,
+            "protocols": Protocol.choices,
+            "lease_range": LEASE_RANGE,
+        },
+        status=400 if errors else 200,
+    )
 
 
 def _grantable(request, project) -> list[tuple[str, str]]:
@@ -65,12 +82,17 @@ def _members_post(request, project) -> tuple[int, dict]:
     action = request.POST.get("action", "")
     try:
         if action == "add":
-            membership, outcome = member_add(project=project, actor=request.user, role=request.POST.get("role", ""),
-                                             username_or_email=request.POST.get("username_or_email", ""))
+            membership, outcome = member_add(
+                project=project,
+                actor=request.user,
+                role=request.POST.get("role", ""),
+                username_or_email=request.POST.get("username_or_email", ""),
+            )
             messages.success(request, f"{membership.user.get_username()}: {outcome} ({membership.role}).")
         elif action == "role":
-            membership, outcome = member_set_role(project=project, actor=request.user, role=request.POST.get("role", ""),
-                                                  user_id=_user_id(request))
+            membership, outcome = member_set_role(
+                project=project, actor=request.user, role=request.POST.get("role", ""), user_id=_user_id(request)
+            )
             messages.success(request, f"{membership.user.get_username()}: {outcome} ({membership.role}).")
         elif action == "remove":
             member_remove(project=project, actor=request.user, user_id=_user_id(request))
@@ -83,12 +105,17 @@ def _members_post(request, project) -> tuple[int, dict]:
             return 200, {"csv_report": report}
         elif action == "invite":
             hours = request.POST.get("hours", "")
-            invite, token = invite_create(project=project, actor=request.user, role=request.POST.get("role", ""),
-                                          hours=int(hours) if hours.strip().isdigit() else -1)
+            invite, token = invite_create(
+                project=project,
+                actor=request.user,
+                role=request.POST.get("role", ""),
+                hours=int(hours) if hours.strip().isdigit() else -1,
+            )
             return 200, {"invite_url": request.build_absolute_uri(f"/invites/{token}/"), "invite": invite}
         elif action == "revoke":
-            invite = invite_revoke(project=project, actor=request.user,
-                                   invite_id=_posted_id(request, "invite_id", "Which invite link?"))
+            invite = invite_revoke(
+                project=project, actor=request.user, invite_id=_posted_id(request, "invite_id", "Which invite link?")
+            )
             messages.success(request, f"Invite #{invite.pk} ({invite.role}) revoked: its link no longer works.")
         else:
             raise SetupInvalid({"action": "One of add, role, remove, csv, invite, revoke."})
@@ -123,15 +150,20 @@ def project_members(request, slug):
         status, extra = _members_post(request, project)
         if status == 302:
             return redirect("io-members", slug=project.slug)
-    return render(request, "annotation/io/members.html", {
-        "project": project,
-        "members": members_of(project=project),
-        "invites": invites_of(project=project),
-        "roles": _grantable(request, project),
-        "invite_hours": INVITE_HOURS,
-        "errors": {},
-        **extra,
-    }, status=status)
+    return render(
+        request,
+        "annotation/io/members.html",
+        {
+            "project": project,
+            "members": members_of(project=project),
+            "invites": invites_of(project=project),
+            "roles": _grantable(request, project),
+            "invite_hours": INVITE_HOURS,
+            "errors": {},
+            **extra,
+        },
+        status=status,
+    )
 
 
 @login_required
@@ -150,5 +182,7 @@ def invite_page(request, token):
             return redirect("io-project", slug=membership.project.slug)
     except InviteGone as exc:
         return render(request, "annotation/io/invite.html", {"gone": str(exc)}, status=410)
-    current = Membership.objects.filter(project=invite.project, user=request.user).values_list("role", flat=True).first()
+    current = (
+        Membership.objects.filter(project=invite.project, user=request.user).values_list("role", flat=True).first()
+    )
     return render(request, "annotation/io/invite.html", {"invite": invite, "current": current})

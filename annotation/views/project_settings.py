@@ -1,6 +1,7 @@
 """A project's settings page (its researchers): the disagreement thresholds of its workflow, which
 mark annotated items for adjudication (annotation/disagreement.py). Saving re-marks the items
 waiting for review and is recorded in the audit trail (project_setup.project_thresholds_set)."""
+
 from __future__ import annotations
 
 from django.contrib import messages
@@ -38,13 +39,26 @@ def project_settings(request, slug: str):
             values = {**current, **values}
         else:
             if outcome["changed"]:
-                messages.success(request, f"Thresholds saved. {outcome['items_remarked']} item(s) waiting for review "
-                                          f"were marked again: {outcome['items_marked']} now to adjudicate.")
+                messages.success(
+                    request,
+                    f"Thresholds saved. {outcome['items_remarked']} item(s) waiting for review "
+                    f"were marked again: {outcome['items_marked']} now to adjudicate.",
+                )
             else:
                 messages.info(request, "Nothing changed: these are the thresholds already set.")
             return redirect("io-project-settings", slug=project.slug)
-    return render(request, "annotation/io/project_settings.html", {
-        "project": project, "names": names, "values": values, "errors": errors,
-        "quintuplet_fields": [(f, FIELD_LABELS["quintuplet"][f], f in (values.get("quintuplet_fields") or []))
-                              for f in QUINTUPLET_FIELDS],
-    }, status=400 if errors else 200)
+    return render(
+        request,
+        "annotation/io/project_settings.html",
+        {
+            "project": project,
+            "names": names,
+            "values": values,
+            "errors": errors,
+            "quintuplet_fields": [
+                (f, FIELD_LABELS["quintuplet"][f], f in (values.get("quintuplet_fields") or []))
+                for f in QUINTUPLET_FIELDS
+            ],
+        },
+        status=400 if errors else 200,
+    )

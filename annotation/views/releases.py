@@ -1,4 +1,5 @@
 """Releases page (researchers): freeze a verified split, list releases, download an export."""
+
 from __future__ import annotations
 
 from django.contrib import messages
@@ -28,13 +29,20 @@ def project_releases(request, slug):
             messages.error(request, str(exc))
             status = 400
         else:
-            messages.success(request, f"Release {release.version} frozen: {release.item_count} items, sha256 {release.checksum}.")
+            messages.success(
+                request, f"Release {release.version} frozen: {release.item_count} items, sha256 {release.checksum}."
+            )
             return redirect("io-releases", slug=project.slug)
     splits = sorted(set(project.items.filter(status=ItemStatus.VERIFIED).values_list("split", flat=True).distinct()))
     return render(
         request,
         "annotation/io/releases.html",
-        {"project": project, "releases": release_list_data(project=project), "splits": splits or ["test"], "formats": export_formats(project.protocol)},
+        {
+            "project": project,
+            "releases": release_list_data(project=project),
+            "splits": splits or ["test"],
+            "formats": export_formats(project.protocol),
+        },
         status=status,
     )
 

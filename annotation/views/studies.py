@@ -2,6 +2,7 @@
 (approve / reject, close the study, CSV). Participants: the public study link /study/<token>/,
 open to anyone by design (it signs the platform's id in to its password-less account and sends
 it to the annotate page), and the finish page with the completion code."""
+
 from __future__ import annotations
 
 from django.contrib import messages
@@ -38,9 +39,15 @@ from ..studies.participants import PLATFORM_PARAMS
 
 # Crowd accounts have no password: the session is made by the study link, not by a login form.
 MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
-DEFAULTS = {"platform": "prolific", "max_participants": "30", "tasks_per_participant": "20", "gold_pass_threshold": "0.8",
-            "hourly_rate": "9.00", "currency": "GBP",
-            "return_url": "https://app.prolific.com/submissions/complete?cc={code}"}
+DEFAULTS = {
+    "platform": "prolific",
+    "max_participants": "30",
+    "tasks_per_participant": "20",
+    "gold_pass_threshold": "0.8",
+    "hourly_rate": "9.00",
+    "currency": "GBP",
+    "return_url": "https://app.prolific.com/submissions/complete?cc={code}",
+}
 
 
 @login_required
@@ -58,22 +65,36 @@ def project_studies(request, slug: str):
             messages.success(request, f"Study \u201c{study.name}\u201d opened. Give its link to the platform.")
             return redirect("io-study", slug=project.slug, study_id=study.pk)
     studies = [(s, request.build_absolute_uri(study_public_path(s))) for s in studies_of(project=project)]
-    return render(request, "annotation/studies/list.html", {
-        "project": project, "studies": studies, "values": values, "errors": errors,
-        "gold_items": project.items.filter(is_gold=True).count(),
-        "gold_share": project_setting(project.settings, "gold_share", 0, project=project.slug),
-    }, status=400 if errors else 200)
+    return render(
+        request,
+        "annotation/studies/list.html",
+        {
+            "project": project,
+            "studies": studies,
+            "values": values,
+            "errors": errors,
+            "gold_items": project.items.filter(is_gold=True).count(),
+            "gold_share": project_setting(project.settings, "gold_share", 0, project=project.slug),
+        },
+        status=400 if errors else 200,
+    )
 
 
 def _rejected_messages(request, outcome: dict) -> None:
-    messages.success(request, f"Rejected: {outcome['annotations_excluded']} annotation(s) left the analysis, "
-                              f"{outcome['items_reopened']} item(s) went back to the queue, "
-                              f"{outcome['items_back_to_review']} verified item(s) went back to review.")
+    messages.success(
+        request,
+        f"Rejected: {outcome['annotations_excluded']} annotation(s) left the analysis, "
+        f"{outcome['items_reopened']} item(s) went back to the queue, "
+        f"{outcome['items_back_to_review']} verified item(s) went back to review.",
+    )
     frozen = outcome["released_items_kept"]
     if frozen:
         listed = "; ".join(f"{r['external_id']} ({', '.join(r['releases'])})" for r in frozen)
-        messages.warning(request, f"{len(frozen)} verified item(s) rested on this participant's annotations but are "
-                                  f"frozen in a release, which cannot change; they keep their decision: {listed}.")
+        messages.warning(
+            request,
+            f"{len(frozen)} verified item(s) rested on this participant's annotations but are "
+            f"frozen in a release, which cannot change; they keep their decision: {listed}.",
+        )
 
 
 def _study_post(request, study: Study) -> tuple[int, dict]:
@@ -113,11 +134,21 @@ def study_detail(request, slug: str, study_id: int):
             return redirect("io-study", slug=project.slug, study_id=study.pk)
         study.refresh_from_db()
     rows = participant_rows(study=study)
-    return render(request, "annotation/studies/detail.html", {
-        "project": project, "study": study, "rows": rows, "totals": study_totals(rows),
-        "link": request.build_absolute_uri(study_public_path(study)),
-        "params": PLATFORM_PARAMS[study.platform], "errors": {}, **extra,
-    }, status=status)
+    return render(
+        request,
+        "annotation/studies/detail.html",
+        {
+            "project": project,
+            "study": study,
+            "rows": rows,
+            "totals": study_totals(rows),
+            "link": request.build_absolute_uri(study_public_path(study)),
+            "params": PLATFORM_PARAMS[study.platform],
+            "errors": {},
+            **extra,
+        },
+        status=status,
+    )
 
 
 @login_required
@@ -140,7 +171,9 @@ def study_entry(request, token: str):
     try:
         ids = platform_ids(study, request.GET)
     except PlatformIdInvalid as exc:
-        return render(request, "annotation/studies/entry.html", {**context, "state": "invalid", "why": str(exc)}, status=400)
+        return render(
+            request, "annotation/studies/entry.html", {**context, "state": "invalid", "why": str(exc)}, status=400
+        )
     if ids is None or ids.preview:
         return render(request, "annotation/studies/entry.html", {**context, "state": "preview" if ids else "no-id"})
     user = request.user

@@ -4,6 +4,7 @@ The pages carry no item data: their ES modules load everything through the same 
 external front ends use (annotation/apis/work.py), so what an annotator's browser can see is
 exactly what that API gives an annotator — never ground truth or metadata.
 """
+
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
@@ -38,8 +39,16 @@ def annotate(request, slug: str):
     project = get_project_for(request.user, slug, Role.ANNOTATOR)
     template, script, label = WORKFLOW_PAGES[project.workflow]
     return render(
-        request, template, _context(request, project, "annotate", workflow_script=script, workflow_label=label,
-                                    finish_url=finish_url_for(project=project, user=request.user))
+        request,
+        template,
+        _context(
+            request,
+            project,
+            "annotate",
+            workflow_script=script,
+            workflow_label=label,
+            finish_url=finish_url_for(project=project, user=request.user),
+        ),
     )
 
 

@@ -3,11 +3,13 @@
 
 Items and answers: protocols/kit/items.py (``ScoringItem``, ``RunAnswer``, re-exported here).
 """
+
 from __future__ import annotations
 
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Hashable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -17,8 +19,17 @@ from protocols.kit.bootstrap import N_BOOT
 from protocols.kit.items import RunAnswer, ScoringItem
 from protocols.kit.matrix import ItemMatrix
 
-__all__ = ["RunAnswer", "ScoredRun", "ScoringItem", "chance", "finish", "main_keys", "random_answers", "score",
-           "score_blind_answers"]
+__all__ = [
+    "RunAnswer",
+    "ScoredRun",
+    "ScoringItem",
+    "chance",
+    "finish",
+    "main_keys",
+    "random_answers",
+    "score",
+    "score_blind_answers",
+]
 
 
 @dataclass
@@ -45,7 +56,14 @@ def is_percent(protocol: str) -> bool:
     return registry.get(protocol).percent
 
 
-def score(protocol: str, items: Sequence[ScoringItem], answers: Mapping[tuple, RunAnswer], *, n_boot: int = N_BOOT, seed: int = 0) -> ScoredRun:
+def score(
+    protocol: str,
+    items: Sequence[ScoringItem],
+    answers: Mapping[tuple, RunAnswer],
+    *,
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+) -> ScoredRun:
     matrix = registry.get(protocol).scoring.score(items, answers)
     return finish(protocol, matrix, n_boot=n_boot, seed=seed)
 
@@ -57,12 +75,14 @@ def finish(protocol: str, matrix: ItemMatrix, *, n_boot: int = N_BOOT, seed: int
 
 # --- Random rows ----------------------------------------------------------------------------
 
+
 def random_answers(protocol: str, items: Sequence[ScoringItem], *, seed: int) -> dict[tuple, RunAnswer]:
     """Seeded random answers for every query, scored through the same code as any model."""
     return registry.get(protocol).scoring.random_run(items, rng=np.random.default_rng(seed))
 
 
 # --- Human rows (blind QA answers scored against the final truth) ---------------------------
+
 
 def score_blind_answers(
     protocol: str, items: Sequence[ScoringItem], blind: Mapping[Hashable, Sequence[Any]]
@@ -86,7 +106,9 @@ def score_blind_answers(
             continue
         for k, raw in enumerate(given):
             key = (item.key, k)
-            rows.append(ScoringItem(key=key, external_id=item.external_id, payload=item.payload, resolved=item.resolved))
+            rows.append(
+                ScoringItem(key=key, external_id=item.external_id, payload=item.payload, resolved=item.resolved)
+            )
             owner.append(answered_items)
             spec = item.resolved["qa"]
             value = None
@@ -101,9 +123,15 @@ def score_blind_answers(
     den = np.zeros_like(num)
     np.add.at(num, owners, per_answer.num.astype(np.int64))
     np.add.at(den, owners, per_answer.den.astype(np.int64))
-    matrix = ItemMatrix(keys=per_answer.keys, num=num, den=den, parse_failures=per_answer.parse_failures, n=answered_items)
+    matrix = ItemMatrix(
+        keys=per_answer.keys, num=num, den=den, parse_failures=per_answer.parse_failures, n=answered_items
+    )
     matrix.diagnostics = {k: v for k, v in per_answer.diagnostics.items() if k != "unsupported"}
-    matrix.diagnostics["blind_answers"] = {"answers": len(rows), "items": answered_items, "combined": "mean score of an item's answers, items weighted equally"}
+    matrix.diagnostics["blind_answers"] = {
+        "answers": len(rows),
+        "items": answered_items,
+        "combined": "mean score of an item's answers, items weighted equally",
+    }
     return matrix
 
 

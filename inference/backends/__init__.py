@@ -6,6 +6,7 @@ clear message. The vLLM engine itself is kept per worker process by vllm_backend
 first chunk, reused by the next chunk of the same endpoint, replaced for another endpoint), so a
 VLLMBackend instance is cheap and its close() leaves the engine loaded.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -17,6 +18,7 @@ VLLM_MISSING = (
     "vLLM is not installed in this environment: the 'vllm' backend needs the gpu extra "
     "(pip install .[gpu]) on a gpu worker"
 )
+
 
 def check_available(endpoint) -> None:
     """Raise BackendUnavailable when this endpoint's backend cannot run here."""

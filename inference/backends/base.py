@@ -6,6 +6,7 @@ data URLs or PIL images) and hands a chunk of them to a backend; the backend ret
 with the prompts that make them (protocols/kit/prompting.py) and imported from here by the
 backends.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -13,8 +14,15 @@ from typing import Protocol
 
 from protocols.kit.prompting import ModelQuery, ModelReply
 
-__all__ = ["BackendUnavailable", "ModelBackend", "ModelQuery", "ModelReply", "Sampling", "max_tokens_for",
-           "single_token_choices"]
+__all__ = [
+    "BackendUnavailable",
+    "ModelBackend",
+    "ModelQuery",
+    "ModelReply",
+    "Sampling",
+    "max_tokens_for",
+    "single_token_choices",
+]
 
 
 @dataclass

@@ -10,6 +10,7 @@ name is usable only when the operator allows it:
 
 and never one of Django's or StateLab's own secrets (DENIED), whatever the settings say.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,11 +19,22 @@ import re
 from .base import BackendUnavailable
 
 NAME_RE = re.compile(r"^[A-Z_][A-Z0-9_]{0,99}$")
-DENIED = frozenset({
-    "SECRET_KEY", "DJANGO_SECRET_KEY", "DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL",
-    "DJANGO_SUPERUSER_PASSWORD", "POSTGRES_PASSWORD", "PGPASSWORD", "AWS_SECRET_ACCESS_KEY",
-    "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "MEDIA_STORAGE_OPTIONS",
-})
+DENIED = frozenset(
+    {
+        "SECRET_KEY",
+        "DJANGO_SECRET_KEY",
+        "DATABASE_URL",
+        "REDIS_URL",
+        "CELERY_BROKER_URL",
+        "DJANGO_SUPERUSER_PASSWORD",
+        "POSTGRES_PASSWORD",
+        "PGPASSWORD",
+        "AWS_SECRET_ACCESS_KEY",
+        "HF_TOKEN",
+        "HUGGING_FACE_HUB_TOKEN",
+        "MEDIA_STORAGE_OPTIONS",
+    }
+)
 
 
 def _rules() -> tuple[frozenset[str], str]:
@@ -43,9 +55,11 @@ def key_var_refusal(name: str) -> str | None:
     allowed = (name in names or (prefix and name.startswith(prefix))) and name not in DENIED
     if not allowed:
         listed = ", ".join(sorted(names)) or "none"
-        return (f"the variable {name} may not hold an API key: the operator allows {listed}"
-                f"{f' and names starting with {prefix}' if prefix else ''} (STATELAB_ENDPOINT_KEY_VARS, "
-                "STATELAB_ENDPOINT_KEY_PREFIX)")
+        return (
+            f"the variable {name} may not hold an API key: the operator allows {listed}"
+            f"{f' and names starting with {prefix}' if prefix else ''} (STATELAB_ENDPOINT_KEY_VARS, "
+            "STATELAB_ENDPOINT_KEY_PREFIX)"
+        )
     return None
 
 

@@ -24,6 +24,7 @@ Without a Redis URL (the eager demo, no broker) only the local semaphore applies
 fails during a call, the call logs a warning and goes on with the local bound only: the
 endpoint's rate limits are a politeness, answering queries is the job.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -33,7 +34,7 @@ import os
 import random
 import socket
 import uuid
-from typing import AsyncIterator
+from collections.abc import AsyncIterator
 
 log = logging.getLogger(__name__)
 
@@ -75,8 +76,15 @@ return n
 class EndpointLimiter:
     """Per-call handle: `async with limiter.slot(): ...` around each request; `await close()` at the end."""
 
-    def __init__(self, key: str, limit: int, redis_url: str | None = None, *, ttl: float = DEFAULT_TTL,
-                 poll: tuple[float, float] = (0.005, 0.1)):
+    def __init__(
+        self,
+        key: str,
+        limit: int,
+        redis_url: str | None = None,
+        *,
+        ttl: float = DEFAULT_TTL,
+        poll: tuple[float, float] = (0.005, 0.1),
+    ):
         self.key = KEY_PREFIX + key
         self.limit = max(1, int(limit))
         self.ttl_ms = max(1000, int(ttl * 1000))

@@ -22,6 +22,7 @@
 - The API key is passed in by the caller (read from the environment variable the endpoint names);
   this module never stores, logs or prints it.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -84,7 +85,10 @@ class OpenAIBackend:
 
     async def complete_async(self, queries: list[ModelQuery], sampling: Sampling) -> list[ModelReply]:
         client = openai.AsyncOpenAI(
-            base_url=self.base_url, api_key=self._api_key, timeout=self.timeout, max_retries=self.max_retries,
+            base_url=self.base_url,
+            api_key=self._api_key,
+            timeout=self.timeout,
+            max_retries=self.max_retries,
             http_client=self._http_client(),
         )
         limiter = EndpointLimiter(self.limiter_key, self.concurrency, self.redis_url, ttl=self.slot_ttl)
@@ -134,7 +138,9 @@ class OpenAIBackend:
             kwargs.update({k: v for k, v in extra.items() if k not in ("model", "messages")})
         return kwargs
 
-    async def _one(self, client: openai.AsyncOpenAI, limiter: EndpointLimiter, query: ModelQuery, sampling: Sampling) -> ModelReply:
+    async def _one(
+        self, client: openai.AsyncOpenAI, limiter: EndpointLimiter, query: ModelQuery, sampling: Sampling
+    ) -> ModelReply:
         kwargs = self.request_kwargs(query, sampling)
         attempts = 0
         async with limiter.slot():
@@ -150,7 +156,9 @@ class OpenAIBackend:
                     )
                 except openai.APIStatusError as exc:
                     attempts += self._tries(exc)
-                    return self._failure(query, started, attempts, f"HTTP {exc.status_code}: {_short(_error_message(exc))}")
+                    return self._failure(
+                        query, started, attempts, f"HTTP {exc.status_code}: {_short(_error_message(exc))}"
+                    )
                 except openai.APITimeoutError as exc:
                     attempts += 1 + self.max_retries
                     refused = _connection_failure(exc)

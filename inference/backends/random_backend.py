@@ -1,5 +1,6 @@
 """The seeded Random baseline: answers drawn uniformly from what each query allows, through the
 same pipeline (prompts, parsing, storage, scoring) as a real model."""
+
 from __future__ import annotations
 
 import hashlib

@@ -18,6 +18,7 @@ Endpoint options used here (strings are accepted too, as `create_endpoint --opti
   max_num_batched_tokens, max_logprobs, seed, structured_outputs_config, engine_args (a dict
   passed to `vllm.LLM` as is). Other keys (prices, timeouts of other backends) are ignored.
 """
+
 from __future__ import annotations
 
 import base64
@@ -41,15 +42,26 @@ logger = logging.getLogger(__name__)
 
 INSTALL_HINT = "vLLM is not installed: pip install .[gpu]"
 
-INT_OPTIONS = ("tensor_parallel_size", "max_model_len", "kv_cache_memory_bytes", "max_num_seqs",
-               "max_num_batched_tokens", "max_logprobs", "seed")
+INT_OPTIONS = (
+    "tensor_parallel_size",
+    "max_model_len",
+    "kv_cache_memory_bytes",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "max_logprobs",
+    "seed",
+)
 FLOAT_OPTIONS = ("gpu_memory_utilization",)
 BOOL_OPTIONS = ("enforce_eager", "trust_remote_code")
 DICT_OPTIONS = ("limit_mm_per_prompt", "mm_processor_kwargs", "media_io_kwargs", "structured_outputs_config")
 STR_OPTIONS = ("dtype", "generation_config", "distributed_executor_backend", "tokenizer", "quantization")
 # vLLM keeps only the first 32 frames of a frame-list video unless told otherwise; the protocol
 # has already chosen the frames, so all of them are used.
-ENGINE_DEFAULTS: dict[str, Any] = {"generation_config": "vllm", "seed": 0, "media_io_kwargs": {"video": {"num_frames": -1}}}
+ENGINE_DEFAULTS: dict[str, Any] = {
+    "generation_config": "vllm",
+    "seed": 0,
+    "media_io_kwargs": {"video": {"num_frames": -1}},
+}
 
 
 def vllm_available() -> bool:
@@ -205,7 +217,7 @@ def _open_image(source: Any, what: str):
                     raise QueryInputError(f"{what}: only base64 data URLs are supported")
                 data = base64.b64decode(payload, validate=True)
             elif isinstance(source, str):
-                path = source[len("file://"):] if source.startswith("file://") else source
+                path = source[len("file://") :] if source.startswith("file://") else source
                 data = Path(path).read_bytes()
             else:
                 raise QueryInputError(f"{what}: unsupported image value of type {type(source).__name__}")
@@ -369,11 +381,15 @@ class VLLMBackend:
                     try:
                         self._run(llm, [item], replies)
                     except Exception as single_exc:
-                        replies[item[0].key] = ModelReply(key=item[0].key, error=f"{type(single_exc).__name__}: {single_exc}")
+                        replies[item[0].key] = ModelReply(
+                            key=item[0].key, error=f"{type(single_exc).__name__}: {single_exc}"
+                        )
         return [replies[q.key] for q in queries]
 
     @staticmethod
-    def _run(llm: Any, batch: list[tuple[ModelQuery, list[dict[str, Any]], Any]], replies: dict[str, ModelReply]) -> None:
+    def _run(
+        llm: Any, batch: list[tuple[ModelQuery, list[dict[str, Any]], Any]], replies: dict[str, ModelReply]
+    ) -> None:
         started = time.perf_counter()
         outputs = llm.chat([m for _, m, _ in batch], [p for _, _, p in batch], use_tqdm=False)
         batch_ms = int(round((time.perf_counter() - started) * 1000))
@@ -384,8 +400,9 @@ class VLLMBackend:
             replies[query.key] = ModelReply(
                 key=query.key,
                 text=completion.text,
-                logprobs=None if query.json_schema is not None else first_token_logprobs(
-                    completion.logprobs[0] if completion.logprobs else None, query.choices),
+                logprobs=None
+                if query.json_schema is not None
+                else first_token_logprobs(completion.logprobs[0] if completion.logprobs else None, query.choices),
                 prompt_tokens=len(output.prompt_token_ids or []),
                 completion_tokens=len(completion.token_ids),
                 latency_ms=batch_ms,  # every query of the batch waited for the whole batch

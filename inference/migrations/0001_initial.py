@@ -6,87 +6,176 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('annotation', '0001_initial'),
+        ("annotation", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ModelEndpoint',
+            name="ModelEndpoint",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200, unique=True)),
-                ('backend', models.CharField(choices=[('vllm', 'vLLM offline engine (gpu queue)'), ('openai', 'OpenAI-compatible API (api queue)'), ('random', 'Seeded random baseline')], max_length=10)),
-                ('model_id', models.CharField(blank=True, max_length=300)),
-                ('revision', models.CharField(blank=True, max_length=100)),
-                ('base_url', models.CharField(blank=True, max_length=500)),
-                ('api_key_env', models.CharField(blank=True, max_length=100)),
-                ('concurrency', models.PositiveIntegerField(default=8)),
-                ('options', models.JSONField(blank=True, default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=200, unique=True)),
+                (
+                    "backend",
+                    models.CharField(
+                        choices=[
+                            ("vllm", "vLLM offline engine (gpu queue)"),
+                            ("openai", "OpenAI-compatible API (api queue)"),
+                            ("random", "Seeded random baseline"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                ("model_id", models.CharField(blank=True, max_length=300)),
+                ("revision", models.CharField(blank=True, max_length=100)),
+                ("base_url", models.CharField(blank=True, max_length=500)),
+                ("api_key_env", models.CharField(blank=True, max_length=100)),
+                ("concurrency", models.PositiveIntegerField(default=8)),
+                ("options", models.JSONField(blank=True, default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
         ),
         migrations.CreateModel(
-            name='InferenceJob',
+            name="InferenceJob",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('model_name', models.CharField(max_length=200)),
-                ('protocol', models.CharField(choices=[('status', 'STATUS Bench (quintuplets)'), ('changeit', 'ChangeIt-Frames (boxes + state)'), ('visualtrans', 'VisualTrans (image QA)'), ('m3verse', 'M3-Verse (video-pair QA)'), ('oscbench', 'OSCBench (video rating)')], max_length=20)),
-                ('mode', models.CharField(choices=[('evaluate', 'Evaluate a release'), ('suggest', 'Suggest answers for annotators'), ('imported', 'Predictions imported from a file')], default='evaluate', max_length=10)),
-                ('params', models.JSONField(blank=True, default=dict)),
-                ('prompt_version', models.CharField(blank=True, max_length=50)),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('finished', 'Finished'), ('failed', 'Failed'), ('cancelled', 'Cancelled')], default='queued', max_length=10)),
-                ('error', models.TextField(blank=True)),
-                ('total_queries', models.PositiveIntegerField(default=0)),
-                ('done_queries', models.PositiveIntegerField(default=0)),
-                ('failed_queries', models.PositiveIntegerField(default=0)),
-                ('prompt_tokens', models.BigIntegerField(default=0)),
-                ('completion_tokens', models.BigIntegerField(default=0)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='inference_jobs', to='annotation.project')),
-                ('release', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='inference_jobs', to='annotation.release')),
-                ('endpoint', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='jobs', to='inference.modelendpoint')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("model_name", models.CharField(max_length=200)),
+                (
+                    "protocol",
+                    models.CharField(
+                        choices=[
+                            ("status", "STATUS Bench (quintuplets)"),
+                            ("changeit", "ChangeIt-Frames (boxes + state)"),
+                            ("visualtrans", "VisualTrans (image QA)"),
+                            ("m3verse", "M3-Verse (video-pair QA)"),
+                            ("oscbench", "OSCBench (video rating)"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "mode",
+                    models.CharField(
+                        choices=[
+                            ("evaluate", "Evaluate a release"),
+                            ("suggest", "Suggest answers for annotators"),
+                            ("imported", "Predictions imported from a file"),
+                        ],
+                        default="evaluate",
+                        max_length=10,
+                    ),
+                ),
+                ("params", models.JSONField(blank=True, default=dict)),
+                ("prompt_version", models.CharField(blank=True, max_length=50)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("finished", "Finished"),
+                            ("failed", "Failed"),
+                            ("cancelled", "Cancelled"),
+                        ],
+                        default="queued",
+                        max_length=10,
+                    ),
+                ),
+                ("error", models.TextField(blank=True)),
+                ("total_queries", models.PositiveIntegerField(default=0)),
+                ("done_queries", models.PositiveIntegerField(default=0)),
+                ("failed_queries", models.PositiveIntegerField(default=0)),
+                ("prompt_tokens", models.BigIntegerField(default=0)),
+                ("completion_tokens", models.BigIntegerField(default=0)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="inference_jobs",
+                        to="annotation.project",
+                    ),
+                ),
+                (
+                    "release",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="inference_jobs",
+                        to="annotation.release",
+                    ),
+                ),
+                (
+                    "endpoint",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="jobs",
+                        to="inference.modelendpoint",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='Prediction',
+            name="Prediction",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('query', models.CharField(max_length=100)),
-                ('status', models.CharField(choices=[('ok', 'OK'), ('failed', 'Failed')], default='ok', max_length=10)),
-                ('error', models.TextField(blank=True)),
-                ('prompt', models.TextField(blank=True)),
-                ('options', models.JSONField(blank=True, default=list)),
-                ('raw_output', models.TextField(blank=True)),
-                ('answer', models.JSONField(blank=True, null=True)),
-                ('logprobs', models.JSONField(blank=True, null=True)),
-                ('frame_indices', models.JSONField(blank=True, null=True)),
-                ('attempts', models.PositiveSmallIntegerField(default=0)),
-                ('latency_ms', models.PositiveIntegerField(default=0)),
-                ('prompt_tokens', models.PositiveIntegerField(default=0)),
-                ('completion_tokens', models.PositiveIntegerField(default=0)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('item', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='predictions', to='annotation.item')),
-                ('job', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='predictions', to='inference.inferencejob')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("query", models.CharField(max_length=100)),
+                ("status", models.CharField(choices=[("ok", "OK"), ("failed", "Failed")], default="ok", max_length=10)),
+                ("error", models.TextField(blank=True)),
+                ("prompt", models.TextField(blank=True)),
+                ("options", models.JSONField(blank=True, default=list)),
+                ("raw_output", models.TextField(blank=True)),
+                ("answer", models.JSONField(blank=True, null=True)),
+                ("logprobs", models.JSONField(blank=True, null=True)),
+                ("frame_indices", models.JSONField(blank=True, null=True)),
+                ("attempts", models.PositiveSmallIntegerField(default=0)),
+                ("latency_ms", models.PositiveIntegerField(default=0)),
+                ("prompt_tokens", models.PositiveIntegerField(default=0)),
+                ("completion_tokens", models.PositiveIntegerField(default=0)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "item",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="predictions", to="annotation.item"
+                    ),
+                ),
+                (
+                    "job",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="predictions",
+                        to="inference.inferencejob",
+                    ),
+                ),
             ],
         ),
         migrations.AddIndex(
-            model_name='inferencejob',
-            index=models.Index(fields=['project', 'release', 'status'], name='job_project_release_idx'),
+            model_name="inferencejob",
+            index=models.Index(fields=["project", "release", "status"], name="job_project_release_idx"),
         ),
         migrations.AddConstraint(
-            model_name='prediction',
-            constraint=models.UniqueConstraint(fields=('job', 'item', 'query'), name='prediction_unique_job_item_query'),
+            model_name="prediction",
+            constraint=models.UniqueConstraint(
+                fields=("job", "item", "query"), name="prediction_unique_job_item_query"
+            ),
         ),
     ]

@@ -5,34 +5,52 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('inference', '0001_initial'),
+        ("inference", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='BackgroundRun',
+            name="BackgroundRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('task', models.CharField(max_length=200)),
-                ('args', models.JSONField(blank=True, default=list)),
-                ('queue', models.CharField(default='default', max_length=50)),
-                ('chunk_index', models.PositiveIntegerField(blank=True, null=True)),
-                ('state', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('done', 'Done'), ('failed', 'Failed')], default='queued', max_length=10)),
-                ('attempts', models.PositiveSmallIntegerField(default=0)),
-                ('worker', models.CharField(blank=True, max_length=200)),
-                ('heartbeat_at', models.DateTimeField(blank=True, null=True)),
-                ('sent_at', models.DateTimeField(blank=True, null=True)),
-                ('reason', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('job', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='runs', to='inference.inferencejob')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("task", models.CharField(max_length=200)),
+                ("args", models.JSONField(blank=True, default=list)),
+                ("queue", models.CharField(default="default", max_length=50)),
+                ("chunk_index", models.PositiveIntegerField(blank=True, null=True)),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[("queued", "Queued"), ("running", "Running"), ("done", "Done"), ("failed", "Failed")],
+                        default="queued",
+                        max_length=10,
+                    ),
+                ),
+                ("attempts", models.PositiveSmallIntegerField(default=0)),
+                ("worker", models.CharField(blank=True, max_length=200)),
+                ("heartbeat_at", models.DateTimeField(blank=True, null=True)),
+                ("sent_at", models.DateTimeField(blank=True, null=True)),
+                ("reason", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "job",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="runs",
+                        to="inference.inferencejob",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['pk'],
-                'indexes': [models.Index(fields=['state', 'heartbeat_at'], name='run_state_heartbeat_idx'), models.Index(fields=['job', 'state'], name='run_job_state_idx')],
+                "ordering": ["pk"],
+                "indexes": [
+                    models.Index(fields=["state", "heartbeat_at"], name="run_state_heartbeat_idx"),
+                    models.Index(fields=["job", "state"], name="run_job_state_idx"),
+                ],
             },
         ),
     ]

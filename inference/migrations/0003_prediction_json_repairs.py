@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('inference', '0002_background_runs'),
+        ("inference", "0002_background_runs"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='prediction',
-            name='json_repairs',
+            model_name="prediction",
+            name="json_repairs",
             field=models.PositiveSmallIntegerField(default=0),
         ),
     ]

@@ -6,15 +6,14 @@ import protocols.registry
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('inference', '0004_background_run_status'),
+        ("inference", "0004_background_run_status"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='inferencejob',
-            name='protocol',
+            model_name="inferencejob",
+            name="protocol",
             field=models.CharField(choices=protocols.registry.choices, max_length=20),
         ),
     ]

@@ -18,6 +18,7 @@ Services enqueue tasks by name (config.enqueue) and never import them.
 
 Callers import this package (`from inference import services; services.job_create(...)`).
 """
+
 from .chunks import JSON_REPAIR_PROMPT, job_run_chunk, row_from_reply, sampling_for
 from .endpoints import endpoint_create, endpoint_options_check, parse_key_values
 from .exports import job_export_dir, job_write_exports
@@ -40,14 +41,50 @@ from .jobs import (
     job_validate,
     queries_per_item,
 )
-from .predictions import PredictionImportError, PredictionRow, parse_prediction_lines, predictions_import, predictions_upsert
+from .predictions import (
+    PredictionImportError,
+    PredictionRow,
+    parse_prediction_lines,
+    predictions_import,
+    predictions_upsert,
+)
 from .suggestions import suggestion_source, suggestions_store
 
 __all__ = [
-    "ACTIVE", "JSON_REPAIR_PROMPT", "SUGGEST_WORKFLOWS", "JobRefused", "PredictionImportError", "PredictionRow",
-    "build_queries", "endpoint_create", "endpoint_options_check", "error_message", "failure_summary", "item_inputs",
-    "job_cancel", "job_create", "job_enqueue_start", "job_export_dir", "job_fail", "job_refresh_finished", "job_rescore",
-    "job_prepare_frames", "job_prepares_frames", "job_retry_failed", "job_run_chunk", "job_start", "job_validate", "job_write_exports", "parse_key_values",
-    "parse_prediction_lines", "parse_reply", "predictions_import", "predictions_upsert", "queries_per_item",
-    "row_from_reply", "sampling_for", "suggestion_source", "suggestions_store",
+    "ACTIVE",
+    "JSON_REPAIR_PROMPT",
+    "SUGGEST_WORKFLOWS",
+    "JobRefused",
+    "PredictionImportError",
+    "PredictionRow",
+    "build_queries",
+    "endpoint_create",
+    "endpoint_options_check",
+    "error_message",
+    "failure_summary",
+    "item_inputs",
+    "job_cancel",
+    "job_create",
+    "job_enqueue_start",
+    "job_export_dir",
+    "job_fail",
+    "job_refresh_finished",
+    "job_rescore",
+    "job_prepare_frames",
+    "job_prepares_frames",
+    "job_retry_failed",
+    "job_run_chunk",
+    "job_start",
+    "job_validate",
+    "job_write_exports",
+    "parse_key_values",
+    "parse_prediction_lines",
+    "parse_reply",
+    "predictions_import",
+    "predictions_upsert",
+    "queries_per_item",
+    "row_from_reply",
+    "sampling_for",
+    "suggestion_source",
+    "suggestions_store",
 ]

@@ -11,6 +11,7 @@ Removal cannot be seen half-done: a frame folder is first renamed away (its fram
 missing, which readers take for a miss), a media copy is unlinked (a reader that opened it keeps
 its bytes).
 """
+
 from __future__ import annotations
 
 import os
@@ -52,8 +53,14 @@ def _remove(entry: Entry) -> None:
         entry.path.unlink(missing_ok=True)
 
 
-def cache_prune(cache_root: str | os.PathLike, *, unused_for: float | None = None, max_bytes: int | None = None,
-                keep_recent: float = 3600.0, now: float | None = None) -> dict[str, int]:
+def cache_prune(
+    cache_root: str | os.PathLike,
+    *,
+    unused_for: float | None = None,
+    max_bytes: int | None = None,
+    keep_recent: float = 3600.0,
+    now: float | None = None,
+) -> dict[str, int]:
     """Remove entries unused for over `unused_for` seconds, then the least recently used until the
     caches hold at most `max_bytes`, never one used within `keep_recent` seconds. Returns the
     counts and bytes removed and kept."""

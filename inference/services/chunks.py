@@ -6,15 +6,16 @@ protocol's module of that name, Protocol.strategy), turn each reply into a Predi
 A crashed worker, a redelivered chunk, a retry or a re-run fills gaps and never duplicates: the
 upsert under the job's row lock (predictions.py) keeps one prediction per (job, item, query).
 """
+
 from __future__ import annotations
 
 import logging
 from dataclasses import replace
 from typing import Any
 
-from ..backends import BackendUnavailable, get_backend
 from protocols.kit.prompting import PreparedQuery, render_prompt
 
+from ..backends import BackendUnavailable, get_backend
 from ..backends.base import ModelQuery, ModelReply, Sampling
 from ..models import InferenceJob, JobMode, JobStatus, Prediction, PredictionStatus
 from ..prompting import strategy as protocol_strategy
@@ -42,7 +43,9 @@ def sampling_for(params: dict[str, Any]) -> Sampling:
     )
 
 
-def _repair_json(backend, job: InferenceJob, pending: list[tuple[PreparedQuery, ModelReply]], sampling: Sampling) -> None:
+def _repair_json(
+    backend, job: InferenceJob, pending: list[tuple[PreparedQuery, ModelReply]], sampling: Sampling
+) -> None:
     """Re-ask JSON-schema queries whose reply could not be read, up to `json_retries` rounds
     (default 2); replies are replaced in place.
 
@@ -57,7 +60,9 @@ def _repair_json(backend, job: InferenceJob, pending: list[tuple[PreparedQuery, 
         todo = [
             (i, prepared, reply)
             for i, (prepared, reply) in enumerate(pending)
-            if i not in given_up and prepared.query.json_schema and not reply.error
+            if i not in given_up
+            and prepared.query.json_schema
+            and not reply.error
             and parse_reply(job, prepared, reply.text) is None
         ]
         if not todo:
@@ -101,7 +106,9 @@ def job_run_chunk(*, job_id: int, item_ids: list[int]) -> int:
         return 0
     keys = job_query_keys(job)
     done_ok = set(
-        Prediction.objects.filter(job=job, item_id__in=item_ids, status=PredictionStatus.OK).values_list("item_id", "query")
+        Prediction.objects.filter(job=job, item_id__in=item_ids, status=PredictionStatus.OK).values_list(
+            "item_id", "query"
+        )
     )
     item_ids = [i for i in item_ids if any((i, key) not in done_ok for key in keys)]
     if not item_ids:
@@ -120,8 +127,9 @@ def job_run_chunk(*, job_id: int, item_ids: list[int]) -> int:
         if job.params.get("strategy") not in (None, "", "direct"):
             items = item_inputs(job, item_ids)
             run_strategy = protocol_strategy(job.protocol, job.params["strategy"]).run
-            answered = run_strategy(params=job.params, items=items, media=media, backend=backend, sampling=sampling,
-                                    done_ok=done_ok)
+            answered = run_strategy(
+                params=job.params, items=items, media=media, backend=backend, sampling=sampling, done_ok=done_ok
+            )
             rows = [row_from_reply(job, item_pk, prepared, reply) for item_pk, prepared, reply in answered]
         else:
             pending: list[tuple[PreparedQuery, int]] = []
@@ -131,8 +139,13 @@ def job_run_chunk(*, job_id: int, item_ids: list[int]) -> int:
                         continue
                     if prepared.error or prepared.query is None:
                         rows.append(
-                            PredictionRow(item.item_pk, prepared.key, PredictionStatus.FAILED, error=prepared.error or "no query",
-                                          options=prepared.options)
+                            PredictionRow(
+                                item.item_pk,
+                                prepared.key,
+                                PredictionStatus.FAILED,
+                                error=prepared.error or "no query",
+                                options=prepared.options,
+                            )
                         )
                     else:
                         pending.append((prepared, item.item_pk))
@@ -160,13 +173,21 @@ def job_run_chunk(*, job_id: int, item_ids: list[int]) -> int:
         log.exception("chunk of job %s failed", job.pk)
         error = f"chunk error: {type(exc).__name__}: {exc}"[:2000]
         have = done_ok | {(r.item_id, r.query) for r in rows}
-        rows += [PredictionRow(item_id, key, PredictionStatus.FAILED, error=error)
-                 for item_id in item_ids for key in keys if (item_id, key) not in have]
+        rows += [
+            PredictionRow(item_id, key, PredictionStatus.FAILED, error=error)
+            for item_id in item_ids
+            for key in keys
+            if (item_id, key) not in have
+        ]
     finally:
         backend.close()  # a vLLM backend keeps its engine loaded for the next chunk
         if media.videos_decoded and job_prepares_frames(job):
-            log.warning("job %s: %d video(s) of this chunk had no prepared frames; decoded them here, on the %s worker",
-                        job.pk, media.videos_decoded, job.endpoint.backend)
+            log.warning(
+                "job %s: %d video(s) of this chunk had no prepared frames; decoded them here, on the %s worker",
+                job.pk,
+                media.videos_decoded,
+                job.endpoint.backend,
+            )
     written = predictions_upsert(job_id=job.pk, rows=rows)
     if job.mode == JobMode.SUGGEST:
         suggestions_store(job=job, rows=[r for r in rows if r.status == PredictionStatus.OK and r.answer is not None])
@@ -188,7 +209,9 @@ def row_from_reply(job: InferenceJob, item_pk: int, prepared: PreparedQuery, rep
         completion_tokens=reply.completion_tokens,
     )
     if reply.error or prepared.query is None:
-        return PredictionRow(item_pk, prepared.key, PredictionStatus.FAILED, error=reply.error or prepared.error or "", **common)
+        return PredictionRow(
+            item_pk, prepared.key, PredictionStatus.FAILED, error=reply.error or prepared.error or "", **common
+        )
     answer = parse_reply(job, prepared, reply.text)
     error = ""
     if answer is None and prepared.query.json_schema:

@@ -1,8 +1,10 @@
 """Model endpoints: create one from typed settings; option values as the command line gives them."""
+
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -32,7 +34,10 @@ def endpoint_options_check(options: dict[str, Any]) -> None:
     """Refuse settings that look like secrets: keys live in environment variables only."""
     for key in options:
         lowered = key.lower()
-        if any(word in lowered for word in ("api_key", "apikey", "secret", "token", "password")) and "tokens" not in lowered:
+        if (
+            any(word in lowered for word in ("api_key", "apikey", "secret", "token", "password"))
+            and "tokens" not in lowered
+        ):
             raise ValidationError(
                 f"option {key!r} looks like a secret; put it in an environment variable and name that variable "
                 "as the endpoint's API key variable"

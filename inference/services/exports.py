@@ -1,6 +1,7 @@
 """A job's files for download and audit, written by the export task when the job ends or is re-scored:
 under MEDIA_ROOT/exports/jobs/<id>/, or as the objects exports/jobs/<id>/… of the media storage
 when that is object storage (config/storage.py), so the web host can serve what any worker wrote."""
+
 from __future__ import annotations
 
 import json

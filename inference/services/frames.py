@@ -12,6 +12,7 @@ decodes nothing. A chunk that finds frames missing anyway (a cleared cache, a fa
 decodes them itself and logs a warning with the count (chunks.py); a prepare run that failed for
 good still sends its chunk (recovery.py), so the job goes on, slower.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,9 +26,8 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import transaction
 
-from config.storage import is_local, is_missing
-
 from annotation.protocols import MEDIA_FIELDS
+from config.storage import is_local, is_missing
 from protocols.kit.prompting import frames_param
 
 from ..media import DEFAULT_BOUND, MediaError
@@ -122,12 +122,17 @@ def _entry_files(meta, n: int) -> list[str]:
     frame numbers, size), else ValueError."""
     count = len(meta.get("files") or []) if isinstance(meta, dict) and isinstance(meta.get("files"), list) else 0
     files = [f"frame_{k:04d}.jpg" for k in range(count)]
-    ok = (1 <= count <= n and meta["files"] == files
-          and isinstance(meta.get("indices"), list) and len(meta["indices"]) == count
-          and all(type(i) is int and i >= 0 for i in meta["indices"])
-          and isinstance(meta.get("size"), list) and len(meta["size"]) == 2
-          and all(type(v) is int and v > 0 for v in meta["size"])
-          and type(meta.get("source_frames")) is int)
+    ok = (
+        1 <= count <= n
+        and meta["files"] == files
+        and isinstance(meta.get("indices"), list)
+        and len(meta["indices"]) == count
+        and all(type(i) is int and i >= 0 for i in meta["indices"])
+        and isinstance(meta.get("size"), list)
+        and len(meta["size"]) == 2
+        and all(type(v) is int and v > 0 for v in meta["size"])
+        and type(meta.get("source_frames")) is int
+    )
     if not ok:
         raise ValueError(f"not a frame-cache entry of {n} frames")
     return files
@@ -139,9 +144,14 @@ def job_media(job: InferenceJob, *, preparing: bool = False) -> MediaPreparer:
     is not a folder of this host (the preparation shares what it finds cached here, too)."""
     bound = int(job.params.get("bound", DEFAULT_BOUND[0]))
     shared = None if is_local() else StoredFrameCache(settings.CACHE_ROOT)
-    return MediaPreparer(cache_root=settings.CACHE_ROOT, bound=(bound, bound), fetch=media_file,
-                         frames_mode=job.params.get("frames_mode") or "exact", shared=shared,
-                         share_cached=preparing)
+    return MediaPreparer(
+        cache_root=settings.CACHE_ROOT,
+        bound=(bound, bound),
+        fetch=media_file,
+        frames_mode=job.params.get("frames_mode") or "exact",
+        shared=shared,
+        share_cached=preparing,
+    )
 
 
 def job_frames_per_video(job: InferenceJob) -> int:
@@ -152,7 +162,9 @@ def chunks_enqueue(*, job: InferenceJob, chunks: list[list[int]]) -> None:
     """Send the job's chunks once the transaction commits: through frame preparation when the
     job prepares frames, else straight to their queue."""
     if job_prepares_frames(job):
-        runs_enqueue_on_commit(PREPARE_TASK, [(job.pk, chunk) for chunk in chunks], queue="default", job=job, chunks=True)
+        runs_enqueue_on_commit(
+            PREPARE_TASK, [(job.pk, chunk) for chunk in chunks], queue="default", job=job, chunks=True
+        )
     else:
         runs_enqueue_on_commit(chunk_task(job), [(job.pk, chunk) for chunk in chunks], job=job, chunks=True)
 
@@ -168,8 +180,12 @@ def job_prepare_frames(*, job_id: int, item_ids: list[int]) -> int:
     for item in item_inputs(job, item_ids):
         for field in video_fields(job.protocol):
             try:
-                media.frames(item.media_paths.get(field), n, content_hash=item.media_hashes.get(field),
-                             known=item.media_info.get(field))
+                media.frames(
+                    item.media_paths.get(field),
+                    n,
+                    content_hash=item.media_hashes.get(field),
+                    known=item.media_info.get(field),
+                )
             except MediaError as exc:
                 log.info("job %s: frames of item %s %s not prepared: %s", job.pk, item.item_pk, field, exc)
     chunk_after_frames(job_id=job.pk, item_ids=item_ids)

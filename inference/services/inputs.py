@@ -5,6 +5,7 @@ it, and the parsing of a reply with the same protocol (also used when a job is r
 Media references are local paths when the media storage is local, else the stored names, which
 `media_file` (the MediaPreparer's fetch) copies into this host's cache only when a query reads
 them: a worker on another host needs no shared folder."""
+
 from __future__ import annotations
 
 import os
@@ -14,11 +15,10 @@ from typing import Any
 from django.conf import settings
 from django.core.files.storage import default_storage
 
-from config.storage import StoredFileMismatch, is_local, is_missing, local_copy
-
 from annotation.models import Item, MediaAsset, Project, ReleaseItem
 from annotation.project_setup import project_setting
 from annotation.protocols import MEDIA_FIELDS, resolve_queries
+from config.storage import StoredFileMismatch, is_local, is_missing, local_copy
 from protocols import registry
 from protocols.kit.answers import parse_answer
 from protocols.kit.prompting import ItemInput, PreparedQuery
@@ -69,7 +69,11 @@ def _one_path(sha: str | None, rel: str | None, lookup: dict[str, str]) -> str |
 def item_inputs(job: InferenceJob, item_ids: list[int]) -> list[ItemInput]:
     items = {i.pk: i for i in Item.objects.filter(pk__in=item_ids)}
     if job.release_id:
-        payloads = dict(ReleaseItem.objects.filter(release_id=job.release_id, item_id__in=item_ids).values_list("item_id", "payload"))
+        payloads = dict(
+            ReleaseItem.objects.filter(release_id=job.release_id, item_id__in=item_ids).values_list(
+                "item_id", "payload"
+            )
+        )
     else:
         payloads = {pk: item.payload for pk, item in items.items()}
     assets = _media_assets(list(items.values()))
@@ -100,7 +104,9 @@ def item_inputs(job: InferenceJob, item_ids: list[int]) -> list[ItemInput]:
                 media_paths={f: _local_path(item, f, lookup, payload) for f in fields},
                 media_hashes=dict(item.media or {}),
                 resolved=resolved,
-                media_info={f: info for f, kind in fields.items() if kind == "video" and (info := _video_info(item, f, assets))},
+                media_info={
+                    f: info for f, kind in fields.items() if kind == "video" and (info := _video_info(item, f, assets))
+                },
                 project_settings=dict(job.project.settings or {}),
             )
         )
@@ -152,10 +158,15 @@ def build_queries(job: InferenceJob, item: ItemInput, media: MediaPreparer) -> l
             return module.build_suggestion(item, media=media, params=params)
         return module.build(item, media=media, params=params)
     except MediaError as exc:
-        return [PreparedQuery(key=k, query=None, options=v.get("options", []), error=str(exc)) for k, v in item.resolved.items()]
+        return [
+            PreparedQuery(key=k, query=None, options=v.get("options", []), error=str(exc))
+            for k, v in item.resolved.items()
+        ]
     except (KeyError, TypeError, ValueError) as exc:
         msg = f"cannot build the prompt: {type(exc).__name__}: {exc}"
-        return [PreparedQuery(key=k, query=None, options=v.get("options", []), error=msg) for k, v in item.resolved.items()]
+        return [
+            PreparedQuery(key=k, query=None, options=v.get("options", []), error=msg) for k, v in item.resolved.items()
+        ]
 
 
 def parse_reply(job: InferenceJob, prepared: PreparedQuery, text: str) -> Any:

@@ -8,6 +8,7 @@ tasks. A job that ends FINISHED also enqueues the follow-up tasks that
 settings.STATELAB_JOB_FINISHED_TASKS names (the evaluation app's board warming), by name, so
 inference imports no other app.
 """
+
 from __future__ import annotations
 
 import logging
@@ -178,7 +179,11 @@ def _chunks(ids: list[int], size: int) -> list[list[int]]:
 def job_start(*, job_id: int) -> InferenceJob:
     """Plan a queued job (items, totals), then enqueue its chunks. Refuses with a recorded error."""
     with transaction.atomic():
-        job = InferenceJob.objects.select_for_update(of=("self",)).select_related("endpoint", "release", "project").get(pk=job_id)
+        job = (
+            InferenceJob.objects.select_for_update(of=("self",))
+            .select_related("endpoint", "release", "project")
+            .get(pk=job_id)
+        )
         if job.status != JobStatus.QUEUED:
             return job  # started already (a redelivered start) or cancelled meanwhile
         try:
@@ -234,11 +239,16 @@ def job_retry_failed(*, job: InferenceJob, actor=None) -> int:
     selectors.unreadable_replies). Returns how many items are re-run.
 
     Unreadable replies are retried because the rating protocol's spec ("Queries and prompts") has
-    unreadable judge JSON repaired or asked again before it counts as missing, and a researcher who sees them listed wants the judge asked again;
-    the new outcome (readable, unreadable again, or failed) replaces the stored one. Option
+    unreadable judge JSON repaired or asked again before it counts as missing, and a researcher
+    who sees them listed wants the judge asked again; the new outcome (readable, unreadable again,
+    or failed) replaces the stored one. Option
     replies that name no option are not retried: they are the evaluated model's answer, and
     asking until one reads would flatter it. An imported job has no model to ask: nothing."""
-    job = InferenceJob.objects.select_for_update(of=("self",)).select_related("endpoint", "release", "project").get(pk=job.pk)
+    job = (
+        InferenceJob.objects.select_for_update(of=("self",))
+        .select_related("endpoint", "release", "project")
+        .get(pk=job.pk)
+    )
     if job.status in ACTIVE and job.status != JobStatus.RUNNING:
         return 0
     if job.endpoint_id is None:  # predictions imported from a file (predictions_import)
@@ -298,7 +308,11 @@ def finish_if_done(job: InferenceJob) -> None:
     """Every query answered or failed: the job ends FINISHED, or FAILED when not one query
     succeeded (a job with nothing to show is not a finished run), with the main errors.
     The caller holds the job's row lock (select_for_update) in the current transaction."""
-    if job.status == JobStatus.RUNNING and job.total_queries and job.done_queries + job.failed_queries >= job.total_queries:
+    if (
+        job.status == JobStatus.RUNNING
+        and job.total_queries
+        and job.done_queries + job.failed_queries >= job.total_queries
+    ):
         if job.done_queries == 0:
             job.status = JobStatus.FAILED
             job.error = f"all {job.total_queries} queries failed: {failure_summary(job)}"[:4000]

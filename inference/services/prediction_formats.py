@@ -14,6 +14,7 @@ messages name the original line.
   refused with that hint) or JSON lines: a row per question with `index` (or `id`), `prediction`,
   and optionally `query`.
 """
+
 from __future__ import annotations
 
 import csv
@@ -79,8 +80,13 @@ def lmms_eval_lines(protocol: str, lines: Iterable[str]) -> list[str]:
         # lmms-eval 0.7 drops "doc" from the samples file; StateLab's task logs the ids as "item".
         doc = (sample.get("doc") or sample.get("item")) if isinstance(sample, dict) else None
         if not isinstance(doc, dict):
-            errors.append((n, 'an lmms-eval sample needs its "doc" or "item" with the item\'s id (run lmms-eval '
-                              'with --log_samples on a task written by export_release --format lmms-eval)'))
+            errors.append(
+                (
+                    n,
+                    'an lmms-eval sample needs its "doc" or "item" with the item\'s id (run lmms-eval '
+                    "with --log_samples on a task written by export_release --format lmms-eval)",
+                )
+            )
             continue
         item = doc.get("id")
         if not isinstance(item, (str, int)) or isinstance(item, bool):
@@ -119,7 +125,9 @@ def _table_rows(name: str, text: str) -> Iterator[tuple[int, dict]]:
 def vlmevalkit_lines(protocol: str, name: str, text: str) -> list[str]:
     """A VLMEvalKit prediction file (TSV, CSV or JSON lines) as StateLab prediction lines."""
     if name.lower().endswith(".xlsx"):
-        raise PredictionImportError([(0, "VLMEvalKit's .xlsx is not read: run it with PRED_FORMAT=tsv (or save the sheet as TSV)")])
+        raise PredictionImportError(
+            [(0, "VLMEvalKit's .xlsx is not read: run it with PRED_FORMAT=tsv (or save the sheet as TSV)")]
+        )
     out: list[str] = []
     errors: list[tuple[int, str]] = []
     for n, row in _table_rows(name, text):

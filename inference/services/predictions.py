@@ -1,12 +1,14 @@
 """Writing predictions: the rows a job's chunks produce (upserted under the job's row lock, with
 exact counter deltas), and a file of predictions computed elsewhere, stored as a finished
 imported job (all lines or nothing)."""
+
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -42,8 +44,20 @@ class PredictionRow:
 
 
 _UPDATE_FIELDS = [
-    "status", "error", "prompt", "options", "raw_output", "answer", "logprobs", "frame_indices",
-    "attempts", "json_repairs", "latency_ms", "prompt_tokens", "completion_tokens", "updated_at",
+    "status",
+    "error",
+    "prompt",
+    "options",
+    "raw_output",
+    "answer",
+    "logprobs",
+    "frame_indices",
+    "attempts",
+    "json_repairs",
+    "latency_ms",
+    "prompt_tokens",
+    "completion_tokens",
+    "updated_at",
 ]
 
 
@@ -83,11 +97,24 @@ def predictions_upsert(*, job_id: int, rows: list[PredictionRow]) -> int:
         d_completion += r.completion_tokens
         existing[key] = r.status
         to_write[key] = Prediction(
-            job_id=job_id, item_id=r.item_id, query=r.query, status=r.status, error=r.error, prompt=r.prompt,
-            options=r.options, raw_output=r.raw_output, answer=r.answer, logprobs=r.logprobs,
-            frame_indices=r.frame_indices, attempts=min(r.attempts, 32767), json_repairs=min(r.json_repairs, 32767),
+            job_id=job_id,
+            item_id=r.item_id,
+            query=r.query,
+            status=r.status,
+            error=r.error,
+            prompt=r.prompt,
+            options=r.options,
+            raw_output=r.raw_output,
+            answer=r.answer,
+            logprobs=r.logprobs,
+            frame_indices=r.frame_indices,
+            attempts=min(r.attempts, 32767),
+            json_repairs=min(r.json_repairs, 32767),
             latency_ms=r.latency_ms,
-            prompt_tokens=r.prompt_tokens, completion_tokens=r.completion_tokens, created_at=now, updated_at=now,
+            prompt_tokens=r.prompt_tokens,
+            completion_tokens=r.completion_tokens,
+            created_at=now,
+            updated_at=now,
         )
     if to_write:
         Prediction.objects.bulk_create(
@@ -137,7 +164,13 @@ def _check_logprobs(value: Any) -> str | None:
     if not isinstance(value, dict) or not value:
         return '"logprobs" must be an object such as {"A": -0.1, "B": -2.3}'
     for k, v in value.items():
-        if not isinstance(k, str) or isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v > 0:
+        if (
+            not isinstance(k, str)
+            or isinstance(v, bool)
+            or not isinstance(v, (int, float))
+            or not math.isfinite(v)
+            or v > 0
+        ):
             return f'"logprobs" entry {k!r}: a log-probability is a finite number <= 0'
     return None
 
@@ -148,7 +181,9 @@ def parse_prediction_lines(project: Project, release: Release | None, lines: Ite
     by_external = {it.external_id: it for it in items}
     verified_elsewhere = set()
     if release is None:
-        verified_elsewhere = set(Item.objects.filter(project=project).values_list("external_id", flat=True)) - set(by_external)
+        verified_elsewhere = set(Item.objects.filter(project=project).values_list("external_id", flat=True)) - set(
+            by_external
+        )
     keys = set(QUERY_KEYS[project.protocol])
     errors: list[tuple[int, str]] = []
     parsed: list[ParsedLine] = []
@@ -167,7 +202,9 @@ def parse_prediction_lines(project: Project, release: Release | None, lines: Ite
         unknown = sorted(set(obj) - {"item", "query", "answer", "logprobs"})
         missing = [k for k in ("item", "query", "answer") if k not in obj]
         if unknown or missing:
-            errors.append((n, "; ".join([f"unknown field {k!r}" for k in unknown] + [f"missing field {k!r}" for k in missing])))
+            errors.append(
+                (n, "; ".join([f"unknown field {k!r}" for k in unknown] + [f"missing field {k!r}" for k in missing]))
+            )
             continue
         item_id, query = obj["item"], obj["query"]
         if not isinstance(item_id, (str, int)) or isinstance(item_id, bool):
@@ -180,7 +217,9 @@ def parse_prediction_lines(project: Project, release: Release | None, lines: Ite
             errors.append((n, f"unknown item {item_id!r}: not in {where}{hint}"))
             continue
         if query not in keys:
-            errors.append((n, f"unknown query {query!r} for {project.protocol}; expected one of {', '.join(sorted(keys))}"))
+            errors.append(
+                (n, f"unknown query {query!r} for {project.protocol}; expected one of {', '.join(sorted(keys))}")
+            )
             continue
         if (item.key, query) in seen:
             errors.append((n, f"duplicate of line {seen[(item.key, query)]} (item {item_id!r}, query {query!r})"))
@@ -208,8 +247,9 @@ def parse_prediction_lines(project: Project, release: Release | None, lines: Ite
 
 
 @transaction.atomic
-def predictions_import(*, project: Project, lines: Iterable[str], model_name: str, release: Release | None = None,
-                       actor=None) -> InferenceJob:
+def predictions_import(
+    *, project: Project, lines: Iterable[str], model_name: str, release: Release | None = None, actor=None
+) -> InferenceJob:
     """Store a file of predictions as a finished imported job; all lines or nothing (audited as `actor`'s)."""
     if not model_name.strip():
         raise PredictionImportError([(0, "a model name is required")])
@@ -247,7 +287,17 @@ def predictions_import(*, project: Project, lines: Iterable[str], model_name: st
         ],
         batch_size=2000,
     )
-    audit_record(action=AuditAction.IMPORT, actor=actor, project=project, obj=job,
-                 details={"kind": "predictions", "model": job.model_name, "lines": len(parsed), "failed": failed,
-                          "release": release.version if release else None})
+    audit_record(
+        action=AuditAction.IMPORT,
+        actor=actor,
+        project=project,
+        obj=job,
+        details={
+            "kind": "predictions",
+            "model": job.model_name,
+            "lines": len(parsed),
+            "failed": failed,
+            "release": release.version if release else None,
+        },
+    )
     return job

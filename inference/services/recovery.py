@@ -6,19 +6,20 @@ is re-queued and sent again, up to STATELAB_RUN_MAX_ATTEMPTS claims; then it fai
 ("worker lost 3 times: ...") and `run_settle_job` tells its job (as it does for a run that failed
 in its worker: settings.STATELAB_TRACKED_RUN_FAILED): a lost chunk's unanswered queries are
 recorded as failed with that reason (so the job ends, FAILED when nothing succeeded, and "retry
-failed" can ask them again); a lost start fails the job. A queued run is sent again only when its message is missing from the
-broker: neither held by a worker (below) nor accounted for by its queue, which holds fewer messages
-than it has queued runs, and the run was last sent over STATELAB_RUN_RESEND_SECONDS ago (a broker
-that lost messages, or a worker holding some unacked when its broker connection died); a duplicate
-finds nothing to claim. A message a worker holds unacked is not in the queue: kombu's Redis
-transport keeps it in the `unacked` hash (by delivery tag) and its delivery time in the
-`unacked_index` sorted set until it is acked, so a retry waiting out its countdown in a worker's
-memory is found there and its run is not sent twice; one held over STATELAB_RUN_RESEND_SECONDS
-past its delivery and its ETA without its run being claimed has lost its holder and is sent again.
-A queue merely without a worker is shown on the pages and in /healthz, not guessed at here. Last, a
-running job whose chunks have all ended is finished, or failed with the count of queries nothing
-answered: no job stays running for ever.
+failed" can ask them again); a lost start fails the job. A queued run is sent again only when its
+message is missing from the broker: neither held by a worker (below) nor accounted for by its
+queue, which holds fewer messages than it has queued runs, and the run was last sent over
+STATELAB_RUN_RESEND_SECONDS ago (a broker that lost messages, or a worker holding some unacked when
+its broker connection died); a duplicate finds nothing to claim. A message a worker holds unacked
+is not in the queue: kombu's Redis transport keeps it in the `unacked` hash (by delivery tag) and
+its delivery time in the `unacked_index` sorted set until it is acked, so a retry waiting out its
+countdown in a worker's memory is found there and its run is not sent twice; one held over
+STATELAB_RUN_RESEND_SECONDS past its delivery and its ETA without its run being claimed has lost
+its holder and is sent again. A queue merely without a worker is shown on the pages and in
+/healthz, not guessed at here. Last, a running job whose chunks have all ended is finished, or
+failed with the count of queries nothing answered: no job stays running for ever.
 """
+
 from __future__ import annotations
 
 import base64
@@ -74,10 +75,17 @@ def _chunk_lost(run: BackgroundRun, reason: str) -> None:
         return
     _, item_ids = run.args
     keys = job_query_keys(job)
-    ok = set(Prediction.objects.filter(job=job, item_id__in=item_ids, status=PredictionStatus.OK)
-             .values_list("item_id", "query"))
-    rows = [PredictionRow(item_id, key, PredictionStatus.FAILED, error=reason[:2000])
-            for item_id in item_ids for key in keys if (item_id, key) not in ok]
+    ok = set(
+        Prediction.objects.filter(job=job, item_id__in=item_ids, status=PredictionStatus.OK).values_list(
+            "item_id", "query"
+        )
+    )
+    rows = [
+        PredictionRow(item_id, key, PredictionStatus.FAILED, error=reason[:2000])
+        for item_id in item_ids
+        for key in keys
+        if (item_id, key) not in ok
+    ]
     predictions_upsert(job_id=job.pk, rows=rows)  # also finishes the job when that was the last chunk
 
 
@@ -97,8 +105,12 @@ def _run_requeued(run: BackgroundRun) -> list[str]:
 
 # kombu's Redis transport (kombu/transport/redis.py, Channel): its key names and their defaults,
 # which CELERY_BROKER_TRANSPORT_OPTIONS may change. A queue's priority lists are "<queue><sep><n>".
-_TRANSPORT_DEFAULTS = {"sep": "\x06\x16", "unacked_key": "unacked", "unacked_index_key": "unacked_index",
-                       "global_keyprefix": ""}
+_TRANSPORT_DEFAULTS = {
+    "sep": "\x06\x16",
+    "unacked_key": "unacked",
+    "unacked_index_key": "unacked_index",
+    "global_keyprefix": "",
+}
 
 
 def _transport_option(name: str) -> str:
@@ -198,7 +210,7 @@ def runs_resend_missing() -> int:
         if deficit <= 0:
             continue
         stale = missing.filter(Q(sent_at__lt=cutoff) | Q(sent_at__isnull=True, created_at__lt=cutoff)).order_by("pk")
-        for run in stale[:min(deficit, 500)]:
+        for run in stale[: min(deficit, 500)]:
             if not BackgroundRun.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(sent_at=timezone.now()):
                 continue
             try:

@@ -6,6 +6,7 @@ claims it with the one claim (background/claim.py), so a late duplicate of the m
 original redelivered after Redis's visibility timeout, or a retry racing the watchdog) finds
 nothing to claim and does nothing. What a lost or failed run means for its job lives in recovery.py.
 """
+
 from __future__ import annotations
 
 import logging
@@ -33,8 +34,13 @@ def run_queue(task: str, queue: str | None = None) -> str:
 
 
 def runs_enqueue_on_commit(
-    task: str, arg_lists: list[tuple | list], *, queue: str | None = None, job: InferenceJob | None = None,
-    chunks: bool = False, quiet: bool = False,
+    task: str,
+    arg_lists: list[tuple | list],
+    *,
+    queue: str | None = None,
+    job: InferenceJob | None = None,
+    chunks: bool = False,
+    quiet: bool = False,
 ) -> list[BackgroundRun]:
     """Record one queued run per entry of ``arg_lists`` (numbered as chunks of ``job`` when
     ``chunks``) and send each once the transaction commits. ``quiet``: a failed send is logged and
@@ -44,17 +50,21 @@ def runs_enqueue_on_commit(
         last = BackgroundRun.objects.filter(job=job, chunk_index__isnull=False).order_by("-chunk_index").first()
         first = last.chunk_index + 1 if last else 0
     queue_name = run_queue(task, queue)
-    runs = BackgroundRun.objects.bulk_create([
-        BackgroundRun(task=task, args=list(args), queue=queue_name, job=job,
-                      chunk_index=first + i if chunks else None)
-        for i, args in enumerate(arg_lists)
-    ])
+    runs = BackgroundRun.objects.bulk_create(
+        [
+            BackgroundRun(
+                task=task, args=list(args), queue=queue_name, job=job, chunk_index=first + i if chunks else None
+            )
+            for i, args in enumerate(arg_lists)
+        ]
+    )
     transaction.on_commit(partial(_send, [(r.pk, r.task, list(r.args), queue, r.job_id) for r in runs], quiet))
     return runs
 
 
-def run_enqueue_on_commit(task: str, *args: Any, queue: str | None = None, job: InferenceJob | None = None,
-                          quiet: bool = False) -> BackgroundRun:
+def run_enqueue_on_commit(
+    task: str, *args: Any, queue: str | None = None, job: InferenceJob | None = None, quiet: bool = False
+) -> BackgroundRun:
     return runs_enqueue_on_commit(task, [args], queue=queue, job=job, quiet=quiet)[0]
 
 
@@ -68,6 +78,7 @@ def _send(messages: list[tuple[int, str, list, str | None, int | None]], quiet: 
                 raise
             log.exception("could not queue %s for job %s (run %s)", task, job_id, run_id)
             BackgroundRun.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(
-                status=RunStatus.FAILED, reason=f"could not be queued: {type(exc).__name__}: {exc}"[:2000],
-                finished_at=timezone.now())
-
+                status=RunStatus.FAILED,
+                reason=f"could not be queued: {type(exc).__name__}: {exc}"[:2000],
+                finished_at=timezone.now(),
+            )

@@ -1,4 +1,5 @@
 """Suggestions: what a suggest job's predictions leave on the annotation form of their items."""
+
 from __future__ import annotations
 
 from django.db import transaction

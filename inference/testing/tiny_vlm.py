@@ -11,6 +11,7 @@ Needs torch, transformers, tokenizers and a loadable torchvision (the Qwen2-VL p
 its video processor require it): run it with .venv-vllm/bin/python. Nothing is downloaded.
 The same inputs give the same bytes (weights, tokenizer, configs), checked by `digest()`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,7 +52,8 @@ LM_HEAD_STD = 0.5
 CHAT_TEMPLATE = (
     "{% set image_count = namespace(value=0) %}{% set video_count = namespace(value=0) %}"
     "{% for message in messages %}"
-    "{% if loop.first and message['role'] != 'system' %}<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n{% endif %}"
+    "{% if loop.first and message['role'] != 'system' %}"
+    "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n{% endif %}"
     "<|im_start|>{{ message['role'] }}\n"
     "{% if message['content'] is string %}{{ message['content'] }}<|im_end|>\n"
     "{% else %}{% for content in message['content'] %}"
@@ -91,16 +93,22 @@ def build_tokenizer():
     bpe.normalizer = normalizers.NFC()
     # Qwen2's split rule, then byte-level mapping: every byte is a token, so any text encodes.
     qwen2_split = (
-        r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+        r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}|"""
+        r""" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
     )
-    bpe.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(qwen2_split), behavior="isolated"),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-    ])
+    bpe.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(qwen2_split), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
     bpe.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=BPE_SIZE, min_frequency=1, show_progress=False,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), special_tokens=[],
+        vocab_size=BPE_SIZE,
+        min_frequency=1,
+        show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        special_tokens=[],
     )
     bpe.train_from_iterator(CORPUS, trainer=trainer)
     learned = json.loads(bpe.to_str())["model"]
@@ -109,8 +117,13 @@ def build_tokenizer():
     for token in SPECIAL_TOKENS:  # after the learned vocabulary, as in real Qwen checkpoints
         vocab[token] = len(vocab)
     tokenizer = Qwen2Tokenizer(
-        vocab=vocab, merges=merges, unk_token=None, bos_token=None,
-        eos_token="<|im_end|>", pad_token="<|endoftext|>", model_max_length=4096,
+        vocab=vocab,
+        merges=merges,
+        unk_token=None,
+        bos_token=None,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        model_max_length=4096,
     )
     tokenizer.add_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS], special_tokens=True)
     tokenizer.chat_template = CHAT_TEMPLATE
@@ -144,13 +157,19 @@ def build(out_dir: str | os.PathLike, *, force: bool = False) -> Path:
     torch.manual_seed(SEED)
     tokenizer = build_tokenizer()
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
-    text_ids = dict(bos_token_id=ids["<|endoftext|>"], eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"])
+    text_ids = dict(
+        bos_token_id=ids["<|endoftext|>"], eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"]
+    )
     config = Qwen2VLConfig(
         text_config=dict(
-            vocab_size=VOCAB_ROWS, max_position_embeddings=4096, rms_norm_eps=1e-6, tie_word_embeddings=False,
+            vocab_size=VOCAB_ROWS,
+            max_position_embeddings=4096,
+            rms_norm_eps=1e-6,
+            tie_word_embeddings=False,
             # mrope sections split head_dim / 2 = 16 rotary pairs over (time, height, width).
             rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [4, 6, 6]},
-            **TEXT, **text_ids,
+            **TEXT,
+            **text_ids,
         ),
         vision_config=dict(patch_size=PATCH, spatial_merge_size=MERGE, temporal_patch_size=TEMPORAL, **VISION),
         image_token_id=ids["<|image_pad|>"],
@@ -168,8 +187,9 @@ def build(out_dir: str | os.PathLike, *, force: bool = False) -> Path:
     model.generation_config.pad_token_id = ids["<|endoftext|>"]
     model.save_pretrained(out, safe_serialization=True)
 
-    geometry = dict(min_pixels=MIN_PIXELS, max_pixels=MAX_PIXELS, patch_size=PATCH,
-                    temporal_patch_size=TEMPORAL, merge_size=MERGE)
+    geometry = dict(
+        min_pixels=MIN_PIXELS, max_pixels=MAX_PIXELS, patch_size=PATCH, temporal_patch_size=TEMPORAL, merge_size=MERGE
+    )
     processor = Qwen2VLProcessor(
         image_processor=Qwen2VLImageProcessor(**geometry),
         video_processor=Qwen2VLVideoProcessor(**geometry),
@@ -179,8 +199,14 @@ def build(out_dir: str | os.PathLike, *, force: bool = False) -> Path:
     processor.save_pretrained(out)
     tokenizer.save_pretrained(out)
     params = sum(p.numel() for p in model.parameters())
-    marker.write_text(json.dumps({"builder": BUILDER_VERSION, "seed": SEED, "parameters": params,
-                                  "special_token_ids": ids}, indent=2, sort_keys=True) + "\n")
+    marker.write_text(
+        json.dumps(
+            {"builder": BUILDER_VERSION, "seed": SEED, "parameters": params, "special_token_ids": ids},
+            indent=2,
+            sort_keys=True,
+        )
+        + "\n"
+    )
     return out
 
 
@@ -189,7 +215,8 @@ def digest(out_dir: str | os.PathLike) -> dict[str, str]:
     root = Path(out_dir)
     return {
         str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(root.rglob("*")) if p.is_file()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
     }
 
 

@@ -2,11 +2,13 @@
 
 Spec: docs/protocols/changeit.md. Prompts: prompts.py; scoring: scoring.py (this folder).
 """
+
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable, Mapping
 from decimal import Decimal
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from protocols.base import Protocol, seeded_rng
 
@@ -17,19 +19,29 @@ CONDITIONS = ("full", "crop")
 QUERIES = tuple(f"state:{s}:{c}" for s in STRATEGIES for c in CONDITIONS)
 N_CANDIDATES = 10
 
-_SOURCE = {"standard": "the object’s other states, then labels of other objects",
-           "distractor": "the item’s close-in-meaning distractors, then random labels"}
+_SOURCE = {
+    "standard": "the object’s other states, then labels of other objects",
+    "distractor": "the item’s close-in-meaning distractors, then random labels",
+}
 METRICS = {
-    **{f"state_acc_{s}_{c}": (
-        f"State acc. · {s} · {c}",
-        f"State accuracy: share of images whose exact state label was picked among 10 candidates "
-        f"({_SOURCE[s]}), shown the {'whole image' if c == 'full' else 'annotated box cropped out'}. Chance 10 %.")
-       for s in STRATEGIES for c in CONDITIONS},
-    **{f"object_acc_{s}_{c}": (
-        f"Object acc. · {s} · {c}",
-        f"Object accuracy: share of images where the picked label names the right object (its state may be "
-        f"wrong); {s} candidates, {'whole image' if c == 'full' else 'cropped box'}.")
-       for s in STRATEGIES for c in CONDITIONS},
+    **{
+        f"state_acc_{s}_{c}": (
+            f"State acc. · {s} · {c}",
+            f"State accuracy: share of images whose exact state label was picked among 10 candidates "
+            f"({_SOURCE[s]}), shown the {'whole image' if c == 'full' else 'annotated box cropped out'}. Chance 10 %.",
+        )
+        for s in STRATEGIES
+        for c in CONDITIONS
+    },
+    **{
+        f"object_acc_{s}_{c}": (
+            f"Object acc. · {s} · {c}",
+            f"Object accuracy: share of images where the picked label names the right object (its state may be "
+            f"wrong); {s} candidates, {'whole image' if c == 'full' else 'cropped box'}.",
+        )
+        for s in STRATEGIES
+        for c in CONDITIONS
+    },
 }
 
 
@@ -77,15 +89,20 @@ class ChangeIt(Protocol):
     vocabulary_param = "changeit_vocabulary"  # the key jobs have always stored it under
     metrics = METRICS
     # State accuracy, standard candidates, whole image: the first column of the paper's Table 4.
-    ranking = ("state_acc_standard_full", "state_acc_standard_crop", "state_acc_distractor_full",
-               "state_acc_distractor_crop")
+    ranking = (
+        "state_acc_standard_full",
+        "state_acc_standard_crop",
+        "state_acc_distractor_full",
+        "state_acc_distractor_crop",
+    )
     spec = "docs/protocols/changeit.md"
 
     def vocabulary(self, payloads: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:
         return vocabulary(payloads)
 
-    def resolve_queries(self, item_id: str, payload: Mapping[str, Any], *, seed: int,
-                        vocabulary: Any = None) -> dict[str, dict[str, Any]]:
+    def resolve_queries(
+        self, item_id: str, payload: Mapping[str, Any], *, seed: int, vocabulary: Any = None
+    ) -> dict[str, dict[str, Any]]:
         vocab = vocabulary if vocabulary is not None else self.vocabulary([payload])
         out: dict[str, dict[str, Any]] = {}
         for strategy in STRATEGIES:

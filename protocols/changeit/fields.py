@@ -1,5 +1,6 @@
 """ChangeIt-Frames item lines (docs/protocols/changeit.md): an image, its object and state label
 define the task; the box is the label."""
+
 from __future__ import annotations
 
 from protocols import fields

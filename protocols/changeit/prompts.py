@@ -4,6 +4,7 @@ on the annotated box (crop), with the standard and the distractor candidate list
 The model answers with the candidate's number (docs/protocols/changeit.md), "1" to "10". Tokenizers split "10"
 into "1" + "0", so a first-token log-prob cannot tell "1" from "10": the backends store no
 log-probs for these queries (inference.backends.base.single_token_choices)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -45,7 +46,11 @@ def build(item: ItemInput, *, media: Media, params: dict[str, Any]) -> list[Prep
         condition = key.rsplit(":", 1)[1]
         if condition == "crop" and not isinstance(bbox, list):
             # No box, or the annotators' answer "nothing_to_label" / "cannot_determine" in its place.
-            why = f"the item has no box to crop ({bbox})" if isinstance(bbox, str) else "the item has no annotated box to crop"
+            why = (
+                f"the item has no box to crop ({bbox})"
+                if isinstance(bbox, str)
+                else "the item has no annotated box to crop"
+            )
             out.append(failed(key, options, why))
             continue
         try:
@@ -53,7 +58,12 @@ def build(item: ItemInput, *, media: Media, params: dict[str, Any]) -> list[Prep
         except MediaError as exc:
             out.append(failed(key, options, str(exc)))
             continue
-        messages = user([image(url), text(_ASK.format(article=_article(obj), object=obj, options=numbered(options), n=len(options)))])
+        messages = user(
+            [
+                image(url),
+                text(_ASK.format(article=_article(obj), object=obj, options=numbered(options), n=len(options))),
+            ]
+        )
         choices = [str(i + 1) for i in range(len(options))]
         out.append(
             PreparedQuery(

@@ -4,10 +4,11 @@ Per item four queries ``state:<strategy>:<condition>``; the model answers a 1-ba
 number. State accuracy: the chosen candidate is the true label. Object accuracy: the chosen
 label names the item's object (any state of the right object). Random chance = 10 %.
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -31,7 +32,11 @@ def label_object_map(vocabulary: Mapping[str, Sequence[str]]) -> dict[str, str]:
 
 
 def chosen_object_correct(
-    chosen: int | None, options: Sequence[str], item_object: str, label_objects: Mapping[str, str], distractors: Sequence[str] = ()
+    chosen: int | None,
+    options: Sequence[str],
+    item_object: str,
+    label_objects: Mapping[str, str],
+    distractors: Sequence[str] = (),
 ) -> bool:
     """Whether the chosen candidate (1-based) names the item's object.
 
@@ -44,9 +49,7 @@ def chosen_object_correct(
     return label in distractors or label_objects.get(label) == item_object
 
 
-def item_matrix(
-    truth: np.ndarray, predicted: np.ndarray, object_correct: np.ndarray
-) -> ItemMatrix:
+def item_matrix(truth: np.ndarray, predicted: np.ndarray, object_correct: np.ndarray) -> ItemMatrix:
     """Scored matrix from (N, 4) truth numbers, predicted numbers (0 = missing) and object hits.
 
     Columns follow ``QUERIES``: state accuracies first, then object accuracies.
@@ -74,6 +77,7 @@ def random_answers(n_items: int, *, seed: int, n_candidates: int = N_CANDIDATES)
 
 
 # --- one run's answers -> item matrix ----------------------------------------------------
+
 
 def label_objects(items: Sequence[ScoringItem]) -> dict[str, str]:
     vocab: dict[str, set[str]] = {}

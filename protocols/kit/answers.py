@@ -13,12 +13,14 @@ the canonical form of each kind (``PARSERS`` below):
 - ``letters``: sorted list of distinct upper-case letters;
 - ``judge``: dict criterion -> int 1..5 or None (N/A), one entry per criterion of the protocol.
 """
+
 from __future__ import annotations
 
 import json
 import math
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from protocols import registry
 from protocols.base import LETTERS
@@ -329,9 +331,17 @@ def answer_type_error(kind: str, raw: Any, *, fmt: str | None = None) -> str | N
     if kind == "judge":
         return None if isinstance(raw, dict) else "a judge answer is an object criterion -> 1..5 or null"
     if kind == "candidate":
-        return None if isinstance(raw, int) and not isinstance(raw, bool) else "answer with the candidate's number or its label text"
+        return (
+            None
+            if isinstance(raw, int) and not isinstance(raw, bool)
+            else "answer with the candidate's number or its label text"
+        )
     if kind == "letters":
-        return None if isinstance(raw, list) and all(isinstance(x, str) for x in raw) else "answer with a list of letters or \"A,C\""
+        return (
+            None
+            if isinstance(raw, list) and all(isinstance(x, str) for x in raw)
+            else 'answer with a list of letters or "A,C"'
+        )
     if kind == "qa":
         if fmt == "count" and isinstance(raw, int) and not isinstance(raw, bool):
             return None

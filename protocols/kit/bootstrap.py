@@ -5,6 +5,7 @@ leaderboard metrics (each protocol's scoring), correlations, leave-one-rater-out
 The resamples themselves are drawn where their statistic is computed (seeded there); what is
 shared is how many are drawn and how an interval is read from them.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -6,10 +6,12 @@ An item is a ``ScoringItem`` (payload in the interchange format + ``resolved`` =
 RunAnswer``; a missing key means the model produced nothing for that query, ``RunAnswer.value is
 None`` means a prediction that failed or could not be parsed.
 """
+
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Any, Hashable
+from typing import Any
 
 from protocols.base import LETTERS
 

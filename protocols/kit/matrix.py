@@ -9,12 +9,14 @@ that does not contain it). A metric is the mean of its counted cells. Integers k
 figure exact (rounded half up from the exact rational), and the same arrays feed a vectorized
 bootstrap over rows.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal, localcontext
 from fractions import Fraction
-from typing import Callable, Iterable, Mapping, Sequence, TypeVar
+from typing import TypeVar
 
 import numpy as np
 
@@ -201,7 +203,9 @@ def printed_bound(value: float, places: int) -> float:
     return float(to_decimal(Decimal(repr(float(value))), places))
 
 
-def printed_means(matrix: ItemMatrix, keys: Sequence[str], *, places: int = 2, as_percent: bool = True) -> dict[str, Decimal | None]:
+def printed_means(
+    matrix: ItemMatrix, keys: Sequence[str], *, places: int = 2, as_percent: bool = True
+) -> dict[str, Decimal | None]:
     exact = matrix.exact_means()
     out: dict[str, Decimal | None] = {}
     for key in keys:

@@ -10,11 +10,13 @@ item) fails. Optional, where the protocol has them: ``DEFAULT_FRAMES`` (frames p
 ``JSON_QUERIES`` (the keys asked under a JSON schema), and for suggestions ``build_suggestion``,
 ``parse_suggestion``, ``SUGGEST_JSON_QUERIES`` and ``suggestion_queries(payload)``.
 """
+
 from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, Protocol as Interface
+from typing import Any
+from typing import Protocol as Interface
 
 from protocols.base import LETTERS
 
@@ -28,16 +30,20 @@ class Media(Interface):
 
     def image(self, path: str | None, *, bbox=None) -> str: ...
 
-    def frames(self, path: str | None, n: int, *, content_hash: str | None = None,
-               known: Any = None) -> tuple[list[str], list[int]]: ...
+    def frames(
+        self, path: str | None, n: int, *, content_hash: str | None = None, known: Any = None
+    ) -> tuple[list[str], list[int]]: ...
 
 
 # --- the query a backend answers (inference/backends/base.py: the backends' contract) ------------
 
+
 @dataclass
 class ModelQuery:
     key: str  # unique within a chunk, e.g. "<item pk>|<query key>"
-    messages: list[dict[str, Any]]  # OpenAI chat format; image parts {"type": "image_url", "image_url": {"url": "data:..."}}
+    messages: list[
+        dict[str, Any]
+    ]  # OpenAI chat format; image parts {"type": "image_url", "image_url": {"url": "data:..."}}
     choices: list[str] | None = None  # constrain the reply to exactly one of these strings (option letters)
     json_schema: dict[str, Any] | None = None  # constrain the reply to this JSON schema (judges)
     max_tokens: int = 16
@@ -58,6 +64,7 @@ class ModelReply:
 
 
 # --- a protocol's items and prepared queries ------------------------------------------------
+
 
 @dataclass
 class ItemInput:

@@ -9,6 +9,7 @@ A protocol's ``samples`` module (``Protocol.samples``, protocols/base.py) expose
 command sets up the protocol's project) and ``demo_annotations(numbers) -> list[dict]``
 (annotations made elsewhere to import for the demo's verified items).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -16,14 +17,30 @@ from typing import Any
 
 # (object, list of states in order of change, change verb phrase, distractor changes)
 SCENES = [
-    ("door", ["a closed door", "a slightly opened door", "a wide open door"], "open the door",
-     ["close the door", "paint the door", "remove the door"]),
-    ("cup", ["an empty cup", "a half-full cup", "a full cup"], "fill the cup",
-     ["empty the cup", "break the cup", "wash the cup"]),
-    ("apple", ["a whole apple", "a halved apple", "a sliced apple"], "cut the apple",
-     ["peel the apple", "wash the apple", "bite the apple"]),
-    ("box", ["a closed box", "a half-open box", "an open box"], "open the box",
-     ["close the box", "fold the box", "tape the box"]),
+    (
+        "door",
+        ["a closed door", "a slightly opened door", "a wide open door"],
+        "open the door",
+        ["close the door", "paint the door", "remove the door"],
+    ),
+    (
+        "cup",
+        ["an empty cup", "a half-full cup", "a full cup"],
+        "fill the cup",
+        ["empty the cup", "break the cup", "wash the cup"],
+    ),
+    (
+        "apple",
+        ["a whole apple", "a halved apple", "a sliced apple"],
+        "cut the apple",
+        ["peel the apple", "wash the apple", "bite the apple"],
+    ),
+    (
+        "box",
+        ["a closed box", "a half-open box", "an open box"],
+        "open the box",
+        ["close the box", "fold the box", "tape the box"],
+    ),
 ]
 
 
@@ -53,6 +70,10 @@ class Demo:
     title: str
     annotations_per_item: int = 1
     settings: dict[str, Any] = field(default_factory=dict)
-    files: dict[str, tuple[range, bool]] = field(default_factory=lambda: {
-        "raw.jsonl": (range(0, 4), False), "labeled.jsonl": (range(4, 8), True),
-        "verified.jsonl": (range(8, 12), True)})
+    files: dict[str, tuple[range, bool]] = field(
+        default_factory=lambda: {
+            "raw.jsonl": (range(0, 4), False),
+            "labeled.jsonl": (range(4, 8), True),
+            "verified.jsonl": (range(8, 12), True),
+        }
+    )

@@ -2,9 +2,11 @@
 
 Spec: docs/protocols/m3verse.md. Prompts: prompts.py; scoring: scoring.py (this folder).
 """
+
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from protocols.base import Protocol
 
@@ -15,17 +17,31 @@ from .fields import CAPABILITIES, CONTEXTS, ITEM_FIELDS
 MULTIPLE_DEFAULT = True
 
 METRICS = {
-    "overall": ("Overall", "Mean partial credit over all questions: 0 when any picked option is wrong, else "
-                           "the share of the correct options that were picked."),
-    "intra": ("Intra-state", "Mean credit on intra-state questions, answerable from one state (the before or "
-                             "the after video) alone."),
-    "inter": ("Inter-state", "Mean credit on inter-state questions, which need the before and after videos "
-                             "compared to find what changed."),
-    **{f"{ctx}_{cap}": (f"{ctx.capitalize()}-state · {cap}", f"Mean credit on {ctx}-state questions that test {cap} "
-                                                             f"understanding.")
-       for ctx in CONTEXTS for cap in CAPABILITIES},
-    "hallucination": ("Hallucination", "Mean credit on questions whose correct answer is the 'no correct "
-                                       "option listed' option."),
+    "overall": (
+        "Overall",
+        "Mean partial credit over all questions: 0 when any picked option is wrong, else "
+        "the share of the correct options that were picked.",
+    ),
+    "intra": (
+        "Intra-state",
+        "Mean credit on intra-state questions, answerable from one state (the before or the after video) alone.",
+    ),
+    "inter": (
+        "Inter-state",
+        "Mean credit on inter-state questions, which need the before and after videos compared to find what changed.",
+    ),
+    **{
+        f"{ctx}_{cap}": (
+            f"{ctx.capitalize()}-state · {cap}",
+            f"Mean credit on {ctx}-state questions that test {cap} understanding.",
+        )
+        for ctx in CONTEXTS
+        for cap in CAPABILITIES
+    },
+    "hallucination": (
+        "Hallucination",
+        "Mean credit on questions whose correct answer is the 'no correct option listed' option.",
+    ),
     "factual": ("Factual", "Mean credit on questions whose answer is among the listed options."),
 }
 
@@ -57,16 +73,22 @@ class M3Verse(Protocol):
     human_row = True
     spec = "docs/protocols/m3verse.md"
 
-    def answer_shape(self, payload: Mapping[str, Any], project_settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        return {"format": "choice", "n_options": len(payload.get("options") or []),
-                "multiple": takes_several(payload, project_settings)}
+    def answer_shape(
+        self, payload: Mapping[str, Any], project_settings: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        return {
+            "format": "choice",
+            "n_options": len(payload.get("options") or []),
+            "multiple": takes_several(payload, project_settings),
+        }
 
     def known_answer_form(self, payload: Mapping[str, Any]) -> dict[str, Any]:
         # A known answer is always a list of letters, one correct option too.
         return {"fmt": "choice", "multiple": True}
 
-    def resolve_queries(self, item_id: str, payload: Mapping[str, Any], *, seed: int,
-                        vocabulary: Any = None) -> dict[str, dict[str, Any]]:
+    def resolve_queries(
+        self, item_id: str, payload: Mapping[str, Any], *, seed: int, vocabulary: Any = None
+    ) -> dict[str, dict[str, Any]]:
         return {"qa": {"options": list(payload["options"]), "answer": sorted(payload["answer"])}}
 
 

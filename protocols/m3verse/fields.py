@@ -1,5 +1,6 @@
 """M3-Verse item lines (docs/protocols/m3verse.md): two videos, a question and its options define
 the task; the label is the answer, a list of letters (plus the metadata scoring needs)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -24,7 +25,11 @@ def cross(p: dict[str, Any]) -> list[fields.FieldError]:
     if len(set(answer)) != len(answer):
         return [fields.FieldError("answer", "lists a letter twice")]
     if p.get("multiple") is False and len(answer) != 1:
-        return [fields.FieldError("answer", f"lists {len(answer)} letters but the item says multiple: false (one correct option)")]
+        return [
+            fields.FieldError(
+                "answer", f"lists {len(answer)} letters but the item says multiple: false (one correct option)"
+            )
+        ]
     return []
 
 

@@ -11,6 +11,7 @@ Plain Python like every prompt module: `run` returns (item pk, prepared query, r
 and the chunk that called it turns them into predictions; `backend` is the job's model backend
 (inference.backends: ``complete(queries, sampling)``), `sampling` its sampling settings.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -91,12 +92,19 @@ def run(
         indices[item.item_pk] = {}
         try:
             for field, _ in VIDEOS:
-                urls, idx = media.frames(item.media_paths.get(field), n, content_hash=item.media_hashes.get(field),
-                                         known=item.media_info.get(field))
+                urls, idx = media.frames(
+                    item.media_paths.get(field),
+                    n,
+                    content_hash=item.media_hashes.get(field),
+                    known=item.media_info.get(field),
+                )
                 indices[item.item_pk][field] = idx
                 for c, clip in enumerate(_clips(urls, n_clips)):
-                    q = ModelQuery(key=f"{item.item_pk}|caption:{field}:{c}", messages=user([image(u) for u in clip] + [text(_CAPTION)]),
-                                   max_tokens=int(params.get("caption_max_tokens", 200)))
+                    q = ModelQuery(
+                        key=f"{item.item_pk}|caption:{field}:{c}",
+                        messages=user([image(u) for u in clip] + [text(_CAPTION)]),
+                        max_tokens=int(params.get("caption_max_tokens", 200)),
+                    )
                     captions_asked.append((item.item_pk, field, c, q))
         except MediaError as exc:
             errors[item.item_pk] = str(exc)
@@ -115,8 +123,17 @@ def run(
         if item_pk in errors:
             continue
         listing = "\n".join(f"Clip {i + 1}: {t}" for i, t in enumerate(texts))
-        summary_asked.append((item_pk, field, ModelQuery(key=f"{item_pk}|summary:{field}", messages=user([text(_SUMMARY.format(captions=listing))]),
-                                                         max_tokens=int(params.get("summary_max_tokens", 300)))))
+        summary_asked.append(
+            (
+                item_pk,
+                field,
+                ModelQuery(
+                    key=f"{item_pk}|summary:{field}",
+                    messages=user([text(_SUMMARY.format(captions=listing))]),
+                    max_tokens=int(params.get("summary_max_tokens", 300)),
+                ),
+            )
+        )
     replies = backend.complete([q for *_, q in summary_asked], sampling) if summary_asked else []
     summaries: dict[tuple[int, str], str] = {}
     for (item_pk, field, _), reply in zip(summary_asked, replies):
@@ -133,22 +150,46 @@ def run(
         options = item.resolved["qa"]["options"]
         if item.item_pk in errors:
             error, spent = errors[item.item_pk], usage[item.item_pk]
-            answered.append((item.item_pk,
-                             PreparedQuery(key="qa", query=None, options=options, frame_indices=indices.get(item.item_pk),
-                                           error=error),
-                             ModelReply(key=f"{item.item_pk}|qa", error=error, attempts=spent.attempts,
-                                        prompt_tokens=spent.prompt_tokens, completion_tokens=spent.completion_tokens)))
+            answered.append(
+                (
+                    item.item_pk,
+                    PreparedQuery(
+                        key="qa", query=None, options=options, frame_indices=indices.get(item.item_pk), error=error
+                    ),
+                    ModelReply(
+                        key=f"{item.item_pk}|qa",
+                        error=error,
+                        attempts=spent.attempts,
+                        prompt_tokens=spent.prompt_tokens,
+                        completion_tokens=spent.completion_tokens,
+                    ),
+                )
+            )
             continue
         rule, min_size = reply_rule(item)
-        ask = _ANSWER.format(before=summaries[(item.item_pk, "video_before")], after=summaries[(item.item_pk, "video_after")],
-                             question=item.payload["question"], options=lettered(options), rule=rule)
+        ask = _ANSWER.format(
+            before=summaries[(item.item_pk, "video_before")],
+            after=summaries[(item.item_pk, "video_after")],
+            question=item.payload["question"],
+            options=lettered(options),
+            rule=rule,
+        )
         messages = user([text(ask)])
         choices = list(LETTERS[: len(options)]) if rule == _ONE else letter_subsets(len(options), min_size=min_size)
-        final.append((item, PreparedQuery(key="qa", query=ModelQuery(key=f"{item.item_pk}|qa", messages=messages, choices=choices, max_tokens=16),
-                                          options=options, prompt=render_prompt(messages), frame_indices=indices[item.item_pk])))
+        final.append(
+            (
+                item,
+                PreparedQuery(
+                    key="qa",
+                    query=ModelQuery(key=f"{item.item_pk}|qa", messages=messages, choices=choices, max_tokens=16),
+                    options=options,
+                    prompt=render_prompt(messages),
+                    frame_indices=indices[item.item_pk],
+                ),
+            )
+        )
     replies = backend.complete([p.query for _, p in final], sampling) if final else []
     for (item, prepared), reply in zip(final, replies):
         _add(reply, usage[item.item_pk])
         answered.append((item.item_pk, prepared, reply))
     return answered
-

@@ -1,6 +1,7 @@
 """M3-Verse: spot the difference between two videos of the same scene. Frames of both videos,
 labelled before/after; the prompt says whether exactly one option is correct or one or more may
 be, as the item's `multiple` field (or the project's setting) says — never from the answer."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -31,14 +32,19 @@ _INTRO = (
     "changed. Compare them to answer the question."
 )
 _ONE = "Exactly one option is correct. Answer with its letter and nothing else."
-_ANY = "One or more options may be correct. Answer with the letters of all correct options, separated by commas (for example A,C), and nothing else."
+_ANY = (
+    "One or more options may be correct. Answer with the letters of all correct options, separated by commas (for "
+    "example A,C), and nothing else."
+)
 
 
 def video_parts(item: ItemInput, media: Media, n: int) -> tuple[list[dict[str, Any]], dict[str, list[int]]]:
     parts: list[dict[str, Any]] = []
     indices: dict[str, list[int]] = {}
     for field, label in (("video_before", "before"), ("video_after", "after")):
-        urls, idx = media.frames(item.media_paths.get(field), n, content_hash=item.media_hashes.get(field), known=item.media_info.get(field))
+        urls, idx = media.frames(
+            item.media_paths.get(field), n, content_hash=item.media_hashes.get(field), known=item.media_info.get(field)
+        )
         indices[field] = idx
         parts.append(text(f"Video {label.upper()} the change, {len(urls)} frames in order:"))
         parts += [image(u) for u in urls]

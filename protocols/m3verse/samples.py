@@ -1,4 +1,5 @@
 """M3-Verse sample items (protocols/kit/samples.py): a question on two clips of an object."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -10,11 +11,12 @@ DEMO = Demo(title="M3-Verse video-pair QA", annotations_per_item=2)
 
 def fields(i: int, *, complete: bool = True) -> dict[str, Any]:
     obj = SCENES[i % len(SCENES)][0]
-    out: dict[str, Any] = {"question": f"What differs between the two videos of the {obj}?",
-                           "options": [f"the {obj} changed state", "the light changed", "nothing listed is correct"]}
+    out: dict[str, Any] = {
+        "question": f"What differs between the two videos of the {obj}?",
+        "options": [f"the {obj} changed state", "the light changed", "nothing listed is correct"],
+    }
     if complete:
-        out.update(answer=["A"], context="intra" if i % 2 else "inter", capabilities=["attribute"],
-                   hallucination=False)
+        out.update(answer=["A"], context="intra" if i % 2 else "inter", capabilities=["attribute"], hallucination=False)
     return out
 
 

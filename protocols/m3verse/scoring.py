@@ -3,10 +3,11 @@
 One question: predicted set P, truth G -> 0 if P has anything outside G, else |P| / |G|.
 Averages are question-weighted.
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -81,6 +82,7 @@ def random_answer(n_options: int, rng: np.random.Generator) -> list[str]:
 
 
 # --- one run's answers -> item matrix ----------------------------------------------------
+
 
 def score(items: Sequence[ScoringItem], answers: Mapping[tuple, RunAnswer]) -> ItemMatrix:
     credits, failures = [], 0

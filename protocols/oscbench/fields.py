@@ -3,6 +3,7 @@ no label fields (their labels are ratings, imported with ``import_annotations``)
 pending unless imported as verified. A gold item gives its expected rating in ``gold_scores``
 ({criterion: 1..5, or null where N/A is expected}, any non-empty subset of the criteria; a rating
 within GOLD_TOLERANCE of each is right); on an item that is not gold it is refused."""
+
 from __future__ import annotations
 
 from protocols import fields

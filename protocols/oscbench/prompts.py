@@ -1,5 +1,6 @@
 """OSCBench judge: K frames of a generated video, the text prompt it was made from and the
 rubric; the judge writes its evidence first, then a 1-5 score per criterion, as JSON."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -81,14 +82,17 @@ def build(item: ItemInput, *, media: Media, params: dict[str, Any]) -> list[Prep
     n = frames_param(params, DEFAULT_FRAMES)
     try:
         urls, indices = media.frames(
-            item.media_paths.get("video"), n, content_hash=item.media_hashes.get("video"), known=item.media_info.get("video")
+            item.media_paths.get("video"),
+            n,
+            content_hash=item.media_hashes.get("video"),
+            known=item.media_info.get("video"),
         )
     except MediaError as exc:
         return [failed(JUDGE_KEY, options, str(exc))]
     ask = (
         "You are judging a video made by a text-to-video model. Above are "
         f"{len(urls)} frames sampled evenly from it, in order.\n"
-        f"The prompt given to the model was: \"{p['prompt']}\"\n\n"
+        f'The prompt given to the model was: "{p["prompt"]}"\n\n'
         f"Rate the video on each criterion below. Scale: {SCALE}\n{rubric_text(params.get('rubric'))}\n\n"
         "First write your evidence: what you see in the frames that bears on each criterion. Then give the scores. "
         'Reply with one JSON object only: {"evidence": "...", "scores": {"subject": 1-5 or null, "object": 1-5, '
@@ -99,7 +103,9 @@ def build(item: ItemInput, *, media: Media, params: dict[str, Any]) -> list[Prep
     return [
         PreparedQuery(
             key=JUDGE_KEY,
-            query=query_for(JUDGE_KEY, item, messages, json_schema=JUDGE_SCHEMA, max_tokens=int(params.get("judge_max_tokens", 800))),
+            query=query_for(
+                JUDGE_KEY, item, messages, json_schema=JUDGE_SCHEMA, max_tokens=int(params.get("judge_max_tokens", 800))
+            ),
             options=options,
             prompt=render_prompt(messages),
             frame_indices={"video": indices},

@@ -1,5 +1,6 @@
 """OSCBench sample items (protocols/kit/samples.py): a generated clip of an object changing state,
 and for the demo three external raters' scores of the verified ones (a published human study)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -20,15 +21,25 @@ RUBRIC = {
     "aesthetics": "Is the video pleasant to look at (composition, colour, sharpness)?",
 }
 # Ratings are the labels: half waits for raters, half is verified.
-DEMO = Demo(title="OSCBench video rating", annotations_per_item=3, settings={"rubric": RUBRIC},
-            files={"raw.jsonl": (range(0, 6), False), "verified.jsonl": (range(6, 12), True)})
+DEMO = Demo(
+    title="OSCBench video rating",
+    annotations_per_item=3,
+    settings={"rubric": RUBRIC},
+    files={"raw.jsonl": (range(0, 6), False), "verified.jsonl": (range(6, 12), True)},
+)
 
 
 def fields(i: int, *, complete: bool = True) -> dict[str, Any]:
     obj, _, change, _ = SCENES[i % len(SCENES)]
-    return {"prompt": f"A person slowly {change.split(' ', 1)[0]}s the {obj}.", "generator": f"gen-{i % 2}",
-            "scenario": ("regular", "novel", "compositional")[i % 3], "action": change.split(" ", 1)[0],
-            "action_category": "manipulation", "object": obj, "object_category": "household"}
+    return {
+        "prompt": f"A person slowly {change.split(' ', 1)[0]}s the {obj}.",
+        "generator": f"gen-{i % 2}",
+        "scenario": ("regular", "novel", "compositional")[i % 3],
+        "action": change.split(" ", 1)[0],
+        "action_category": "manipulation",
+        "object": obj,
+        "object_category": "household",
+    }
 
 
 def media_paths(i: int, *, distinct: int = 4) -> dict[str, Any]:

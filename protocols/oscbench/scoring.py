@@ -9,11 +9,12 @@ their means (the paper's Figure 3 score). A judge is one "rater" per item.
 Arrays: ``sums`` and ``counts`` are (N, 8) integers in ``CRITERIA`` order: the sum of the given
 scores and how many were given.
 """
+
 from __future__ import annotations
 
 import operator
+from collections.abc import Hashable, Mapping, Sequence
 from decimal import Decimal
-from typing import Hashable, Mapping, Sequence
 
 import numpy as np
 
@@ -111,7 +112,9 @@ def item_matrix(
             nums.append(np.where(member, sc_num, 0)[:, None])
             dens.append(np.where(member, sc_den, 0)[:, None])
             keys.append(f"state_change:{prefix}:{name}")
-    return ItemMatrix(keys=tuple(keys), num=np.hstack(nums), den=np.hstack(dens), parse_failures=parse_failures, n=sums.shape[0])
+    return ItemMatrix(
+        keys=tuple(keys), num=np.hstack(nums), den=np.hstack(dens), parse_failures=parse_failures, n=sums.shape[0]
+    )
 
 
 def printed(matrix: ItemMatrix) -> dict[str, Decimal | None]:
@@ -151,9 +154,14 @@ def _criteria_mean_ci_large(matrix: ItemMatrix, *, n_boot: int, seed: int) -> li
     rows = np.hstack([np.where(counted, num / np.where(counted, den, 1), 0.0), counted])
     n = rows.shape[0]
     rng = np.random.default_rng(seed)
-    totals = rng.multivariate_normal(rows.mean(axis=0) * n, np.cov(rows, rowvar=False, bias=True) * n,
-                                     size=n_boot, method="eigh", check_valid="ignore")
-    sums, counts = totals[:, : len(CRITERIA)], totals[:, len(CRITERIA):]
+    totals = rng.multivariate_normal(
+        rows.mean(axis=0) * n,
+        np.cov(rows, rowvar=False, bias=True) * n,
+        size=n_boot,
+        method="eigh",
+        check_valid="ignore",
+    )
+    sums, counts = totals[:, : len(CRITERIA)], totals[:, len(CRITERIA) :]
     with np.errstate(invalid="ignore", divide="ignore"):
         means = np.where(counts > 0.5, sums / np.where(counts > 0.5, counts, 1.0), np.nan)  # < half a row: none counted
     ci = percentile_ci(nanmean_rows(list(means.T)))
@@ -162,8 +170,12 @@ def _criteria_mean_ci_large(matrix: ItemMatrix, *, n_boot: int, seed: int) -> li
 
 # --- one run's answers -> item matrix ----------------------------------------------------
 
+
 def score_ratings(
-    items: Sequence[ScoringItem], ratings: Mapping[Hashable, Sequence[Mapping[str, int | None]]], *, parse_failures: int = 0
+    items: Sequence[ScoringItem],
+    ratings: Mapping[Hashable, Sequence[Mapping[str, int | None]]],
+    *,
+    parse_failures: int = 0,
 ) -> ItemMatrix:
     """``ratings``: item key -> list of {criterion: 1..5 | None} (human raters, or one judge answer)."""
     sums, counts = score_dicts_to_arrays([ratings.get(it.key, []) for it in items])

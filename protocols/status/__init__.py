@@ -2,40 +2,65 @@
 
 Spec: docs/protocols/status.md. Prompts: prompts.py; scoring: scoring.py (this folder).
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from decimal import Decimal
-from typing import Any, Mapping
+from typing import Any
 
 from protocols.base import Protocol, letter, seeded_rng, shuffled
 
-from .fields import CATEGORIES, DIFFERENCES, ITEM_FIELDS
+from .fields import CATEGORIES as CATEGORIES  # re-exported: protocols/status/scoring.py
+from .fields import DIFFERENCES as DIFFERENCES  # re-exported: protocols/status/scoring.py
+from .fields import ITEM_FIELDS
 
 QUERIES = ("osi_a", "osi_b", "ir_a", "ir_b", "sci2", "sci4")
 # What one quintuplet annotation holds, in the form's order.
 RESULT_FIELDS = ("state_a", "state_b", "change", "change_distractors", "category", "difference")
 # Chance per metric (percent), shown on every table.
 CHANCE = {
-    "acc_osi": Decimal("50.00"), "acc_ir": Decimal("50.00"), "acc_sci": Decimal("50.00"), "oa": Decimal("50.00"),
-    "racc_osi": Decimal("25.00"), "racc_ir": Decimal("25.00"), "racc_sci": Decimal("25.00"), "roa": Decimal("1.56"),
+    "acc_osi": Decimal("50.00"),
+    "acc_ir": Decimal("50.00"),
+    "acc_sci": Decimal("50.00"),
+    "oa": Decimal("50.00"),
+    "racc_osi": Decimal("25.00"),
+    "racc_ir": Decimal("25.00"),
+    "racc_sci": Decimal("25.00"),
+    "roa": Decimal("1.56"),
 }
 
 METRICS = {
-    "acc_osi": ("Acc OSI", "Object state identification, per query: share of the 2N queries (image A → its state, "
-                           "image B → its state) answered correctly."),
-    "acc_ir": ("Acc IR", "Image retrieval, per query: share of the 2N queries (state text → the image showing it) "
-                         "answered correctly."),
-    "acc_sci": ("Acc SCI", "State change identification with two options: share of items whose true change "
-                           "description was picked over one distractor."),
+    "acc_osi": (
+        "Acc OSI",
+        "Object state identification, per query: share of the 2N queries (image A → its state, "
+        "image B → its state) answered correctly.",
+    ),
+    "acc_ir": (
+        "Acc IR",
+        "Image retrieval, per query: share of the 2N queries (state text → the image showing it) answered correctly.",
+    ),
+    "acc_sci": (
+        "Acc SCI",
+        "State change identification with two options: share of items whose true change "
+        "description was picked over one distractor.",
+    ),
     "oa": ("OA", "Overall accuracy: mean of Acc OSI, Acc IR and Acc SCI."),
-    "racc_osi": ("RAcc OSI", "Rigorous OSI accuracy: share of items with both OSI queries (image A and image B) "
-                             "correct."),
-    "racc_ir": ("RAcc IR", "Rigorous IR accuracy: share of items with both IR queries (state A and state B) "
-                           "correct."),
-    "racc_sci": ("RAcc SCI", "Rigorous SCI accuracy: share of items whose true change was picked among four "
-                             "options (the change and three distractors)."),
-    "roa": ("ROA", "Rigorous overall accuracy: share of items with all of OSI A, OSI B, IR A, IR B and the "
-                   "four-option SCI correct (chance 1.56 %)."),
+    "racc_osi": (
+        "RAcc OSI",
+        "Rigorous OSI accuracy: share of items with both OSI queries (image A and image B) correct.",
+    ),
+    "racc_ir": ("RAcc IR", "Rigorous IR accuracy: share of items with both IR queries (state A and state B) correct."),
+    "racc_sci": (
+        "RAcc SCI",
+        "Rigorous SCI accuracy: share of items whose true change was picked among four "
+        "options (the change and three distractors).",
+    ),
+    "roa": (
+        "ROA",
+        "Rigorous overall accuracy: share of items with all of OSI A, OSI B, IR A, IR B and the "
+        "four-option SCI correct (chance 1.56 %).",
+    ),
 }
 
 
@@ -56,8 +81,9 @@ class Status(Protocol):
     ranking = ("roa", "oa")
     spec = "docs/protocols/status.md"
 
-    def resolve_queries(self, item_id: str, payload: Mapping[str, Any], *, seed: int,
-                        vocabulary: Any = None) -> dict[str, dict[str, Any]]:
+    def resolve_queries(
+        self, item_id: str, payload: Mapping[str, Any], *, seed: int, vocabulary: Any = None
+    ) -> dict[str, dict[str, Any]]:
         states = [payload["state_a"], payload["state_b"]]
         images = [payload["image_a"], payload["image_b"]]
         sci2 = shuffled([payload["change"], payload["change_distractors"][0]], seeded_rng(seed, item_id, "sci2"))

@@ -1,4 +1,5 @@
 """STATUS item lines (docs/protocols/status.md): two images; the quintuplet is the label."""
+
 from __future__ import annotations
 
 from protocols import fields

@@ -4,6 +4,7 @@ state-change identification with 2 and 4 options). Prompts are StateLab's own wo
 Also the suggestion prompt: a model drafts a whole quintuplet (states, change, distractors,
 category, difference) that pre-fills the annotators' form.
 """
+
 from __future__ import annotations
 
 import json
@@ -59,7 +60,9 @@ def build(item: ItemInput, *, media: Media, params: dict[str, Any]) -> list[Prep
             choices = ["A", "B"]
         elif key in ("ir_a", "ir_b"):
             state = p["state_a"] if key == "ir_a" else p["state_b"]
-            messages = user([text("Photo A:"), image(img_a), text("Photo B:"), image(img_b), text(_IR.format(state=state))])
+            messages = user(
+                [text("Photo A:"), image(img_a), text("Photo B:"), image(img_b), text(_IR.format(state=state))]
+            )
             choices = ["A", "B"]
         else:  # sci2 / sci4
             letters = list(LETTERS[: len(options)])
@@ -111,8 +114,8 @@ SUGGEST_SCHEMA: dict[str, Any] = {
 _SUGGEST = (
     "The two photos show the same object before (first) and after (second) its state changed. "
     "Fill in a JSON object with: state_a and state_b, each a short noun phrase naming the object and its "
-    "state in that photo (for example \"a half-open drawer\"); change, a short verb phrase for what was done "
-    "(for example \"pull the drawer out\"); change_distractors, three plausible but wrong verb phrases; "
+    'state in that photo (for example "a half-open drawer"); change, a short verb phrase for what was done '
+    '(for example "pull the drawer out"); change_distractors, three plausible but wrong verb phrases; '
     "category, one of positional, functional or other; difference, slight or significant. "
     "Reply with the JSON object only."
 )
@@ -148,9 +151,16 @@ def parse_suggestion(raw: str) -> dict[str, Any] | None:
     if not all(isinstance(data.get(f), str) and data[f].strip() for f in fields):
         return None
     distractors = data.get("change_distractors")
-    if not (isinstance(distractors, list) and len(distractors) == 3 and all(isinstance(d, str) and d.strip() for d in distractors)):
+    if not (
+        isinstance(distractors, list)
+        and len(distractors) == 3
+        and all(isinstance(d, str) and d.strip() for d in distractors)
+    ):
         return None
-    if data.get("category") not in ("positional", "functional", "other") or data.get("difference") not in ("slight", "significant"):
+    if data.get("category") not in ("positional", "functional", "other") or data.get("difference") not in (
+        "slight",
+        "significant",
+    ):
         return None
     return {
         "state_a": data["state_a"].strip(),

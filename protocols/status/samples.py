@@ -1,4 +1,5 @@
 """STATUS sample items (protocols/kit/samples.py): two drawings of an object, before and after."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -12,9 +13,14 @@ def fields(i: int, *, complete: bool = True) -> dict[str, Any]:
     obj, states, change, distractors = SCENES[i % len(SCENES)]
     if not complete:
         return {}
-    return {"state_a": states[0], "state_b": states[2], "change": change, "change_distractors": list(distractors),
-            "category": "functional" if obj in ("cup", "apple") else "positional",
-            "difference": "significant" if i % 2 else "slight"}
+    return {
+        "state_a": states[0],
+        "state_b": states[2],
+        "change": change,
+        "change_distractors": list(distractors),
+        "category": "functional" if obj in ("cup", "apple") else "positional",
+        "difference": "significant" if i % 2 else "slight",
+    }
 
 
 def media_paths(i: int, *, distinct: int = 4) -> dict[str, Any]:

@@ -3,11 +3,13 @@
 Per item six queries in the fixed order ``QUERIES``; answers are letters encoded as integers
 (A=0, B=1, ...; -1 = missing or unparseable, which is wrong and a parse failure).
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -2,13 +2,16 @@
 
 Spec: docs/protocols/visualtrans.md. Prompts: prompts.py; scoring: scoring.py (this folder).
 """
+
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from protocols.base import Protocol
 
-from .fields import ITEM_FIELDS, SUBTASKS
+from .fields import ITEM_FIELDS
+from .fields import SUBTASKS as SUBTASKS  # re-exported: protocols/visualtrans/scoring.py
 
 DIMENSIONS = {
     "spatial": ("fine_grained", "global"),
@@ -17,20 +20,27 @@ DIMENSIONS = {
 }
 
 METRICS = {
-    "fine_grained": ("Fine-grained", "Accuracy on fine-grained spatial questions (details of the objects that "
-                                     "changed)."),
+    "fine_grained": (
+        "Fine-grained",
+        "Accuracy on fine-grained spatial questions (details of the objects that changed).",
+    ),
     "global": ("Global", "Accuracy on global spatial questions (the scene as a whole)."),
-    "spatial_mean": ("Spatial (mean)", "Spatial dimension: mean of the fine-grained and global accuracies, each "
-                                       "as printed (two decimals)."),
-    "intermediate": ("Intermediate", "Accuracy on intermediate-state questions (what lies between the initial "
-                                     "and final images)."),
+    "spatial_mean": (
+        "Spatial (mean)",
+        "Spatial dimension: mean of the fine-grained and global accuracies, each as printed (two decimals).",
+    ),
+    "intermediate": (
+        "Intermediate",
+        "Accuracy on intermediate-state questions (what lies between the initial and final images).",
+    ),
     "causal": ("Causal", "Accuracy on causal questions (what made the change happen)."),
     "planning": ("Planning", "Accuracy on planning questions (the steps that lead from initial to final)."),
-    "procedural_mean": ("Procedural (mean)", "Procedural dimension: mean of the intermediate, causal and "
-                                             "planning accuracies the model could answer."),
+    "procedural_mean": (
+        "Procedural (mean)",
+        "Procedural dimension: mean of the intermediate, causal and planning accuracies the model could answer.",
+    ),
     "quantitative": ("Quantitative", "Accuracy on quantitative questions (counts and amounts)."),
-    "overall": ("Overall", "Correct answers over all questions; a subtask the model cannot answer counts as "
-                           "wrong."),
+    "overall": ("Overall", "Correct answers over all questions; a subtask the model cannot answer counts as wrong."),
 }
 
 
@@ -53,10 +63,16 @@ class VisualTrans(Protocol):
     def known_answer_form(self, payload: Mapping[str, Any]) -> dict[str, Any]:
         return {"fmt": payload.get("format") or "choice"}
 
-    def resolve_queries(self, item_id: str, payload: Mapping[str, Any], *, seed: int,
-                        vocabulary: Any = None) -> dict[str, dict[str, Any]]:
-        return {"qa": {"options": list(payload.get("options") or []), "answer": payload.get("answer"),
-                       "format": payload.get("format")}}
+    def resolve_queries(
+        self, item_id: str, payload: Mapping[str, Any], *, seed: int, vocabulary: Any = None
+    ) -> dict[str, dict[str, Any]]:
+        return {
+            "qa": {
+                "options": list(payload.get("options") or []),
+                "answer": payload.get("answer"),
+                "format": payload.get("format"),
+            }
+        }
 
 
 protocol = VisualTrans()

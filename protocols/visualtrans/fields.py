@@ -1,6 +1,7 @@
 """VisualTrans item lines (docs/protocols/visualtrans.md). A QA item's question (with its format
 and options) defines the task, so even a raw item carries it; the label is the answer (plus the
 metadata scoring needs)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -20,7 +21,11 @@ def cross(p: dict[str, Any]) -> list[fields.FieldError]:
             return [fields.FieldError("options", "required when format is choice")]
         if answer is None:
             return []
-        if not isinstance(answer, str) or len(answer.strip()) != 1 or answer.strip().upper() not in LETTERS[: len(options)]:
+        if (
+            not isinstance(answer, str)
+            or len(answer.strip()) != 1
+            or answer.strip().upper() not in LETTERS[: len(options)]
+        ):
             return [fields.FieldError("answer", f"must be one option letter A–{LETTERS[len(options) - 1]}")]
     elif answer is None:
         return []

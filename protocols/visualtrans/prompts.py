@@ -1,6 +1,7 @@
 """VisualTrans: a question about a transformation shown by an initial and a final image (and
 sometimes candidate images), answered as a letter (choice), a whole number (count) or a list
 (set)."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -1,4 +1,5 @@
 """VisualTrans sample items (protocols/kit/samples.py): a question of each format on two drawings."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -20,8 +21,9 @@ def fields(i: int, *, complete: bool = True) -> dict[str, Any]:
     else:
         out["question"] = "Which objects changed?"
     if complete:
-        out.update(subtask=("global", "causal", "quantitative")[i % 3],
-                   answer={"choice": "A", "count": 1, "set": [obj]}[fmt])
+        out.update(
+            subtask=("global", "causal", "quantitative")[i % 3], answer={"choice": "A", "count": 1, "set": [obj]}[fmt]
+        )
     return out
 
 

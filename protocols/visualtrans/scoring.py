@@ -5,10 +5,12 @@ accuracies, computed in decimal arithmetic and rounded half up, over the subtask
 could answer. Overall is item-weighted; an unsupported subtask (no prediction at all for its
 questions) counts as wrong there and prints as None.
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from decimal import ROUND_HALF_UP, Decimal, localcontext
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -24,9 +26,15 @@ DIMENSIONS = {
     "procedural_mean": ("intermediate", "causal", "planning"),
 }
 KEYS = (
-    "fine_grained", "global", "spatial_mean",
-    "intermediate", "causal", "planning", "procedural_mean",
-    "quantitative", "overall",
+    "fine_grained",
+    "global",
+    "spatial_mean",
+    "intermediate",
+    "causal",
+    "planning",
+    "procedural_mean",
+    "quantitative",
+    "overall",
 )
 BASE_KEYS = SUBTASKS + ("overall",)
 
@@ -113,7 +121,14 @@ def cis(matrix: ItemMatrix, *, n_boot: int = N_BOOT, seed: int = 0) -> dict[str,
     return bootstrap_cis(matrix, keys=KEYS, derive=_derive, n_boot=n_boot, seed=seed)
 
 
-def random_answer(fmt: str, options: Sequence[str], rng: np.random.Generator, *, set_pool: Sequence[str] = (), count_range: tuple[int, int] = (0, 10)) -> Any:
+def random_answer(
+    fmt: str,
+    options: Sequence[str],
+    rng: np.random.Generator,
+    *,
+    set_pool: Sequence[str] = (),
+    count_range: tuple[int, int] = (0, 10),
+) -> Any:
     """A seeded random answer of the item's format (choice letter, count, non-empty subset of the pool)."""
     if fmt == "choice":
         return chr(65 + int(rng.integers(0, max(len(options), 1))))
@@ -125,6 +140,7 @@ def random_answer(fmt: str, options: Sequence[str], rng: np.random.Generator, *,
 
 
 # --- one run's answers -> item matrix ----------------------------------------------------
+
 
 def score(items: Sequence[ScoringItem], answers: Mapping[tuple, RunAnswer]) -> ItemMatrix:
     subtasks, correct, present = [], [], []
@@ -143,7 +159,9 @@ def score(items: Sequence[ScoringItem], answers: Mapping[tuple, RunAnswer]) -> I
             value = letter
         correct.append(is_correct(fmt, spec["answer"], value))
     # Missing or unparseable answers are failures, except in unsupported subtasks (reported apart).
-    answered = {i for i, item in enumerate(items) if (a := answers.get((item.key, "qa"))) is not None and a.value is not None}
+    answered = {
+        i for i, item in enumerate(items) if (a := answers.get((item.key, "qa"))) is not None and a.value is not None
+    }
     supported = {s for s, p in zip(subtasks, present) if p}
     failures = sum(1 for i, s in enumerate(subtasks) if s in supported and i not in answered)
     return item_matrix(subtasks, correct, present, parse_failures=failures)
@@ -153,7 +171,10 @@ def random_run(items: Sequence[ScoringItem], *, rng: np.random.Generator) -> dic
     """Seeded random answers in item and query order; set questions draw from the release's objects."""
     out: dict[tuple, RunAnswer] = {}
     set_pool = [
-        str(x) for it in items if (it.resolved.get("qa") or {}).get("format") == "set" for x in (it.resolved["qa"].get("answer") or [])
+        str(x)
+        for it in items
+        if (it.resolved.get("qa") or {}).get("format") == "set"
+        for x in (it.resolved["qa"].get("answer") or [])
     ]
     for item in items:
         for q, spec in item.resolved.items():

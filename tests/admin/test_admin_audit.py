@@ -2,6 +2,7 @@
 trail (admin_site.AuditedAdmin): an item's payload by the top-level keys a save changed, and who
 saved it; projects, annotations, reviews and media files likewise; deletes with the row as it was. A
 refused save and a save that changes nothing record nothing."""
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,12 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def w(make_user, make_project):
     res, ann, rev, root = make_user("res"), make_user("ann"), make_user("rev"), make_user("root", superuser=True)
-    lab = make_project("lab", "visualtrans", settings={"gold_share": 0.1},
-                       members={res: Role.RESEARCHER, ann: Role.ANNOTATOR, rev: Role.REVIEWER})
+    lab = make_project(
+        "lab",
+        "visualtrans",
+        settings={"gold_share": 0.1},
+        members={res: Role.RESEARCHER, ann: Role.ANNOTATOR, rev: Role.REVIEWER},
+    )
     item = make_item(lab, "tool")
     return SimpleNamespace(res=res, ann=ann, rev=rev, root=root, lab=lab, item=item)
 
@@ -44,11 +49,23 @@ def test_a_researchers_payload_edit_in_the_admin_is_recorded_by_the_keys_it_chan
     assert (item.payload, item.split) == (payload, "dev")
     event = AuditEvent.objects.get()
     assert (event.action, event.actor, event.actor_name, event.project, event.object_type, event.object_id) == (
-        "admin_change", w.res, "res", w.lab, "annotation.item", str(w.item.pk))
-    assert event.details == {"changes": {
-        "payload": {"answer": {"before": "C", "after": "B"}, "note": {"after": "checked by hand"},
-                    "scene": {"before": "TRUTH-kitchen-scene"}},
-        "split": {"before": "test", "after": "dev"}}}
+        "admin_change",
+        w.res,
+        "res",
+        w.lab,
+        "annotation.item",
+        str(w.item.pk),
+    )
+    assert event.details == {
+        "changes": {
+            "payload": {
+                "answer": {"before": "C", "after": "B"},
+                "note": {"after": "checked by hand"},
+                "scene": {"before": "TRUTH-kitchen-scene"},
+            },
+            "split": {"before": "test", "after": "dev"},
+        }
+    }
 
     # Saved again as it is: nothing changed, nothing recorded.
     assert client.post(admin_url(w.item), admin_form_data(client, item)).status_code == 302
@@ -77,9 +94,13 @@ def test_items_deleted_in_the_admin_are_recorded_as_they_were(w):
     assert not Item.objects.filter(pk__in=[w.item.pk, other.pk]).exists()
     events = list(AuditEvent.objects.order_by("pk"))
     assert [(e.action, e.actor, e.project, e.object_id) for e in events] == [
-        ("admin_delete", w.res, w.lab, str(w.item.pk)), ("admin_delete", w.res, w.lab, str(other.pk))]
+        ("admin_delete", w.res, w.lab, str(w.item.pk)),
+        ("admin_delete", w.res, w.lab, str(other.pk)),
+    ]
     assert [(e.details["deleted"]["external_id"], e.details["deleted"]["payload"]) for e in events] == [
-        ("tool", visualtrans_payload()), ("other", visualtrans_payload())]
+        ("tool", visualtrans_payload()),
+        ("other", visualtrans_payload()),
+    ]
 
 
 def test_project_edits_in_the_admin_are_recorded(w):
@@ -90,12 +111,19 @@ def test_project_edits_in_the_admin_are_recorded(w):
     assert admin_save(client, project, {"gold_share": 0.2, "suggestions": False}).status_code == 302
 
     event = AuditEvent.objects.get()
-    assert (event.action, event.actor, event.project, event.object_type) == ("admin_change", w.root, w.lab,
-                                                                             "annotation.project")
-    assert event.details == {"changes": {
-        "description": {"before": "", "after": "Which tool changed the state?"},
-        "name": {"before": "lab", "after": "Tools"},
-        "settings": {"gold_share": {"before": 0.1, "after": 0.2}, "suggestions": {"after": False}}}}
+    assert (event.action, event.actor, event.project, event.object_type) == (
+        "admin_change",
+        w.root,
+        w.lab,
+        "annotation.project",
+    )
+    assert event.details == {
+        "changes": {
+            "description": {"before": "", "after": "Which tool changed the state?"},
+            "name": {"before": "lab", "after": "Tools"},
+            "settings": {"gold_share": {"before": 0.1, "after": 0.2}, "suggestions": {"after": False}},
+        }
+    }
 
 
 def test_annotation_review_and_media_edits_in_the_admin_are_recorded(w):
@@ -106,8 +134,10 @@ def test_annotation_review_and_media_edits_in_the_admin_are_recorded(w):
     AuditEvent.objects.all().delete()  # the review's own event
     client = logged_in(w.root)
 
-    for obj, change in ((annotation, {"result": json.dumps({"answer": "B", "flags": []})}),
-                        (review, {"comment": "answer B is right"})):
+    for obj, change in (
+        (annotation, {"result": json.dumps({"answer": "B", "flags": []})}),
+        (review, {"comment": "answer B is right"}),
+    ):
         assert client.post(admin_url(obj), {**admin_form_data(client, obj), **change}).status_code == 302, obj
     # Stored media are viewed only: a file or size set here would bypass the import's checks.
     assert client.get(admin_url(asset)).status_code == 200
@@ -117,10 +147,22 @@ def test_annotation_review_and_media_edits_in_the_admin_are_recorded(w):
 
     events = list(AuditEvent.objects.order_by("pk"))
     assert [(e.action, e.actor, e.project, e.object_type, e.object_id, e.details) for e in events] == [
-        ("admin_change", w.root, w.lab, "annotation.annotation", str(annotation.pk),
-         {"changes": {"result": {"answer": {"before": "A", "after": "B"}}}}),
-        ("admin_change", w.root, w.lab, "annotation.review", str(review.pk),
-         {"changes": {"comment": {"before": "", "after": "answer B is right"}}}),
+        (
+            "admin_change",
+            w.root,
+            w.lab,
+            "annotation.annotation",
+            str(annotation.pk),
+            {"changes": {"result": {"answer": {"before": "A", "after": "B"}}}},
+        ),
+        (
+            "admin_change",
+            w.root,
+            w.lab,
+            "annotation.review",
+            str(review.pk),
+            {"changes": {"comment": {"before": "", "after": "answer B is right"}}},
+        ),
     ]
 
 
@@ -135,11 +177,17 @@ NOT_AUDITED = {
 def test_every_annotation_admin_that_changes_or_deletes_rows_is_audited(w):
     request = RequestFactory().get("/admin/")
     request.user = w.root
-    editable = {model._meta.label_lower for model, model_admin in admin.site._registry.items()
-                if model._meta.app_label == "annotation"
-                and (model_admin.has_change_permission(request) or model_admin.has_delete_permission(request))}
-    audited = {model._meta.label_lower for model, model_admin in admin.site._registry.items()
-               if isinstance(model_admin, AuditedAdmin)}
+    editable = {
+        model._meta.label_lower
+        for model, model_admin in admin.site._registry.items()
+        if model._meta.app_label == "annotation"
+        and (model_admin.has_change_permission(request) or model_admin.has_delete_permission(request))
+    }
+    audited = {
+        model._meta.label_lower
+        for model, model_admin in admin.site._registry.items()
+        if isinstance(model_admin, AuditedAdmin)
+    }
     assert audited == {"annotation.project", "annotation.item", "annotation.annotation", "annotation.review"}
     assert editable - NOT_AUDITED == audited
 
@@ -153,8 +201,9 @@ def test_import_records_cannot_be_deleted_even_by_a_superuser(w):
     assert client.post(admin_url(run, "delete"), {"post": "yes"}).status_code == 403
     listing = client.get("/admin/annotation/importrun/")
     assert listing.status_code == 200 and b"delete_selected" not in listing.content
-    assert client.post("/admin/annotation/importrun/", {"action": "delete_selected", "_selected_action": [run.pk],
-                                                        "post": "yes"}).status_code in (200, 302)
+    assert client.post(
+        "/admin/annotation/importrun/", {"action": "delete_selected", "_selected_action": [run.pk], "post": "yes"}
+    ).status_code in (200, 302)
     assert ImportRun.objects.filter(pk=run.pk).exists()
 
 

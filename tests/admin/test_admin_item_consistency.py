@@ -1,6 +1,7 @@
 """The item admin cannot change an item's status or count (the queue and the review services do),
 and an annotation deleted in the admin keeps its item's count and status consistent: superusers
 only, one at a time, and only while the item waits for annotations or review."""
+
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -24,10 +25,16 @@ def w(make_user, make_project):
     staff.is_staff = True
     staff.save()
     from django.contrib.auth.models import Permission
-    staff.user_permissions.add(*Permission.objects.filter(codename__in=["view_annotation", "delete_annotation",
-                                                                        "change_annotation"]))
-    lab = make_project("lab", "visualtrans", annotations_per_item=2,
-                       members={res: Role.RESEARCHER, a1: Role.ANNOTATOR, a2: Role.ANNOTATOR, rev: Role.REVIEWER})
+
+    staff.user_permissions.add(
+        *Permission.objects.filter(codename__in=["view_annotation", "delete_annotation", "change_annotation"])
+    )
+    lab = make_project(
+        "lab",
+        "visualtrans",
+        annotations_per_item=2,
+        members={res: Role.RESEARCHER, a1: Role.ANNOTATOR, a2: Role.ANNOTATOR, rev: Role.REVIEWER},
+    )
     item = make_item(lab, "tool")
     return SimpleNamespace(res=res, a1=a1, a2=a2, rev=rev, root=root, staff=staff, lab=lab, item=item)
 
@@ -42,8 +49,10 @@ def test_the_item_admin_shows_status_and_count_read_only_and_ignores_them_when_p
     form = client.get(admin_url(w.item)).context["adminform"].form
     assert "status" not in form.fields and "annotation_count" not in form.fields
 
-    r = client.post(admin_url(w.item), {**admin_form_data(client, w.item), "status": "verified", "annotation_count": "2",
-                                  "split": "dev"})
+    r = client.post(
+        admin_url(w.item),
+        {**admin_form_data(client, w.item), "status": "verified", "annotation_count": "2", "split": "dev"},
+    )
 
     assert r.status_code == 302
     item = Item.objects.get(pk=w.item.pk)
@@ -83,8 +92,9 @@ def test_staff_with_delete_permission_and_bulk_delete_cannot_remove_annotations(
     first = annotate(w, w.a1)
 
     assert logged_in(w.staff).post(admin_url(first, "delete"), {"post": "yes"}).status_code == 403
-    r = logged_in(w.root).post("/admin/annotation/annotation/",
-                               {"action": "delete_selected", "_selected_action": [first.pk], "post": "yes"})
+    r = logged_in(w.root).post(
+        "/admin/annotation/annotation/", {"action": "delete_selected", "_selected_action": [first.pk], "post": "yes"}
+    )
 
     assert r.status_code in (200, 302)
     assert Annotation.objects.filter(pk=first.pk).exists()

@@ -1,6 +1,7 @@
 """Who reaches what in the admin, walked over every registered model: its list, its add form and the
 change page of an object of project A and (for project-scoped models) of project B, for each kind of
 user. A model registered without an entry in ADMIN_RULES fails the walk (say who may use it)."""
+
 from datetime import timedelta
 from types import SimpleNamespace
 
@@ -76,8 +77,15 @@ ADMIN_RULES = {
 }
 # Add forms no one gets (the rows come from the import, the workers, the login throttle, and the
 # services behind the pages for the read-only records; media only through imports, which check them).
-NEVER_ADDED = {"annotation.importrun", "inference.backgroundrun", "annotation.mediaasset", "axes.accessattempt", "axes.accesslog",
-               "axes.accessfailurelog", *RECORDS}
+NEVER_ADDED = {
+    "annotation.importrun",
+    "inference.backgroundrun",
+    "annotation.mediaasset",
+    "axes.accessattempt",
+    "axes.accesslog",
+    "axes.accessfailurelog",
+    *RECORDS,
+}
 
 OUTSIDERS = ("anonymous", "non-member", "annotator", "reviewer")  # sent to the admin's login
 INSIDE_A = ("researcher", "project-admin")
@@ -90,15 +98,24 @@ def w(make_user, make_project, tmp_path):
     users["superuser"] = make_user("superuser", superuser=True)
     users["staff"].is_staff = True
     users["staff"].save()
-    a = make_project("proj-a", "status", members={users["annotator"]: Role.ANNOTATOR, users["reviewer"]: Role.REVIEWER,
-                                                  users["researcher"]: Role.RESEARCHER, users["project-admin"]: Role.ADMIN})
+    a = make_project(
+        "proj-a",
+        "status",
+        members={
+            users["annotator"]: Role.ANNOTATOR,
+            users["reviewer"]: Role.REVIEWER,
+            users["researcher"]: Role.RESEARCHER,
+            users["project-admin"]: Role.ADMIN,
+        },
+    )
     b = make_project("proj-b", "status", members={users["other-researcher"]: Role.RESEARCHER})
     item_a, item_b = factories.status_items(a, 1, tmp_path)[0], factories.status_items(b, 1, tmp_path, start=5)[0]
     endpoint = services.endpoint_create(name="R", backend="random")
 
     def job(project, release):
-        return InferenceJob.objects.create(endpoint=endpoint, model_name="R", project=project, release=release,
-                                           protocol="status", status="finished")
+        return InferenceJob.objects.create(
+            endpoint=endpoint, model_name="R", project=project, release=release, protocol="status", status="finished"
+        )
 
     rel_a, rel_b = factories.release_of(a, [item_a]), factories.release_of(b, [item_b])
     job_a, job_b = job(a, rel_a), job(b, rel_b)
@@ -109,43 +126,71 @@ def w(make_user, make_project, tmp_path):
     def per_project(make):
         return make(a, item_a, users["annotator"], "a"), make(b, item_b, users["non-member"], "b")
 
-    studies = per_project(lambda p, item, user, tag: Study.objects.create(
-        project=p, name=tag, token=f"study-{tag}", max_participants=1, tasks_per_participant=1, completion_code="C"))
-    participants = [StudyParticipant.objects.create(study=study, user=user, external_id=f"pid-{tag}")
-                    for study, user, tag in zip(studies, (users["annotator"], users["non-member"]), "ab")]
+    studies = per_project(
+        lambda p, item, user, tag: Study.objects.create(
+            project=p, name=tag, token=f"study-{tag}", max_participants=1, tasks_per_participant=1, completion_code="C"
+        )
+    )
+    participants = [
+        StudyParticipant.objects.create(study=study, user=user, external_id=f"pid-{tag}")
+        for study, user, tag in zip(studies, (users["annotator"], users["non-member"]), "ab")
+    ]
     objects = {
         "annotation.item": (item_a, item_b),
         "annotation.release": (rel_a, rel_b),
-        "annotation.membership": (Membership.objects.get(user=users["researcher"]),
-                                  Membership.objects.get(user=users["other-researcher"])),
+        "annotation.membership": (
+            Membership.objects.get(user=users["researcher"]),
+            Membership.objects.get(user=users["other-researcher"]),
+        ),
         "inference.inferencejob": (job_a, job_b),
-        "annotation.projectinvite": per_project(lambda p, item, user, tag: ProjectInvite.objects.create(
-            project=p, role=Role.ANNOTATOR, token_sha256=tag * 64, expires_at=now + timedelta(hours=1))),
-        "annotation.auditevent": per_project(lambda p, item, user, tag: audit_record(
-            action="freeze", project=p, object_type="release", object_repr=tag)),
-        "annotation.task": per_project(lambda p, item, user, tag: Task.objects.create(
-            item=item, annotator=user, status="submitted", lease_expires=now)),
-        "annotation.annotationrevision": tuple(AnnotationRevision.objects.create(
-            annotation=an, result={}, submitted_at=now) for an in (annotation, annotation_b)),
-        "annotation.suggestion": per_project(lambda p, item, user, tag: Suggestion.objects.create(item=item, source=tag)),
+        "annotation.projectinvite": per_project(
+            lambda p, item, user, tag: ProjectInvite.objects.create(
+                project=p, role=Role.ANNOTATOR, token_sha256=tag * 64, expires_at=now + timedelta(hours=1)
+            )
+        ),
+        "annotation.auditevent": per_project(
+            lambda p, item, user, tag: audit_record(action="freeze", project=p, object_type="release", object_repr=tag)
+        ),
+        "annotation.task": per_project(
+            lambda p, item, user, tag: Task.objects.create(
+                item=item, annotator=user, status="submitted", lease_expires=now
+            )
+        ),
+        "annotation.annotationrevision": tuple(
+            AnnotationRevision.objects.create(annotation=an, result={}, submitted_at=now)
+            for an in (annotation, annotation_b)
+        ),
+        "annotation.suggestion": per_project(
+            lambda p, item, user, tag: Suggestion.objects.create(item=item, source=tag)
+        ),
         "annotation.releaseitem": (rel_a.release_items.get(), rel_b.release_items.get()),
         "annotation.study": studies,
         "annotation.studyparticipant": tuple(participants),
-        "annotation.excludedannotation": tuple(ExcludedAnnotation.objects.create(
-            participant=participant, item=item, annotation_id=900 + n, created_at=now)
-            for n, (participant, item) in enumerate(zip(participants, (item_a, item_b)))),
-        "annotation.itemreopening": tuple(ItemReopening.objects.create(
-            item=item, participant=participant, decision="accept", annotation_id=900 + n, reason="rejected")
-            for n, (participant, item) in enumerate(zip(participants, (item_a, item_b)))),
-        "inference.prediction": tuple(Prediction.objects.create(job=j, item=item, query="sci1")
-                                      for j, item in ((job_a, item_a), (job_b, item_b))),
-        "annotation.crowdaccount": (CrowdAccount.objects.create(user=users["non-member"], platform="prolific",
-                                                                external_id="pid-b"), None),
+        "annotation.excludedannotation": tuple(
+            ExcludedAnnotation.objects.create(participant=participant, item=item, annotation_id=900 + n, created_at=now)
+            for n, (participant, item) in enumerate(zip(participants, (item_a, item_b)))
+        ),
+        "annotation.itemreopening": tuple(
+            ItemReopening.objects.create(
+                item=item, participant=participant, decision="accept", annotation_id=900 + n, reason="rejected"
+            )
+            for n, (participant, item) in enumerate(zip(participants, (item_a, item_b)))
+        ),
+        "inference.prediction": tuple(
+            Prediction.objects.create(job=j, item=item, query="sci1") for j, item in ((job_a, item_a), (job_b, item_b))
+        ),
+        "annotation.crowdaccount": (
+            CrowdAccount.objects.create(user=users["non-member"], platform="prolific", external_id="pid-b"),
+            None,
+        ),
         "inference.modelendpoint": (endpoint, None),
         "annotation.project": (a, None),
         "annotation.mediaasset": (MediaAsset.objects.first(), None),
         "annotation.annotation": (annotation, None),
-        "annotation.review": (Review.objects.create(item=item_a, decision="accept", accepted_annotation=annotation), None),
+        "annotation.review": (
+            Review.objects.create(item=item_a, decision="accept", accepted_annotation=annotation),
+            None,
+        ),
         "annotation.importrun": (ImportRun.objects.create(project=a, file_name="x.jsonl"), None),
         "auth.user": (users["annotator"], None),
         "auth.group": (Group.objects.create(name="g"), None),
@@ -180,7 +225,9 @@ def expected(who: str, label: str, page: str) -> object:
 def outcome(response) -> object:
     if response.status_code == 302:
         location = response["Location"]
-        return "login" if location.startswith("/admin/login/?next=") else "missing" if location == "/admin/" else location
+        return (
+            "login" if location.startswith("/admin/login/?next=") else "missing" if location == "/admin/" else location
+        )
     return response.status_code
 
 
@@ -191,8 +238,12 @@ def test_every_registered_model_has_a_rule():
 
 def test_every_model_of_the_apps_is_registered():
     """A new model gets an admin, even if only superusers see it: say who may."""
-    unregistered = sorted(model._meta.label_lower for app in ("annotation", "inference", "evaluation")
-                          for model in apps.get_app_config(app).get_models() if not admin.site.is_registered(model))
+    unregistered = sorted(
+        model._meta.label_lower
+        for app in ("annotation", "inference", "evaluation")
+        for model in apps.get_app_config(app).get_models()
+        if not admin.site.is_registered(model)
+    )
     assert unregistered == []
 
 

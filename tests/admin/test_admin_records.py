@@ -4,6 +4,7 @@ annotations and predictions are read only for everyone, superusers included (no 
 by URL or by bulk action); invite digests and study tokens are never shown; open invites are
 revoked through the same service as on the members page, audited, within the researcher's
 projects and role."""
+
 from datetime import timedelta
 from types import SimpleNamespace
 
@@ -26,10 +27,25 @@ def w(make_user, make_project):
     invite_a, _ = invite_create(project=a, actor=res, role="annotator", hours=24)
     admin_invite, _ = invite_create(project=a, actor=boss, role="admin", hours=24)
     invite_b, _ = invite_create(project=b, actor=other, role="annotator", hours=24)
-    study = Study.objects.create(project=a, name="s", token="secret-study-token", max_participants=1,
-                                 tasks_per_participant=1, completion_code="C")
-    return SimpleNamespace(res=res, boss=boss, other=other, root=root, a=a, invite_a=invite_a,
-                           admin_invite=admin_invite, invite_b=invite_b, study=study)
+    study = Study.objects.create(
+        project=a,
+        name="s",
+        token="secret-study-token",
+        max_participants=1,
+        tasks_per_participant=1,
+        completion_code="C",
+    )
+    return SimpleNamespace(
+        res=res,
+        boss=boss,
+        other=other,
+        root=root,
+        a=a,
+        invite_a=invite_a,
+        admin_invite=admin_invite,
+        invite_b=invite_b,
+        study=study,
+    )
 
 
 def url(obj, page: str = "change") -> str:
@@ -37,8 +53,11 @@ def url(obj, page: str = "change") -> str:
 
 
 def snapshot() -> list:
-    return [list(model.objects.order_by("pk").values()) for model in admin.site._registry
-            if model._meta.label_lower in RECORDS]
+    return [
+        list(model.objects.order_by("pk").values())
+        for model in admin.site._registry
+        if model._meta.label_lower in RECORDS
+    ]
 
 
 def test_the_records_are_read_only_for_everyone(client, w):
@@ -61,16 +80,21 @@ def test_the_records_are_read_only_for_everyone(client, w):
 def test_no_invite_digest_nor_study_token_is_shown(client, w):
     for user in (w.res, w.root):
         client.force_login(user)
-        pages = [client.get(p).content.decode() for p in (
-            "/admin/annotation/projectinvite/", url(w.invite_a), "/admin/annotation/study/", url(w.study))]
+        pages = [
+            client.get(p).content.decode()
+            for p in ("/admin/annotation/projectinvite/", url(w.invite_a), "/admin/annotation/study/", url(w.study))
+        ]
         assert "Token sha256" not in pages[1] and "open" in pages[1]
         for html in pages:
             assert w.invite_a.token_sha256 not in html and w.study.token not in html
 
 
 def revoke(client, *invites):
-    return client.post("/admin/annotation/projectinvite/",
-                       {"action": "revoke", "_selected_action": [i.pk for i in invites], "index": 0}, follow=True)
+    return client.post(
+        "/admin/annotation/projectinvite/",
+        {"action": "revoke", "_selected_action": [i.pk for i in invites], "index": 0},
+        follow=True,
+    )
 
 
 def test_a_researcher_revokes_their_projects_open_invites_through_the_service(client, w):

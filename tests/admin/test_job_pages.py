@@ -1,5 +1,6 @@
 """The admin's inference-job pages answer for everyone who may open them (the
 change page once was a 500, `TypeError: get_form() got multiple values for keyword argument 'fields'`)."""
+
 import pytest
 
 from annotation.models import Role
@@ -15,8 +16,16 @@ def job(make_project, tmp_path):
     project = make_project("st", "status")
     release = factories.release_of(project, factories.status_items(project, 2, tmp_path))
     endpoint = services.endpoint_create(name="R", backend="random")
-    return InferenceJob.objects.create(endpoint=endpoint, model_name="R", project=project, release=release,
-                                       protocol="status", status="finished", total_queries=12, done_queries=12)
+    return InferenceJob.objects.create(
+        endpoint=endpoint,
+        model_name="R",
+        project=project,
+        release=release,
+        protocol="status",
+        status="finished",
+        total_queries=12,
+        done_queries=12,
+    )
 
 
 def test_a_superuser_opens_the_job_change_history_and_delete_pages(client, make_user, job):
@@ -57,6 +66,9 @@ def test_cancel_and_retry_from_the_admin_are_audited_as_the_researcher(client, m
     job.refresh_from_db()
     assert job.status == "cancelled"
     client.post("/admin/inference/inferencejob/", {"action": "retry_failed", "_selected_action": [job.pk]})
-    events = list(AuditEvent.objects.filter(project=job.project, object_id=str(job.pk)).order_by("pk")
-                  .values_list("action", "actor__username"))
+    events = list(
+        AuditEvent.objects.filter(project=job.project, object_id=str(job.pk))
+        .order_by("pk")
+        .values_list("action", "actor__username")
+    )
     assert events == [(AuditAction.CANCEL, "res"), (AuditAction.RETRY, "res")]

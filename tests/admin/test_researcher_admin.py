@@ -1,6 +1,7 @@
 """The admin for a project's researchers: a researcher who is not staff opens the
 admin and sees, changes and launches only what belongs to their projects; another project's rows
 are neither listed, offered in a form, nor reachable by URL; accounts stay the superusers'."""
+
 import re
 from types import SimpleNamespace
 
@@ -29,14 +30,32 @@ def w(make_user, make_project, tmp_path):
     usable = services.endpoint_create(name="random-ok", backend="random")
     # Made before the operator narrowed the allowed variables: it can only fail now.
     refused = ModelEndpoint.objects.create(name="leaky", backend="openai", model_id="m", api_key_env="SECRET_KEY")
-    job_a = InferenceJob.objects.create(endpoint=usable, model_name="random-ok", project=a, release=rel_a,
-                                        protocol="status", status="finished")
-    job_b = InferenceJob.objects.create(endpoint=usable, model_name="random-ok", project=b, release=rel_b,
-                                        protocol="status", status="finished")
-    return SimpleNamespace(a=a, b=b, res_a=res_a, res_b=res_b, ann=ann, boss=boss, root=root, items_a=items_a,
-                           item_b=items_b[0], rel_a=rel_a, rel_b=rel_b, usable=usable, refused=refused, job_a=job_a,
-                           job_b=job_b, m_res_b=Membership.objects.get(user=res_b), m_boss=Membership.objects.get(user=boss),
-                           m_ann=Membership.objects.get(user=ann))
+    job_a = InferenceJob.objects.create(
+        endpoint=usable, model_name="random-ok", project=a, release=rel_a, protocol="status", status="finished"
+    )
+    job_b = InferenceJob.objects.create(
+        endpoint=usable, model_name="random-ok", project=b, release=rel_b, protocol="status", status="finished"
+    )
+    return SimpleNamespace(
+        a=a,
+        b=b,
+        res_a=res_a,
+        res_b=res_b,
+        ann=ann,
+        boss=boss,
+        root=root,
+        items_a=items_a,
+        item_b=items_b[0],
+        rel_a=rel_a,
+        rel_b=rel_b,
+        usable=usable,
+        refused=refused,
+        job_a=job_a,
+        job_b=job_b,
+        m_res_b=Membership.objects.get(user=res_b),
+        m_boss=Membership.objects.get(user=boss),
+        m_ann=Membership.objects.get(user=ann),
+    )
 
 
 def options(html: str, select_id: str) -> list[str]:
@@ -51,14 +70,25 @@ def test_a_researcher_who_is_not_staff_opens_the_admin_with_their_models_only(cl
     index = client.get("/admin/")
     assert index.status_code == 200
     links = set(re.findall(r'href="/admin/(\w+/\w+)/"', index.content.decode()))
-    assert links == {"annotation/item", "annotation/membership", "annotation/release", "inference/inferencejob",
-                     "inference/modelendpoint",
-                     # the projects' records, read only (tests/admin/test_admin_records.py)
-                     "annotation/projectinvite", "annotation/auditevent", "annotation/task",
-                     "annotation/annotationrevision", "annotation/suggestion", "annotation/releaseitem",
-                     "annotation/study", "annotation/studyparticipant", "annotation/excludedannotation",
-                     "annotation/itemreopening",
-                     "inference/prediction"}
+    assert links == {
+        "annotation/item",
+        "annotation/membership",
+        "annotation/release",
+        "inference/inferencejob",
+        "inference/modelendpoint",
+        # the projects' records, read only (tests/admin/test_admin_records.py)
+        "annotation/projectinvite",
+        "annotation/auditevent",
+        "annotation/task",
+        "annotation/annotationrevision",
+        "annotation/suggestion",
+        "annotation/releaseitem",
+        "annotation/study",
+        "annotation/studyparticipant",
+        "annotation/excludedannotation",
+        "annotation/itemreopening",
+        "inference/prediction",
+    }
 
 
 def test_each_list_shows_the_researchers_projects_only(client, w):
@@ -80,8 +110,12 @@ def test_each_list_shows_the_researchers_projects_only(client, w):
 
 @pytest.mark.parametrize("kind", ["item", "release", "membership", "job"])
 def test_another_projects_object_by_url_is_not_found(client, w, kind):
-    obj, path = {"item": (w.item_b, "annotation/item"), "release": (w.rel_b, "annotation/release"),
-                 "membership": (w.m_res_b, "annotation/membership"), "job": (w.job_b, "inference/inferencejob")}[kind]
+    obj, path = {
+        "item": (w.item_b, "annotation/item"),
+        "release": (w.rel_b, "annotation/release"),
+        "membership": (w.m_res_b, "annotation/membership"),
+        "job": (w.job_b, "inference/inferencejob"),
+    }[kind]
     client.force_login(w.res_a)
     for page in ("change", "history", "delete"):
         response = client.get(f"/admin/{path}/{obj.pk}/{page}/")
@@ -103,8 +137,13 @@ def test_accounts_and_tokens_are_for_superusers_only(client, w, make_user):
     staff.is_staff = True
     staff.save()
     staff.user_permissions.add(*Permission.objects.filter(content_type__app_label__in=["auth", "authtoken"]))
-    pages = ["/admin/auth/user/", f"/admin/auth/user/{w.root.pk}/change/", "/admin/auth/user/add/", "/admin/auth/group/",
-             "/admin/authtoken/tokenproxy/"]
+    pages = [
+        "/admin/auth/user/",
+        f"/admin/auth/user/{w.root.pk}/change/",
+        "/admin/auth/user/add/",
+        "/admin/auth/group/",
+        "/admin/authtoken/tokenproxy/",
+    ]
     for user in (w.res_a, staff):
         client.force_login(user)
         assert [client.get(p).status_code for p in pages] == [403] * len(pages), user
@@ -119,8 +158,16 @@ def test_the_job_form_offers_only_the_researchers_projects_releases_and_usable_e
     assert options(html, "id_project") == ["proj-a"]
     assert options(html, "id_release") == ["proj-a@va1"]
     assert options(html, "id_endpoint") == ["random-ok"]
-    form = {"endpoint": w.usable.pk, "project": w.a.pk, "release": w.rel_a.pk, "protocol": "", "mode": "evaluate",
-            "temperature": "0", "strategy": "direct", "extra_params": "{}"}
+    form = {
+        "endpoint": w.usable.pk,
+        "project": w.a.pk,
+        "release": w.rel_a.pk,
+        "protocol": "",
+        "mode": "evaluate",
+        "temperature": "0",
+        "strategy": "direct",
+        "extra_params": "{}",
+    }
     # B's project or release, or the refused endpoint, typed into the POST: refused, nothing made.
     for bad in ({"project": w.b.pk, "release": ""}, {"release": w.rel_b.pk}, {"endpoint": w.refused.pk}):
         response = client.post("/admin/inference/inferencejob/add/", {**form, **bad})
@@ -129,7 +176,13 @@ def test_the_job_form_offers_only_the_researchers_projects_releases_and_usable_e
     response = client.post("/admin/inference/inferencejob/add/", form)
     job = InferenceJob.objects.exclude(pk__in=[w.job_a.pk, w.job_b.pk]).get()
     assert (response.status_code, response["Location"]) == (302, f"/jobs/{job.pk}/")
-    assert (job.project, job.release, job.endpoint, job.created_by, job.status) == (w.a, w.rel_a, w.usable, w.res_a, "queued")
+    assert (job.project, job.release, job.endpoint, job.created_by, job.status) == (
+        w.a,
+        w.rel_a,
+        w.usable,
+        w.res_a,
+        "queued",
+    )
 
 
 def test_a_superuser_is_offered_everything_but_refused_endpoints(client, w):
@@ -146,8 +199,10 @@ def test_endpoints_are_read_only_for_researchers(client, w):
     page = client.get(f"/admin/inference/modelendpoint/{w.usable.pk}/change/")
     assert page.status_code == 200 and 'name="_save"' not in page.content.decode()
     assert client.get("/admin/inference/modelendpoint/add/").status_code == 403
-    client.post(f"/admin/inference/modelendpoint/{w.usable.pk}/change/", {"name": "renamed", "backend": "random",
-                                                                         "concurrency": "1", "options": "{}"})
+    client.post(
+        f"/admin/inference/modelendpoint/{w.usable.pk}/change/",
+        {"name": "renamed", "backend": "random", "concurrency": "1", "options": "{}"},
+    )
     assert ModelEndpoint.objects.get(pk=w.usable.pk).name == "random-ok"
     assert client.get(f"/admin/inference/modelendpoint/{w.refused.pk}/change/").status_code == 302
 
@@ -173,7 +228,10 @@ def test_a_researcher_manages_members_up_to_their_own_role(client, w, make_user)
     assert not Membership.objects.filter(user=newcomer).exists()
     response = client.post(add, {"project": w.a.pk, "user": "newcomer@example.org", "role": Role.REVIEWER})
     assert response.status_code == 302
-    assert Membership.objects.get(user=newcomer).role == Role.REVIEWER and Membership.objects.get(user=newcomer).project == w.a
+    assert (
+        Membership.objects.get(user=newcomer).role == Role.REVIEWER
+        and Membership.objects.get(user=newcomer).project == w.a
+    )
     # The annotator's role changes; the project admin's membership is shown, never changed or removed.
     client.post(f"/admin/annotation/membership/{w.m_ann.pk}/change/", {"role": Role.REVIEWER})
     w.m_ann.refresh_from_db()
@@ -235,8 +293,12 @@ def test_membership_changes_in_the_admin_follow_the_members_rules_and_are_audite
 
     newcomer = make_user("newcomer")
     client.force_login(w.res_a)
-    assert client.post("/admin/annotation/membership/add/",
-                       {"project": w.a.pk, "user": "newcomer", "role": Role.ANNOTATOR}).status_code == 302
+    assert (
+        client.post(
+            "/admin/annotation/membership/add/", {"project": w.a.pk, "user": "newcomer", "role": Role.ANNOTATOR}
+        ).status_code
+        == 302
+    )
     client.post(f"/admin/annotation/membership/{w.m_ann.pk}/change/", {"role": Role.REVIEWER})
     added = Membership.objects.get(user=newcomer)
     assert client.post(f"/admin/annotation/membership/{added.pk}/delete/", {"post": "yes"}).status_code == 302
@@ -248,8 +310,10 @@ def test_membership_changes_in_the_admin_follow_the_members_rules_and_are_audite
     ]
     # Project B's only lead: a superuser can neither demote nor remove them here.
     client.force_login(w.root)
-    page = client.post(f"/admin/annotation/membership/{w.m_res_b.pk}/change/",
-                       {"project": w.b.pk, "user": "res_b", "role": Role.ANNOTATOR}).content.decode()
+    page = client.post(
+        f"/admin/annotation/membership/{w.m_res_b.pk}/change/",
+        {"project": w.b.pk, "user": "res_b", "role": Role.ANNOTATOR},
+    ).content.decode()
     assert "last researcher or admin" in page
     assert client.get(f"/admin/annotation/membership/{w.m_res_b.pk}/delete/").status_code == 403
     w.m_res_b.refresh_from_db()

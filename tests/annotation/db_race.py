@@ -4,6 +4,7 @@ One transaction is stopped inside a real function (wrapped for the test); the ot
 has committed or waits on a database lock (pg_stat_activity says which); only then does the first
 go on. Used by the threshold-race and claim tests.
 """
+
 from __future__ import annotations
 
 import threading

@@ -1,4 +1,5 @@
 """Agreement statistics (pure functions, no database)."""
+
 from __future__ import annotations
 
 import random
@@ -14,15 +15,19 @@ from protocols.oscbench import CRITERIA as OSC_CRITERIA
 N = None
 # Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability": 4 observers, 12 units,
 # values 1-5, with missing data. Published: nominal .743, ordinal .815, interval .849, ratio .797.
-CANONICAL = list(zip(
-    [1, 2, 3, 3, 2, 1, 4, 1, 2, N, N, N],
-    [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, N, 3],
-    [N, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, N],
-    [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, N],
-))
+CANONICAL = list(
+    zip(
+        [1, 2, 3, 3, 2, 1, 4, 1, 2, N, N, N],
+        [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, N, 3],
+        [N, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, N],
+        [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, N],
+    )
+)
 
 
-@pytest.mark.parametrize("metric,published", [("nominal", 0.743), ("ordinal", 0.815), ("interval", 0.849), ("ratio", 0.797)])
+@pytest.mark.parametrize(
+    "metric,published", [("nominal", 0.743), ("ordinal", 0.815), ("interval", 0.849), ("ratio", 0.797)]
+)
 def test_alpha_reproduces_krippendorffs_published_example(metric, published):
     assert round(reliability.krippendorff_alpha(CANONICAL, metric), 3) == published
 
@@ -70,11 +75,14 @@ def _alpha_pairwise(units, metric):
     return 1 - d_o / d_e
 
 
-@pytest.mark.parametrize("units", [
-    CANONICAL,
-    [(1, 5, 3), (2, 2, N), (4, 5, 5), (1, N, N), (3, 3, 1), (5, 4, 4)],
-    [(1, 2), (2, 3), (3, 4), (4, 5), (5, 1), (2, 2)],
-])
+@pytest.mark.parametrize(
+    "units",
+    [
+        CANONICAL,
+        [(1, 5, 3), (2, 2, N), (4, 5, 5), (1, N, N), (3, 3, 1), (5, 4, 4)],
+        [(1, 2), (2, 3), (3, 4), (4, 5), (5, 1), (2, 2)],
+    ],
+)
 @pytest.mark.parametrize("metric", ["ordinal", "interval"])
 def test_alpha_matches_an_independent_pairwise_computation(units, metric):
     assert reliability.krippendorff_alpha(units, metric) == pytest.approx(_alpha_pairwise(units, metric), abs=1e-12)
@@ -103,9 +111,13 @@ def test_box_iou_and_summary():
         [{"outcome": "cannot_determine"}, {"bbox": [0, 0, 1, 1], "state": "s"}],  # IoU counted as 0
         [{"bbox": [0, 0, 10, 10], "state": "s"}],  # one annotation: no pair
     ]
-    assert ag.box_summary(items) == {"items": 4, "pairs_with_boxes": 3,
-                                     "mean_iou": round((9 / 11 + 1 / 3 + 0) / 3, 4),
-                                     "consistent_share": 0.5, "consistent_at": 0.5}
+    assert ag.box_summary(items) == {
+        "items": 4,
+        "pairs_with_boxes": 3,
+        "mean_iou": round((9 / 11 + 1 / 3 + 0) / 3, 4),
+        "consistent_share": 0.5,
+        "consistent_at": 0.5,
+    }
 
 
 def test_qa_normalization_accuracy_and_pairwise_agreement():
@@ -114,29 +126,59 @@ def test_qa_normalization_accuracy_and_pairwise_agreement():
     assert ag.normalize_qa_answer("07") == 7
     assert ag.normalize_qa_answer(["Big  Bowl", "cup"]) == ag.normalize_qa_answer(["cup", "big bowl"])
     items = [("B", ["b", "B", "C"]), (3, [3, "3", None]), (None, ["A", "A"])]
-    assert ag.qa_summary(items) == {"answers_scored": 6, "accuracy": round(4 / 6, 4), "pairs": 7,
-                                    "pairwise_agreement": round(3 / 7, 4)}
+    assert ag.qa_summary(items) == {
+        "answers_scored": 6,
+        "accuracy": round(4 / 6, 4),
+        "pairs": 7,
+        "pairwise_agreement": round(3 / 7, 4),
+    }
 
 
 def test_quintuplet_agreement_after_normalization():
-    a = {"state_a": "The closed jar.", "state_b": "an open jar", "change": "Open the jar!",
-         "change_distractors": ["close jar", "fill the jar", "break the jar"], "category": "functional",
-         "difference": "slight"}
-    b = {"state_a": "closed jar", "state_b": "a jar, opened", "change": "open jar",
-         "change_distractors": ["break jar", "Close the jar", "fill jar"], "category": "functional",
-         "difference": "significant"}
+    a = {
+        "state_a": "The closed jar.",
+        "state_b": "an open jar",
+        "change": "Open the jar!",
+        "change_distractors": ["close jar", "fill the jar", "break the jar"],
+        "category": "functional",
+        "difference": "slight",
+    }
+    b = {
+        "state_a": "closed jar",
+        "state_b": "a jar, opened",
+        "change": "open jar",
+        "change_distractors": ["break jar", "Close the jar", "fill jar"],
+        "category": "functional",
+        "difference": "significant",
+    }
     assert description_text("  The Closed, jar. ") == "closed jar"
-    assert ag.quintuplet_summary([[a, b]]) == {"pairs": 1, "fields": {
-        "state_a": 1.0, "state_b": 0.0, "change": 1.0, "change_distractors": 1.0, "category": 1.0, "difference": 0.0}}
+    assert ag.quintuplet_summary([[a, b]]) == {
+        "pairs": 1,
+        "fields": {
+            "state_a": 1.0,
+            "state_b": 0.0,
+            "change": 1.0,
+            "change_distractors": 1.0,
+            "category": 1.0,
+            "difference": 0.0,
+        },
+    }
     assert ag.pair_agreement("quintuplet", a, b) == pytest.approx(4 / 6)
 
 
 def test_field_disagreements_highlight_fields_that_differ():
-    out = ag.field_disagreements("box", [(1, {"bbox": [0, 0, 10, 10], "state": "s"}), (2, {"bbox": [5, 0, 10, 10], "state": "s"})])
-    assert out["bbox"] == {"values": [{"annotation": 1, "value": [0, 0, 10, 10]}, {"annotation": 2, "value": [5, 0, 10, 10]}],
-                           "min_iou": 0.3333, "agree": False}
+    out = ag.field_disagreements(
+        "box", [(1, {"bbox": [0, 0, 10, 10], "state": "s"}), (2, {"bbox": [5, 0, 10, 10], "state": "s"})]
+    )
+    assert out["bbox"] == {
+        "values": [{"annotation": 1, "value": [0, 0, 10, 10]}, {"annotation": 2, "value": [5, 0, 10, 10]}],
+        "min_iou": 0.3333,
+        "agree": False,
+    }
     assert out["state"]["agree"] is True
-    rating = ag.field_disagreements("rating", [(1, {"scores": {"object": 2, "scene": None}}), (2, {"scores": {"object": 3, "scene": 4}})])
+    rating = ag.field_disagreements(
+        "rating", [(1, {"scores": {"object": 2, "scene": None}}), (2, {"scores": {"object": 3, "scene": 4}})]
+    )
     assert (rating["scores.object"]["agree"], rating["scores.scene"]["agree"]) == (True, False)
     qa = ag.field_disagreements("qa", [(1, {"answer": "a", "flags": []}), (2, {"answer": "A", "flags": ["ambiguous"]})])
     assert (qa["answer"]["agree"], qa["flags"]["agree"]) == (True, False)
@@ -146,7 +188,9 @@ def test_results_agree_and_consensus():
     assert ag.results_agree("qa", [{"answer": "A", "flags": []}, {"answer": "a", "flags": []}])
     assert not ag.results_agree("qa", [{"answer": "A", "flags": ["ambiguous"]}, {"answer": "A", "flags": []}])
     assert not ag.results_agree("qa", [{"answer": "A", "flags": []}])
-    assert ag.results_agree("rating", [{"scores": {"object": 3, "scene": None}}, {"scores": {"object": 4, "scene": None}}])
+    assert ag.results_agree(
+        "rating", [{"scores": {"object": 3, "scene": None}}, {"scores": {"object": 4, "scene": None}}]
+    )
     assert not ag.results_agree("rating", [{"scores": {"object": 2}}, {"scores": {"object": 4}}])
     boxes = [{"bbox": [10, 20, 100, 80], "state": "s"}, {"bbox": [12, 20, 100, 81], "state": "s"}]
     assert ag.results_agree("box", boxes)
@@ -156,12 +200,22 @@ def test_results_agree_and_consensus():
 def test_gold_correct_per_workflow_and_median_seconds():
     assert ag.gold_correct("qa", {"answer": ["A", "C"]}, {"answer": ["C", "A"]}) is True
     assert ag.gold_correct("qa", {"answer": 4}, {"answer": None}) is False
-    assert ag.gold_correct("box", {"bbox": [0, 0, 10, 10], "state": "s"}, {"bbox": [1, 1, 10, 10], "state": "s"}) is True
+    assert (
+        ag.gold_correct("box", {"bbox": [0, 0, 10, 10], "state": "s"}, {"bbox": [1, 1, 10, 10], "state": "s"}) is True
+    )
     assert ag.gold_correct("box", {"bbox": [0, 0, 10, 10], "state": "s"}, {"outcome": "cannot_determine"}) is False
     # The import format keeps a "nothing to label" answer in bbox itself.
     assert ag.gold_correct("box", {"bbox": "nothing_to_label", "state": "s"}, {"outcome": "nothing_to_label"}) is True
-    assert ag.gold_correct("box", {"bbox": "nothing_to_label", "state": "s"}, {"bbox": [0, 0, 5, 5], "state": "s"}) is False
-    assert ag.gold_correct("quintuplet", {"category": "other", "difference": "slight"}, {"category": "other", "difference": "slight"}) is True
+    assert (
+        ag.gold_correct("box", {"bbox": "nothing_to_label", "state": "s"}, {"bbox": [0, 0, 5, 5], "state": "s"})
+        is False
+    )
+    assert (
+        ag.gold_correct(
+            "quintuplet", {"category": "other", "difference": "slight"}, {"category": "other", "difference": "slight"}
+        )
+        is True
+    )
     assert ag.gold_correct("rating", {"gold_scores": {"object": 5}}, {"scores": {"object": 3}}) is False
     assert ag.gold_correct("rating", {}, {"scores": {"object": 3}}) is None
     assert ag.median_seconds([3000, 1000, 2000, 10000]) == 2.5
@@ -198,9 +252,14 @@ def test_streamed_project_agreement_matches_the_list_summaries(workflow):
         if workflow == "qa":
             return {"answer": rng.choice(["A", "b", None, ["A", "C"]]), "flags": []}
         if workflow == "quintuplet":
-            return {"state_a": rng.choice(["The jar.", "jar"]), "state_b": "x", "change": "open",
-                    "change_distractors": ["a", "b", "c"], "category": rng.choice(["functional", "other"]),
-                    "difference": "slight"}
+            return {
+                "state_a": rng.choice(["The jar.", "jar"]),
+                "state_b": "x",
+                "change": "open",
+                "change_distractors": ["a", "b", "c"],
+                "category": rng.choice(["functional", "other"]),
+                "difference": "slight",
+            }
         return {"scores": {c: rng.choice([1, 2, 3, 4, 5, None]) for c in OSC_CRITERIA}}
 
     items = [[result() for _ in range(rng.randint(1, 4))] for _ in range(40)]
@@ -213,7 +272,9 @@ def test_streamed_project_agreement_matches_the_list_summaries(workflow):
         pairs = [ag.pair_agreement("qa", a, b) for results in items for a, b in combinations(results, 2)]
         assert expected["pairwise_agreement"] == round(sum(pairs) / len(pairs), 4)
     else:
-        expected = {"box": ag.box_summary, "quintuplet": ag.quintuplet_summary, "rating": ag.rating_summary}[workflow](items)
+        expected = {"box": ag.box_summary, "quintuplet": ag.quintuplet_summary, "rating": ag.rating_summary}[workflow](
+            items
+        )
     assert stream.summary() == expected
     if workflow == "rating":
         for c in OSC_CRITERIA:
@@ -223,10 +284,12 @@ def test_streamed_project_agreement_matches_the_list_summaries(workflow):
     # ann0 is in every item with a second annotator: its mean over its pairs, computed directly.
     scores = [ag.pair_agreement(workflow, results[0], other) for results in items for other in results[1:]]
     scores = [s for s in scores if s is not None]
-    assert stream.annotator_agreement("ann0") == ((round(sum(scores) / len(scores), 4) if scores else None), len(scores))
+    assert stream.annotator_agreement("ann0") == (
+        (round(sum(scores) / len(scores), 4) if scores else None),
+        len(scores),
+    )
 
 
 def test_group_by_item_yields_each_items_rows_in_order():
     rows = [(1, "a"), (1, "b"), (2, "c"), (5, "d"), (5, "e")]
-    assert list(ag.group_by_item(iter(rows))) == [(1, [(1, "a"), (1, "b")]), (2, [(2, "c")]),
-                                                   (5, [(5, "d"), (5, "e")])]
+    assert list(ag.group_by_item(iter(rows))) == [(1, [(1, "a"), (1, "b")]), (2, [(2, "c")]), (5, [(5, "d"), (5, "e")])]

@@ -1,6 +1,7 @@
 """Annotators' own history (annotation/history.py, annotation/apis/history.py): their recent work
 newest first, amending while the item is not reviewed (the earlier version kept, the amendment the
 one that counts), refused after review."""
+
 from __future__ import annotations
 
 import pytest
@@ -21,8 +22,12 @@ pytestmark = pytest.mark.django_db
 def rated(make_user, make_project):
     """Two raters, two videos rated by both (three annotations per item needed: still pending)."""
     ann, other, rev = make_user("ann"), make_user("other"), make_user("rev")
-    project = make_project("osc", "oscbench", members={ann: Role.ANNOTATOR, other: Role.ANNOTATOR, rev: Role.REVIEWER},
-                           annotations_per_item=2)
+    project = make_project(
+        "osc",
+        "oscbench",
+        members={ann: Role.ANNOTATOR, other: Role.ANNOTATOR, rev: Role.REVIEWER},
+        annotations_per_item=2,
+    )
     for i in range(2):
         make_item(project, f"v{i}")
     annotate_through_queue(project, ann, [valid_result("rating")] * 2)
@@ -39,8 +44,9 @@ def scores(**changes) -> dict:
 def test_recent_work_lists_only_ones_own_newest_first(rated):
     project, ann, other, _ = rated
     mine = own_recent_annotations(user=ann, project=project)
-    assert [r["id"] for r in mine] == list(Annotation.objects.filter(annotator=ann).order_by("-created_at", "-pk")
-                                           .values_list("pk", flat=True))
+    assert [r["id"] for r in mine] == list(
+        Annotation.objects.filter(annotator=ann).order_by("-created_at", "-pk").values_list("pk", flat=True)
+    )
     assert {r["amendable"] for r in mine} == {True} and mine[0]["summary"] == "4 5 4 3 3 N/A 2 3"
     assert not {r["id"] for r in mine} & set(Annotation.objects.filter(annotator=other).values_list("pk", flat=True))
 
@@ -78,8 +84,9 @@ def test_amend_is_validated_and_refused_after_review_or_for_others(rated):
         annotation_amend(annotation_id=annotation.pk, user=ann, result=scores(realism=5))
     annotation.refresh_from_db()
     assert annotation.result == valid_result("rating") and not AnnotationRevision.objects.exists()
-    assert [r["amendable"] for r in own_recent_annotations(user=ann, project=project)
-            if r["id"] == annotation.pk] == [False]
+    assert [r["amendable"] for r in own_recent_annotations(user=ann, project=project) if r["id"] == annotation.pk] == [
+        False
+    ]
 
 
 def test_amend_api_and_page(rated):
@@ -92,10 +99,15 @@ def test_amend_api_and_page(rated):
     detail = client.get(f"/api/annotations/{annotation.pk}/").json()
     assert detail["result"] == annotation.result and detail["amendable"] and detail["item"]["id"] == annotation.item_id
     assert "generator" not in str(detail["item"])  # the annotator-safe payload, as a claim gives it
-    bad = client.post(f"/api/annotations/{annotation.pk}/amend/", {"result": {"scores": {}}}, content_type="application/json")
+    bad = client.post(
+        f"/api/annotations/{annotation.pk}/amend/", {"result": {"scores": {}}}, content_type="application/json"
+    )
     assert bad.status_code == 400 and "scores.subject" in bad.json()["errors"]
-    ok = client.post(f"/api/annotations/{annotation.pk}/amend/", {"result": scores(action=1), "time_spent_ms": 10},
-                     content_type="application/json")
+    ok = client.post(
+        f"/api/annotations/{annotation.pk}/amend/",
+        {"result": scores(action=1), "time_spent_ms": 10},
+        content_type="application/json",
+    )
     assert ok.status_code == 200 and ok.json()["changed"] and ok.json()["result"]["scores"]["action"] == 1
     page = client.get(f"/projects/osc/my-work/{annotation.pk}/")
     assert page.status_code == 200 and f'data-amend="{annotation.pk}"' in page.content.decode()
@@ -107,7 +119,8 @@ def test_amend_api_and_page(rated):
     # After review: 409 with the reason, and the page sends the annotator back with it.
     Item.objects.filter(pk=annotation.item_id).update(status=ItemStatus.VERIFIED)
     client.force_login(ann)
-    refused = client.post(f"/api/annotations/{annotation.pk}/amend/", {"result": scores(action=2)},
-                          content_type="application/json")
+    refused = client.post(
+        f"/api/annotations/{annotation.pk}/amend/", {"result": scores(action=2)}, content_type="application/json"
+    )
     assert refused.status_code == 409 and "reviewed already" in refused.json()["detail"]
     assert client.get(f"/projects/osc/my-work/{annotation.pk}/").status_code == 302

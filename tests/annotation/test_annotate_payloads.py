@@ -1,5 +1,6 @@
 """What an annotator's page gets: suggestions, the listed box state, video fps, a one-text rubric,
 and, on every page and response an annotator can reach, no ground truth or metadata."""
+
 from __future__ import annotations
 
 import pytest
@@ -24,21 +25,35 @@ QA_SUGGESTION_CASES = [
     ("visualtrans", {}, ["B", "a"], ["A", "B"]),
     ("visualtrans", {}, ["Z", "B"], ["B"]),  # Z is no option: dropped
     ("visualtrans", {"format": "count", "options": [], "answer": 5}, [2, "4", -1, True], [4, 2]),
-    ("visualtrans", {"format": "set", "options": [], "answer": ["bowl"]}, [["cup", " lid "], "pan, spoon"],
-     [["pan", "spoon"], ["cup", "lid"]]),
+    (
+        "visualtrans",
+        {"format": "set", "options": [], "answer": ["bowl"]},
+        [["cup", " lid "], "pan, spoon"],
+        [["pan", "spoon"], ["cup", "lid"]],
+    ),
     ("m3verse", {}, [["C", "A"], "B,D"], [["B", "D"], ["A", "C"]]),
-    ("m3verse", {"answer": ["B"], "multiple": False}, [["A", "C"], "b"], ["B"]),  # one correct option: a pair does not fit
+    (
+        "m3verse",
+        {"answer": ["B"], "multiple": False},
+        [["A", "C"], "b"],
+        ["B"],
+    ),  # one correct option: a pair does not fit
 ]
 
 
 @pytest.mark.parametrize("protocol,extra,stored,expected", QA_SUGGESTION_CASES)
-def test_qa_payload_carries_model_suggestions_newest_first_in_the_forms_shape(make_project, protocol, extra, stored, expected):
+def test_qa_payload_carries_model_suggestions_newest_first_in_the_forms_shape(
+    make_project, protocol, extra, stored, expected
+):
     (a,) = make_people(1)
     project = make_project("qa", protocol, members={a: "annotator"})
     item = make_item(project, payload={**PAYLOADS[protocol](), **extra})
     for i, answer in enumerate(stored):
-        Suggestion.objects.create(item=item, source=f"job:{i + 1} tiny-vlm",
-                                  result={"answer": answer, "machine": True, "job": i + 1, "model": "tiny-vlm"})
+        Suggestion.objects.create(
+            item=item,
+            source=f"job:{i + 1} tiny-vlm",
+            result={"answer": answer, "machine": True, "job": i + 1, "model": "tiny-vlm"},
+        )
 
     body = next_item(session_client(a), "qa")["item"]
 
@@ -72,6 +87,7 @@ def test_quintuplet_suggestions_newest_first(make_project):
 
 # --- box: the listed state to confirm or correct -----------------------------------------------
 
+
 def test_box_payload_sends_the_listed_state_among_the_candidates(make_project):
     (a,) = make_people(1)
     project = make_project("boxes", "changeit", members={a: "annotator"})
@@ -91,6 +107,7 @@ def test_box_payload_sends_the_listed_state_among_the_candidates(make_project):
 
 
 # --- rating: fps and the rubric ------------------------------------------------------------------
+
 
 def test_video_payload_carries_fps_and_duration(make_project):
     (a,) = make_people(1)
@@ -140,8 +157,21 @@ def test_a_per_criterion_rubric_has_no_single_text(make_project):
 
 # --- no ground truth on the pages and responses an annotator reaches ----------------------------
 
-TRUTH_KEYS = {"answer", "subtask", "scene", "context", "capabilities", "hallucination", "is_gold", "gold",
-              "external_id", "generator", "scenario", "action_category", "object_category"}
+TRUTH_KEYS = {
+    "answer",
+    "subtask",
+    "scene",
+    "context",
+    "capabilities",
+    "hallucination",
+    "is_gold",
+    "gold",
+    "external_id",
+    "generator",
+    "scenario",
+    "action_category",
+    "object_category",
+}
 
 
 def _keys(value):
@@ -164,19 +194,27 @@ def assert_no_truth(text: str, body, where: str):
     assert not leaked, (where, leaked)
 
 
-@pytest.mark.parametrize("protocol,extra", [
-    ("visualtrans", {}),
-    ("visualtrans", {"format": "count", "options": [], "answer": 86420975}),
-    ("visualtrans", {"format": "set", "options": [], "answer": ["TRUTH-bowl"]}),
-    ("m3verse", {"hallucination": True}),
-])
+@pytest.mark.parametrize(
+    "protocol,extra",
+    [
+        ("visualtrans", {}),
+        ("visualtrans", {"format": "count", "options": [], "answer": 86420975}),
+        ("visualtrans", {"format": "set", "options": [], "answer": ["TRUTH-bowl"]}),
+        ("m3verse", {"hallucination": True}),
+    ],
+)
 @pytest.mark.parametrize("gold", [False, True], ids=["normal", "gold"])
 def test_annotate_page_overview_and_409_bodies_carry_no_truth(make_project, make_user, protocol, extra, gold):
     annotator = make_user("blind")
     rival = make_user("rival")
-    project = make_project("blindqa", protocol, members={annotator: "annotator", rival: "annotator"},
-                           annotations_per_item=1, settings={"gold_share": 1.0} if gold else {},
-                           description="Answer from the media alone.")
+    project = make_project(
+        "blindqa",
+        protocol,
+        members={annotator: "annotator", rival: "annotator"},
+        annotations_per_item=1,
+        settings={"gold_share": 1.0} if gold else {},
+        description="Answer from the media alone.",
+    )
     payload = {**PAYLOADS[protocol](), **extra}
     items = [make_item(project, f"TRUTH-ext-{i}", payload=payload, is_gold=gold) for i in range(3)]
     Suggestion.objects.create(item=items[0], source="job:3 tiny-vlm", result={"answer": "B", "machine": True})
@@ -196,7 +234,9 @@ def test_annotate_page_overview_and_409_bodies_carry_no_truth(make_project, make
     # The hold runs out and the rival takes the item: the late submit is refused (a gold item takes
     # everyone's answer, so there it is stored: annotation/queue/gold.py).
     Task.objects.filter(pk=task_id).update(status="expired")
-    Task.objects.create(item_id=first["item"]["id"], annotator=rival, status="active", lease_expires="2100-01-01T00:00:00Z")
+    Task.objects.create(
+        item_id=first["item"]["id"], annotator=rival, status="active", lease_expires="2100-01-01T00:00:00Z"
+    )
     flagged = {"answer": None, "flags": ["ambiguous"]}  # valid in every answer format
     lost = client.post(f"/api/tasks/{task_id}/submit/", {"result": flagged}, format="json")
     seen.append(("lost submit", lost, lost.json()))
@@ -207,9 +247,16 @@ def test_annotate_page_overview_and_409_bodies_carry_no_truth(make_project, make
     renew = client.post(f"/api/tasks/{second['task']}/renew/")
     seen.append(("renew after submit", renew, renew.json()))
 
-    assert [page.status_code, overview.status_code, saved.status_code, stale.status_code, lost.status_code,
-            done.status_code, again.status_code, renew.status_code] == [200, 200, 200, 409, 201 if gold else 409, 201,
-                                                                        409, 409]
+    assert [
+        page.status_code,
+        overview.status_code,
+        saved.status_code,
+        stale.status_code,
+        lost.status_code,
+        done.status_code,
+        again.status_code,
+        renew.status_code,
+    ] == [200, 200, 200, 409, 201 if gold else 409, 201, 409, 409]
     assert b"Answer from the media alone." in page.content  # the guide is there, the truth is not
     for where, response, body in seen:
         assert_no_truth(response.content.decode(), body, where)

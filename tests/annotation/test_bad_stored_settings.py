@@ -1,6 +1,7 @@
 """Project.settings written straight into the database with a bad value for every key: every reader
 goes through the key's SETTING_RULES check (project_setup.project_setting), takes the default and
 logs a warning, so claiming, submitting, the project's pages and the HF export never answer 5xx."""
+
 from __future__ import annotations
 
 import logging
@@ -18,20 +19,40 @@ from annotation.models import Item, ItemStatus, Project, Role, Task
 from annotation.project_setup import DEFAULT_LEASE_SECONDS, project_setting
 from annotation.releases import release_freeze
 from annotation.selectors import box_candidates, rubric_for, rubric_text_for, shows_suggestions
-from protocols import registry
 from annotation.services import review_decide
+from protocols import registry
 from tests.annotation.work_factories import WORKFLOW, make_item, valid_result
 
 pytestmark = pytest.mark.django_db
 
-BAD = {"gold_share": "often", "lease_seconds": "ten minutes", "auto_verify": "maybe", "suggestions": "sometimes",
-       "rubric": 5, "state_labels": ["sliced apple"], "multiple": "yes please", "disagreement": "strict",
-       "license": ["mit"], "citation": {"bibtex": "@article{x}"}}
+BAD = {
+    "gold_share": "often",
+    "lease_seconds": "ten minutes",
+    "auto_verify": "maybe",
+    "suggestions": "sometimes",
+    "rubric": 5,
+    "state_labels": ["sliced apple"],
+    "multiple": "yes please",
+    "disagreement": "strict",
+    "license": ["mit"],
+    "citation": {"bibtex": "@article{x}"},
+}
 
 
-@pytest.mark.parametrize("key, default", [
-    ("gold_share", 0.0), ("lease_seconds", DEFAULT_LEASE_SECONDS), ("auto_verify", False), ("suggestions", True),
-    ("rubric", None), ("state_labels", {}), ("multiple", None), ("license", "other"), ("citation", "")])
+@pytest.mark.parametrize(
+    "key, default",
+    [
+        ("gold_share", 0.0),
+        ("lease_seconds", DEFAULT_LEASE_SECONDS),
+        ("auto_verify", False),
+        ("suggestions", True),
+        ("rubric", None),
+        ("state_labels", {}),
+        ("multiple", None),
+        ("license", "other"),
+        ("citation", ""),
+    ],
+)
 def test_a_bad_stored_value_reads_as_its_default_with_a_warning(key, default, caplog):
     with caplog.at_level(logging.WARNING, logger="annotation.project_setup"):
         assert project_setting(BAD, key, default, project="lab") == default
@@ -51,11 +72,13 @@ def test_a_good_stored_value_reads_clean_and_a_missing_one_as_its_default(caplog
 
 
 @pytest.mark.parametrize("protocol", ["status", "changeit", "visualtrans", "m3verse", "oscbench"])
-def test_a_project_with_bad_stored_settings_claims_submits_shows_and_exports(protocol, make_user, make_project,
-                                                                              tmp_path):
+def test_a_project_with_bad_stored_settings_claims_submits_shows_and_exports(
+    protocol, make_user, make_project, tmp_path
+):
     ann, res, rev = make_user("ann"), make_user("res"), make_user("rev")
-    project = make_project("lab", protocol, annotations_per_item=1,
-                           members={ann: Role.ANNOTATOR, res: Role.RESEARCHER, rev: Role.REVIEWER})
+    project = make_project(
+        "lab", protocol, annotations_per_item=1, members={ann: Role.ANNOTATOR, res: Role.RESEARCHER, rev: Role.REVIEWER}
+    )
     Project.objects.filter(pk=project.pk).update(settings=BAD)  # as written straight into the database
     project.refresh_from_db()
     item = make_item(project, "one")
@@ -83,8 +106,15 @@ def test_a_project_with_bad_stored_settings_claims_submits_shows_and_exports(pro
     assert bool(rubric_for(project=project)) is (WORKFLOW[protocol] == "rating")
     assert box_candidates(project=project, payload={"object": "apple", "state": "peeled apple"}) == ["peeled apple"]
     pages.force_login(res)
-    for path in ("/projects/lab/", "/projects/lab/settings/", "/projects/lab/studies/", "/projects/lab/review/",
-                 f"/projects/lab/review/{item.pk}/", "/projects/lab/agreement/", "/projects/lab/releases/"):
+    for path in (
+        "/projects/lab/",
+        "/projects/lab/settings/",
+        "/projects/lab/studies/",
+        "/projects/lab/review/",
+        f"/projects/lab/review/{item.pk}/",
+        "/projects/lab/agreement/",
+        "/projects/lab/releases/",
+    ):
         assert pages.get(path).status_code == 200, path
 
     review_decide(item_id=item.pk, reviewer=rev, decision="discard")  # its media are rows without files

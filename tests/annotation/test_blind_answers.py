@@ -1,5 +1,6 @@
 """A QA answer given with a model suggestion on the form is not blind: it is recorded as such and
 left out of the Human row; a project can turn suggestions off to keep every answer blind."""
+
 from __future__ import annotations
 
 import pytest
@@ -23,15 +24,15 @@ def answer_everything(project, people) -> None:
         while (r := client.post(f"/api/projects/{project.slug}/tasks/next/")).status_code == 200:
             body = r.json()
             answer = WRONG if body["item"]["suggestions"] else RIGHT
-            done = client.post(f"/api/tasks/{body['task']}/submit/", {"result": {"answer": answer, "flags": []}},
-                               format="json")
+            done = client.post(
+                f"/api/tasks/{body['task']}/submit/", {"result": {"answer": answer, "flags": []}}, format="json"
+            )
             assert done.status_code == 201, done.content
         assert r.status_code == 204
 
 
 def recorded(project) -> list[tuple[str, bool]]:
-    return sorted(Annotation.objects.filter(item__project=project)
-                  .values_list("item__external_id", "with_suggestion"))
+    return sorted(Annotation.objects.filter(item__project=project).values_list("item__external_id", "with_suggestion"))
 
 
 def board_of(project) -> dict:
@@ -104,8 +105,13 @@ def test_a_suggestion_stored_after_the_answer_does_not_mark_it(make_project):
 def test_agreement_figures_and_auto_verify_use_blind_answers_only(make_project, make_user):
     a, b = make_people(2)
     researcher = make_user("res2")
-    project = make_project("vt", "visualtrans", members={a: "annotator", b: "annotator", researcher: "researcher"},
-                           annotations_per_item=2, settings={"auto_verify": True})
+    project = make_project(
+        "vt",
+        "visualtrans",
+        members={a: "annotator", b: "annotator", researcher: "researcher"},
+        annotations_per_item=2,
+        settings={"auto_verify": True},
+    )
     hinted, plain = make_item(project, "hinted"), make_item(project, "plain")
     Suggestion.objects.create(item=hinted, source="job:1 tiny-vlm", result={"answer": WRONG})
 

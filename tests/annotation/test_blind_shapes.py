@@ -3,6 +3,7 @@ and a raw one, for every protocol — the next-task API's payload (keys, types, 
 values), the annotate page the browser renders, and the submit answer. M3-Verse's single/multiple
 choice comes from the item's own `multiple` field or the project's setting, never the answer.
 """
+
 from __future__ import annotations
 
 import re
@@ -18,11 +19,19 @@ from tests.helpers.clients import session_client
 
 pytestmark = pytest.mark.django_db
 
-MEDIA_KINDS = {"status": {"image_a": "image", "image_b": "image"}, "changeit": {"image": "image"},
-               "visualtrans": {"images": ["image", "image"]},
-               "m3verse": {"video_before": "video", "video_after": "video"}, "oscbench": {"video": "video"}}
-GOLD_EXTRA = {"changeit": {"bbox": [1, 2, 30, 40]}, "visualtrans": {"subtask": "causal"},
-              "m3verse": {"context": "inter", "capabilities": ["spatial"]}, "oscbench": {"scenario": "novel"}}
+MEDIA_KINDS = {
+    "status": {"image_a": "image", "image_b": "image"},
+    "changeit": {"image": "image"},
+    "visualtrans": {"images": ["image", "image"]},
+    "m3verse": {"video_before": "video", "video_after": "video"},
+    "oscbench": {"video": "video"},
+}
+GOLD_EXTRA = {
+    "changeit": {"bbox": [1, 2, 30, 40]},
+    "visualtrans": {"subtask": "causal"},
+    "m3verse": {"context": "inter", "capabilities": ["spatial"]},
+    "oscbench": {"scenario": "novel"},
+}
 # (protocol, changes to the gold payload, project settings)
 CASES = [
     ("status", {}, {}),
@@ -75,8 +84,9 @@ def claim(project, user, *, gold: bool) -> dict:
 
 @pytest.mark.parametrize("protocol,changes,project_settings", CASES)
 def test_gold_and_raw_items_look_the_same_to_an_annotator(make_project, protocol, changes, project_settings):
-    gold_payload = {k: v for k, v in {**PAYLOADS[protocol](), **GOLD_EXTRA.get(protocol, {}), **changes}.items()
-                    if v is not None}
+    gold_payload = {
+        k: v for k, v in {**PAYLOADS[protocol](), **GOLD_EXTRA.get(protocol, {}), **changes}.items() if v is not None
+    }
     raw_payload = raw_of(protocol, gold_payload)
     # Both are what an import would accept: a complete gold line (OSCBench has no known answer:
     # its gold items can only be made in the database) and a raw line.
@@ -84,10 +94,16 @@ def test_gold_and_raw_items_look_the_same_to_an_annotator(make_project, protocol
         assert not isinstance(check_item(protocol, {"id": "g", "gold": True, **gold_payload}), list)
     assert not isinstance(check_item(protocol, {"id": "r", **raw_payload}), list)
     gold_annotator, raw_annotator = make_people(2)
-    project = make_project("blind", protocol, settings=dict(project_settings),
-                           members={gold_annotator: "annotator", raw_annotator: "annotator"})
-    media = {name: [make_asset(k).sha256 for k in kind] if isinstance(kind, list) else make_asset(kind).sha256
-             for name, kind in MEDIA_KINDS[protocol].items()}  # the same files: only the items differ
+    project = make_project(
+        "blind",
+        protocol,
+        settings=dict(project_settings),
+        members={gold_annotator: "annotator", raw_annotator: "annotator"},
+    )
+    media = {
+        name: [make_asset(k).sha256 for k in kind] if isinstance(kind, list) else make_asset(kind).sha256
+        for name, kind in MEDIA_KINDS[protocol].items()
+    }  # the same files: only the items differ
     gold = Item.objects.create(project=project, external_id="g1", payload=gold_payload, media=media, is_gold=True)
     raw = Item.objects.create(project=project, external_id="r1", payload=raw_payload, media=media)
 
@@ -97,8 +113,9 @@ def test_gold_and_raw_items_look_the_same_to_an_annotator(make_project, protocol
     assert (seen_gold["item"]["id"], seen_raw["item"]["id"]) == (gold.pk, raw.pk)
     assert shape(seen_gold) == shape(seen_raw)
     per_task = ("task", "lease_expires")
-    assert {k: v for k, v in seen_gold.items() if k not in (*per_task, "item")} == \
-           {k: v for k, v in seen_raw.items() if k not in (*per_task, "item")}
+    assert {k: v for k, v in seen_gold.items() if k not in (*per_task, "item")} == {
+        k: v for k, v in seen_raw.items() if k not in (*per_task, "item")
+    }
     assert {**seen_gold["item"], "id": None} == {**seen_raw["item"], "id": None}
     # The page the browser renders embeds nothing of the item, so it is the same too.
     gold_client, raw_client = session_client(gold_annotator), session_client(raw_annotator)
@@ -109,23 +126,28 @@ def test_gold_and_raw_items_look_the_same_to_an_annotator(make_project, protocol
         result = {"bbox": [1, 2, 30, 40], "state": "peeled apple"}
     elif gold_payload.get("format") in ("count", "set"):
         result = {"answer": 3 if gold_payload["format"] == "count" else ["cup"], "flags": []}
-    answers = [c.post(f"/api/tasks/{t['task']}/submit/", {"result": result}, format="json")
-               for c, t in ((gold_client, seen_gold), (raw_client, seen_raw))]
+    answers = [
+        c.post(f"/api/tasks/{t['task']}/submit/", {"result": result}, format="json")
+        for c, t in ((gold_client, seen_gold), (raw_client, seen_raw))
+    ]
     assert [a.status_code for a in answers] == [201, 201], [a.content for a in answers]
     ignore = ("id", "task", "item", "created_at")
     echoed = [{k: v for k, v in a.json().items() if k not in ignore} for a in answers]
     assert echoed[0] == echoed[1]
 
 
-@pytest.mark.parametrize("answer,own,project_settings,expected", [
-    (["A", "C"], None, {}, True),  # unsaid: several may be correct (docs/protocols/m3verse.md)
-    (["B"], None, {}, True),
-    (None, None, {}, True),
-    (["A", "C"], None, {"multiple": False}, False),  # the project's setting
-    (None, None, {"multiple": False}, False),
-    (["B"], True, {"multiple": False}, True),  # the item's own field wins
-    (None, False, {}, False),
-])
+@pytest.mark.parametrize(
+    "answer,own,project_settings,expected",
+    [
+        (["A", "C"], None, {}, True),  # unsaid: several may be correct (docs/protocols/m3verse.md)
+        (["B"], None, {}, True),
+        (None, None, {}, True),
+        (["A", "C"], None, {"multiple": False}, False),  # the project's setting
+        (None, None, {"multiple": False}, False),
+        (["B"], True, {"multiple": False}, True),  # the item's own field wins
+        (None, False, {}, False),
+    ],
+)
 def test_m3verse_multiple_comes_from_the_item_or_the_project_never_the_answer(answer, own, project_settings, expected):
     payload = {"options": ["x", "y", "z"]}
     if answer is not None:
@@ -136,12 +158,20 @@ def test_m3verse_multiple_comes_from_the_item_or_the_project_never_the_answer(an
 
 
 def test_m3verse_import_takes_multiple_on_raw_lines_and_checks_it_against_a_known_answer():
-    line = {"id": "m1", "video_before": "a.mp4", "video_after": "b.mp4", "question": "What?",
-            "options": ["x", "y", "z"]}
+    line = {
+        "id": "m1",
+        "video_before": "a.mp4",
+        "video_after": "b.mp4",
+        "question": "What?",
+        "options": ["x", "y", "z"],
+    }
     assert check_item("m3verse", {**line, "multiple": False}).payload["multiple"] is False
-    assert [(e.field, e.reason) for e in check_item("m3verse", {**line, "multiple": "no"})] == \
-           [("multiple", "must be true or false")]
-    refused = check_item("m3verse", {**line, "multiple": False, "answer": ["A", "B"], "context": "intra",
-                                     "capabilities": ["spatial"]})
-    assert [(e.field, e.reason) for e in refused] == \
-           [("answer", "lists 2 letters but the item says multiple: false (one correct option)")]
+    assert [(e.field, e.reason) for e in check_item("m3verse", {**line, "multiple": "no"})] == [
+        ("multiple", "must be true or false")
+    ]
+    refused = check_item(
+        "m3verse", {**line, "multiple": False, "answer": ["A", "B"], "context": "intra", "capabilities": ["spatial"]}
+    )
+    assert [(e.field, e.reason) for e in refused] == [
+        ("answer", "lists 2 letters but the item says multiple: false (one correct option)")
+    ]

@@ -1,6 +1,7 @@
 """One stored form of QA answers (annotation.canonical): an import stores what a submit of the same
 answer stores, item imports store the known answer in the form verification writes, and
 migration 0006 rewrote rows stored before (frozen releases untouched)."""
+
 from __future__ import annotations
 
 import importlib
@@ -29,27 +30,41 @@ def submit(project, user, answer) -> dict:
     return Annotation.objects.get(task_id=body["task"]).result
 
 
-@pytest.mark.parametrize("protocol,payload,given,stored", [
-    ("visualtrans", visualtrans_payload(), "b", "B"),
-    ("visualtrans", visualtrans_payload(), " c ", "C"),
-    ("visualtrans", {**visualtrans_payload(), "format": "count", "options": None, "answer": 3}, 3, 3),
-    ("visualtrans", {**visualtrans_payload(), "format": "set", "options": None, "answer": ["cup"]},
-     ["cup", "  big   bowl"], ["cup", "big bowl"]),
-    ("m3verse", m3verse_payload(), "C,A", ["A", "C"]),
-    # an item that says it has one correct option takes one letter (its own field, never its answer)
-    ("m3verse", {**m3verse_payload(), "answer": ["B"], "multiple": False}, ["B"], "B"),
-    ("m3verse", {**m3verse_payload(), "answer": ["B"]}, ["B"], ["B"]),  # unsaid: several may be correct
-])
-def test_importing_and_submitting_the_same_answer_store_the_same_value(make_project, tmp_path, protocol, payload,
-                                                                      given, stored):
+@pytest.mark.parametrize(
+    "protocol,payload,given,stored",
+    [
+        ("visualtrans", visualtrans_payload(), "b", "B"),
+        ("visualtrans", visualtrans_payload(), " c ", "C"),
+        ("visualtrans", {**visualtrans_payload(), "format": "count", "options": None, "answer": 3}, 3, 3),
+        (
+            "visualtrans",
+            {**visualtrans_payload(), "format": "set", "options": None, "answer": ["cup"]},
+            ["cup", "  big   bowl"],
+            ["cup", "big bowl"],
+        ),
+        ("m3verse", m3verse_payload(), "C,A", ["A", "C"]),
+        # an item that says it has one correct option takes one letter (its own field, never its answer)
+        ("m3verse", {**m3verse_payload(), "answer": ["B"], "multiple": False}, ["B"], "B"),
+        ("m3verse", {**m3verse_payload(), "answer": ["B"]}, ["B"], ["B"]),  # unsaid: several may be correct
+    ],
+)
+def test_importing_and_submitting_the_same_answer_store_the_same_value(
+    make_project, tmp_path, protocol, payload, given, stored
+):
     (annotator,) = make_people(1)
     project = make_project("qa", protocol, members={annotator: "annotator"}, annotations_per_item=2)
     make_item(project, "q1", payload={k: v for k, v in payload.items() if v is not None})
 
     submitted = submit(project, annotator, given)
-    annotations_import(project=project, path=write_lines(tmp_path / "a.jsonl", [
-        {"item": "q1", "annotator": "h1", "answer": given, "flags": []},
-    ]))
+    annotations_import(
+        project=project,
+        path=write_lines(
+            tmp_path / "a.jsonl",
+            [
+                {"item": "q1", "annotator": "h1", "answer": given, "flags": []},
+            ],
+        ),
+    )
     imported = Annotation.objects.get(external_rater="h1").result
 
     assert submitted == imported == {"answer": stored, "flags": []}
@@ -58,24 +73,52 @@ def test_importing_and_submitting_the_same_answer_store_the_same_value(make_proj
 def test_imported_flags_are_stored_once_in_the_submit_order(make_project, tmp_path):
     project = make_project("vt", "visualtrans")
     make_item(project, "q1")
-    annotations_import(project=project, path=write_lines(tmp_path / "a.jsonl", [
-        {"item": "q1", "annotator": "h1", "answer": None, "flags": ["insufficient_evidence", "ambiguous"]},
-    ]))
+    annotations_import(
+        project=project,
+        path=write_lines(
+            tmp_path / "a.jsonl",
+            [
+                {"item": "q1", "annotator": "h1", "answer": None, "flags": ["insufficient_evidence", "ambiguous"]},
+            ],
+        ),
+    )
     assert Annotation.objects.get().result == {"answer": None, "flags": ["ambiguous", "insufficient_evidence"]}
 
 
-VT_LINE = {"id": "v1", "images": ["a.png", "b.png"], "question": "Which?", "format": "choice",
-           "options": ["x", "y", "z"], "answer": " b", "subtask": "global"}
-M3_LINE = {"id": "m1", "video_before": "a.mp4", "video_after": "b.mp4", "question": "What?",
-           "options": ["x", "y", "z"], "answer": ["C", "A"], "context": "intra", "capabilities": ["spatial"]}
+VT_LINE = {
+    "id": "v1",
+    "images": ["a.png", "b.png"],
+    "question": "Which?",
+    "format": "choice",
+    "options": ["x", "y", "z"],
+    "answer": " b",
+    "subtask": "global",
+}
+M3_LINE = {
+    "id": "m1",
+    "video_before": "a.mp4",
+    "video_after": "b.mp4",
+    "question": "What?",
+    "options": ["x", "y", "z"],
+    "answer": ["C", "A"],
+    "context": "intra",
+    "capabilities": ["spatial"],
+}
 
 
-@pytest.mark.parametrize("protocol,line,answer", [
-    ("visualtrans", VT_LINE, "B"),
-    ("visualtrans", {**VT_LINE, "format": "set", "options": None, "answer": ["big   bowl", "cup"]}, ["big bowl", "cup"]),
-    ("visualtrans", {**VT_LINE, "format": "count", "options": None, "answer": 2}, 2),
-    ("m3verse", M3_LINE, ["A", "C"]),
-])
+@pytest.mark.parametrize(
+    "protocol,line,answer",
+    [
+        ("visualtrans", VT_LINE, "B"),
+        (
+            "visualtrans",
+            {**VT_LINE, "format": "set", "options": None, "answer": ["big   bowl", "cup"]},
+            ["big bowl", "cup"],
+        ),
+        ("visualtrans", {**VT_LINE, "format": "count", "options": None, "answer": 2}, 2),
+        ("m3verse", M3_LINE, ["A", "C"]),
+    ],
+)
 def test_item_imports_store_the_known_answer_in_the_verified_form(protocol, line, answer):
     line = {k: v for k, v in line.items() if v is not None}
     # check_item (pass 1, whose rows COPY writes) stores the canonical answer.
@@ -91,18 +134,27 @@ def test_the_migration_rewrites_raw_rows_and_leaves_canonical_ones_and_frozen_re
     single_m3 = make_item(m3, "single", payload={**m3verse_payload(), "answer": ["B"]})
     done = make_item(vt, "done", payload=visualtrans_payload())  # answer "C": canonical already
     rows = {
-        "vt_import": Annotation.objects.create(item=raw_vt, external_rater="h1", source="import",
-                                               result={"answer": "b", "flags": ["insufficient_evidence", "ambiguous"]}),
-        "m3_import": Annotation.objects.create(item=raw_m3, external_rater="h1", source="import",
-                                               result={"answer": "C, A", "flags": []}),
-        "m3_single": Annotation.objects.create(item=single_m3, external_rater="h1", source="import",
-                                               result={"answer": ["b"], "flags": []}),
+        "vt_import": Annotation.objects.create(
+            item=raw_vt,
+            external_rater="h1",
+            source="import",
+            result={"answer": "b", "flags": ["insufficient_evidence", "ambiguous"]},
+        ),
+        "m3_import": Annotation.objects.create(
+            item=raw_m3, external_rater="h1", source="import", result={"answer": "C, A", "flags": []}
+        ),
+        "m3_single": Annotation.objects.create(
+            item=single_m3, external_rater="h1", source="import", result={"answer": ["b"], "flags": []}
+        ),
         # A submit stored its answer in the canonical form when the item took one letter; the
         # migration leaves submits alone even where the item's shape has changed since.
-        "submitted": Annotation.objects.create(item=raw_m3, annotator=make_user(), source="task",
-                                               result={"answer": "A", "flags": []}),
+        "submitted": Annotation.objects.create(
+            item=raw_m3, annotator=make_user(), source="task", result={"answer": "A", "flags": []}
+        ),
     }
-    release = Release.objects.create(project=vt, version="v1", split="test", option_seed=0, checksum="abc", item_count=1)
+    release = Release.objects.create(
+        project=vt, version="v1", split="test", option_seed=0, checksum="abc", item_count=1
+    )
     frozen = ReleaseItem.objects.create(release=release, item=raw_vt, position=0, payload={"id": "raw", "answer": " b"})
 
     assert migration.canonical_item_answers(django_apps, None) == 2

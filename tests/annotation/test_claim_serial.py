@@ -5,6 +5,7 @@ claim skipped the item the first had locked and answered "nothing left" while an
 there for them. The first claim is stopped inside a real function with the last item locked and its
 transaction open; the second runs until it commits or waits on a lock (tests/annotation/db_race.py).
 """
+
 from __future__ import annotations
 
 import types
@@ -35,9 +36,12 @@ def test_a_second_claim_by_the_same_user_waits_and_gets_the_task_the_first_took(
     (item_id,) = make_items_fast(project, 1)
 
     how, first, second = race(
-        monkeypatch, stop_in=stop_after_the_claim_statement(monkeypatch), at="instance",
+        monkeypatch,
+        stop_in=stop_after_the_claim_statement(monkeypatch),
+        at="instance",
         first=lambda: queue_claim_next(project=project, user=annotator),
-        second=lambda: queue_claim_next(project=project, user=annotator))
+        second=lambda: queue_claim_next(project=project, user=annotator),
+    )
 
     assert (first.error, second.error) == (None, None)
     # Without the user's claim lock the second claim skipped the locked item and committed "nothing
@@ -55,9 +59,12 @@ def test_claims_by_different_users_do_not_wait_for_each_other(make_project, monk
     make_items_fast(project, 2)
 
     how, first, second = race(
-        monkeypatch, stop_in=stop_after_the_claim_statement(monkeypatch), at="instance",
+        monkeypatch,
+        stop_in=stop_after_the_claim_statement(monkeypatch),
+        at="instance",
         first=lambda: queue_claim_next(project=project, user=a),
-        second=lambda: queue_claim_next(project=project, user=b))
+        second=lambda: queue_claim_next(project=project, user=b),
+    )
 
     assert (first.error, second.error) == (None, None)
     assert how == "committed"  # b took the other item while a's claim was stopped with its item locked

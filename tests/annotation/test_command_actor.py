@@ -4,6 +4,7 @@ admin or API asks for (researcher or admin of the project); without --actor it n
 says source=cli; an unknown account or a role too low is refused naming it, and nothing is
 written. A project that import_items --create makes is recorded as created, as the new-project
 page records it."""
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,16 @@ from tests.helpers.items import status_payload
 
 pytestmark = pytest.mark.django_db
 
-RATING = {"subject": 4, "object": 5, "action": 3, "osc_accuracy": 2, "osc_consistency": 3, "scene": None, "realism": 4,
-          "aesthetics": 5}
+RATING = {
+    "subject": 4,
+    "object": 5,
+    "action": 3,
+    "osc_accuracy": 2,
+    "osc_consistency": 3,
+    "scene": None,
+    "realism": 4,
+    "aesthetics": 5,
+}
 
 
 @pytest.fixture
@@ -46,22 +55,42 @@ def w(make_user, make_project, tmp_path):
     predictions.write_text(json.dumps({"item": "r1", "query": "sci2", "answer": "A"}) + "\n")
     endpoint_create(name="rnd", backend="random")
     AuditEvent.objects.all().delete()  # the setup's own import
-    return SimpleNamespace(res=res, adm=adm, ann=ann, other=other, root=root, cmd=cmd, osc=osc, tmp=tmp_path,
-                           items=write_sample_dataset(tmp_path / "items", "status", 2), ratings=ratings,
-                           predictions=predictions, export=tmp_path / "out.jsonl")
+    return SimpleNamespace(
+        res=res,
+        adm=adm,
+        ann=ann,
+        other=other,
+        root=root,
+        cmd=cmd,
+        osc=osc,
+        tmp=tmp_path,
+        items=write_sample_dataset(tmp_path / "items", "status", 2),
+        ratings=ratings,
+        predictions=predictions,
+        export=tmp_path / "out.jsonl",
+    )
 
 
 # Each command: its arguments, and the event it records (action, project, object type).
 COMMANDS = {
     "import_items": (lambda w: ["import_items", "cmd", str(w.items)], ("import", "cmd", "items import")),
-    "import_annotations": (lambda w: ["import_annotations", "osc", str(w.ratings)], ("import", "osc", "annotations import")),
+    "import_annotations": (
+        lambda w: ["import_annotations", "osc", str(w.ratings)],
+        ("import", "osc", "annotations import"),
+    ),
     "freeze_release": (lambda w: ["freeze_release", "cmd", "v2"], ("freeze", "cmd", "annotation.release")),
-    "export_release": (lambda w: ["export_release", "cmd", "v1", "--jsonl", "-o", str(w.export)],
-                       ("export", "cmd", "annotation.release")),
-    "import_predictions": (lambda w: ["import_predictions", "cmd", str(w.predictions), "--model", "m", "--release", "v1"],
-                           ("import", "cmd", "inference.inferencejob")),
-    "run_inference": (lambda w: ["run_inference", "--endpoint", "rnd", "--project", "cmd", "--release", "v1",
-                                 "--protocol", "status"], ("launch", "cmd", "inference.inferencejob")),
+    "export_release": (
+        lambda w: ["export_release", "cmd", "v1", "--jsonl", "-o", str(w.export)],
+        ("export", "cmd", "annotation.release"),
+    ),
+    "import_predictions": (
+        lambda w: ["import_predictions", "cmd", str(w.predictions), "--model", "m", "--release", "v1"],
+        ("import", "cmd", "inference.inferencejob"),
+    ),
+    "run_inference": (
+        lambda w: ["run_inference", "--endpoint", "rnd", "--project", "cmd", "--release", "v1", "--protocol", "status"],
+        ("launch", "cmd", "inference.inferencejob"),
+    ),
 }
 
 
@@ -71,8 +100,16 @@ def run(*args: str) -> None:
 
 def state(w) -> tuple:
     """Every row a command could write, and the export file."""
-    return (Project.objects.count(), Item.objects.count(), Annotation.objects.count(), Release.objects.count(),
-            InferenceJob.objects.count(), Prediction.objects.count(), AuditEvent.objects.count(), w.export.exists())
+    return (
+        Project.objects.count(),
+        Item.objects.count(),
+        Annotation.objects.count(),
+        Release.objects.count(),
+        InferenceJob.objects.count(),
+        Prediction.objects.count(),
+        AuditEvent.objects.count(),
+        w.export.exists(),
+    )
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -91,7 +128,12 @@ def test_the_actor_is_recorded(w, command, who):
     run(*args(w), "--actor", getattr(w, who).username)
     event = AuditEvent.objects.get()
     assert (event.action, event.project.slug, event.actor, event.actor_name, event.details["source"]) == (
-        action, project, getattr(w, who), getattr(w, who).username, "cli")
+        action,
+        project,
+        getattr(w, who),
+        getattr(w, who).username,
+        "cli",
+    )
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -110,7 +152,9 @@ def test_an_actor_without_the_role_is_refused_and_nothing_is_written(w, command,
     args, (_action, project, _type) = COMMANDS[command]
     before = state(w)
     user = getattr(w, who)
-    with pytest.raises(CommandError, match=f"--actor: {user.username} is not a researcher \\(or above\\) of project {project}"):
+    with pytest.raises(
+        CommandError, match=f"--actor: {user.username} is not a researcher \\(or above\\) of project {project}"
+    ):
         run(*args(w), "--actor", user.username)
     assert state(w) == before
 
@@ -141,10 +185,26 @@ def test_a_project_created_for_the_actor_makes_them_its_admin(w):
     assert dict(Membership.objects.filter(project=fresh).values_list("user__username", "role")) == {"res": "admin"}
     creation, imported = AuditEvent.objects.order_by("pk")
     assert (creation.action, creation.project, creation.object_id, creation.actor, creation.actor_name) == (
-        "project_create", fresh, str(fresh.pk), w.res, "res")
-    assert creation.details == {"protocol": "status", "annotations_per_item": fresh.annotations_per_item, "settings": {},
-                                "creator_role": "admin", "option_seed": 0, "source": "cli"}
-    assert (imported.action, imported.project, imported.actor, imported.details["created"]) == ("import", fresh, w.res, 2)
+        "project_create",
+        fresh,
+        str(fresh.pk),
+        w.res,
+        "res",
+    )
+    assert creation.details == {
+        "protocol": "status",
+        "annotations_per_item": fresh.annotations_per_item,
+        "settings": {},
+        "creator_role": "admin",
+        "option_seed": 0,
+        "source": "cli",
+    }
+    assert (imported.action, imported.project, imported.actor, imported.details["created"]) == (
+        "import",
+        fresh,
+        w.res,
+        2,
+    )
 
 
 def test_a_project_created_without_actor_is_recorded_as_created_by_nobody(w):
@@ -152,7 +212,9 @@ def test_a_project_created_without_actor_is_recorded_as_created_by_nobody(w):
     fresh = Project.objects.get(slug="fresh")
     assert not Membership.objects.filter(project=fresh).exists()
     assert list(AuditEvent.objects.order_by("pk").values_list("action", "project", "actor", "actor_name")) == [
-        ("project_create", fresh.pk, None, ""), ("import", fresh.pk, None, "")]
+        ("project_create", fresh.pk, None, ""),
+        ("import", fresh.pk, None, ""),
+    ]
     creation = AuditEvent.objects.get(action="project_create")
     assert (creation.details["creator_role"], creation.details["source"]) == (None, "cli")
 
@@ -168,7 +230,11 @@ def test_a_project_created_for_a_release_export_records_its_option_seed(w):
     creation = AuditEvent.objects.get(action="project_create")
     assert (copy.option_seed, copy.protocol) == (42, "status")
     assert (creation.project, creation.actor, creation.details["protocol"], creation.details["option_seed"]) == (
-        copy, w.adm, "status", 42)
+        copy,
+        w.adm,
+        "status",
+        42,
+    )
 
 
 def test_create_of_an_existing_project_records_no_creation(w):
@@ -222,8 +288,11 @@ def test_export_formats_each_record_one_event(w, make_project):
     run("export_release", "media", "v1", "--format", "lmms-eval", "-o", str(w.tmp / "lmms"), "--actor", "adm")
     run("export_release", "media", "v1", "--format", "hf", "-o", str(w.tmp / "hf"))
     rows = list(AuditEvent.objects.filter(action="export").order_by("pk").values_list("actor_name", "details"))
-    assert rows == [("res", {"format": "json", "source": "cli"}), ("adm", {"format": "lmms-eval", "source": "cli"}),
-                    ("", {"format": "hf", "source": "cli"})]
+    assert rows == [
+        ("res", {"format": "json", "source": "cli"}),
+        ("adm", {"format": "lmms-eval", "source": "cli"}),
+        ("", {"format": "hf", "source": "cli"}),
+    ]
 
 
 def test_a_refused_export_records_nothing(w):

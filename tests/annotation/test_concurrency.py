@@ -3,6 +3,7 @@
 Each thread has its own database connection (transactional test database) and closes it at
 the end. Threads start together behind a barrier so claims really race.
 """
+
 from __future__ import annotations
 
 import threading
@@ -16,7 +17,7 @@ from django.db.models import Count
 from annotation.models import Annotation, Item, Review, Task
 from annotation.queue import AlreadySubmitted, TaskConflict, annotation_submit, queue_claim_next
 from annotation.services import review_decide
-from tests.annotation.work_factories import make_items_fast, make_people, valid_result
+from tests.annotation.work_factories import make_items_fast, make_people
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -59,7 +60,9 @@ def next_task_or_none(project, user):
 
 def assert_queue_drained_exactly(project, n_people: int):
     counts = dict(Item.objects.filter(project=project).values_list("id", "annotation_count"))
-    real = dict(Annotation.objects.filter(item__project=project).values("item").annotate(n=Count("id")).values_list("item", "n"))
+    real = dict(
+        Annotation.objects.filter(item__project=project).values("item").annotate(n=Count("id")).values_list("item", "n")
+    )
     assert len(counts) == N_ITEMS
     assert set(counts.values()) == {PER_ITEM}
     assert real == counts
@@ -82,10 +85,15 @@ def test_32_annotators_claim_and_submit_until_the_queue_is_empty(make_project):
     def annotator(user):
         def run():
             while (task := next_task_or_none(project, user)) is not None:
-                out = annotation_submit(task_id=task.pk, user=user, result={"outcome": "cannot_determine"},
-                                        idempotency_key=f"{user.pk}:{task.pk}")
+                out = annotation_submit(
+                    task_id=task.pk,
+                    user=user,
+                    result={"outcome": "cannot_determine"},
+                    idempotency_key=f"{user.pk}:{task.pk}",
+                )
                 with lock:
                     created[out.created] += 1
+
         return run
 
     errors = run_threads([annotator(u) for u in people])
@@ -110,11 +118,13 @@ def test_duplicated_submits_and_two_tabs_never_create_two_annotations(make_proje
             while (task := next_task_or_none(project, user)) is not None:
                 key = f"{user.pk}:{task.pk}" if keyed else None
                 for _ in range(2):
-                    out = annotation_submit(task_id=task.pk, user=user, result={"outcome": "nothing_to_label"},
-                                            idempotency_key=key)
+                    out = annotation_submit(
+                        task_id=task.pk, user=user, result={"outcome": "nothing_to_label"}, idempotency_key=key
+                    )
                     with lock:
                         seen[task.pk].add(out.annotation.pk)
                         created[out.created] += 1
+
         return run
 
     errors = run_threads([tab(u, keyed) for u in people for keyed in (True, False)])
@@ -124,7 +134,8 @@ def test_duplicated_submits_and_two_tabs_never_create_two_annotations(make_proje
     assert created[False] >= N_ITEMS * PER_ITEM  # every task was submitted at least twice
     assert all(len(ids) == 1 for ids in seen.values())
     assert sorted(a for ids in seen.values() for a in ids) == sorted(
-        Annotation.objects.filter(item__project=project).values_list("pk", flat=True))
+        Annotation.objects.filter(item__project=project).values_list("pk", flat=True)
+    )
     assert_queue_drained_exactly(project, 16)
 
 
@@ -148,6 +159,7 @@ def test_two_tabs_racing_with_different_answers_keep_one_and_tell_the_other(make
                     seen = ("conflict", exc.annotation.pk, exc.annotation.result)
                 with lock:
                     outcomes[task.pk].append((seen[0], seen[1], seen[2]))
+
         return run
 
     answers = ({"outcome": "nothing_to_label"}, {"outcome": "cannot_determine"})
@@ -192,8 +204,10 @@ def test_a_claim_never_waits_for_a_held_item_while_it_keeps_another_locked(make_
             with connection.cursor() as cursor:
                 while time.monotonic() < deadline:
                     cursor.execute("SELECT pg_stat_clear_snapshot()")  # a fresh view inside this transaction
-                    cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                                   "AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()")
+                    cursor.execute(
+                        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                        "AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
+                    )
                     if cursor.fetchone()[0]:
                         break
                     time.sleep(0.01)
@@ -229,6 +243,7 @@ def test_two_reviewers_racing_on_one_item_make_one_decision(make_project):
                 outcomes.append(decision)
             except TaskConflict:
                 outcomes.append("conflict")
+
         return run
 
     assert run_threads([decide(r1, "discard"), decide(r2, "discard")]) == []
@@ -260,13 +275,18 @@ def test_16_annotators_all_wanting_one_held_gold_item_each_answer_it_once(make_p
             for _ in range(500):  # bounded: a stuck loop fails the test instead of hanging it
                 task = queue_claim_next(project=project, user=user, rng=always)
                 if task is None:
-                    if Annotation.objects.filter(annotator=user, item_id=gold_pk).exists() and not Task.objects.filter(
-                            item__project=project, status="active").exclude(annotator=leaver).exists():
+                    if (
+                        Annotation.objects.filter(annotator=user, item_id=gold_pk).exists()
+                        and not Task.objects.filter(item__project=project, status="active")
+                        .exclude(annotator=leaver)
+                        .exists()
+                    ):
                         return
                     time.sleep(0.005)
                     continue
                 annotation_submit(task_id=task.pk, user=user, result=result)
             raise AssertionError(f"{user} did not finish")
+
         return run
 
     errors = run_threads([annotator(u) for u in people])
@@ -274,7 +294,9 @@ def test_16_annotators_all_wanting_one_held_gold_item_each_answer_it_once(make_p
     assert errors == []
     gold_answers = Counter(Annotation.objects.filter(item_id=gold_pk).values_list("annotator_id", flat=True))
     assert gold_answers == Counter({u.pk: 1 for u in people})
-    per_item = Counter(Annotation.objects.filter(item__project=project, item__is_gold=False).values_list("item_id", flat=True))
+    per_item = Counter(
+        Annotation.objects.filter(item__project=project, item__is_gold=False).values_list("item_id", flat=True)
+    )
     assert len(per_item) == 32 and set(per_item.values()) == {1}
     assert set(Item.objects.filter(project=project, is_gold=False).values_list("annotation_count", flat=True)) == {1}
     assert Task.objects.get(pk=held.pk).status == "expired"

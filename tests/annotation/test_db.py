@@ -2,6 +2,7 @@
 Django's own cursors it health-checks the persistent connection at the first statement of a
 request, so a connection the server dropped (a PostgreSQL restart) costs no request.
 A whole restart under gunicorn: tests/test_faults.py."""
+
 import psycopg
 import pytest
 from django.db import close_old_connections, connection
@@ -18,9 +19,14 @@ def drop_from_server_side() -> None:
     """What a restart does to an idle connection: the server ends it, the client is not told."""
     backend = connection.connection.info.backend_pid
     settings = connection.settings_dict
-    with psycopg.connect(host=settings["HOST"] or "127.0.0.1", port=settings["PORT"] or 5432,
-                         user=settings["USER"], password=settings["PASSWORD"] or None,
-                         dbname=settings["NAME"], autocommit=True) as admin:
+    with psycopg.connect(
+        host=settings["HOST"] or "127.0.0.1",
+        port=settings["PORT"] or 5432,
+        user=settings["USER"],
+        password=settings["PASSWORD"] or None,
+        dbname=settings["NAME"],
+        autocommit=True,
+    ) as admin:
         admin.execute("SELECT pg_terminate_backend(%s)", (backend,))
         admin.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (backend,))  # gone before we go on
 

@@ -1,4 +1,5 @@
 """`manage.py demo --no-serve` against PostgreSQL: users, sample projects, releases; idempotent."""
+
 from __future__ import annotations
 
 import pytest
@@ -45,7 +46,9 @@ def test_demo_sets_up_every_workflow_and_is_idempotent(tmp_path, capsys):
     ]
     assert first["item_count"] == 60 and first["members"] == 30 and first["ratings"] == 18
     for slug in ("demo-status", "demo-changeit", "demo-visualtrans", "demo-m3verse"):
-        statuses = dict(Item.objects.filter(project__slug=slug).values_list("status").annotate().values_list("status", "project"))
+        statuses = dict(
+            Item.objects.filter(project__slug=slug).values_list("status").annotate().values_list("status", "project")
+        )
         assert set(statuses) == {"pending", "annotated", "verified"}
     assert [(slug, version, n) for slug, version, n, _ in first["releases"]] == [
         ("demo-changeit", "v1", 4),

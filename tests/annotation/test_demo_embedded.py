@@ -7,6 +7,7 @@ production), a repeat submit is answered idempotently, and the researcher's page
 The data directory lives in a temporary folder of its own, not under pytest's: run as root,
 PostgreSQL runs as another user, which must reach the folder (pytest resets its own to 0700).
 """
+
 from __future__ import annotations
 
 import json
@@ -121,18 +122,25 @@ def test_demo_runs_on_the_embedded_postgres_and_every_workflow_takes_an_annotati
         var = Path(folder) / "var"
         env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
         env.update(STATELAB_DATA_DIR=str(var), MEDIA_ROOT=str(var / "media"), STATELAB_CACHE_ROOT=str(var / "cache"))
-        demo = subprocess.run([sys.executable, "manage.py", "demo", "--no-serve"], cwd=ROOT, env=env,
-                              capture_output=True, text=True, timeout=600)
+        demo = subprocess.run(
+            [sys.executable, "manage.py", "demo", "--no-serve"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert demo.returncode == 0, demo.stderr[-3000:]
         assert (var / "postgres" / "PG_VERSION").exists()
         assert not (var / "postgres" / "postmaster.pid").exists()  # stopped when the command ended
 
-        run = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
-                             timeout=600)
+        run = subprocess.run(
+            [sys.executable, "-c", SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+        )
         assert run.returncode == 0, run.stderr[-3000:]
         assert not (var / "postgres" / "postmaster.pid").exists()
     (line,) = [ln for ln in run.stdout.splitlines() if ln.startswith("RESULT ")]
-    got = json.loads(line[len("RESULT "):])
+    got = json.loads(line[len("RESULT ") :])
 
     assert got.pop("server") == {"host": True, "pid_file": True}
     assert got.pop("upload") == {"status": 200, "redirected": True, "refused": True, "names_line": True}

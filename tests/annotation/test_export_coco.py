@@ -1,6 +1,7 @@
 """COCO export of a box release: pycocotools reads it with every box, category and image size
 intact; "nothing to label" / "cannot determine" are image attributes; the zip carries the images;
 other protocols are refused (command, API) and the page does not offer it."""
+
 from __future__ import annotations
 
 import io

@@ -1,6 +1,7 @@
 """A release as a Hugging Face dataset folder: `datasets.load_dataset(DIR)` loads it as is (images
 as the Image feature, videos as files next to the shards, typed columns, the card's metadata),
 and `import_items` reads the folder back losslessly: re-frozen, the copy has the same checksum."""
+
 from __future__ import annotations
 
 import json
@@ -85,22 +86,23 @@ def dealt_to_splits(make_project, tmp_path, splits, per_split=2):
     items_import(project=project, path=path, verified=True)
     pks = list(Item.objects.filter(project=project).order_by("external_id").values_list("pk", flat=True))
     for i, split in enumerate(splits):
-        Item.objects.filter(pk__in=pks[i::len(splits)]).update(split=split)
+        Item.objects.filter(pk__in=pks[i :: len(splits)]).update(split=split)
     return [release_freeze(project=project, version=f"v{i + 1}", split=split) for i, split in enumerate(splits)]
 
 
 def card_meta(folder) -> dict:
     card = (folder / "README.md").read_text()
-    return json.loads(next(line for line in card.splitlines() if line.startswith("statelab: "))[len("statelab: "):])
+    return json.loads(next(line for line in card.splitlines() if line.startswith("statelab: "))[len("statelab: ") :])
 
 
 # `datasets` takes split names matching ^\w+(\.\w+)*$ other than `all`; a StateLab split may hold
 # `-` and dots anywhere, and may be `all`.
 @pytest.mark.parametrize(("split", "hf_split"), [("val-hard", "val_hard"), ("..", "__"), ("All", "All_")])
-def test_a_split_datasets_refuses_loads_renamed_and_imports_back_under_its_own_name(split, hf_split, make_project,
-                                                                                      tmp_path):
+def test_a_split_datasets_refuses_loads_renamed_and_imports_back_under_its_own_name(
+    split, hf_split, make_project, tmp_path
+):
     datasets = pytest.importorskip("datasets")
-    release, = dealt_to_splits(make_project, tmp_path, [split], per_split=3)
+    (release,) = dealt_to_splits(make_project, tmp_path, [split], per_split=3)
     out = tmp_path / "hf"
     call_command("export_release", release.project.slug, "v1", "--format", "hf", "-o", str(out))
 
@@ -139,12 +141,18 @@ def test_splits_that_datasets_would_name_alike_stay_apart_on_import(make_project
 
 def test_typed_columns_license_and_citation_in_the_card(make_project, tmp_path):
     datasets = pytest.importorskip("datasets")
-    release = frozen(make_project, tmp_path, "visualtrans", n=6, license="cc-by-4.0",
-                     citation="@inproceedings{vt, title={VisualTrans}}")
+    release = frozen(
+        make_project,
+        tmp_path,
+        "visualtrans",
+        n=6,
+        license="cc-by-4.0",
+        citation="@inproceedings{vt, title={VisualTrans}}",
+    )
     out = tmp_path / "hf"
     call_command("export_release", release.project.slug, "v1", "--format", "hf", "-o", str(out))
     card = (out / "README.md").read_text()
-    assert card.startswith("---\nlicense: \"cc-by-4.0\"\n")
+    assert card.startswith('---\nlicense: "cc-by-4.0"\n')
     assert "@inproceedings{vt, title={VisualTrans}}" in card
     split = datasets.load_dataset(str(out), cache_dir=str(tmp_path / "hf-cache"))["test"]
     features = split.features
@@ -203,8 +211,19 @@ def test_push_to_hub_needs_the_hf_format_and_a_token(make_project, tmp_path, mon
     release = frozen(make_project, tmp_path, "status", n=2)
     monkeypatch.delenv("HF_TOKEN", raising=False)
     with pytest.raises(CommandError, match="needs --format hf"):
-        call_command("export_release", release.project.slug, "v1", "-o", str(tmp_path / "x.json"), "--push-to-hub", "me/ds")
+        call_command(
+            "export_release", release.project.slug, "v1", "-o", str(tmp_path / "x.json"), "--push-to-hub", "me/ds"
+        )
     with pytest.raises(CommandError, match="HF_TOKEN"):
-        call_command("export_release", release.project.slug, "v1", "--format", "hf", "-o", str(tmp_path / "hf"),
-                     "--push-to-hub", "me/ds")
+        call_command(
+            "export_release",
+            release.project.slug,
+            "v1",
+            "--format",
+            "hf",
+            "-o",
+            str(tmp_path / "hf"),
+            "--push-to-hub",
+            "me/ds",
+        )
     assert (tmp_path / "hf" / "README.md").is_file()

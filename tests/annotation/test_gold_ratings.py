@@ -3,6 +3,7 @@ null where N/A is expected), offered by the queue like every gold item, and a ra
 right when each expected score is met within protocols/oscbench GOLD_TOLERANCE (N/A exactly where
 N/A is expected) — the same verdict in a crowd study's gold accuracy and in the project's
 agreement figures, for submitted and imported ratings alike. Refused imports write nothing."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,7 +15,7 @@ from annotation.importing import ImportRefused, annotations_import, items_import
 from annotation.importing.formats import check_item
 from annotation.importing.samples import make_video, sample_line
 from annotation.models import Annotation, Item, ItemStatus, MediaAsset, Role
-from annotation.selectors import project_agreement
+from annotation.selectors_agreement import project_agreement
 from annotation.studies import participant_rows, study_create
 from protocols.oscbench import CRITERIA as OSC_CRITERIA
 from protocols.oscbench import GOLD_TOLERANCE as RATING_GOLD_TOLERANCE
@@ -53,8 +54,9 @@ def refused(project, path) -> list[str]:
 
 def test_gold_oscbench_items_import_pending_with_their_expected_scores(make_project, media):
     project = make_project("osc", "oscbench")
-    path = write_lines(media / "items.jsonl", [osc_line(0, gold=True, gold_scores=GOLD), osc_line(1),
-                                               osc_line(2, gold=False)])
+    path = write_lines(
+        media / "items.jsonl", [osc_line(0, gold=True, gold_scores=GOLD), osc_line(1), osc_line(2, gold=False)]
+    )
 
     report = items_import(project=project, path=path, verified=True)
 
@@ -92,8 +94,10 @@ def test_gold_oscbench_lines_are_refused_by_line_and_field_and_nothing_is_writte
         osc_line(10, gold=True, gold_scores={"object": 4.0}),
     ]
     criteria = ", ".join(OSC_CRITERIA)
-    shape = (f"must be an object criterion -> a whole number from 1 to 5 (null for N/A: subject and scene only), naming "
-             f"at least one of {criteria}")
+    shape = (
+        f"must be an object criterion -> a whole number from 1 to 5 (null for N/A: subject and scene only), naming "
+        f"at least one of {criteria}"
+    )
 
     assert refused(project, write_lines(media / "items.jsonl", lines)) == [
         "line 1: field gold: a gold oscbench item needs its known answer: give gold_scores too, or drop gold",
@@ -117,10 +121,17 @@ def test_gold_oscbench_lines_are_refused_by_line_and_field_and_nothing_is_writte
 # --- scoring: one verdict everywhere -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("given,right", [
-    (4, True), (4 + RATING_GOLD_TOLERANCE, True), (4 - RATING_GOLD_TOLERANCE, True),
-    (4 + RATING_GOLD_TOLERANCE + 1, False), (4 - RATING_GOLD_TOLERANCE - 1, False), (None, False),
-])
+@pytest.mark.parametrize(
+    "given,right",
+    [
+        (4, True),
+        (4 + RATING_GOLD_TOLERANCE, True),
+        (4 - RATING_GOLD_TOLERANCE, True),
+        (4 + RATING_GOLD_TOLERANCE + 1, False),
+        (4 - RATING_GOLD_TOLERANCE - 1, False),
+        (None, False),
+    ],
+)
 def test_an_expected_score_is_met_within_the_tolerance(given, right):
     assert RATING_GOLD_TOLERANCE == 1  # docs/protocols/oscbench.md, "Agreement": one point apart is the same judgement
     assert gold_correct("rating", {"gold_scores": {"object": 4}}, {"scores": {"object": given}}) is right
@@ -130,16 +141,23 @@ def test_an_expected_score_is_met_within_the_tolerance(given, right):
 
 def test_imported_gold_scores_ratings_in_a_crowd_study_and_in_the_agreement_figures(make_user, make_project, media):
     researcher = make_user("res")
-    project = make_project("crowd", "oscbench", members={researcher: Role.RESEARCHER}, annotations_per_item=1,
-                           settings={"gold_share": 1.0})  # every participant's first task is the gold item
-    items_import(project=project, path=write_lines(media / "items.jsonl", [
-        osc_line(0, gold=True, gold_scores=GOLD), osc_line(1), osc_line(2), osc_line(3)]))
+    project = make_project(
+        "crowd", "oscbench", members={researcher: Role.RESEARCHER}, annotations_per_item=1, settings={"gold_share": 1.0}
+    )  # every participant's first task is the gold item
+    items_import(
+        project=project,
+        path=write_lines(
+            media / "items.jsonl", [osc_line(0, gold=True, gold_scores=GOLD), osc_line(1), osc_line(2), osc_line(3)]
+        ),
+    )
     gold = Item.objects.get(is_gold=True)
     study = study_create(project=project, actor=researcher, **GOLD_GATED_STUDY)
     for pid in ("GOOD", "BAD", "NA"):
         open_study_link(study, pid)
 
-    do_tasks(project, participant_user("GOOD"), [RIGHT, RIGHT], time_spent_ms=30_000)  # the gold item first, then a video
+    do_tasks(
+        project, participant_user("GOOD"), [RIGHT, RIGHT], time_spent_ms=30_000
+    )  # the gold item first, then a video
     do_tasks(project, participant_user("BAD"), [OFF_BY_TWO, RIGHT], time_spent_ms=30_000)
     do_tasks(project, participant_user("NA"), [SCENE_GIVEN], time_spent_ms=30_000)
 
@@ -148,9 +166,13 @@ def test_imported_gold_scores_ratings_in_a_crowd_study_and_in_the_agreement_figu
     assert (gold.status, gold.annotation_count) == (ItemStatus.PENDING, 0)  # gold never counts, never done
     rows = {r["participant_id"]: r for r in participant_rows(study=study)}
     assert {pid: (r["gold_items"], r["gold_correct"], r["gold_accuracy"], r["flagged"]) for pid, r in rows.items()} == {
-        "GOOD": (1, 1, 1.0, False), "BAD": (1, 0, 0.0, True), "NA": (1, 0, 0.0, True),
+        "GOOD": (1, 1, 1.0, False),
+        "BAD": (1, 0, 0.0, True),
+        "NA": (1, 0, 0.0, True),
     }
-    figures = {a["annotator"]: (a["gold_items"], a["gold_accuracy"]) for a in project_agreement(project=project)["annotators"]}
+    figures = {
+        a["annotator"]: (a["gold_items"], a["gold_accuracy"]) for a in project_agreement(project=project)["annotators"]
+    }
     assert sorted(figures.values()) == [(1, 0.0), (1, 0.0), (1, 1.0)]
     assert figures[participant_user("GOOD").username] == (1, 1.0)
 
@@ -159,13 +181,21 @@ def test_imported_ratings_of_a_gold_item_are_scored_and_leave_it_pending(make_pr
     project = make_project("osc", "oscbench", annotations_per_item=1)
     items_import(project=project, path=write_lines(media / "items.jsonl", [osc_line(0, gold=True, gold_scores=GOLD)]))
 
-    report = annotations_import(project=project, path=write_lines(media / "ratings.jsonl", [
-        {"item": "oscbench-00000", "rater": "r1", **RIGHT},
-        {"item": "oscbench-00000", "rater": "r2", **OFF_BY_TWO},
-    ]))
+    report = annotations_import(
+        project=project,
+        path=write_lines(
+            media / "ratings.jsonl",
+            [
+                {"item": "oscbench-00000", "rater": "r1", **RIGHT},
+                {"item": "oscbench-00000", "rater": "r2", **OFF_BY_TWO},
+            ],
+        ),
+    )
 
     assert (report.created, report.items_touched) == (2, 1)
     gold = Item.objects.get()
     assert (gold.status, gold.annotation_count) == (ItemStatus.PENDING, 0)
-    figures = {a["annotator"]: (a["gold_items"], a["gold_accuracy"]) for a in project_agreement(project=project)["annotators"]}
+    figures = {
+        a["annotator"]: (a["gold_items"], a["gold_accuracy"]) for a in project_agreement(project=project)["annotators"]
+    }
     assert figures == {"r1": (1, 1.0), "r2": (1, 0.0)}

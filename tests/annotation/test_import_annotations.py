@@ -1,4 +1,5 @@
 """import_annotations: Likert ratings and blind QA answers from published human studies."""
+
 from __future__ import annotations
 
 import json
@@ -14,7 +15,16 @@ from tests.helpers.files import write_lines
 
 pytestmark = pytest.mark.django_db
 
-FULL = {"subject": 4, "object": 5, "action": 3, "osc_accuracy": 2, "osc_consistency": 3, "scene": None, "realism": 4, "aesthetics": 5}
+FULL = {
+    "subject": 4,
+    "object": 5,
+    "action": 3,
+    "osc_accuracy": 2,
+    "osc_consistency": 3,
+    "scene": None,
+    "realism": 4,
+    "aesthetics": 5,
+}
 
 
 @pytest.fixture
@@ -81,18 +91,22 @@ def test_bad_ratings_are_refused_whole(osc, tmp_path):
         "line 2: field scores.realism: may not be null (only subject and scene may be N/A)",
         "line 3: field scores.action: missing: give a whole number from 1 to 5",
         "line 4: field item: no item 'nope' in project osc",
-        "line 5: field rater: duplicate (item, rater) pair '[\"oscbench-00000\", \"r1\"]' (first on line 1)",
+        'line 5: field rater: duplicate (item, rater) pair \'["oscbench-00000", "r1"]\' (first on line 1)',
     ]
     assert snapshot() == before
 
 
 def test_changed_rating_of_an_existing_pair_is_refused(osc, tmp_path):
-    annotations_import(project=osc, path=write_lines(tmp_path / "a.jsonl", [{"item": "oscbench-00000", "rater": "r1", "scores": FULL}]))
+    annotations_import(
+        project=osc, path=write_lines(tmp_path / "a.jsonl", [{"item": "oscbench-00000", "rater": "r1", "scores": FULL}])
+    )
     before = snapshot()
     with pytest.raises(ImportRefused) as exc:
         annotations_import(
             project=osc,
-            path=write_lines(tmp_path / "b.jsonl", [{"item": "oscbench-00000", "rater": "r1", "scores": {**FULL, "object": 1}}]),
+            path=write_lines(
+                tmp_path / "b.jsonl", [{"item": "oscbench-00000", "rater": "r1", "scores": {**FULL, "object": 1}}]
+            ),
         )
     assert exc.value.errors == ["line 1: field rater: 'r1' already has a different annotation of item 'oscbench-00000'"]
     assert snapshot() == before
@@ -138,26 +152,46 @@ def test_an_imported_answer_passes_the_check_a_submit_of_it_passes(make_project,
     items_import(project=m3, path=write_sample_dataset(tmp_path / "m3", "m3verse", 1), verified=True)
     before = snapshot()
     with pytest.raises(ImportRefused) as exc:
-        annotations_import(project=vt, path=write_lines(tmp_path / "bad.jsonl", [
-            {"item": "visualtrans-00002", "annotator": "h1", "answer": [], "flags": []},
-            {"item": "visualtrans-00002", "annotator": "h2", "answer": ["  "], "flags": []},
-            {"item": "visualtrans-00002", "annotator": "h3", "answer": ["cup"], "flags": []},
-        ]))
+        annotations_import(
+            project=vt,
+            path=write_lines(
+                tmp_path / "bad.jsonl",
+                [
+                    {"item": "visualtrans-00002", "annotator": "h1", "answer": [], "flags": []},
+                    {"item": "visualtrans-00002", "annotator": "h2", "answer": ["  "], "flags": []},
+                    {"item": "visualtrans-00002", "annotator": "h3", "answer": ["cup"], "flags": []},
+                ],
+            ),
+        )
     assert exc.value.errors == [
         "line 1: field answer: Answer the question, or set a flag saying why you cannot.",
         "line 2: field answer: Name at least one object, or set a flag.",
     ]
     with pytest.raises(ImportRefused) as exc:
-        annotations_import(project=m3, path=write_lines(tmp_path / "two.jsonl", [
-            {"item": "m3verse-00000", "annotator": "h1", "answer": "A,C", "flags": []},
-        ]))
-    assert exc.value.errors == ["line 1: field answer: Exactly one option is correct for this question: give one letter."]
+        annotations_import(
+            project=m3,
+            path=write_lines(
+                tmp_path / "two.jsonl",
+                [
+                    {"item": "m3verse-00000", "annotator": "h1", "answer": "A,C", "flags": []},
+                ],
+            ),
+        )
+    assert exc.value.errors == [
+        "line 1: field answer: Exactly one option is correct for this question: give one letter."
+    ]
     assert snapshot() == before
 
-    annotations_import(project=vt, path=write_lines(tmp_path / "flagged.jsonl", [
-        {"item": "visualtrans-00002", "annotator": "h1", "answer": [], "flags": ["insufficient_evidence"]},
-        {"item": "visualtrans-00002", "annotator": "h2", "answer": ["  "], "flags": ["ambiguous"]},
-    ]))
+    annotations_import(
+        project=vt,
+        path=write_lines(
+            tmp_path / "flagged.jsonl",
+            [
+                {"item": "visualtrans-00002", "annotator": "h1", "answer": [], "flags": ["insufficient_evidence"]},
+                {"item": "visualtrans-00002", "annotator": "h2", "answer": ["  "], "flags": ["ambiguous"]},
+            ],
+        ),
+    )
     assert dict(Annotation.objects.values_list("external_rater", "result")) == {
         "h1": {"answer": None, "flags": ["insufficient_evidence"]},
         "h2": {"answer": None, "flags": ["ambiguous"]},
@@ -210,5 +244,8 @@ def test_api_and_page_import_ratings_for_researchers(osc, make_user, client, tmp
     bad.name = "ratings.jsonl"
     page = client.post("/projects/osc/import/", {"file": bad, "kind": "annotations"}, follow=True)
     assert page.status_code == 200 and 'data-status="refused"' in page.content.decode()
-    assert "line 1: field rater: &#x27;r7&#x27; already has a different annotation of item &#x27;oscbench-00001&#x27;" in page.content.decode()
+    assert (
+        "line 1: field rater: &#x27;r7&#x27; already has a different annotation of item &#x27;oscbench-00001&#x27;"
+        in page.content.decode()
+    )
     assert Annotation.objects.get(external_rater="r7").result["scores"]["object"] == 5

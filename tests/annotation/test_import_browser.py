@@ -1,6 +1,7 @@
 """Browser (Debian Chromium via Playwright): a researcher uploads a file, a real Celery worker
 imports it while the run's page follows it, sees a refusal listed by line and field, imports a
 zip, freezes a release and finds it listed with its downloads; the project page shows the counts."""
+
 from __future__ import annotations
 
 import json
@@ -29,7 +30,9 @@ def worker(broker, tmp_path):
     stop_worker(process)
 
 
-def test_researcher_imports_and_freezes_in_the_browser(page, live_server, login, make_user, make_project, tmp_path, worker):
+def test_researcher_imports_and_freezes_in_the_browser(
+    page, live_server, login, make_user, make_project, tmp_path, worker
+):
     researcher = make_user("res")
     make_project("web", "status", members={researcher: Role.RESEARCHER})
     data = tmp_path / "data"

@@ -4,6 +4,7 @@ of each item and no error; an import that cannot get its turn in time is refused
 These run outside a test transaction (transaction=True) so that the importer works as it does for
 the command and the API: its rows stream through COPY on a second connection while it validates.
 """
+
 from __future__ import annotations
 
 import io

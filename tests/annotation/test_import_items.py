@@ -3,6 +3,7 @@
 Every refused import asserts the exact "line N: field F: reason" message and that nothing was
 written: no item, no media asset, no file under MEDIA_ROOT.
 """
+
 from __future__ import annotations
 
 import json
@@ -123,13 +124,18 @@ def test_zip_holding_items_and_media_imports(make_project, data_dir, tmp_path):
 def test_reimporting_the_same_file_changes_nothing(status_project, data_dir, _media_root):
     path = write_sample_dataset(data_dir, "status", 5)
     items_import(project=status_project, path=path)
-    before = list(Item.objects.order_by("id").values_list("id", "external_id", "payload", "media", "status", "updated_at"))
+    before = list(
+        Item.objects.order_by("id").values_list("id", "external_id", "payload", "media", "status", "updated_at")
+    )
     files = stored_files(_media_root)
 
     again = items_import(project=status_project, path=path)
 
     assert (again.created, again.unchanged, again.media_stored) == (0, 5, 0)
-    assert list(Item.objects.order_by("id").values_list("id", "external_id", "payload", "media", "status", "updated_at")) == before
+    assert (
+        list(Item.objects.order_by("id").values_list("id", "external_id", "payload", "media", "status", "updated_at"))
+        == before
+    )
     assert stored_files(_media_root) == files and MediaAsset.objects.count() == 8
 
 
@@ -157,7 +163,9 @@ def test_management_command_creates_the_project_and_reports(data_dir, capsys):
 
 
 def test_management_command_refusal_creates_no_project(data_dir, capsys, _media_root):
-    path = write_lines(data_dir / "bad.jsonl", [{"id": "x", "image": "nope.png", "object": "door", "state": "a closed door"}])
+    path = write_lines(
+        data_dir / "bad.jsonl", [{"id": "x", "image": "nope.png", "object": "door", "state": "a closed door"}]
+    )
     with pytest.raises(CommandError, match="import refused: 1 error"):
         call_command("import_items", "cmd", str(path), "--protocol", "changeit", "--create")
     assert "line 1: field image: nope.png: file not found under the media root" in capsys.readouterr().err
@@ -196,7 +204,9 @@ def test_symlink_leaving_the_media_root_is_refused(status_project, status_media,
 
 def test_missing_media_file_is_refused(status_project, status_media, _media_root):
     path = write_lines(status_media / "items.jsonl", [status_line(0, image_b="img/missing.png")])
-    assert refused(status_project, path) == ["line 1: field image_b: img/missing.png: file not found under the media root"]
+    assert refused(status_project, path) == [
+        "line 1: field image_b: img/missing.png: file not found under the media root"
+    ]
     assert_nothing_written(_media_root)
 
 
@@ -335,7 +345,9 @@ def test_null_lines_json_nested_too_deeply_and_extra_data_are_refused(status_pro
     assert_nothing_written(_media_root)
 
 
-def test_labeled_item_missing_a_label_and_raw_item_imported_as_verified_are_refused(status_project, status_media, _media_root):
+def test_labeled_item_missing_a_label_and_raw_item_imported_as_verified_are_refused(
+    status_project, status_media, _media_root
+):
     partial = status_line(0, difference=None)
     raw = {"id": "raw-1", "image_a": "img/a.png", "image_b": "img/b.png"}
     path = write_lines(status_media / "items.jsonl", [partial, raw])
@@ -387,7 +399,10 @@ def test_raw_qa_items_carry_their_question_and_options(make_project, data_dir, _
 
     items_import(project=vt, path=data_dir / "vt" / "items.jsonl")
     items_import(project=m3, path=data_dir / "m3" / "items.jsonl")
-    assert sorted(Item.objects.values_list("project__slug", "status").distinct()) == [("m3", "pending"), ("vt", "pending")]
+    assert sorted(Item.objects.values_list("project__slug", "status").distinct()) == [
+        ("m3", "pending"),
+        ("vt", "pending"),
+    ]
     choice = Item.objects.get(project=vt, external_id=sample_line("visualtrans", 0)["id"]).payload
     assert choice["format"] == "choice" and len(choice["options"]) == 3 and "answer" not in choice
 
@@ -405,7 +420,9 @@ def test_box_outside_the_image_is_refused(make_project, data_dir, _media_root):
 def test_one_bad_line_after_many_good_ones_writes_nothing(status_project, status_media, _media_root):
     lines = [status_line(i) for i in range(300)] + [status_line(300, image_a="img/none.png")]
     path = write_lines(status_media / "items.jsonl", lines)
-    assert refused(status_project, path) == ["line 301: field image_a: img/none.png: file not found under the media root"]
+    assert refused(status_project, path) == [
+        "line 301: field image_a: img/none.png: file not found under the media root"
+    ]
     assert_nothing_written(_media_root)
 
 
@@ -415,9 +432,11 @@ def test_zip_with_a_symlink_member_is_refused(status_project, status_media, tmp_
         zf.writestr("items.jsonl", json.dumps(status_line(0, image_b="img/link.png")) + "\n")
         zf.write(status_media / "img/a.png", "img/a.png")
         link = zipfile.ZipInfo("img/link.png")
-        link.external_attr = (0o120777 << 16)
+        link.external_attr = 0o120777 << 16
         zf.writestr(link, "/etc/passwd")
-    assert refused(status_project, archive) == ["line 1: field image_b: img/link.png: symlinks inside the zip are refused"]
+    assert refused(status_project, archive) == [
+        "line 1: field image_b: img/link.png: symlinks inside the zip are refused"
+    ]
     assert_nothing_written(_media_root)
 
 
@@ -542,7 +561,9 @@ def test_json_document_is_read_a_piece_at_a_time(tmp_path, monkeypatch):
 
     from annotation.importing import sources
 
-    items = [{"id": f"x{i}", "n": i * 1001, "f": 1.5e-3, "t": True, "s": "é ✓ \\\"q\\\"", "l": [None, i]} for i in range(30)]
+    items = [
+        {"id": f"x{i}", "n": i * 1001, "f": 1.5e-3, "t": True, "s": 'é ✓ \\"q\\"', "l": [None, i]} for i in range(30)
+    ]
     path = json_document(tmp_path / "small.json", items, indent=1, option_seed=12)
     monkeypatch.setattr(sources, "DOC_READ_CHARS", 3)  # every number and literal crosses a chunk border
     source = sources.DirectorySource(path, tmp_path, max_bytes=1)
@@ -591,7 +612,10 @@ def test_verified_reimport_promotes_identical_items(status_project, data_dir, ca
 
     assert "st: 4 lines, 0 items created (none), 2 unchanged, 2 promoted to verified;" in capsys.readouterr().out
     assert dict(Item.objects.values_list("external_id", "status")) == {
-        "status-00000": "verified", "status-00001": "discarded", "status-00002": "verified", "status-00003": "verified",
+        "status-00000": "verified",
+        "status-00001": "discarded",
+        "status-00002": "verified",
+        "status-00003": "verified",
     }
     after = dict(Item.objects.values_list("external_id", "updated_at"))
     assert after["status-00001"] == before["status-00001"] and after["status-00003"] == before["status-00003"]
@@ -615,11 +639,15 @@ def test_verified_reimport_promotes_nothing_when_refused(status_project, data_di
 
 
 def test_gold_items_are_flagged_and_offered_pending(status_project, status_media):
-    path = write_lines(status_media / "items.jsonl", [status_line(0, gold=True), status_line(1), status_line(2, gold=False)])
+    path = write_lines(
+        status_media / "items.jsonl", [status_line(0, gold=True), status_line(1), status_line(2, gold=False)]
+    )
     report = items_import(project=status_project, path=path, verified=True)
     assert report.by_status == {"pending": 1, "verified": 2}
     assert dict(Item.objects.values_list("external_id", "is_gold")) == {
-        "status-00000": True, "status-00001": False, "status-00002": False,
+        "status-00000": True,
+        "status-00001": False,
+        "status-00002": False,
     }
     gold = Item.objects.get(external_id="status-00000")
     assert gold.status == "pending" and "gold" not in gold.payload
@@ -641,8 +669,9 @@ def test_gold_needs_a_complete_item(status_project, status_media, osc_project, d
     # OSCBench's known answer is not a label but the expected rating (tests/annotation/test_gold_ratings.py).
     make_video(data_dir / "clip.mp4", 1)
     path = write_lines(data_dir / "osc.jsonl", [osc_line("clip.mp4") | {"gold": True}])
-    assert refused(osc_project, path) == ["line 1: field gold: a gold oscbench item needs its known answer: "
-                                          "give gold_scores too, or drop gold"]
+    assert refused(osc_project, path) == [
+        "line 1: field gold: a gold oscbench item needs its known answer: give gold_scores too, or drop gold"
+    ]
     assert_nothing_written(_media_root)
 
 

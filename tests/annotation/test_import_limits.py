@@ -3,6 +3,7 @@ refused without being read whole, a zip declaring more than STATELAB_MAX_ZIP_BYT
 refused from its central directory before anything is extracted, and NUL bytes anywhere in a line
 (fields, media paths, annotator ids) are refused with the line and field — an import run with one
 ends with its message instead of staying `running`. All at the production defaults."""
+
 from __future__ import annotations
 
 import json
@@ -70,8 +71,9 @@ def test_a_one_gib_line_is_refused_without_being_read_into_memory(make_project, 
     finally:
         tracemalloc.stop()
 
-    assert errors == [f"line 1: field -: longer than {MiB} bytes (STATELAB_MAX_LINE_BYTES); "
-                      "the file was not read past this line"]
+    assert errors == [
+        f"line 1: field -: longer than {MiB} bytes (STATELAB_MAX_LINE_BYTES); the file was not read past this line"
+    ]
     assert peak < 64 * MiB, f"peak Python allocation {peak / MiB:.0f} MiB"
     assert not Item.objects.exists() and stored(_media_root) == []
 
@@ -86,10 +88,13 @@ def test_a_line_just_over_the_cap_is_refused_and_one_at_the_cap_is_read(make_pro
 
     path = write_lines(tmp_path / "ok.jsonl", [at_cap])
     assert refused(project, path) == ["line 1: field state: longer than 2000 characters"]  # read, then checked
-    over = write_lines(tmp_path / "over.jsonl", [sample_line("changeit", 0, media={"image": "a.png"}),
-                                                 json.dumps({**head, "state": "s" * (filler + 1)})])
-    assert refused(project, over) == [f"line 2: field -: longer than {MiB} bytes (STATELAB_MAX_LINE_BYTES); "
-                                      "the file was not read past this line"]
+    over = write_lines(
+        tmp_path / "over.jsonl",
+        [sample_line("changeit", 0, media={"image": "a.png"}), json.dumps({**head, "state": "s" * (filler + 1)})],
+    )
+    assert refused(project, over) == [
+        f"line 2: field -: longer than {MiB} bytes (STATELAB_MAX_LINE_BYTES); the file was not read past this line"
+    ]
 
 
 def test_annotation_imports_take_the_same_line_cap(make_project, tmp_path):
@@ -98,8 +103,9 @@ def test_annotation_imports_take_the_same_line_cap(make_project, tmp_path):
     path.write_bytes(b'{"item": "' + b"q" * (MiB + 10) + b'"}\n')
     with pytest.raises(ImportRefused) as exc:
         annotations_import(project=project, path=path)
-    assert exc.value.errors == [f"line 1: field -: longer than {MiB} bytes (STATELAB_MAX_LINE_BYTES); "
-                                "the file was not read past this line"]
+    assert exc.value.errors == [
+        f"line 1: field -: longer than {MiB} bytes (STATELAB_MAX_LINE_BYTES); the file was not read past this line"
+    ]
 
 
 # --- zip size ---------------------------------------------------------------------------------------
@@ -132,7 +138,8 @@ def test_a_zip_declaring_more_than_the_cap_is_refused_before_extraction(make_pro
 
     assert refused(project, archive) == [
         f"file: field -: the zip holds {declared} bytes uncompressed, more than the limit of {16 * GiB} bytes "
-        "(STATELAB_MAX_ZIP_BYTES); nothing was extracted"]
+        "(STATELAB_MAX_ZIP_BYTES); nothing was extracted"
+    ]
     assert stored(_media_root) == [] and not MediaAsset.objects.exists()
 
 
@@ -145,21 +152,27 @@ def test_a_zip_under_the_cap_is_read(make_project, tmp_path):
 # --- NUL bytes --------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("changes,field", [
-    ({"image": "a\u0000.png"}, "image"),
-    ({"object": "app\u0000le"}, "object"),
-    ({"distractors": ["ok", "bad\u0000"]}, "distractors[1]"),
-    ({"id": "b\u00001"}, "id"),
-    ({"tags": ["\u0000"]}, "tags[0]"),
-])
-def test_a_nul_byte_anywhere_in_an_item_line_is_refused_with_its_field(make_project, tmp_path, _media_root,
-                                                                       changes, field):
+@pytest.mark.parametrize(
+    "changes,field",
+    [
+        ({"image": "a\u0000.png"}, "image"),
+        ({"object": "app\u0000le"}, "object"),
+        ({"distractors": ["ok", "bad\u0000"]}, "distractors[1]"),
+        ({"id": "b\u00001"}, "id"),
+        ({"tags": ["\u0000"]}, "tags[0]"),
+    ],
+)
+def test_a_nul_byte_anywhere_in_an_item_line_is_refused_with_its_field(
+    make_project, tmp_path, _media_root, changes, field
+):
     project = make_project("boxes", "changeit")
     make_image(tmp_path / "a.png", 0, 0)
     line = {**sample_line("changeit", 0, media={"image": "a.png"}), **changes}
     path = write_lines(tmp_path / "items.jsonl", [sample_line("changeit", 1, media={"image": "a.png"}), line])
 
-    assert refused(project, path) == [f"line 2: field {field}: contains a NUL byte (\\u0000), which is never valid input"]
+    assert refused(project, path) == [
+        f"line 2: field {field}: contains a NUL byte (\\u0000), which is never valid input"
+    ]
     assert not Item.objects.exists() and stored(_media_root) == []
 
 
@@ -172,7 +185,8 @@ def test_a_nul_byte_in_an_imported_annotation_is_refused(make_project, tmp_path)
 
 
 def test_an_import_run_with_a_nul_in_a_media_path_ends_refused_with_its_message(
-        make_project, make_user, eager, django_capture_on_commit_callbacks):
+    make_project, make_user, eager, django_capture_on_commit_callbacks
+):
     user = make_user("res")
     project = make_project("boxes", "changeit")
     line = json.dumps({"id": "b1", "image": "img/a\u0000.png", "object": "apple", "state": "whole apple"})
@@ -183,12 +197,15 @@ def test_an_import_run_with_a_nul_in_a_media_path_ends_refused_with_its_message(
 
     run = ImportRun.objects.get(pk=run.pk)
     assert (run.status, run.errors) == (
-        RunStatus.REFUSED, ["line 1: field image: contains a NUL byte (\\u0000), which is never valid input"])
+        RunStatus.REFUSED,
+        ["line 1: field image: contains a NUL byte (\\u0000), which is never valid input"],
+    )
     assert run.finished_at is not None and not Item.objects.exists()
 
 
-def test_an_upload_named_with_a_nul_is_recorded_without_it(make_project, make_user, eager,
-                                                            django_capture_on_commit_callbacks):
+def test_an_upload_named_with_a_nul_is_recorded_without_it(
+    make_project, make_user, eager, django_capture_on_commit_callbacks
+):
     user = make_user("res")
     project = make_project("boxes", "changeit")
     upload = SimpleUploadedFile("ite\u0000ms.jsonl", b"{}\n")

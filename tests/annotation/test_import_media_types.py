@@ -2,6 +2,7 @@
 what a file is (Pillow's format, the probed container) on an allow-list, never from its name. A
 valid PNG named poly.html is stored as .png; an MP4 named v.html goes through the container check
 and is stored as .mp4; a video in a container on no list is refused whatever its name."""
+
 from __future__ import annotations
 
 import io
@@ -40,17 +41,22 @@ def image_bytes(fmt: str) -> bytes:
     return out.getvalue()
 
 
-@pytest.mark.parametrize("name,content,ext,mime", [
-    ("poly.html", polyglot_png(), ".png", "image/png"),
-    ("poly.htm", polyglot_png(), ".png", "image/png"),
-    ("pic.svg", image_bytes("GIF"), ".gif", "image/gif"),
-    ("pic.js", image_bytes("JPEG"), ".jpg", "image/jpeg"),
-    ("pic.png", image_bytes("JPEG"), ".jpg", "image/jpeg"),  # the name lies about the format
-    ("pic.jpeg", image_bytes("JPEG"), ".jpeg", "image/jpeg"),  # one of the format's own names: kept
-    ("noext", image_bytes("WEBP"), ".webp", "image/webp"),
-], ids=lambda v: v if isinstance(v, str) and not v.startswith(".") and "/" not in v else "")
-def test_an_image_is_stored_under_the_extension_of_its_format(make_project, tmp_path, _media_root,
-                                                               name, content, ext, mime):
+@pytest.mark.parametrize(
+    "name,content,ext,mime",
+    [
+        ("poly.html", polyglot_png(), ".png", "image/png"),
+        ("poly.htm", polyglot_png(), ".png", "image/png"),
+        ("pic.svg", image_bytes("GIF"), ".gif", "image/gif"),
+        ("pic.js", image_bytes("JPEG"), ".jpg", "image/jpeg"),
+        ("pic.png", image_bytes("JPEG"), ".jpg", "image/jpeg"),  # the name lies about the format
+        ("pic.jpeg", image_bytes("JPEG"), ".jpeg", "image/jpeg"),  # one of the format's own names: kept
+        ("noext", image_bytes("WEBP"), ".webp", "image/webp"),
+    ],
+    ids=lambda v: v if isinstance(v, str) and not v.startswith(".") and "/" not in v else "",
+)
+def test_an_image_is_stored_under_the_extension_of_its_format(
+    make_project, tmp_path, _media_root, name, content, ext, mime
+):
     project = make_project("boxes", "changeit")
     (tmp_path / name).write_bytes(content)
 
@@ -103,8 +109,10 @@ def test_a_zipped_mp4_named_html_is_stored_as_mp4(make_project, tmp_path, _media
 def flv(path: Path) -> Path:
     """The same clip in Flash Video, a container on no allow-list."""
     source = make_video(path.with_suffix(".mp4"), 1)
-    proc = subprocess.run([ffmpeg_exe(), "-y", "-v", "error", "-i", str(source), "-c:v", "flv", "-f", "flv", str(path)],
-                          capture_output=True)
+    proc = subprocess.run(
+        [ffmpeg_exe(), "-y", "-v", "error", "-i", str(source), "-c:v", "flv", "-f", "flv", str(path)],
+        capture_output=True,
+    )
     assert proc.returncode == 0, proc.stderr[-300:]
     source.unlink()
     return path

@@ -6,6 +6,7 @@ The import runs as a worker runs it (`import_run_execute` with its heartbeat and
 threads, production intervals) in a thread of the test, held in the middle of its file by
 wrapping a real function of the importer (db_race.Pause): no sleep decides what is seen.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,16 @@ from .db_race import WAIT_S, Pause, Worker
 pytestmark = pytest.mark.django_db(transaction=True)  # the worker's threads read committed rows
 
 LINES = 4000  # 740 KB of JSONL: many of the meter's 64 KiB reads
-SCORES = {"subject": 4, "object": 5, "action": 3, "osc_accuracy": 2, "osc_consistency": 3, "scene": None,
-          "realism": 4, "aesthetics": 5}
+SCORES = {
+    "subject": 4,
+    "object": 5,
+    "action": 3,
+    "osc_accuracy": 2,
+    "osc_consistency": 3,
+    "scene": None,
+    "realism": 4,
+    "aesthetics": 5,
+}
 
 
 class PauseWhen(Pause):
@@ -85,12 +94,14 @@ def through_line(body: bytes, n: int) -> int:
 
 def items_body(n: int) -> bytes:
     write_sample_media(import_media_root(), "changeit")
-    return "".join(json.dumps(sample_line("changeit", i, media=sample_media_paths("changeit", i))) + "\n"
-                   for i in range(n)).encode()
+    return "".join(
+        json.dumps(sample_line("changeit", i, media=sample_media_paths("changeit", i))) + "\n" for i in range(n)
+    ).encode()
 
 
-def test_progress_is_seen_mid_file_by_other_connections_and_reaches_the_end(make_project, researcher, client,
-                                                                          monkeypatch):
+def test_progress_is_seen_mid_file_by_other_connections_and_reaches_the_end(
+    make_project, researcher, client, monkeypatch
+):
     project = make_project("big", "changeit", members={researcher: Role.RESEARCHER})
     body = items_body(LINES)
     run = queue(monkeypatch, project, researcher, "items.jsonl", body)
@@ -125,14 +136,17 @@ def test_progress_is_seen_mid_file_by_other_connections_and_reaches_the_end(make
     assert "run-progress" not in client.get(f"/projects/big/imports/{run.pk}/").content.decode()
 
 
-def test_annotation_progress_is_seen_during_the_write_pass_inside_its_transaction(make_project, researcher, client,
-                                                                                monkeypatch, tmp_path):
+def test_annotation_progress_is_seen_during_the_write_pass_inside_its_transaction(
+    make_project, researcher, client, monkeypatch, tmp_path
+):
     """Annotations are read twice (validate, then write in one transaction on the importing
     connection): held in the second pass, the count is past half and nothing is committed."""
     project = make_project("osc", "oscbench", members={researcher: Role.RESEARCHER})
     items_import(project=project, path=write_sample_dataset(tmp_path / "d", "oscbench", 4))
-    body = "".join(json.dumps({"item": f"oscbench-{i % 4:05d}", "rater": f"r{i // 4}", "scores": SCORES}) + "\n"
-                   for i in range(LINES)).encode()
+    body = "".join(
+        json.dumps({"item": f"oscbench-{i % 4:05d}", "rater": f"r{i // 4}", "scores": SCORES}) + "\n"
+        for i in range(LINES)
+    ).encode()
     run = queue(monkeypatch, project, researcher, "ratings.jsonl", body, kind=ImportKind.ANNOTATIONS)
     calls = iter(range(1, 2 * LINES + 1))
     pause = PauseWhen(annotation_importer._check_line, lambda *args: next(calls) == LINES + LINES // 2)
@@ -183,14 +197,19 @@ def test_a_json_document_is_counted_as_it_is_parsed(tmp_path):
     assert meter.done == meter.total == document.stat().st_size
 
 
-def test_a_refused_run_keeps_how_far_it_read_and_a_queued_one_has_no_progress(make_project, researcher, client,
-                                                                            monkeypatch):
+def test_a_refused_run_keeps_how_far_it_read_and_a_queued_one_has_no_progress(
+    make_project, researcher, client, monkeypatch
+):
     project = make_project("p", "changeit", members={researcher: Role.RESEARCHER})
     body = items_body(10) + b'{"id": "bad"}\n'
     run = queue(monkeypatch, project, researcher, "items.jsonl", body)
     answer = client.get(f"/api/imports/{run.pk}/").json()
     assert (answer["status"], answer["progress"], answer["progress_bytes"], answer["progress_total"]) == (
-        "queued", None, 0, 0)
+        "queued",
+        None,
+        0,
+        0,
+    )
     assert import_run_execute(run.pk) == RunStatus.REFUSED  # eager mode: no threads, the count at the end
     answer = client.get(f"/api/imports/{run.pk}/").json()
     assert (answer["progress"], answer["progress_bytes"], answer["progress_total"]) == (1.0, len(body), len(body))
@@ -226,8 +245,9 @@ def test_a_run_the_watchdog_queues_again_shows_no_progress(make_project, researc
     run = queue(monkeypatch, project, researcher, "items.jsonl", items_body(10))
     monkeypatch.setattr(runs, "enqueue", lambda *args: None)  # (the test is the broker)
     lapsed = timezone.now() - timedelta(seconds=lapse_seconds() + 1)
-    ImportRun.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, attempts=1, heartbeat_at=lapsed,
-                                               progress_bytes=600, progress_total=1000)
+    ImportRun.objects.filter(pk=run.pk).update(
+        status=RunStatus.RUNNING, attempts=1, heartbeat_at=lapsed, progress_bytes=600, progress_total=1000
+    )
     assert client.get(f"/api/imports/{run.pk}/").json()["progress"] == 0.6
     assert runs.import_runs_watch()["requeued"] == 1
     answer = client.get(f"/api/imports/{run.pk}/").json()

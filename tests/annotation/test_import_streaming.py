@@ -4,6 +4,7 @@ not grow with the file (20k vs 200k lines).
 The import runs as `manage.py import_items` in a subprocess against the test database, so its
 peak RSS (VmHWM of its own address space) is the importer's alone.
 """
+
 from __future__ import annotations
 
 import json
@@ -50,7 +51,9 @@ def run_import(slug: str, path: Path, tmp_path: Path) -> tuple[float, int]:
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "config.settings",
-        "DATABASE_URL": f"postgres://{db['USER']}:{db.get('PASSWORD') or ''}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}",
+        "DATABASE_URL": (
+            f"postgres://{db['USER']}:{db.get('PASSWORD') or ''}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}"
+        ),
         "MEDIA_ROOT": str(tmp_path / "media"),
         "STATELAB_CACHE_ROOT": str(tmp_path / "cache"),
     }
@@ -75,8 +78,10 @@ def test_200k_line_import_streams_in_flat_memory(tmp_path):
     assert Item.objects.filter(project__slug="large").count() == 200_000
     assert Item.objects.filter(project__slug="large", status=ItemStatus.ANNOTATED).count() == 200_000
     assert Item.objects.get(project__slug="large", external_id="changeit-199999").payload["object"] == "box"
-    print(f"200k lines: {seconds:.1f} s, {200_000 / seconds:.0f} items/s, peak RSS {rss_large / 2**20:.0f} MiB "
-          f"(20k lines: {rss_small / 2**20:.0f} MiB)")
+    print(
+        f"200k lines: {seconds:.1f} s, {200_000 / seconds:.0f} items/s, peak RSS {rss_large / 2**20:.0f} MiB "
+        f"(20k lines: {rss_small / 2**20:.0f} MiB)"
+    )
     assert rss_large < 300 * 2**20
     # Ten times the lines, (almost) the same memory: nothing is held per line beyond 8 bytes.
     assert rss_large - rss_small < 40 * 2**20

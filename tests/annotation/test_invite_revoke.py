@@ -2,6 +2,7 @@
 project's researchers and admins list the links (never a token or its digest) and revoke an open
 one; the link then answers 410 like a used or expired one; each revocation is in the audit trail;
 a revocation the rules refuse changes nothing."""
+
 from __future__ import annotations
 
 import re
@@ -42,7 +43,11 @@ def test_a_revoked_link_is_gone_and_the_revocation_is_audited(team, make_user):
     assert (revoked.revoked_by, revoked.revoked_at is not None) == (lead, True)
     event = AuditEvent.objects.get(action="invite_revoke")
     assert (event.actor, event.project, event.object_type, event.object_id) == (
-        lead, project, "annotation.projectinvite", str(invite.pk))
+        lead,
+        project,
+        "annotation.projectinvite",
+        str(invite.pk),
+    )
     assert event.details == {"role": "reviewer", "created_by": "lead", "expires_at": invite.expires_at.isoformat()}
     with pytest.raises(InviteGone, match="was revoked on"):
         invite_accept(token=token, user=make_user("late"))
@@ -63,8 +68,12 @@ def test_refused_revocations_change_nothing(team, make_user, make_project):
     theirs, _ = invite_create(project=elsewhere, actor=lead, role="annotator", hours=24)
     rows, events = invite_rows(), AuditEvent.objects.count()
 
-    for invite, message in ((used, "is used already"), (expired, "is expired already"), (done, "is revoked already"),
-                            (for_admins, "for the admin role, above yours")):
+    for invite, message in (
+        (used, "is used already"),
+        (expired, "is expired already"),
+        (done, "is revoked already"),
+        (for_admins, "for the admin role, above yours"),
+    ):
         with pytest.raises(MemberRefused, match=message):
             invite_revoke(project=project, actor=lead, invite_id=invite.pk)
     with pytest.raises(ProjectInvite.DoesNotExist):
@@ -93,16 +102,34 @@ def test_invites_of_filters_by_state(team, make_user):
 def test_the_api_lists_without_tokens_and_revokes(team, make_user):
     project, lead, _boss, ann = team
     client = client_of(lead)
-    made = client.post("/api/projects/jars/invites/", {"role": "annotator", "hours": 48}, content_type="application/json")
+    made = client.post(
+        "/api/projects/jars/invites/", {"role": "annotator", "hours": 48}, content_type="application/json"
+    )
     token = made.json()["url"].rstrip("/").rsplit("/", 1)[1]
     invite = ProjectInvite.objects.get()
     listed = client.get("/api/projects/jars/invites/?state=open")
     assert listed.status_code == 200
     row = listed.json()[0]
-    assert set(row) == {"id", "role", "state", "expires_at", "created_by", "created_at", "used_by", "used_at",
-                        "revoked_by", "revoked_at"}
+    assert set(row) == {
+        "id",
+        "role",
+        "state",
+        "expires_at",
+        "created_by",
+        "created_at",
+        "used_by",
+        "used_at",
+        "revoked_by",
+        "revoked_at",
+    }
     assert (row["id"], row["role"], row["state"], row["created_by"], row["used_by"], row["revoked_at"]) == (
-        invite.pk, "annotator", "open", "lead", "", None)
+        invite.pk,
+        "annotator",
+        "open",
+        "lead",
+        "",
+        None,
+    )
     assert token not in listed.content.decode() and invite.token_sha256 not in listed.content.decode()
     bad = client.get("/api/projects/jars/invites/?state=gone")
     assert bad.status_code == 400 and set(bad.json()["errors"]) == {"state"}

@@ -2,6 +2,7 @@
 StateLab does (its parser is a copy of protocols/kit/answers.py; its aggregation follows
 each protocol's scoring.py), so lmms-eval prints StateLab's figures; ChangeIt's documents ask what
 StateLab's own runs ask, on the crops inference would send. lmms-eval itself runs in tests/lmms."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -10,25 +11,26 @@ import random
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings as hsettings, strategies as st
-
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 from PIL import Image
 
 from annotation.interchange import lmms_eval as writer
 from annotation.protocols import QUERY_KEYS, resolve_queries
-from protocols.changeit import vocabulary as changeit_vocabulary
 from evaluation.scoring.runs import RunAnswer, ScoringItem
-from protocols.changeit import scoring as ci_scoring
-from protocols.changeit.scoring import label_objects as _changeit_label_objects
-from protocols.changeit.scoring import score as score_changeit
-from protocols.kit import answers
-from protocols.m3verse import scoring as m3_scoring
-from protocols.status import scoring as status_scoring
 from inference.media import load_image
 from inference.prompting import MediaPreparer
 from protocols.changeit import prompts as ci_protocol
+from protocols.changeit import scoring as ci_scoring
+from protocols.changeit import vocabulary as changeit_vocabulary
+from protocols.changeit.scoring import label_objects as _changeit_label_objects
+from protocols.changeit.scoring import score as score_changeit
+from protocols.kit import answers
 from protocols.kit.prompting import ItemInput
+from protocols.m3verse import scoring as m3_scoring
 from protocols.normalize import answer_multiset
+from protocols.status import scoring as status_scoring
 from protocols.visualtrans import scoring as vt_scoring
 from tests.lmms import cases
 
@@ -64,19 +66,47 @@ def _vt_records(counts):
     recs = []
     for sub, (ok, total) in counts.items():
         for i in range(total):
-            recs.append({"id": f"{sub}{i}", "query": "qa", "protocol": "visualtrans", "num": int(i < ok), "den": 1,
-                         "parsed": "A", "parse_failure": False, "groups": ["overall", sub], "meta": {}})
+            recs.append(
+                {
+                    "id": f"{sub}{i}",
+                    "query": "qa",
+                    "protocol": "visualtrans",
+                    "num": int(i < ok),
+                    "den": 1,
+                    "parsed": "A",
+                    "parse_failure": False,
+                    "groups": ["overall", sub],
+                    "meta": {},
+                }
+            )
     return recs
 
 
 def test_visualtrans_paper_row():
-    """docs/protocols/visualtrans.md, "Check": GPT-4o's counts print the paper's row (printed-subtask dimension means)."""
-    recs = _vt_records({"fine_grained": (51, 168), "global": (15, 50), "intermediate": (28, 88), "causal": (31, 86),
-                        "planning": (19, 42), "quantitative": (36, 63)})
+    """docs/protocols/visualtrans.md, "Check": GPT-4o's counts print the paper's row (printed-subtask
+    dimension means)."""
+    recs = _vt_records(
+        {
+            "fine_grained": (51, 168),
+            "global": (15, 50),
+            "intermediate": (28, 88),
+            "causal": (31, 86),
+            "planning": (19, 42),
+            "quantitative": (36, 63),
+        }
+    )
     got = {k: str(utils.printed(recs, k)) for k in utils.VISUALTRANS_METRICS}
-    assert got == {"fine_grained": "30.36", "global": "30.00", "spatial_mean": "30.18", "intermediate": "31.82",
-                   "causal": "36.05", "planning": "45.24", "procedural_mean": "37.70", "quantitative": "57.14",
-                   "overall": "36.22"}
+    assert got == {
+        "fine_grained": "30.36",
+        "global": "30.00",
+        "spatial_mean": "30.18",
+        "intermediate": "31.82",
+        "causal": "36.05",
+        "planning": "45.24",
+        "procedural_mean": "37.70",
+        "quantitative": "57.14",
+        "overall": "36.22",
+    }
 
 
 def _vt_lines(n, rng):
@@ -84,18 +114,43 @@ def _vt_lines(n, rng):
     for i in range(n):
         fmt = rng.choice(["choice", "count", "set"])
         options = ["red", "blue", "green", "none"][: rng.randint(2, 4)] if fmt == "choice" else []
-        truth = {"choice": rng.choice("ABCD"[: len(options) or 1]), "count": rng.randint(0, 5),
-                 "set": rng.sample(["cup", "lid", "pan"], rng.randint(1, 3))}[fmt]
-        payload = {"images": ["i.png", "f.png"], "question": "q", "format": fmt, "options": options, "answer": truth,
-                   "subtask": rng.choice(vt_scoring.SUBTASKS), "scene": "s"}
+        truth = {
+            "choice": rng.choice("ABCD"[: len(options) or 1]),
+            "count": rng.randint(0, 5),
+            "set": rng.sample(["cup", "lid", "pan"], rng.randint(1, 3)),
+        }[fmt]
+        payload = {
+            "images": ["i.png", "f.png"],
+            "question": "q",
+            "format": fmt,
+            "options": options,
+            "answer": truth,
+            "subtask": rng.choice(vt_scoring.SUBTASKS),
+            "scene": "s",
+        }
         line = {"id": f"v{i}", **payload, "split": "test", "tags": []}
         line["resolved"] = resolve_queries("visualtrans", line["id"], payload, seed=3)
         lines.append(line)
     return lines
 
 
-_REPLIES = ["A", "b", "C.", "Answer: (D)", "", "3", "There are 2.", "cup, lid", "LID", "pan , cup", "red", "no idea",
-            "A,C", "B and D", "[\"A\"]"]
+_REPLIES = [
+    "A",
+    "b",
+    "C.",
+    "Answer: (D)",
+    "",
+    "3",
+    "There are 2.",
+    "cup, lid",
+    "LID",
+    "pan , cup",
+    "red",
+    "no idea",
+    "A,C",
+    "B and D",
+    '["A"]',
+]
 
 
 def test_visualtrans_scores_match_statelab_scorer(tmp_path):
@@ -109,11 +164,14 @@ def test_visualtrans_scores_match_statelab_scorer(tmp_path):
     replies = [rng.choice(_REPLIES) for _ in docs]
     results = [task_utils.process_results(d, [r]) for d, r in zip(docs, replies)]
     # StateLab's own scoring of the same replies.
-    parsed = [answers.parse_answer("visualtrans", "qa", r, line["resolved"]["qa"]["options"], fmt=line["format"])
-              for r, line in zip(replies, lines)]
+    parsed = [
+        answers.parse_answer("visualtrans", "qa", r, line["resolved"]["qa"]["options"], fmt=line["format"])
+        for r, line in zip(replies, lines)
+    ]
     correct = [vt_scoring.is_correct(line["format"], line["answer"], p) for p, line in zip(parsed, lines)]
-    matrix = vt_scoring.item_matrix([line["subtask"] for line in lines], correct, [True] * len(lines),
-                                    parse_failures=sum(p is None for p in parsed))
+    matrix = vt_scoring.item_matrix(
+        [line["subtask"] for line in lines], correct, [True] * len(lines), parse_failures=sum(p is None for p in parsed)
+    )
     expected = vt_scoring.printed(matrix)
     metrics = json.loads((tmp_path / "t" / "metrics.json").read_text())
     for key in metrics:
@@ -130,10 +188,16 @@ def test_m3verse_scores_match_statelab_scorer(tmp_path):
     rng = random.Random(9)
     lines = []
     for i in range(80):
-        payload = {"video_before": "b.mp4", "video_after": "a.mp4", "question": "q", "options": ["w", "x", "y", "z"],
-                   "answer": sorted(rng.sample("ABCD", rng.randint(1, 3))), "context": rng.choice(["intra", "inter"]),
-                   "capabilities": rng.sample(list(m3_scoring.CAPABILITIES), rng.randint(1, 2)),
-                   "hallucination": rng.random() < 0.2}
+        payload = {
+            "video_before": "b.mp4",
+            "video_after": "a.mp4",
+            "question": "q",
+            "options": ["w", "x", "y", "z"],
+            "answer": sorted(rng.sample("ABCD", rng.randint(1, 3))),
+            "context": rng.choice(["intra", "inter"]),
+            "capabilities": rng.sample(list(m3_scoring.CAPABILITIES), rng.randint(1, 2)),
+            "hallucination": rng.random() < 0.2,
+        }
         line = {"id": f"m{i}", **payload, "split": "test", "tags": []}
         line["resolved"] = resolve_queries("m3verse", line["id"], payload, seed=3)
         lines.append(line)
@@ -142,10 +206,16 @@ def test_m3verse_scores_match_statelab_scorer(tmp_path):
     docs = [json.loads(x) for x in (tmp_path / "t" / "docs.jsonl").read_text().splitlines()]
     replies = [rng.choice(_REPLIES) for _ in docs]
     results = [task_utils.process_results(d, [r]) for d, r in zip(docs, replies)]
-    parsed = [answers.parse_answer("m3verse", "qa", r, line["resolved"]["qa"]["options"]) for r, line in zip(replies, lines)]
-    matrix = m3_scoring.item_matrix([m3_scoring.question_credit(p, line["answer"]) for p, line in zip(parsed, lines)],
-                                    [line["context"] for line in lines], [line["capabilities"] for line in lines],
-                                    [line["hallucination"] for line in lines], parse_failures=sum(p is None for p in parsed))
+    parsed = [
+        answers.parse_answer("m3verse", "qa", r, line["resolved"]["qa"]["options"]) for r, line in zip(replies, lines)
+    ]
+    matrix = m3_scoring.item_matrix(
+        [m3_scoring.question_credit(p, line["answer"]) for p, line in zip(parsed, lines)],
+        [line["context"] for line in lines],
+        [line["capabilities"] for line in lines],
+        [line["hallucination"] for line in lines],
+        parse_failures=sum(p is None for p in parsed),
+    )
     expected = m3_scoring.printed(matrix)
     for key in json.loads((tmp_path / "t" / "metrics.json").read_text()):
         value = task_utils.aggregate([r[key] for r in results])
@@ -159,9 +229,16 @@ def test_status_scores_match_statelab_scorer(tmp_path):
     rng = random.Random(4)
     lines = []
     for i in range(60):
-        payload = {"image_a": "a.png", "image_b": "b.png", "state_a": "a shut door", "state_b": "an open door",
-                   "change": "open the door", "change_distractors": ["shut it", "paint it", "lock it"],
-                   "category": "positional", "difference": "slight"}
+        payload = {
+            "image_a": "a.png",
+            "image_b": "b.png",
+            "state_a": "a shut door",
+            "state_b": "an open door",
+            "change": "open the door",
+            "change_distractors": ["shut it", "paint it", "lock it"],
+            "category": "positional",
+            "difference": "slight",
+        }
         line = {"id": f"s{i}", **payload, "split": "test", "tags": []}
         line["resolved"] = resolve_queries("status", line["id"], payload, seed=3)
         lines.append(line)
@@ -174,10 +251,15 @@ def test_status_scores_match_statelab_scorer(tmp_path):
     by_item = {}
     for d, r in zip(docs, replies):
         line = lines[int(d["id"][1:])]
-        by_item.setdefault(d["id"], {})[d["query"]] = answers.parse_answer("status", d["query"], r,
-                                                                           line["resolved"][d["query"]]["options"])
-    truth = status_scoring.encode_letters([[line["resolved"][q]["answer"] for q in status_scoring.QUERIES] for line in lines])
-    predicted = status_scoring.encode_letters([[by_item[line["id"]][q] for q in status_scoring.QUERIES] for line in lines])
+        by_item.setdefault(d["id"], {})[d["query"]] = answers.parse_answer(
+            "status", d["query"], r, line["resolved"][d["query"]]["options"]
+        )
+    truth = status_scoring.encode_letters(
+        [[line["resolved"][q]["answer"] for q in status_scoring.QUERIES] for line in lines]
+    )
+    predicted = status_scoring.encode_letters(
+        [[by_item[line["id"]][q] for q in status_scoring.QUERIES] for line in lines]
+    )
     matrix = status_scoring.item_matrix(truth, predicted)
     expected = status_scoring.printed(matrix) if hasattr(status_scoring, "printed") else None
     exact = matrix.exact_means()
@@ -191,14 +273,22 @@ def test_status_scores_match_statelab_scorer(tmp_path):
 def _ci_lines(n, rng, boxes=("box", "box", "nothing_to_label", None)):
     """ChangeIt export lines over a vocabulary where "open" and "closed" are states of both the
     door and the box (object accuracy then goes by the first object in release order)."""
-    states = {"apple": ["whole apple", "sliced apple", "peeled apple"], "door": ["open", "closed", "ajar door"],
-              "box": ["open", "closed", "taped box"], "cup": ["full cup", "empty cup"]}
+    states = {
+        "apple": ["whole apple", "sliced apple", "peeled apple"],
+        "door": ["open", "closed", "ajar door"],
+        "box": ["open", "closed", "taped box"],
+        "cup": ["full cup", "empty cup"],
+    }
     payloads = {}
     for i in range(n):
         obj = rng.choice(sorted(states))
         state = rng.choice(states[obj])
-        payload = {"image": f"img/{i % 5}.png", "object": obj, "state": state,
-                   "distractors": rng.sample([s for s in states[obj] if s != state] + ["bruised apple", "dented cup"], 2)}
+        payload = {
+            "image": f"img/{i % 5}.png",
+            "object": obj,
+            "state": state,
+            "distractors": rng.sample([s for s in states[obj] if s != state] + ["bruised apple", "dented cup"], 2),
+        }
         box = rng.choice(boxes)
         if box == "box":
             payload["bbox"] = [rng.randint(0, 40), rng.randint(0, 30), rng.randint(1, 40), rng.randint(1, 30)]
@@ -216,20 +306,32 @@ def test_changeit_scores_match_statelab_scorer(tmp_path):
     for k in range(5):  # 32x24 images: some boxes lie partly or wholly outside them
         (src / "img").mkdir(parents=True, exist_ok=True)
         Image.new("RGB", (32, 24), (50 * k, 80, 120)).save(src / f"img/{k}.png")
-    writer.write_task(tmp_path / "t", {"protocol": "changeit", "item_count": len(lines)}, lines,
-                      media=writer.folder_media(src))
+    writer.write_task(
+        tmp_path / "t", {"protocol": "changeit", "item_count": len(lines)}, lines, media=writer.folder_media(src)
+    )
     task_utils = _load(tmp_path / "t" / "utils.py")
     docs = [json.loads(x) for x in (tmp_path / "t" / "docs.jsonl").read_text().splitlines()]
-    outside = [line["id"] for line in lines if isinstance(line.get("bbox"), list)
-               and (line["bbox"][0] >= 32 or line["bbox"][1] >= 24)]
+    outside = [
+        line["id"]
+        for line in lines
+        if isinstance(line.get("bbox"), list) and (line["bbox"][0] >= 32 or line["bbox"][1] >= 24)
+    ]
     assert outside and not {d["id"] for d in docs if d["query"].endswith(":crop")} & set(outside)
-    replies = [rng.choice(["1", "2", "10", "11", "0", "", "3.", "Answer: 4", "open", "whole apple", "no idea",
-                           "taped box", "7"]) for _ in docs]
+    replies = [
+        rng.choice(
+            ["1", "2", "10", "11", "0", "", "3.", "Answer: 4", "open", "whole apple", "no idea", "taped box", "7"]
+        )
+        for _ in docs
+    ]
     results = [task_utils.process_results(d, [r]) for d, r in zip(docs, replies)]
     # StateLab's own scoring of the same replies; a query without a document has no answer.
-    items = [ScoringItem(key=line["id"], external_id=line["id"], payload=line, resolved=line["resolved"]) for line in lines]
-    run = {(d["id"], d["query"]): RunAnswer(answers.parse_answer("changeit", d["query"], r, d["options"]))
-           for d, r in zip(docs, replies)}
+    items = [
+        ScoringItem(key=line["id"], external_id=line["id"], payload=line, resolved=line["resolved"]) for line in lines
+    ]
+    run = {
+        (d["id"], d["query"]): RunAnswer(answers.parse_answer("changeit", d["query"], r, d["options"]))
+        for d, r in zip(docs, replies)
+    }
     matrix = score_changeit(items, run)
     expected = ci_scoring.printed(matrix)
     metrics = json.loads((tmp_path / "t" / "metrics.json").read_text())
@@ -263,8 +365,13 @@ def test_changeit_documents_and_crops_are_what_inference_asks(tmp_path):
     _exif_rotated(src / "img/rot.jpg", (40, 20))  # shown 20 wide, 40 high
     Image.new("RGB", (30, 30), (9, 9, 9)).save(src / "img/plain.png")
     payloads = {
-        "a-boxed": {"image": "img/rot.jpg", "object": "apple", "state": "whole apple", "distractors": ["sliced apple"],
-                    "bbox": [3, 25, 30, 30]},  # clipped to the upright image: x 3..20, y 25..40
+        "a-boxed": {
+            "image": "img/rot.jpg",
+            "object": "apple",
+            "state": "whole apple",
+            "distractors": ["sliced apple"],
+            "bbox": [3, 25, 30, 30],
+        },  # clipped to the upright image: x 3..20, y 25..40
         "b-nobox": {"image": "img/plain.png", "object": "apple", "state": "sliced apple", "distractors": []},
         "c-unsure": {"image": "img/plain.png", "object": "egg", "state": "raw egg", "bbox": "cannot_determine"},
         "d-outside": {"image": "img/plain.png", "object": "egg", "state": "boiled egg", "bbox": [31, 2, 5, 5]},
@@ -272,8 +379,9 @@ def test_changeit_documents_and_crops_are_what_inference_asks(tmp_path):
     vocabulary = changeit_vocabulary(payloads.values())
     lines = [cases.release_line("changeit", k, p, vocabulary=vocabulary) for k, p in payloads.items()]
     out = tmp_path / "task"
-    summary = writer.write_task(out, {"protocol": "changeit", "project": "ci", "version": "v1"}, lines,
-                                media=writer.folder_media(src))
+    summary = writer.write_task(
+        out, {"protocol": "changeit", "project": "ci", "version": "v1"}, lines, media=writer.folder_media(src)
+    )
     assert summary["documents"] == 4 + 2 + 2 + 2 and summary["media"] == 2 + 1  # 2 images, 1 crop
     docs = [json.loads(x) for x in (out / "docs.jsonl").read_text().splitlines()]
 
@@ -282,19 +390,36 @@ def test_changeit_documents_and_crops_are_what_inference_asks(tmp_path):
     preparer = MediaPreparer(cache_root=tmp_path / "cache", bound=(4096, 4096))
     asked = []
     for line in lines:
-        item = ItemInput(item_pk=0, external_id=line["id"], payload=line, media_paths={"image": str(src / line["image"])},
-                         media_hashes={}, resolved=line["resolved"])
+        item = ItemInput(
+            item_pk=0,
+            external_id=line["id"],
+            payload=line,
+            media_paths={"image": str(src / line["image"])},
+            media_hashes={},
+            resolved=line["resolved"],
+        )
         for query in ci_protocol.build(item, media=preparer, params={}):
             if query.error is None:
-                asked.append((line["id"], query.key, query.prompt.removeprefix("[user]\n<image 1>\n"),
-                              line["resolved"][query.key]["options"], json.dumps(line["resolved"][query.key]["answer"])))
+                asked.append(
+                    (
+                        line["id"],
+                        query.key,
+                        query.prompt.removeprefix("[user]\n<image 1>\n"),
+                        line["resolved"][query.key]["options"],
+                        json.dumps(line["resolved"][query.key]["answer"]),
+                    )
+                )
     assert [(d["id"], d["query"], d["prompt"], d["options"], d["target"]) for d in docs] == asked
     assert [d["query"] for d in docs if d["id"] == "a-boxed"] == list(QUERY_KEYS["changeit"])
     crop = [d["visuals"] for d in docs if d["query"].endswith(":crop")]
     assert crop == [[writer.crop_path("a-boxed")]] * 2 and crop[0][0].startswith("media/statelab-crops/a-boxed-")
     assert [d["visuals"] for d in docs if d["id"] == "b-nobox"] == [["media/img/plain.png"]] * 2
-    assert json.loads(docs[0]["meta"]) == {"object": "apple", "distractors": ["sliced apple"], "strategy": "standard",
-                                           "condition": "full"}
+    assert json.loads(docs[0]["meta"]) == {
+        "object": "apple",
+        "distractors": ["sliced apple"],
+        "strategy": "standard",
+        "condition": "full",
+    }
     # The crop holds exactly the pixels inference sends (load_image with a bound it need not shrink
     # to): the upright image's x 3..20, y 25..40.
     with Image.open(out / crop[0][0]) as got:
@@ -304,21 +429,32 @@ def test_changeit_documents_and_crops_are_what_inference_asks(tmp_path):
         with Image.open(src / "img/rot.jpg") as stored:  # not the stored (sideways) pixels
             assert got.convert("RGB").tobytes() != stored.convert("RGB").crop((3, 5, 20, 20)).tobytes()
     assert json.loads((out / "label_objects.json").read_text()) == {
-        "sliced apple": "apple", "whole apple": "apple", "raw egg": "egg", "boiled egg": "egg"}
+        "sliced apple": "apple",
+        "whole apple": "apple",
+        "raw egg": "egg",
+        "boiled egg": "egg",
+    }
 
 
 def test_unsupported_protocols_and_bad_media_paths(tmp_path):
     # OSCBench's figure is a judge's agreement with human raters, not a model's score on a task.
     with pytest.raises(writer.LmmsExportError, match="oscbench"):
         writer.write_task(tmp_path / "oscbench", {"protocol": "oscbench"}, [])
-    line = {"id": "x", "images": ["../etc/passwd"], "question": "q", "format": "count", "options": [], "answer": 1,
-            "subtask": "global", "resolved": {"qa": {"options": [], "answer": 1}}}
+    line = {
+        "id": "x",
+        "images": ["../etc/passwd"],
+        "question": "q",
+        "format": "count",
+        "options": [],
+        "answer": 1,
+        "subtask": "global",
+        "resolved": {"qa": {"options": [], "answer": 1}},
+    }
     with pytest.raises(writer.LmmsExportError, match="relative path"):
         writer.write_task(tmp_path / "bad", {"protocol": "visualtrans"}, [line])
     line = dict(line, images=["statelab-crops/x.png"])
     with pytest.raises(writer.LmmsExportError, match="box crops"):
         writer.write_task(tmp_path / "bad2", {"protocol": "visualtrans"}, [line])
-
 
 
 @pytest.mark.django_db
@@ -378,8 +514,12 @@ def test_export_release_lmms_refuses_oscbench_and_needs_a_folder(make_project, t
 def _ci_tier_folder(tmp_path):
     """The lmms-eval tier's ChangeIt task (tests/lmms/cases.py), its images written."""
     lines = cases.ci_lines()
-    writer.write_task(tmp_path / "t", {"protocol": "changeit", "item_count": 3}, lines,
-                      media=writer.folder_media(cases.write_ci_images(tmp_path / "src")))
+    writer.write_task(
+        tmp_path / "t",
+        {"protocol": "changeit", "item_count": 3},
+        lines,
+        media=writer.folder_media(cases.write_ci_images(tmp_path / "src")),
+    )
     return tmp_path / "t", lines
 
 
@@ -391,7 +531,10 @@ def test_the_tier_changeit_replies_score_as_worked_out(tmp_path):
     docs = [json.loads(x) for x in (folder / "docs.jsonl").read_text().splitlines()]
     assert sorted((d["id"], d["query"]) for d in docs) == sorted(replies)
     results = [task_utils.process_results(d, [replies[(d["id"], d["query"])]]) for d in docs]
-    got = {key: task_utils.aggregate([r[key] for r in results]) for key in json.loads((folder / "metrics.json").read_text())}
+    got = {
+        key: task_utils.aggregate([r[key] for r in results])
+        for key in json.loads((folder / "metrics.json").read_text())
+    }
     assert got == cases.CI_SCORES
 
 
@@ -406,10 +549,15 @@ def test_the_tier_changeit_replies_score_the_same_in_statelab(make_project, tmp_
     project = make_project("ci-demo", "changeit", option_seed=cases.SEED)
     release = make_release(project, cases.CI_PAYLOADS, seed=cases.SEED)
     lines = cases.ci_lines()
-    assert [ri.payload["resolved"] for ri in release.release_items.order_by("position")] == [l["resolved"] for l in lines]
+    assert [ri.payload["resolved"] for ri in release.release_items.order_by("position")] == [
+        line["resolved"] for line in lines
+    ]
     preds = tmp_path / "preds.jsonl"
-    preds.write_text("".join(json.dumps({"item": i, "query": q, "answer": r}) + "\n"
-                             for (i, q), r in cases.ci_replies(lines).items()))
+    preds.write_text(
+        "".join(
+            json.dumps({"item": i, "query": q, "answer": r}) + "\n" for (i, q), r in cases.ci_replies(lines).items()
+        )
+    )
     call_command("import_predictions", project.slug, str(preds), "--model", "stub", stdout=open(tmp_path / "o", "w"))
     board_file = tmp_path / "board.json"
     with open(board_file, "w") as fh:

@@ -1,5 +1,6 @@
 """The one video probe (annotation.media_probe): with ffprobe, and without it as in the demo, where
 imageio-ffmpeg bundles only an ffmpeg binary and the probe reads `ffmpeg -i` instead."""
+
 from __future__ import annotations
 
 import hashlib
@@ -37,7 +38,12 @@ def test_without_ffprobe_the_probe_reads_ffmpeg_and_gives_the_same_answer(video,
     monkeypatch.setattr(media_probe, "ffprobe_exe", lambda: None)
     without = media_probe.probe_video(video)
     assert (without.width, without.height, without.frame_count, without.fps, without.codec) == (
-        with_ffprobe.width, with_ffprobe.height, with_ffprobe.frame_count, with_ffprobe.fps, with_ffprobe.codec)
+        with_ffprobe.width,
+        with_ffprobe.height,
+        with_ffprobe.frame_count,
+        with_ffprobe.fps,
+        with_ffprobe.codec,
+    )
     assert without.duration == pytest.approx(with_ffprobe.duration, abs=0.01)
     assert set(without.format.split(",")) == set(with_ffprobe.format.split(","))
     # `ffmpeg -i` states no frame count: not counting leaves it unknown (the import then uses fps x duration).
@@ -68,7 +74,13 @@ def test_the_import_records_the_same_video_with_or_without_ffprobe(video, monkey
     monkeypatch.setattr(media_probe, "ffprobe_exe", lambda: None)
     without = inspect_media(video, "video")
     assert without == with_ffprobe
-    assert (without.width, without.height, without.frame_count, without.fps, without.duration) == (320, 240, 20, 10.0, 2.0)
+    assert (without.width, without.height, without.frame_count, without.fps, without.duration) == (
+        320,
+        240,
+        20,
+        10.0,
+        2.0,
+    )
 
 
 # --- phone videos: a stream stored sideways with a rotation players apply -------------------------
@@ -79,15 +91,33 @@ def rotated(tmp_path_factory):
     """160x120 as stored, 20 frames, tagged to be shown turned by 90, 180 and 270 degrees
     counterclockwise (the display matrix's sense)."""
     folder = tmp_path_factory.mktemp("rotated")
-    return {rotation: make_test_video(folder / f"r{rotation}.mp4", seconds=2, size="160x120", rate=10, rotation=rotation)
-            for rotation in (90, 180, 270)}
+    return {
+        rotation: make_test_video(folder / f"r{rotation}.mp4", seconds=2, size="160x120", rate=10, rotation=rotation)
+        for rotation in (90, 180, 270)
+    }
 
 
 def played_size(path) -> tuple[int, int]:
     """The size of the first frame as the ffmpeg binary plays it (it applies the rotation as
     browsers do)."""
-    png = subprocess.run([media_probe.ffmpeg_exe(), "-v", "error", "-i", str(path), "-frames:v", "1",
-                          "-f", "image2pipe", "-c:v", "png", "-"], capture_output=True, check=True).stdout
+    png = subprocess.run(
+        [
+            media_probe.ffmpeg_exe(),
+            "-v",
+            "error",
+            "-i",
+            str(path),
+            "-frames:v",
+            "1",
+            "-f",
+            "image2pipe",
+            "-c:v",
+            "png",
+            "-",
+        ],
+        capture_output=True,
+        check=True,
+    ).stdout
     return Image.open(io.BytesIO(png)).size
 
 
@@ -103,7 +133,9 @@ def decoder_rotation(path) -> int:
 @pytest.mark.parametrize("rotation", [90, 180, 270])
 def test_ffprobe_reports_a_rotated_video_as_shown(rotated, rotation):
     info = media_probe.probe_video(rotated[rotation])
-    assert (info.width, info.height) == played_size(rotated[rotation]) == ((160, 120) if rotation == 180 else (120, 160))
+    assert (
+        (info.width, info.height) == played_size(rotated[rotation]) == ((160, 120) if rotation == 180 else (120, 160))
+    )
     assert info.rotation == decoder_rotation(rotated[rotation]) == rotation
     assert info.frame_count == 20
 
@@ -127,7 +159,8 @@ def test_without_ffprobe_a_rotated_video_is_read_as_shown_from_ffmpeg(rotated, r
     info = media_probe.probe_video(rotated[rotation])
     assert media_probe.ffprobe_exe() is None
     assert (info.width, info.height, info.rotation, info.frame_count) == (
-        (160, 120, 180, 20) if rotation == 180 else (120, 160, rotation, 20))
+        (160, 120, 180, 20) if rotation == 180 else (120, 160, rotation, 20)
+    )
 
 
 def test_an_unrotated_video_reports_no_rotation_with_or_without_ffprobe(video, monkeypatch):
@@ -137,8 +170,21 @@ def test_an_unrotated_video_reports_no_rotation_with_or_without_ffprobe(video, m
     assert [(i.width, i.height, i.rotation) for i in probed] == [(320, 240, 0)] * 2
 
 
-@pytest.mark.parametrize("degrees,turn", [(0, 0), (90, 90), (-90, 270), (-180, 180), (180.0, 180), ("-90.00", 270),
-                                          (270, 270), (360, 0), (89.5, 90), (10, 0)])
+@pytest.mark.parametrize(
+    "degrees,turn",
+    [
+        (0, 0),
+        (90, 90),
+        (-90, 270),
+        (-180, 180),
+        (180.0, 180),
+        ("-90.00", 270),
+        (270, 270),
+        (360, 0),
+        (89.5, 90),
+        (10, 0),
+    ],
+)
 def test_a_rotation_is_taken_to_the_nearest_quarter_turn_as_the_decoder_turns_frames(degrees, turn):
     assert media_probe.quarter_turn(degrees) == turn
 
@@ -146,13 +192,19 @@ def test_a_rotation_is_taken_to_the_nearest_quarter_turn_as_the_decoder_turns_fr
 def test_the_rotate_tag_of_ffmpeg_before_5_counts_clockwise_and_the_matrix_wins():
     """FFmpeg 4 (not installed here) printed a phone video's turn twice: a clockwise ``rotate``
     tag and the counterclockwise display matrix, as for an iPhone portrait clip (its header, abridged)."""
-    header = ("\n    Metadata:\n      rotate          : 90\n      creation_time   : 2020-01-01T00:00:00.000000Z\n"
-              "    Side data:\n      displaymatrix: rotation of -90.00 degrees\n")
+    header = (
+        "\n    Metadata:\n      rotate          : 90\n      creation_time   : 2020-01-01T00:00:00.000000Z\n"
+        "    Side data:\n      displaymatrix: rotation of -90.00 degrees\n"
+    )
     assert media_probe._header_rotation(header) == 270
     assert media_probe._header_rotation(header.split("    Side data")[0]) == 270  # the tag alone says the same
     assert media_probe._header_rotation("\n    Metadata:\n      handler_name    : VideoHandler\n") == 0
-    stream = {"width": 1920, "height": 1080, "tags": {"rotate": "90"},
-              "side_data_list": [{"side_data_type": "Display Matrix", "rotation": -90}]}
+    stream = {
+        "width": 1920,
+        "height": 1080,
+        "tags": {"rotate": "90"},
+        "side_data_list": [{"side_data_type": "Display Matrix", "rotation": -90}],
+    }
     assert media_probe._ffprobe_rotation(stream) == 270
     assert media_probe._ffprobe_rotation({"tags": {"rotate": "90"}}) == 270
     assert media_probe._ffprobe_rotation({"tags": {"rotate": "x"}, "side_data_list": [{"side_data_type": "CPB"}]}) == 0

@@ -2,6 +2,7 @@
 shown, as an image with an EXIF orientation is: the import's inspection, the MediaAsset and the
 item served to annotators say 120x160 for a stream stored 160x120 with a quarter turn, with or
 without ffprobe."""
+
 from __future__ import annotations
 
 import json
@@ -38,8 +39,9 @@ def test_the_import_inspection_records_a_rotated_video_as_shown(phone_video, mon
 
 
 @pytest.mark.django_db
-def test_an_imported_rotated_video_is_stored_and_served_at_its_shown_size(make_project, make_user, tmp_path,
-                                                                         phone_video):
+def test_an_imported_rotated_video_is_stored_and_served_at_its_shown_size(
+    make_project, make_user, tmp_path, phone_video
+):
     annotator = make_user("ann")
     project = make_project("osc", "oscbench", members={annotator: Role.ANNOTATOR})
     lines = tmp_path / "items.jsonl"

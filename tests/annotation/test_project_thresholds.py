@@ -1,6 +1,7 @@
 """Disagreement thresholds set in the app (project_setup.project_thresholds_set, the project
 settings page and API): checked field by field, recorded in the audit trail, and the items waiting
 for review marked again under the new thresholds; a refused change changes nothing."""
+
 from __future__ import annotations
 
 import math
@@ -27,8 +28,9 @@ def team(make_user):
 def rating(make_project, team):
     """Three rated videos: realism spread by 2, by 3, and one already verified (spread 3)."""
     a, b, lead = team
-    project = make_project("thr", "oscbench", annotations_per_item=2,
-                           members={a: Role.ANNOTATOR, b: Role.ANNOTATOR, lead: Role.RESEARCHER})
+    project = make_project(
+        "thr", "oscbench", annotations_per_item=2, members={a: Role.ANNOTATOR, b: Role.ANNOTATOR, lead: Role.RESEARCHER}
+    )
     two, three, settled = (make_item(project, ext) for ext in ("two", "three", "settled"))
     for item, realism in ((two, 4), (three, 5), (settled, 5)):
         annotate_in_turn(project, [a, b], [rating_result(), rating_result(realism=realism)])
@@ -38,22 +40,45 @@ def rating(make_project, team):
 
 # --- checking the values --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("given, clean", [
-    ({"rating_spread": 3}, {"rating_spread": 3}), ({"rating_spread": "4"}, {"rating_spread": 4}),
-    ({"rating_spread": 1.0}, {"rating_spread": 1}), ({"box_iou": "0.3"}, {"box_iou": 0.3}),
-    ({"box_iou": 1}, {"box_iou": 1.0}), ({"box_iou": 0.01}, {"box_iou": 0.01}),
-    ({"quintuplet_fields": ["category", "state_a"]}, {"quintuplet_fields": ["state_a", "category"]}),
-])
+
+@pytest.mark.parametrize(
+    "given, clean",
+    [
+        ({"rating_spread": 3}, {"rating_spread": 3}),
+        ({"rating_spread": "4"}, {"rating_spread": 4}),
+        ({"rating_spread": 1.0}, {"rating_spread": 1}),
+        ({"box_iou": "0.3"}, {"box_iou": 0.3}),
+        ({"box_iou": 1}, {"box_iou": 1.0}),
+        ({"box_iou": 0.01}, {"box_iou": 0.01}),
+        ({"quintuplet_fields": ["category", "state_a"]}, {"quintuplet_fields": ["state_a", "category"]}),
+    ],
+)
 def test_thresholds_clean_takes(given, clean):
     assert thresholds_clean(given) == (clean, {})
 
 
-@pytest.mark.parametrize("given", [
-    {"rating_spread": 0}, {"rating_spread": 5}, {"rating_spread": 2.5}, {"rating_spread": "two"}, {"rating_spread": True},
-    {"rating_spread": ""}, {"box_iou": 0}, {"box_iou": "0"}, {"box_iou": -0.1}, {"box_iou": 1.01}, {"box_iou": "nan"},
-    {"box_iou": math.inf}, {"box_iou": "half"}, {"box_iou": None}, {"quintuplet_fields": []},
-    {"quintuplet_fields": ["state_a", "colour"]}, {"quintuplet_fields": "state_a"},
-])
+@pytest.mark.parametrize(
+    "given",
+    [
+        {"rating_spread": 0},
+        {"rating_spread": 5},
+        {"rating_spread": 2.5},
+        {"rating_spread": "two"},
+        {"rating_spread": True},
+        {"rating_spread": ""},
+        {"box_iou": 0},
+        {"box_iou": "0"},
+        {"box_iou": -0.1},
+        {"box_iou": 1.01},
+        {"box_iou": "nan"},
+        {"box_iou": math.inf},
+        {"box_iou": "half"},
+        {"box_iou": None},
+        {"quintuplet_fields": []},
+        {"quintuplet_fields": ["state_a", "colour"]},
+        {"quintuplet_fields": "state_a"},
+    ],
+)
 def test_thresholds_clean_refuses(given):
     clean, errors = thresholds_clean(given)
     assert clean == {} and list(errors) == list(given)
@@ -61,21 +86,34 @@ def test_thresholds_clean_refuses(given):
 
 # --- the service ----------------------------------------------------------------------------------
 
+
 def test_a_new_rating_spread_re_marks_the_items_waiting_for_review(rating):
     project, lead, two, three, settled = rating
     assert marked_fields(two, three, settled) == [["scores.realism"]] * 3  # the default spread, 2
 
     outcome = project_thresholds_set(project=project, actor=lead, values={"rating_spread": "3"})
 
-    assert outcome == {"changed": True, "thresholds": {**outcome["thresholds"], "rating_spread": 3},
-                       "items_remarked": 2, "items_marked": 1}
-    assert marked_fields(two, three, settled) == [[], ["scores.realism"], ["scores.realism"]]  # the verified one kept its mark
+    assert outcome == {
+        "changed": True,
+        "thresholds": {**outcome["thresholds"], "rating_spread": 3},
+        "items_remarked": 2,
+        "items_marked": 1,
+    }
+    assert marked_fields(two, three, settled) == [
+        [],
+        ["scores.realism"],
+        ["scores.realism"],
+    ]  # the verified one kept its mark
     project.refresh_from_db()
     assert project.settings["disagreement"] == {"rating_spread": 3}
     event = AuditEvent.objects.get(action="project_settings")
     assert (event.actor, event.project, event.object_id) == (lead, project, str(project.pk))
-    assert event.details == {"disagreement": {"rating_spread": {"before": 2, "after": 3}}, "set": {"rating_spread": 3},
-                             "items_remarked": 2, "items_marked": 1}
+    assert event.details == {
+        "disagreement": {"rating_spread": {"before": 2, "after": 3}},
+        "set": {"rating_spread": 3},
+        "items_remarked": 2,
+        "items_marked": 1,
+    }
 
     # Back to 2: the item is marked again.
     project_thresholds_set(project=project, actor=lead, values={"rating_spread": 2})
@@ -108,23 +146,40 @@ def test_setting_the_stored_value_again_changes_nothing(rating):
 
 # --- the API and the page -------------------------------------------------------------------------
 
+
 def test_box_iou_over_the_api(make_project, team):
     a, b, lead = team
-    project = make_project("boxes", "changeit", annotations_per_item=2,
-                           members={a: Role.ANNOTATOR, b: Role.ANNOTATOR, lead: Role.RESEARCHER})
+    project = make_project(
+        "boxes",
+        "changeit",
+        annotations_per_item=2,
+        members={a: Role.ANNOTATOR, b: Role.ANNOTATOR, lead: Role.RESEARCHER},
+    )
     item = make_item(project)
-    annotate_in_turn(project, [a, b], [{"bbox": [0, 0, 100, 100], "state": "peeled apple"},
-                               {"bbox": [40, 0, 100, 100], "state": "peeled apple"}])  # IoU 0.43
+    annotate_in_turn(
+        project,
+        [a, b],
+        [{"bbox": [0, 0, 100, 100], "state": "peeled apple"}, {"bbox": [40, 0, 100, 100], "state": "peeled apple"}],
+    )  # IoU 0.43
     assert marked_fields(item) == [["bbox"]]
     client = Client()
     client.force_login(lead)
     url = "/api/projects/boxes/settings/disagreement/"
 
-    assert client.get(url).json() == {"workflow": "box", "settable": ["box_iou"], "thresholds": {
-        "rating_spread": 2, "box_iou": 0.5, "quintuplet_fields": ["state_a", "state_b", "change", "change_distractors",
-                                                                  "category", "difference"]}}
+    assert client.get(url).json() == {
+        "workflow": "box",
+        "settable": ["box_iou"],
+        "thresholds": {
+            "rating_spread": 2,
+            "box_iou": 0.5,
+            "quintuplet_fields": ["state_a", "state_b", "change", "change_distractors", "category", "difference"],
+        },
+    }
     refused = client.patch(url, {"box_iou": 0}, content_type="application/json")
-    assert (refused.status_code, refused.json()["errors"]) == (400, {"box_iou": "An overlap (IoU) above 0 and at most 1, e.g. 0.5."})
+    assert (refused.status_code, refused.json()["errors"]) == (
+        400,
+        {"box_iou": "An overlap (IoU) above 0 and at most 1, e.g. 0.5."},
+    )
     foreign = client.patch(url, {"rating_spread": 3}, content_type="application/json")
     assert (foreign.status_code, list(foreign.json()["errors"])) == (400, ["rating_spread"])
     unknown = client.patch(url, {"iou": 0.4}, content_type="application/json")
@@ -134,15 +189,20 @@ def test_box_iou_over_the_api(make_project, team):
     r = client.patch(url, {"box_iou": 0.4}, content_type="application/json")
 
     assert r.status_code == 200
-    assert (r.json()["thresholds"]["box_iou"], r.json()["changed"], r.json()["items_remarked"], r.json()["items_marked"]) == (
-        0.4, True, 1, 0)
+    assert (
+        r.json()["thresholds"]["box_iou"],
+        r.json()["changed"],
+        r.json()["items_remarked"],
+        r.json()["items_marked"],
+    ) == (0.4, True, 1, 0)
     assert marked_fields(item) == [[]]
 
 
 def test_the_settings_page(make_project, team):
     a, b, lead = team
-    project = make_project("pairs", "status", annotations_per_item=2,
-                           members={a: Role.ANNOTATOR, b: Role.ANNOTATOR, lead: Role.RESEARCHER})
+    project = make_project(
+        "pairs", "status", annotations_per_item=2, members={a: Role.ANNOTATOR, b: Role.ANNOTATOR, lead: Role.RESEARCHER}
+    )
     item = make_item(project)
     annotate_in_turn(project, [a, b], [valid_result("quintuplet"), valid_result("quintuplet", 1)])  # difference differs
     assert marked_fields(item) == [["difference"]]
@@ -155,12 +215,17 @@ def test_the_settings_page(make_project, team):
     assert none.status_code == 400 and list(none.context["errors"]) == ["quintuplet_fields"]
     assert marked_fields(item) == [["difference"]]
 
-    done = client.post("/projects/pairs/settings/", {"quintuplet_fields": ["state_a", "state_b", "change"]}, follow=True)
+    done = client.post(
+        "/projects/pairs/settings/", {"quintuplet_fields": ["state_a", "state_b", "change"]}, follow=True
+    )
 
     assert done.status_code == 200
     assert [str(m) for m in done.context["messages"]] == [
-        "Thresholds saved. 1 item(s) waiting for review were marked again: 0 now to adjudicate."]
+        "Thresholds saved. 1 item(s) waiting for review were marked again: 0 now to adjudicate."
+    ]
     assert marked_fields(item) == [[]]
-    assert Project.objects.get(pk=project.pk).settings["disagreement"] == {"quintuplet_fields": ["state_a", "state_b", "change"]}
+    assert Project.objects.get(pk=project.pk).settings["disagreement"] == {
+        "quintuplet_fields": ["state_a", "state_b", "change"]
+    }
     qa = make_project("qa", "visualtrans", members={lead: Role.RESEARCHER})
     assert 'id="thresholds-none"' in client.get(f"/projects/{qa.slug}/settings/").content.decode()

@@ -3,6 +3,7 @@ imported rating line (annotation.importing.annotation_lines.check_rating) and an
 item's expected scores (protocols.oscbench.fields.gold_scores) accept and refuse the same
 scores, naming the same criterion with the same words (protocols.fields.rating_score_errors owns
 the rule). The one difference is by design: a gold item may give a subset of the criteria."""
+
 from __future__ import annotations
 
 import pytest
@@ -16,8 +17,16 @@ from protocols.oscbench.fields import gold_scores
 
 RATING = RatingContext(criteria=OSC_CRITERIA, nullable=OSC_NULLABLE)
 
-VALID = {"subject": None, "object": 5, "action": 4, "osc_accuracy": 3, "osc_consistency": 1, "scene": None,
-         "realism": 2, "aesthetics": 3}
+VALID = {
+    "subject": None,
+    "object": 5,
+    "action": 4,
+    "osc_accuracy": 3,
+    "osc_consistency": 1,
+    "scene": None,
+    "realism": 2,
+    "aesthetics": 3,
+}
 CRITERIA = ", ".join(OSC_CRITERIA)
 WHOLE = "a whole number from 1 to 5"
 NOT_NULL = "may not be null (only subject and scene may be N/A)"
@@ -37,11 +46,24 @@ TABLE = [
     ({**VALID, "scene": 3.5}, {"scene": f"must be {WHOLE} or null for N/A"}),
     ({**VALID, "subject": "N/A"}, {"subject": f"must be {WHOLE} or null for N/A"}),
     ({**VALID, "mood": 3}, {"mood": f"unknown criterion; allowed: {CRITERIA}"}),
-    ({**VALID, "mood": 3, "object": 9}, {"mood": f"unknown criterion; allowed: {CRITERIA}", "object": f"must be {WHOLE}"}),
-    ([4, 4], {None: f"must be an object criterion -> {WHOLE} (null for N/A: subject and scene only), naming each of "
-                    f"{CRITERIA}"}),
-    ("4", {None: f"must be an object criterion -> {WHOLE} (null for N/A: subject and scene only), naming each of "
-                 f"{CRITERIA}"}),
+    (
+        {**VALID, "mood": 3, "object": 9},
+        {"mood": f"unknown criterion; allowed: {CRITERIA}", "object": f"must be {WHOLE}"},
+    ),
+    (
+        [4, 4],
+        {
+            None: f"must be an object criterion -> {WHOLE} (null for N/A: subject and scene only), naming each of "
+            f"{CRITERIA}"
+        },
+    ),
+    (
+        "4",
+        {
+            None: f"must be an object criterion -> {WHOLE} (null for N/A: subject and scene only), naming each of "
+            f"{CRITERIA}"
+        },
+    ),
 ]
 
 
@@ -93,5 +115,7 @@ def test_only_a_gold_item_may_leave_criteria_out(missing):
     reason = f"missing: give {WHOLE}" + (" or null for N/A" if missing == "scene" else "")
     assert submitted(scores) == imported(scores) == {missing: reason}
     assert gold(scores) is None
-    assert gold({}) == (f"must be an object criterion -> {WHOLE} (null for N/A: subject and scene only), naming at "
-                        f"least one of {CRITERIA}")
+    assert gold({}) == (
+        f"must be an object criterion -> {WHOLE} (null for N/A: subject and scene only), naming at "
+        f"least one of {CRITERIA}"
+    )

@@ -2,13 +2,21 @@
 verified decision that rested on one of their annotations goes back to review (marked, audited)
 unless the remaining annotations support it; decisions that did not rest on them stand; an item
 frozen in a release keeps its decision and is reported. Production settings (the 10-minute lease)."""
+
 from __future__ import annotations
 
 import pytest
 from django.test import Client
 
 from annotation.models import (
-    AuditEvent, Item, ItemReopening, ItemStatus, Release, ReleaseItem, Review, Role,
+    AuditEvent,
+    Item,
+    ItemReopening,
+    ItemStatus,
+    Release,
+    ReleaseItem,
+    Review,
+    Role,
     StudyParticipant,
 )
 from annotation.queue import queue_claim_next
@@ -27,11 +35,17 @@ A, B, C = ({"answer": letter, "flags": []} for letter in "ABC")
 def world(make_user, make_project):
     def make(protocol: str = "visualtrans", items=("x",), per_item: int = 2, **settings):
         researcher, reviewer = make_user("res"), make_user("rev")
-        project = make_project("crowd", protocol, members={researcher: Role.RESEARCHER, reviewer: Role.REVIEWER},
-                               annotations_per_item=per_item, settings=settings)
+        project = make_project(
+            "crowd",
+            protocol,
+            members={researcher: Role.RESEARCHER, reviewer: Role.REVIEWER},
+            annotations_per_item=per_item,
+            settings=settings,
+        )
         made = [make_item(project, ext) for ext in items]
         study = study_create(project=project, actor=researcher, **UNGATED_STUDY)
         return project, study, researcher, reviewer, made
+
     return make
 
 
@@ -49,20 +63,42 @@ def test_an_accept_that_rested_on_the_rejected_annotation_goes_back_to_review(wo
 
     outcome = reject(study, p1, researcher)
 
-    assert outcome == {"annotations_excluded": 1, "items_reopened": 0, "reviewed_items_kept": 0, "holds_ended": 0,
-                       "items_back_to_review": 1, "released_items_kept": []}
+    assert outcome == {
+        "annotations_excluded": 1,
+        "items_reopened": 0,
+        "reviewed_items_kept": 0,
+        "holds_ended": 0,
+        "items_back_to_review": 1,
+        "released_items_kept": [],
+    }
     x.refresh_from_db()
     assert (x.status, x.annotation_count, x.disagreement) == (ItemStatus.ANNOTATED, 1, None)
     reopening = ItemReopening.objects.get(item=x)
     assert (reopening.reason, reopening.decision, reopening.review, reopening.annotation_id, reopening.created_by) == (
-        "needs re-review: participant P1 rejected", "accept", review, mine.pk, researcher)
+        "needs re-review: participant P1 rejected",
+        "accept",
+        review,
+        mine.pk,
+        researcher,
+    )
     event = AuditEvent.objects.get(action="review_reopen")
     assert (event.actor, event.project, event.object_id) == (researcher, project, str(x.pk))
-    assert event.details == {"reason": "needs re-review: participant P1 rejected", "study": study.pk,
-                             "participant": "P1", "review": review.pk, "decision": "accept", "annotation": mine.pk,
-                             "back_to": "review", "payload": "recorded"}
+    assert event.details == {
+        "reason": "needs re-review: participant P1 rejected",
+        "study": study.pk,
+        "participant": "P1",
+        "review": review.pk,
+        "decision": "accept",
+        "annotation": mine.pk,
+        "back_to": "review",
+        "payload": "recorded",
+    }
     # The item's answer is the imported one again; the voided one is kept on the reopening.
-    assert (x.payload["answer"], reopening.voided_payload["answer"], reopening.payload_restore) == ("C", "A", "recorded")
+    assert (x.payload["answer"], reopening.voided_payload["answer"], reopening.payload_restore) == (
+        "C",
+        "A",
+        "recorded",
+    )
     assert AuditEvent.objects.get(action="study_reject").details["back_to_review"] == [x.pk]
     # The earlier review stays as the record (its link to the deleted annotation is cleared).
     assert list(Review.objects.filter(item=x).values_list("decision", "accepted_annotation")) == [("accept", None)]
@@ -73,8 +109,10 @@ def test_an_accept_that_rested_on_the_rejected_annotation_goes_back_to_review(wo
     queue = client.get("/api/projects/crowd/review/").json()["items"]
     assert [(r["id"], r["reopened"]) for r in queue] == [(x.pk, "needs re-review: participant P1 rejected")]
     detail = client.get(f"/api/items/{x.pk}/review/").json()
-    assert (detail["reopened"]["reason"], detail["reopened"]["decision"]) == ("needs re-review: participant P1 rejected",
-                                                                              "accept")
+    assert (detail["reopened"]["reason"], detail["reopened"]["decision"]) == (
+        "needs re-review: participant P1 rejected",
+        "accept",
+    )
     assert [a["id"] for a in detail["annotations"]] == [theirs.pk]
     assert queue_claim_next(project=project, user=joined_participant(study, "P3")) is None
 
@@ -111,7 +149,11 @@ def test_an_accept_of_another_annotation_and_an_edit_stand(world):
 
     outcome = reject(study, p1, researcher)
 
-    assert (outcome["annotations_excluded"], outcome["items_back_to_review"], outcome["reviewed_items_kept"]) == (2, 0, 2)
+    assert (outcome["annotations_excluded"], outcome["items_back_to_review"], outcome["reviewed_items_kept"]) == (
+        2,
+        0,
+        2,
+    )
     assert sorted(Item.objects.values_list("status", flat=True)) == ["verified", "verified"]
     assert not ItemReopening.objects.exists()
 
@@ -160,13 +202,16 @@ def test_an_item_frozen_in_a_release_keeps_its_decision_and_is_reported(world):
     client = Client()
     client.force_login(researcher)
 
-    r = client.post(f"/projects/crowd/studies/{study.pk}/", {"action": "reject", "participant": participant.pk},
-                    follow=True)
+    r = client.post(
+        f"/projects/crowd/studies/{study.pk}/", {"action": "reject", "participant": participant.pk}, follow=True
+    )
 
     assert r.status_code == 200
     shown = [str(m) for m in r.context["messages"]]
-    assert shown[1] == ("1 verified item(s) rested on this participant's annotations but are frozen in a release, "
-                        "which cannot change; they keep their decision: x (v1).")
+    assert shown[1] == (
+        "1 verified item(s) rested on this participant's annotations but are frozen in a release, "
+        "which cannot change; they keep their decision: x (v1)."
+    )
     x.refresh_from_db()
     assert (x.status, x.payload["answer"]) == (ItemStatus.VERIFIED, "A")
     assert list(ReleaseItem.objects.filter(release=release).values_list("item_id", "position", "payload")) == frozen
@@ -188,13 +233,22 @@ def test_the_api_reports_items_frozen_in_a_release(world):
     client = Client()
     client.force_login(researcher)
 
-    r = client.post(f"/api/projects/crowd/studies/{study.pk}/participants/{participant.pk}/decision/",
-                    {"decision": "reject"}, content_type="application/json")
+    r = client.post(
+        f"/api/projects/crowd/studies/{study.pk}/participants/{participant.pk}/decision/",
+        {"decision": "reject"},
+        content_type="application/json",
+    )
 
     assert r.status_code == 200
-    assert r.json() == {"status": "rejected", "annotations_excluded": 1, "items_reopened": 0, "reviewed_items_kept": 0,
-                        "holds_ended": 0, "items_back_to_review": 0,
-                        "released_items_kept": [{"item": x.pk, "external_id": "x", "releases": ["v1"]}]}
+    assert r.json() == {
+        "status": "rejected",
+        "annotations_excluded": 1,
+        "items_reopened": 0,
+        "reviewed_items_kept": 0,
+        "holds_ended": 0,
+        "items_back_to_review": 0,
+        "released_items_kept": [{"item": x.pk, "external_id": "x", "releases": ["v1"]}],
+    }
 
 
 def test_an_item_sent_back_to_review_comes_before_older_calm_ones(world):
@@ -211,7 +265,9 @@ def test_an_item_sent_back_to_review_comes_before_older_calm_ones(world):
     client.force_login(reviewer)
     queue = client.get("/api/projects/crowd/review/").json()["items"]
     assert [(r["id"], r["disagreement"], r["reopened"]) for r in queue] == [
-        (contested.pk, [], "needs re-review: participant P1 rejected"), (calm.pk, [], None)]
+        (contested.pk, [], "needs re-review: participant P1 rejected"),
+        (calm.pk, [], None),
+    ]
 
 
 def test_with_no_annotation_left_the_item_goes_back_to_the_queue_and_comes_to_review_marked(world):

@@ -1,4 +1,5 @@
 """Release freeze, streamed export in three formats, and the export → import round trip."""
+
 from __future__ import annotations
 
 import hashlib
@@ -14,8 +15,8 @@ from annotation.importing import items_import
 from annotation.importing.samples import write_sample_dataset
 from annotation.models import Item, ItemStatus, MediaAsset, Project, Release, ReleaseItem
 from annotation.protocols import resolve_queries
-from protocols.changeit import vocabulary as changeit_vocabulary
 from annotation.releases import ReleaseRefused, canonical, release_export, release_freeze
+from protocols.changeit import vocabulary as changeit_vocabulary
 
 pytestmark = pytest.mark.django_db
 
@@ -63,7 +64,9 @@ def test_changeit_resolves_with_the_vocabulary_of_the_whole_release(make_project
     vocab = changeit_vocabulary(payloads)
     first = ReleaseItem.objects.get(release=release, position=0).payload
     assert first["resolved"] == resolve_queries("changeit", "changeit-00000", payloads[0], seed=7, vocabulary=vocab)
-    assert len(first["resolved"]["state:standard:full"]["options"]) == 8  # every state label of the release (4 objects x 2)
+    assert (
+        len(first["resolved"]["state:standard:full"]["options"]) == 8
+    )  # every state label of the release (4 objects x 2)
 
 
 def test_versions_are_unique_and_releases_immutable(make_project, tmp_path):
@@ -85,7 +88,9 @@ def test_json_export_carries_header_and_items(make_project, tmp_path):
     project = verified_project(make_project, tmp_path, "visualtrans", n=4)
     release = release_freeze(project=project, version="v1")
     doc = json.loads(body(release, "json"))
-    assert {k: doc[k] for k in ("protocol", "project", "version", "split", "item_count", "checksum", "option_seed")} == {
+    assert {
+        k: doc[k] for k in ("protocol", "project", "version", "split", "item_count", "checksum", "option_seed")
+    } == {
         "protocol": "visualtrans",
         "project": "src-visualtrans",
         "version": "v1",
@@ -96,7 +101,9 @@ def test_json_export_carries_header_and_items(make_project, tmp_path):
     }
     assert doc["created_at"] == release.created_at.isoformat()
     assert doc["items"] == [r.payload for r in ReleaseItem.objects.filter(release=release).order_by("position")]
-    assert doc["items"][0]["resolved"] == {"qa": {"options": doc["items"][0]["options"], "answer": "A", "format": "choice"}}
+    assert doc["items"][0]["resolved"] == {
+        "qa": {"options": doc["items"][0]["options"], "answer": "A", "format": "choice"}
+    }
 
 
 def test_jsonl_export_is_a_header_line_then_items(make_project, tmp_path):
@@ -116,9 +123,13 @@ def test_zip_round_trip_into_a_new_project_is_lossless(protocol, make_project, t
     with zipfile.ZipFile(archive) as zf:
         assert json.loads(zf.read("release.json"))["checksum"] == original.checksum
         media_names = sorted(n for n in zf.namelist() if n not in ("release.json", "items.jsonl"))
-        used = {p for it in source.items.values_list("payload", flat=True) for k, v in it.items()
-                if k in ("image_a", "image_b", "image", "images", "video", "video_before", "video_after")
-                for p in (v if isinstance(v, list) else [v])}
+        used = {
+            p
+            for it in source.items.values_list("payload", flat=True)
+            for k, v in it.items()
+            if k in ("image_a", "image_b", "image", "images", "video", "video_before", "video_after")
+            for p in (v if isinstance(v, list) else [v])
+        }
         assert media_names == sorted(used)
 
     call_command("import_items", "copy", str(archive), "--protocol", protocol, "--create", "--verified")
@@ -132,7 +143,9 @@ def test_zip_round_trip_into_a_new_project_is_lossless(protocol, make_project, t
     assert a == b
     src_media = dict(source.items.values_list("external_id", "media"))
     assert dict(copy.items.values_list("external_id", "media")) == src_media
-    assert MediaAsset.objects.count() == len({s for m in src_media.values() for v in m.values() for s in (v if isinstance(v, list) else [v])})
+    assert MediaAsset.objects.count() == len(
+        {s for m in src_media.values() for v in m.values() for s in (v if isinstance(v, list) else [v])}
+    )
 
 
 def test_jsonl_export_reimports_with_the_media_folder(make_project, tmp_path):
@@ -224,17 +237,24 @@ def test_changeit_items_closed_without_a_box_export_and_reimport(make_project, m
     vote = Annotation.objects.create(item=nothing, annotator=annotator, result={"outcome": "nothing_to_label"})
     review_decide(item_id=nothing.pk, reviewer=reviewer, decision=ReviewDecision.ACCEPT, annotation_id=vote.pk)
     unsure = Item.objects.get(project=source, external_id="changeit-00002")
-    review_decide(item_id=unsure.pk, reviewer=reviewer, decision=ReviewDecision.EDIT, result={"outcome": "cannot_determine"})
+    review_decide(
+        item_id=unsure.pk, reviewer=reviewer, decision=ReviewDecision.EDIT, result={"outcome": "cannot_determine"}
+    )
     Item.objects.filter(project=source, status=ItemStatus.ANNOTATED).update(status=ItemStatus.VERIFIED)
     nothing.refresh_from_db()
     assert nothing.payload["bbox"] == "nothing_to_label" and "outcome" not in nothing.payload
     original = release_freeze(project=source, version="v1")
 
-    again = checksum_after_reimport(tmp_path, "changeit", ["--jsonl"], ["--media-root", str(tmp_path / "data-changeit")])
+    again = checksum_after_reimport(
+        tmp_path, "changeit", ["--jsonl"], ["--media-root", str(tmp_path / "data-changeit")]
+    )
 
     assert again.checksum == original.checksum
     copied = dict(Item.objects.filter(project__slug="copy").values_list("external_id", "payload"))
-    assert (copied["changeit-00001"]["bbox"], copied["changeit-00002"]["bbox"]) == ("nothing_to_label", "cannot_determine")
+    assert (copied["changeit-00001"]["bbox"], copied["changeit-00002"]["bbox"]) == (
+        "nothing_to_label",
+        "cannot_determine",
+    )
     assert copied["changeit-00000"]["bbox"] == [40, 20, 80, 80]
 
 
@@ -247,9 +267,13 @@ def test_releases_cannot_be_deleted_in_the_admin(make_project, make_user, tmp_pa
     assert client.post(f"/admin/annotation/release/{release.pk}/delete/", {"post": "yes"}).status_code == 403
     listing = client.get("/admin/annotation/release/")
     assert listing.status_code == 200 and b"delete_selected" not in listing.content
-    client.post("/admin/annotation/release/", {"action": "delete_selected", "_selected_action": [release.pk], "post": "yes"})
+    client.post(
+        "/admin/annotation/release/", {"action": "delete_selected", "_selected_action": [release.pk], "post": "yes"}
+    )
     # Nor with its project: a project that has releases cannot be deleted there either.
     assert client.get(f"/admin/annotation/project/{project.pk}/delete/").status_code == 403
-    client.post("/admin/annotation/project/", {"action": "delete_selected", "_selected_action": [project.pk], "post": "yes"})
+    client.post(
+        "/admin/annotation/project/", {"action": "delete_selected", "_selected_action": [project.pk], "post": "yes"}
+    )
     assert Release.objects.filter(pk=release.pk).exists() and Project.objects.filter(pk=project.pk).exists()
     assert ReleaseItem.objects.filter(release=release).count() == 2

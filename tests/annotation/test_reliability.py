@@ -4,6 +4,7 @@ The oracle takes coders x units reliability data with NaN for a missing value; o
 (one sequence of coders' values each) with None. Both are fed the same data, on random and
 edge-case reliability data, for every metric the agreement page and the correlation report use.
 """
+
 from __future__ import annotations
 
 import math
@@ -33,16 +34,22 @@ def oracle(units, metric, domain=None):
 
 
 def random_units(rng, *, n_units, coders, missing, scale=SCALE):
-    return [[None if rng.random() < missing else scale[int(rng.integers(len(scale)))] for _ in range(coders)]
-            for _ in range(n_units)]
+    return [
+        [None if rng.random() < missing else scale[int(rng.integers(len(scale)))] for _ in range(coders)]
+        for _ in range(n_units)
+    ]
 
 
 @pytest.mark.parametrize("metric", METRICS)
 @pytest.mark.parametrize("seed", range(12))
 def test_random_data_with_missing_values_match_the_oracle(metric, seed):
     rng = np.random.default_rng(seed)
-    units = random_units(rng, n_units=int(rng.integers(5, 60)), coders=int(rng.integers(2, 6)),
-                         missing=float(rng.choice([0.0, 0.2, 0.5])))
+    units = random_units(
+        rng,
+        n_units=int(rng.integers(5, 60)),
+        coders=int(rng.integers(2, 6)),
+        missing=float(rng.choice([0.0, 0.2, 0.5])),
+    )
     expected = oracle(units, metric, SCALE)
     # Our scale from the data, or the fixed 1-5 scale: unseen values add nothing either way.
     assert reliability.krippendorff_alpha(units, metric) == pytest.approx(expected, rel=1e-9, abs=1e-12)
@@ -52,12 +59,14 @@ def test_random_data_with_missing_values_match_the_oracle(metric, seed):
 @pytest.mark.parametrize("metric", METRICS)
 def test_krippendorffs_published_example_matches_the_oracle(metric):
     # Krippendorff (2011): 4 observers, 12 units, values 1-5, with missing data.
-    units = list(zip(
-        [1, 2, 3, 3, 2, 1, 4, 1, 2, N, N, N],
-        [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, N, 3],
-        [N, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, N],
-        [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, N],
-    ))
+    units = list(
+        zip(
+            [1, 2, 3, 3, 2, 1, 4, 1, 2, N, N, N],
+            [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, N, 3],
+            [N, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, N],
+            [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, N],
+        )
+    )
     assert reliability.krippendorff_alpha(units, metric) == pytest.approx(oracle(units, metric), rel=1e-12)
 
 

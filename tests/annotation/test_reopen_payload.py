@@ -3,6 +3,7 @@
 page show the item as they did before it was ever reviewed, with no trace of the voided answer.
 Every protocol whose decisions write into the payload (quintuplets, boxes, both QA protocols);
 ratings stay as annotations. Production settings (the 10-minute lease)."""
+
 from __future__ import annotations
 
 import pytest
@@ -19,18 +20,31 @@ from .work_factories import PAYLOADS, make_item
 
 pytestmark = pytest.mark.django_db
 
-VOIDED_QUINTUPLET = {"state_a": "VOIDED shut jam jar", "state_b": "VOIDED unscrewed jam jar", "change": "VOIDED twist it",
-                     "change_distractors": ["VOIDED shake it", "VOIDED drop it", "VOIDED lick it"],
-                     "category": "positional", "difference": "slight"}
-LATER_QUINTUPLET = {"state_a": "a closed jar", "state_b": "an open jar", "change": "open the jar",
-                    "change_distractors": ["close the jar", "fill the jar", "break the jar"],
-                    "category": "functional", "difference": "significant"}
+VOIDED_QUINTUPLET = {
+    "state_a": "VOIDED shut jam jar",
+    "state_b": "VOIDED unscrewed jam jar",
+    "change": "VOIDED twist it",
+    "change_distractors": ["VOIDED shake it", "VOIDED drop it", "VOIDED lick it"],
+    "category": "positional",
+    "difference": "slight",
+}
+LATER_QUINTUPLET = {
+    "state_a": "a closed jar",
+    "state_b": "an open jar",
+    "change": "open the jar",
+    "change_distractors": ["close the jar", "fill the jar", "break the jar"],
+    "category": "functional",
+    "difference": "significant",
+}
 # protocol -> (the answer the voided decision accepted, a later annotator's answer, the fields the
 # decision writes into the payload). Each voided value differs from the imported truth.
 CASES = {
     "status": (VOIDED_QUINTUPLET, LATER_QUINTUPLET, tuple(VOIDED_QUINTUPLET)),
-    "changeit": ({"bbox": [11, 22, 133, 144], "state": "whole apple"}, {"bbox": [10, 20, 100, 80], "state": "peeled apple"},
-                 ("bbox", "state")),
+    "changeit": (
+        {"bbox": [11, 22, 133, 144], "state": "whole apple"},
+        {"bbox": [10, 20, 100, 80], "state": "peeled apple"},
+        ("bbox", "state"),
+    ),
     "visualtrans": ({"answer": "A", "flags": []}, {"answer": "B", "flags": []}, ("answer",)),
     "m3verse": ({"answer": ["B", "D"], "flags": []}, {"answer": ["A"], "flags": []}, ("answer",)),
 }
@@ -59,11 +73,17 @@ def traces(document, answer: dict, fields: tuple[str, ...]) -> list:
 def crowd(make_user, make_project):
     def make(protocol: str, per_item: int = 1, **settings):
         researcher, reviewer = make_user("res"), make_user("rev")
-        project = make_project("crowd", protocol, members={researcher: Role.RESEARCHER, reviewer: Role.REVIEWER},
-                               annotations_per_item=per_item, settings=settings)
+        project = make_project(
+            "crowd",
+            protocol,
+            members={researcher: Role.RESEARCHER, reviewer: Role.REVIEWER},
+            annotations_per_item=per_item,
+            settings=settings,
+        )
         item = make_item(project, "x")
         study = study_create(project=project, actor=researcher, **UNGATED_STUDY)
         return project, study, researcher, reviewer, item
+
     return make
 
 
@@ -83,8 +103,9 @@ def test_an_item_back_in_the_queue_shows_annotators_and_reviewers_what_it_showed
     rev = logged_in(reviewer)
     before_review = rev.get(f"/api/items/{x.pk}/review/").json()
     assert before_review["item"]["payload"] == imported
-    decided = rev.post(f"/api/items/{x.pk}/review/", {"decision": "accept", "annotation": mine},
-                       content_type="application/json")
+    decided = rev.post(
+        f"/api/items/{x.pk}/review/", {"decision": "accept", "annotation": mine}, content_type="application/json"
+    )
     assert decided.status_code == 201
     x.refresh_from_db()
     assert traces(x.payload, voided, fields)  # the decision wrote its answer into the item
@@ -112,7 +133,8 @@ def test_an_item_back_in_the_queue_shows_annotators_and_reviewers_what_it_showed
     assert after["item"] == before_review["item"]
     assert traces(after, voided, fields) == []
     assert [(r["decision"], r["result"], r["voided"]["reason"]) for r in after["reviews"]] == [
-        ("accept", None, "needs re-review: participant P1 rejected")]
+        ("accept", None, "needs re-review: participant P1 rejected")
+    ]
     assert after["reopened"]["reason"] == "needs re-review: participant P1 rejected"
 
 
@@ -135,7 +157,8 @@ def test_an_item_back_in_review_shows_the_current_item_from_before_its_review(cr
     after = rev.get(f"/api/items/{x.pk}/review/").json()
     assert after["item"]["payload"] == imported == before_review["item"]["payload"]
     assert {k: v for k, v in after["item"].items() if k != "annotation_count"} == {
-        k: v for k, v in before_review["item"].items() if k != "annotation_count"}
+        k: v for k, v in before_review["item"].items() if k != "annotation_count"
+    }
     assert traces(after, voided, fields) == []
 
 
@@ -155,11 +178,14 @@ def test_an_auto_verified_consensus_is_taken_out_of_the_payload(crowd):
     assert Review.objects.get(item=x).payload_before == PAYLOADS["visualtrans"]()
 
 
-@pytest.mark.parametrize("protocol, kept", [
-    ("status", {"image_a", "image_b"}),
-    ("changeit", {"image", "object", "state", "distractors"}),
-    ("visualtrans", {"images", "question", "format", "options", "subtask", "scene"}),
-])
+@pytest.mark.parametrize(
+    "protocol, kept",
+    [
+        ("status", {"image_a", "image_b"}),
+        ("changeit", {"image", "object", "state", "distractors"}),
+        ("visualtrans", {"images", "question", "format", "options", "subtask", "scene"}),
+    ],
+)
 def test_a_decision_older_than_the_record_has_its_answer_fields_taken_out(crowd, protocol, kept):
     """A review made before Review.payload_before existed: what the payload held before it is not
     known, so the fields a decision writes are taken out (a raw item's payload) and the reopening

@@ -1,11 +1,12 @@
 """Review and agreement API: queue, side-by-side detail, accept / edit / discard, one decision only."""
+
 from __future__ import annotations
 
 import pytest
 
 from annotation.models import Item, Review
 from annotation.queue import annotation_submit, queue_claim_next
-from annotation.selectors import item_counts, project_agreement
+from annotation.selectors_agreement import item_counts, project_agreement
 from tests.annotation.work_factories import m3verse_payload, make_item, make_people, valid_result
 from tests.helpers.clients import session_client
 
@@ -18,7 +19,11 @@ def annotate(project, item, people, results):
     for person, result in zip(people, results):
         task = queue_claim_next(project=project, user=person)
         assert task.item_id == item.pk
-        ids.append(annotation_submit(task_id=task.pk, user=person, result=result, time_spent_ms=1000 * (len(ids) + 1)).annotation.pk)
+        ids.append(
+            annotation_submit(
+                task_id=task.pk, user=person, result=result, time_spent_ms=1000 * (len(ids) + 1)
+            ).annotation.pk
+        )
     item.refresh_from_db()
     return ids
 
@@ -31,8 +36,13 @@ def team():
 
 def project_with(make_project, protocol, team, **kw):
     a, b, reviewer, reviewer2, researcher = team
-    return make_project("rev", protocol, annotations_per_item=2, members={
-        a: "annotator", b: "annotator", reviewer: "reviewer", reviewer2: "reviewer", researcher: "researcher"}, **kw)
+    return make_project(
+        "rev",
+        protocol,
+        annotations_per_item=2,
+        members={a: "annotator", b: "annotator", reviewer: "reviewer", reviewer2: "reviewer", researcher: "researcher"},
+        **kw,
+    )
 
 
 def test_review_queue_lists_annotated_items_with_counts(make_project, team):
@@ -55,18 +65,27 @@ def test_item_review_shows_truth_annotations_side_by_side_and_disagreements(make
     a, b, reviewer, _r2, _res = team
     project = project_with(make_project, "changeit", team)
     item = make_item(project)
-    ids = annotate(project, item, [a, b], [{"bbox": [0, 0, 100, 100], "state": "peeled apple"},
-                                           {"bbox": [60, 0, 100, 100], "state": "whole apple"}])
+    ids = annotate(
+        project,
+        item,
+        [a, b],
+        [{"bbox": [0, 0, 100, 100], "state": "peeled apple"}, {"bbox": [60, 0, 100, 100], "state": "whole apple"}],
+    )
 
     body = session_client(reviewer).get(f"/api/items/{item.pk}/review/").json()
 
     assert body["item"]["payload"]["state"] == "peeled apple"  # reviewers see the truth
     assert body["item"]["candidates"] == ["peeled apple", "sliced apple", "whole apple"]
-    assert [(x["id"], x["annotator"], x["time_spent_ms"]) for x in body["annotations"]] == [(ids[0], "ann0", 1000), (ids[1], "ann1", 2000)]
+    assert [(x["id"], x["annotator"], x["time_spent_ms"]) for x in body["annotations"]] == [
+        (ids[0], "ann0", 1000),
+        (ids[1], "ann1", 2000),
+    ]
     assert body["disagreements"]["bbox"]["agree"] is False
     assert body["disagreements"]["bbox"]["min_iou"] == round(4000 / 16000, 4)
-    assert body["disagreements"]["state"] == {"values": [{"annotation": ids[0], "value": "peeled apple"},
-                                                         {"annotation": ids[1], "value": "whole apple"}], "agree": False}
+    assert body["disagreements"]["state"] == {
+        "values": [{"annotation": ids[0], "value": "peeled apple"}, {"annotation": ids[1], "value": "whole apple"}],
+        "agree": False,
+    }
     assert session_client(a).get(f"/api/items/{item.pk}/review/").status_code == 403
 
 
@@ -76,14 +95,24 @@ def test_accept_box_updates_payload_and_records_who_and_when(make_project, team)
     item = make_item(project)
     ids = annotate(project, item, [a, b], [{"bbox": [0, 0, 100, 100], "state": "whole apple"}, valid_result("box")])
 
-    r = session_client(reviewer).post(f"/api/items/{item.pk}/review/", {"decision": "accept", "annotation": ids[0], "comment": "ok"},
-                                  format="json")
+    r = session_client(reviewer).post(
+        f"/api/items/{item.pk}/review/", {"decision": "accept", "annotation": ids[0], "comment": "ok"}, format="json"
+    )
 
     assert r.status_code == 201
     item.refresh_from_db()
-    assert (item.status, item.payload["bbox"], item.payload["state"]) == ("verified", [0.0, 0.0, 100.0, 100.0], "whole apple")
+    assert (item.status, item.payload["bbox"], item.payload["state"]) == (
+        "verified",
+        [0.0, 0.0, 100.0, 100.0],
+        "whole apple",
+    )
     review = Review.objects.get()
-    assert (review.reviewer, review.decision, review.accepted_annotation_id, review.comment) == (reviewer, "accept", ids[0], "ok")
+    assert (review.reviewer, review.decision, review.accepted_annotation_id, review.comment) == (
+        reviewer,
+        "accept",
+        ids[0],
+        "ok",
+    )
     assert r.json()["created_at"] == review.created_at.isoformat() and r.json()["reviewer"] == "ann2"
 
 
@@ -92,7 +121,9 @@ def test_second_reviewer_gets_409_and_nothing_changes(make_project, team):
     project = project_with(make_project, "changeit", team)
     item = make_item(project)
     ids = annotate(project, item, [a, b], [valid_result("box"), valid_result("box", 1)])
-    session_client(reviewer).post(f"/api/items/{item.pk}/review/", {"decision": "accept", "annotation": ids[0]}, format="json")
+    session_client(reviewer).post(
+        f"/api/items/{item.pk}/review/", {"decision": "accept", "annotation": ids[0]}, format="json"
+    )
     before = Item.objects.get(pk=item.pk).payload
 
     r = session_client(reviewer2).post(f"/api/items/{item.pk}/review/", {"decision": "discard"}, format="json")
@@ -108,7 +139,9 @@ def test_accept_quintuplet_copies_all_fields(make_project, team):
     item = make_item(project)
     ids = annotate(project, item, [a, b], [valid_result("quintuplet"), valid_result("quintuplet", 1)])
 
-    session_client(reviewer).post(f"/api/items/{item.pk}/review/", {"decision": "accept", "annotation": ids[1]}, format="json")
+    session_client(reviewer).post(
+        f"/api/items/{item.pk}/review/", {"decision": "accept", "annotation": ids[1]}, format="json"
+    )
 
     item.refresh_from_db()
     assert {k: item.payload[k] for k in valid_result("quintuplet")} == valid_result("quintuplet", 1)
@@ -122,14 +155,23 @@ def test_edit_qa_fixes_question_options_and_answer(make_project, team):
     annotate(project, item, [a, b], [{"answer": "A", "flags": ["missing_correct_option"]}, {"answer": "B"}])
     edit = {"question": "Which tool cut the bread?", "options": ["knife", "spoon", "fork", "saw"], "answer": "d"}
 
-    r = session_client(reviewer).post(f"/api/items/{item.pk}/review/", {"decision": "edit", "result": edit}, format="json")
+    r = session_client(reviewer).post(
+        f"/api/items/{item.pk}/review/", {"decision": "edit", "result": edit}, format="json"
+    )
 
     assert r.status_code == 201
     item.refresh_from_db()
     assert (item.payload["question"], item.payload["options"], item.payload["answer"], item.status) == (
-        "Which tool cut the bread?", ["knife", "spoon", "fork", "saw"], "D", "verified")
-    assert Review.objects.get().result == {"question": "Which tool cut the bread?",
-                                           "options": ["knife", "spoon", "fork", "saw"], "answer": "D"}
+        "Which tool cut the bread?",
+        ["knife", "spoon", "fork", "saw"],
+        "D",
+        "verified",
+    )
+    assert Review.objects.get().result == {
+        "question": "Which tool cut the bread?",
+        "options": ["knife", "spoon", "fork", "saw"],
+        "answer": "D",
+    }
 
 
 def test_bad_edit_is_400_naming_the_field_and_changes_nothing(make_project, team):
@@ -139,8 +181,14 @@ def test_bad_edit_is_400_naming_the_field_and_changes_nothing(make_project, team
     annotate(project, item, [a, b], [{"answer": "A"}, {"answer": "B"}])
     client = session_client(reviewer)
 
-    bad_answer = client.post(f"/api/items/{item.pk}/review/", {"decision": "edit", "result": {"answer": "Z"}}, format="json")
-    bad_options = client.post(f"/api/items/{item.pk}/review/", {"decision": "edit", "result": {"options": ["one"], "answer": "A"}}, format="json")
+    bad_answer = client.post(
+        f"/api/items/{item.pk}/review/", {"decision": "edit", "result": {"answer": "Z"}}, format="json"
+    )
+    bad_options = client.post(
+        f"/api/items/{item.pk}/review/",
+        {"decision": "edit", "result": {"options": ["one"], "answer": "A"}},
+        format="json",
+    )
     foreign = client.post(f"/api/items/{item.pk}/review/", {"decision": "accept", "annotation": 999999}, format="json")
     bad_decision = client.post(f"/api/items/{item.pk}/review/", {"decision": "maybe"}, format="json")
 
@@ -176,7 +224,9 @@ def test_rating_accept_keeps_ratings_as_annotations(make_project, team):
     before = dict(item.payload)
     ids = annotate(project, item, [a, b], [valid_result("rating"), valid_result("rating")])
 
-    session_client(reviewer).post(f"/api/items/{item.pk}/review/", {"decision": "accept", "annotation": ids[0]}, format="json")
+    session_client(reviewer).post(
+        f"/api/items/{item.pk}/review/", {"decision": "accept", "annotation": ids[0]}, format="json"
+    )
 
     item.refresh_from_db()
     assert (item.status, item.payload) == ("verified", before)
@@ -229,8 +279,10 @@ def test_agreement_for_ratings_per_annotator_and_alpha(make_project, team):
     assert body["workflow"]["criteria"]["realism"] == {"alpha": None, "n_items": 3}  # no variation: undefined
     # Per pair: 7 criteria rated by both, object differs by 1, 1 and 2 points.
     expected = round(sum(1 - d / (4 * 7) for d in (1, 1, 2)) / 3, 4)
-    assert [(x["annotator"], x["annotations"], x["median_seconds"], x["agreement"], x["gold_accuracy"]) for x in body["annotators"]] == [
-        ("ann0", 3, 1.0, expected, None), ("ann1", 3, 2.0, expected, None)]
+    assert [
+        (x["annotator"], x["annotations"], x["median_seconds"], x["agreement"], x["gold_accuracy"])
+        for x in body["annotators"]
+    ] == [("ann0", 3, 1.0, expected, None), ("ann1", 3, 2.0, expected, None)]
     assert session_client(reviewer).get("/api/projects/rev/agreement/").status_code == 200
 
 
@@ -240,13 +292,22 @@ def test_agreement_for_qa_scores_blind_answers_against_final_truth(make_project,
     first, second = make_item(project, "x"), make_item(project, "y")
     annotate(project, first, [a, b], [{"answer": "C"}, {"answer": "A"}])
     annotate(project, second, [a, b], [{"answer": "B"}, {"answer": "B"}])
-    session_client(reviewer).post(f"/api/items/{first.pk}/review/", {"decision": "edit", "result": {"answer": "A"}}, format="json")
+    session_client(reviewer).post(
+        f"/api/items/{first.pk}/review/", {"decision": "edit", "result": {"answer": "A"}}, format="json"
+    )
 
     body = session_client(researcher).get("/api/projects/rev/agreement/").json()
 
     # Only the verified item has a final truth (A): ann0 wrong, ann1 right. Pairs: 1 of 2 agree.
-    assert body["workflow"] == {"answers_scored": 2, "accuracy": 0.5, "pairs": 2, "pairwise_agreement": 0.5,
-                                "truth": "verified items only", "kind": "qa", "answers_with_suggestion_left_out": 0}
+    assert body["workflow"] == {
+        "answers_scored": 2,
+        "accuracy": 0.5,
+        "pairs": 2,
+        "pairwise_agreement": 0.5,
+        "truth": "verified items only",
+        "kind": "qa",
+        "answers_with_suggestion_left_out": 0,
+    }
     assert [x["agreement"] for x in body["annotators"]] == [0.5, 0.5]
 
 
@@ -254,16 +315,33 @@ def test_agreement_for_boxes_and_a_careless_annotator(make_project, team):
     a, b, _reviewer, _r2, researcher = team
     project = project_with(make_project, "changeit", team)
     first, second = make_item(project, "x"), make_item(project, "y")
-    annotate(project, first, [a, b], [{"bbox": [0, 0, 10, 10], "state": "whole apple"},
-                                      {"bbox": [1, 0, 10, 10], "state": "whole apple"}])
-    annotate(project, second, [a, b], [{"bbox": [0, 0, 10, 10], "state": "whole apple"},
-                                       {"bbox": [5, 0, 10, 10], "state": "whole apple"}])
+    annotate(
+        project,
+        first,
+        [a, b],
+        [{"bbox": [0, 0, 10, 10], "state": "whole apple"}, {"bbox": [1, 0, 10, 10], "state": "whole apple"}],
+    )
+    annotate(
+        project,
+        second,
+        [a, b],
+        [{"bbox": [0, 0, 10, 10], "state": "whole apple"}, {"bbox": [5, 0, 10, 10], "state": "whole apple"}],
+    )
 
     body = session_client(researcher).get("/api/projects/rev/agreement/").json()
 
-    assert body["workflow"] == {"items": 2, "pairs_with_boxes": 2, "mean_iou": round((9 / 11 + 1 / 3) / 2, 4),
-                                "consistent_share": 0.5, "consistent_at": 0.5, "kind": "box"}
-    assert [(x["annotator"], x["agreement"], x["pairs"]) for x in body["annotators"]] == [("ann0", 0.5, 2), ("ann1", 0.5, 2)]
+    assert body["workflow"] == {
+        "items": 2,
+        "pairs_with_boxes": 2,
+        "mean_iou": round((9 / 11 + 1 / 3) / 2, 4),
+        "consistent_share": 0.5,
+        "consistent_at": 0.5,
+        "kind": "box",
+    }
+    assert [(x["annotator"], x["agreement"], x["pairs"]) for x in body["annotators"]] == [
+        ("ann0", 0.5, 2),
+        ("ann1", 0.5, 2),
+    ]
 
 
 def test_agreement_for_quintuplets_after_normalization(make_project, team):
@@ -275,8 +353,14 @@ def test_agreement_for_quintuplets_after_normalization(make_project, team):
 
     body = session_client(researcher).get("/api/projects/rev/agreement/").json()
 
-    assert body["workflow"]["fields"] == {"state_a": 1.0, "state_b": 1.0, "change": 1.0, "change_distractors": 1.0,
-                                          "category": 0.0, "difference": 1.0}
+    assert body["workflow"]["fields"] == {
+        "state_a": 1.0,
+        "state_b": 1.0,
+        "change": 1.0,
+        "change_distractors": 1.0,
+        "category": 0.0,
+        "difference": 1.0,
+    }
     assert body["annotators"][0]["agreement"] == round(5 / 6, 4)
 
 
@@ -284,16 +368,22 @@ def test_agreement_counts_two_missing_answers_as_disagreement_in_summary_and_row
     a, b, _reviewer, _r2, researcher = team
     project = project_with(make_project, "visualtrans", team)
     first, second = make_item(project, "x"), make_item(project, "y")
-    annotate(project, first, [a, b], [{"answer": None, "flags": ["insufficient_evidence"]},
-                                      {"answer": None, "flags": ["ambiguous"]}])
+    annotate(
+        project,
+        first,
+        [a, b],
+        [{"answer": None, "flags": ["insufficient_evidence"]}, {"answer": None, "flags": ["ambiguous"]}],
+    )
     annotate(project, second, [a, b], [{"answer": "B"}, {"answer": "b"}])
 
     body = session_client(researcher).get("/api/projects/rev/agreement/").json()
 
     # One rule in both views: of the two pairs only the answered one agrees.
     assert (body["workflow"]["pairs"], body["workflow"]["pairwise_agreement"]) == (2, 0.5)
-    assert [(x["annotator"], x["agreement"], x["pairs"]) for x in body["annotators"]] == [("ann0", 0.5, 2),
-                                                                                          ("ann1", 0.5, 2)]
+    assert [(x["annotator"], x["agreement"], x["pairs"]) for x in body["annotators"]] == [
+        ("ann0", 0.5, 2),
+        ("ann1", 0.5, 2),
+    ]
 
 
 def submit_as(project, person, result, ms):
@@ -309,7 +399,10 @@ def test_gold_items_are_counted_apart_so_progress_can_finish(make_project, team)
     # gold_share 1: each annotator gets the gold item first, then the regular ones.
     times = {a: [1000, 4000, 2000], b: [3000, 1000, 8000]}
     for person, gold_state in ((a, "peeled apple"), (b, "whole apple")):
-        assert submit_as(project, person, {"bbox": [0, 0, 50, 50], "state": gold_state}, times[person][0]).item_id == gold.pk
+        assert (
+            submit_as(project, person, {"bbox": [0, 0, 50, 50], "state": gold_state}, times[person][0]).item_id
+            == gold.pk
+        )
         for item, ms in zip(items, times[person][1:]):
             assert submit_as(project, person, {"bbox": [0, 0, 50, 50], "state": "whole apple"}, ms).item_id == item.pk
 
@@ -321,9 +414,18 @@ def test_gold_items_are_counted_apart_so_progress_can_finish(make_project, team)
     assert (figures["status_counts"], figures["gold_items"]) == (counts["status_counts"], 1)
     # Median time in SQL (percentile_cont): ann0 1, 2, 4 s -> 2; ann1 1, 3, 8 s -> 3. Gold scored apart,
     # and gold answers stay out of the pairwise agreement (2 regular items, both agree).
-    assert [(x["annotator"], x["annotations"], x["median_seconds"], x["gold_items"], x["gold_accuracy"],
-             x["agreement"], x["pairs"]) for x in figures["annotators"]] == [
-        ("ann0", 3, 2.0, 1, 1.0, 1.0, 2), ("ann1", 3, 3.0, 1, 0.0, 1.0, 2)]
+    assert [
+        (
+            x["annotator"],
+            x["annotations"],
+            x["median_seconds"],
+            x["gold_items"],
+            x["gold_accuracy"],
+            x["agreement"],
+            x["pairs"],
+        )
+        for x in figures["annotators"]
+    ] == [("ann0", 3, 2.0, 1, 1.0, 1.0, 2), ("ann1", 3, 3.0, 1, 0.0, 1.0, 2)]
     assert figures["workflow"]["items"] == 2
 
 
@@ -345,15 +447,18 @@ def test_streamed_figures_match_the_agreement_endpoint(make_project, team, proto
     a, b, reviewer, _r2, researcher = team
     project = project_with(make_project, protocol, team)
     items = [make_item(project, f"i{i}") for i in range(4)]
-    variants = {"changeit": lambda n: {"bbox": [n * 3, 0, 10, 10], "state": "whole apple"},
-                "visualtrans": lambda n: {"answer": "ABA"[n % 3], "flags": []},
-                "status": lambda n: valid_result("quintuplet", n),
-                "oscbench": lambda n: {"scores": {**valid_result("rating")["scores"], "object": 1 + n % 5}}}[protocol]
+    variants = {
+        "changeit": lambda n: {"bbox": [n * 3, 0, 10, 10], "state": "whole apple"},
+        "visualtrans": lambda n: {"answer": "ABA"[n % 3], "flags": []},
+        "status": lambda n: valid_result("quintuplet", n),
+        "oscbench": lambda n: {"scores": {**valid_result("rating")["scores"], "object": 1 + n % 5}},
+    }[protocol]
     for n, item in enumerate(items):
         annotate(project, item, [a, b], [variants(n), variants(n * 2 + 1)])
     if protocol == "visualtrans":
-        session_client(reviewer).post(f"/api/items/{items[0].pk}/review/", {"decision": "edit", "result": {"answer": "A"}},
-                                  format="json")
+        session_client(reviewer).post(
+            f"/api/items/{items[0].pk}/review/", {"decision": "edit", "result": {"answer": "A"}}, format="json"
+        )
 
     body = session_client(researcher).get("/api/projects/rev/agreement/").json()
     figures = project_agreement(project=project, chunk_size=3)
@@ -372,7 +477,9 @@ def test_a_single_answer_m3verse_item_is_verified_with_a_list_of_letters(make_pr
     item = make_item(project, payload=payload)
     ids = annotate(project, item, [a, b], [{"answer": "B", "flags": []}, {"answer": "B", "flags": []}])
     if path == "accept":
-        r = session_client(reviewer).post(f"/api/items/{item.pk}/review/", {"decision": "accept", "annotation": ids[0]}, format="json")
+        r = session_client(reviewer).post(
+            f"/api/items/{item.pk}/review/", {"decision": "accept", "annotation": ids[0]}, format="json"
+        )
         assert r.status_code == 201, r.content
     item.refresh_from_db()
     assert (item.status, item.payload["answer"]) == ("verified", ["B"])

@@ -3,6 +3,7 @@
 Non-members get 404 (the project is not revealed), members below researcher get 403, and a
 refused request changes nothing.
 """
+
 from __future__ import annotations
 
 import io
@@ -32,7 +33,11 @@ def _fast_password_hashing(settings):
 @pytest.fixture
 def world(make_user, make_project, tmp_path):
     people = {name: make_user(name) for name in ("ann", "rev", "res", "outsider")}
-    mine = make_project("mine", "status", members={people["ann"]: Role.ANNOTATOR, people["rev"]: Role.REVIEWER, people["res"]: Role.RESEARCHER})
+    mine = make_project(
+        "mine",
+        "status",
+        members={people["ann"]: Role.ANNOTATOR, people["rev"]: Role.REVIEWER, people["res"]: Role.RESEARCHER},
+    )
     other = make_project("other", "status", members={people["outsider"]: Role.RESEARCHER})
     data = tmp_path / "data"
     path = write_sample_dataset(data, "status", 3)
@@ -67,8 +72,16 @@ def state():
 def test_api_researcher_endpoints_refuse_lower_roles_and_outsiders(world, who, expected):
     client = api_as(world["people"][who])
     before = state()
-    assert client.post("/api/projects/mine/imports/", {"file": upload(world["zip"])}, format="multipart").status_code == expected
-    assert client.post("/api/projects/mine/annotation-imports/", {"file": upload(b"{}", "a.jsonl")}, format="multipart").status_code == expected
+    assert (
+        client.post("/api/projects/mine/imports/", {"file": upload(world["zip"])}, format="multipart").status_code
+        == expected
+    )
+    assert (
+        client.post(
+            "/api/projects/mine/annotation-imports/", {"file": upload(b"{}", "a.jsonl")}, format="multipart"
+        ).status_code
+        == expected
+    )
     assert client.post("/api/projects/mine/releases/", {"version": "v2"}, format="json").status_code == expected
     assert client.get("/api/projects/mine/releases/").status_code == expected
     assert client.get("/api/projects/mine/releases/v1/export/").status_code == expected
@@ -97,7 +110,9 @@ def test_pages_researcher_views_refuse_lower_roles_and_outsiders(world, client, 
     client.force_login(world["people"][who])
     before = state()
     assert client.get("/projects/mine/import/").status_code == expected
-    assert client.post("/projects/mine/import/", {"file": upload(world["zip"]), "kind": "items"}).status_code == expected
+    assert (
+        client.post("/projects/mine/import/", {"file": upload(world["zip"]), "kind": "items"}).status_code == expected
+    )
     assert client.get("/projects/mine/releases/").status_code == expected
     assert client.post("/projects/mine/releases/", {"version": "v2", "split": "test"}).status_code == expected
     assert client.get("/projects/mine/releases/v1/download/").status_code == expected
@@ -141,11 +156,26 @@ def test_researcher_imports_freezes_and_exports_through_the_api(world, eager):
     r = api.post("/api/projects/mine/imports/", {"file": upload(world["zip"])}, format="multipart")
     run = queued_run(api, r)
     assert (run["status"], run["done"], run["file_name"], run["created_by"]) == ("finished", True, "items.zip", "res")
-    assert run["report"] == {"lines": 3, "created": 3, "unchanged": 0, "promoted": 0, "media_files": 6, "media_stored": 0, "by_status": {"annotated": 3}}
+    assert run["report"] == {
+        "lines": 3,
+        "created": 3,
+        "unchanged": 0,
+        "promoted": 0,
+        "media_files": 6,
+        "media_stored": 0,
+        "by_status": {"annotated": 3},
+    }
     again = queued_run(api, api.post("/api/projects/mine/imports/", {"file": upload(world["zip"])}, format="multipart"))
     assert again["status"] == "finished" and again["report"]["unchanged"] == 3
 
-    bad = queued_run(api, api.post("/api/projects/mine/imports/", {"file": upload(b'{"id": "x", "image_a": "../a.png", "image_b": "b.png"}\n', "x.jsonl")}, format="multipart"))
+    bad = queued_run(
+        api,
+        api.post(
+            "/api/projects/mine/imports/",
+            {"file": upload(b'{"id": "x", "image_a": "../a.png", "image_b": "b.png"}\n', "x.jsonl")},
+            format="multipart",
+        ),
+    )
     assert (bad["status"], bad["error_count"], bad["report"]) == ("refused", 2, None)
     assert bad["errors"] == [
         "line 1: field image_a: ../a.png: path leaves the media root ('..')",
@@ -153,7 +183,11 @@ def test_researcher_imports_freezes_and_exports_through_the_api(world, eager):
     ]
     assert Item.objects.filter(project=world["mine"]).count() == 6
     listed = api.get("/api/projects/mine/imports/").json()
-    assert [(x["id"], x["status"]) for x in listed] == [(bad["id"], "refused"), (again["id"], "finished"), (run["id"], "finished")]
+    assert [(x["id"], x["status"]) for x in listed] == [
+        (bad["id"], "refused"),
+        (again["id"], "finished"),
+        (run["id"], "finished"),
+    ]
     assert not any((Path(settings.CACHE_ROOT) / "uploads").iterdir())  # staged files are gone
 
     Item.objects.filter(external_id__startswith="new-").update(status="verified")
@@ -179,15 +213,21 @@ def test_researcher_imports_freezes_and_exports_through_the_api(world, eager):
 def test_researcher_pages_import_freeze_and_download(world, client, eager):
     client.force_login(world["people"]["res"])
     assert b'id="import-form"' in client.get("/projects/mine/import/").content
-    bad = client.post("/projects/mine/import/", {"file": upload(b"not json\n", "x.jsonl"), "kind": "items"}, follow=True)
+    bad = client.post(
+        "/projects/mine/import/", {"file": upload(b"not json\n", "x.jsonl"), "kind": "items"}, follow=True
+    )
     assert bad.status_code == 200 and bad.redirect_chain[0][0].startswith("/projects/mine/imports/")
     assert 'data-status="refused"' in bad.content.decode()
     assert "line 1: field -: invalid JSON (Expecting value at column 1)" in bad.content.decode()
-    ok = client.post("/projects/mine/import/", {"file": upload(world["zip"]), "kind": "items", "verified": "on"}, follow=True)
+    ok = client.post(
+        "/projects/mine/import/", {"file": upload(world["zip"]), "kind": "items", "verified": "on"}, follow=True
+    )
     assert ok.status_code == 200 and '<strong id="created">3</strong>' in ok.content.decode()
-    assert "<meta http-equiv=\"refresh\"" not in ok.content.decode()  # done: the page stops refreshing
+    assert '<meta http-equiv="refresh"' not in ok.content.decode()  # done: the page stops refreshing
     history = client.get("/projects/mine/import/").content.decode()
-    assert history.count("data-run=") == 2 and 'data-status="refused"' in history and "3 created, 0 unchanged" in history
+    assert (
+        history.count("data-run=") == 2 and 'data-status="refused"' in history and "3 created, 0 unchanged" in history
+    )
     assert client.post("/projects/mine/import/", {"kind": "items"}).status_code == 400  # no file
 
     page = client.post("/projects/mine/releases/", {"version": "v2", "split": "test"}, follow=True)
@@ -206,7 +246,9 @@ def test_import_page_reports_items_promoted_by_a_verified_reimport(world, client
     assert first.status_code == 200 and 'id="promoted"' not in first.content.decode()
     assert Item.objects.filter(project=world["mine"], external_id__startswith="new-", status="annotated").count() == 3
 
-    again = client.post("/projects/mine/import/", {"file": upload(world["zip"]), "kind": "items", "verified": "on"}, follow=True)
+    again = client.post(
+        "/projects/mine/import/", {"file": upload(world["zip"]), "kind": "items", "verified": "on"}, follow=True
+    )
     html = again.content.decode()
     assert again.status_code == 200
     assert '<strong id="promoted">3</strong> promoted to verified' in html

@@ -3,6 +3,7 @@ through the public link with their platform id (password-less, the same id resum
 quota in the claim path, the completion code, abandoned holds returning, gold flags, approve /
 reject (annotations out of the analysis, items back to the queue), the CSV and the role checks.
 Production settings throughout (django-axes, password validators, the 10-minute lease)."""
+
 from __future__ import annotations
 
 import csv
@@ -15,12 +16,22 @@ from django.test import Client
 from django.utils import timezone
 
 from annotation.models import (
-    Annotation, AuditEvent, CrowdAccount, ExcludedAnnotation, Item, ItemStatus, Membership, Role, Study,
-    StudyParticipant, Task, TaskStatus,
+    Annotation,
+    AuditEvent,
+    CrowdAccount,
+    ExcludedAnnotation,
+    Item,
+    ItemStatus,
+    Membership,
+    Role,
+    Study,
+    StudyParticipant,
+    Task,
+    TaskStatus,
 )
 from annotation.project_setup import SetupInvalid
 from annotation.queue import queue_claim_next
-from annotation.selectors import project_agreement
+from annotation.selectors_agreement import project_agreement
 from annotation.studies import participant_reject, participant_rows, study_create
 from tests.helpers.studies import GOLD_GATED_STUDY, do_tasks, open_study_link, participant_user
 
@@ -34,8 +45,13 @@ WRONG = {"answer": "A", "flags": []}  # the visualtrans factory's gold answer is
 @pytest.fixture
 def setup(make_user, make_project):
     researcher = make_user("res")
-    project = make_project("crowd", "visualtrans", members={researcher: Role.RESEARCHER}, annotations_per_item=1,
-                           settings={"gold_share": 1.0})
+    project = make_project(
+        "crowd",
+        "visualtrans",
+        members={researcher: Role.RESEARCHER},
+        annotations_per_item=1,
+        settings={"gold_share": 1.0},
+    )
     gold = make_item(project, "gold", is_gold=True)
     items = [make_item(project, f"i{n}") for n in range(4)]
     study = study_create(project=project, actor=researcher, **GOLD_GATED_STUDY)
@@ -48,8 +64,17 @@ def setup(make_user, make_project):
 def test_study_create_refuses_bad_fields_and_writes_nothing(setup):
     project, _study, researcher, *_ = setup
     with pytest.raises(SetupInvalid) as exc:
-        study_create(project=project, actor=researcher, **{**GOLD_GATED_STUDY, "max_participants": "0", "completion_code": "a b",
-                                                            "return_url": "javascript:alert(1)", "gold_pass_threshold": "2"})
+        study_create(
+            project=project,
+            actor=researcher,
+            **{
+                **GOLD_GATED_STUDY,
+                "max_participants": "0",
+                "completion_code": "a b",
+                "return_url": "javascript:alert(1)",
+                "gold_pass_threshold": "2",
+            },
+        )
     assert set(exc.value.errors) == {"max_participants", "completion_code", "return_url", "gold_pass_threshold"}
     assert Study.objects.count() == 1
 
@@ -157,18 +182,25 @@ def test_quota_in_the_claim_path_and_completion_code_after_n_tasks(setup):
     client, _ = open_study_link(study, "P1")
     user = participant_user("P1")
     first = client.post("/api/projects/crowd/tasks/next/", {}, content_type="application/json").json()
-    preload = client.post("/api/projects/crowd/tasks/next/", {"exclude": [first["task"]]},
-                          content_type="application/json").json()
-    third = client.post("/api/projects/crowd/tasks/next/", {"exclude": [first["task"], preload["task"]]},
-                        content_type="application/json")
+    preload = client.post(
+        "/api/projects/crowd/tasks/next/", {"exclude": [first["task"]]}, content_type="application/json"
+    ).json()
+    third = client.post(
+        "/api/projects/crowd/tasks/next/",
+        {"exclude": [first["task"], preload["task"]]},
+        content_type="application/json",
+    )
     assert third.status_code == 204  # two tasks per participant, both held
     reload = client.post("/api/projects/crowd/tasks/next/", {}, content_type="application/json").json()
     assert reload["task"] == first["task"]  # a held task still comes back
     # Not finished yet: the finish page sends them back to work.
     assert client.get(f"/study/{study.token}/done/")["Location"] == "/projects/crowd/annotate/"
     for task_id in (first["task"], preload["task"]):
-        r = client.post(f"/api/tasks/{task_id}/submit/", {"result": valid_result("qa"), "time_spent_ms": 40_000},
-                        content_type="application/json")
+        r = client.post(
+            f"/api/tasks/{task_id}/submit/",
+            {"result": valid_result("qa"), "time_spent_ms": 40_000},
+            content_type="application/json",
+        )
         assert r.status_code == 201
     assert client.post("/api/projects/crowd/tasks/next/", {}, content_type="application/json").status_code == 204
     finish = client.get(f"/study/{study.token}/done/")
@@ -247,19 +279,30 @@ def test_a_participant_who_abandons_the_only_gold_item_does_not_block_it(setup):
 
     # The leaver comes back: the gold task still renews and its answer is stored, as is the stayer's.
     assert leaver_client.post(f"/api/tasks/{leaver_task.pk}/renew/").status_code == 200
-    for client, task_id, result in ((leaver_client, leaver_task.pk, WRONG), (stayer_client, stayer_task.pk, valid_result("qa"))):
-        r = client.post(f"/api/tasks/{task_id}/submit/", {"result": result, "time_spent_ms": 20_000},
-                        content_type="application/json")
+    for client, task_id, result in (
+        (leaver_client, leaver_task.pk, WRONG),
+        (stayer_client, stayer_task.pk, valid_result("qa")),
+    ):
+        r = client.post(
+            f"/api/tasks/{task_id}/submit/",
+            {"result": result, "time_spent_ms": 20_000},
+            content_type="application/json",
+        )
         assert r.status_code == 201
     assert sorted(Annotation.objects.filter(item=gold).values_list("annotator__username", flat=True)) == [
-        "prolific-LEAVER", "prolific-STAYER"]
+        "prolific-LEAVER",
+        "prolific-STAYER",
+    ]
     gold.refresh_from_db()
     assert (gold.status, gold.annotation_count) == (ItemStatus.PENDING, 0)
     rows = {r["participant_id"]: r for r in participant_rows(study=study)}
     assert [(rows[p]["gold_items"], rows[p]["gold_correct"]) for p in ("LEAVER", "STAYER")] == [(1, 0), (1, 1)]
     # A second submit of the same answer is the same annotation, never a duplicate.
-    again = leaver_client.post(f"/api/tasks/{leaver_task.pk}/submit/", {"result": WRONG, "time_spent_ms": 20_000},
-                               content_type="application/json")
+    again = leaver_client.post(
+        f"/api/tasks/{leaver_task.pk}/submit/",
+        {"result": WRONG, "time_spent_ms": 20_000},
+        content_type="application/json",
+    )
     assert again.status_code == 200 and Annotation.objects.filter(item=gold).count() == 2
 
 
@@ -289,7 +332,9 @@ def test_gold_failing_participant_is_flagged_and_rejection_reopens_items(setup):
     open_study_link(study, "GOOD")
     open_study_link(study, "BAD")
     good, bad = participant_user("GOOD"), participant_user("BAD")
-    do_tasks(project, bad, [WRONG, valid_result("qa")], time_spent_ms=30_000)  # gold first (gold share 1), then one item
+    do_tasks(
+        project, bad, [WRONG, valid_result("qa")], time_spent_ms=30_000
+    )  # gold first (gold share 1), then one item
     bad_item = Annotation.objects.get(annotator=bad, item__is_gold=False).item
     assert (bad_item.status, bad_item.annotation_count) == (ItemStatus.ANNOTATED, 1)
     do_tasks(project, good, [valid_result("qa")] * 2, time_spent_ms=30_000)
@@ -300,12 +345,21 @@ def test_gold_failing_participant_is_flagged_and_rejection_reopens_items(setup):
 
     client = Client()
     client.force_login(researcher)
-    r = client.post(f"/api/projects/crowd/studies/{study.pk}/participants/{rows['BAD']['id']}/decision/",
-                    {"decision": "reject", "note": "failed attention checks"}, content_type="application/json")
+    r = client.post(
+        f"/api/projects/crowd/studies/{study.pk}/participants/{rows['BAD']['id']}/decision/",
+        {"decision": "reject", "note": "failed attention checks"},
+        content_type="application/json",
+    )
     assert r.status_code == 200
-    assert r.json() == {"status": "rejected", "annotations_excluded": 2, "items_reopened": 1,
-                        "reviewed_items_kept": 0, "holds_ended": 0, "items_back_to_review": 0,
-                        "released_items_kept": []}
+    assert r.json() == {
+        "status": "rejected",
+        "annotations_excluded": 2,
+        "items_reopened": 1,
+        "reviewed_items_kept": 0,
+        "holds_ended": 0,
+        "items_back_to_review": 0,
+        "released_items_kept": [],
+    }
     bad_item.refresh_from_db()
     assert (bad_item.status, bad_item.annotation_count) == (ItemStatus.PENDING, 0)
     assert not Annotation.objects.filter(annotator=bad).exists()
@@ -323,8 +377,11 @@ def test_gold_failing_participant_is_flagged_and_rejection_reopens_items(setup):
     assert queue_claim_next(project=project, user=participant_user("THIRD")).item_id in {bad_item.pk, gold.pk}
     assert queue_claim_next(project=project, user=bad) is None
     assert open_study_link(study, "BAD")[0].get(f"/study/{study.token}/done/").context["state"].state == "ended"
-    again = client.post(f"/api/projects/crowd/studies/{study.pk}/participants/{rows['BAD']['id']}/decision/",
-                        {"decision": "approve"}, content_type="application/json")
+    again = client.post(
+        f"/api/projects/crowd/studies/{study.pk}/participants/{rows['BAD']['id']}/decision/",
+        {"decision": "approve"},
+        content_type="application/json",
+    )
     assert again.status_code == 409
 
 
@@ -354,10 +411,32 @@ def test_approve_from_the_page_and_csv_export(setup):
     download = client.get(f"/projects/crowd/studies/{study.pk}/participants.csv")
     assert download["Content-Type"].startswith("text/csv")
     (row,) = list(csv.DictReader(io.StringIO(download.content.decode())))
-    assert {k: row[k] for k in ("participant_id", "status", "tasks", "gold_items", "gold_correct", "gold_accuracy",
-                                "flagged", "active_seconds", "pay_estimate", "currency")} == {
-        "participant_id": "P1", "status": "approved", "tasks": "2", "gold_items": "1", "gold_correct": "1",
-        "gold_accuracy": "1.0", "flagged": "0", "active_seconds": "60.0", "pay_estimate": "0.20", "currency": "GBP"}
+    assert {
+        k: row[k]
+        for k in (
+            "participant_id",
+            "status",
+            "tasks",
+            "gold_items",
+            "gold_correct",
+            "gold_accuracy",
+            "flagged",
+            "active_seconds",
+            "pay_estimate",
+            "currency",
+        )
+    } == {
+        "participant_id": "P1",
+        "status": "approved",
+        "tasks": "2",
+        "gold_items": "1",
+        "gold_correct": "1",
+        "gold_accuracy": "1.0",
+        "flagged": "0",
+        "active_seconds": "60.0",
+        "pay_estimate": "0.20",
+        "currency": "GBP",
+    }
 
 
 def test_studies_page_and_api_open_a_study(setup):
@@ -367,8 +446,11 @@ def test_studies_page_and_api_open_a_study(setup):
     assert client.post("/projects/crowd/studies/", {**GOLD_GATED_STUDY, "name": ""}).status_code == 400
     response = client.post("/projects/crowd/studies/", {**GOLD_GATED_STUDY, "name": "Main"})
     assert response.status_code == 302
-    created = client.post("/api/projects/crowd/studies/", {**GOLD_GATED_STUDY, "name": "Api", "max_participants": 5,
-                                                            "tasks_per_participant": 3}, content_type="application/json")
+    created = client.post(
+        "/api/projects/crowd/studies/",
+        {**GOLD_GATED_STUDY, "name": "Api", "max_participants": 5, "tasks_per_participant": 3},
+        content_type="application/json",
+    )
     assert created.status_code == 201 and created.json()["link"].startswith("http://testserver/study/")
     listed = client.get("/api/projects/crowd/studies/").json()
     assert [s["name"] for s in listed] == ["Api", "Main", "Pilot"]
@@ -385,6 +467,9 @@ def test_role_checks(setup, make_user, make_project):
         client.force_login(user)
         assert client.get("/projects/crowd/studies/").status_code == want
         assert client.get(f"/projects/crowd/studies/{study.pk}/participants.csv").status_code == want
-        assert client.post("/api/projects/crowd/studies/", GOLD_GATED_STUDY, content_type="application/json").status_code == want
+        assert (
+            client.post("/api/projects/crowd/studies/", GOLD_GATED_STUDY, content_type="application/json").status_code
+            == want
+        )
         assert client.get(f"/study/{study.token}/done/").status_code == 404  # no participation
     assert Study.objects.count() == 1

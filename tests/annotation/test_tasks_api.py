@@ -1,8 +1,8 @@
 """The task-queue HTTP API: auth, shapes, status codes, isolation, and no ground-truth leaks."""
+
 from __future__ import annotations
 
 import re
-
 from datetime import timedelta
 
 import pytest
@@ -39,9 +39,17 @@ def test_next_returns_the_task_with_media_urls_and_204_when_done(setup):
     assert body["draft"] == {} and body["version"] == 0
     assert body["lease_expires"] == task.lease_expires.isoformat()
     assert body["item"] == {
-        "id": item.pk, "workflow": "box", "protocol": "changeit",
-        "image": {"url": f"/media/assets/{asset_sha[:2]}/{asset_sha}.jpg", "width": 640, "height": 480, "kind": "image"},
-        "object": "apple", "candidates": ["peeled apple", "sliced apple", "whole apple"],
+        "id": item.pk,
+        "workflow": "box",
+        "protocol": "changeit",
+        "image": {
+            "url": f"/media/assets/{asset_sha[:2]}/{asset_sha}.jpg",
+            "width": 640,
+            "height": 480,
+            "kind": "image",
+        },
+        "object": "apple",
+        "candidates": ["peeled apple", "sliced apple", "whole apple"],
         "proposed_state": "peeled apple",
         "outcomes": ["nothing_to_label", "cannot_determine"],
     }
@@ -66,8 +74,9 @@ def test_annotators_only_reach_their_own_projects_and_tasks(setup):
     project, other, a, b, outsider = setup
     make_item(project)
     make_item(other)
-    task = Task.objects.create(item=Item.objects.get(project=project), annotator=a,
-                               lease_expires=timezone.now() + timedelta(minutes=5))
+    task = Task.objects.create(
+        item=Item.objects.get(project=project), annotator=a, lease_expires=timezone.now() + timedelta(minutes=5)
+    )
 
     assert token_client(outsider).post("/api/projects/boxes/tasks/next/").status_code == 404
     assert APIClient().post("/api/projects/boxes/tasks/next/").status_code in (401, 403)
@@ -142,10 +151,15 @@ def test_a_second_tab_with_a_different_answer_and_the_same_key_gets_409_with_the
     task_id = tab1.post("/api/projects/boxes/tasks/next/").json()["task"]
     assert tab2.post("/api/projects/boxes/tasks/next/").json()["task"] == task_id
 
-    first = tab1.post(f"/api/tasks/{task_id}/submit/", {"result": valid_result("box")}, format="json",
-                      HTTP_IDEMPOTENCY_KEY="page-key")
-    other = tab2.post(f"/api/tasks/{task_id}/submit/", {"result": valid_result("box", 7)}, format="json",
-                      HTTP_IDEMPOTENCY_KEY="page-key")
+    first = tab1.post(
+        f"/api/tasks/{task_id}/submit/", {"result": valid_result("box")}, format="json", HTTP_IDEMPOTENCY_KEY="page-key"
+    )
+    other = tab2.post(
+        f"/api/tasks/{task_id}/submit/",
+        {"result": valid_result("box", 7)},
+        format="json",
+        HTTP_IDEMPOTENCY_KEY="page-key",
+    )
     unkeyed = tab2.post(f"/api/tasks/{task_id}/submit/", {"result": valid_result("box", 7)}, format="json")
     same = tab2.post(f"/api/tasks/{task_id}/submit/", {"result": valid_result("box")}, format="json")
 
@@ -198,8 +212,9 @@ def test_bad_result_is_400_naming_the_field_and_nothing_is_written(setup):
     client = token_client(a)
     task_id = client.post("/api/projects/boxes/tasks/next/").json()["task"]
 
-    r = client.post(f"/api/tasks/{task_id}/submit/", {"result": {"bbox": [1, 2, 30, 40], "state": "rotten pear"}},
-                    format="json")
+    r = client.post(
+        f"/api/tasks/{task_id}/submit/", {"result": {"bbox": [1, 2, 30, 40], "state": "rotten pear"}}, format="json"
+    )
     missing = client.post(f"/api/tasks/{task_id}/submit/", {}, format="json")
 
     assert r.status_code == 400
@@ -254,9 +269,30 @@ def test_renew_extends_the_lease(setup):
 
 # --- ground truth never reaches an annotator ---------------------------------------------------
 
-TRUTH_KEYS = {"answer", "subtask", "scene", "context", "capabilities", "hallucination", "generator", "scenario",
-              "action_category", "object_category", "state", "bbox", "state_a", "state_b", "change",
-              "change_distractors", "category", "difference", "distractors", "gold_scores", "is_gold", "external_id"}
+TRUTH_KEYS = {
+    "answer",
+    "subtask",
+    "scene",
+    "context",
+    "capabilities",
+    "hallucination",
+    "generator",
+    "scenario",
+    "action_category",
+    "object_category",
+    "state",
+    "bbox",
+    "state_a",
+    "state_b",
+    "change",
+    "change_distractors",
+    "category",
+    "difference",
+    "distractors",
+    "gold_scores",
+    "is_gold",
+    "external_id",
+}
 
 
 def _keys(value, skip_result: bool):
@@ -289,14 +325,22 @@ def test_no_annotator_response_carries_ground_truth_or_metadata(make_project, pr
     from tests.annotation.work_factories import PAYLOADS
 
     (annotator,) = make_people(1)
-    project = make_project("leak", protocol, members={annotator: "annotator"}, annotations_per_item=1,
-                           settings={"gold_share": 1.0} if gold else {})
+    project = make_project(
+        "leak",
+        protocol,
+        members={annotator: "annotator"},
+        annotations_per_item=1,
+        settings={"gold_share": 1.0} if gold else {},
+    )
     payload = {**PAYLOADS[protocol](), **extra}
     make_item(project, "TRUTH-external-id-1", payload=payload, is_gold=gold)
     make_item(project, "TRUTH-external-id-2", payload=payload, is_gold=gold)
     if protocol == "status":
-        Suggestion.objects.create(item=Item.objects.first(), source="job:1 tiny-vlm",
-                                  result={"state_a": "a jar with a lid", "change": "unscrew the lid"})
+        Suggestion.objects.create(
+            item=Item.objects.first(),
+            source="job:1 tiny-vlm",
+            result={"state_a": "a jar with a lid", "change": "unscrew the lid"},
+        )
     client = token_client(annotator)
     responses = []
     first = client.post("/api/projects/leak/tasks/next/", {}, format="json")
@@ -335,8 +379,12 @@ def test_no_annotator_response_carries_ground_truth_or_metadata(make_project, pr
         assert "bbox" not in item
     if protocol == "status":
         assert first.json()["item"]["suggestions"] == [
-            {"source": "job:1 tiny-vlm", "machine_made": True,
-             "result": {"state_a": "a jar with a lid", "change": "unscrew the lid"}}]
+            {
+                "source": "job:1 tiny-vlm",
+                "machine_made": True,
+                "result": {"state_a": "a jar with a lid", "change": "unscrew the lid"},
+            }
+        ]
 
 
 def test_quintuplet_submit_returns_format_warnings_and_suggestions_are_marked(make_project):
@@ -350,7 +398,9 @@ def test_quintuplet_submit_returns_format_warnings_and_suggestions_are_marked(ma
 
     r = client.post(f"/api/tasks/{body['task']}/submit/", {"result": result}, format="json")
 
-    assert body["item"]["suggestions"] == [{"source": "job:7 qwen", "machine_made": True, "result": {"change": "open the jar"}}]
+    assert body["item"]["suggestions"] == [
+        {"source": "job:7 qwen", "machine_made": True, "result": {"change": "open the jar"}}
+    ]
     assert set(body["item"]) == {"id", "workflow", "protocol", "image_a", "image_b", "suggestions"}
     assert r.status_code == 201
     assert r.json()["warnings"] == {
@@ -361,15 +411,23 @@ def test_quintuplet_submit_returns_format_warnings_and_suggestions_are_marked(ma
 
 def test_rating_payload_has_criteria_na_and_the_projects_rubric(make_project):
     (a,) = make_people(1)
-    project = make_project("rate", "oscbench", members={a: "annotator"},
-                           settings={"rubric": {"realism": "Our own realism wording."}})
+    project = make_project(
+        "rate", "oscbench", members={a: "annotator"}, settings={"rubric": {"realism": "Our own realism wording."}}
+    )
     make_item(project)
 
     item = token_client(a).post("/api/projects/rate/tasks/next/").json()["item"]
 
     assert [(c["key"], c["allows_na"]) for c in item["criteria"]] == [
-        ("subject", True), ("object", False), ("action", False), ("osc_accuracy", False),
-        ("osc_consistency", False), ("scene", True), ("realism", False), ("aesthetics", False)]
+        ("subject", True),
+        ("object", False),
+        ("action", False),
+        ("osc_accuracy", False),
+        ("osc_consistency", False),
+        ("scene", True),
+        ("realism", False),
+        ("aesthetics", False),
+    ]
     assert item["rubric"]["realism"] == "Our own realism wording."
     assert item["criteria"][6]["rubric"] == "Our own realism wording."
     assert item["prompt"] == "A hand slices a tomato on a board" and item["scale"] == [1, 2, 3, 4, 5]
@@ -388,7 +446,11 @@ def test_qa_payloads_say_format_and_how_many_answers(make_project):
     m3_item = client.post("/api/projects/m3/tasks/next/").json()["item"]
 
     assert (vt_item["question"], vt_item["format"], vt_item["multiple"]) == ("Which tool was used?", "choice", False)
-    assert vt_item["options"] == [{"letter": "A", "text": "knife"}, {"letter": "B", "text": "spoon"}, {"letter": "C", "text": "fork"}]
+    assert vt_item["options"] == [
+        {"letter": "A", "text": "knife"},
+        {"letter": "B", "text": "spoon"},
+        {"letter": "C", "text": "fork"},
+    ]
     assert len(vt_item["images"]) == 2 and all(i["url"].startswith("/media/") for i in vt_item["images"])
     assert (m3_item["format"], m3_item["multiple"]) == ("choice", True)
     assert m3_item["video_before"]["kind"] == m3_item["video_after"]["kind"] == "video"
@@ -416,9 +478,11 @@ def test_submitted_task_cannot_be_renewed_skipped_or_drafted(setup):
     task_id = client.post("/api/projects/boxes/tasks/next/").json()["task"]
     client.post(f"/api/tasks/{task_id}/submit/", {"result": valid_result("box")}, format="json")
 
-    codes = [client.post(f"/api/tasks/{task_id}/renew/").status_code,
-             client.post(f"/api/tasks/{task_id}/skip/").status_code,
-             client.put(f"/api/tasks/{task_id}/draft/", {"draft": {}, "version": 0}, format="json").status_code]
+    codes = [
+        client.post(f"/api/tasks/{task_id}/renew/").status_code,
+        client.post(f"/api/tasks/{task_id}/skip/").status_code,
+        client.put(f"/api/tasks/{task_id}/draft/", {"draft": {}, "version": 0}, format="json").status_code,
+    ]
 
     assert codes == [409, 409, 409]
     assert Task.objects.get(pk=task_id).status == "submitted" and Annotation.objects.count() == 1

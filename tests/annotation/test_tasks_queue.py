@@ -1,4 +1,5 @@
 """Task queue services against PostgreSQL: claim, hold, draft, submit, skip, expiry, gold."""
+
 from __future__ import annotations
 
 import os
@@ -88,7 +89,9 @@ def test_submit_counts_and_finishes_the_item_at_the_configured_number(make_proje
     assert (t2.item_id, item.annotation_count, item.status) == (item.pk, 2, "annotated")
     assert queue_claim_next(project=project, user=people[2]) is None
     assert list(Annotation.objects.order_by("pk").values_list("annotator__username", "time_spent_ms")) == [
-        ("ann0", 1200), ("ann1", 0)]
+        ("ann0", 1200),
+        ("ann1", 0),
+    ]
     assert Task.objects.get(pk=t1.pk).status == "submitted"
 
 
@@ -123,12 +126,14 @@ def test_a_repeat_is_compared_after_validation(make_project, people):
     project = make_project("q", "changeit")
     make_item(project)  # a 640x480 image
     task = queue_claim_next(project=project, user=people[0])
-    first = annotation_submit(task_id=task.pk, user=people[0], result={"bbox": [600, 400, 100, 200],
-                                                                         "state": "peeled apple"})
+    first = annotation_submit(
+        task_id=task.pk, user=people[0], result={"bbox": [600, 400, 100, 200], "state": "peeled apple"}
+    )
 
     # The same raw answer is clipped to the same box, so it is the same answer.
-    again = annotation_submit(task_id=task.pk, user=people[0], result={"bbox": [600, 400, 100, 200],
-                                                                         "state": "peeled apple"})
+    again = annotation_submit(
+        task_id=task.pk, user=people[0], result={"bbox": [600, 400, 100, 200], "state": "peeled apple"}
+    )
 
     assert (first.created, again.created, again.annotation.pk) == (True, False, first.annotation.pk)
     assert first.annotation.result == {"bbox": [600.0, 400.0, 40.0, 80.0], "state": "peeled apple"}
@@ -178,8 +183,10 @@ def test_idempotency_keys_are_per_annotator(make_project, people):
 
     assert (a.created, b.created, retry.created) == (True, True, False)
     assert retry.annotation.pk == b.annotation.pk != a.annotation.pk
-    assert sorted(Annotation.objects.values_list("annotator__username", "idempotency_key")) == [("ann0", "1"),
-                                                                                                ("ann1", "1")]
+    assert sorted(Annotation.objects.values_list("annotator__username", "idempotency_key")) == [
+        ("ann0", "1"),
+        ("ann1", "1"),
+    ]
 
 
 def test_the_database_refuses_one_annotator_reusing_a_key(make_project, people):
@@ -247,8 +254,9 @@ def test_draft_versions_and_stale_write_conflict(make_project, people):
     now = timezone.now()
     task = queue_claim_next(project=project, user=people[0], now=now)
 
-    saved = hold_save_draft(task_id=task.pk, user=people[0], draft={"bbox": [1, 1, 5, 5]}, version=0,
-                            now=now + timedelta(seconds=50))
+    saved = hold_save_draft(
+        task_id=task.pk, user=people[0], draft={"bbox": [1, 1, 5, 5]}, version=0, now=now + timedelta(seconds=50)
+    )
     assert (saved.draft_version, saved.lease_expires) == (1, now + timedelta(seconds=110))
 
     with pytest.raises(TaskConflict) as err:
@@ -264,11 +272,15 @@ def test_a_replayed_draft_save_succeeds_and_a_different_stale_one_still_conflict
     make_item(project)
     now = timezone.now()
     task = queue_claim_next(project=project, user=people[0], now=now)
-    hold_save_draft(task_id=task.pk, user=people[0], draft={"bbox": [1, 1, 5, 5], "note": "x"}, version=0,
-                    now=now)
+    hold_save_draft(task_id=task.pk, user=people[0], draft={"bbox": [1, 1, 5, 5], "note": "x"}, version=0, now=now)
 
-    replay = hold_save_draft(task_id=task.pk, user=people[0], draft={"note": "x", "bbox": [1, 1, 5, 5]},
-                             version=0, now=now + timedelta(seconds=30))
+    replay = hold_save_draft(
+        task_id=task.pk,
+        user=people[0],
+        draft={"note": "x", "bbox": [1, 1, 5, 5]},
+        version=0,
+        now=now + timedelta(seconds=30),
+    )
 
     assert (replay.draft_version, replay.draft) == (1, {"bbox": [1, 1, 5, 5], "note": "x"})
     assert replay.lease_expires == now + timedelta(seconds=90)  # a replay keeps the hold like any save
@@ -277,14 +289,14 @@ def test_a_replayed_draft_save_succeeds_and_a_different_stale_one_still_conflict
     hold_save_draft(task_id=task.pk, user=people[0], draft={"bbox": [3, 3, 5, 5]}, version=1)
     # An older save replayed after a newer one is stale, not a replay of the current version.
     with pytest.raises(TaskConflict):
-        hold_save_draft(task_id=task.pk, user=people[0], draft={"bbox": [1, 1, 5, 5], "note": "x"},
-                        version=0)
+        hold_save_draft(task_id=task.pk, user=people[0], draft={"bbox": [1, 1, 5, 5], "note": "x"}, version=0)
     task.refresh_from_db()
     assert (task.draft, task.draft_version) == ({"bbox": [3, 3, 5, 5]}, 2)
 
 
-@pytest.mark.parametrize("protocol, expected", [("oscbench", 3), ("changeit", 1), ("status", 1),
-                                                ("visualtrans", 1), ("m3verse", 1)])
+@pytest.mark.parametrize(
+    "protocol, expected", [("oscbench", 3), ("changeit", 1), ("status", 1), ("visualtrans", 1), ("m3verse", 1)]
+)
 def test_annotations_per_item_defaults_by_protocol(make_project, protocol, expected):
     assert make_project("q", protocol).annotations_per_item == expected
     assert Project.objects.get(slug="q").annotations_per_item == expected
@@ -307,8 +319,16 @@ def test_every_way_of_creating_a_project_gets_the_protocol_default(db):
     assert got.annotations_per_item == 1
     # The admin form leaves the field empty: save() fills in the protocol's default.
     form_class = site._registry[Project].get_form(RequestFactory().get("/"))
-    form = form_class(data={"slug": "admin-made", "name": "A", "protocol": "oscbench", "settings": "{}",
-                            "option_seed": 0, "description": ""})
+    form = form_class(
+        data={
+            "slug": "admin-made",
+            "name": "A",
+            "protocol": "oscbench",
+            "settings": "{}",
+            "option_seed": 0,
+            "description": "",
+        }
+    )
     assert form.is_valid(), form.errors
     assert form.save().annotations_per_item == 3
     assert Project.objects.get(slug="admin-made").annotations_per_item == 3
@@ -393,8 +413,12 @@ def test_preloading_holds_at_most_two_tasks(make_project, people):
 
 def test_gold_items_are_mixed_in_do_not_count_and_go_to_everyone(make_project, people):
     project = make_project("q", "changeit", annotations_per_item=1, settings={"gold_share": 0.5})
-    gold = make_item(project, "gold", is_gold=True, payload={**make_item.__globals__["changeit_payload"](),
-                                                            "bbox": [10, 20, 100, 80]})
+    gold = make_item(
+        project,
+        "gold",
+        is_gold=True,
+        payload={**make_item.__globals__["changeit_payload"](), "bbox": [10, 20, 100, 80]},
+    )
     normal = make_item(project, "normal")
     always, never = random.Random(), random.Random()
     always.random, never.random = (lambda: 0.0), (lambda: 0.99)
@@ -408,7 +432,7 @@ def test_gold_items_are_mixed_in_do_not_count_and_go_to_everyone(make_project, p
     assert (t0.item_id, t1.item_id, t2.item_id) == (gold.pk, gold.pk, normal.pk)
     gold.refresh_from_db()
     assert (gold.status, gold.annotation_count) == ("pending", 0)
-    from annotation.selectors import project_agreement
+    from annotation.selectors_agreement import project_agreement
 
     figures = project_agreement(project=project)
     rows = {r["annotator"]: r for r in figures["annotators"]}
@@ -425,14 +449,21 @@ def test_gold_items_are_mixed_in_do_not_count_and_go_to_everyone(make_project, p
 def test_auto_verify_when_annotators_agree(make_project, people):
     project = make_project("q", "changeit", annotations_per_item=2, settings={"auto_verify": True})
     agreeing, disagreeing = make_item(project, "a"), make_item(project, "b")
-    for user, boxes in ((people[0], ([10, 20, 100, 80], [0, 0, 50, 50])), (people[1], ([12, 20, 100, 80], [300, 300, 50, 50]))):
+    for user, boxes in (
+        (people[0], ([10, 20, 100, 80], [0, 0, 50, 50])),
+        (people[1], ([12, 20, 100, 80], [300, 300, 50, 50])),
+    ):
         for bbox in boxes:
             t = queue_claim_next(project=project, user=user)
             annotation_submit(task_id=t.pk, user=user, result={"bbox": bbox, "state": "peeled apple"})
 
     agreeing.refresh_from_db()
     disagreeing.refresh_from_db()
-    assert (agreeing.status, agreeing.payload["bbox"], agreeing.payload["state"]) == ("verified", [11.0, 20.0, 100.0, 80.0], "peeled apple")
+    assert (agreeing.status, agreeing.payload["bbox"], agreeing.payload["state"]) == (
+        "verified",
+        [11.0, 20.0, 100.0, 80.0],
+        "peeled apple",
+    )
     assert disagreeing.status == "annotated" and "bbox" not in disagreeing.payload
     review = Review.objects.get()
     assert (review.item_id, review.decision, review.reviewer) == (agreeing.pk, "auto", None)
@@ -491,8 +522,10 @@ def test_claim_and_submit_run_as_prepared_statements_with_their_generic_plan(mak
         annotation_submit(task_id=task.pk, user=user, result=valid_result("box"))
 
     with connection.cursor() as cursor:
-        cursor.execute("SELECT left(btrim(statement, E' \\n'), 12), generic_plans, custom_plans FROM pg_prepared_statements "
-                       "ORDER BY 1")
+        cursor.execute(
+            "SELECT left(btrim(statement, E' \\n'), 12), generic_plans, custom_plans FROM pg_prepared_statements "
+            "ORDER BY 1"
+        )
         plans = cursor.fetchall()
     assert plans == [("WITH held AS", 3, 0), ("WITH it AS (", 3, 0), ("WITH stored ", 3, 0)]
     assert Annotation.objects.filter(item__project=project).count() == 3

@@ -2,6 +2,7 @@
 page and API, the admin's project form: project_setup.disagreement_setting_clean), and a stored
 value that check refuses (written before it, or straight into the database) is read as its
 default with a warning, never used as it is (disagreement.thresholds_from)."""
+
 from __future__ import annotations
 
 import logging
@@ -16,23 +17,36 @@ from tests.annotation.work_factories import make_item, make_people
 from tests.helpers.admin import admin_save
 from tests.helpers.work import annotate_in_turn, marked_fields, rating_result
 
-
 pytestmark = pytest.mark.django_db
-APART = [{"bbox": [0, 0, 100, 100], "state": "peeled apple"}, {"bbox": [40, 0, 100, 100], "state": "peeled apple"}]  # IoU 0.43
+APART = [
+    {"bbox": [0, 0, 100, 100], "state": "peeled apple"},
+    {"bbox": [40, 0, 100, 100], "state": "peeled apple"},
+]  # IoU 0.43
 
 
 # --- reading what is stored -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("stored, read, refused", [
-    ({"rating_spread": 3, "box_iou": 0.3, "quintuplet_fields": ["change", "state_a"]},
-     Thresholds(3, 0.3, ("state_a", "change")), []),
-    ({"rating_spread": 2.5}, Thresholds(), ["rating_spread"]), ({"rating_spread": 0}, Thresholds(), ["rating_spread"]),
-    ({"rating_spread": True}, Thresholds(), ["rating_spread"]), ({"box_iou": 0}, Thresholds(), ["box_iou"]),
-    ({"box_iou": -1}, Thresholds(), ["box_iou"]), ({"box_iou": 1.5}, Thresholds(), ["box_iou"]),
-    ({"box_iou": "nan"}, Thresholds(), ["box_iou"]), ({"quintuplet_fields": []}, Thresholds(), ["quintuplet_fields"]),
-    ({"quintuplet_fields": ["colour"]}, Thresholds(), ["quintuplet_fields"]),
-    ({"box_iou": 0, "rating_spread": 4}, Thresholds(rating_spread=4), ["box_iou"]),
-])
+
+@pytest.mark.parametrize(
+    "stored, read, refused",
+    [
+        (
+            {"rating_spread": 3, "box_iou": 0.3, "quintuplet_fields": ["change", "state_a"]},
+            Thresholds(3, 0.3, ("state_a", "change")),
+            [],
+        ),
+        ({"rating_spread": 2.5}, Thresholds(), ["rating_spread"]),
+        ({"rating_spread": 0}, Thresholds(), ["rating_spread"]),
+        ({"rating_spread": True}, Thresholds(), ["rating_spread"]),
+        ({"box_iou": 0}, Thresholds(), ["box_iou"]),
+        ({"box_iou": -1}, Thresholds(), ["box_iou"]),
+        ({"box_iou": 1.5}, Thresholds(), ["box_iou"]),
+        ({"box_iou": "nan"}, Thresholds(), ["box_iou"]),
+        ({"quintuplet_fields": []}, Thresholds(), ["quintuplet_fields"]),
+        ({"quintuplet_fields": ["colour"]}, Thresholds(), ["quintuplet_fields"]),
+        ({"box_iou": 0, "rating_spread": 4}, Thresholds(rating_spread=4), ["box_iou"]),
+    ],
+)
 def test_a_stored_value_the_check_refuses_is_read_as_its_default(stored, read, refused, caplog):
     with caplog.at_level(logging.WARNING, logger="annotation.disagreement"):
         assert thresholds_from({"disagreement": stored}, project="lab") == read
@@ -48,15 +62,26 @@ def test_a_disagreement_setting_that_is_no_object_or_names_no_threshold_is_ignor
         assert thresholds_from({}) == Thresholds()
     assert [r.getMessage() for r in caplog.records] == [
         "settings['disagreement'] of project lab is not a JSON object ('strict'): the default thresholds apply",
-        "settings['disagreement'] of project lab has no threshold named iou: ignored"]
+        "settings['disagreement'] of project lab has no threshold named iou: ignored",
+    ]
 
 
 def test_a_box_iou_of_0_stored_in_the_settings_marks_boxes_at_the_default(make_project, caplog):
     a, b = make_people(2)
-    project = make_project("boxes", "changeit", annotations_per_item=2, members={a: Role.ANNOTATOR, b: Role.ANNOTATOR},
-                           settings={"disagreement": {"box_iou": 0}})  # as the admin's JSON took it before
-    calm = make_project("calm", "changeit", annotations_per_item=2, members={a: Role.ANNOTATOR, b: Role.ANNOTATOR},
-                        settings={"disagreement": {"box_iou": 0.4}})
+    project = make_project(
+        "boxes",
+        "changeit",
+        annotations_per_item=2,
+        members={a: Role.ANNOTATOR, b: Role.ANNOTATOR},
+        settings={"disagreement": {"box_iou": 0}},
+    )  # as the admin's JSON took it before
+    calm = make_project(
+        "calm",
+        "changeit",
+        annotations_per_item=2,
+        members={a: Role.ANNOTATOR, b: Role.ANNOTATOR},
+        settings={"disagreement": {"box_iou": 0.4}},
+    )
     item, other = make_item(project), make_item(calm)
 
     with caplog.at_level(logging.WARNING, logger="annotation.disagreement"):
@@ -70,8 +95,13 @@ def test_a_box_iou_of_0_stored_in_the_settings_marks_boxes_at_the_default(make_p
 
 def test_a_fractional_rating_spread_stored_in_the_settings_marks_at_the_default(make_project):
     a, b = make_people(2)
-    project = make_project("videos", "oscbench", annotations_per_item=2, members={a: Role.ANNOTATOR, b: Role.ANNOTATOR},
-                           settings={"disagreement": {"rating_spread": 2.5}})
+    project = make_project(
+        "videos",
+        "oscbench",
+        annotations_per_item=2,
+        members={a: Role.ANNOTATOR, b: Role.ANNOTATOR},
+        settings={"disagreement": {"rating_spread": 2.5}},
+    )
     item = make_item(project)
 
     annotate_in_turn(project, [a, b], [rating_result(), rating_result(realism=4)])  # realism 2 and 4: a spread of 2
@@ -80,6 +110,7 @@ def test_a_fractional_rating_spread_stored_in_the_settings_marks_at_the_default(
 
 
 # --- the settings API drops what the check refuses ----------------------------------------------------
+
 
 def test_setting_a_threshold_drops_stored_values_the_check_refuses(make_project):
     lead = make_people(1, "lead")[0]
@@ -93,11 +124,17 @@ def test_setting_a_threshold_drops_stored_values_the_check_refuses(make_project)
 
 # --- the admin's project form ----------------------------------------------------------------------
 
+
 @pytest.fixture
 def boxes(make_project, make_user):
     a, b = make_people(2)
-    project = make_project("boxes", "changeit", annotations_per_item=2, settings={"auto_verify": False},
-                           members={a: Role.ANNOTATOR, b: Role.ANNOTATOR})
+    project = make_project(
+        "boxes",
+        "changeit",
+        annotations_per_item=2,
+        settings={"auto_verify": False},
+        members={a: Role.ANNOTATOR, b: Role.ANNOTATOR},
+    )
     item = make_item(project)
     annotate_in_turn(project, [a, b], APART)
     admin = make_user("root", superuser=True)
@@ -106,15 +143,24 @@ def boxes(make_project, make_user):
     return project, item, admin, client
 
 
-@pytest.mark.parametrize("typed, error", [
-    ({"disagreement": {"box_iou": 0}}, "disagreement.box_iou: An overlap (IoU) above 0 and at most 1, e.g. 0.5."),
-    ({"disagreement": {"box_iou": "half"}}, "disagreement.box_iou: An overlap (IoU) above 0 and at most 1, e.g. 0.5."),
-    ({"disagreement": {"rating_spread": 3}}, "disagreement.rating_spread: Not a threshold of Bounding box + state projects."),
-    ({"disagreement": {"iou": 0.4}}, "disagreement.iou: Not a threshold of Bounding box + state projects."),
-    ({"disagreement": [0.4]}, "disagreement: A JSON object of thresholds, e.g. {\"box_iou\": 0.5}."),
-    ([1, 2], "Workflow settings are one JSON object, e.g. {\"auto_verify\": true}."),
-    ("{'box_iou': 0.4}", "Enter a valid JSON."),
-])
+@pytest.mark.parametrize(
+    "typed, error",
+    [
+        ({"disagreement": {"box_iou": 0}}, "disagreement.box_iou: An overlap (IoU) above 0 and at most 1, e.g. 0.5."),
+        (
+            {"disagreement": {"box_iou": "half"}},
+            "disagreement.box_iou: An overlap (IoU) above 0 and at most 1, e.g. 0.5.",
+        ),
+        (
+            {"disagreement": {"rating_spread": 3}},
+            "disagreement.rating_spread: Not a threshold of Bounding box + state projects.",
+        ),
+        ({"disagreement": {"iou": 0.4}}, "disagreement.iou: Not a threshold of Bounding box + state projects."),
+        ({"disagreement": [0.4]}, 'disagreement: A JSON object of thresholds, e.g. {"box_iou": 0.5}.'),
+        ([1, 2], 'Workflow settings are one JSON object, e.g. {"auto_verify": true}.'),
+        ("{'box_iou': 0.4}", "Enter a valid JSON."),
+    ],
+)
 def test_the_admin_refuses_thresholds_the_settings_page_refuses(boxes, typed, error):
     project, item, _admin, client = boxes
 
@@ -136,9 +182,16 @@ def test_thresholds_saved_in_the_admin_are_stored_clean_re_mark_the_items_and_ar
     assert Project.objects.get(pk=project.pk).settings == {"auto_verify": False, "disagreement": {"box_iou": 0.4}}
     assert marked_fields(item) == [[]]  # IoU 0.43 is no disagreement at 0.4
     event = AuditEvent.objects.get(action="project_settings")
-    assert (event.actor, event.details) == (admin, {
-        "disagreement": {"box_iou": {"before": 0.5, "after": 0.4}}, "set": {"box_iou": 0.4}, "items_remarked": 1,
-        "items_marked": 0, "via": "admin"})
+    assert (event.actor, event.details) == (
+        admin,
+        {
+            "disagreement": {"box_iou": {"before": 0.5, "after": 0.4}},
+            "set": {"box_iou": 0.4},
+            "items_remarked": 1,
+            "items_marked": 0,
+            "via": "admin",
+        },
+    )
 
     # Taken out again: the default applies, the item is marked again.
     assert admin_save(client, project, {"auto_verify": False}).status_code == 302

@@ -8,6 +8,7 @@ until it has committed or waits on a database lock (pg_stat_activity says which)
 does the first go on. Without the marking lock the item keeps the mark of the old thresholds.
 A 16-thread stress of submits and changes checks the end state and that nothing deadlocks.
 """
+
 from __future__ import annotations
 
 import random
@@ -48,8 +49,13 @@ def half_rated(make_project):
     """A rating project (2 raters per video, spread threshold 2) with one video rated once and the
     second rater holding its task; their realism scores will spread by 3."""
     a, b, lead = make_people(3)
-    project = make_project("race", "oscbench", annotations_per_item=2, settings={"disagreement": {"rating_spread": 2}},
-                           members={a: Role.ANNOTATOR, b: Role.ANNOTATOR, lead: Role.RESEARCHER})
+    project = make_project(
+        "race",
+        "oscbench",
+        annotations_per_item=2,
+        settings={"disagreement": {"rating_spread": 2}},
+        members={a: Role.ANNOTATOR, b: Role.ANNOTATOR, lead: Role.RESEARCHER},
+    )
     (item_id,) = make_items_fast(project, 1)
     annotation_submit(task_id=queue_claim_next(project=project, user=a).pk, user=a, result=scores())
     task = queue_claim_next(project=project, user=b)
@@ -62,9 +68,12 @@ def test_a_change_committed_while_a_completing_submit_waits_to_mark_re_marks_its
     marking; the thresholds change to 4 meanwhile (spread 3 is no disagreement any more)."""
     project, lead, rater, task, item_id = half_rated
     how, submitting, changing = race(
-        monkeypatch, stop_in=submit_module, at="item_mark_disagreement",
+        monkeypatch,
+        stop_in=submit_module,
+        at="item_mark_disagreement",
         first=lambda: annotation_submit(task_id=task.pk, user=rater, result=scores(realism=5)),
-        second=lambda: project_thresholds_set(project=project, actor=lead, values={"rating_spread": 4}))
+        second=lambda: project_thresholds_set(project=project, actor=lead, values={"rating_spread": 4}),
+    )
 
     assert (submitting.error, changing.error) == (None, None)
     # The change waited for the submit to commit, then re-marked its item (with the lock); without
@@ -81,9 +90,12 @@ def test_a_completing_submit_during_a_change_marks_under_the_new_thresholds(half
     them; the submit completing the video comes meanwhile."""
     project, lead, rater, task, item_id = half_rated
     how, changing, submitting = race(
-        monkeypatch, stop_in=project_setup, at="items_mark_disagreement",
+        monkeypatch,
+        stop_in=project_setup,
+        at="items_mark_disagreement",
         first=lambda: project_thresholds_set(project=project, actor=lead, values={"rating_spread": 4}),
-        second=lambda: annotation_submit(task_id=task.pk, user=rater, result=scores(realism=5)))
+        second=lambda: annotation_submit(task_id=task.pk, user=rater, result=scores(realism=5)),
+    )
 
     assert (changing.error, submitting.error) == (None, None)
     # The submit waited for the change to commit and read its thresholds; without the lock it
@@ -109,9 +121,12 @@ def test_completing_submits_do_not_wait_for_each_other(make_project, monkeypatch
     assert {t.item_id for t in tasks.values()} == {first, second}
 
     how, one, other = race(
-        monkeypatch, stop_in=submit_module, at="item_mark_disagreement",
+        monkeypatch,
+        stop_in=submit_module,
+        at="item_mark_disagreement",
         first=lambda: annotation_submit(task_id=tasks[c].pk, user=c, result=scores(realism=5)),
-        second=lambda: annotation_submit(task_id=tasks[d].pk, user=d, result=scores(realism=5)))
+        second=lambda: annotation_submit(task_id=tasks[d].pk, user=d, result=scores(realism=5)),
+    )
 
     assert (one.error, other.error) == (None, None)
     assert how == "committed"
@@ -127,9 +142,12 @@ def test_a_review_during_a_threshold_change_goes_through(half_rated, monkeypatch
     annotation_submit(task_id=task.pk, user=rater, result=scores(realism=5))
     accepted = Annotation.objects.filter(item_id=item_id).order_by("pk").first()
     how, changing, reviewing = race(
-        monkeypatch, stop_in=project_setup, at="items_mark_disagreement",
+        monkeypatch,
+        stop_in=project_setup,
+        at="items_mark_disagreement",
         first=lambda: project_thresholds_set(project=project, actor=lead, values={"rating_spread": 4}),
-        second=lambda: review_decide(item_id=item_id, reviewer=lead, decision="accept", annotation_id=accepted.pk))
+        second=lambda: review_decide(item_id=item_id, reviewer=lead, decision="accept", annotation_id=accepted.pk),
+    )
 
     assert (changing.error, reviewing.error) == (None, None)
     assert how == "committed"  # it locks its item only; the change has not reached the item yet
@@ -146,8 +164,12 @@ def test_16_threads_of_submits_and_threshold_flips_leave_every_mark_as_the_final
     in most runs, not all; the tests above make the race every time.)"""
     raters = make_people(12)
     leads = make_people(4, prefix="lead")
-    project = make_project("stress", "oscbench", annotations_per_item=2,
-                           members={**{r: Role.ANNOTATOR for r in raters}, **{r: Role.RESEARCHER for r in leads}})
+    project = make_project(
+        "stress",
+        "oscbench",
+        annotations_per_item=2,
+        members={**{r: Role.ANNOTATOR for r in raters}, **{r: Role.RESEARCHER for r in leads}},
+    )
     item_ids = make_items_fast(project, 60)
     start_together = threading.Barrier(len(raters) + len(leads))
     submitted, flips = [], []
@@ -161,8 +183,11 @@ def test_16_threads_of_submits_and_threshold_flips_leave_every_mark_as_the_final
                 # "Nothing for you now" is also the answer while the only video left for this rater
                 # is held by another (being submitted, say): check again, as the page's button
                 # does, until no video still waiting lacks this rater's rating.
-                if not (Item.objects.filter(pk__in=item_ids, status=ItemStatus.PENDING)
-                        .exclude(annotations__annotator=rater).exists()):
+                if not (
+                    Item.objects.filter(pk__in=item_ids, status=ItemStatus.PENDING)
+                    .exclude(annotations__annotator=rater)
+                    .exists()
+                ):
                     return
                 time.sleep(0.01)
                 continue
@@ -176,7 +201,9 @@ def test_16_threads_of_submits_and_threshold_flips_leave_every_mark_as_the_final
         while len(submitted) < 80 or done < 3:
             now = thresholds_from(Project.objects.get(pk=project.pk).settings).rating_spread
             spread = rng.choice([v for v in (1, 2, 3, 4) if v != now])
-            flips.append(project_thresholds_set(project=project, actor=lead, values={"rating_spread": spread})["changed"])
+            flips.append(
+                project_thresholds_set(project=project, actor=lead, values={"rating_spread": spread})["changed"]
+            )
             done += 1
 
     workers = [Worker(lambda r=r, i=i: rate(r, i)) for i, r in enumerate(raters)]
@@ -207,9 +234,12 @@ def test_an_amendment_during_a_threshold_change_marks_under_the_new_thresholds(h
     mine = annotation_submit(task_id=task.pk, user=rater, result=scores(realism=4)).annotation  # spread 2: marked
     assert Item.objects.get(pk=item_id).disagreement is not None
     how, changing, amending = race(
-        monkeypatch, stop_in=project_setup, at="items_mark_disagreement",
+        monkeypatch,
+        stop_in=project_setup,
+        at="items_mark_disagreement",
         first=lambda: project_thresholds_set(project=project, actor=lead, values={"rating_spread": 4}),
-        second=lambda: annotation_amend(annotation_id=mine.pk, user=rater, result=scores(realism=5)))
+        second=lambda: annotation_amend(annotation_id=mine.pk, user=rater, result=scores(realism=5)),
+    )
 
     assert (changing.error, amending.error) == (None, None)
     assert how == "blocked"
@@ -219,8 +249,9 @@ def test_an_amendment_during_a_threshold_change_marks_under_the_new_thresholds(h
     assert (item.status, item.disagreement, recomputed(item_id)) == (ItemStatus.ANNOTATED, None, None)
 
 
-def test_an_annotation_import_during_a_threshold_change_marks_under_the_new_thresholds(make_project, monkeypatch,
-                                                                                       tmp_path):
+def test_an_annotation_import_during_a_threshold_change_marks_under_the_new_thresholds(
+    make_project, monkeypatch, tmp_path
+):
     """A published rater's scores are imported and complete a video while a change has listed the
     items waiting for review (none) and stops before re-marking; the import waits for the change
     (it takes the marking lock before it writes: it may add annotations to items the change is
@@ -230,17 +261,27 @@ def test_an_annotation_import_during_a_threshold_change_marks_under_the_new_thre
     from annotation.importing import annotations_import
 
     a, lead = make_people(2)
-    project = make_project("imp", "oscbench", annotations_per_item=2, settings={"disagreement": {"rating_spread": 2}},
-                           members={a: Role.ANNOTATOR, lead: Role.RESEARCHER})
+    project = make_project(
+        "imp",
+        "oscbench",
+        annotations_per_item=2,
+        settings={"disagreement": {"rating_spread": 2}},
+        members={a: Role.ANNOTATOR, lead: Role.RESEARCHER},
+    )
     (item_id,) = make_items_fast(project, 1)
     annotation_submit(task_id=queue_claim_next(project=project, user=a).pk, user=a, result=scores())
     lines = tmp_path / "ratings.jsonl"
-    lines.write_text(json.dumps({"item": Item.objects.get(pk=item_id).external_id, "rater": "published-7",
-                                 **scores(realism=5)}) + "\n")
+    lines.write_text(
+        json.dumps({"item": Item.objects.get(pk=item_id).external_id, "rater": "published-7", **scores(realism=5)})
+        + "\n"
+    )
     how, changing, importing = race(
-        monkeypatch, stop_in=project_setup, at="items_mark_disagreement",
+        monkeypatch,
+        stop_in=project_setup,
+        at="items_mark_disagreement",
         first=lambda: project_thresholds_set(project=project, actor=lead, values={"rating_spread": 4}),
-        second=lambda: annotations_import(project=Project.objects.get(pk=project.pk), path=lines))
+        second=lambda: annotations_import(project=Project.objects.get(pk=project.pk), path=lines),
+    )
 
     assert (changing.error, importing.error) == (None, None)
     assert how == "blocked"
@@ -258,12 +299,13 @@ def test_a_participant_rejection_during_a_review_of_their_item_waits_for_it(make
     from annotation import services
     from annotation.models import ReviewDecision, StudyParticipant
     from annotation.studies import participant_reject, study_create
-    from tests.helpers.studies import UNGATED_STUDY, do_tasks, joined_participant
     from tests.annotation.work_factories import make_item
+    from tests.helpers.studies import UNGATED_STUDY, do_tasks, joined_participant
 
     researcher, reviewer = make_user("res"), make_user("rev")
-    project = make_project("crowd", "visualtrans", annotations_per_item=2,
-                           members={researcher: Role.RESEARCHER, reviewer: Role.REVIEWER})
+    project = make_project(
+        "crowd", "visualtrans", annotations_per_item=2, members={researcher: Role.RESEARCHER, reviewer: Role.REVIEWER}
+    )
     item = make_item(project, "x")
     study = study_create(project=project, actor=researcher, **UNGATED_STUDY)
     p1, p2 = joined_participant(study, "P1"), joined_participant(study, "P2")
@@ -272,10 +314,14 @@ def test_a_participant_rejection_during_a_review_of_their_item_waits_for_it(make
     participant = StudyParticipant.objects.get(study=study, user=p1)
 
     how, reviewing, rejecting = race(
-        monkeypatch, stop_in=services, at="audit_record",
-        first=lambda: services.review_decide(item_id=item.pk, reviewer=reviewer, decision="accept",
-                                             annotation_id=kept.pk),
-        second=lambda: participant_reject(study=study, participant_id=participant.pk, actor=researcher, note="spam"))
+        monkeypatch,
+        stop_in=services,
+        at="audit_record",
+        first=lambda: services.review_decide(
+            item_id=item.pk, reviewer=reviewer, decision="accept", annotation_id=kept.pk
+        ),
+        second=lambda: participant_reject(study=study, participant_id=participant.pk, actor=researcher, note="spam"),
+    )
 
     assert (reviewing.error, rejecting.error) == (None, None)
     assert how == "blocked"
@@ -294,9 +340,12 @@ def test_a_review_between_the_changes_read_and_its_write_is_not_stamped(half_rat
     annotation_submit(task_id=task.pk, user=rater, result=scores(realism=5))  # spread 3: marked
     accepted = Annotation.objects.filter(item_id=item_id).order_by("pk").first()
     how, changing, reviewing = race(
-        monkeypatch, stop_in=verification, at="find_disagreement",
+        monkeypatch,
+        stop_in=verification,
+        at="find_disagreement",
         first=lambda: project_thresholds_set(project=project, actor=lead, values={"rating_spread": 4}),
-        second=lambda: review_decide(item_id=item_id, reviewer=lead, decision="accept", annotation_id=accepted.pk))
+        second=lambda: review_decide(item_id=item_id, reviewer=lead, decision="accept", annotation_id=accepted.pk),
+    )
 
     assert (changing.error, reviewing.error) == (None, None)
     assert how == "blocked"

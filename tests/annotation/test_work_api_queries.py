@@ -5,6 +5,7 @@ TokenAuthentication) and the caller's role is read along with the project
 (annotation.permissions.get_project_for / get_task_project_for); answers and statuses stay DRF's
 and require_role's.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -46,7 +47,9 @@ def test_claim_and_submit_read_token_and_project_with_role_in_one_query_each(set
         # Token, project and role go through fixed statements outside Django's query log (as the
         # queue's own statements do); no ORM query for the token, the project or the membership.
         sqls = data_queries(captured)
-        assert not any(t in s for s in sqls for t in ("authtoken_token", "annotation_membership", "annotation_project")), sqls
+        assert not any(
+            t in s for s in sqls for t in ("authtoken_token", "annotation_membership", "annotation_project")
+        ), sqls
 
 
 def test_token_errors_are_drfs(setup):

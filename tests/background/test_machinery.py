@@ -5,6 +5,7 @@ and the runs recorded before the vocabulary was one keep their meaning.
 The claim, heartbeat and watchdog bounds themselves are tested on each table: a job's runs in
 tests/inference/test_runs.py and test_worker_kill.py, imports in tests/annotation/test_import_progress.py.
 """
+
 import ast
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -42,24 +43,42 @@ def test_every_table_of_runs_is_a_tracked_run_with_the_one_vocabulary():
 
 @pytest.mark.django_db
 def test_the_beat_watchdog_recovers_every_table_that_settings_name(
-        make_project, monkeypatch, django_capture_on_commit_callbacks):
+    make_project, monkeypatch, django_capture_on_commit_callbacks
+):
     from inference.tasks import watch_runs
 
     sent = []
     monkeypatch.setattr(import_runs, "enqueue", lambda task, *args: sent.append((task, args)))
     monkeypatch.setattr(recovery, "enqueue", lambda task, *args, **kw: sent.append((task, args)))
     project = make_project("p", "changeit")
-    upload = ImportRun.objects.create(project=project, file_name="items.jsonl", status=RunStatus.RUNNING,
-                                      attempts=1, worker="a@host", heartbeat_at=lapsed())
-    chunk = BackgroundRun.objects.create(task="inference.tasks.run_api_chunk", args=[0, []], status=RunStatus.RUNNING,
-                                         attempts=settings.STATELAB_RUN_MAX_ATTEMPTS, worker="b@host",
-                                         heartbeat_at=lapsed())
+    upload = ImportRun.objects.create(
+        project=project,
+        file_name="items.jsonl",
+        status=RunStatus.RUNNING,
+        attempts=1,
+        worker="a@host",
+        heartbeat_at=lapsed(),
+    )
+    chunk = BackgroundRun.objects.create(
+        task="inference.tasks.run_api_chunk",
+        args=[0, []],
+        status=RunStatus.RUNNING,
+        attempts=settings.STATELAB_RUN_MAX_ATTEMPTS,
+        worker="b@host",
+        heartbeat_at=lapsed(),
+    )
 
     with django_capture_on_commit_callbacks(execute=True):
         counts = watch_runs()
 
-    assert counts == {"runs_requeued": 0, "runs_failed": 1, "runs_resent": 0, "runs_jobs_settled": 0,
-                      "imports_requeued": 1, "imports_failed": 0}
+    assert counts == {
+        "runs_requeued": 0,
+        "runs_failed": 1,
+        "runs_resent": 0,
+        "runs_jobs_settled": 0,
+        "imports_requeued": 1,
+        "imports_failed": 0,
+    }
     upload.refresh_from_db()
     chunk.refresh_from_db()
     assert (upload.status, upload.attempts) == (RunStatus.QUEUED, 1)
@@ -82,8 +101,11 @@ def test_the_machinery_imports_none_of_the_apps():
     found = []
     for path in sorted((ROOT / "background").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
-                [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else ([node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
+            )
             found += [f"{path.name}: {n}" for n in names if n.split(".")[0] in apps_named]
     assert found == []
 
@@ -93,10 +115,14 @@ def test_runs_recorded_before_the_one_vocabulary_keep_their_meaning():
     executor = MigrationExecutor(connection)
     executor.migrate([("inference", "0003_prediction_json_repairs")])
     with connection.cursor() as cursor:
-        cursor.execute("INSERT INTO inference_backgroundrun (task, args, queue, state, attempts, worker, reason, "
-                       "created_at) VALUES ('t', '[]', 'default', 'done', 1, '', '', now()), "
-                       "('t', '[]', 'default', 'failed', 3, '', 'lost', now())")
+        cursor.execute(
+            "INSERT INTO inference_backgroundrun (task, args, queue, state, attempts, worker, reason, "
+            "created_at) VALUES ('t', '[]', 'default', 'done', 1, '', '', now()), "
+            "('t', '[]', 'default', 'failed', 3, '', 'lost', now())"
+        )
     executor = MigrationExecutor(connection)
     executor.migrate(executor.loader.graph.leaf_nodes())
     assert list(BackgroundRun.objects.order_by("pk").values_list("status", "attempts")) == [
-        (RunStatus.FINISHED, 1), (RunStatus.FAILED, 3)]
+        (RunStatus.FINISHED, 1),
+        (RunStatus.FAILED, 3),
+    ]

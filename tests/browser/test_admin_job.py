@@ -1,5 +1,6 @@
 """A researcher creates an inference job in the admin page, watches its progress bar reach 100 %
 (a real Celery worker runs it against the local OpenAI-compatible stand-in) and opens the leaderboard."""
+
 import pytest
 from django.contrib.auth.models import Permission
 
@@ -30,8 +31,14 @@ def test_researcher_creates_job_in_admin_watches_progress_and_opens_leaderboard(
         Membership.objects.create(project=project, user=researcher, role=Role.RESEARCHER)
         items = factories.status_items(project, 10, tmp_path)
         release = factories.release_of(project, items)
-        endpoint = services.endpoint_create(name="standin-vlm", backend="openai", model_id="m", base_url=standin.base_url,
-                                            concurrency=2, options={"timeout": 10, "price_per_1m_input": 1.5})
+        endpoint = services.endpoint_create(
+            name="standin-vlm",
+            backend="openai",
+            model_id="m",
+            base_url=standin.base_url,
+            concurrency=2,
+            options={"timeout": 10, "price_per_1m_input": 1.5},
+        )
 
         login(page, "res")
         page.goto(f"{live_server.url}/admin/inference/inferencejob/add/")
@@ -55,14 +62,19 @@ def test_researcher_creates_job_in_admin_watches_progress_and_opens_leaderboard(
         listing = page.context.new_page()
         listing.goto(f"{live_server.url}/admin/inference/inferencejob/")
         row = f'.job-live[data-job="{job.pk}"]'
-        listing.evaluate("""(row) => {
+        listing.evaluate(
+            """(row) => {
             const bar = document.querySelector(row + '[data-field="progress"] progress');
             window.listSeen = [bar.value];
             new MutationObserver(() => window.listSeen.push(bar.value)).observe(bar, {attributes: true});
             setInterval(() => window.listSeen.push(bar.value), 100);
-        }""", row)
+        }""",
+            row,
+        )
         standin.release()
-        page.wait_for_function("() => document.getElementById('job-bar').getAttribute('aria-valuenow') === '100'", timeout=90_000)
+        page.wait_for_function(
+            "() => document.getElementById('job-bar').getAttribute('aria-valuenow') === '100'", timeout=90_000
+        )
         assert page.locator("#job-status").inner_text() == "finished"
         assert page.locator("#job-counts").inner_text() == "60 done, 0 failed of 60"
         assert page.locator("#job-failures tbody tr.none").inner_text() == "No failures."
@@ -71,10 +83,14 @@ def test_researcher_creates_job_in_admin_watches_progress_and_opens_leaderboard(
         assert Prediction.objects.filter(job=job).count() == 60
 
         listing.wait_for_function(
-            f"() => document.querySelector('{row}[data-field=\"status\"]').textContent === 'finished'", timeout=30_000)
+            f"() => document.querySelector('{row}[data-field=\"status\"]').textContent === 'finished'", timeout=30_000
+        )
         job.refresh_from_db()
         assert listing.locator(f'{row}[data-field="progress"]').inner_text().strip() == "100.0% (60/60)"
-        assert listing.locator(f'{row}[data-field="tokens"]').inner_text() == f"{job.prompt_tokens} / {job.completion_tokens}"
+        assert (
+            listing.locator(f'{row}[data-field="tokens"]').inner_text()
+            == f"{job.prompt_tokens} / {job.completion_tokens}"
+        )
         assert job.prompt_tokens > 0
         assert listing.locator(f'{row}[data-field="cost"]').inner_text() == f"${job.prompt_tokens * 1.5 / 1e6:.4f}"
         assert listing.locator(f'{row}[data-field="failures"]').inner_text() == "0"

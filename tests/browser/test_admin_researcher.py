@@ -23,8 +23,14 @@ def test_a_researcher_launches_a_job_for_their_project_and_sees_nothing_of_anoth
     release = factories.release_of(mine, factories.status_items(mine, 3, tmp_path), version="v1")
     their_release = factories.release_of(theirs, factories.status_items(theirs, 1, tmp_path, start=10), version="t1")
     endpoint = services.endpoint_create(name="random-baseline", backend="random")
-    their_job = InferenceJob.objects.create(endpoint=endpoint, model_name="secret-model", project=theirs,
-                                            release=their_release, protocol="status", status="finished")
+    their_job = InferenceJob.objects.create(
+        endpoint=endpoint,
+        model_name="secret-model",
+        project=theirs,
+        release=their_release,
+        protocol="status",
+        status="finished",
+    )
     worker = start_worker("admin-researcher", tmp_path / "worker.log")
     try:
         login(page, "res")
@@ -71,7 +77,10 @@ def test_a_researcher_launches_a_job_for_their_project_and_sees_nothing_of_anoth
     assert page.locator("#admin-link").count() == 0
     page.goto(f"{live_server.url}/admin/")
     assert page.url == f"{live_server.url}/admin/login/?next=/admin/"
-    assert "You are authenticated as ann, but are not authorized to access this page." in page.locator("#content").inner_text()
+    assert (
+        "You are authenticated as ann, but are not authorized to access this page."
+        in page.locator("#content").inner_text()
+    )
 
 
 def test_the_header_link_for_a_superuser_and_not_for_a_non_member(page, login, live_server, make_user):

@@ -1,5 +1,6 @@
 """An annotator reopens their own last submission in Chromium from "My recent work", amends it in
 the workflow's own form (the earlier version kept), and is told why not once it was reviewed."""
+
 import pytest
 
 from annotation.models import Annotation, AnnotationRevision, Role
@@ -29,12 +30,16 @@ def test_annotator_amends_own_submission(page, login, live_server, submitted):
     newest = Annotation.objects.filter(annotator=ann).order_by("-created_at", "-pk").first()
     login(page, "ann")
     page.goto(f"{live_server.url}/projects/jars/")
-    rows = page.eval_on_selector_all("#my-recent-work tr[data-annotation]", "rs => rs.map(r => Number(r.dataset.annotation))")
+    rows = page.eval_on_selector_all(
+        "#my-recent-work tr[data-annotation]", "rs => rs.map(r => Number(r.dataset.annotation))"
+    )
     assert rows[0] == newest.pk and len(rows) == 2
     page.click(f"#my-recent-work tr[data-annotation='{newest.pk}'] a")
     page.wait_for_url(f"**/projects/jars/my-work/{newest.pk}/")
     # The workflow's own form, filled with the earlier answer.
-    page.wait_for_function("() => document.querySelector('#q-state_a') && document.querySelector('#q-state_a').value === 'a closed jar'")
+    page.wait_for_function(
+        "() => document.querySelector('#q-state_a') && document.querySelector('#q-state_a').value === 'a closed jar'"
+    )
     assert page.input_value("#q-distractor_2") == "break the jar"
     assert page.locator("[data-skip]").is_hidden()
     page.fill("#q-state_a", "a tightly closed jar")

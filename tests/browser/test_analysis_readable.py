@@ -2,14 +2,15 @@
 definitions, the Random / Human / Chance rows explained, the chart of the headline metric, the
 correlation page's 95 % intervals and inline scatter plots, and both pages usable at 1280×720 and
 800×600 without scrolling the page sideways."""
+
 import json
 import re
 
 import pytest
 
 from annotation.models import Role
-from protocols.oscbench import CRITERIA
 from inference.services import predictions_import
+from protocols.oscbench import CRITERIA
 from tests.evaluation.factories import make_release, rate
 from tests.helpers.items import osc_payload, status_payload
 
@@ -80,7 +81,9 @@ def test_correlation_shows_intervals_and_scatter_inline(page, login, live_server
     images = page.locator('.scatter-grid[data-judge="judge-x"] img')
     assert images.count() == len(CRITERIA)
     images.first.scroll_into_view_if_needed()
-    page.wait_for_function("() => { const i = document.querySelector('.scatter-grid img'); return i.complete && i.naturalWidth > 0; }")
+    page.wait_for_function(
+        "() => { const i = document.querySelector('.scatter-grid img'); return i.complete && i.naturalWidth > 0; }"
+    )
     for width, height in SIZES:
         page.set_viewport_size({"width": width, "height": height})
         assert no_sideways_scroll(page), (width, height)

@@ -1,4 +1,5 @@
 """Box page in Chromium: draw with the mouse, move/resize with keys, clip to the image, outcomes."""
+
 import pytest
 
 from annotation.models import Annotation, Role
@@ -17,8 +18,16 @@ def box_project(settings, make_user, make_project, tmp_path):
     project = make_project("boxes", "changeit", members={ann: Role.ANNOTATOR}, name="Apples")
     items = []
     for i in range(3):
-        sha = store(png(tmp_path / f"apple{i}.png", color=(90 + 40 * i, 140, 90), size=(W, H), shape=(40, 30, 200, 150)), "image")
-        payload = {"image": f"apple{i}.png", "object": "apple", "state": "peeled apple", "distractors": ["whole apple", "sliced apple"]}
+        sha = store(
+            png(tmp_path / f"apple{i}.png", color=(90 + 40 * i, 140, 90), size=(W, H), shape=(40, 30, 200, 150)),
+            "image",
+        )
+        payload = {
+            "image": f"apple{i}.png",
+            "object": "apple",
+            "state": "peeled apple",
+            "distractors": ["whole apple", "sliced apple"],
+        }
         items.append(make_item(project, f"apple-{i}", payload, {"image": sha}))
     return project, items
 
@@ -28,7 +37,9 @@ def bbox_shown(page):
 
 
 def to_screen(page, x, y):
-    r = page.eval_on_selector("canvas.box-canvas", "c => { const r = c.getBoundingClientRect(); return [r.left, r.top, r.width]; }")
+    r = page.eval_on_selector(
+        "canvas.box-canvas", "c => { const r = c.getBoundingClientRect(); return [r.left, r.top, r.width]; }"
+    )
     scale = r[2] / W
     return r[0] + x * scale, r[1] + y * scale
 
@@ -57,7 +68,9 @@ def test_box_draw_keys_outcomes(page, login, live_server, box_project):
     # the annotator to confirm or correct (this workflow is not blind).
     labels = page.eval_on_selector_all("label.candidate input", "els => els.map(e => e.value)")
     assert labels == ["peeled apple", "sliced apple", "whole apple"]
-    assert page.eval_on_selector_all("label.candidate.proposed", "els => els.map(e => e.querySelector('input').value)") == ["peeled apple"]
+    assert page.eval_on_selector_all(
+        "label.candidate.proposed", "els => els.map(e => e.querySelector('input').value)"
+    ) == ["peeled apple"]
     assert page.locator("label.candidate .badge").all_inner_texts() == ["listed"]
     assert page.is_checked("input[name=state][value='peeled apple']")
     assert "Listed state: peeled apple" in page.inner_text(".box-side")
@@ -90,7 +103,11 @@ def test_box_draw_keys_outcomes(page, login, live_server, box_project):
     scale = page.eval_on_selector("canvas.box-canvas", "c => c.getBoundingClientRect().width") / W
     drag(page, (cx, cy), (cx + 10 * scale, cy + 5 * scale))
     after_move = bbox_shown(page)
-    assert after_move[2:] == moved[2:] and abs(after_move[0] - moved[0] - 10) <= 1 and abs(after_move[1] - moved[1] - 5) <= 1
+    assert (
+        after_move[2:] == moved[2:]
+        and abs(after_move[0] - moved[0] - 10) <= 1
+        and abs(after_move[1] - moved[1] - 5) <= 1
+    )
     # Dragging the right edge resizes: only the width changes.
     ex, ey = to_screen(page, after_move[0] + after_move[2], after_move[1] + after_move[3] / 2)
     drag(page, (ex, ey), (ex + 20 * scale, ey))

@@ -5,6 +5,7 @@ browser while each item is on screen (gold items included): not in the HTML, not
 in-memory task data, not in any API response the annotator's page has received so far.
 A model's suggestion pre-fills the answer, marked as machine-made.
 """
+
 import json
 
 import pytest
@@ -17,8 +18,17 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 SECRET = "TRUTH-"  # every free-text truth/metadata value below carries it
 COUNT_TRUTH = "86420975"  # the count item's answer: too long to turn up in an id or a timestamp
-TRUTH_KEYS = {"answer", "subtask", "scene", "context", "capabilities", "hallucination", "is_gold", "gold",
-              "external_id"}
+TRUTH_KEYS = {
+    "answer",
+    "subtask",
+    "scene",
+    "context",
+    "capabilities",
+    "hallucination",
+    "is_gold",
+    "gold",
+    "external_id",
+}
 
 
 def truth_keys(value):
@@ -39,7 +49,8 @@ def assert_blind_now(page, responses, task_id: str):
     html = page.content()
     assert SECRET not in html and COUNT_TRUTH not in html
     held = page.evaluate(
-        "() => JSON.stringify({current: window.statelabWorkbench.lastData, next: window.statelabWorkbench.preloaded})")
+        "() => JSON.stringify({current: window.statelabWorkbench.lastData, next: window.statelabWorkbench.preloaded})"
+    )
     assert SECRET not in held and COUNT_TRUTH not in held
     held = json.loads(held)
     assert held["current"]["task"] == int(task_id)
@@ -59,19 +70,43 @@ def image_qa(settings, make_user, make_project, tmp_path):
     settings.MEDIA_ROOT = served_media_root()
     ann = make_user("qa1")
     # Every claim first looks for a gold item: the first item (gold) comes first, unannounced.
-    project = make_project("vt", "visualtrans", members={ann: Role.ANNOTATOR}, name="VisualTrans check",
-                           settings={"gold_share": 1.0})
+    project = make_project(
+        "vt", "visualtrans", members={ann: Role.ANNOTATOR}, name="VisualTrans check", settings={"gold_share": 1.0}
+    )
     initial = store(png(tmp_path / "i.png", color=(230, 200, 160), shape=(60, 60, 140, 160)), "image")
     final = store(png(tmp_path / "f.png", color=(230, 200, 160), shape=(160, 60, 300, 120)), "image")
     media = {"images": [initial, final]}
     base = {"images": ["i.png", "f.png"], "subtask": "TRUTH-causal", "scene": "TRUTH-kitchen"}
     items = [
-        make_item(project, "TRUTH-q-choice", {**base, "question": "Which tool made the change?", "format": "choice",
-                                              "options": ["a knife", "a spoon", "a fork"], "answer": "C"}, media),
-        make_item(project, "TRUTH-q-count", {**base, "question": "How many boards are visible at the end?",
-                                             "format": "count", "answer": int(COUNT_TRUTH)}, media),
-        make_item(project, "TRUTH-q-set", {**base, "question": "Which objects moved?", "format": "set",
-                                           "answer": ["TRUTH-board", "TRUTH-bowl"]}, media),
+        make_item(
+            project,
+            "TRUTH-q-choice",
+            {
+                **base,
+                "question": "Which tool made the change?",
+                "format": "choice",
+                "options": ["a knife", "a spoon", "a fork"],
+                "answer": "C",
+            },
+            media,
+        ),
+        make_item(
+            project,
+            "TRUTH-q-count",
+            {
+                **base,
+                "question": "How many boards are visible at the end?",
+                "format": "count",
+                "answer": int(COUNT_TRUTH),
+            },
+            media,
+        ),
+        make_item(
+            project,
+            "TRUTH-q-set",
+            {**base, "question": "Which objects moved?", "format": "set", "answer": ["TRUTH-board", "TRUTH-bowl"]},
+            media,
+        ),
     ]
     items[0].is_gold = True
     items[0].save(update_fields=["is_gold"])
@@ -90,7 +125,9 @@ def test_qa_images_keyboard_and_blind(page, login, live_server, image_qa):
     page.goto(f"{live_server.url}/projects/vt/annotate/")
     first = wait_task(page)
     # While the annotator works, the page already holds the next task and loads its media.
-    preloaded = page.wait_for_function("() => window.statelabWorkbench.preloaded && window.statelabWorkbench.preloaded.task").json_value()
+    preloaded = page.wait_for_function(
+        "() => window.statelabWorkbench.preloaded && window.statelabWorkbench.preloaded.task"
+    ).json_value()
     assert preloaded != int(first)
     assert page.inner_text(".question") == "Which tool made the change?"
     assert page.locator("figcaption").all_inner_texts() == ["Initial", "Final"]
@@ -169,16 +206,28 @@ def test_qa_images_keyboard_and_blind(page, login, live_server, image_qa):
 def video_qa(settings, make_user, make_project, tmp_path):
     settings.MEDIA_ROOT = served_media_root()
     ann = make_user("qa2")
-    project = make_project("m3", "m3verse", members={ann: Role.ANNOTATOR}, name="M3 pairs", settings={"gold_share": 1.0})
+    project = make_project(
+        "m3", "m3verse", members={ann: Role.ANNOTATOR}, name="M3 pairs", settings={"gold_share": 1.0}
+    )
     before = store(mp4(tmp_path / "before.mp4", pattern="testsrc"), "video")
     after = store(mp4(tmp_path / "after.mp4", pattern="testsrc2"), "video")
     media = {"video_before": before, "video_after": after}
     items = [
-        make_item(project, f"TRUTH-m-{i}", {"video_before": "before.mp4", "video_after": "after.mp4",
-                                            "question": f"What changed between the clips? ({i})",
-                                            "options": ["the colours", "the text", "the layout", "none of the listed"],
-                                            "answer": ["A", "C"], "context": "TRUTH-inter",
-                                            "capabilities": ["TRUTH-attr"], "hallucination": False}, media)
+        make_item(
+            project,
+            f"TRUTH-m-{i}",
+            {
+                "video_before": "before.mp4",
+                "video_after": "after.mp4",
+                "question": f"What changed between the clips? ({i})",
+                "options": ["the colours", "the text", "the layout", "none of the listed"],
+                "answer": ["A", "C"],
+                "context": "TRUTH-inter",
+                "capabilities": ["TRUTH-attr"],
+                "hallucination": False,
+            },
+            media,
+        )
         for i in range(2)
     ]
     items[0].is_gold = True  # served first (gold_share 1.0), looking like any other item
@@ -196,7 +245,9 @@ def test_qa_video_pair_several_answers(page, login, live_server, video_qa):
     first = wait_task(page)
     assert page.locator("figure.video figcaption").all_inner_texts() == ["Before", "After"]
     # Both videos are real, playable files.
-    page.wait_for_function("() => [...document.querySelectorAll('video')].every(v => v.readyState >= 1 && v.duration > 0.5)")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('video')].every(v => v.readyState >= 1 && v.duration > 0.5)"
+    )
     assert_blind_now(page, responses, first)
     # Several correct options: checkboxes, pre-filled from the model and marked; each key toggles.
     assert page.locator("input[name=answer][type=checkbox]").count() == 4

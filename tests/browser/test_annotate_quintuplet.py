@@ -1,9 +1,10 @@
 """Quintuplet page in Chromium: keyboard-only labeling, machine suggestions, drafts survive a reload."""
+
 import pytest
 
 from annotation.models import Annotation, Role, Suggestion, Task
 
-from .work_helpers import png, served_media_root, shot, store, wait_saved, wait_task, make_item
+from .work_helpers import make_item, png, served_media_root, shot, store, wait_saved, wait_task
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -14,16 +15,25 @@ def quint_project(settings, make_user, make_project, tmp_path):
     ann = make_user("ann")
     project = make_project("quint", "status", members={ann: Role.ANNOTATOR}, name="Kitchen pairs")
     items = []
-    for i, (a, b) in enumerate([((200, 60, 60), (60, 200, 60)), ((60, 60, 200), (200, 200, 60)), ((120, 120, 120), (20, 20, 20))]):
+    for i, (a, b) in enumerate(
+        [((200, 60, 60), (60, 200, 60)), ((60, 60, 200), (200, 200, 60)), ((120, 120, 120), (20, 20, 20))]
+    ):
         ia = store(png(tmp_path / f"a{i}.png", color=a, shape=(100, 80, 180, 200), mark=f"A{i}"), "image")
         ib = store(png(tmp_path / f"b{i}.png", color=b, shape=(60, 60, 260, 200), mark=f"B{i}"), "image")
         payload = {"image_a": f"a{i}.png", "image_b": f"b{i}.png"}
         items.append(make_item(project, f"pair-{i}", payload, {"image_a": ia, "image_b": ib}))
-    Suggestion.objects.create(item=items[0], source="job:7 tiny-vlm", result={
-        "state_a": "a closed jar", "state_b": "an open jar", "change": "open the jar",
-        "change_distractors": ["shake the jar", "fill the jar", "close the jar"],
-        "category": "functional", "difference": "significant",
-    })
+    Suggestion.objects.create(
+        item=items[0],
+        source="job:7 tiny-vlm",
+        result={
+            "state_a": "a closed jar",
+            "state_b": "an open jar",
+            "change": "open the jar",
+            "change_distractors": ["shake the jar", "fill the jar", "close the jar"],
+            "category": "functional",
+            "difference": "significant",
+        },
+    )
     return project, items
 
 
@@ -72,9 +82,12 @@ def test_quintuplet_keyboard_flow(page, login, live_server, quint_project):
 
     a = Annotation.objects.get(item=items[0])
     assert a.result == {
-        "state_a": "a closed jar", "state_b": "a jar with its lid off", "change": "open the jar",
+        "state_a": "a closed jar",
+        "state_b": "a jar with its lid off",
+        "change": "open the jar",
         "change_distractors": ["shake the jar", "fill the jar", "rinse the jar"],
-        "category": "other", "difference": "slight",
+        "category": "other",
+        "difference": "slight",
     }
     assert a.annotator.username == "ann" and a.idempotency_key and a.time_spent_ms > 0
 
@@ -101,7 +114,10 @@ def test_quintuplet_keyboard_flow(page, login, live_server, quint_project):
 
     # Submitting twice (double click) creates one annotation; then the queue is empty.
     page.focus("#q-state_a")
-    fill_row(page, ["a full glass", "an empty glass", "drink the water", "fill the glass", "break the glass", "wash the glass"])
+    fill_row(
+        page,
+        ["a full glass", "an empty glass", "drink the water", "fill the glass", "break the glass", "wash the glass"],
+    )
     page.keyboard.press("p")
     page.keyboard.press("s")
     page.locator("[data-submit]").dblclick()
@@ -109,4 +125,6 @@ def test_quintuplet_keyboard_flow(page, login, live_server, quint_project):
     assert Annotation.objects.filter(item__project=project).count() == 3
     assert list(Annotation.objects.filter(item=items[2]).values_list("result__category", flat=True)) == ["positional"]
     assert not Task.objects.filter(item__project=project, status="active").exists()
-    assert {int(first), int(second), int(third)} == set(Task.objects.filter(status="submitted").values_list("pk", flat=True))
+    assert {int(first), int(second), int(third)} == set(
+        Task.objects.filter(status="submitted").values_list("pk", flat=True)
+    )

@@ -2,6 +2,7 @@
 
 The test videos are 1 s at 10 fps (work_helpers.mp4), so one frame is 0.1 s.
 """
+
 import pytest
 
 from annotation.models import Annotation, Role
@@ -15,14 +16,30 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 def rating_project(settings, make_user, make_project, tmp_path):
     settings.MEDIA_ROOT = served_media_root()
     ann = make_user("rater")
-    project = make_project("osc", "oscbench", members={ann: Role.ANNOTATOR}, name="OSC videos",
-                           settings={"rubric": {"osc_accuracy": "Score 5 only when the tomato ends fully sliced."}})
+    project = make_project(
+        "osc",
+        "oscbench",
+        members={ann: Role.ANNOTATOR},
+        name="OSC videos",
+        settings={"rubric": {"osc_accuracy": "Score 5 only when the tomato ends fully sliced."}},
+    )
     video = store(mp4(tmp_path / "gen.mp4", seconds=1), "video")
     items = [
-        make_item(project, f"gen-{i}", {"video": "gen.mp4", "prompt": f"A hand slices a tomato on a board ({i})",
-                                        "generator": "TRUTH-gen", "scenario": "regular", "action": "slice",
-                                        "action_category": "cutting", "object": "tomato", "object_category": "vegetable"},
-                  {"video": video})
+        make_item(
+            project,
+            f"gen-{i}",
+            {
+                "video": "gen.mp4",
+                "prompt": f"A hand slices a tomato on a board ({i})",
+                "generator": "TRUTH-gen",
+                "scenario": "regular",
+                "action": "slice",
+                "action_category": "cutting",
+                "object": "tomato",
+                "object_category": "vegetable",
+            },
+            {"video": video},
+        )
         for i in range(2)
     ]
     return project, items
@@ -43,9 +60,21 @@ def test_rating_keyboard_and_watch_gate(page, login, live_server, rating_project
     assert page.is_disabled("[data-submit]")
 
     # N/A exists only for subject and scene.
-    assert [r for r in page.eval_on_selector_all(".criterion", "els => els.map(e => e.dataset.criterion + ':' + !!e.querySelector('input[value=na]'))")] == [
-        "subject:true", "object:false", "action:false", "osc_accuracy:false", "osc_consistency:false",
-        "scene:true", "realism:false", "aesthetics:false"]
+    assert [
+        r
+        for r in page.eval_on_selector_all(
+            ".criterion", "els => els.map(e => e.dataset.criterion + ':' + !!e.querySelector('input[value=na]'))"
+        )
+    ] == [
+        "subject:true",
+        "object:false",
+        "action:false",
+        "osc_accuracy:false",
+        "osc_consistency:false",
+        "scene:true",
+        "realism:false",
+        "aesthetics:false",
+    ]
     assert focused_criterion(page) == "subject"
     page.keyboard.press("0")  # subject: N/A, moves on
     assert focused_criterion(page) == "object"
@@ -115,8 +144,18 @@ def test_rating_keyboard_and_watch_gate(page, login, live_server, rating_project
     page.keyboard.press("Control+Enter")
     second = wait_task(page, first)
     a = Annotation.objects.get(item=items[0])
-    assert a.result == {"scores": {"subject": None, "object": 4, "action": 5, "osc_accuracy": 3, "osc_consistency": 3,
-                                   "scene": None, "realism": 3, "aesthetics": 4}}
+    assert a.result == {
+        "scores": {
+            "subject": None,
+            "object": 4,
+            "action": 5,
+            "osc_accuracy": 3,
+            "osc_consistency": 3,
+            "scene": None,
+            "realism": 3,
+            "aesthetics": 4,
+        }
+    }
 
     # Second video: half the scores and the watched mark survive a reload.
     page.wait_for_function("() => document.querySelector('video').duration > 0.5")
@@ -135,9 +174,18 @@ def test_rating_keyboard_and_watch_gate(page, login, live_server, rating_project
         page.keyboard.press(key)
     page.keyboard.press("Control+Enter")
     page.wait_for_selector("[data-queue-empty]")
-    assert Annotation.objects.get(item=items[1]).result == {"scores": {
-        "subject": 5, "object": 5, "action": 5, "osc_accuracy": 5, "osc_consistency": 1, "scene": 1, "realism": 1,
-        "aesthetics": 1}}
+    assert Annotation.objects.get(item=items[1]).result == {
+        "scores": {
+            "subject": 5,
+            "object": 5,
+            "action": 5,
+            "osc_accuracy": 5,
+            "osc_consistency": 1,
+            "scene": 1,
+            "realism": 1,
+            "aesthetics": 1,
+        }
+    }
 
 
 def test_single_text_rubric_is_one_click_away(page, login, live_server, settings, make_user, make_project, tmp_path):
@@ -156,6 +204,8 @@ def test_single_text_rubric_is_one_click_away(page, login, live_server, settings
 
     assert page.is_visible("[data-rubric-text]")
     assert page.locator("[data-rubric-text] p").all_inner_texts() == [
-        "Judge only what the video shows.", "A 3 means acceptable with visible flaws; keep 5 for flawless."]
+        "Judge only what the video shows.",
+        "A 3 means acceptable with visible flaws; keep 5 for flawless.",
+    ]
     # The per-criterion reminders follow the project's text.
     assert "Would the video pass for real footage" in page.inner_text("[data-rubric-dialog] [data-rubric=realism]")

@@ -1,6 +1,7 @@
 """No lost or doubled work in the browser: a lost submit response retried with the same key,
 a lost draft response retried with the same body and version, and two tabs on the same task
 (draft conflict, one annotation)."""
+
 import json
 
 import pytest
@@ -19,9 +20,15 @@ def count_project(settings, make_user, make_project, tmp_path):
     ann = make_user("safe")
     project = make_project("safe", "visualtrans", members={ann: Role.ANNOTATOR})
     sha = store(png(tmp_path / "x.png", color=(100, 100, 160)), "image")
-    items = [make_item(project, f"c{i}", {"images": ["x.png", "x.png"], "question": f"How many squares? ({i})",
-                                          "format": "count", "answer": 2}, {"images": [sha, sha]})
-             for i in range(3)]
+    items = [
+        make_item(
+            project,
+            f"c{i}",
+            {"images": ["x.png", "x.png"], "question": f"How many squares? ({i})", "format": "count", "answer": 2},
+            {"images": [sha, sha]},
+        )
+        for i in range(3)
+    ]
     return project, items
 
 
@@ -51,7 +58,9 @@ def test_lost_submit_response_is_retried_with_the_same_key(page, login, live_ser
     assert Annotation.objects.get(item=items[0]).idempotency_key == seen[0]
 
 
-def test_lost_draft_response_is_retried_unchanged_and_a_real_conflict_still_shows(page, login, live_server, count_project):
+def test_lost_draft_response_is_retried_unchanged_and_a_real_conflict_still_shows(
+    page, login, live_server, count_project
+):
     project, items = count_project
     sent = []
 
@@ -128,7 +137,8 @@ def test_two_tabs_on_one_task(page, login, live_server, count_project):
     other.click(".notice.error button:has-text('Next task')")
     wait_task(other, task)
     assert list(Annotation.objects.filter(item__project=project).values_list("item_id", "result")) == [
-        (items[0].pk, {"answer": 8, "flags": []})]
+        (items[0].pk, {"answer": 8, "flags": []})
+    ]
 
 
 def test_skip_and_a_lost_hold(page, login, live_server, count_project, make_user):
@@ -147,8 +157,12 @@ def test_skip_and_a_lost_hold(page, login, live_server, count_project, make_user
     # The hold on the second task runs out and someone else takes the item: submitting says so.
     rival = make_user("rival")
     Task.objects.filter(pk=second).update(status="expired")
-    Task.objects.create(item_id=Task.objects.get(pk=second).item_id, annotator=rival, status="active",
-                        lease_expires="2100-01-01T00:00:00Z")
+    Task.objects.create(
+        item_id=Task.objects.get(pk=second).item_id,
+        annotator=rival,
+        status="active",
+        lease_expires="2100-01-01T00:00:00Z",
+    )
     page.focus("#qa-answer")
     page.keyboard.type("3")
     page.keyboard.press("Enter")
@@ -158,7 +172,6 @@ def test_skip_and_a_lost_hold(page, login, live_server, count_project, make_user
     page.click(".notice.error button:has-text('Next task')")
     third = wait_task(page, second)
     assert Task.objects.get(pk=third).item_id == items[2].pk  # the skipped item is not offered again
-
 
 
 def test_a_submit_while_the_next_task_is_still_being_preloaded_waits_for_it(page, login, live_server, count_project):
@@ -194,7 +207,9 @@ def test_a_submit_while_the_next_task_is_still_being_preloaded_waits_for_it(page
     held[0].continue_()
     second = wait_task(page, first)
     assert len(plain_claims) == 1
-    assert list(Task.objects.filter(item__project=project, status="active").values_list("pk", flat=True)) == [int(second)]
+    assert list(Task.objects.filter(item__project=project, status="active").values_list("pk", flat=True)) == [
+        int(second)
+    ]
 
 
 def test_a_submit_before_the_preload_starts_calls_the_preload_off(page, login, live_server, count_project):
@@ -233,4 +248,6 @@ def test_a_submit_before_the_preload_starts_calls_the_preload_off(page, login, l
     held[0].continue_()
     second = wait_task(page, first)
     assert Annotation.objects.filter(item__project=project).count() == 1
-    assert list(Task.objects.filter(item__project=project, status="active").values_list("pk", flat=True)) == [int(second)]
+    assert list(Task.objects.filter(item__project=project, status="active").values_list("pk", flat=True)) == [
+        int(second)
+    ]

@@ -5,13 +5,22 @@ their other hold returns to the queue when its lease has run out: the production
 expiry moved into the past in the database); one answers the gold item wrong. Both who finish
 see the completion code; the researcher sees the gold-failing one flagged, rejects them, and
 their item is back in the queue."""
+
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
 from annotation.models import (
-    Annotation, CrowdAccount, Item, ItemStatus, Role, Study, StudyParticipant, Task, TaskStatus,
+    Annotation,
+    CrowdAccount,
+    Item,
+    ItemStatus,
+    Role,
+    Study,
+    StudyParticipant,
+    Task,
+    TaskStatus,
 )
 
 from .work_helpers import make_item, png, served_media_root, shot, store, wait_task
@@ -23,14 +32,22 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 def crowd_project(settings, make_user, make_project, tmp_path):
     settings.MEDIA_ROOT = served_media_root()
     make_user("resa")
-    project = make_project("crowd", "visualtrans", members={}, annotations_per_item=1, name="Crowd check",
-                           settings={"gold_share": 1.0})  # every participant's first task is the gold item
-    from annotation.models import Membership
+    project = make_project(
+        "crowd", "visualtrans", members={}, annotations_per_item=1, name="Crowd check", settings={"gold_share": 1.0}
+    )  # every participant's first task is the gold item
     from django.contrib.auth import get_user_model
+
+    from annotation.models import Membership
+
     Membership.objects.create(project=project, user=get_user_model().objects.get(username="resa"), role=Role.RESEARCHER)
     sha = store(png(tmp_path / "i.png", color=(200, 180, 150)), "image")
-    base = {"images": ["i.png", "i.png"], "question": "Which tool made the change?", "format": "choice",
-            "options": ["a knife", "a spoon", "a fork"], "answer": "C"}
+    base = {
+        "images": ["i.png", "i.png"],
+        "question": "Which tool made the change?",
+        "format": "choice",
+        "options": ["a knife", "a spoon", "a fork"],
+        "answer": "C",
+    }
     gold = make_item(project, "gold", base, {"images": [sha, sha]})
     Item.objects.filter(pk=gold.pk).update(is_gold=True)
     items = [make_item(project, f"q{i}", {**base, "answer": "A"}, {"images": [sha, sha]}) for i in range(4)]
@@ -56,7 +73,9 @@ def answer(page, key: str, previous=None) -> str:
     return task
 
 
-def test_three_participants_one_abandons_one_fails_gold_and_is_rejected(browser, page, login, live_server, crowd_project):
+def test_three_participants_one_abandons_one_fails_gold_and_is_rejected(
+    browser, page, login, live_server, crowd_project
+):
     project, gold, items = crowd_project
     # The researcher opens the study from the project's page.
     login(page, "resa")
@@ -95,7 +114,8 @@ def test_three_participants_one_abandons_one_fails_gold_and_is_rejected(browser,
 
     # The leaver's holds lapse (lease expiry moved into the past): their items go back to the queue.
     Task.objects.filter(annotator=leaver_user, status=TaskStatus.ACTIVE).update(
-        lease_expires=timezone.now() - timedelta(seconds=1))
+        lease_expires=timezone.now() - timedelta(seconds=1)
+    )
     held_items = set(Task.objects.filter(annotator=leaver_user).values_list("item_id", flat=True))
 
     # Participant 3 answers the gold item wrong, then one item (the leaver's lapsed one among the first).

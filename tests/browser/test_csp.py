@@ -1,15 +1,16 @@
 """Content-Security-Policy (config/csp.py) in Chromium: every page a person uses carries the
 header and runs under it without a single violation (no inline script or style is left in the
 templates, the admin or the API docs), and a script injected into a page is refused."""
+
 import json
 
 import pytest
 
 from annotation.members import invite_create
 from annotation.models import ImportRun, Role
-from protocols.oscbench import CRITERIA
 from inference.models import InferenceJob
 from inference.services import predictions_import
+from protocols.oscbench import CRITERIA
 from tests.evaluation.factories import make_release, rate
 from tests.helpers.browser import RECORD_VIOLATIONS
 from tests.helpers.items import osc_payload, status_payload
@@ -36,31 +37,58 @@ def world(settings, make_user, make_project, tmp_path):
     # root's own submission of the third item (its amend page) and an invite link (its page).
     (own_item,) = annotate_through_queue(boxes, root, [{"bbox": [30, 30, 60, 60], "state": "peeled apple"}])
     _, invite_token = invite_create(project=boxes, actor=root, role="annotator", hours=24)
-    run = ImportRun.objects.create(project=boxes, created_by=root, file_name="items.jsonl", status="finished",
-                                   report={"created": 3})
+    run = ImportRun.objects.create(
+        project=boxes, created_by=root, file_name="items.jsonl", status="finished", report={"created": 3}
+    )
 
     status = make_project("stb", "status")
     release = make_release(status, {f"it{i}": status_payload(i) for i in range(4)})
     resolved = {ri.item.external_id: ri.payload["resolved"] for ri in release.release_items.select_related("item")}
     lines = [json.dumps({"item": e, "query": q, "answer": r[q]["answer"]}) for e, r in resolved.items() for q in r]
     predictions_import(project=status, lines=lines, model_name="oracle", release=release)
-    job = InferenceJob.objects.create(model_name="oracle", project=status, release=release, protocol="status",
-                                      status="finished", total_queries=10, done_queries=10, created_by=root)
+    job = InferenceJob.objects.create(
+        model_name="oracle",
+        project=status,
+        release=release,
+        protocol="status",
+        status="finished",
+        total_queries=10,
+        done_queries=10,
+        created_by=root,
+    )
 
     osc = make_project("oscb", "oscbench")
     make_release(osc, {f"gen{i}": osc_payload("gen", i, "regular") for i in range(3)})
     for i, level in enumerate((5, 3, 1)):
         for rater in ("r1", "r2"):
             rate(f"gen{i}", osc, rater, {c: level for c in CRITERIA})
-    judge = [json.dumps({"item": f"gen{i}", "query": "judge", "answer": {c: 5 - i for c in CRITERIA}}) for i in range(3)]
+    judge = [
+        json.dumps({"item": f"gen{i}", "query": "judge", "answer": {c: 5 - i for c in CRITERIA}}) for i in range(3)
+    ]
     predictions_import(project=osc, lines=judge, model_name="judge-x", release=osc.releases.get())
     # A crowd study with one participant (its table and its public link).
     from annotation.studies import PlatformIds, participant_join, study_create
-    study = study_create(project=boxes, actor=root, name="Pilot", max_participants=5, tasks_per_participant=2,
-                         completion_code="CODE1", return_url="https://app.prolific.com/submissions/complete?cc={code}")
+
+    study = study_create(
+        project=boxes,
+        actor=root,
+        name="Pilot",
+        max_participants=5,
+        tasks_per_participant=2,
+        completion_code="CODE1",
+        return_url="https://app.prolific.com/submissions/complete?cc={code}",
+    )
     participant_join(study=study, ids=PlatformIds("PID1", "S1", "X1"))
-    return {"run": run.pk, "job": job.pk, "item": done[0], "project": boxes.pk, "invite": invite_token,
-            "own": boxes.items.get(pk=own_item).annotations.get().pk, "study": study.pk, "study_token": study.token}
+    return {
+        "run": run.pk,
+        "job": job.pk,
+        "item": done[0],
+        "project": boxes.pk,
+        "invite": invite_token,
+        "own": boxes.items.get(pk=own_item).annotations.get().pk,
+        "study": study.pk,
+        "study_token": study.token,
+    }
 
 
 def pages(world):
@@ -137,7 +165,9 @@ def test_the_admin_job_change_page_runs_under_the_policy(page, login, live_serve
     console = []
     page.on("console", lambda m: "Content Security Policy" in m.text and console.append(m.text))
     login(page, "root")
-    response, problems = visit(page, f"{live_server.url}/admin/inference/inferencejob/{world['job']}/change/", "#content", console)
+    response, problems = visit(
+        page, f"{live_server.url}/admin/inference/inferencejob/{world['job']}/change/", "#content", console
+    )
     assert response.status == 200
     assert "object-src 'none'" in response.headers.get("content-security-policy", "")
     assert problems == []
@@ -150,7 +180,8 @@ def test_the_policy_of_each_kind_of_page(client, world, make_user, settings):
     assert pages_policy == (
         "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
         "media-src 'self' blob:; font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'self'; "
-        "frame-ancestors 'none'; form-action 'self'")
+        "frame-ancestors 'none'; form-action 'self'"
+    )
     docs = client.get("/api/docs/")["Content-Security-Policy"]
     script_src = docs.split("script-src ")[1].split(";")[0].split()
     assert script_src[0] == "'self'" and len(script_src) == 2 and script_src[1].startswith("'sha256-")

@@ -2,6 +2,7 @@
 page's own clock moved by Playwright: a page left alone stops renewing, its hold lapses and another
 annotator can take the item; on return the page says so and goes on with the answer kept. A page
 in use keeps renewing."""
+
 from datetime import timedelta
 
 import pytest
@@ -26,8 +27,12 @@ def one_item(settings, make_user, make_project, tmp_path):
     project = make_project("idle", "visualtrans", members={ann: Role.ANNOTATOR, rival: Role.ANNOTATOR})
     assert "lease_seconds" not in project.settings  # the production lease
     sha = store(png(tmp_path / "x.png", color=(100, 100, 160)), "image")
-    item = make_item(project, "c0", {"images": ["x.png", "x.png"], "question": "How many squares?", "format": "count",
-                                     "answer": 2}, {"images": [sha, sha]})
+    item = make_item(
+        project,
+        "c0",
+        {"images": ["x.png", "x.png"], "question": "How many squares?", "format": "count", "answer": 2},
+        {"images": [sha, sha]},
+    )
     return project, item, rival
 
 
@@ -140,9 +145,21 @@ def video_item(settings, make_user, make_project, tmp_path):
     ann = make_user("ann")
     project = make_project("idle", "oscbench", members={ann: Role.ANNOTATOR})
     video = store(mp4(tmp_path / "gen.mp4", seconds=4), "video")
-    make_item(project, "gen-0", {"video": "gen.mp4", "prompt": "A hand slices a tomato", "generator": "g",
-                                 "scenario": "regular", "action": "slice", "action_category": "cutting",
-                                 "object": "tomato", "object_category": "vegetable"}, {"video": video})
+    make_item(
+        project,
+        "gen-0",
+        {
+            "video": "gen.mp4",
+            "prompt": "A hand slices a tomato",
+            "generator": "g",
+            "scenario": "regular",
+            "action": "slice",
+            "action_category": "cutting",
+            "object": "tomato",
+            "object_category": "vegetable",
+        },
+        {"video": video},
+    )
     return project
 
 
@@ -172,8 +189,11 @@ def test_a_video_playing_counts_once_through_and_its_loops_do_not(page, login, l
     # once more at the next tick; after that the looping video no longer counts.
     page.keyboard.press("l")
     page.keyboard.press("Space")
-    page.wait_for_function("""() => { const v = document.querySelector('video');
-        if (v.currentTime > 3) window.nearEnd = true; return window.nearEnd && v.currentTime < 1; }""", timeout=15_000)
+    page.wait_for_function(
+        """() => { const v = document.querySelector('video');
+        if (v.currentTime > 3) window.nearEnd = true; return window.nearEnd && v.currentTime < 1; }""",
+        timeout=15_000,
+    )
     renewal_periods(page, 1)
     looped = len(renewals)
     renewal_periods(page, 4)

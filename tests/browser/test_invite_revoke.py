@@ -1,6 +1,7 @@
 """Revoking an invite link in Chromium: a researcher makes a link on the members page, sees it listed
 as open (no token on the page but the one shown once), revokes it, and whoever opens the link then
 is told it was revoked and joins nothing."""
+
 import pytest
 
 from annotation.models import AuditEvent, Membership, ProjectInvite, Role

@@ -1,13 +1,14 @@
 """A researcher opens the leaderboard and correlation pages, sorts a column and downloads tables;
 the table, its chart and the downloads list the rows in the headline metric's order."""
+
 import json
 from pathlib import Path
 
 import pytest
 
 from annotation.models import Role
-from protocols.oscbench import CRITERIA
 from inference.services import predictions_import
+from protocols.oscbench import CRITERIA
 from tests.evaluation.factories import make_release, rate
 from tests.helpers.items import osc_payload, status_payload
 
@@ -27,7 +28,11 @@ def test_leaderboard_sort_and_download(page, login, live_server, make_user, make
     resolved = {ri.item.external_id: ri.payload["resolved"] for ri in release.release_items.select_related("item")}
     good = [json.dumps({"item": e, "query": q, "answer": r[q]["answer"]}) for e, r in resolved.items() for q in r]
     predictions_import(project=project, lines=good, model_name="oracle", release=release)
-    bad = [json.dumps({"item": e, "query": q, "answer": "B" if r[q]["answer"] == "A" else "A"}) for e, r in resolved.items() for q in r]
+    bad = [
+        json.dumps({"item": e, "query": q, "answer": "B" if r[q]["answer"] == "A" else "A"})
+        for e, r in resolved.items()
+        for q in r
+    ]
     predictions_import(project=project, lines=bad, model_name="contrarian", release=release)
 
     login(page, "res")
@@ -114,7 +119,11 @@ def test_correlation_page_and_heatmap_download(page, login, live_server, make_us
     assert report["judges"][0]["per_criterion"]["object"]["kendall_tau_b"] == 1.0
     page.goto(f"{live_server.url}/projects/oscb/leaderboard/")
     # Generators in order of the state-change score; the Random row where its score puts it.
-    assert [r.get_attribute("data-model") for r in page.locator("#panel-main tbody tr").all()] == ["genA", "Random", "genB"]
+    assert [r.get_attribute("data-model") for r in page.locator("#panel-main tbody tr").all()] == [
+        "genA",
+        "Random",
+        "genB",
+    ]
 
 
 def test_oscbench_ranking_choice_reorders_the_page_and_its_downloads(page, login, live_server, make_user, make_project):
@@ -150,7 +159,10 @@ def test_oscbench_ranking_choice_reorders_the_page_and_its_downloads(page, login
     assert page.locator('#panel-main th[data-key="criteria_mean"]').get_attribute("aria-sort") == "descending"
     assert page.locator('#panel-main th[data-key="state_change"]').get_attribute("aria-sort") is None
     assert page.inner_text("#lb-chart-title").startswith("Mean of criteria ")
-    assert [m for m in page.locator(".lb-chart svg text.label").all_text_contents() if m != "Random"] == ["genB", "genA"]
+    assert [m for m in page.locator(".lb-chart svg text.label").all_text_contents() if m != "Random"] == [
+        "genB",
+        "genA",
+    ]
     assert "Mean of criteria" in page.inner_text("#lb-order")
     with page.expect_download() as info:
         page.click('.lb-downloads:not(.lb-tab-downloads) a[data-format="csv"]')

@@ -1,6 +1,7 @@
 """A shared computer: what one annotator typed must not stay in the browser for the next person.
 Logging out saves the draft to the server and clears StateLab's browser storage; a session that
 ended without a logout is cleared when someone else signs in, and kept for its owner."""
+
 import pytest
 
 from annotation.models import Role, Task
@@ -19,8 +20,12 @@ def shared_project(settings, make_user, make_project, tmp_path):
     project = make_project("shared", "visualtrans", members={alice: Role.ANNOTATOR, bob: Role.ANNOTATOR})
     sha = store(png(tmp_path / "x.png", color=(100, 100, 160)), "image")
     for i in range(4):
-        make_item(project, f"c{i}", {"images": ["x.png", "x.png"], "question": f"How many squares? ({i})",
-                                     "format": "count", "answer": 2}, {"images": [sha, sha]})
+        make_item(
+            project,
+            f"c{i}",
+            {"images": ["x.png", "x.png"], "question": f"How many squares? ({i})", "format": "count", "answer": 2},
+            {"images": [sha, sha]},
+        )
     return alice, bob
 
 
@@ -80,7 +85,9 @@ def sign_in_from_here(page, live_server, username: str) -> None:
     page.wait_for_url(f"{live_server.url}/projects/shared/annotate/")
 
 
-def test_a_session_that_ended_without_logout_is_cleared_when_someone_else_signs_in(page, login, live_server, shared_project):
+def test_a_session_that_ended_without_logout_is_cleared_when_someone_else_signs_in(
+    page, login, live_server, shared_project
+):
     login(page, "alice")
     alices = expire_session_with_unsaved_answer(page, live_server)
 

@@ -3,6 +3,7 @@ redirects to presigned URLs on the bucket (moto's S3 server on its own loopback 
 origin than the app, as MinIO or S3 are). Browsers check a redirect's target against the page's
 Content-Security-Policy, so this fails unless the policy allows the bucket's origin
 (config/csp.py: page_header)."""
+
 from urllib.parse import urlsplit
 
 import pytest
@@ -36,7 +37,10 @@ def _open(page, login, live_server, slug):
     page.add_init_script(RECORD_VIOLATIONS)
     login(page, "ann")
     redirects = []
-    page.on("response", lambda r: redirects.append(r.headers.get("location")) if r.status == 302 and "/media/" in r.url else None)
+    page.on(
+        "response",
+        lambda r: redirects.append(r.headers.get("location")) if r.status == 302 and "/media/" in r.url else None,
+    )
     page.goto(f"{live_server.url}/projects/{slug}/annotate/")
     wait_task(page)
     return redirects
@@ -64,5 +68,7 @@ def test_a_video_from_the_bucket_plays_and_seeks_on_the_rating_page(page, login,
     }""")
     # Seeking asks the bucket for a byte range; the frame there decodes.
     page.evaluate("""() => { const v = document.querySelector("main video"); v.currentTime = v.duration / 2; }""")
-    page.wait_for_function("""() => { const v = document.querySelector("main video"); return !v.seeking && v.readyState >= 2; }""")
+    page.wait_for_function(
+        """() => { const v = document.querySelector("main video"); return !v.seeking && v.readyState >= 2; }"""
+    )
     assert page.evaluate("window.cspViolations") == []

@@ -4,6 +4,7 @@ An old error stays on screen after a successful submit; a two-tab double submit 
 words with both answers side by side; the key help opens from a number box with "?" and from a
 text box (where "?" is text) with F1; typed rating scores visibly move on to the next criterion.
 """
+
 import pytest
 
 from annotation.models import Annotation, Role
@@ -24,8 +25,12 @@ def qa_project(settings, make_user, make_project, tmp_path):
     base = {"images": ["i.png", "f.png"], "subtask": "causal", "scene": "kitchen"}
 
     def add(external_id: str, fmt: str, question: str):
-        return make_item(project, external_id, {**base, "question": question, "format": fmt, "answer": 1 if fmt == "count" else ["x"]},
-                         {"images": [initial, final]})
+        return make_item(
+            project,
+            external_id,
+            {**base, "question": question, "format": fmt, "answer": 1 if fmt == "count" else ["x"]},
+            {"images": [initial, final]},
+        )
 
     return ann, project, add
 
@@ -69,7 +74,7 @@ def test_text_box_keeps_question_mark_and_f1_opens_help(page, login, live_server
     add("s1", "set", "Which objects moved?")
     login(page, "newbie")
     page.goto(f"{live_server.url}/projects/edges/annotate/")
-    task = wait_task(page)
+    wait_task(page)
     page.wait_for_function("() => document.activeElement && document.activeElement.id === 'qa-answer'")
     assert "F1" in page.inner_text("[data-help-open]")
 
@@ -102,7 +107,11 @@ def test_two_tab_conflict_explained_side_by_side(page, login, live_server, qa_pr
     assert "already submitted this task with a different answer" in notice
     assert "first answer is the one kept" in notice
     assert '"annotation"' not in notice and "annotation.result" not in notice and "{" not in notice
-    assert table.locator("thead th").all_inner_texts() == ["Field", "Your answer here (not saved)", "Stored answer (kept)"]
+    assert table.locator("thead th").all_inner_texts() == [
+        "Field",
+        "Your answer here (not saved)",
+        "Stored answer (kept)",
+    ]
     row = table.locator("tr[data-field=answer]")
     assert row.locator("[data-yours]").inner_text() == "lid, board"
     assert row.locator("[data-stored]").inner_text() == "bowl"
@@ -110,14 +119,28 @@ def test_two_tab_conflict_explained_side_by_side(page, login, live_server, qa_pr
     assert Annotation.objects.get(task_id=int(task)).result == {"answer": ["bowl"], "flags": []}
 
 
-def test_rating_digits_move_focus_visibly_and_help_says_so(page, login, live_server, settings, make_user, make_project, tmp_path):
+def test_rating_digits_move_focus_visibly_and_help_says_so(
+    page, login, live_server, settings, make_user, make_project, tmp_path
+):
     settings.MEDIA_ROOT = served_media_root()
     rater = make_user("rater")
     project = make_project("osc", "oscbench", members={rater: Role.ANNOTATOR}, name="OSC")
     video = store(mp4(tmp_path / "g.mp4", seconds=1), "video")
-    make_item(project, "g1", {"video": "g.mp4", "prompt": "A hand slices a tomato", "generator": "g", "scenario": "regular",
-                              "action": "slice", "action_category": "cutting", "object": "tomato", "object_category": "veg"},
-              {"video": video})
+    make_item(
+        project,
+        "g1",
+        {
+            "video": "g.mp4",
+            "prompt": "A hand slices a tomato",
+            "generator": "g",
+            "scenario": "regular",
+            "action": "slice",
+            "action_category": "cutting",
+            "object": "tomato",
+            "object_category": "veg",
+        },
+        {"video": video},
+    )
     login(page, "rater")
     page.goto(f"{live_server.url}/projects/osc/annotate/")
     wait_task(page)
@@ -148,19 +171,33 @@ def test_project_page_shows_only_links_that_open(page, login, live_server, make_
         login(page, user.username)
         page.goto(f"{live_server.url}/projects/links/")
         names = page.locator("#project-links a").all_inner_texts()
-        assert names[:len(expected[role])] == expected[role], role
+        assert names[: len(expected[role])] == expected[role], role
         for href in page.eval_on_selector_all("#project-links a", "els => els.map(a => a.href)"):
             assert page.request.get(href).status == 200, (role, href)
 
 
-def test_rating_controls_above_the_fold_at_800x600(page, login, live_server, settings, make_user, make_project, tmp_path):
+def test_rating_controls_above_the_fold_at_800x600(
+    page, login, live_server, settings, make_user, make_project, tmp_path
+):
     settings.MEDIA_ROOT = served_media_root()
     rater = make_user("rater")
     project = make_project("osc", "oscbench", members={rater: Role.ANNOTATOR}, name="OSC")
     video = store(mp4(tmp_path / "g.mp4", seconds=1), "video")
-    make_item(project, "g1", {"video": "g.mp4", "prompt": "A hand slices a tomato", "generator": "g", "scenario": "regular",
-                              "action": "slice", "action_category": "cutting", "object": "tomato", "object_category": "veg"},
-              {"video": video})
+    make_item(
+        project,
+        "g1",
+        {
+            "video": "g.mp4",
+            "prompt": "A hand slices a tomato",
+            "generator": "g",
+            "scenario": "regular",
+            "action": "slice",
+            "action_category": "cutting",
+            "object": "tomato",
+            "object_category": "veg",
+        },
+        {"video": video},
+    )
     page.set_viewport_size({"width": 800, "height": 600})
     login(page, "rater")
     page.goto(f"{live_server.url}/projects/osc/annotate/")

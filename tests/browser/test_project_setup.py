@@ -1,6 +1,7 @@
 """Project setup in Chromium: a researcher creates a project from the home page, adds members
 from a CSV (a report per line), and the new member sees the project, without the links their role
 cannot use; the members page refuses them with the role it needs."""
+
 import pytest
 
 from annotation.models import Membership, Project, Role
@@ -41,10 +42,15 @@ def test_create_project_add_members_from_csv_member_sees_it(page, login, live_se
     page.set_input_files("#id_csv", files=[{"name": "members.csv", "mimeType": "text/csv", "buffer": CSV}])
     page.click("#member-csv button[type=submit]")
     page.wait_for_selector("#csv-report")
-    outcomes = page.eval_on_selector_all("#csv-report tr[data-line]", "rs => rs.map(r => [r.dataset.line, r.dataset.outcome])")
+    outcomes = page.eval_on_selector_all(
+        "#csv-report tr[data-line]", "rs => rs.map(r => [r.dataset.line, r.dataset.outcome])"
+    )
     assert outcomes == [["2", "added"], ["3", "unknown user"], ["4", "bad role"], ["5", "added"]]
     assert dict(Membership.objects.filter(project=project).values_list("user__username", "role")) == {
-        "lead": "admin", "carol": "annotator", "dave": "reviewer"}
+        "lead": "admin",
+        "carol": "annotator",
+        "dave": "reviewer",
+    }
     shot(page, "members")
 
     # An invite link made on the page, shown once.
@@ -75,11 +81,24 @@ def test_disagreement_thresholds_form_re_marks_the_review_queue(page, login, liv
     from .work_helpers import annotate_through_queue, make_item
 
     lead, r1, r2 = make_user("lead"), make_user("r1"), make_user("r2")
-    project = make_project("videos", "oscbench", members={lead: Role.RESEARCHER, r1: Role.ANNOTATOR, r2: Role.ANNOTATOR},
-                           annotations_per_item=2, name="Videos")
+    project = make_project(
+        "videos",
+        "oscbench",
+        members={lead: Role.RESEARCHER, r1: Role.ANNOTATOR, r2: Role.ANNOTATOR},
+        annotations_per_item=2,
+        name="Videos",
+    )
     video = make_item(project, "v1", {"video": "v1.mp4", "prompt": "a hand folds a towel"}, {})
-    base = {"subject": None, "object": 3, "action": 3, "osc_accuracy": 3, "osc_consistency": 3, "scene": 3,
-            "realism": 3, "aesthetics": 3}
+    base = {
+        "subject": None,
+        "object": 3,
+        "action": 3,
+        "osc_accuracy": 3,
+        "osc_consistency": 3,
+        "scene": 3,
+        "realism": 3,
+        "aesthetics": 3,
+    }
     annotate_through_queue(project, r1, [{"scores": base}])
     annotate_through_queue(project, r2, [{"scores": {**base, "realism": 5}}])  # realism spread 2
     video.refresh_from_db()
@@ -98,14 +117,16 @@ def test_disagreement_thresholds_form_re_marks_the_review_queue(page, login, liv
     page.click("#thresholds-form button[type=submit]")
     page.wait_for_selector("#settings-errors")
     assert page.inner_text("#settings-errors li[data-field=rating_spread]") == (
-        "rating_spread: A whole number of points from 1 to 4.")
+        "rating_spread: A whole number of points from 1 to 4."
+    )
     assert "disagreement" not in Project.objects.get(pk=project.pk).settings
 
     page.fill("#id_rating_spread", "3")
     page.click("#thresholds-form button[type=submit]")
     page.wait_for_selector(".messages")
     assert page.inner_text(".messages") == (
-        "Thresholds saved. 1 item(s) waiting for review were marked again: 0 now to adjudicate.")
+        "Thresholds saved. 1 item(s) waiting for review were marked again: 0 now to adjudicate."
+    )
     assert page.input_value("#id_rating_spread") == "3"
     shot(page, "project_settings")
     assert Item.objects.get(pk=video.pk).disagreement is None

@@ -14,6 +14,7 @@ page has its own tests) and the gold item, which the test marks gold with `gold_
 database, as the crowd study test does for its gold item (an import line can carry both too:
 `"gold": true, "gold_scores": {...}`, tests/annotation/test_gold_ratings.py).
 """
+
 import re
 import zipfile
 from datetime import timedelta
@@ -23,7 +24,17 @@ from django.utils import timezone
 
 from annotation.importing.samples import write_sample_dataset
 from annotation.models import (
-    Annotation, CrowdAccount, Item, ItemStatus, Project, Release, Review, Role, Study, Task, TaskStatus,
+    Annotation,
+    CrowdAccount,
+    Item,
+    ItemStatus,
+    Project,
+    Release,
+    Review,
+    Role,
+    Study,
+    Task,
+    TaskStatus,
 )
 from annotation.queue import annotation_submit, queue_claim_next
 from inference import services
@@ -83,8 +94,9 @@ def rate_until_empty(project, user, disputed_item_id: int) -> None:
         annotation_submit(task_id=task.pk, user=user, result=result, time_spent_ms=5000)
 
 
-def test_researcher_runs_a_whole_study(browser, page, login, live_server, make_user, make_project, settings,
-                                       broker, tmp_path):
+def test_researcher_runs_a_whole_study(
+    browser, page, login, live_server, make_user, make_project, settings, broker, tmp_path
+):
     settings.MEDIA_ROOT = served_media_root()  # the participants' pages load the imported videos
     lead = make_user("lead")
     make_project("seed", "status", members={lead: Role.RESEARCHER})
@@ -120,7 +132,9 @@ def test_researcher_runs_a_whole_study(browser, page, login, live_server, make_u
         page.click("#member-csv button[type=submit]")
         page.wait_for_selector("#csv-report")
         assert page.eval_on_selector_all("#csv-report tr[data-line]", "rs => rs.map(r => r.dataset.outcome)") == [
-            "added", "added"]
+            "added",
+            "added",
+        ]
 
         # 3. Import the videos; the worker does it while the run's page follows.
         page.goto(f"{live_server.url}/projects/cuts/import/")
@@ -131,8 +145,13 @@ def test_researcher_runs_a_whole_study(browser, page, login, live_server, make_u
         assert page.locator("#created").inner_text() == "4"
         videos = list(Item.objects.filter(project=project).order_by("external_id"))
         assert [i.status for i in videos] == [ItemStatus.PENDING] * 4
-        gold = Item.objects.create(project=project, external_id="gold-1", is_gold=True, media=videos[0].media,
-                                   payload={**videos[0].payload, "gold_scores": GOLD_SCORES})
+        gold = Item.objects.create(
+            project=project,
+            external_id="gold-1",
+            is_gold=True,
+            media=videos[0].media,
+            payload={**videos[0].payload, "gold_scores": GOLD_SCORES},
+        )
 
         # 4. A Prolific study link: quota 3, gold + one video each, a pass threshold.
         page.goto(f"{live_server.url}/projects/cuts/")
@@ -251,7 +270,9 @@ def test_researcher_runs_a_whole_study(browser, page, login, live_server, make_u
         shot(page, "walkthrough_admin_job")
         page.click('input[name="_save"]')
         page.wait_for_url(f"{live_server.url}/jobs/*/")
-        page.wait_for_function("() => document.getElementById('job-status').textContent === 'finished'", timeout=120_000)
+        page.wait_for_function(
+            "() => document.getElementById('job-status').textContent === 'finished'", timeout=120_000
+        )
         job = InferenceJob.objects.get()
         assert (job.project, job.release, job.created_by) == (project, release, lead)
 
@@ -262,7 +283,8 @@ def test_researcher_runs_a_whole_study(browser, page, login, live_server, make_u
         # Realism is normalised (score - 1) / 4 and averaged per generator; the disputed video counts
         # with its adjudicated 3, not the raters' 4 and 1.
         realism = page.evaluate("""() => {
-            const i = [...document.querySelectorAll('#panel-main thead th')].findIndex(t => t.dataset.key === 'realism');
+            const i = [...document.querySelectorAll('#panel-main thead th')]
+                .findIndex(t => t.dataset.key === 'realism');
             return Object.fromEntries([...document.querySelectorAll('#panel-main tbody tr')].map(
                 r => [r.dataset.model, Number(r.children[i].dataset.value)])); }""")
         generator = disputed.payload["generator"]

@@ -1,6 +1,7 @@
 """Adjudication in Chromium: disputed items first in the queue, the disagreement panel, and box
 review (large image with zoom, each annotator's box, the merged box dragged and resized, the state
 picked from the candidate labels)."""
+
 import json
 
 import pytest
@@ -17,8 +18,10 @@ def rating(**changes):
 
 def canvas_rect(page):
     page.locator("[data-merged-canvas]").scroll_into_view_if_needed()
-    return page.evaluate("(() => { const r = document.querySelector('[data-merged-canvas]').getBoundingClientRect();"
-                         " return {x: r.left, y: r.top, w: r.width, h: r.height}; })()")
+    return page.evaluate(
+        "(() => { const r = document.querySelector('[data-merged-canvas]').getBoundingClientRect();"
+        " return {x: r.left, y: r.top, w: r.width, h: r.height}; })()"
+    )
 
 
 def merged_box(page):
@@ -27,14 +30,30 @@ def merged_box(page):
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
-def test_box_review_drags_the_merged_box_and_picks_the_state(page, login, live_server, make_user, make_project, settings, tmp_path):
+def test_box_review_drags_the_merged_box_and_picks_the_state(
+    page, login, live_server, make_user, make_project, settings, tmp_path
+):
     settings.MEDIA_ROOT = served_media_root()
     a1, a2, rev = make_user("bx1"), make_user("bx2"), make_user("bxrev")
-    project = make_project("bxadj", "changeit", members={a1: Role.ANNOTATOR, a2: Role.ANNOTATOR, rev: Role.REVIEWER},
-                           annotations_per_item=2, name="Apples")
+    project = make_project(
+        "bxadj",
+        "changeit",
+        members={a1: Role.ANNOTATOR, a2: Role.ANNOTATOR, rev: Role.REVIEWER},
+        annotations_per_item=2,
+        name="Apples",
+    )
     image = store(png(tmp_path / "apple.png", color=(90, 140, 60), size=(640, 480), shape=(60, 60, 400, 300)), "image")
-    item = make_item(project, "apple-1", {"image": "apple.png", "object": "apple", "state": "peeled apple",
-                                          "distractors": ["whole apple", "sliced apple"]}, {"image": image})
+    item = make_item(
+        project,
+        "apple-1",
+        {
+            "image": "apple.png",
+            "object": "apple",
+            "state": "peeled apple",
+            "distractors": ["whole apple", "sliced apple"],
+        },
+        {"image": image},
+    )
     annotate_through_queue(project, a1, [{"bbox": [40, 40, 200, 160], "state": "peeled apple"}])
     annotate_through_queue(project, a2, [{"bbox": [300, 200, 200, 160], "state": "whole apple"}])
     item.refresh_from_db()
@@ -85,7 +104,11 @@ def test_box_review_drags_the_merged_box_and_picks_the_state(page, login, live_s
     page.click("[data-save-edit]")
     page.wait_for_url("**/projects/bxadj/review/")
     item.refresh_from_db()
-    assert (item.status, item.payload["bbox"], item.payload["state"]) == ("verified", [float(v) for v in resized], "sliced apple")
+    assert (item.status, item.payload["bbox"], item.payload["state"]) == (
+        "verified",
+        [float(v) for v in resized],
+        "sliced apple",
+    )
     review = Review.objects.get(item=item)
     assert (review.decision, review.reviewer.username) == ("edit", "bxrev")
     # Started from the annotators' mean box, not from the annotation selected when it was saved.
@@ -96,11 +119,24 @@ def test_box_review_drags_the_merged_box_and_picks_the_state(page, login, live_s
 def box_item_with_two_answers(make_user, make_project, tmp_path, prefix: str):
     """A ChangeIt project "<prefix>adj" whose item "apple-1" two annotators boxed apart, and its reviewer."""
     a1, a2, rev = make_user(f"{prefix}1"), make_user(f"{prefix}2"), make_user(f"{prefix}rev")
-    project = make_project(f"{prefix}adj", "changeit", annotations_per_item=2,
-                           members={a1: Role.ANNOTATOR, a2: Role.ANNOTATOR, rev: Role.REVIEWER})
+    project = make_project(
+        f"{prefix}adj",
+        "changeit",
+        annotations_per_item=2,
+        members={a1: Role.ANNOTATOR, a2: Role.ANNOTATOR, rev: Role.REVIEWER},
+    )
     image = store(png(tmp_path / "apple.png", color=(90, 140, 60), size=(640, 480), shape=(60, 60, 400, 300)), "image")
-    item = make_item(project, "apple-1", {"image": "apple.png", "object": "apple", "state": "peeled apple",
-                                          "distractors": ["whole apple", "sliced apple"]}, {"image": image})
+    item = make_item(
+        project,
+        "apple-1",
+        {
+            "image": "apple.png",
+            "object": "apple",
+            "state": "peeled apple",
+            "distractors": ["whole apple", "sliced apple"],
+        },
+        {"image": image},
+    )
     annotate_through_queue(project, a1, [{"bbox": [40, 40, 200, 160], "state": "peeled apple"}])
     annotate_through_queue(project, a2, [{"bbox": [300, 200, 200, 160], "state": "whole apple"}])
     return item, a1.annotations.get(), a2.annotations.get()
@@ -109,7 +145,8 @@ def box_item_with_two_answers(make_user, make_project, tmp_path, prefix: str):
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_a_box_edit_records_the_annotation_it_started_from_not_the_one_selected_at_save(
-        page, login, live_server, make_user, make_project, settings, tmp_path):
+    page, login, live_server, make_user, make_project, settings, tmp_path
+):
     settings.MEDIA_ROOT = served_media_root()
     item, first, second = box_item_with_two_answers(make_user, make_project, tmp_path, "bs")
     errors = []
@@ -130,7 +167,11 @@ def test_a_box_edit_records_the_annotation_it_started_from_not_the_one_selected_
     page.wait_for_url("**/projects/bsadj/review/")
 
     review = Review.objects.get(item=item)
-    assert (review.decision, review.source_annotation_id, review.result["bbox"]) == ("edit", second.pk, [300.0, 200.0, 200.0, 160.0])
+    assert (review.decision, review.source_annotation_id, review.result["bbox"]) == (
+        "edit",
+        second.pk,
+        [300.0, 200.0, 200.0, 160.0],
+    )
     # The item's history says whose answer the edit started from.
     page.goto(f"{live_server.url}/projects/bsadj/review/{item.pk}/")
     page.wait_for_selector("[data-reviews]")
@@ -143,13 +184,27 @@ def test_a_box_edit_records_the_annotation_it_started_from_not_the_one_selected_
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
-def test_a_qa_edit_records_the_annotation_whose_answer_the_editor_opened_with(page, login, live_server, make_user,
-                                                                              make_project):
+def test_a_qa_edit_records_the_annotation_whose_answer_the_editor_opened_with(
+    page, login, live_server, make_user, make_project
+):
     a1, a2, rev = make_user("qe1"), make_user("qe2"), make_user("qerev")
-    project = make_project("qeqa", "visualtrans", annotations_per_item=2,
-                           members={a1: Role.ANNOTATOR, a2: Role.ANNOTATOR, rev: Role.REVIEWER})
-    item = make_item(project, "tool", {"images": ["a.png", "b.png"], "question": "Which tool?", "format": "choice",
-                                       "options": ["a knife", "a spoon", "a fork"]}, {})
+    project = make_project(
+        "qeqa",
+        "visualtrans",
+        annotations_per_item=2,
+        members={a1: Role.ANNOTATOR, a2: Role.ANNOTATOR, rev: Role.REVIEWER},
+    )
+    item = make_item(
+        project,
+        "tool",
+        {
+            "images": ["a.png", "b.png"],
+            "question": "Which tool?",
+            "format": "choice",
+            "options": ["a knife", "a spoon", "a fork"],
+        },
+        {},
+    )
     annotate_through_queue(project, a1, [{"answer": "A", "flags": []}])
     annotate_through_queue(project, a2, [{"answer": "B", "flags": []}])
     first, second = a1.annotations.get(), a2.annotations.get()
@@ -180,10 +235,16 @@ def test_a_qa_edit_records_the_annotation_whose_answer_the_editor_opened_with(pa
 @pytest.mark.django_db(transaction=True)
 def test_disputed_items_come_first_and_show_the_disagreement_panel(page, login, live_server, make_user, make_project):
     a1, a2, rev = make_user("rt1"), make_user("rt2"), make_user("rtrev")
-    project = make_project("rtadj", "oscbench", members={a1: Role.ANNOTATOR, a2: Role.ANNOTATOR, rev: Role.REVIEWER},
-                           annotations_per_item=2)
-    calm, split = (make_item(project, ext, {"video": f"{ext}.mp4", "prompt": "a hand folds a towel"}, {})
-                   for ext in ("calm", "split"))
+    project = make_project(
+        "rtadj",
+        "oscbench",
+        members={a1: Role.ANNOTATOR, a2: Role.ANNOTATOR, rev: Role.REVIEWER},
+        annotations_per_item=2,
+    )
+    calm, split = (
+        make_item(project, ext, {"video": f"{ext}.mp4", "prompt": "a hand folds a towel"}, {})
+        for ext in ("calm", "split")
+    )
     annotate_through_queue(project, a1, [rating(), rating(realism=1, scene=4)])
     annotate_through_queue(project, a2, [rating(realism=4), rating(realism=5, scene=None)])
     errors = []
@@ -194,7 +255,10 @@ def test_disputed_items_come_first_and_show_the_disagreement_panel(page, login, 
     page.wait_for_selector("tr[data-item]")
     # The disputed item first though it is newer, marked with the criteria in dispute, named as the
     # rating form names them.
-    assert [int(x) for x in page.eval_on_selector_all("tr[data-item]", "rs => rs.map(r => r.dataset.item)")] == [split.pk, calm.pk]
+    assert [int(x) for x in page.eval_on_selector_all("tr[data-item]", "rs => rs.map(r => r.dataset.item)")] == [
+        split.pk,
+        calm.pk,
+    ]
     assert page.inner_text(f"tr[data-item='{split.pk}'] [data-disagreement]") == "adjudicate: Scene, Realism"
     assert page.inner_text(f"tr[data-item='{calm.pk}'] [data-disagreement]") == ""
     page.keyboard.press("Enter")
@@ -203,11 +267,16 @@ def test_disputed_items_come_first_and_show_the_disagreement_panel(page, login, 
 
     rows = page.locator("[data-disagreement] tr[data-field]")
     assert rows.evaluate_all("rs => rs.map(r => [r.dataset.field, r.dataset.kind])") == [
-        ["scores.scene", "na"], ["scores.realism", "spread"]]
+        ["scores.scene", "na"],
+        ["scores.realism", "spread"],
+    ]
     realism = page.locator("[data-disagreement] tr[data-field='scores.realism']")
     assert "Realism" in realism.inner_text() and "spread by 4 points" in realism.inner_text()
     assert realism.locator("li").all_inner_texts() == ["rt1: 1", "rt2: 5"]
-    assert page.locator("[data-disagreement] tr[data-field='scores.scene'] li").all_inner_texts() == ["rt1: 4", "rt2: N/A"]
+    assert page.locator("[data-disagreement] tr[data-field='scores.scene'] li").all_inner_texts() == [
+        "rt1: 4",
+        "rt2: N/A",
+    ]
     shot(page, "review_disagreement")
 
     # Adjudicate by editing the ratings; the next item is the calm one.
@@ -232,13 +301,27 @@ def crowd_qa(make_user, make_project, prefix: str, external_ids: tuple[str, ...]
     from annotation.studies import study_create
 
     lead, rev = make_user(f"{prefix}lead"), make_user(f"{prefix}rev")
-    project = make_project(f"{prefix}qa", "visualtrans", members={lead: Role.RESEARCHER, rev: Role.REVIEWER},
-                           annotations_per_item=2)
-    base = {"images": ["a.png", "b.png"], "question": "Which tool?", "format": "choice",
-            "options": ["a knife", "a spoon", "a fork"], "answer": "C"}
+    project = make_project(
+        f"{prefix}qa", "visualtrans", members={lead: Role.RESEARCHER, rev: Role.REVIEWER}, annotations_per_item=2
+    )
+    base = {
+        "images": ["a.png", "b.png"],
+        "question": "Which tool?",
+        "format": "choice",
+        "options": ["a knife", "a spoon", "a fork"],
+        "answer": "C",
+    }
     items = tuple(make_item(project, ext, base, {}) for ext in external_ids)
-    study = study_create(project=project, actor=lead, name="Pilot", platform="prolific", max_participants="5",
-                         tasks_per_participant="2", completion_code="CODE1", gold_pass_threshold="0")
+    study = study_create(
+        project=project,
+        actor=lead,
+        name="Pilot",
+        platform="prolific",
+        max_participants="5",
+        tasks_per_participant="2",
+        completion_code="CODE1",
+        gold_pass_threshold="0",
+    )
     people = []
     for pid in ("SPAMMER", "HONEST"):
         Client().get(f"/study/{study.token}/", {"PROLIFIC_PID": pid})
@@ -255,7 +338,9 @@ def test_an_item_a_rejection_sent_back_to_review_is_marked(page, login, live_ser
     from annotation.services import review_decide
     from annotation.studies import participant_reject
 
-    lead, rev, project, (older, reopened), study, people = crowd_qa(make_user, make_project, "cr", ("older", "reopened"))
+    lead, rev, project, (older, reopened), study, people = crowd_qa(
+        make_user, make_project, "cr", ("older", "reopened")
+    )
     annotate_through_queue(project, people[0], [{"answer": "A", "flags": []}, {"answer": "A", "flags": []}])
     annotate_through_queue(project, people[1], [{"answer": "C", "flags": []}, {"answer": "B", "flags": []}])
     spam = {a.item_id: a.pk for a in people[0].annotations.all()}
@@ -269,8 +354,13 @@ def test_an_item_a_rejection_sent_back_to_review_is_marked(page, login, live_ser
 
     page.goto(f"{live_server.url}/projects/crqa/review/")
     page.wait_for_selector("tr[data-item]")
-    assert [int(x) for x in page.eval_on_selector_all("tr[data-item]", "rs => rs.map(r => r.dataset.item)")] == [reopened.pk]
-    assert page.inner_text(f"tr[data-item='{reopened.pk}'] [data-reopened]") == "needs re-review: participant SPAMMER rejected"
+    assert [int(x) for x in page.eval_on_selector_all("tr[data-item]", "rs => rs.map(r => r.dataset.item)")] == [
+        reopened.pk
+    ]
+    assert (
+        page.inner_text(f"tr[data-item='{reopened.pk}'] [data-reopened]")
+        == "needs re-review: participant SPAMMER rejected"
+    )
     shot(page, "review_list_reopened")
     page.keyboard.press("Enter")
     page.wait_for_url(f"**/projects/crqa/review/{reopened.pk}/")
@@ -281,7 +371,9 @@ def test_an_item_a_rejection_sent_back_to_review_is_marked(page, login, live_ser
     assert voided.count() == 1 and page.locator("[data-reviews] > div").count() == 1
     assert voided.locator("s").inner_text().startswith("accept by crrev on ")
     text = voided.inner_text()
-    assert text.startswith("Voided: accept by crrev on ") and text.endswith(" — needs re-review: participant SPAMMER rejected")
+    assert text.startswith("Voided: accept by crrev on ") and text.endswith(
+        " — needs re-review: participant SPAMMER rejected"
+    )
     assert page.locator("table.compare th.annotation-head").all_inner_texts()[0].startswith("prolific-HONEST")
     assert page.is_enabled("[data-accept]")
     assert errors == []
@@ -289,8 +381,9 @@ def test_an_item_a_rejection_sent_back_to_review_is_marked(page, login, live_ser
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
-def test_a_reopened_item_shows_its_answer_from_before_the_voided_decision(page, login, live_server, make_user,
-                                                                          make_project):
+def test_a_reopened_item_shows_its_answer_from_before_the_voided_decision(
+    page, login, live_server, make_user, make_project
+):
     """The "Current item" column of a re-opened item is the imported answer again, not the one the
     voided decision accepted from the rejected participant."""
     from annotation.models import StudyParticipant
@@ -318,8 +411,9 @@ def test_a_reopened_item_shows_its_answer_from_before_the_voided_decision(page, 
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
-def test_an_edit_that_started_from_a_rejected_participants_answer_stands_and_says_so(page, login, live_server,
-                                                                                    make_user, make_project):
+def test_an_edit_that_started_from_a_rejected_participants_answer_stands_and_says_so(
+    page, login, live_server, make_user, make_project
+):
     from annotation.models import StudyParticipant
     from annotation.services import review_decide
     from annotation.studies import participant_reject
@@ -327,8 +421,13 @@ def test_an_edit_that_started_from_a_rejected_participants_answer_stands_and_say
     lead, rev, project, (item,), study, people = crowd_qa(make_user, make_project, "ce", ("tool",))
     annotate_through_queue(project, people[0], [{"answer": "A", "flags": []}])
     annotate_through_queue(project, people[1], [{"answer": "B", "flags": []}])
-    review_decide(item_id=item.pk, reviewer=rev, decision="edit", annotation_id=people[0].annotations.get().pk,
-                  result={"answer": "C", "flags": []})
+    review_decide(
+        item_id=item.pk,
+        reviewer=rev,
+        decision="edit",
+        annotation_id=people[0].annotations.get().pk,
+        result={"answer": "C", "flags": []},
+    )
     participant_reject(study=study, participant_id=StudyParticipant.objects.get(user=people[0]).pk, actor=lead)
     assert Item.objects.get(pk=item.pk).status == "verified"
     errors = []
@@ -340,6 +439,8 @@ def test_an_edit_that_started_from_a_rejected_participants_answer_stands_and_say
 
     assert page.locator("[data-reviews] [data-voided]").count() == 0
     line = page.locator("[data-reviews] [data-review='edit']")
-    assert line.locator("[data-started-from]").inner_text() == \
-        f", edited from {people[0].username}'s answer (since left the analysis)"
+    assert (
+        line.locator("[data-started-from]").inner_text()
+        == f", edited from {people[0].username}'s answer (since left the analysis)"
+    )
     assert errors == []

@@ -3,6 +3,7 @@
 Media are made on the spot (Pillow PNGs, a 1-second ffmpeg test pattern) and stored through
 annotation.media exactly as an import stores them, so the pages load real files over HTTP.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,9 +43,25 @@ def png(path: Path, *, color: tuple[int, int, int], size=(320, 240), mark: str =
 
 def mp4(path: Path, *, seconds: float = 1.0, pattern: str = "testsrc") -> Path:
     subprocess.run(
-        ["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", f"{pattern}=duration={seconds}:size=160x120:rate=10",
-         "-pix_fmt", "yuv420p", "-c:v", "libx264", "-movflags", "+faststart", str(path)],
-        check=True, timeout=60,
+        [
+            "ffmpeg",
+            "-v",
+            "error",
+            "-y",
+            "-f",
+            "lavfi",
+            "-i",
+            f"{pattern}=duration={seconds}:size=160x120:rate=10",
+            "-pix_fmt",
+            "yuv420p",
+            "-c:v",
+            "libx264",
+            "-movflags",
+            "+faststart",
+            str(path),
+        ],
+        check=True,
+        timeout=60,
     )
     return path
 
@@ -100,7 +117,10 @@ def wait_task(page, previous: str | None = None, timeout: float = 15_000) -> str
 
     try:
         page.wait_for_function(
-            "prev => { const r = document.querySelector('[data-workbench]'); return r && r.dataset.task && r.dataset.task !== prev; }",
+            (
+                "prev => { const r = document.querySelector('[data-workbench]'); "
+                "return r && r.dataset.task && r.dataset.task !== prev; }"
+            ),
             arg=previous or "",
             timeout=timeout,
         )
@@ -110,7 +130,9 @@ def wait_task(page, previous: str | None = None, timeout: float = 15_000) -> str
 
 
 def wait_saved(page, timeout: float = 10_000) -> None:
-    page.wait_for_function("() => document.querySelector('[data-save-status]').textContent === 'Saved'", timeout=timeout)
+    page.wait_for_function(
+        "() => document.querySelector('[data-save-status]').textContent === 'Saved'", timeout=timeout
+    )
 
 
 def shot(page, name: str) -> Path:

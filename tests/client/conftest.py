@@ -1,6 +1,7 @@
 """A live server (pytest-django's live_server, a real HTTP socket) with a status project, its
 researcher's and annotator's tokens, and a zip of items to upload. Celery is eager: the live
 server's request runs the import or job when its transaction commits, as the API does."""
+
 from __future__ import annotations
 
 import zipfile

@@ -4,6 +4,7 @@ as the API reports it while the run is processed, against a live server.
 Not eager here: the upload's task is run, as a worker runs it (with its progress thread), in a
 thread of the test, held in the middle of the file (tests/annotation/db_race.Pause) until the
 command has polled a fraction strictly between 0 and 1 and drawn it."""
+
 from __future__ import annotations
 
 import functools
@@ -25,16 +26,20 @@ pytestmark = pytest.mark.django_db(transaction=True)  # live server: committed r
 LINES = 4000
 
 
-def test_the_import_bar_shows_the_share_of_the_file_the_worker_has_read(live_server, make_user, make_project,
-                                                                         capsys, monkeypatch, tmp_path):
+def test_the_import_bar_shows_the_share_of_the_file_the_worker_has_read(
+    live_server, make_user, make_project, capsys, monkeypatch, tmp_path
+):
     from rest_framework.authtoken.models import Token
 
     researcher = make_user("res")
     make_project("big", "changeit", members={researcher: Role.RESEARCHER})
     write_sample_media(runs.import_media_root(), "changeit")
     path = tmp_path / "items.jsonl"
-    path.write_text("".join(json.dumps(sample_line("changeit", i, media=sample_media_paths("changeit", i))) + "\n"
-                            for i in range(LINES)))
+    path.write_text(
+        "".join(
+            json.dumps(sample_line("changeit", i, media=sample_media_paths("changeit", i))) + "\n" for i in range(LINES)
+        )
+    )
 
     middle = f"changeit-{LINES // 2:05d}"
     pause = Pause(item_importer.check_item)

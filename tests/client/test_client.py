@@ -1,4 +1,5 @@
 """statelab_client.StateLabClient against a live server, one operation at a time."""
+
 from __future__ import annotations
 
 import json
@@ -22,12 +23,16 @@ def client(api_world):
 
 def test_the_token_names_its_user_and_their_projects(client):
     assert client.me() == {"username": "res", "is_superuser": False}
-    assert [(p["slug"], p["protocol"], p["role"], p["items"]) for p in client.projects()] == [("lemons", "status", "researcher", 0)]
+    assert [(p["slug"], p["protocol"], p["role"], p["items"]) for p in client.projects()] == [
+        ("lemons", "status", "researcher", 0)
+    ]
 
 
 def test_an_import_is_uploaded_with_progress_and_followed_until_it_finishes(client, api_world):
     sent = []
-    run = client.import_upload("lemons", api_world["zip"], verified=True, on_bytes=lambda done, total: sent.append((done, total)))
+    run = client.import_upload(
+        "lemons", api_world["zip"], verified=True, on_bytes=lambda done, total: sent.append((done, total))
+    )
     size = api_world["zip"].stat().st_size
     assert run["file_bytes"] == size and run["file_name"] == "items.zip"
     assert sent[-1] == (size, size) and [d for d, _ in sent] == sorted(d for d, _ in sent)
@@ -119,13 +124,22 @@ def test_correlation_tables_of_a_video_rating_project(client, api_world, make_pr
 
     project = make_project("osc", "oscbench", annotations_per_item=3)
     Membership.objects.create(project=project, user=get_user_model().objects.get(username="res"), role=Role.RESEARCHER)
-    levels = {f"{g}{i}": level for g, base in (("genA", 4), ("genB", 2)) for i, level in enumerate((base + 1, base, base, base - 1))}
+    levels = {
+        f"{g}{i}": level
+        for g, base in (("genA", 4), ("genB", 2))
+        for i, level in enumerate((base + 1, base, base, base - 1))
+    }
     make_release(project, {ext: osc_payload(ext[:4], int(ext[4]), "regular") for ext in levels})
     for ext, level in levels.items():
         for k, rater in enumerate(("r1", "r2", "r3")):
             rate(ext, project, rater, {c: min(5, max(1, level + (k - 1) * (c == "realism"))) for c in CRITERIA})
-    judged = [{"item": ext, "query": "judge", "answer": json.dumps({"scores": {c: level for c in CRITERIA}})} for ext, level in levels.items()]
-    call_command("import_predictions", "osc", write_predictions(tmp_path, judged), "--model", "judge-1", "--release", "v1")
+    judged = [
+        {"item": ext, "query": "judge", "answer": json.dumps({"scores": {c: level for c in CRITERIA}})}
+        for ext, level in levels.items()
+    ]
+    call_command(
+        "import_predictions", "osc", write_predictions(tmp_path, judged), "--model", "judge-1", "--release", "v1"
+    )
 
     report = client.correlation("osc")
     assert list(report) == ["criteria", "judges", "human"] and report["judges"][0]["judge"] == "judge-1"
@@ -152,5 +166,9 @@ def test_refusals_carry_the_servers_message(api_world):
     with StateLabClient(api_world["url"], api_world["token"]) as researcher:
         with pytest.raises(ApiError) as invalid:
             researcher.freeze("lemons", "")
-    assert (invalid.value.status, invalid.value.message, invalid.value.path) == (400, "version: This field may not be blank.", "/api/projects/lemons/releases/")
+    assert (invalid.value.status, invalid.value.message, invalid.value.path) == (
+        400,
+        "version: This field may not be blank.",
+        "/api/projects/lemons/releases/",
+    )
     assert not Release.objects.exists()

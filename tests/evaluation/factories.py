@@ -1,4 +1,5 @@
 """Plain helpers that create releases and annotations directly through the ORM."""
+
 from __future__ import annotations
 
 from annotation.models import Annotation, Item, ItemStatus, Release, ReleaseItem
@@ -7,12 +8,16 @@ from protocols.changeit import vocabulary as changeit_vocabulary
 
 
 def make_release(project, payloads: dict[str, dict], *, version: str = "v1", seed: int = 11) -> Release:
-    release = Release.objects.create(project=project, version=version, option_seed=seed, checksum="0" * 64, item_count=len(payloads))
+    release = Release.objects.create(
+        project=project, version=version, option_seed=seed, checksum="0" * 64, item_count=len(payloads)
+    )
     vocab = changeit_vocabulary(payloads.values()) if project.protocol == "changeit" else None
     for pos, (ext, payload) in enumerate(payloads.items()):
         item = Item.objects.create(project=project, external_id=ext, payload=payload, status=ItemStatus.VERIFIED)
         resolved = resolve_queries(project.protocol, ext, payload, seed=seed, vocabulary=vocab)
-        ReleaseItem.objects.create(release=release, item=item, position=pos, payload={"id": ext, **payload, "resolved": resolved})
+        ReleaseItem.objects.create(
+            release=release, item=item, position=pos, payload={"id": ext, **payload, "resolved": resolved}
+        )
     return release
 
 

@@ -1,6 +1,7 @@
 """A reviewer's edited (adjudicated) ratings are what analysis uses as the item's Human score: the
 generator rows of the leaderboard and the human side of the judge correlation. The raters' own
 agreement (leave-one-rater-out, alpha) keeps their raw ratings."""
+
 import json
 from io import StringIO
 
@@ -23,16 +24,25 @@ def flat(level, **changes):
 
 
 def osc(gen, i):
-    return {"video": f"{gen}{i}.mp4", "prompt": "fold the towel", "generator": gen, "scenario": "regular",
-            "action": "fold", "action_category": "folding", "object": "towel", "object_category": "cloth"}
+    return {
+        "video": f"{gen}{i}.mp4",
+        "prompt": "fold the towel",
+        "generator": gen,
+        "scenario": "regular",
+        "action": "fold",
+        "action_category": "folding",
+        "object": "towel",
+        "object_category": "cloth",
+    }
 
 
 def test_the_live_board_scores_a_reviewers_edited_ratings_not_the_raters(make_project):
     (reviewer,) = make_people(1, prefix="rev")
     project = make_project("adjosc", "oscbench", annotations_per_item=2, members={reviewer: "reviewer"})
     for ext in ("x1", "x2"):
-        Item.objects.create(project=project, external_id=ext, payload=osc("genA", ext), status=ItemStatus.ANNOTATED,
-                            annotation_count=2)
+        Item.objects.create(
+            project=project, external_id=ext, payload=osc("genA", ext), status=ItemStatus.ANNOTATED, annotation_count=2
+        )
     # x1: the raters split on realism (1 and 5, mean 3); the reviewer settles it at 5.
     r1 = rate("x1", project, "r1", flat(3, realism=1))
     rate("x1", project, "r2", flat(3, realism=5))
@@ -61,7 +71,9 @@ def test_correlation_compares_judges_with_adjudicated_scores_and_raters_with_raw
     # Settled before the release was frozen: a1's action is 4, not the raters' mean 2.5.
     a1 = Item.objects.get(project=project, external_id="a1")
     Review.objects.create(item=a1, reviewer=reviewer, decision=ReviewDecision.EDIT, result={"scores": flat(4)})
-    judge = [{"item": ext, "query": "judge", "answer": json.dumps({"scores": flat(level)})} for ext, level in levels.items()]
+    judge = [
+        {"item": ext, "query": "judge", "answer": json.dumps({"scores": flat(level)})} for ext, level in levels.items()
+    ]
     path = tmp_path / "judge.jsonl"
     path.write_text("".join(json.dumps(line) + "\n" for line in judge))
     call_command("import_predictions", "adjcorr", str(path), "--model", "judge-1", "--release", "v1", stdout=StringIO())

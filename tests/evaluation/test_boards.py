@@ -1,5 +1,6 @@
 """Boards are cached under a fingerprint of their data (shared through Redis) and a finished job
 leaves its project's boards computed by a worker task, so the first page view pays no scoring."""
+
 import pytest
 
 from annotation.models import Item, ItemStatus, Membership, Role
@@ -37,7 +38,11 @@ def test_a_finished_job_leaves_its_boards_computed_and_new_data_gives_a_new_boar
 
     calls = refuse_to_score(monkeypatch)  # from here on, a page that had to score would fail
     client.force_login(researcher)
-    for url in ("/projects/st/leaderboard/?release=v1", "/projects/st/leaderboard/", "/api/projects/st/leaderboard/?release=v1"):
+    for url in (
+        "/projects/st/leaderboard/?release=v1",
+        "/projects/st/leaderboard/",
+        "/api/projects/st/leaderboard/?release=v1",
+    ):
         page = client.get(url)
         assert page.status_code == 200, url
     assert 'data-model="rnd"' in client.get("/projects/st/leaderboard/?release=v1").content.decode()

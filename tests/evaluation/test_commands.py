@@ -1,4 +1,5 @@
 """Predictions imported through the command, leaderboard and correlation read back through theirs."""
+
 import json
 from io import StringIO
 
@@ -6,8 +7,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotation.models import Annotation, Item
-from protocols.oscbench import CRITERIA
 from inference.models import InferenceJob, Prediction
+from protocols.oscbench import CRITERIA
 from tests.helpers.files import write_predictions
 from tests.helpers.items import osc_payload, run_command, status_payload
 
@@ -41,12 +42,17 @@ def test_status_import_then_leaderboard_json(make_project, tmp_path):
             if q.startswith("osi"):
                 line["logprobs"] = {"A": -0.1 if q == "osi_a" else -1.5, "B": -2.0 if q == "osi_a" else -0.3}
             lines.append(line)
-    out = run_command("import_predictions", "st", write_predictions(tmp_path, lines), "--model", "m1", "--release", "v1")
+    out = run_command(
+        "import_predictions", "st", write_predictions(tmp_path, lines), "--model", "m1", "--release", "v1"
+    )
     assert "imported 24 predictions" in out and "1 unparseable" in out
     job = InferenceJob.objects.get(model_name="m1")
     assert (job.mode, job.status, job.endpoint, job.release_id) == ("imported", "finished", None, release.pk)
     assert Prediction.objects.filter(job=job).count() == 24
-    assert Prediction.objects.get(job=job, item__external_id="it0", query="sci4").answer == resolved["it0"]["sci4"]["answer"]
+    assert (
+        Prediction.objects.get(job=job, item__external_id="it0", query="sci4").answer
+        == resolved["it0"]["sci4"]["answer"]
+    )
 
     board = json.loads(run_command("leaderboard", "st", "--release", "v1", "--format", "json", "--boot", "200"))
     assert list(board) == ["project", "release", "protocol", "rows"]
@@ -59,8 +65,14 @@ def test_status_import_then_leaderboard_json(make_project, tmp_path):
     assert (m1["n"], m1["parse_failures"]) == (4, 1)
     # OSI 7/8, IR 8/8, SCI2 3/4, SCI4 3/4; OA (87.5 + 100 + 75) / 3; ROA: it0, it2 -> 2/4.
     assert m1["metrics"] == {
-        "acc_osi": 87.5, "acc_ir": 100.0, "acc_sci": 75.0, "oa": 87.5,
-        "racc_osi": 75.0, "racc_ir": 100.0, "racc_sci": 75.0, "roa": 50.0,
+        "acc_osi": 87.5,
+        "acc_ir": 100.0,
+        "acc_sci": 75.0,
+        "oa": 87.5,
+        "racc_osi": 75.0,
+        "racc_ir": 100.0,
+        "racc_sci": 75.0,
+        "roa": 50.0,
     }
     assert list(m1["ci"]) == list(m1["metrics"])
     assert m1["ci"]["acc_ir"] == [100.0, 100.0]
@@ -74,20 +86,29 @@ def test_status_import_then_leaderboard_json(make_project, tmp_path):
     cell = {k: f"{v:.2f} [{ci50[k][0]:.2f}, {ci50[k][1]:.2f}]" for k, v in m1["metrics"].items()}
     assert cell["acc_ir"] == "100.00 [100.00, 100.00]"
     md = run_command("leaderboard", "st", "--format", "markdown", "--boot", "50").splitlines()
-    assert md[0] == "| Model | Rank | n | Parse failures | acc_osi | acc_ir | acc_sci | oa | racc_osi | racc_ir | racc_sci | roa |"
+    assert md[0] == (
+        "| Model | Rank | n | Parse failures | acc_osi | acc_ir | acc_sci | oa | racc_osi | racc_ir | racc_sci | roa |"
+    )
     assert md[2] == "| m1 | 1 | 4 | 1 | " + " | ".join(cell[k] for k in m1["metrics"]) + " |"
     assert md[-1] == "| Chance |  |  |  | 50.00 | 50.00 | 50.00 | 50.00 | 25.00 | 25.00 | 25.00 | 1.56 |"
     latex = run_command("leaderboard", "st", "--format", "latex", "--boot", "50")
     assert "Model & Rank & n & Parse failures & acc\\_osi" in latex
     assert "m1 & 1 & 4 & 1 & " + " & ".join(cell[k] for k in m1["metrics"]) + r" \\" in latex
-    assert r"\midrule" + "\n" + r"Chance &  &  &  & 50.00 & 50.00 & 50.00 & 50.00 & 25.00 & 25.00 & 25.00 & 1.56 \\" in latex
+    assert (
+        r"\midrule" + "\n" + r"Chance &  &  &  & 50.00 & 50.00 & 50.00 & 50.00 & 25.00 & 25.00 & 25.00 & 1.56 \\"
+        in latex
+    )
     csv_lines = run_command("leaderboard", "st", "--format", "csv", "--boot", "50").splitlines()
     assert csv_lines[0].startswith("model,rank,n,parse_failures,acc_osi,acc_osi_ci_lo,acc_osi_ci_hi,acc_ir,")
-    assert csv_lines[1].startswith(f"m1,1,4,1,87.50,{ci50['acc_osi'][0]:.2f},{ci50['acc_osi'][1]:.2f},100.00,100.00,100.00,")
+    assert csv_lines[1].startswith(
+        f"m1,1,4,1,87.50,{ci50['acc_osi'][0]:.2f},{ci50['acc_osi'][1]:.2f},100.00,100.00,100.00,"
+    )
     assert csv_lines[-1] == "Chance,,,," + ",".join(f"{c},," for c in ["50.00"] * 4 + ["25.00"] * 3 + ["1.56"])
 
     # One breakdown tab in every format; an unknown one is refused with the names that exist.
-    md = run_command("leaderboard", "st", "--format", "markdown", "--boot", "50", "--breakdown", "category:positional").splitlines()
+    md = run_command(
+        "leaderboard", "st", "--format", "markdown", "--boot", "50", "--breakdown", "category:positional"
+    ).splitlines()
     assert md[0].endswith("| acc_osi | acc_ir | acc_sci | oa | racc_osi | racc_ir | racc_sci | roa |")
     assert md[2].startswith("| m1 | 1 | 4 | 1 | 75.00 [")  # it0, it1: OSI 3/4
     assert md[-1].endswith("| 50.00 | 50.00 | 50.00 | 50.00 | 25.00 | 25.00 | 25.00 | 1.56 |")
@@ -118,15 +139,23 @@ def test_bad_lines_are_refused_whole_with_line_and_reason(make_project, tmp_path
         run_command("import_predictions", "st2", write_predictions(tmp_path, lines), "--model", "bad")
     msg = str(exc.value)
     assert "6 bad line(s), nothing imported" in msg
-    for fragment in ("line 2: not valid JSON", "line 3: unknown item 'nope'", "line 4: unknown query 'osi_c'",
-                     "line 5: duplicate of line 1", "line 6: answer with a letter", "line 7: \"logprobs\""):
+    for fragment in (
+        "line 2: not valid JSON",
+        "line 3: unknown item 'nope'",
+        "line 4: unknown query 'osi_c'",
+        "line 5: duplicate of line 1",
+        "line 6: answer with a letter",
+        'line 7: "logprobs"',
+    ):
         assert fragment in msg
     assert InferenceJob.objects.count() == 0 and Prediction.objects.count() == 0
 
 
 def test_oscbench_generators_judge_and_correlation(make_project, tmp_path):
     project = make_project("osc", "oscbench", annotations_per_item=3)
-    payloads = {f"{g}{i}": osc_payload(g, i, "regular" if i % 2 else "novel") for g in ("genA", "genB") for i in range(4)}
+    payloads = {
+        f"{g}{i}": osc_payload(g, i, "regular" if i % 2 else "novel") for g in ("genA", "genB") for i in range(4)
+    }
     make_release(project, payloads)
     human_levels = {"genA0": 5, "genA1": 4, "genA2": 4, "genA3": 3, "genB0": 2, "genB1": 3, "genB2": 1, "genB3": 2}
     for ext, level in human_levels.items():
@@ -138,8 +167,12 @@ def test_oscbench_generators_judge_and_correlation(make_project, tmp_path):
     for ext, level in human_levels.items():
         judged = {c: min(5, level + (1 if ext == "genB2" else 0)) for c in CRITERIA}
         judged["subject"] = None
-        judge_lines.append({"item": ext, "query": "judge", "answer": json.dumps({"scores": judged, "evidence": "seen"})})
-    run_command("import_predictions", "osc", write_predictions(tmp_path, judge_lines), "--model", "judge-1", "--release", "v1")
+        judge_lines.append(
+            {"item": ext, "query": "judge", "answer": json.dumps({"scores": judged, "evidence": "seen"})}
+        )
+    run_command(
+        "import_predictions", "osc", write_predictions(tmp_path, judge_lines), "--model", "judge-1", "--release", "v1"
+    )
 
     board = json.loads(run_command("leaderboard", "osc", "--format", "json", "--boot", "100", "--details"))
     # Generators in order of the state-change score (evaluation/ranking.py), the Random row where it falls.
@@ -163,11 +196,18 @@ def test_oscbench_generators_judge_and_correlation(make_project, tmp_path):
     plain = json.loads(run_command("correlation", "osc", "--format", "json", "--boot", "200"))
     assert list(plain) == ["criteria", "judges", "human"]
     assert list(plain["judges"][0]) == ["judge", "per_criterion", "system_kendall_tau_b", "system_note"]
-    assert all(list(v)[:4] == ["kendall_tau_b", "spearman_rho", "n", "ci"] for v in plain["judges"][0]["per_criterion"].values())
-    assert all(list(v)[:3] == ["loo_kendall_tau_b", "loo_spearman_rho", "krippendorff_alpha"] for v in plain["human"].values())
+    assert all(
+        list(v)[:4] == ["kendall_tau_b", "spearman_rho", "n", "ci"]
+        for v in plain["judges"][0]["per_criterion"].values()
+    )
+    assert all(
+        list(v)[:3] == ["loo_kendall_tau_b", "loo_spearman_rho", "krippendorff_alpha"] for v in plain["human"].values()
+    )
     # The public keys, plus a note exactly where a statistic is null (here: subject, all N/A; 2 generators).
     per = plain["judges"][0]["per_criterion"]
-    assert per["subject"]["kendall_tau_b"] is None and per["subject"]["note"].startswith("too few items: 0 paired values")
+    assert per["subject"]["kendall_tau_b"] is None and per["subject"]["note"].startswith(
+        "too few items: 0 paired values"
+    )
     assert "note" not in per["object"] and per["object"]["kendall_tau_b"] is not None
     assert plain["judges"][0]["system_kendall_tau_b"] is None
     assert plain["judges"][0]["system_note"].startswith("too few items: 2 paired values")
@@ -182,10 +222,15 @@ def test_oscbench_generators_judge_and_correlation(make_project, tmp_path):
     assert j["judge"] == "judge-1"
     assert set(j["per_criterion"]["object"]) >= {"kendall_tau_b", "spearman_rho", "n", "ci"}
     from scipy import stats as sps
+
     humans = [human_levels[e] for e in sorted(human_levels)]
     judge = [min(5, human_levels[e] + (1 if e == "genB2" else 0)) for e in sorted(human_levels)]
-    assert j["per_criterion"]["object"]["kendall_tau_b"] == pytest.approx(sps.kendalltau(judge, humans).statistic, abs=1e-12)
-    assert j["per_criterion"]["object"]["spearman_rho"] == pytest.approx(sps.spearmanr(judge, humans).statistic, abs=1e-12)
+    assert j["per_criterion"]["object"]["kendall_tau_b"] == pytest.approx(
+        sps.kendalltau(judge, humans).statistic, abs=1e-12
+    )
+    assert j["per_criterion"]["object"]["spearman_rho"] == pytest.approx(
+        sps.spearmanr(judge, humans).statistic, abs=1e-12
+    )
     assert j["per_criterion"]["object"]["n"] == 8
     assert j["per_criterion"]["subject"]["kendall_tau_b"] is None
     assert "too few" in j["per_criterion"]["subject"]["note"]
@@ -202,7 +247,9 @@ def test_oscbench_generators_judge_and_correlation(make_project, tmp_path):
     assert report["human"]["subject"]["ci"]["krippendorff_alpha"] is None
 
     csv_text = run_command("correlation", "osc", "--format", "csv", "--boot", "50")
-    assert csv_text.splitlines()[0] == "source,criterion,kendall_tau_b,spearman_rho,n,tau_ci_lo,tau_ci_hi,rho_ci_lo,rho_ci_hi,krippendorff_alpha,note"
+    assert csv_text.splitlines()[0] == (
+        "source,criterion,kendall_tau_b,spearman_rho,n,tau_ci_lo,tau_ci_hi,rho_ci_lo,rho_ci_hi,krippendorff_alpha,note"
+    )
     assert "\\begin{tabular}" in run_command("correlation", "osc", "--format", "latex", "--boot", "50")
     assert Annotation.objects.count() == 24 and Item.objects.count() == 8
 

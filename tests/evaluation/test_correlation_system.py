@@ -1,5 +1,6 @@
 """System-level and human-reference agreement: point values equal SciPy on generator means, and
 every bootstrap interval equals the naive one (recompute from the resampled items)."""
+
 import numpy as np
 import pytest
 from scipy import stats as sps
@@ -60,7 +61,9 @@ def test_system_tau_overall_and_per_criterion_with_n_and_naive_bootstrap_ci():
     assert out["overall"]["kendall_tau_b"] == pytest.approx(naive_system(human, judge, GENERATORS), abs=1e-12)
     for c in CRITERIA:
         assert out["per_criterion"][c]["n"] == 5
-        assert out["per_criterion"][c]["kendall_tau_b"] == pytest.approx(naive_system(human, judge, GENERATORS, c), abs=1e-12)
+        assert out["per_criterion"][c]["kendall_tau_b"] == pytest.approx(
+            naive_system(human, judge, GENERATORS, c), abs=1e-12
+        )
     # Naive bootstrap: rebuild each resample's items and recompute the generator rankings from scratch.
     naive = {"overall": [], **{c: [] for c in CRITERIA}}
     for _, w in stats.resample_weights(len(GENERATORS), n_boot, 0):
@@ -96,7 +99,10 @@ def test_human_reference_intervals_equal_the_naive_bootstrap():
     for _, w in stats.resample_weights(len(items), 40, 0):
         for row in w:
             idx = np.repeat(np.arange(len(items)), row)
-            copies = {r: {(items[i], k): ratings[r][items[i]] for k, i in enumerate(idx) if items[i] in ratings[r]} for r in ratings}
+            copies = {
+                r: {(items[i], k): ratings[r][items[i]] for k, i in enumerate(idx) if items[i] in ratings[r]}
+                for r in ratings
+            }
             ref = stats.leave_one_rater_out(copies)
             naive_tau.append(np.nan if ref["loo_kendall_tau_b"] is None else ref["loo_kendall_tau_b"])
             naive_rho.append(np.nan if ref["loo_spearman_rho"] is None else ref["loo_spearman_rho"])

@@ -1,5 +1,6 @@
 """Download names come from query values; they never inject header parameters or break the
 response (once metric=%00 was a 500, metric=a";x=" added a Content-Disposition parameter)."""
+
 import pytest
 
 from annotation.models import Role

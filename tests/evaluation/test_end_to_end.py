@@ -1,5 +1,6 @@
 """Items through import_items + freeze_release (the io commands), predictions through
 import_predictions, then the leaderboard JSON: the release's own option orders are what is scored."""
+
 import json
 
 import pytest
@@ -9,7 +10,6 @@ from PIL import Image
 from annotation.models import ReleaseItem
 from tests.helpers.files import write_predictions
 from tests.helpers.items import run_command, status_payload
-
 
 pytestmark = pytest.mark.django_db
 
@@ -24,7 +24,16 @@ def test_import_items_freeze_import_predictions_leaderboard(tmp_path):
         lines.append(json.dumps({"id": f"s{i}", **payload}))
     items = tmp_path / "items.jsonl"
     items.write_text("\n".join(lines) + "\n")
-    call_command("import_items", "e2e", str(items), "--protocol", "status", "--create", "--verified", stdout=open("/dev/null", "w"))
+    call_command(
+        "import_items",
+        "e2e",
+        str(items),
+        "--protocol",
+        "status",
+        "--create",
+        "--verified",
+        stdout=open("/dev/null", "w"),
+    )
     call_command("freeze_release", "e2e", "v1", stdout=open("/dev/null", "w"))
     resolved = {ri.item.external_id: ri.payload["resolved"] for ri in ReleaseItem.objects.select_related("item")}
     assert sorted(resolved) == ["s0", "s1", "s2"]

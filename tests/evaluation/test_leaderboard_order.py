@@ -4,6 +4,7 @@ the page's table, its chart, the API, the CSV / LaTeX / Markdown / JSON download
 STATUS: a board where ordering by OA and by ROA disagree ("broad" has the best OA and no item
 rigorously right). OSCBench: a board where state-change accuracy alone and the state-change score
 disagree."""
+
 import csv
 import io
 import json
@@ -14,10 +15,9 @@ import pytest
 from django.http import HttpRequest
 
 from annotation.models import Role
-from evaluation import ranking
+from inference.services import predictions_import
 from protocols import registry
 from protocols.oscbench import CRITERIA
-from inference.services import predictions_import
 from tests.helpers.items import osc_payload, status_payload
 
 from .factories import make_release, rate
@@ -45,7 +45,11 @@ def status_answers(resolved: dict, plan) -> list[str]:
         r = resolved[f"it{i}"]
         for q in r:
             correct = plan(i, q)
-            lines.append(json.dumps({"item": f"it{i}", "query": q, "answer": r[q]["answer"] if correct else wrong(r[q]["answer"])}))
+            lines.append(
+                json.dumps(
+                    {"item": f"it{i}", "query": q, "answer": r[q]["answer"] if correct else wrong(r[q]["answer"])}
+                )
+            )
     return lines
 
 
@@ -88,8 +92,12 @@ def test_status_table_chart_api_and_downloads_share_the_roa_order(client, status
     details = client.get("/api/projects/order/leaderboard/?details=1").json()
     rows = details["rows"]
     assert [(r["model"], r["metrics"]["roa"], r["metrics"]["oa"]) for r in rows] == [
-        ("zeta-tied", 50.0, 100.0), ("alpha-twin", 50.0, 50.0), ("rigorous", 50.0, 50.0), ("Random", 5.0, 56.67),
-        ("broad", 0.0, 100.0)]
+        ("zeta-tied", 50.0, 100.0),
+        ("alpha-twin", 50.0, 50.0),
+        ("rigorous", 50.0, 50.0),
+        ("Random", 5.0, 56.67),
+        ("broad", 0.0, 100.0),
+    ]
     # The headline order is not the OA order (else this test could pass for no reason).
     assert [r["model"] for r in sorted(rows, key=lambda r: -r["metrics"]["oa"])] == OA_ORDER != ROA_ORDER
     # Rank 1 is the best ROA; ranks never go down the table; equal ROA share a rank.
@@ -127,7 +135,11 @@ def test_status_table_chart_api_and_downloads_share_the_roa_order(client, status
     base = "/projects/order/leaderboard/download"
     assert csv_order(client.get(f"{base}/csv/").content.decode()) == list(zip(ROA_ORDER, ["1", "1", "1", "4", "4"]))
     latex = client.get(f"{base}/latex/").content.decode()
-    body = [line.split(" & ")[:2] for line in latex.splitlines() if " & " in line and not line.startswith(("Model", "Chance"))]
+    body = [
+        line.split(" & ")[:2]
+        for line in latex.splitlines()
+        if " & " in line and not line.startswith(("Model", "Chance"))
+    ]
     assert body == [["zeta-tied", "1"], ["alpha-twin", "1"], ["rigorous", "1"], ["Random", "4"], ["broad", "4"]]
     md = client.get(f"{base}/markdown/").content.decode().splitlines()[2:-1]
     assert [line.split(" | ")[0].lstrip("| ") for line in md] == ROA_ORDER
@@ -177,8 +189,9 @@ def test_oscbench_generators_rank_by_the_state_change_score_not_its_accuracy_hal
 
     rows = client.get("/api/projects/oscorder/leaderboard/?details=1").json()["rows"]
     generators = [r for r in rows if r["model"] != "Random"]
-    assert [(r["model"], r["metrics"]["osc_accuracy"], r["metrics"]["state_change"], r["rank"]) for r in generators] == [
-        ("genB", 0.75, 0.875, 1), ("genA", 1.0, 0.625, 2)]
+    assert [
+        (r["model"], r["metrics"]["osc_accuracy"], r["metrics"]["state_change"], r["rank"]) for r in generators
+    ] == [("genB", 0.75, 0.875, 1), ("genA", 1.0, 0.625, 2)]
     order = [r["model"] for r in rows]
     assert order.index("genB") < order.index("genA")
     html = client.get("/projects/oscorder/leaderboard/").content.decode()
@@ -188,16 +201,20 @@ def test_oscbench_generators_rank_by_the_state_change_score_not_its_accuracy_hal
     assert chart_order(html.split('<figure class="lb-chart">', 1)[1].split("</figure>", 1)[0]) == order
     lines = client.get("/projects/oscorder/leaderboard/download/csv/").content.decode()
     assert [m for m, _ in csv_order(lines)] == order
-    assert lines.splitlines()[0].endswith(",aesthetics,aesthetics_ci_lo,aesthetics_ci_hi,criteria_mean,criteria_mean_ci_lo,"
-                                          "criteria_mean_ci_hi,state_change,state_change_ci_lo,state_change_ci_hi")
+    assert lines.splitlines()[0].endswith(
+        ",aesthetics,aesthetics_ci_lo,aesthetics_ci_hi,criteria_mean,criteria_mean_ci_lo,"
+        "criteria_mean_ci_hi,state_change,state_change_ci_lo,state_change_ci_hi"
+    )
 
 
 # --- OSCBench: the researcher picks the ranking (?rank_by=): the state-change score or the mean of criteria ---
 
 # genA: accuracy and consistency 5, every other criterion 1: state change 1.000, mean of criteria 2/8 = 0.250.
 # genB: accuracy and consistency 3, subject N/A, the rest 5: state change 0.500, mean of criteria 6/7 = 0.857.
-DISAGREE = {"genA": {"osc_accuracy": 5, "osc_consistency": 5},
-            "genB": {"osc_accuracy": 3, "osc_consistency": 3, "subject": None}}
+DISAGREE = {
+    "genA": {"osc_accuracy": 5, "osc_consistency": 5},
+    "genB": {"osc_accuracy": 3, "osc_consistency": 3, "subject": None},
+}
 
 
 @pytest.fixture
@@ -232,7 +249,10 @@ def test_oscbench_ranks_by_the_state_change_score_or_by_the_mean_of_criteria(cli
     values = {r["model"]: (r["metrics"], r["ci"], r["n"]) for r in default["rows"]}
     assert {r["model"]: (r["metrics"], r["ci"], r["n"]) for r in by_mean["rows"]} == values
     gens = {r["model"]: r["metrics"] for r in default["rows"] if r["model"] != "Random"}
-    assert {g: (m["state_change"], m["criteria_mean"]) for g, m in gens.items()} == {"genA": (1.0, 0.25), "genB": (0.5, 0.857)}
+    assert {g: (m["state_change"], m["criteria_mean"]) for g, m in gens.items()} == {
+        "genA": (1.0, 0.25),
+        "genB": (0.5, 0.857),
+    }
 
     state_order, mean_order = [r["model"] for r in default["rows"]], [r["model"] for r in by_mean["rows"]]
     assert state_order == by(default["rows"], "state_change") and mean_order == by(default["rows"], "criteria_mean")
@@ -241,22 +261,30 @@ def test_oscbench_ranks_by_the_state_change_score_or_by_the_mean_of_criteria(cli
     assert by_mean["ranked_by"] == ["criteria_mean", "state_change", "osc_accuracy", "osc_consistency", "model"]
     ranks = {r["model"]: r["rank"] for r in by_mean["rows"]}
     assert ranks["genB"] == 1 and ranks["genA"] > 1  # genA's interval [0.25, 0.25] lies below genB's
-    assert client.get("/api/projects/oscrank/leaderboard/?rank_by=state_change").json()["rows"] == \
-        client.get("/api/projects/oscrank/leaderboard/").json()["rows"]
+    assert (
+        client.get("/api/projects/oscrank/leaderboard/?rank_by=state_change").json()["rows"]
+        == client.get("/api/projects/oscrank/leaderboard/").json()["rows"]
+    )
     api_csv = client.get("/api/projects/oscrank/leaderboard/?fmt=csv&rank_by=criteria_mean").content.decode()
     assert [m for m, _ in csv_order(api_csv)] == mean_order
 
     # The page: the select shows the choice, the rows, the sorted column and the chart follow it.
     html = client.get("/projects/oscrank/leaderboard/?rank_by=criteria_mean").content.decode()
     assert main_table_order(html) == mean_order
-    assert re.search(r'<select name="rank_by" id="lb-rank-by" data-autosubmit>'
-                     r'<option value="state_change">State-change score \(default\)</option>'
-                     r'<option value="criteria_mean" selected>Mean of criteria</option></select>', html)
+    assert re.search(
+        r'<select name="rank_by" id="lb-rank-by" data-autosubmit>'
+        r'<option value="state_change">State-change score \(default\)</option>'
+        r'<option value="criteria_mean" selected>Mean of criteria</option></select>',
+        html,
+    )
     assert re.search(r'data-key="criteria_mean" title="[^"]*" aria-sort="descending">Mean of criteria</th>', html)
     assert html.count('aria-sort="descending"') == 1
-    assert re.search(r'id="lb-order">Rows in order of <strong>Mean of criteria</strong>, the ranking picked below '
-                     r'\(default: State-change score\) \(ties: State-change score, State-change accuracy, '
-                     r'State-change consistency, then model name\)', html)
+    assert re.search(
+        r'id="lb-order">Rows in order of <strong>Mean of criteria</strong>, the ranking picked below '
+        r"\(default: State-change score\) \(ties: State-change score, State-change accuracy, "
+        r"State-change consistency, then model name\)",
+        html,
+    )
     assert '<h2 id="lb-chart-title">Mean of criteria with 95 % intervals</h2>' in html
     assert chart_order(html.split('<figure class="lb-chart">', 1)[1].split("</figure>", 1)[0]) == mean_order
     assert 'href="/projects/oscrank/leaderboard/download/csv/?rank_by=criteria_mean"' in html
@@ -270,10 +298,14 @@ def test_oscbench_ranks_by_the_state_change_score_or_by_the_mean_of_criteria(cli
     assert response["Content-Disposition"] == 'attachment; filename="oscrank-leaderboard-v1-by-criteria_mean.csv"'
     assert csv_order(response.content.decode()) == [(r["model"], str(r["rank"])) for r in by_mean["rows"]]
     latex = client.get(f"{base}/latex/?rank_by=criteria_mean").content.decode()
-    assert [line.split(" & ")[0] for line in latex.splitlines() if " & " in line and not line.startswith("Model")] == mean_order
+    assert [
+        line.split(" & ")[0] for line in latex.splitlines() if " & " in line and not line.startswith("Model")
+    ] == mean_order
     md = client.get(f"{base}/markdown/?rank_by=criteria_mean").content.decode().splitlines()[2:]
     assert [line.split(" | ")[0].lstrip("| ") for line in md] == mean_order
-    assert [r["model"] for r in json.loads(client.get(f"{base}/json/?rank_by=criteria_mean").content)["rows"]] == mean_order
+    assert [
+        r["model"] for r in json.loads(client.get(f"{base}/json/?rank_by=criteria_mean").content)["rows"]
+    ] == mean_order
     svg = client.get(f"{base}/svg/?rank_by=criteria_mean").content.decode()
     assert chart_order(svg) == mean_order and "<title>Leaderboard: Mean of criteria</title>" in svg
     assert [m for m, _ in csv_order(client.get(f"{base}/csv/").content.decode())] == state_order
@@ -284,24 +316,34 @@ def test_the_mean_of_criteria_is_the_correlation_pages_system_score(osc_rank_boa
     from protocols import registry
 
     items = selectors.scoring_items(osc_rank_board, selectors.release_for(osc_rank_board, None))
-    human = correlation._human_means(selectors.consensus_ratings(items, selectors.ratings_by_item(items)), [it.key for it in items],
-                                     criteria=registry.get("oscbench").criteria)
+    human = correlation._human_means(
+        selectors.consensus_ratings(items, selectors.ratings_by_item(items)),
+        [it.key for it in items],
+        criteria=registry.get("oscbench").criteria,
+    )
     system = correlation._system_score(human, [it.payload["generator"] for it in items])
     assert system == {"genA": 2.0, "genB": pytest.approx(1 + 4 * 6 / 7)}  # 1-5 scale: (mean - 1) / 4 is the 0-1 score
     rows = board_cache.board(osc_rank_board, None, None, "criteria_mean")["rows"]
     assert {r["model"]: r["metrics"]["criteria_mean"] for r in rows if r["model"] in system} == {
-        g: round((s - 1) / 4, 3) for g, s in system.items()}
+        g: round((s - 1) / 4, 3) for g, s in system.items()
+    }
 
 
 @pytest.mark.parametrize("query", ["rank_by=bogus", "rank_by=aesthetics", "rank_by=CRITERIA_MEAN", "rank_by=roa"])
 def test_an_unknown_ranking_is_a_400_naming_the_parameter_and_its_values(client, osc_rank_board, query):
-    message = f"rank_by: {query.split('=')[1]!r} is not a ranking of oscbench leaderboards; allowed values: state_change, criteria_mean"
+    message = (
+        f"rank_by: {query.split('=')[1]!r} is not a ranking of oscbench leaderboards; allowed values: "
+        "state_change, criteria_mean"
+    )
     for fmt in ("", "&fmt=csv"):
         response = client.get(f"/api/projects/oscrank/leaderboard/?{query}{fmt}")
         assert response.status_code == 400
         assert response.json() == {"rank_by": [message]}
-    for url in ("/projects/oscrank/leaderboard/", "/projects/oscrank/leaderboard/download/csv/",
-                "/projects/oscrank/leaderboard/download/svg/"):
+    for url in (
+        "/projects/oscrank/leaderboard/",
+        "/projects/oscrank/leaderboard/download/csv/",
+        "/projects/oscrank/leaderboard/download/svg/",
+    ):
         response = client.get(f"{url}?{query}")
         assert (response.status_code, response.content.decode()) == (400, message), url
 
@@ -312,7 +354,9 @@ def test_a_protocol_with_one_ranking_shows_no_choice_and_refuses_another(client,
     assert main_table_order(client.get("/projects/order/leaderboard/?rank_by=roa").content.decode()) == ROA_ORDER
     response = client.get("/api/projects/order/leaderboard/?rank_by=criteria_mean")
     assert response.status_code == 400
-    assert response.json() == {"rank_by": ["rank_by: 'criteria_mean' is not a ranking of status leaderboards; allowed values: roa"]}
+    assert response.json() == {
+        "rank_by": ["rank_by: 'criteria_mean' is not a ranking of status leaderboards; allowed values: roa"]
+    }
 
 
 def test_a_stranger_with_a_bad_ranking_learns_nothing_more(client, osc_rank_board, make_user):

@@ -3,6 +3,7 @@ lmms-eval tier ran StateLab's VisualTrans task with its stub model (tests/lmms/t
 test_visualtrans_task_runs_in_lmms_eval, which keeps data/ in step with what lmms-eval writes).
 The release is built with the tier's ids and payloads (tests/lmms/cases.py), so the log's ids map
 to its items; StateLab then prints the figures lmms-eval printed for that run."""
+
 import json
 from io import StringIO
 from pathlib import Path
@@ -37,8 +38,12 @@ def test_a_real_lmms_eval_log_imports_and_scores_as_lmms_eval_did(make_project):
     # Every logged reply is stored, raw as lmms-eval logged it and parsed as StateLab reads it.
     assert {ext: p.raw_output for ext, p in stored.items()} == {s["item"]["id"]: s["filtered_resps"] for s in samples}
     assert {ext: (p.query, p.status, p.answer) for ext, p in stored.items()} == {
-        "vt-0": ("qa", "ok", "B"), "vt-1": ("qa", "ok", "B"), "vt-2": ("qa", "ok", 3),
-        "vt-3": ("qa", "ok", ["cup", "lid"]), "vt-4": ("qa", "failed", None), "vt-5": ("qa", "ok", "A"),
+        "vt-0": ("qa", "ok", "B"),
+        "vt-1": ("qa", "ok", "B"),
+        "vt-2": ("qa", "ok", 3),
+        "vt-3": ("qa", "ok", ["cup", "lid"]),
+        "vt-4": ("qa", "failed", None),
+        "vt-5": ("qa", "ok", "A"),
     }
 
     board = StringIO()
@@ -48,7 +53,18 @@ def test_a_real_lmms_eval_log_imports_and_scores_as_lmms_eval_did(make_project):
     # tests/lmms/cases.py): correct vt-0, vt-2, vt-3, vt-5; vt-1 wrong; vt-4 empty.
     want = dict(cases.VT_SCORES)
     assert (row["parse_failures"], row["n"]) == (want.pop("parse_failures"), want.pop("item")) == (1, 6)
-    assert row["metrics"] == want == {
-        "fine_grained": 0.0, "global": 100.0, "spatial_mean": 50.0, "intermediate": 100.0, "causal": 100.0,
-        "planning": 0.0, "procedural_mean": 66.67, "quantitative": 100.0, "overall": 66.67,
-    }
+    assert (
+        row["metrics"]
+        == want
+        == {
+            "fine_grained": 0.0,
+            "global": 100.0,
+            "spatial_mean": 50.0,
+            "intermediate": 100.0,
+            "causal": 100.0,
+            "planning": 0.0,
+            "procedural_mean": 66.67,
+            "quantitative": 100.0,
+            "overall": 66.67,
+        }
+    )

@@ -1,6 +1,7 @@
 """Every leaderboard metric has a human name and a definition (evaluation/metric_names.py), every
 metric a board is ranked by (evaluation/ranking.py) is one of them, and the correlation LaTeX
 typesets τ_b."""
+
 import ast
 from pathlib import Path
 
@@ -24,9 +25,11 @@ def test_every_metric_key_has_a_name_and_a_definition(protocol):
 def test_breakdown_keys_name_their_group_in_either_order():
     assert metric_names.metric_name("status", "category:positional:roa") == "ROA · category positional"
     assert metric_names.metric_definition("status", "difference:slight:acc_sci").endswith(
-        "Only items whose difference is slight.")
+        "Only items whose difference is slight."
+    )
     assert metric_names.metric_name("oscbench", "state_change:action_category:cutting") == (
-        "State-change score · action category cutting")
+        "State-change score · action category cutting"
+    )
     assert metric_names.metric_name("changeit", "state_acc_distractor_crop") == "State acc. · distractor · crop"
 
 
@@ -34,8 +37,12 @@ def test_headline_metrics_are_the_papers():
     # STATUS: the paper measures models "in terms of the proposed ROA metric" (OA is its standard
     # companion, the tie-break); OSCBench: the state-change score, not one of its two halves.
     assert {p: ranking.headline(p) for p in ranking.RANKING} == {
-        "status": "roa", "changeit": "state_acc_standard_full", "visualtrans": "overall", "m3verse": "overall",
-        "oscbench": "state_change"}
+        "status": "roa",
+        "changeit": "state_acc_standard_full",
+        "visualtrans": "overall",
+        "m3verse": "overall",
+        "oscbench": "state_change",
+    }
     assert ranking.ranking_keys("status") == ("roa", "oa")
 
 
@@ -49,8 +56,13 @@ def test_metric_names_imports_nothing_from_django():
 def test_correlation_latex_typesets_tau_b():
     report = {
         "criteria": ["osc_accuracy", "scene"],
-        "judges": [{"judge": "judge_1", "system_kendall_tau_b": 0.5,
-                    "per_criterion": {"osc_accuracy": {"kendall_tau_b": 0.25}, "scene": {"kendall_tau_b": None}}}],
+        "judges": [
+            {
+                "judge": "judge_1",
+                "system_kendall_tau_b": 0.5,
+                "per_criterion": {"osc_accuracy": {"kendall_tau_b": 0.25}, "scene": {"kendall_tau_b": None}},
+            }
+        ],
         "human": {c: {"loo_kendall_tau_b": 0.5, "krippendorff_alpha": 0.75} for c in ("osc_accuracy", "scene")},
     }
     latex = tables.correlation_latex(report)

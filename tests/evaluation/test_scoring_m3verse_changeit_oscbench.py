@@ -1,12 +1,13 @@
 """Hand-worked cases: M3-Verse partial credit, ChangeIt state/object accuracy, OSCBench N/A."""
+
 from decimal import Decimal
 
 import numpy as np
 import pytest
 
 from protocols.changeit import scoring as changeit
-from protocols.m3verse import scoring as m3verse
 from protocols.kit.answers import parse_answer
+from protocols.m3verse import scoring as m3verse
 from protocols.oscbench import scoring as oscbench
 
 
@@ -51,7 +52,14 @@ def test_changeit_state_and_object_accuracy():
     m = changeit.item_matrix(np.full((1, 4), truth_number), predicted, obj)
     row = changeit.printed(m)
     assert [str(row[k]) for k in changeit.KEYS] == [
-        "100.00", "0.00", "0.00", "0.00", "100.00", "100.00", "0.00", "0.00"
+        "100.00",
+        "0.00",
+        "0.00",
+        "0.00",
+        "100.00",
+        "100.00",
+        "0.00",
+        "0.00",
     ]
     assert m.parse_failures == 1
 
@@ -107,7 +115,9 @@ def test_oscbench_mean_of_criteria_interval_of_a_large_run_matches_the_joint_res
     sums = np.clip(rng.integers(3, 10, size=(n, 8)) + 2 * quality, 3, 15) * (counts > 0)
     m = oscbench.item_matrix(sums, counts)
     fast = oscbench.cis(m, n_boot=400)["criteria_mean"]
-    joint = bootstrap_cis(m, keys=("criteria_mean",), scale=1.0, places=3, derive=oscbench._derive, n_boot=400)["criteria_mean"]
+    joint = bootstrap_cis(m, keys=("criteria_mean",), scale=1.0, places=3, derive=oscbench._derive, n_boot=400)[
+        "criteria_mean"
+    ]
     assert fast[0] < float(oscbench.printed(m)["criteria_mean"]) < fast[1]
     assert fast == pytest.approx(joint, abs=0.0015)
     assert fast[1] - fast[0] == pytest.approx(joint[1] - joint[0], rel=0.2)
@@ -126,7 +136,9 @@ def test_oscbench_videos_without_an_action_category_are_in_no_category_group():
 
 
 def test_oscbench_judge_answers_parse_with_na():
-    parsed = parse_answer("oscbench", "judge", 'Scores:\n```json\n{"scores": {"subject": "N/A", "object": 4, "scene": null}}\n```', [])
+    parsed = parse_answer(
+        "oscbench", "judge", 'Scores:\n```json\n{"scores": {"subject": "N/A", "object": 4, "scene": null}}\n```', []
+    )
     assert parsed["subject"] is None and parsed["object"] == 4 and parsed["scene"] is None
     assert parse_answer("oscbench", "judge", '{"object": 6}', []) is None
     assert parse_answer("oscbench", "judge", "no json here", []) is None
@@ -148,10 +160,18 @@ def test_random_judge_matrix_equals_scoring_its_answers():
     # The OSCBench Random row skips the answer dicts; it must score exactly like them.
     from evaluation.scoring import runs
 
-    items = [runs.ScoringItem(key=i, external_id=f"v{i}", payload={"scenario": ("regular", "novel")[i % 2],
-                                                                  "action_category": f"c{i % 3}"}, resolved={"judge": {}})
-             for i in range(50)]
-    via_answers = runs.finish("oscbench", oscbench.score(items, runs.random_answers("oscbench", items, seed=11)), n_boot=50)
+    items = [
+        runs.ScoringItem(
+            key=i,
+            external_id=f"v{i}",
+            payload={"scenario": ("regular", "novel")[i % 2], "action_category": f"c{i % 3}"},
+            resolved={"judge": {}},
+        )
+        for i in range(50)
+    ]
+    via_answers = runs.finish(
+        "oscbench", oscbench.score(items, runs.random_answers("oscbench", items, seed=11)), n_boot=50
+    )
     direct = runs.finish("oscbench", oscbench.random_matrix(items, seed=11), n_boot=50)
     assert direct.printed == via_answers.printed and direct.cis == via_answers.cis
     assert direct.matrix.parse_failures == 0

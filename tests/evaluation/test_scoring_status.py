@@ -1,10 +1,11 @@
 """STATUS scoring reproduces the paper's NVILA row from predictions with the same counts."""
+
 from decimal import Decimal
 
 import numpy as np
 
-from protocols.status import scoring as status
 from protocols.kit.answers import parse_answer
+from protocols.status import scoring as status
 
 N = 404
 
@@ -58,14 +59,20 @@ def test_same_letter_bias_counts_wrong_pairs_answered_with_one_letter():
 
 def test_breakdown_by_category_uses_only_that_group():
     truth = status.encode_letters([["A", "B", "A", "B", "A", "A"]] * 4)
-    pred = status.encode_letters([
-        ["A", "B", "A", "B", "A", "A"],  # positional, all right
-        ["A", "A", "A", "B", "B", "A"],  # positional
-        ["B", "A", "B", "A", "B", "B"],  # functional, all wrong
-        ["A", "B", "A", "B", "A", "B"],  # other
-    ])
-    m = status.item_matrix(truth, pred, categories=["positional", "positional", "functional", "other"],
-                           differences=["slight", "significant", "slight", "slight"])
+    pred = status.encode_letters(
+        [
+            ["A", "B", "A", "B", "A", "A"],  # positional, all right
+            ["A", "A", "A", "B", "B", "A"],  # positional
+            ["B", "A", "B", "A", "B", "B"],  # functional, all wrong
+            ["A", "B", "A", "B", "A", "B"],  # other
+        ]
+    )
+    m = status.item_matrix(
+        truth,
+        pred,
+        categories=["positional", "positional", "functional", "other"],
+        differences=["slight", "significant", "slight", "slight"],
+    )
     row = status.printed(m)
     assert row["category:positional:racc_osi"] == Decimal("50.00")
     assert row["category:positional:acc_osi"] == Decimal("75.00")
@@ -107,7 +114,9 @@ def _status_item(key):
     resolved = {q: {"options": states, "answer": "A" if q.endswith("_a") else "B"} for q in status.QUERIES[:4]}
     resolved["sci2"] = {"options": ["open", "lift"], "answer": "A"}
     resolved["sci4"] = {"options": ["open", "lift", "shake", "close"], "answer": "A"}
-    return ScoringItem(key=key, external_id=str(key), payload={"category": "other", "difference": "slight"}, resolved=resolved)
+    return ScoringItem(
+        key=key, external_id=str(key), payload={"category": "other", "difference": "slight"}, resolved=resolved
+    )
 
 
 def test_reassignment_compares_raw_p_a_between_images_as_the_spec_says():

@@ -1,12 +1,13 @@
 """VisualTrans rows of the paper's Table 2 from predictions with the same counts."""
+
 from decimal import Decimal
 from fractions import Fraction
 
 import numpy as np
 
-from protocols.visualtrans import scoring as visualtrans
 from protocols.kit.answers import parse_answer
 from protocols.kit.matrix import percent
+from protocols.visualtrans import scoring as visualtrans
 
 SIZES = {"fine_grained": 168, "global": 50, "intermediate": 88, "causal": 86, "planning": 42, "quantitative": 63}
 
@@ -26,7 +27,15 @@ def test_gpt4o_row_digit_for_digit():
     counts = dict(zip(SIZES, [51, 15, 28, 31, 19, 36]))
     _, row = run(counts)
     assert [str(row[k]) for k in visualtrans.KEYS] == [
-        "30.36", "30.00", "30.18", "31.82", "36.05", "45.24", "37.70", "57.14", "36.22"
+        "30.36",
+        "30.00",
+        "30.18",
+        "31.82",
+        "36.05",
+        "45.24",
+        "37.70",
+        "57.14",
+        "36.22",
     ]
 
 
@@ -36,7 +45,15 @@ def test_phi4_row_with_unsupported_intermediate():
     # 32/168 = 19.048, 10/50, (19.05 + 20.00) / 2 = 19.525, -, 28/86 = 32.558, 6/42 = 14.286,
     # (32.56 + 14.29) / 2 = 23.425, 15/63 = 23.810, 91/497 = 18.310 (the paper's Table 2 row).
     assert [None if row[k] is None else str(row[k]) for k in visualtrans.KEYS] == [
-        "19.05", "20.00", "19.53", None, "32.56", "14.29", "23.43", "23.81", "18.31"
+        "19.05",
+        "20.00",
+        "19.53",
+        None,
+        "32.56",
+        "14.29",
+        "23.43",
+        "23.81",
+        "18.31",
     ]
     assert matrix.diagnostics["unsupported"] == ["intermediate"]
     assert matrix.n == 497
@@ -49,7 +66,12 @@ def test_unparseable_answer_keeps_subtask_supported():
     from protocols.visualtrans.scoring import score as score_visualtrans
 
     items = [
-        ScoringItem(key=k, external_id=k, payload={"subtask": subtask, "format": "count"}, resolved={"qa": {"format": "count", "answer": 2}})
+        ScoringItem(
+            key=k,
+            external_id=k,
+            payload={"subtask": subtask, "format": "count"},
+            resolved={"qa": {"format": "count", "answer": 2}},
+        )
         for k, subtask in (("q1", "fine_grained"), ("q2", "global"), ("q3", "global"))
     ]
     raw = parse_answer("visualtrans", "qa", "two or three", [], fmt="count")
@@ -64,9 +86,13 @@ def test_unparseable_answer_keeps_subtask_supported():
 
 
 def test_formats_normalize_before_exact_match():
-    assert visualtrans.is_correct("choice", "b", parse_answer("visualtrans", "qa", "Answer: (B)", ["x", "y"], fmt="choice"))
+    assert visualtrans.is_correct(
+        "choice", "b", parse_answer("visualtrans", "qa", "Answer: (B)", ["x", "y"], fmt="choice")
+    )
     assert visualtrans.is_correct("count", 3, parse_answer("visualtrans", "qa", " 3 ", [], fmt="count"))
-    assert visualtrans.is_correct("set", ["Apple", "pear"], parse_answer("visualtrans", "qa", "pear,  apple", [], fmt="set"))
+    assert visualtrans.is_correct(
+        "set", ["Apple", "pear"], parse_answer("visualtrans", "qa", "pear,  apple", [], fmt="set")
+    )
     assert not visualtrans.is_correct("set", ["apple", "pear"], ["apple"])
     assert not visualtrans.is_correct("set", ["apple", "pear"], ["apple", "pear", "fig"])
     assert not visualtrans.is_correct("set", ["apple", "apple"], ["apple"])  # a multiset
@@ -74,11 +100,16 @@ def test_formats_normalize_before_exact_match():
 
 
 def test_human_row_combines_answers_per_item_and_resamples_items():
-    from protocols.kit.matrix import bootstrap_means
     from evaluation.scoring.runs import ScoringItem, score_blind_answers
+    from protocols.kit.matrix import bootstrap_means
 
     items = [
-        ScoringItem(key=k, external_id=k, payload={"subtask": "global", "format": "count"}, resolved={"qa": {"format": "count", "answer": 2}})
+        ScoringItem(
+            key=k,
+            external_id=k,
+            payload={"subtask": "global", "format": "count"},
+            resolved={"qa": {"format": "count", "answer": 2}},
+        )
         for k in ("q1", "q2")
     ]
     # q1: three annotators, all right; q2: one annotator, wrong. Pooling answers would give 3/4.

@@ -1,4 +1,5 @@
 """Correlation figures equal SciPy's on the same vectors; N/A drops pairs; alpha matches the literature."""
+
 import math
 
 import numpy as np

@@ -1,4 +1,5 @@
 """Leaderboard / correlation pages, downloads and API: content and role checks."""
+
 import json
 
 import pytest
@@ -27,7 +28,10 @@ def test_researcher_sees_leaderboard_with_random_row(client, status_project):
     html = page.content.decode()
     assert 'data-model="Random"' in html and "acc_osi" in html and "<svg" in html
     assert "category · positional" in html  # a breakdown tab
-    assert '<tr class="lb-chance"><td title="the expected score of guessing">Chance</td><td></td><td></td><td></td><td>50.00</td>' in html
+    assert (
+        '<tr class="lb-chance"><td title="the expected score of guessing">Chance</td>'
+        "<td></td><td></td><td></td><td>50.00</td>" in html
+    )
     assert "<td>1.56</td></tr></tfoot>" in html
     assert 'id="lb-diagnostics"' in html  # Random's same-letter share
 
@@ -43,7 +47,10 @@ def test_downloads_have_attachment_names_and_content(client, status_project):
     api = client.get("/api/projects/stv/leaderboard/")
     assert api.status_code == 200 and api.json()["rows"][0]["model"] == "Random"
     assert list(api.json()["rows"][0]) == ["model", "n", "parse_failures", "metrics", "ci"]
-    assert api.json()["rows"][0]["metrics"] == client.get("/api/projects/stv/leaderboard/?details=1").json()["rows"][0]["metrics"]
+    assert (
+        api.json()["rows"][0]["metrics"]
+        == client.get("/api/projects/stv/leaderboard/?details=1").json()["rows"][0]["metrics"]
+    )
     assert "rank" in client.get("/api/projects/stv/leaderboard/?details=1").json()["rows"][0]
     assert json.loads(client.get("/projects/stv/leaderboard/download/json/").content)["protocol"] == "status"
     tab = client.get("/projects/stv/leaderboard/download/markdown/?breakdown=difference:slight")
@@ -71,11 +78,11 @@ def test_correlation_page_is_for_rating_projects(client, status_project):
 
 
 def test_correlation_page_scatter_and_api(client, make_project, make_user, tmp_path):
-    from protocols.oscbench import CRITERIA
     from inference.services import predictions_import
+    from protocols.oscbench import CRITERIA
+    from tests.helpers.items import osc_payload
 
     from .factories import rate
-    from tests.helpers.items import osc_payload
 
     researcher = make_user("res9")
     project = make_project("oscv", "oscbench", members={researcher: Role.RESEARCHER})
@@ -83,7 +90,10 @@ def test_correlation_page_scatter_and_api(client, make_project, make_user, tmp_p
     for i, level in enumerate([1, 3, 4, 5]):
         for rater in ("r1", "r2"):
             rate(f"g{i}", project, rater, {c: level for c in CRITERIA})
-    lines = [json.dumps({"item": f"g{i}", "query": "judge", "answer": {c: lv for c in CRITERIA}}) for i, lv in enumerate([2, 3, 3, 5])]
+    lines = [
+        json.dumps({"item": f"g{i}", "query": "judge", "answer": {c: lv for c in CRITERIA}})
+        for i, lv in enumerate([2, 3, 3, 5])
+    ]
     predictions_import(project=project, lines=lines, model_name="j1", release=project.releases.get())
     client.login(request=HttpRequest(), username="res9", password="pw")
     html = client.get("/projects/oscv/correlation/").content.decode()

@@ -11,6 +11,7 @@
   left at its default).
 Each takes its configuration from `stack_env`, so all processes share one private world.
 """
+
 from __future__ import annotations
 
 import glob
@@ -75,15 +76,26 @@ class PrivatePostgres:
     def url(self, db: str = "statelab") -> str:
         return f"postgres://postgres@127.0.0.1:{self.port}/{db}"
 
-    def init(self) -> "PrivatePostgres":
+    def init(self) -> PrivatePostgres:
         self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8")
         self.start()
         self._run("psql", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "-qc", "CREATE DATABASE statelab")
         return self
 
     def start(self) -> None:
-        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w", "-t", "60",
-                  "-o", f"-p {self.port} -h 127.0.0.1 -k {self.dir}", "start")
+        self._run(
+            "pg_ctl",
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.log),
+            "-w",
+            "-t",
+            "60",
+            "-o",
+            f"-p {self.port} -h 127.0.0.1 -k {self.dir}",
+            "start",
+        )
 
     def stop(self, mode: str = "fast") -> None:
         self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "-t", "60", "stop")
@@ -112,10 +124,25 @@ class PrivateRedis:
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "yes" if self.appendonly else "no",
-             "--dir", str(self.dir), "--logfile", str(self.dir / "redis.log")],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "yes" if self.appendonly else "no",
+                "--dir",
+                str(self.dir),
+                "--logfile",
+                str(self.dir / "redis.log"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         wait_until(self.is_up, 20, "the private Redis to answer")
 
     def is_up(self) -> bool:
@@ -140,8 +167,11 @@ class PrivateRedis:
 
 def stack_env(pg: PrivatePostgres, rd: PrivateRedis, workdir: Path) -> dict[str, str]:
     """The environment of every StateLab process of the private stack: production settings."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("STATELAB_", "CELERY_", "DJANGO_", "PYTEST", "SECURE_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("STATELAB_", "CELERY_", "DJANGO_", "PYTEST", "SECURE_"))
+    }
     env.update(
         DATABASE_URL=pg.url(),
         REDIS_URL=rd.url(),
@@ -158,16 +188,18 @@ def stack_env(pg: PrivatePostgres, rd: PrivateRedis, workdir: Path) -> dict[str,
 
 
 def manage(env: dict[str, str], *args: str, timeout: float = 300) -> str:
-    done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    done = subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
+    )
     if done.returncode:
         raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
     return done.stdout
 
 
 def python_module(env: dict[str, str], module: str, *args: str, timeout: float = 300) -> str:
-    done = subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    done = subprocess.run(
+        [sys.executable, "-m", module, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
+    )
     if done.returncode:
         raise RuntimeError(f"python -m {module} failed:\n{done.stdout}\n{done.stderr}")
     return done.stdout
@@ -185,10 +217,26 @@ class Gunicorn:
         self.access_log = access_log
         access = ["--access-logfile", str(access_log), "--access-logformat", self.ACCESS_FORMAT] if access_log else []
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "config.wsgi:application", "--bind", f"127.0.0.1:{self.port}",
-             "--workers", str(workers), "--timeout", "120", *access,
-             "--no-control-socket"],  # gunicorn 27's default socket is one path per user, shared by every instance
-            cwd=ROOT, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "config.wsgi:application",
+                "--bind",
+                f"127.0.0.1:{self.port}",
+                "--workers",
+                str(workers),
+                "--timeout",
+                "120",
+                *access,
+                "--no-control-socket",
+            ],  # gunicorn 27's default socket is one path per user, shared by every instance
+            cwd=ROOT,
+            env=env,
+            stdout=open(log, "w"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self.log = log
 
         def answering() -> bool:
@@ -229,9 +277,32 @@ class CeleryWorker:
 
     def __init__(self, env: dict[str, str], log: Path, name: str = "faults"):
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "default,api,gpu", "--pool", "prefork",
-             "-c", "1", "-n", f"{name}@%h", "--without-gossip", "--without-mingle", "--loglevel", "INFO"],
-            cwd=ROOT, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "config",
+                "worker",
+                "-Q",
+                "default,api,gpu",
+                "--pool",
+                "prefork",
+                "-c",
+                "1",
+                "-n",
+                f"{name}@%h",
+                "--without-gossip",
+                "--without-mingle",
+                "--loglevel",
+                "INFO",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=open(log, "w"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self.log = log
 
     def stop(self) -> None:
@@ -250,10 +321,24 @@ class CeleryBeat:
 
     def __init__(self, env: dict[str, str], workdir: Path):
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", "beat", "--loglevel", "INFO",
-             "--schedule", str(workdir / "celerybeat-schedule")],
-            cwd=ROOT, env=env, stdout=open(workdir / "beat.log", "w"), stderr=subprocess.STDOUT,
-            start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "config",
+                "beat",
+                "--loglevel",
+                "INFO",
+                "--schedule",
+                str(workdir / "celerybeat-schedule"),
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=open(workdir / "beat.log", "w"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
     def stop(self) -> None:
         if self.proc.poll() is None:

@@ -1,15 +1,16 @@
 """Seed the private stack's database (run in a subprocess with the stack's environment).
 
-    python -m tests.faults.seed annotation --items 2000 --annotators 8
-        a ChangeIt project `faults` (2 annotations per item; items inserted by the same
-        INSERT ... SELECT generate_series as bench/bench_queue.py), annotators with API tokens and
-        a researcher with a password for the pages; prints JSON {slug, project, annotators: [{id,
-        username, token}], researcher: {username, password}}
-    python -m tests.faults.seed job --slug faults-job --items 40 --base-url http://127.0.0.1:PORT/v1 --workdir DIR
-        a VisualTrans project with a verified release of real PNG items (the inference tests'
-        factories), an OpenAI-compatible endpoint and an evaluation job, started (start_job is
-        sent to the broker on commit); prints JSON {job, items}
+python -m tests.faults.seed annotation --items 2000 --annotators 8
+    a ChangeIt project `faults` (2 annotations per item; items inserted by the same
+    INSERT ... SELECT generate_series as bench/bench_queue.py), annotators with API tokens and
+    a researcher with a password for the pages; prints JSON {slug, project, annotators: [{id,
+    username, token}], researcher: {username, password}}
+python -m tests.faults.seed job --slug faults-job --items 40 --base-url http://127.0.0.1:PORT/v1 --workdir DIR
+    a VisualTrans project with a verified release of real PNG items (the inference tests'
+    factories), an OpenAI-compatible endpoint and an evaluation job, started (start_job is
+    sent to the broker on commit); prints JSON {job, items}
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,8 +38,13 @@ RESEARCHER_PASSWORD = "faults-researcher-pw-4821"
 def seed_annotation(items: int, annotators: int) -> dict:
     User = get_user_model()
     with transaction.atomic():
-        project = Project.objects.create(slug="faults", name="Fault tests", protocol="changeit", annotations_per_item=2,
-                                         settings={"lease_seconds": 600})
+        project = Project.objects.create(
+            slug="faults",
+            name="Fault tests",
+            protocol="changeit",
+            annotations_per_item=2,
+            settings={"lease_seconds": 600},
+        )
         with connection.cursor() as c:
             c.execute(
                 """INSERT INTO annotation_item (project_id, external_id, payload, media, status, split, tags, is_gold,
@@ -58,8 +64,12 @@ def seed_annotation(items: int, annotators: int) -> dict:
         Membership.objects.create(project=project, user=researcher, role=Role.RESEARCHER)
     with connection.cursor() as c:
         c.execute("ANALYZE annotation_item")
-    return {"slug": project.slug, "project": project.pk, "annotators": people,
-            "researcher": {"username": researcher.username, "password": RESEARCHER_PASSWORD}}
+    return {
+        "slug": project.slug,
+        "project": project.pk,
+        "annotators": people,
+        "researcher": {"username": researcher.username, "password": RESEARCHER_PASSWORD},
+    }
 
 
 def seed_job(slug: str, items: int, base_url: str, workdir: Path) -> dict:
@@ -70,8 +80,9 @@ def seed_job(slug: str, items: int, base_url: str, workdir: Path) -> dict:
         project = Project.objects.create(slug=slug, name=f"Fault tests: {slug}", protocol="visualtrans")
         made = factories.visualtrans_items(project, items, workdir)
         release = factories.release_of(project, made)
-        endpoint = services.endpoint_create(name="standin", backend="openai", model_id="m", base_url=base_url,
-                                            concurrency=2, options={})
+        endpoint = services.endpoint_create(
+            name="standin", backend="openai", model_id="m", base_url=base_url, concurrency=2, options={}
+        )
         job = services.job_create(endpoint=endpoint, project=project, release=release, params={"chunk_size": 4})
     return {"job": job.pk, "items": [i.pk for i in made]}
 

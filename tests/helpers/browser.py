@@ -1,4 +1,5 @@
 """Playwright helpers shared by the browser tests."""
+
 from __future__ import annotations
 
 import re
@@ -11,15 +12,19 @@ OSC_CRITERIA = ("subject", "object", "action", "osc_accuracy", "osc_consistency"
 RECORD_VIOLATIONS = """
 window.cspViolations = [];
 document.addEventListener("securitypolicyviolation", (e) => {
-  window.cspViolations.push(`${e.violatedDirective} blocked ${e.blockedURI || "inline"} (${e.sourceFile}:${e.lineNumber})`);
+  window.cspViolations.push(
+    `${e.violatedDirective} blocked ${e.blockedURI || "inline"} (${e.sourceFile}:${e.lineNumber})`
+  );
 });
 """
 
 
 def wait_import_done(page, timeout: float = 90_000) -> str:
     """The import run's page refreshes itself until the worker is done; return the final status."""
-    page.wait_for_selector("#import-run[data-status=finished], #import-run[data-status=refused], "
-                           "#import-run[data-status=failed]", timeout=timeout)
+    page.wait_for_selector(
+        "#import-run[data-status=finished], #import-run[data-status=refused], #import-run[data-status=failed]",
+        timeout=timeout,
+    )
     return page.get_attribute("#import-run", "data-status")
 
 

@@ -1,4 +1,5 @@
 """Test clients logged in as a user: the DRF client the JS talks through and Django's page client."""
+
 from __future__ import annotations
 
 from django.test import Client

@@ -1,4 +1,5 @@
 """Files a test writes for an import to read: JSON-lines files and a polyglot image."""
+
 from __future__ import annotations
 
 import io
@@ -14,8 +15,9 @@ XSS_SCRIPT = b"<script>fetch('/api/me/').then(r => r.text()).then(t => document.
 
 def write_lines(path: Path, lines: list) -> Path:
     """One line per entry: a str as written (a malformed line), anything else as JSON."""
-    path.write_text("".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines),
-                    encoding="utf-8")
+    path.write_text(
+        "".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines), encoding="utf-8"
+    )
     return path
 
 

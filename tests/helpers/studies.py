@@ -1,5 +1,6 @@
 """Crowd studies: the study forms the tests create, a participant arriving by the study link, and
 a participant's tasks done through the queue."""
+
 from __future__ import annotations
 
 from django.test import Client
@@ -9,12 +10,28 @@ from annotation.queue import annotation_submit, queue_claim_next
 
 # study_create's fields as the form posts them. Gold-gated: 3 places, a participant passes with
 # half the gold items right, and finishing sends them back to the platform.
-GOLD_GATED_STUDY = dict(name="Pilot", platform="prolific", max_participants="3", tasks_per_participant="2",
-                        completion_code="C0DE42", return_url="https://app.prolific.com/submissions/complete?cc={code}",
-                        gold_pass_threshold="0.5", hourly_rate="12.00", currency="GBP")
+GOLD_GATED_STUDY = dict(
+    name="Pilot",
+    platform="prolific",
+    max_participants="3",
+    tasks_per_participant="2",
+    completion_code="C0DE42",
+    return_url="https://app.prolific.com/submissions/complete?cc={code}",
+    gold_pass_threshold="0.5",
+    hourly_rate="12.00",
+    currency="GBP",
+)
 # Ungated: 5 places and no gold bar, so every participant passes.
-UNGATED_STUDY = dict(name="Pilot", platform="prolific", max_participants="5", tasks_per_participant="2",
-                     completion_code="C0DE42", gold_pass_threshold="0", hourly_rate="12.00", currency="GBP")
+UNGATED_STUDY = dict(
+    name="Pilot",
+    platform="prolific",
+    max_participants="5",
+    tasks_per_participant="2",
+    completion_code="C0DE42",
+    gold_pass_threshold="0",
+    hourly_rate="12.00",
+    currency="GBP",
+)
 
 
 def open_study_link(study, pid: str, client: Client | None = None, **extra):

@@ -1,5 +1,6 @@
 """Annotation work as the tests drive it: a rating result, people taking turns at the queue, an
 annotator's next task and submit over HTTP, and the fields the disagreement check marked."""
+
 from __future__ import annotations
 
 from django.test import Client
@@ -36,7 +37,10 @@ def next_task(client: Client, slug: str = "crowd") -> dict:
 
 def submit_task(client: Client, task: dict, result: dict) -> int:
     """Submit `result` for the task `next_task` returned, 20 s spent; the annotation's id."""
-    r = client.post(f"/api/tasks/{task['task']}/submit/", {"result": result, "time_spent_ms": 20_000},
-                    content_type="application/json")
+    r = client.post(
+        f"/api/tasks/{task['task']}/submit/",
+        {"result": result, "time_spent_ms": 20_000},
+        content_type="application/json",
+    )
     assert r.status_code == 201, r.content
     return r.json()["id"]

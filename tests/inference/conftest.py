@@ -1,4 +1,5 @@
 """Fixtures for inference tests: Celery in eager mode, the local OpenAI-compatible stand-in."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """Plain helpers that make items with real media files, releases and endpoints for inference tests."""
+
 from __future__ import annotations
 
 import hashlib
@@ -34,7 +35,12 @@ def asset(path: Path, kind: str) -> MediaAsset:
     if kind == "video":  # what the importer records (frame count from the container)
         try:
             info = media_lib.probe_video(dest)
-            meta = {"width": info.width, "height": info.height, "frame_count": info.frame_count, "duration": info.duration}
+            meta = {
+                "width": info.width,
+                "height": info.height,
+                "frame_count": info.frame_count,
+                "duration": info.duration,
+            }
         except media_lib.MediaError:
             pass
     return MediaAsset.objects.create(sha256=sha, kind=kind, file=rel, size_bytes=dest.stat().st_size, **meta)
@@ -60,8 +66,13 @@ def status_items(project, n: int, tmp: Path, *, status: str = ItemStatus.VERIFIE
             "difference": "significant",
         }
         items.append(
-            Item.objects.create(project=project, external_id=f"s{i:04d}", payload=payload,
-                                media={"image_a": a.sha256, "image_b": b.sha256}, status=status)
+            Item.objects.create(
+                project=project,
+                external_id=f"s{i:04d}",
+                payload=payload,
+                media={"image_a": a.sha256, "image_b": b.sha256},
+                status=status,
+            )
         )
     return items
 
@@ -81,8 +92,13 @@ def visualtrans_items(project, n: int, tmp: Path) -> list[Item]:
             "scene": "kitchen",
         }
         items.append(
-            Item.objects.create(project=project, external_id=f"v{i:04d}", payload=payload,
-                                media={"images": [a.sha256, b.sha256]}, status=ItemStatus.VERIFIED)
+            Item.objects.create(
+                project=project,
+                external_id=f"v{i:04d}",
+                payload=payload,
+                media={"images": [a.sha256, b.sha256]},
+                status=ItemStatus.VERIFIED,
+            )
         )
     return items
 
@@ -106,15 +122,21 @@ def oscbench_items(project, n: int, tmp: Path) -> list[Item]:
             "object_category": "food",
         }
         items.append(
-            Item.objects.create(project=project, external_id=f"o{i:04d}", payload=payload,
-                                media={"video": video.sha256}, status=ItemStatus.VERIFIED)
+            Item.objects.create(
+                project=project,
+                external_id=f"o{i:04d}",
+                payload=payload,
+                media={"video": video.sha256},
+                status=ItemStatus.VERIFIED,
+            )
         )
     return items
 
 
 def release_of(project, items, version: str = "v1", option_seed: int = 7) -> Release:
-    release = Release.objects.create(project=project, version=version, item_count=len(items), checksum="0" * 64,
-                                     option_seed=option_seed)
+    release = Release.objects.create(
+        project=project, version=version, item_count=len(items), checksum="0" * 64, option_seed=option_seed
+    )
     ReleaseItem.objects.bulk_create(
         [ReleaseItem(release=release, item=item, position=i, payload=item.payload) for i, item in enumerate(items)]
     )
@@ -127,11 +149,23 @@ def m3verse_items(project, n: int, tmp: Path) -> list[Item]:
     items = []
     for i in range(n):
         payload = {
-            "video_before": "before.mp4", "video_after": "after.mp4", "question": f"Which object moved ({i})?",
+            "video_before": "before.mp4",
+            "video_after": "after.mp4",
+            "question": f"Which object moved ({i})?",
             "options": ["the cup", "the chair", "the lamp", "none of the listed objects"],
-            "answer": ["B"] if i % 2 == 0 else ["A", "C"], "multiple": i % 2 == 1, "context": "intra", "capabilities": ["spatial"], "hallucination": False,
+            "answer": ["B"] if i % 2 == 0 else ["A", "C"],
+            "multiple": i % 2 == 1,
+            "context": "intra",
+            "capabilities": ["spatial"],
+            "hallucination": False,
         }
-        items.append(Item.objects.create(project=project, external_id=f"m{i:04d}", payload=payload,
-                                         media={"video_before": before.sha256, "video_after": after.sha256},
-                                         status=ItemStatus.VERIFIED))
+        items.append(
+            Item.objects.create(
+                project=project,
+                external_id=f"m{i:04d}",
+                payload=payload,
+                media={"video_before": before.sha256, "video_after": after.sha256},
+                status=ItemStatus.VERIFIED,
+            )
+        )
     return items

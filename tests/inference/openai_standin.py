@@ -42,6 +42,7 @@ a request answered 200 with a completion also has `usage`, its (prompt, completi
 requests the server was handling at once (`reset_in_flight()` starts counting again).
 Run alone: python -m tests.inference.openai_standin --port 8765 --latency 0.1 --no-faults
 """
+
 from __future__ import annotations
 
 import argparse
@@ -150,8 +151,15 @@ class StandIn:
     connection, so a busy machine does not turn 32 concurrent requests into 32 threads fighting
     for the GIL (that made a thread-per-connection http.server the bottleneck of the benchmark)."""
 
-    def __init__(self, *, latency: float = 0.0, faults: bool = True, timeout_sleep: float = 10.0, retry_after: float = 0.05,
-                 rule=planned_fault):
+    def __init__(
+        self,
+        *,
+        latency: float = 0.0,
+        faults: bool = True,
+        timeout_sleep: float = 10.0,
+        retry_after: float = 0.05,
+        rule=planned_fault,
+    ):
         self.latency = latency
         self.faults = faults
         self.rule = rule
@@ -185,7 +193,7 @@ class StandIn:
         host, port = self.address
         return f"http://{host}:{port}/v1"
 
-    def start(self, port: int = 0) -> "StandIn":
+    def start(self, port: int = 0) -> StandIn:
         ready = threading.Event()
 
         def run() -> None:
@@ -264,7 +272,9 @@ class StandIn:
                 self.in_flight -= 1
                 self.events.append(event)
 
-    async def _respond(self, body: dict[str, Any], event: dict[str, Any]) -> tuple[int, dict[str, Any] | bytes, dict[str, str]]:
+    async def _respond(
+        self, body: dict[str, Any], event: dict[str, Any]
+    ) -> tuple[int, dict[str, Any] | bytes, dict[str, str]]:
         messages = body.get("messages") or []
         key = query_key(messages)
         with self.lock:
@@ -275,8 +285,12 @@ class StandIn:
         while self.hold_after is not None and number > self.hold_after:
             await asyncio.sleep(0.02)
         at, texts, _ = _first_user(messages)
-        event.update(key=key, attempt=attempt, text="\n".join(texts),
-                     follow_up=[(m.get("role"), _all_text([m])) for m in messages[at + 1:]])
+        event.update(
+            key=key,
+            attempt=attempt,
+            text="\n".join(texts),
+            follow_up=[(m.get("role"), _all_text([m])) for m in messages[at + 1 :]],
+        )
         fault = self.rule(key) if self.faults else None
         if self.latency:
             await asyncio.sleep(self.latency)
@@ -301,7 +315,11 @@ class StandIn:
         with self.lock:
             self.log.append((key, attempt, outcome))
         if outcome == "429":
-            return 429, {"error": {"message": "rate limited", "type": "rate_limit"}}, {"retry-after": str(self.retry_after)}
+            return (
+                429,
+                {"error": {"message": "rate limited", "type": "rate_limit"}},
+                {"retry-after": str(self.retry_after)},
+            )
         if outcome == "500":
             return 500, {"error": {"message": "internal error", "type": "server_error"}}, {}
         if outcome == "timeout":
@@ -354,7 +372,11 @@ class StandIn:
                     ]
                 }
         n_prompt = len(text_in.split()) + 64 * sum(
-            1 for m in messages if isinstance(m.get("content"), list) for p in m["content"] if p.get("type") == "image_url"
+            1
+            for m in messages
+            if isinstance(m.get("content"), list)
+            for p in m["content"]
+            if p.get("type") == "image_url"
         )
         return {
             "id": f"chatcmpl-{key[:12]}",
@@ -362,9 +384,18 @@ class StandIn:
             "created": int(time.time()),
             "model": body.get("model", "standin"),
             "choices": [
-                {"index": 0, "message": {"role": "assistant", "content": content}, "logprobs": logprobs, "finish_reason": "stop"}
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "logprobs": logprobs,
+                    "finish_reason": "stop",
+                }
             ],
-            "usage": {"prompt_tokens": n_prompt, "completion_tokens": max(1, len(content) // 4), "total_tokens": n_prompt + max(1, len(content) // 4)},
+            "usage": {
+                "prompt_tokens": n_prompt,
+                "completion_tokens": max(1, len(content) // 4),
+                "total_tokens": n_prompt + max(1, len(content) // 4),
+            },
         }
 
 

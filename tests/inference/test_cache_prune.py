@@ -1,6 +1,7 @@
 """A host's caches are bounded (inference/services/cache.py, `manage.py prune_cache`): entries are
 the media copied from object storage and the sampled frames; a cache hit marks the entry used;
 the least recently used go first, the recently used never, and nothing else under CACHE_ROOT."""
+
 import os
 import time
 from io import StringIO
@@ -40,13 +41,23 @@ def cache(tmp_path):
     aged(copies[0], 10)
     aged(copies[1], 2)
     aged(upload, 365)
-    return {"root": root, "video": video, "frames_old": frames_old, "frames_new": frames_new, "copies": copies,
-            "upload": upload}
+    return {
+        "root": root,
+        "video": video,
+        "frames_old": frames_old,
+        "frames_new": frames_new,
+        "copies": copies,
+        "upload": upload,
+    }
 
 
 def test_entries_are_listed_least_recently_used_first(cache):
     assert [e.path for e in cache_entries(cache["root"])] == [
-        cache["frames_old"], cache["copies"][0], cache["copies"][1], cache["frames_new"]]
+        cache["frames_old"],
+        cache["copies"][0],
+        cache["copies"][1],
+        cache["frames_new"],
+    ]
 
 
 def test_unused_entries_go_and_nothing_else_under_the_cache_root(cache):

@@ -1,6 +1,7 @@
 """Frame decoding threads are bounded by the worker's CPUs shared among the tasks it runs at once
 (inference/video_frames.py: worker_threads; on_worker_setup sets the task count when a Celery
 worker is set up, before its pool processes are forked, so they inherit it)."""
+
 import os
 
 import pytest
@@ -18,10 +19,20 @@ def cpus(monkeypatch):
     return set_cpus
 
 
-@pytest.mark.parametrize(("n_cpus", "tasks", "threads"), [
-    (4, None, 4), (16, None, 4), (1, None, 1),  # one task: its CPUs, at most 4
-    (4, "4", 1), (8, "2", 4), (8, "4", 2), (4, "8", 1), (4, "x", 4), (4, "0", 4),
-])
+@pytest.mark.parametrize(
+    ("n_cpus", "tasks", "threads"),
+    [
+        (4, None, 4),
+        (16, None, 4),
+        (1, None, 1),  # one task: its CPUs, at most 4
+        (4, "4", 1),
+        (8, "2", 4),
+        (8, "4", 2),
+        (4, "8", 1),
+        (4, "x", 4),
+        (4, "0", 4),
+    ],
+)
 def test_threads_share_the_cpus_among_the_tasks_the_worker_runs_at_once(cpus, monkeypatch, n_cpus, tasks, threads):
     cpus(n_cpus)
     if tasks is not None:
@@ -50,13 +61,16 @@ print(os.environ.get(WORKER_TASKS_ENV), worker_threads())
 """
 
 
-@pytest.mark.parametrize(("pool", "concurrency", "tasks", "threads"), [
-    ("prefork", "4", "4", 1),  # the compose CPU worker: 4 processes on 4 CPUs, one thread each
-    ("prefork", "2", "2", 2),
-    ("threads", "2", "2", 2),  # two tasks in one process share its CPUs the same way
-    ("solo", "1", "1", 4),  # the GPU worker: one task at a time
-    ("solo", "8", "1", 4),  # solo runs one task whatever its concurrency says
-])
+@pytest.mark.parametrize(
+    ("pool", "concurrency", "tasks", "threads"),
+    [
+        ("prefork", "4", "4", 1),  # the compose CPU worker: 4 processes on 4 CPUs, one thread each
+        ("prefork", "2", "2", 2),
+        ("threads", "2", "2", 2),  # two tasks in one process share its CPUs the same way
+        ("solo", "1", "1", 4),  # the GPU worker: one task at a time
+        ("solo", "8", "1", 4),  # solo runs one task whatever its concurrency says
+    ],
+)
 def test_a_celery_worker_tells_its_tasks_how_many_share_its_cpus(pool, concurrency, tasks, threads):
     import subprocess
     import sys
@@ -65,8 +79,14 @@ def test_a_celery_worker_tells_its_tasks_how_many_share_its_cpus(pool, concurren
     from .worker import process_env
 
     env = {k: v for k, v in process_env().items() if k != video_frames.WORKER_TASKS_ENV}
-    out = subprocess.run([sys.executable, "-c", PROBE, pool, concurrency], cwd=Path(__file__).resolve().parents[2],
-                         env=env, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, pool, concurrency],
+        cwd=Path(__file__).resolve().parents[2],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.split() == [tasks, str(threads)]
 
@@ -79,8 +99,14 @@ def test_auto_concurrency_is_counted_once_resolved():
     from .worker import process_env
 
     env = {k: v for k, v in process_env().items() if k != video_frames.WORKER_TASKS_ENV}
-    out = subprocess.run([sys.executable, "-c", PROBE, "prefork", "auto"], cwd=Path(__file__).resolve().parents[2],
-                         env=env, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, "prefork", "auto"],
+        cwd=Path(__file__).resolve().parents[2],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     tasks, threads = out.stdout.split()
     assert int(tasks) >= 1 and int(threads) == max(1, min(4, 4 // int(tasks)))

@@ -2,6 +2,7 @@
 into queries and, for the multistage strategy, return the replies; the chunk code in
 inference.services makes the predictions. Checked by importing them without Django, and on the source, where a late
 (function-level) import of Django, the models or the services would hide from the first check."""
+
 import ast
 import subprocess
 import sys
@@ -9,8 +10,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULES = [
-    "inference.prompting", "protocols.kit.prompting", "protocols.status.prompts", "protocols.changeit.prompts",
-    "protocols.visualtrans.prompts", "protocols.m3verse.prompts", "protocols.oscbench.prompts",
+    "inference.prompting",
+    "protocols.kit.prompting",
+    "protocols.status.prompts",
+    "protocols.changeit.prompts",
+    "protocols.visualtrans.prompts",
+    "protocols.m3verse.prompts",
+    "protocols.oscbench.prompts",
     "protocols.m3verse.multistage",
 ]
 SOURCES = [ROOT / (m.replace(".", "/") + ".py") for m in MODULES]
@@ -18,8 +24,19 @@ FORBIDDEN = ("django", "inference.models", "inference.services", "inference.sele
 
 
 def test_protocol_modules_do_not_import_django():
-    code = "import sys\n" + "".join(f"import {m}\n" for m in MODULES) + "print(sorted(m for m in sys.modules if m.split('.')[0] == 'django'))"
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True, env={"PATH": "/usr/bin:/bin"})
+    code = (
+        "import sys\n"
+        + "".join(f"import {m}\n" for m in MODULES)
+        + "print(sorted(m for m in sys.modules if m.split('.')[0] == 'django'))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PATH": "/usr/bin:/bin"},
+    )
     assert out.stdout.strip() == "[]"
 
 
@@ -41,6 +58,9 @@ def test_no_protocol_module_imports_django_models_or_services_even_late():
         if any(module == f or module.startswith(f + ".") for f in FORBIDDEN)
     ]
     assert offenders == []
-    prompt_modules = {f"protocols.{p.parent.name}.{p.stem}" for p in (ROOT / "protocols").glob("*/*.py")
-                      if p.stem in ("prompts", "multistage")}
+    prompt_modules = {
+        f"protocols.{p.parent.name}.{p.stem}"
+        for p in (ROOT / "protocols").glob("*/*.py")
+        if p.stem in ("prompts", "multistage")
+    }
     assert prompt_modules == set(MODULES[2:])

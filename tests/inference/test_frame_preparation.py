@@ -2,13 +2,14 @@
 queue before a video job's chunks, chunks that decode nothing, the warning and count when frames
 are missing anyway, a failed preparation that still sends its chunk, keyframe mode's recorded
 positions, and the order of the queues with real Celery workers."""
+
 import logging
 
 import pytest
 
-from inference import media, services
 from background.claim import run_claim
 from background.models import RunStatus
+from inference import media, services
 from inference.models import Backend, BackgroundRun, InferenceJob, JobStatus, ModelEndpoint, Prediction
 from inference.services import frames, recovery, runs
 
@@ -22,23 +23,29 @@ PREPARE, API_CHUNK = "inference.tasks.prepare_frames", "inference.tasks.run_api_
 
 def _random():
     return ModelEndpoint.objects.filter(name="Random").first() or services.endpoint_create(
-        name="Random", backend="random", options={"seed": 0})
+        name="Random", backend="random", options={"seed": 0}
+    )
 
 
 def osc_job(make_project, tmp_path, *, n_items=4, start=True, slug="osc", **params):
     project = make_project(slug, "oscbench")
     items = factories.oscbench_items(project, n_items, tmp_path)
     params = {"frames": 3, "chunk_size": 2, "prepare_frames": True, **params}
-    job = services.job_create(endpoint=_random(), project=project, release=factories.release_of(project, items),
-                              params=params, start=start)
+    job = services.job_create(
+        endpoint=_random(), project=project, release=factories.release_of(project, items), params=params, start=start
+    )
     return job, items
 
 
 @pytest.fixture
 def sent(monkeypatch):
     messages = []
-    monkeypatch.setattr(runs, "enqueue", lambda task, *args, queue=None, tracked_run=None: messages.append((task, args, queue)))
-    monkeypatch.setattr(recovery, "enqueue", lambda task, *args, queue=None, tracked_run=None: messages.append((task, args, queue)))
+    monkeypatch.setattr(
+        runs, "enqueue", lambda task, *args, queue=None, tracked_run=None: messages.append((task, args, queue))
+    )
+    monkeypatch.setattr(
+        recovery, "enqueue", lambda task, *args, queue=None, tracked_run=None: messages.append((task, args, queue))
+    )
     return messages
 
 
@@ -70,8 +77,12 @@ def test_video_jobs_on_the_gpu_queue_prepare_frames_by_default(db):
     assert services.job_prepares_frames(InferenceJob(endpoint=vllm, protocol="m3verse", params={}))
     assert not services.job_prepares_frames(InferenceJob(endpoint=vllm, protocol="status", params={}))
     assert not services.job_prepares_frames(InferenceJob(endpoint=api, protocol="oscbench", params={}))
-    assert services.job_prepares_frames(InferenceJob(endpoint=api, protocol="oscbench", params={"prepare_frames": True}))
-    assert not services.job_prepares_frames(InferenceJob(endpoint=vllm, protocol="m3verse", params={"prepare_frames": False}))
+    assert services.job_prepares_frames(
+        InferenceJob(endpoint=api, protocol="oscbench", params={"prepare_frames": True})
+    )
+    assert not services.job_prepares_frames(
+        InferenceJob(endpoint=vllm, protocol="m3verse", params={"prepare_frames": False})
+    )
 
 
 def test_bad_frame_params_are_refused(make_project, tmp_path):
@@ -90,7 +101,9 @@ def test_start_sends_prepare_runs_to_the_default_queue_and_each_sends_its_chunk_
     sent.clear()
     assert services.job_prepare_frames(job_id=job.pk, item_ids=ids[:2]) == 1  # one video, shared by the items
     assert sent == [(API_CHUNK, (job.pk, ids[:2]), None)]
-    assert services.job_prepare_frames(job_id=job.pk, item_ids=ids[:2]) == 0  # again (a lost worker): cached, not resent
+    assert (
+        services.job_prepare_frames(job_id=job.pk, item_ids=ids[:2]) == 0
+    )  # again (a lost worker): cached, not resent
     assert len(sent) == 1
     chunk = BackgroundRun.objects.get(job=job, task=API_CHUNK)
     assert chunk.chunk_index == 2 and chunk.queue == "api"
@@ -105,14 +118,17 @@ def test_in_the_normal_flow_chunks_decode_nothing(make_project, tmp_path, eager,
     job.refresh_from_db()
     assert (job.status, job.done_queries) == (JobStatus.FINISHED, 4)
     assert decodes == ["prepare"]  # the shared video, once, by the first prepare run
-    runs_by_task = {t: list(BackgroundRun.objects.filter(job=job, task=t).order_by("chunk_index")) for t in (PREPARE, API_CHUNK)}
+    runs_by_task = {
+        t: list(BackgroundRun.objects.filter(job=job, task=t).order_by("chunk_index")) for t in (PREPARE, API_CHUNK)
+    }
     assert [r.status for r in runs_by_task[PREPARE] + runs_by_task[API_CHUNK]] == [RunStatus.FINISHED] * 4
     assert {r.queue for r in runs_by_task[PREPARE]} == {"default"}
     assert Prediction.objects.get(job=job, item=items[0]).frame_indices == {"video": [1, 5, 8]}
 
 
 def test_a_vllm_m3verse_job_prepares_on_the_default_queue_and_its_gpu_chunks_decode_nothing(
-        make_project, tmp_path, eager, decodes, monkeypatch):
+    make_project, tmp_path, eager, decodes, monkeypatch
+):
     from inference.backends.random_backend import RandomBackend
     from inference.services import chunks, jobs
 
@@ -122,15 +138,25 @@ def test_a_vllm_m3verse_job_prepares_on_the_default_queue_and_its_gpu_chunks_dec
     project = make_project("m3", "m3verse")
     items = factories.m3verse_items(project, 3, tmp_path)
     endpoint = services.endpoint_create(name="qwen", backend="vllm", model_id="Qwen/Qwen2-VL-2B-Instruct")
-    job = services.job_create(endpoint=endpoint, project=project, release=factories.release_of(project, items),
-                              params={"frames": 4, "chunk_size": 2})
+    job = services.job_create(
+        endpoint=endpoint,
+        project=project,
+        release=factories.release_of(project, items),
+        params={"frames": 4, "chunk_size": 2},
+    )
     job.refresh_from_db()
     assert (job.status, job.done_queries) == (JobStatus.FINISHED, 3)
     assert decodes == ["prepare", "prepare"]  # the before and after videos, once each, off the gpu path
-    tasks = list(BackgroundRun.objects.filter(job=job, chunk_index__isnull=False).order_by("chunk_index")
-                 .values_list("task", "queue", "status"))
-    assert tasks == [(PREPARE, "default", RunStatus.FINISHED)] * 2 + [
-        ("inference.tasks.run_gpu_chunk", "gpu", RunStatus.FINISHED)] * 2
+    tasks = list(
+        BackgroundRun.objects.filter(job=job, chunk_index__isnull=False)
+        .order_by("chunk_index")
+        .values_list("task", "queue", "status")
+    )
+    assert (
+        tasks
+        == [(PREPARE, "default", RunStatus.FINISHED)] * 2
+        + [("inference.tasks.run_gpu_chunk", "gpu", RunStatus.FINISHED)] * 2
+    )
 
 
 def test_a_chunk_without_prepared_frames_decodes_them_warns_and_counts(make_project, tmp_path, sent, decodes, caplog):
@@ -157,12 +183,18 @@ def test_keyframe_mode_records_the_keyframes_it_used(make_project, tmp_path, eag
     project = make_project("osc", "oscbench")
     items = factories.oscbench_items(project, 2, tmp_path)
     # 3 s at 10 fps with a keyframe every 5 frames.
-    video = factories.asset(media.make_test_video(tmp_path / "gop5.mp4", seconds=3, size="64x48", rate=10, gop=5), "video")
+    video = factories.asset(
+        media.make_test_video(tmp_path / "gop5.mp4", seconds=3, size="64x48", rate=10, gop=5), "video"
+    )
     for item in items:
         item.media = {"video": video.sha256}
         item.save()
-    job = services.job_create(endpoint=_random(), project=project, release=factories.release_of(project, items),
-                              params={"frames": 4, "frames_mode": "keyframe", "prepare_frames": True})
+    job = services.job_create(
+        endpoint=_random(),
+        project=project,
+        release=factories.release_of(project, items),
+        params={"frames": 4, "frames_mode": "keyframe", "prepare_frames": True},
+    )
     job.refresh_from_db()
     assert job.status == JobStatus.FINISHED
     # Exact positions would be [3, 11, 18, 26]; the nearest keyframes are what the model saw.
@@ -172,16 +204,21 @@ def test_keyframe_mode_records_the_keyframes_it_used(make_project, tmp_path, eag
 @pytest.mark.worker
 @pytest.mark.slow
 def test_with_real_workers_chunks_wait_in_their_queue_until_the_cpu_worker_prepared_their_frames(
-        broker, make_project, tmp_path, settings):
+    broker, make_project, tmp_path, settings
+):
     job, items = osc_job(make_project, tmp_path, n_items=6)
     cpu = start_worker("cpu", tmp_path / "cpu.log", queues="default")
     api = None
     try:
         # Only the default queue is consumed: the start and the prepare runs finish, the chunks wait.
-        wait_for(lambda: BackgroundRun.objects.filter(job=job, task=API_CHUNK).count() == 3
-                 and not BackgroundRun.objects.filter(job=job, task=PREPARE)
-                 .exclude(status=RunStatus.FINISHED).exists(),
-                 90, "the prepare runs to finish and send the chunks")
+        wait_for(
+            lambda: (
+                BackgroundRun.objects.filter(job=job, task=API_CHUNK).count() == 3
+                and not BackgroundRun.objects.filter(job=job, task=PREPARE).exclude(status=RunStatus.FINISHED).exists()
+            ),
+            90,
+            "the prepare runs to finish and send the chunks",
+        )
         queued = BackgroundRun.objects.filter(job=job, task=API_CHUNK).values_list("status", flat=True)
         assert set(queued) == {RunStatus.QUEUED}
         sha = items[0].media["video"]

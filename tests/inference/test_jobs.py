@@ -1,4 +1,5 @@
 """Jobs through the whole pipeline with the seeded Random backend (eager Celery)."""
+
 import json
 from io import StringIO
 
@@ -8,8 +9,8 @@ from django.core.management import call_command
 from annotation.models import ItemStatus, Suggestion
 from background.models import RunStatus
 from inference import services
-from inference.services import chunks, runs
 from inference.models import BackgroundRun, InferenceJob, JobStatus, ModelEndpoint, Prediction
+from inference.services import chunks, runs
 
 from . import factories
 
@@ -41,7 +42,11 @@ def test_random_status_job_six_queries_per_item_deterministic_and_exported(eager
     assert results["versions"]["prompt_version"] == "status-v1" and results["versions"]["release"] == "v1"
     assert results["parameters"] == {"chunk_size": 5}
     # Metrics come from the evaluation app's scoring: a leaderboard row for this model.
-    assert (results["metrics"]["model"], results["metrics"]["n"], results["metrics"]["parse_failures"]) == ("Random", 12, 0)
+    assert (results["metrics"]["model"], results["metrics"]["n"], results["metrics"]["parse_failures"]) == (
+        "Random",
+        12,
+        0,
+    )
     from evaluation.scoring import runs
 
     assert set(results["metrics"]["metrics"]) == set(runs.main_keys("status"))
@@ -89,7 +94,9 @@ def test_unreadable_video_fails_that_item_only(eager, make_project, tmp_path):
     bad = factories.asset(broken, "video")
     items[1].media = {"video": bad.sha256}
     items[1].save()
-    job = services.job_create(endpoint=_random(), project=project, release=factories.release_of(project, items), params={"frames": 3})
+    job = services.job_create(
+        endpoint=_random(), project=project, release=factories.release_of(project, items), params={"frames": 3}
+    )
     job.refresh_from_db()
     assert (job.status, job.done_queries, job.failed_queries) == (JobStatus.FINISHED, 2, 1)
     failed = Prediction.objects.get(job=job, status="failed")
@@ -119,14 +126,18 @@ def test_job_refused_when_protocol_or_release_do_not_match(eager, make_project, 
     with pytest.raises(services.JobRefused):
         services.job_create(endpoint=_random(), project=project, protocol="visualtrans")
     with pytest.raises(services.JobRefused):
-        services.job_create(endpoint=ModelEndpoint.objects.get(), project=project, release=factories.release_of(other, items))
+        services.job_create(
+            endpoint=ModelEndpoint.objects.get(), project=project, release=factories.release_of(other, items)
+        )
     assert InferenceJob.objects.count() == 0
 
 
 def test_cancelled_job_runs_no_more_chunks(make_project, tmp_path):
     project = make_project("st", "status")
     items = factories.status_items(project, 4, tmp_path)
-    job = services.job_create(endpoint=_random(), project=project, release=factories.release_of(project, items), start=False)
+    job = services.job_create(
+        endpoint=_random(), project=project, release=factories.release_of(project, items), start=False
+    )
     assert services.job_cancel(job=job) is True
     job.refresh_from_db()
     assert job.status == JobStatus.CANCELLED
@@ -147,7 +158,17 @@ def test_suggestions_for_unlabeled_quintuplets(eager, make_project, tmp_path):
     for s in rows:
         assert s.source == f"job:{job.pk} Random"
         assert s.result["machine"] is True and s.result["job"] == job.pk
-        assert set(s.result) == {"state_a", "state_b", "change", "change_distractors", "category", "difference", "machine", "job", "model"}
+        assert set(s.result) == {
+            "state_a",
+            "state_b",
+            "change",
+            "change_distractors",
+            "category",
+            "difference",
+            "machine",
+            "job",
+            "model",
+        }
         assert len(s.result["change_distractors"]) == 3
 
 
@@ -172,12 +193,32 @@ def test_commands_create_endpoint_and_run_inference_wait(eager, make_project, tm
     call_command("create_endpoint", "--name", "rnd", "--backend", "random", "--option", "seed=4", stdout=out)
     assert ModelEndpoint.objects.get(name="rnd").options == {"seed": 4}
     out = StringIO()
-    call_command("run_inference", "--endpoint", "rnd", "--project", "st", "--release", "v2", "--protocol", "status",
-                 "--param", "item_limit=2", "--param", "temperature=0.5", "--wait", "--poll", "0.05", stdout=out)
+    call_command(
+        "run_inference",
+        "--endpoint",
+        "rnd",
+        "--project",
+        "st",
+        "--release",
+        "v2",
+        "--protocol",
+        "status",
+        "--param",
+        "item_limit=2",
+        "--param",
+        "temperature=0.5",
+        "--wait",
+        "--poll",
+        "0.05",
+        stdout=out,
+    )
     job = InferenceJob.objects.get()
     assert job.params == {"item_limit": 2, "temperature": 0.5}
-    assert out.getvalue().splitlines()[-1] == f"job {job.pk} finished: 100.0% (12 done, 0 failed of 12)" or \
-        out.getvalue().splitlines()[-1].startswith(f"job {job.pk} finished: 100.0% (12 done, 0 failed of 12)")
+    assert out.getvalue().splitlines()[
+        -1
+    ] == f"job {job.pk} finished: 100.0% (12 done, 0 failed of 12)" or out.getvalue().splitlines()[-1].startswith(
+        f"job {job.pk} finished: 100.0% (12 done, 0 failed of 12)"
+    )
 
 
 def test_run_inference_refuses_an_endpoint_the_launch_api_refuses_saying_why_and_creates_nothing(
@@ -204,7 +245,8 @@ def test_run_inference_refuses_an_endpoint_the_launch_api_refuses_saying_why_and
     assert str(refused.value) == f"endpoint keyed cannot be used: {key_var_refusal('STATELAB_KEY_RND')}"
     assert str(refused.value).startswith(
         "endpoint keyed cannot be used: the variable STATELAB_KEY_RND may not hold an API key: the operator allows "
-        "OPENAI_API_KEY (")
+        "OPENAI_API_KEY ("
+    )
     assert (InferenceJob.objects.count(), AuditEvent.objects.count()) == (0, audit_before)
 
     # Allowed again (the default prefix): the same command starts the job.
@@ -224,8 +266,20 @@ def test_run_inference_wait_exits_non_zero_when_the_job_failed(eager, make_proje
     call_command("create_endpoint", "--name", "gpu", "--backend", "vllm", "--model", "some/model", stdout=StringIO())
     err = StringIO()
     with pytest.raises(SystemExit) as exc:
-        call_command("run_inference", "--endpoint", "gpu", "--project", "st", "--protocol", "status", "--wait",
-                     "--poll", "0.05", stdout=StringIO(), stderr=err)
+        call_command(
+            "run_inference",
+            "--endpoint",
+            "gpu",
+            "--project",
+            "st",
+            "--protocol",
+            "status",
+            "--wait",
+            "--poll",
+            "0.05",
+            stdout=StringIO(),
+            stderr=err,
+        )
     assert exc.value.code == 1
     assert "vLLM is not installed" in err.getvalue()
 
@@ -251,12 +305,14 @@ def test_a_backend_crash_marks_the_chunk_failed_and_retry_recovers(eager, make_p
     project = make_project("st", "status")
     items = factories.status_items(project, 4, tmp_path)
     break_random_backend(monkeypatch, {2})
-    job = services.job_create(endpoint=_random(), project=project, release=factories.release_of(project, items),
-                              params={"chunk_size": 2})
+    job = services.job_create(
+        endpoint=_random(), project=project, release=factories.release_of(project, items), params={"chunk_size": 2}
+    )
     job.refresh_from_db()
     assert (job.status, job.done_queries, job.failed_queries) == (JobStatus.FINISHED, 12, 12)
     assert set(Prediction.objects.filter(job=job, status="failed").values_list("error", flat=True)) == {
-        "backend error: RuntimeError: engine died"}
+        "backend error: RuntimeError: engine died"
+    }
     assert services.job_retry_failed(job=job) == 2
     job.refresh_from_db()
     assert (job.status, job.done_queries, job.failed_queries) == (JobStatus.FINISHED, 24, 0)
@@ -268,8 +324,9 @@ def test_retry_failed_reruns_every_failed_chunk_not_just_the_first(eager, make_p
     project = make_project("st", "status")
     items = factories.status_items(project, 8, tmp_path)
     calls = break_random_backend(monkeypatch, {2, 3, 4})
-    job = services.job_create(endpoint=_random(), project=project, release=factories.release_of(project, items),
-                              params={"chunk_size": 2})
+    job = services.job_create(
+        endpoint=_random(), project=project, release=factories.release_of(project, items), params={"chunk_size": 2}
+    )
     job.refresh_from_db()
     assert (job.status, job.done_queries, job.failed_queries) == (JobStatus.FINISHED, 12, 36)
     assert services.job_retry_failed(job=job) == 6
@@ -286,8 +343,13 @@ def test_a_release_job_shows_the_option_orders_the_release_froze_even_with_an_it
     project = make_project("ci", "changeit")
     image = factories.asset(factories.image_file(tmp_path / "c.png", (10, 20, 30)), "image")
     for i, state in enumerate(["whole", "sliced", "peeled", "diced", "mashed", "juiced"]):
-        Item.objects.create(project=project, external_id=f"c{i}", status=ItemStatus.VERIFIED, media={"image": image.sha256},
-                            payload={"image": "c.png", "object": "apple", "state": state, "bbox": [1, 1, 10, 10]})
+        Item.objects.create(
+            project=project,
+            external_id=f"c{i}",
+            status=ItemStatus.VERIFIED,
+            media={"image": image.sha256},
+            payload={"image": "c.png", "object": "apple", "state": state, "bbox": [1, 1, 10, 10]},
+        )
     release = release_freeze(project=project, version="v1")
     job = services.job_create(endpoint=_random(), project=project, release=release, params={"item_limit": 1})
     job.refresh_from_db()
@@ -301,7 +363,9 @@ def test_a_release_job_shows_the_option_orders_the_release_froze_even_with_an_it
     assert all(set(options) == {"whole", "sliced", "peeled", "diced", "mashed", "juiced"} for options in standard)
 
 
-def test_an_unexpected_error_in_a_chunk_fails_its_queries_and_the_job_still_ends(eager, make_project, tmp_path, monkeypatch):
+def test_an_unexpected_error_in_a_chunk_fails_its_queries_and_the_job_still_ends(
+    eager, make_project, tmp_path, monkeypatch
+):
     project = make_project("st", "status")
     items = factories.status_items(project, 4, tmp_path)
     real = chunks.item_inputs
@@ -314,12 +378,14 @@ def test_an_unexpected_error_in_a_chunk_fails_its_queries_and_the_job_still_ends
         return real(job, item_ids)
 
     monkeypatch.setattr(chunks, "item_inputs", broken_once)
-    job = services.job_create(endpoint=_random(), project=project, release=factories.release_of(project, items),
-                              params={"chunk_size": 2})
+    job = services.job_create(
+        endpoint=_random(), project=project, release=factories.release_of(project, items), params={"chunk_size": 2}
+    )
     job.refresh_from_db()
     assert (job.status, job.done_queries, job.failed_queries) == (JobStatus.FINISHED, 12, 12)
     assert set(Prediction.objects.filter(job=job, status="failed").values_list("error", flat=True)) == {
-        "chunk error: KeyError: 'image_a'"}
+        "chunk error: KeyError: 'image_a'"
+    }
     assert services.job_retry_failed(job=job) == 2
     job.refresh_from_db()
     assert (job.status, job.done_queries, job.failed_queries) == (JobStatus.FINISHED, 24, 0)
@@ -343,15 +409,22 @@ def test_retry_failed_leaves_an_imported_job_alone(eager, make_project, tmp_path
     project = make_project("st", "status")
     items = factories.status_items(project, 2, tmp_path)
     release = factories.release_of(project, items)
-    lines = [json.dumps({"item": "s0000", "query": "osi_a", "answer": "A"}),
-             json.dumps({"item": "s0001", "query": "osi_a", "answer": "no idea"})]
+    lines = [
+        json.dumps({"item": "s0000", "query": "osi_a", "answer": "A"}),
+        json.dumps({"item": "s0001", "query": "osi_a", "answer": "no idea"}),
+    ]
     job = services.predictions_import(project=project, lines=lines, model_name="elsewhere", release=release)
-    rows = list(Prediction.objects.filter(job=job).order_by("item_id").values_list("item__external_id", "status", "error"))
+    rows = list(
+        Prediction.objects.filter(job=job).order_by("item_id").values_list("item__external_id", "status", "error")
+    )
     assert rows == [("s0000", "ok", ""), ("s0001", "failed", "unparseable or empty answer")]
     events = AuditEvent.objects.count()
 
     assert services.job_retry_failed(job=job) == 0
     job.refresh_from_db()
     assert (job.status, job.done_queries, job.failed_queries) == (JobStatus.FINISHED, 2, 1)
-    assert list(Prediction.objects.filter(job=job).order_by("item_id").values_list("item__external_id", "status", "error")) == rows
+    assert (
+        list(Prediction.objects.filter(job=job).order_by("item_id").values_list("item__external_id", "status", "error"))
+        == rows
+    )
     assert AuditEvent.objects.count() == events

@@ -1,4 +1,5 @@
 """The multi-stage strategy: captions per clip, a summary per video, an answer from text."""
+
 import pytest
 
 from inference import services
@@ -15,10 +16,15 @@ def test_multistage_m3verse_job_asks_captions_summaries_then_answers_from_text(e
     try:
         project = make_project("m3", "m3verse")
         items = factories.m3verse_items(project, 3, tmp_path)
-        endpoint = services.endpoint_create(name="s", backend="openai", model_id="m", base_url=standin.base_url,
-                                            options={"timeout": 5})
-        job = services.job_create(endpoint=endpoint, project=project, release=factories.release_of(project, items),
-                                  params={"strategy": "multistage", "frames": 4, "clips": 2})
+        endpoint = services.endpoint_create(
+            name="s", backend="openai", model_id="m", base_url=standin.base_url, options={"timeout": 5}
+        )
+        job = services.job_create(
+            endpoint=endpoint,
+            project=project,
+            release=factories.release_of(project, items),
+            params={"strategy": "multistage", "frames": 4, "clips": 2},
+        )
         job.refresh_from_db()
         assert job.status == JobStatus.FINISHED and job.prompt_version == "m3verse-v1+multistage-v1"
         # 3 items x (2 videos x 2 clip captions + 2 summaries + 1 answer)

@@ -1,4 +1,5 @@
 """OpenAIBackend request shapes and reply handling against the stand-in (real HTTP)."""
+
 import pytest
 
 from inference.backends import get_backend
@@ -11,21 +12,42 @@ from .openai_standin import StandIn
 
 
 def _letters_query(i=0):
-    return ModelQuery(key=f"{i}|osi_a", messages=[{"role": "user", "content": f"Pick one {i}.\nA. x\nB. y\nC. z"}], choices=["A", "B", "C"], max_tokens=4)
+    return ModelQuery(
+        key=f"{i}|osi_a",
+        messages=[{"role": "user", "content": f"Pick one {i}.\nA. x\nB. y\nC. z"}],
+        choices=["A", "B", "C"],
+        max_tokens=4,
+    )
 
 
 def test_request_shapes_for_letters_judges_and_structured_choice():
-    backend = OpenAIBackend(base_url="http://127.0.0.1:1/v1", api_key="k", model="m", options={"structured_choice": True})
+    backend = OpenAIBackend(
+        base_url="http://127.0.0.1:1/v1", api_key="k", model="m", options={"structured_choice": True}
+    )
     letters = backend.request_kwargs(_letters_query(), Sampling(temperature=0.0, seed=3, logprobs=5))
     assert letters == {
-        "model": "m", "messages": _letters_query().messages, "temperature": 0.0, "top_p": 1.0, "max_tokens": 4, "seed": 3,
-        "logprobs": True, "top_logprobs": 5, "structured_outputs": {"choice": ["A", "B", "C"]},
+        "model": "m",
+        "messages": _letters_query().messages,
+        "temperature": 0.0,
+        "top_p": 1.0,
+        "max_tokens": 4,
+        "seed": 3,
+        "logprobs": True,
+        "top_logprobs": 5,
+        "structured_outputs": {"choice": ["A", "B", "C"]},
     }
-    judge = backend.request_kwargs(ModelQuery(key="1|judge", messages=[], json_schema=JUDGE_SCHEMA, max_tokens=800), Sampling())
-    assert judge["response_format"] == {"type": "json_schema", "json_schema": {"name": "answer", "schema": JUDGE_SCHEMA, "strict": True}}
+    judge = backend.request_kwargs(
+        ModelQuery(key="1|judge", messages=[], json_schema=JUDGE_SCHEMA, max_tokens=800), Sampling()
+    )
+    assert judge["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "answer", "schema": JUDGE_SCHEMA, "strict": True},
+    }
     assert "logprobs" not in judge
     plain = OpenAIBackend(base_url=None, api_key="k", model="m", options={"json_schema": False, "logprobs": False})
-    assert "response_format" not in plain.request_kwargs(ModelQuery(key="1|judge", messages=[], json_schema=JUDGE_SCHEMA), Sampling())
+    assert "response_format" not in plain.request_kwargs(
+        ModelQuery(key="1|judge", messages=[], json_schema=JUDGE_SCHEMA), Sampling()
+    )
     assert "logprobs" not in plain.request_kwargs(_letters_query(), Sampling())
 
 
@@ -45,14 +67,18 @@ def test_replies_carry_letter_logprobs_usage_and_keep_order():
 
 
 def test_connection_refused_is_a_failed_reply_not_an_exception():
-    backend = OpenAIBackend(base_url="http://127.0.0.1:9/v1", api_key=None, model="m", options={"max_retries": 0, "timeout": 2})
+    backend = OpenAIBackend(
+        base_url="http://127.0.0.1:9/v1", api_key=None, model="m", options={"max_retries": 0, "timeout": 2}
+    )
     (reply,) = backend.complete([_letters_query()], Sampling())
     assert reply.text == "" and reply.error.startswith("connection failed")
 
 
 def test_registry_reads_the_key_from_the_environment_and_never_shows_it(monkeypatch):
     monkeypatch.setenv("STATELAB_KEY_MINE", "sk-do-not-show")
-    endpoint = ModelEndpoint(name="e", backend="openai", model_id="m", base_url="http://x/v1", api_key_env="STATELAB_KEY_MINE", concurrency=3)
+    endpoint = ModelEndpoint(
+        name="e", backend="openai", model_id="m", base_url="http://x/v1", api_key_env="STATELAB_KEY_MINE", concurrency=3
+    )
     backend = get_backend(endpoint)
     assert isinstance(backend, OpenAIBackend) and backend.concurrency == 3
     assert "sk-do-not-show" not in repr(backend) and "sk-do-not-show" not in str(vars(backend).get("options"))
@@ -80,7 +106,9 @@ def test_complete_works_when_an_event_loop_already_runs_in_this_thread():
 def test_a_slow_server_is_reported_as_a_timeout():
     standin = StandIn(faults=False, latency=1.5).start()
     try:
-        backend = OpenAIBackend(base_url=standin.base_url, api_key=None, model="m", options={"timeout": 0.3, "max_retries": 0})
+        backend = OpenAIBackend(
+            base_url=standin.base_url, api_key=None, model="m", options={"timeout": 0.3, "max_retries": 0}
+        )
         (reply,) = backend.complete([_letters_query()], Sampling())
         assert reply.error == "timed out after 0.3 s (after 1 attempt)" and reply.text == ""
     finally:
@@ -105,8 +133,14 @@ def _two_chunks_at_once(standin, *, redis_url, concurrency=3, per_chunk=18):
     results, barrier = {}, threading.Barrier(2)
 
     def chunk(n):
-        backend = OpenAIBackend(base_url=standin.base_url, api_key=None, model="m", concurrency=concurrency,
-                                limiter_key=key, redis_url=redis_url)
+        backend = OpenAIBackend(
+            base_url=standin.base_url,
+            api_key=None,
+            model="m",
+            concurrency=concurrency,
+            limiter_key=key,
+            redis_url=redis_url,
+        )
         barrier.wait()
         results[n] = backend.complete([_letters_query(100 * n + i) for i in range(per_chunk)], Sampling())
 
@@ -185,8 +219,15 @@ def test_a_held_slot_is_kept_alive_past_its_ttl_while_its_request_runs():
 
         redis_url = _redis_url()
         key = f"test-alive-{uuid.uuid4().hex}"
-        backend = OpenAIBackend(base_url=standin.base_url, api_key=None, model="m", concurrency=1, limiter_key=key,
-                                redis_url=redis_url, options={"slot_ttl": 3.0, "timeout": 20})
+        backend = OpenAIBackend(
+            base_url=standin.base_url,
+            api_key=None,
+            model="m",
+            concurrency=1,
+            limiter_key=key,
+            redis_url=redis_url,
+            options={"slot_ttl": 3.0, "timeout": 20},
+        )
         import threading
 
         seen = []
@@ -214,8 +255,9 @@ def test_the_registry_shares_the_bound_through_the_brokers_redis(settings, monke
 def test_a_refused_request_is_not_counted_as_retried():
     standin = StandIn(faults=False).start()
     try:
-        backend = OpenAIBackend(base_url=standin.base_url.replace("/v1", "/nowhere"), api_key=None, model="m",
-                                options={"max_retries": 3})
+        backend = OpenAIBackend(
+            base_url=standin.base_url.replace("/v1", "/nowhere"), api_key=None, model="m", options={"max_retries": 3}
+        )
         (reply,) = backend.complete([_letters_query()], Sampling())
         assert reply.error == "HTTP 404: not found (after 1 attempt)" and reply.attempts == 1
         assert len(standin.log) == 0 and len(standin.events) == 0  # 404s are answered before the query is seen
@@ -224,9 +266,17 @@ def test_a_refused_request_is_not_counted_as_retried():
 
 
 def _numbers_query(n, i=0):
-    ask = f"Which label {i}?\n" + "\n".join(f"{k + 1}. label {k}" for k in range(n)) + f"\nAnswer with the number (1 to {n})."
-    return ModelQuery(key=f"{i}|state:standard:full", messages=[{"role": "user", "content": ask}],
-                      choices=[str(k + 1) for k in range(n)], max_tokens=4)
+    ask = (
+        f"Which label {i}?\n"
+        + "\n".join(f"{k + 1}. label {k}" for k in range(n))
+        + f"\nAnswer with the number (1 to {n})."
+    )
+    return ModelQuery(
+        key=f"{i}|state:standard:full",
+        messages=[{"role": "user", "content": ask}],
+        choices=[str(k + 1) for k in range(n)],
+        max_tokens=4,
+    )
 
 
 def test_no_first_token_logprobs_for_changeit_numbers_1_to_10():
@@ -256,8 +306,9 @@ def test_a_job_max_tokens_never_cuts_below_the_judge_minimum():
 def test_an_unreachable_redis_leaves_the_local_bound_and_the_queries_answered(caplog):
     standin = StandIn(faults=False, latency=0.02).start()
     try:
-        backend = OpenAIBackend(base_url=standin.base_url, api_key=None, model="m", concurrency=2,
-                                redis_url="redis://127.0.0.1:9/0")
+        backend = OpenAIBackend(
+            base_url=standin.base_url, api_key=None, model="m", concurrency=2, redis_url="redis://127.0.0.1:9/0"
+        )
         replies = backend.complete([_letters_query(i) for i in range(6)], Sampling())
         assert [r.error for r in replies] == [None] * 6
         assert standin.max_in_flight <= 2
@@ -271,9 +322,16 @@ def test_first_token_logprobs_sum_the_tokens_of_one_letter_once_each():
 
     from inference.backends.openai_backend import _first_token_logprobs
 
-    first = {"token": "A", "logprob": math.log(0.5), "top_logprobs": [
-        {"token": "A", "logprob": math.log(0.5)}, {"token": " A", "logprob": math.log(0.2)},
-        {"token": "B", "logprob": math.log(0.1)}, {"token": "maybe", "logprob": math.log(0.1)}]}
+    first = {
+        "token": "A",
+        "logprob": math.log(0.5),
+        "top_logprobs": [
+            {"token": "A", "logprob": math.log(0.5)},
+            {"token": " A", "logprob": math.log(0.2)},
+            {"token": "B", "logprob": math.log(0.1)},
+            {"token": "maybe", "logprob": math.log(0.1)},
+        ],
+    }
     out = _first_token_logprobs({"content": [first]}, ["A", "B"])
     assert set(out) == {"A", "B"}
     assert math.isclose(math.exp(out["A"]), 0.7) and math.isclose(math.exp(out["B"]), 0.1)
@@ -286,9 +344,16 @@ def test_request_options_for_reasoning_models_and_server_extras():
     query = _numbers_query(4)
     plain = OpenAIBackend(base_url=None, api_key="k", model="m").request_kwargs(query, Sampling())
     assert plain["max_tokens"] == 4 and "temperature" in plain and "max_completion_tokens" not in plain
-    reasoning = OpenAIBackend(base_url=None, api_key="k", model="o-model", options={
-        "max_tokens_param": "max_completion_tokens", "sampling_params": False,
-        "extra_body": {"reasoning_effort": "low", "model": "not-this", "messages": []}})
+    reasoning = OpenAIBackend(
+        base_url=None,
+        api_key="k",
+        model="o-model",
+        options={
+            "max_tokens_param": "max_completion_tokens",
+            "sampling_params": False,
+            "extra_body": {"reasoning_effort": "low", "model": "not-this", "messages": []},
+        },
+    )
     body = reasoning.request_kwargs(query, Sampling())
     assert body["max_completion_tokens"] == 4 and "max_tokens" not in body
     assert "temperature" not in body and "top_p" not in body

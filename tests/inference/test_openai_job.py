@@ -1,4 +1,5 @@
 """The openai backend end to end: real HTTP to a local stand-in, the real openai client, eager Celery."""
+
 import json
 from collections import Counter
 
@@ -30,7 +31,13 @@ def _endpoint(standin, **options):
         model_id="standin-1",
         base_url=standin.base_url,
         concurrency=16,
-        options={"timeout": TIMEOUT, "max_retries": 2, "price_per_1m_input": 2.0, "price_per_1m_output": 8.0, **options},
+        options={
+            "timeout": TIMEOUT,
+            "max_retries": 2,
+            "price_per_1m_input": 2.0,
+            "price_per_1m_output": 8.0,
+            **options,
+        },
     )
 
 
@@ -82,7 +89,10 @@ def test_job_of_200_items_stores_each_prediction_once_recovers_retries_and_recor
     for key in limited:
         first, second = sorted(by_key[key], key=lambda e: e["attempt"])
         assert first["outcome"] == "429"
-        assert second["received"] - first["replied"] >= 0.95 * standin.retry_after, (key, second["received"] - first["replied"])
+        assert second["received"] - first["replied"] >= 0.95 * standin.retry_after, (
+            key,
+            second["received"] - first["replied"],
+        )
 
     failed = [p for p in preds if p.status == PredictionStatus.FAILED]
     assert len(failed) == len(hopeless)
@@ -90,11 +100,13 @@ def test_job_of_200_items_stores_each_prediction_once_recovers_retries_and_recor
     assert job.done_queries == 200 - len(hopeless)
     for p in failed:
         assert p.error == "HTTP 500: internal error (after 3 attempts)" or p.error.startswith(
-            "bad response: the body is not JSON: '<html><body>502 Bad Gateway")
+            "bad response: the body is not JSON: '<html><body>502 Bad Gateway"
+        )
         assert p.error.endswith("(after 3 attempts)") and p.attempts == 3
         assert p.answer is None and p.raw_output == ""
-    assert sum(p.error.startswith("bad response: the body is not JSON") for p in failed) == \
-        sum(faults[k] == "alwaysbadbody" for k in hopeless)
+    assert sum(p.error.startswith("bad response: the body is not JSON") for p in failed) == sum(
+        faults[k] == "alwaysbadbody" for k in hopeless
+    )
 
     ok = [p for p in preds if p.status == PredictionStatus.OK]
     parsed = [p for p in ok if p.answer is not None]
@@ -102,7 +114,9 @@ def test_job_of_200_items_stores_each_prediction_once_recovers_retries_and_recor
     assert len(garbled) == len(unreadable)
     assert all(p.raw_output.startswith('{"answer": "') for p in garbled)  # stored as given, never guessed
     assert all(p.answer in ("A", "B", "C", "D") and p.answer == p.raw_output for p in parsed)
-    assert all(set(p.logprobs) == {"A", "B", "C", "D"} and max(p.logprobs, key=p.logprobs.get) == p.answer for p in parsed)
+    assert all(
+        set(p.logprobs) == {"A", "B", "C", "D"} and max(p.logprobs, key=p.logprobs.get) == p.answer for p in parsed
+    )
     # The client's own count is exact too: 1 try for a clean or unreadable reply, 2 for a recovered
     # one (its one fault, then "ok"). A try counts even when its request never went out (a
     # connection that timed out), so this also shows that no try was lost before the stand-in.
@@ -111,18 +125,27 @@ def test_job_of_200_items_stores_each_prediction_once_recovers_retries_and_recor
     assert job.prompt_tokens == sum(p.prompt_tokens for p in preds)
     assert job.completion_tokens == sum(p.completion_tokens for p in preds)
     # The stored prompt is the rendered one, images as placeholders, and has no data URL.
-    assert parsed[0].prompt.startswith("[user]\nImage 1 (initial state):\n<image 1>\nImage 2 (final state):\n<image 2>\n")
+    assert parsed[0].prompt.startswith(
+        "[user]\nImage 1 (initial state):\n<image 1>\nImage 2 (final state):\n<image 2>\n"
+    )
     assert "base64" not in parsed[0].prompt
     # The export counts the unreadable replies as parse failures and the hopeless ones as failed.
     results = json.loads((services.job_export_dir(job) / "results.json").read_text())
     assert (results["counts"]["ok"], results["counts"]["failed"], results["counts"]["parse_failures"]) == (
-        len(ok), len(hopeless), len(unreadable))
+        len(ok),
+        len(hopeless),
+        len(unreadable),
+    )
 
 
-def test_rerunning_a_finished_job_writes_nothing_and_retry_failed_only_reruns_failures(eager, standin, make_project, tmp_path):
+def test_rerunning_a_finished_job_writes_nothing_and_retry_failed_only_reruns_failures(
+    eager, standin, make_project, tmp_path
+):
     project = make_project("vt", "visualtrans")
     items = factories.visualtrans_items(project, 60, tmp_path)
-    job = services.job_create(endpoint=_endpoint(standin), project=project, release=factories.release_of(project, items))
+    job = services.job_create(
+        endpoint=_endpoint(standin), project=project, release=factories.release_of(project, items)
+    )
     job.refresh_from_db()
     failed_before = job.failed_queries
     assert failed_before >= 1 and job.done_queries + failed_before == 60
@@ -185,7 +208,13 @@ def test_judge_json_is_repaired_by_asking_again(eager, standin, make_project, tm
             cut = schema_reply(JUDGE_SCHEMA, key, malformed=True)
             assert outcomes[key] == ["badjson", "ok"], (p.item.external_id, outcomes[key])
             assert [e["follow_up"] for e in asked] == [[], [("assistant", cut)] + repair_turns]
-            assert (p.status, p.error, p.attempts, p.json_repairs, p.raw_output) == (PredictionStatus.OK, "", 2, 1, reply)
+            assert (p.status, p.error, p.attempts, p.json_repairs, p.raw_output) == (
+                PredictionStatus.OK,
+                "",
+                2,
+                1,
+                reply,
+            )
             assert p.answer == json.loads(reply)["scores"] and set(p.answer) == criteria
             assert p.prompt == f"{first_prompt}\n\n[assistant]\n{cut}\n\n[user]\n{services.JSON_REPAIR_PROMPT}"
             continue
@@ -194,7 +223,12 @@ def test_judge_json_is_repaired_by_asking_again(eager, standin, make_project, tm
         if fault == "always500":  # missing, with the reason
             assert outcomes[key] == ["500"] * 3
             assert (p.status, p.error, p.attempts, p.answer, p.raw_output) == (
-                PredictionStatus.FAILED, "HTTP 500: internal error (after 3 attempts)", 3, None, "")
+                PredictionStatus.FAILED,
+                "HTTP 500: internal error (after 3 attempts)",
+                3,
+                None,
+                "",
+            )
             continue
         if fault == "alwaysbadbody":
             assert outcomes[key] == ["badbody"] * 3
@@ -244,7 +278,9 @@ def test_a_judge_reply_no_repair_makes_readable_is_missing_with_its_reason_and_e
         assert p.attempts == len(outcomes[key]), (p.item.external_id, fault)
         answered = [e for e in asked if "usage" in e and e["outcome"] != "timeout"]  # a timed-out reply was never read
         assert (p.prompt_tokens, p.completion_tokens) == (
-            sum(e["usage"][0] for e in answered), sum(e["usage"][1] for e in answered)), (p.item.external_id, fault)
+            sum(e["usage"][0] for e in answered),
+            sum(e["usage"][1] for e in answered),
+        ), (p.item.external_id, fault)
         first_prompt = "[user]\n" + "\n".join(f"<image {n}>" for n in range(1, 5)) + "\n" + asked[0]["text"]
         cut = schema_reply(JUDGE_SCHEMA, key, malformed=True)
         repair = f"\n\n[assistant]\n{cut}\n\n[user]\n{services.JSON_REPAIR_PROMPT}"
@@ -252,9 +288,19 @@ def test_a_judge_reply_no_repair_makes_readable_is_missing_with_its_reason_and_e
             # Two repair rounds (json_retries' default), each carrying the conversation so far; the
             # last cut reply is stored as given, with no answer and the reason.
             assert outcomes[key] == ["badjson"] * 3
-            assert [e["follow_up"] for e in asked] == [[], [("assistant", cut)] + turns, ([("assistant", cut)] + turns) * 2]
+            assert [e["follow_up"] for e in asked] == [
+                [],
+                [("assistant", cut)] + turns,
+                ([("assistant", cut)] + turns) * 2,
+            ]
             assert (p.status, p.answer, p.raw_output, p.attempts, p.json_repairs, p.error) == (
-                PredictionStatus.OK, None, cut, 3, 2, "judge reply not valid JSON after 2 repairs")
+                PredictionStatus.OK,
+                None,
+                cut,
+                3,
+                2,
+                "judge reply not valid JSON after 2 repairs",
+            )
             assert p.prompt == first_prompt + repair * 2
         elif fault == "badjson_then500":
             # The repair request failed after the client's retries: no second round; the unreadable
@@ -262,14 +308,24 @@ def test_a_judge_reply_no_repair_makes_readable_is_missing_with_its_reason_and_e
             assert outcomes[key] == ["badjson", "500", "500", "500"]
             assert [e["follow_up"] for e in asked] == [[]] + [[("assistant", cut)] + turns] * 3
             assert (p.status, p.answer, p.raw_output, p.attempts, p.json_repairs, p.error) == (
-                PredictionStatus.OK, None, cut, 4, 1,
+                PredictionStatus.OK,
+                None,
+                cut,
+                4,
+                1,
                 "judge reply not valid JSON after 1 repair; the last repair request failed: "
-                "HTTP 500: internal error (after 3 attempts)")
+                "HTTP 500: internal error (after 3 attempts)",
+            )
             assert p.prompt == first_prompt
         elif fault == "badjson":
             assert outcomes[key] == ["badjson", "ok"]
             assert (p.status, p.raw_output, p.attempts, p.json_repairs, p.error) == (
-                PredictionStatus.OK, schema_reply(JUDGE_SCHEMA, key), 2, 1, "")
+                PredictionStatus.OK,
+                schema_reply(JUDGE_SCHEMA, key),
+                2,
+                1,
+                "",
+            )
             assert p.prompt == first_prompt + repair
         else:
             assert p.json_repairs == 0 and p.prompt == first_prompt
@@ -282,14 +338,19 @@ def test_a_judge_reply_no_repair_makes_readable_is_missing_with_its_reason_and_e
     assert len(failed) == sum(f in ("always500", "alwaysbadbody") for f in faults.values())
     assert (job.done_queries, job.failed_queries) == (90 - len(failed), len(failed))
     assert (job.prompt_tokens, job.completion_tokens) == (
-        sum(p.prompt_tokens for p in preds.values()), sum(p.completion_tokens for p in preds.values()))
+        sum(p.prompt_tokens for p in preds.values()),
+        sum(p.completion_tokens for p in preds.values()),
+    )
 
     # Scored as missing, as docs/protocols/oscbench.md says: a parse failure, in no mean. Each generator's score
     # is the mean over its readable answers only.
     folder = services.job_export_dir(job)
     results = json.loads((folder / "results.json").read_text())
     assert (results["counts"]["ok"], results["counts"]["failed"], results["counts"]["parse_failures"]) == (
-        90 - len(failed), len(failed), len(unreadable))
+        90 - len(failed),
+        len(failed),
+        len(unreadable),
+    )
     generator_of = {i.external_id: i.payload["generator"] for i in items}
     for g in results["metrics"]["generators"]:
         mine = [p for p in preds.values() if generator_of[p.item.external_id] == g["generator"]]
@@ -301,7 +362,12 @@ def test_a_judge_reply_no_repair_makes_readable_is_missing_with_its_reason_and_e
     samples = {s["item"]: s for s in map(json.loads, (folder / "samples.jsonl").read_text().splitlines())}
     for p in unreadable:
         line = samples[p.item.external_id]
-        assert (line["status"], line["answer"], line["error"], line["json_repairs"]) == ("ok", None, p.error, p.json_repairs)
+        assert (line["status"], line["answer"], line["error"], line["json_repairs"]) == (
+            "ok",
+            None,
+            p.error,
+            p.json_repairs,
+        )
 
     # A re-score keeps the reason in step with the stored reply. One that now reads (here: the
     # reply made whole) drops it with the gap; one that no longer reads (here: a repaired reply
@@ -320,20 +386,31 @@ def test_a_judge_reply_no_repair_makes_readable_is_missing_with_its_reason_and_e
         p.refresh_from_db()
     assert (mended.answer, mended.error) == (json.loads(whole)["scores"], "")
     assert (broken.status, broken.answer, broken.json_repairs, broken.error) == (
-        PredictionStatus.OK, None, 1, "judge reply not valid JSON after 1 repair")
-    assert (lost.answer, lost.error) == (None, "judge reply not valid JSON after 2 repairs"
-                                         if faults[key_of[lost.item.external_id]] == "alwaysbadjson" else
-                                         "judge reply not valid JSON after 1 repair")
+        PredictionStatus.OK,
+        None,
+        1,
+        "judge reply not valid JSON after 1 repair",
+    )
+    assert (lost.answer, lost.error) == (
+        None,
+        "judge reply not valid JSON after 2 repairs"
+        if faults[key_of[lost.item.external_id]] == "alwaysbadjson"
+        else "judge reply not valid JSON after 1 repair",
+    )
     now_unreadable = [p for p in unreadable if p.pk != mended.pk] + [broken]
     assert {p.pk: p.error for p in selectors.unreadable_replies(job)} == {
-        p.pk: broken.error if p.pk == broken.pk else (lost.error if p.pk == lost.pk else p.error) for p in now_unreadable}
+        p.pk: broken.error if p.pk == broken.pk else (lost.error if p.pk == lost.pk else p.error)
+        for p in now_unreadable
+    }
     count, shown = selectors.job_unreadable(job=job)
     assert count == len(now_unreadable) and {u["item"] for u in shown} == {p.item.external_id for p in now_unreadable}
     job.refresh_from_db()
     assert (job.done_queries, job.failed_queries) == (90 - len(failed), len(failed))
     # The re-score rewrote the exports: the samples carry the reasons as they are now.
     samples = {s["item"]: s for s in map(json.loads, (folder / "samples.jsonl").read_text().splitlines())}
-    assert samples[broken.item.external_id]["error"] == broken.error and samples[mended.item.external_id]["error"] is None
+    assert (
+        samples[broken.item.external_id]["error"] == broken.error and samples[mended.item.external_id]["error"] is None
+    )
 
 
 def _researcher(make_user, project):
@@ -363,35 +440,54 @@ def test_unreadable_judge_replies_are_listed_apart_from_failures_and_retry_asks_
     unreadable = sorted(stays_bad + repair_fails)
     reason = {i: "judge reply not valid JSON after 2 repairs" for i in stays_bad} | {
         i: "judge reply not valid JSON after 1 repair; the last repair request failed: HTTP 500: internal error "
-           "(after 3 attempts)" for i in repair_fails}
-    assert all((preds[i].status, preds[i].answer, preds[i].error) == (PredictionStatus.OK, None, reason[i]) for i in unreadable)
+        "(after 3 attempts)"
+        for i in repair_fails
+    }
+    assert all(
+        (preds[i].status, preds[i].answer, preds[i].error) == (PredictionStatus.OK, None, reason[i]) for i in unreadable
+    )
 
     # The job API's summary: the failed requests, and apart from them the unreadable replies
     # (counted in done: a reply came back), each with its reason, requests, repairs and reply.
     client.force_login(_researcher(make_user, job.project))
     progress = client.get(f"/api/jobs/{job.pk}/progress/").json()
     assert (progress["total"], progress["done"], progress["failed"], progress["unreadable"]) == (
-        12, 12 - len(hopeless), len(hopeless), len(unreadable))
+        12,
+        12 - len(hopeless),
+        len(hopeless),
+        len(unreadable),
+    )
     assert [f["item"] for f in progress["failures"]] == hopeless
     assert progress["unreadable_replies"] == [
-        {"item": i, "query": "judge", "reason": reason[i], "attempts": preds[i].attempts,
-         "json_repairs": preds[i].json_repairs, "reply": schema_reply(JUDGE_SCHEMA, key_of[i], malformed=True)}
+        {
+            "item": i,
+            "query": "judge",
+            "reason": reason[i],
+            "attempts": preds[i].attempts,
+            "json_repairs": preds[i].json_repairs,
+            "reply": schema_reply(JUDGE_SCHEMA, key_of[i], malformed=True),
+        }
         for i in unreadable
     ]
     assert [(u["attempts"], u["json_repairs"]) for u in progress["unreadable_replies"]] == [
-        (3, 2) if i in stays_bad else (4, 1) for i in unreadable]
+        (3, 2) if i in stays_bad else (4, 1) for i in unreadable
+    ]
     # The job page lists them under their own heading, and the admin list counts them.
     page = client.get(f"/jobs/{job.pk}/").content.decode()
     assert f'Failed queries (<span id="job-failed-count">{len(hopeless)}</span>)' in page
     assert f'Unreadable replies (<span id="job-unreadable-count">{len(unreadable)}</span>)' in page
     for i in unreadable:
         p = preds[i]
-        assert f"<tr><td>{i}</td><td>judge</td><td>{p.attempts}</td><td>{p.json_repairs}</td><td>{reason[i]}</td>" in page
+        assert (
+            f"<tr><td>{i}</td><td>judge</td><td>{p.attempts}</td><td>{p.json_repairs}</td><td>{reason[i]}</td>" in page
+        )
     assert '<p id="job-unreadable-more" class="muted" hidden>' in page  # every one is shown
     listing = client.get("/admin/inference/inferencejob/").content.decode()
-    assert (f'<a class="job-live" data-job="{job.pk}" data-field="unreadable" href="/jobs/{job.pk}/#job-unreadable" '
-            f'title="replies that stayed unreadable JSON after their repairs: scored as missing">'
-            f'{len(unreadable)} unreadable</a>') in listing
+    assert (
+        f'<a class="job-live" data-job="{job.pk}" data-field="unreadable" href="/jobs/{job.pk}/#job-unreadable" '
+        f'title="replies that stayed unreadable JSON after their repairs: scored as missing">'
+        f"{len(unreadable)} unreadable</a>"
+    ) in listing
     folder = services.job_export_dir(job)
     results = json.loads((folder / "results.json").read_text())
     assert (results["counts"]["failed"], results["counts"]["parse_failures"]) == (len(hopeless), len(unreadable))
@@ -406,24 +502,41 @@ def test_unreadable_judge_replies_are_listed_apart_from_failures_and_retry_asks_
     assert client.post(f"/api/jobs/{job.pk}/retry-failed/").json() == {"items": len(hopeless) + len(unreadable)}
     outcomes = standin.outcomes()
     for item, f in fault.items():
-        new = outcomes[key_of[item]][asked_before[key_of[item]]:]
-        assert new == {"alwaysbadjson": ["badjson"] * 3, "badjson_then500": ["500"] * 3, "always500": ["500"] * 3,
-                       None: []}[f], (item, f, new)
+        new = outcomes[key_of[item]][asked_before[key_of[item]] :]
+        assert (
+            new
+            == {"alwaysbadjson": ["badjson"] * 3, "badjson_then500": ["500"] * 3, "always500": ["500"] * 3, None: []}[f]
+        ), (item, f, new)
     job.refresh_from_db()
     after = {p.item.external_id: p for p in Prediction.objects.filter(job=job).select_related("item")}
     assert (job.status, job.done_queries, job.failed_queries) == (
-        JobStatus.FINISHED, 12 - len(hopeless) - len(repair_fails), len(hopeless) + len(repair_fails))
+        JobStatus.FINISHED,
+        12 - len(hopeless) - len(repair_fails),
+        len(hopeless) + len(repair_fails),
+    )
     for i in stays_bad:
         assert (after[i].status, after[i].answer, after[i].error, after[i].attempts, after[i].json_repairs) == (
-            PredictionStatus.OK, None, "judge reply not valid JSON after 2 repairs", 3, 2)
+            PredictionStatus.OK,
+            None,
+            "judge reply not valid JSON after 2 repairs",
+            3,
+            2,
+        )
     for i in repair_fails:
         assert (after[i].status, after[i].answer, after[i].error, after[i].attempts, after[i].json_repairs) == (
-            PredictionStatus.FAILED, None, "HTTP 500: internal error (after 3 attempts)", 3, 0)
+            PredictionStatus.FAILED,
+            None,
+            "HTTP 500: internal error (after 3 attempts)",
+            3,
+            0,
+        )
     assert {p.pk: p.updated_at for p in after.values() if p.answer is not None} == readable
     # The job's tokens count what was spent: the replaced replies' tokens stay in them.
     retried = [after[i] for i in unreadable + hopeless]
     assert (job.prompt_tokens, job.completion_tokens) == (
-        tokens_before[0] + sum(p.prompt_tokens for p in retried), tokens_before[1] + sum(p.completion_tokens for p in retried))
+        tokens_before[0] + sum(p.prompt_tokens for p in retried),
+        tokens_before[1] + sum(p.completion_tokens for p in retried),
+    )
     progress = client.get(f"/api/jobs/{job.pk}/progress/").json()
     assert (progress["failed"], progress["unreadable"]) == (len(hopeless) + len(repair_fails), len(stays_bad))
     assert [u["item"] for u in progress["unreadable_replies"]] == stays_bad
@@ -438,17 +551,23 @@ def test_unreadable_judge_replies_are_listed_apart_from_failures_and_retry_asks_
     assert client.post(f"/api/jobs/{job.pk}/retry-failed/").json() == {"items": len(hopeless) + len(unreadable)}
     outcomes = standin.outcomes()
     for i in unreadable:
-        assert outcomes[key_of[i]][asked_before[key_of[i]]:] == ["ok"]
+        assert outcomes[key_of[i]][asked_before[key_of[i]] :] == ["ok"]
     job.refresh_from_db()
     after = {p.item.external_id: p for p in Prediction.objects.filter(job=job).select_related("item")}
     assert (job.status, job.done_queries, job.failed_queries) == (JobStatus.FINISHED, 12 - len(hopeless), len(hopeless))
     for i in unreadable:
         whole = schema_reply(JUDGE_SCHEMA, key_of[i])
-        assert (after[i].status, after[i].answer, after[i].error, after[i].attempts, after[i].json_repairs, after[i].raw_output) == (
-            PredictionStatus.OK, json.loads(whole)["scores"], "", 1, 0, whole)
+        assert (
+            after[i].status,
+            after[i].answer,
+            after[i].error,
+            after[i].attempts,
+            after[i].json_repairs,
+            after[i].raw_output,
+        ) == (PredictionStatus.OK, json.loads(whole)["scores"], "", 1, 0, whole)
     progress = client.get(f"/api/jobs/{job.pk}/progress/").json()
     assert (progress["failed"], progress["unreadable"], progress["unreadable_replies"]) == (len(hopeless), 0, [])
-    assert "<td colspan=\"6\">No unreadable replies.</td>" in client.get(f"/jobs/{job.pk}/").content.decode()
+    assert '<td colspan="6">No unreadable replies.</td>' in client.get(f"/jobs/{job.pk}/").content.decode()
     recovered = json.loads((folder / "results.json").read_text())
     assert (recovered["counts"]["failed"], recovered["counts"]["parse_failures"]) == (len(hopeless), 0)
     generators = recovered["metrics"]["generators"]
@@ -466,15 +585,30 @@ def test_run_inference_wait_warns_about_unreadable_judge_replies_and_strict_make
     project = make_project("osc", "oscbench")
     factories.release_of(project, factories.oscbench_items(project, 3, tmp_path))
     _endpoint(standin)
-    args = ["run_inference", "--endpoint", "standin-judge", "--project", "osc", "--release", "v1",
-            "--protocol", "oscbench", "--param", "frames=4", "--wait", "--poll", "0.05"]
+    args = [
+        "run_inference",
+        "--endpoint",
+        "standin-judge",
+        "--project",
+        "osc",
+        "--release",
+        "v1",
+        "--protocol",
+        "oscbench",
+        "--param",
+        "frames=4",
+        "--wait",
+        "--poll",
+        "0.05",
+    ]
     err = StringIO()
     call_command(*args, stdout=StringIO(), stderr=err)  # no SystemExit: exit status 0
     job = InferenceJob.objects.get()
     assert (job.status, job.done_queries, job.failed_queries) == (JobStatus.FINISHED, 3, 0)
     assert err.getvalue() == (
         f"warning: job {job.pk} finished with 3 of 3 replies unreadable (not valid JSON after the repairs; "
-        "scored as missing); ask again with the admin action 'Retry failed items'\n")
+        "scored as missing); ask again with the admin action 'Retry failed items'\n"
+    )
 
     with pytest.raises(SystemExit) as exc:
         call_command(*args, "--strict", stdout=StringIO(), stderr=StringIO())
@@ -484,8 +618,14 @@ def test_run_inference_wait_warns_about_unreadable_judge_replies_and_strict_make
 def test_api_key_comes_from_the_environment_and_is_never_stored(eager, standin, make_project, tmp_path, monkeypatch):
     project = make_project("vt", "visualtrans")
     items = factories.visualtrans_items(project, 3, tmp_path)
-    endpoint = services.endpoint_create(name="keyed", backend="openai", model_id="m", base_url=standin.base_url,
-                                        api_key_env="STATELAB_KEY_STANDIN", options={"timeout": 0.5, "max_retries": 2})
+    endpoint = services.endpoint_create(
+        name="keyed",
+        backend="openai",
+        model_id="m",
+        base_url=standin.base_url,
+        api_key_env="STATELAB_KEY_STANDIN",
+        options={"timeout": 0.5, "max_retries": 2},
+    )
     job = services.job_create(endpoint=endpoint, project=project, release=factories.release_of(project, items))
     job.refresh_from_db()
     assert job.status == JobStatus.FAILED
@@ -516,12 +656,31 @@ def test_run_inference_wait_exits_non_zero_when_every_query_failed(eager, make_p
     project = make_project("vt", "visualtrans")
     items = factories.visualtrans_items(project, 5, tmp_path)
     factories.release_of(project, items)
-    services.endpoint_create(name="unreachable", backend="openai", model_id="m", base_url=gone.base_url,
-                             options={"timeout": 2, "max_retries": 1})
+    services.endpoint_create(
+        name="unreachable",
+        backend="openai",
+        model_id="m",
+        base_url=gone.base_url,
+        options={"timeout": 2, "max_retries": 1},
+    )
     out, err = StringIO(), StringIO()
     with pytest.raises(SystemExit) as exc:
-        call_command("run_inference", "--endpoint", "unreachable", "--project", "vt", "--release", "v1",
-                     "--protocol", "visualtrans", "--wait", "--poll", "0.05", stdout=out, stderr=err)
+        call_command(
+            "run_inference",
+            "--endpoint",
+            "unreachable",
+            "--project",
+            "vt",
+            "--release",
+            "v1",
+            "--protocol",
+            "visualtrans",
+            "--wait",
+            "--poll",
+            "0.05",
+            stdout=out,
+            stderr=err,
+        )
     assert exc.value.code == 1
     job = InferenceJob.objects.get()
     assert (job.status, job.done_queries, job.failed_queries) == (JobStatus.FAILED, 0, 5)
@@ -534,7 +693,9 @@ def test_run_inference_wait_exits_non_zero_when_every_query_failed(eager, make_p
     assert (results["status"], results["counts"]["failed"]) == ("failed", 5)
 
 
-def test_run_inference_wait_warns_about_partial_failures_and_strict_makes_them_fatal(eager, standin, make_project, tmp_path):
+def test_run_inference_wait_warns_about_partial_failures_and_strict_makes_them_fatal(
+    eager, standin, make_project, tmp_path
+):
     from io import StringIO
 
     from django.core.management import call_command
@@ -543,14 +704,25 @@ def test_run_inference_wait_warns_about_partial_failures_and_strict_makes_them_f
     items = factories.visualtrans_items(project, 60, tmp_path)
     factories.release_of(project, items)
     _endpoint(standin)
-    args = ["run_inference", "--endpoint", "standin-judge", "--project", "vt", "--release", "v1",
-            "--protocol", "visualtrans", "--wait", "--poll", "0.05"]
+    args = [
+        "run_inference",
+        "--endpoint",
+        "standin-judge",
+        "--project",
+        "vt",
+        "--release",
+        "v1",
+        "--protocol",
+        "visualtrans",
+        "--wait",
+        "--poll",
+        "0.05",
+    ]
     err = StringIO()
     call_command(*args, stdout=StringIO(), stderr=err)  # no SystemExit: exit status 0
     job = InferenceJob.objects.get()
     assert job.status == JobStatus.FINISHED and 1 <= job.failed_queries < 60
-    assert err.getvalue().startswith(
-        f"warning: job {job.pk} finished with {job.failed_queries} of 60 queries failed (")
+    assert err.getvalue().startswith(f"warning: job {job.pk} finished with {job.failed_queries} of 60 queries failed (")
     assert "HTTP 500: internal error (after 3 attempts)" in err.getvalue()
 
     with pytest.raises(SystemExit) as exc:

@@ -6,7 +6,10 @@ from protocols.oscbench.prompts import JUDGE_SCHEMA
 
 
 def _queries():
-    return [ModelQuery(key=f"{i}|osi_a", messages=[{"role": "user", "content": f"item {i}"}], choices=["A", "B", "C", "D"]) for i in range(400)]
+    return [
+        ModelQuery(key=f"{i}|osi_a", messages=[{"role": "user", "content": f"item {i}"}], choices=["A", "B", "C", "D"])
+        for i in range(400)
+    ]
 
 
 def test_random_backend_is_deterministic_per_seed_and_uniformish():

@@ -5,6 +5,7 @@ The watchdog is called here as beat calls it; a lost worker is a run whose heart
 (written into the row: the settings keep their production values). Real killed workers are in
 test_worker_kill.py.
 """
+
 import time
 from datetime import timedelta
 
@@ -43,8 +44,13 @@ def started_job(make_project, tmp_path, n_items=4, chunk_size=4):
     project = make_project("st", "status")
     items = factories.status_items(project, n_items, tmp_path)
     endpoint = services.endpoint_create(name="Random", backend="random", options={"seed": 0})
-    job = services.job_create(endpoint=endpoint, project=project, release=factories.release_of(project, items),
-                              params={"chunk_size": chunk_size}, start=False)
+    job = services.job_create(
+        endpoint=endpoint,
+        project=project,
+        release=factories.release_of(project, items),
+        params={"chunk_size": chunk_size},
+        start=False,
+    )
     services.job_start(job_id=job.pk)
     job.refresh_from_db()
     return job, items
@@ -60,9 +66,13 @@ def test_chunks_are_rows_made_with_the_plan_and_sent_with_their_id(make_project,
     job, _ = started_job(make_project, tmp_path, n_items=10, chunk_size=4)
     chunks = list(BackgroundRun.objects.filter(job=job, chunk_index__isnull=False).order_by("chunk_index"))
     assert [(c.chunk_index, len(c.args[1]), c.queue, c.status) for c in chunks] == [
-        (0, 4, "api", "queued"), (1, 4, "api", "queued"), (2, 2, "api", "queued")]
+        (0, 4, "api", "queued"),
+        (1, 4, "api", "queued"),
+        (2, 2, "api", "queued"),
+    ]
     assert [m for m in sent if m[0] == "inference.tasks.run_api_chunk"] == [
-        ("inference.tasks.run_api_chunk", (job.pk, c.args[1]), None, c.pk) for c in chunks]
+        ("inference.tasks.run_api_chunk", (job.pk, c.args[1]), None, c.pk) for c in chunks
+    ]
 
 
 def test_a_claim_is_taken_once_and_a_duplicate_delivery_is_a_no_op(make_project, tmp_path, sent):
@@ -92,11 +102,14 @@ def test_the_tracked_task_runs_a_chunk_once_and_ignores_a_late_duplicate(make_pr
     # The job's other runs (export, board warm-up) were tracked too.
     assert set(BackgroundRun.objects.filter(job=job).values_list("task", "status")) == {
         ("inference.tasks.run_api_chunk", "finished"),
-        ("inference.tasks.export_job", "finished"), ("evaluation.tasks.warm_boards", "finished")}
+        ("inference.tasks.export_job", "finished"),
+        ("evaluation.tasks.warm_boards", "finished"),
+    }
 
 
 def test_the_watchdog_requeues_a_lost_chunk_boundedly_then_fails_it_and_the_job_with_the_reason(
-        make_project, tmp_path, sent):
+    make_project, tmp_path, sent
+):
     job, items = started_job(make_project, tmp_path)
     chunk = BackgroundRun.objects.get(job=job, chunk_index=0)
     sent.clear()
@@ -123,12 +136,16 @@ def test_the_watchdog_requeues_a_lost_chunk_boundedly_then_fails_it_and_the_job_
     assert run_claim(BackgroundRun, run_id=chunk.pk, worker="late@host") is None  # the original message, an hour later
 
 
-@pytest.mark.parametrize("protocol, make_items, key", [
-    ("status", factories.status_items, "suggest"),
-    ("visualtrans", factories.visualtrans_items, "qa"),
-])
+@pytest.mark.parametrize(
+    "protocol, make_items, key",
+    [
+        ("status", factories.status_items, "suggest"),
+        ("visualtrans", factories.visualtrans_items, "qa"),
+    ],
+)
 def test_a_lost_suggestion_chunk_fails_the_one_query_of_each_unanswered_item(
-        make_project, tmp_path, sent, protocol, make_items, key):
+    make_project, tmp_path, sent, protocol, make_items, key
+):
     project = make_project("sg", protocol)
     items = make_items(project, 3, tmp_path)
     Item.objects.filter(pk__in=[i.pk for i in items]).update(status=ItemStatus.PENDING)
@@ -174,7 +191,8 @@ def test_the_heartbeat_thread_refreshes_the_claimed_row_at_the_production_interv
 
 
 def test_job_page_and_admin_show_chunks_and_say_when_no_worker_consumes_the_queue(
-        broker, make_project, make_user, tmp_path, sent):
+    broker, make_project, make_user, tmp_path, sent
+):
     job, _ = started_job(make_project, tmp_path, n_items=10, chunk_size=4)
     researcher = make_user("res")
     job.project.memberships.create(user=researcher, role=Role.RESEARCHER)
@@ -233,7 +251,8 @@ def held_longer(broker, seconds: float) -> None:
 
 
 def test_the_watchdog_leaves_messages_a_worker_holds_and_sends_those_whose_holder_is_gone(
-        make_project, tmp_path, sent, broker):
+    make_project, tmp_path, sent, broker
+):
     # Two chunks queued, sent long ago; their messages taken from the queue and not acked, as a
     # worker's consumer takes them (kombu's basic_get writes the unacked hash and index).
     job, _ = started_job(make_project, tmp_path, n_items=8, chunk_size=4)
@@ -277,8 +296,11 @@ def test_a_retry_waiting_out_its_countdown_in_a_live_worker_is_not_sent_again(ma
     chunk_message(first, countdown=10 * settings.STATELAB_RUN_RESEND_SECONDS)
     worker = start_worker("holder", tmp_path / "worker.log", queues="api")
     try:
-        wait_for(lambda: (broker.llen("api"), broker.hlen("unacked")) == (0, 1), 90,
-                 "the worker to take the retry message and hold it")
+        wait_for(
+            lambda: (broker.llen("api"), broker.hlen("unacked")) == (0, 1),
+            90,
+            "the worker to take the retry message and hold it",
+        )
         sent.clear()
         # when the watchdog looks: only the lost one is sent (a mere count of held messages would
         # have picked the first by its lower id and left the second lost)

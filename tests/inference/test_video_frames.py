@@ -2,6 +2,7 @@
 index and the choice per clip, frame-exact seeking (pixels hashed against decoding every frame,
 also for an open-GOP stream and an MPEG-TS file), and the keyframe mode's recorded positions.
 No database."""
+
 import hashlib
 import subprocess
 
@@ -22,8 +23,27 @@ def clips(tmp_path_factory):
     folder = tmp_path_factory.mktemp("clips")
 
     def x264(name, *args):
-        subprocess.run([ffmpeg_exe(), "-y", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=duration=12:size=160x120:rate=25",
-                        "-pix_fmt", "yuv420p", "-c:v", "libx264", "-bf", "3", *args, str(folder / name)], check=True)
+        subprocess.run(
+            [
+                ffmpeg_exe(),
+                "-y",
+                "-loglevel",
+                "error",
+                "-f",
+                "lavfi",
+                "-i",
+                "testsrc2=duration=12:size=160x120:rate=25",
+                "-pix_fmt",
+                "yuv420p",
+                "-c:v",
+                "libx264",
+                "-bf",
+                "3",
+                *args,
+                str(folder / name),
+            ],
+            check=True,
+        )
         return folder / name
 
     return {
@@ -35,7 +55,9 @@ def clips(tmp_path_factory):
         # 3 s, one keyframe: every seek would decode from frame 0.
         "short": media.make_test_video(folder / "short.mp4", seconds=3, size="160x120", rate=10),
         # 40 s at 25 fps with a keyframe every second (B-frames on: x264's defaults).
-        "long": media.make_test_video(folder / "long.mp4", seconds=40, size="160x120", rate=25, gop=25, preset="veryfast"),
+        "long": media.make_test_video(
+            folder / "long.mp4", seconds=40, size="160x120", rate=25, gop=25, preset="veryfast"
+        ),
     }
 
 
@@ -151,7 +173,9 @@ def test_pyav_loads_on_the_first_decode_not_with_the_module():
     libraries (~18 MiB resident) load only in the processes that decode."""
     import sys
 
-    probe = ("import sys, inference.media as m; before = 'av' in sys.modules; "
-             "m.video_frames._lib(); print(before, 'av' in sys.modules)")
+    probe = (
+        "import sys, inference.media as m; before = 'av' in sys.modules; "
+        "m.video_frames._lib(); print(before, 'av' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "True"]

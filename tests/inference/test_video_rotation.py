@@ -2,6 +2,7 @@
 frames come out upright, fitted within the bound as shown, undistorted, the same whether the
 asset recorded the stored size (imported before sizes were the displayed ones) or the displayed
 one, and in every decoding mode. The reference is the ffmpeg binary itself. No database."""
+
 from __future__ import annotations
 
 import hashlib
@@ -23,18 +24,39 @@ TURN_FILTER = {90: "transpose=cclock", 270: "transpose=clock", 180: "hflip,vflip
 def clips(tmp_path_factory):
     """160x120 as stored, 20 frames at 10 fps, with a keyframe every 5 frames (so seeking is real)."""
     folder = tmp_path_factory.mktemp("rotated")
-    return {rotation: media.make_test_video(folder / f"r{rotation}.mp4", seconds=2, size="160x120", rate=10, gop=5,
-                                            rotation=rotation)
-            for rotation in (0, 90, 180, 270)}
+    return {
+        rotation: media.make_test_video(
+            folder / f"r{rotation}.mp4", seconds=2, size="160x120", rate=10, gop=5, rotation=rotation
+        )
+        for rotation in (0, 90, 180, 270)
+    }
 
 
 def ffmpeg_frame(path, n: int, *filters: str, autorotate: bool = True) -> np.ndarray:
     """Frame `n` as the ffmpeg binary gives it through `filters`: turned as players turn it, or as
     stored (``autorotate=False``)."""
     chain = ",".join([f"select=eq(n\\,{n})", *filters])
-    png = subprocess.run([ffmpeg_exe(), "-v", "error", *([] if autorotate else ["-noautorotate"]), "-i", str(path),
-                          "-vf", chain, "-frames:v", "1", "-f", "image2pipe", "-c:v", "png", "-"],
-                         capture_output=True, check=True).stdout
+    png = subprocess.run(
+        [
+            ffmpeg_exe(),
+            "-v",
+            "error",
+            *([] if autorotate else ["-noautorotate"]),
+            "-i",
+            str(path),
+            "-vf",
+            chain,
+            "-frames:v",
+            "1",
+            "-f",
+            "image2pipe",
+            "-c:v",
+            "png",
+            "-",
+        ],
+        capture_output=True,
+        check=True,
+    ).stdout
     return np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(int)
 
 
@@ -58,8 +80,10 @@ def test_sampled_frames_fit_the_bound_as_shown_whatever_size_the_asset_recorded(
     bound = (80, 60)  # not square: shown 120x160 fits as 45x60; stored 160x120 would give 80x60 turned to 60x80
     stored_size = VideoInfo(160, 120, 20, 2.0)  # an asset imported before this change
     displayed = VideoInfo(120, 160, 20, 2.0, rotation=rotation)  # one imported since
-    sampled = {name: media.sample_frames(video, 4, cache_root=tmp_path / name, bound=bound, known=known)
-               for name, known in (("probed", None), ("stored", stored_size), ("displayed", displayed))}
+    sampled = {
+        name: media.sample_frames(video, 4, cache_root=tmp_path / name, bound=bound, known=known)
+        for name, known in (("probed", None), ("stored", stored_size), ("displayed", displayed))
+    }
 
     for frames in sampled.values():
         assert frames.size == (45, 60) and frames.indices == [2, 7, 12, 17] and frames.source_frames == 20

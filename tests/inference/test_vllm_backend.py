@@ -1,5 +1,6 @@
 """The vLLM backend's parts that need no engine: availability, engine settings, message and
 log-prob conversion. The real engine is tested in tests/vllm (the separate vLLM-on-CPU tier)."""
+
 from __future__ import annotations
 
 import base64
@@ -96,19 +97,31 @@ def test_invalid_endpoint_settings_refuse_the_backend_with_a_readable_reason(mon
     with pytest.raises(BackendUnavailable) as refused:
         VLLMBackend({"max_model_len": "lots"}, "Qwen/Qwen2-VL-2B-Instruct", "")
 
-    assert str(refused.value) == "the vllm endpoint's settings are invalid: invalid literal for int() with base 10: 'lots'"
+    assert (
+        str(refused.value) == "the vllm endpoint's settings are invalid: invalid literal for int() with base 10: 'lots'"
+    )
 
 
 def test_images_are_decoded_here_so_a_broken_one_is_reported_with_its_position():
-    good = [{"role": "user", "content": [
-        {"type": "text", "text": "Before:"},
-        {"type": "image_url", "image_url": {"url": png_url((30, 20))}},
-        {"type": "image_url", "image_url": {"url": png_url((8, 8), mode="L")}},
-    ]}]
-    broken = [{"role": "user", "content": [
-        {"type": "image_url", "image_url": {"url": png_url()}},
-        {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgoAAAA="}},
-    ]}]
+    good = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Before:"},
+                {"type": "image_url", "image_url": {"url": png_url((30, 20))}},
+                {"type": "image_url", "image_url": {"url": png_url((8, 8), mode="L")}},
+            ],
+        }
+    ]
+    broken = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "image_url", "image_url": {"url": png_url()}},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgoAAAA="}},
+            ],
+        }
+    ]
 
     converted = to_vllm_messages(good)
 
@@ -123,7 +136,9 @@ def test_images_are_decoded_here_so_a_broken_one_is_reported_with_its_position()
 def test_video_frames_become_one_jpeg_frame_video_for_vllm():
     frames = [png_url((56, 56), (i * 40, 0, 0)) for i in range(3)]
 
-    parts = to_vllm_messages([{"role": "user", "content": [{"type": "video_frames", "video_frames": frames}]}])[0]["content"]
+    parts = to_vllm_messages([{"role": "user", "content": [{"type": "video_frames", "video_frames": frames}]}])[0][
+        "content"
+    ]
 
     assert parts[0]["type"] == "video_url"
     url = parts[0]["video_url"]["url"]

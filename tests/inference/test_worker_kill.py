@@ -2,6 +2,7 @@
 broker's visibility timeout stays at an hour, the heartbeat, lapse and watchdog intervals are the
 production ones. A new worker and a real `celery beat` (whose watchdog re-queues the lost run)
 finish the work exactly once."""
+
 import json
 import os
 import signal
@@ -44,17 +45,28 @@ def test_killed_worker_mid_job_then_new_worker_and_beat_complete_it_exactly_once
     try:
         project = make_project("vt", "visualtrans")
         items = factories.visualtrans_items(project, 40, tmp_path)
-        endpoint = services.endpoint_create(name="slow", backend="openai", model_id="m", base_url=standin.base_url,
-                                            concurrency=2, options={"timeout": 5, "max_retries": 1, "slot_ttl": 3})
-        job = services.job_create(endpoint=endpoint, project=project, release=factories.release_of(project, items),
-                                  params={"chunk_size": 4})
+        endpoint = services.endpoint_create(
+            name="slow",
+            backend="openai",
+            model_id="m",
+            base_url=standin.base_url,
+            concurrency=2,
+            options={"timeout": 5, "max_retries": 1, "slot_ttl": 3},
+        )
+        job = services.job_create(
+            endpoint=endpoint, project=project, release=factories.release_of(project, items), params={"chunk_size": 4}
+        )
 
         processes.append(start_worker("first", tmp_path / "w1.log"))
         # Kill while a chunk is in flight (claimed, heartbeat fresh), after some have finished.
-        wait_for(lambda: InferenceJob.objects.get(pk=job.pk).done_queries >= 8
-                 and BackgroundRun.objects.filter(job=job, chunk_index__isnull=False,
-                                                  status=RunStatus.RUNNING).exists(),
-                 90, "the first worker to be in the middle of the job")
+        wait_for(
+            lambda: (
+                InferenceJob.objects.get(pk=job.pk).done_queries >= 8
+                and BackgroundRun.objects.filter(job=job, chunk_index__isnull=False, status=RunStatus.RUNNING).exists()
+            ),
+            90,
+            "the first worker to be in the middle of the job",
+        )
         kill(processes[0])
         killed_at = time.monotonic()
         at_kill = InferenceJob.objects.get(pk=job.pk)
@@ -64,12 +76,18 @@ def test_killed_worker_mid_job_then_new_worker_and_beat_complete_it_exactly_once
 
         processes.append(start_worker("second", tmp_path / "w2.log"))
         processes.append(start_beat(tmp_path))
-        wait_for(lambda: InferenceJob.objects.get(pk=job.pk).status == JobStatus.FINISHED, RECOVERY_BOUND,
-                 "the job to finish")
+        wait_for(
+            lambda: InferenceJob.objects.get(pk=job.pk).status == JobStatus.FINISHED,
+            RECOVERY_BOUND,
+            "the job to finish",
+        )
         seconds = time.monotonic() - killed_at
-        print(f"\nworker SIGKILLed mid-job: job finished {seconds:.1f} s after the kill "
-              f"(lapse {settings.STATELAB_RUN_LAPSE_SECONDS:.0f} s, watchdog every {settings.STATELAB_WATCHDOG_SECONDS:.0f} s, "
-              f"visibility timeout {settings.CELERY_BROKER_TRANSPORT_OPTIONS['visibility_timeout']} s)")
+        print(
+            f"\nworker SIGKILLed mid-job: job finished {seconds:.1f} s after the kill "
+            f"(lapse {settings.STATELAB_RUN_LAPSE_SECONDS:.0f} s, "
+            f"watchdog every {settings.STATELAB_WATCHDOG_SECONDS:.0f} s, "
+            f"visibility timeout {settings.CELERY_BROKER_TRANSPORT_OPTIONS['visibility_timeout']} s)"
+        )
         assert standin.max_in_flight <= 2
 
         job.refresh_from_db()
@@ -85,8 +103,11 @@ def test_killed_worker_mid_job_then_new_worker_and_beat_complete_it_exactly_once
         # stored its answers before the kill, the others finish the job and the watchdog re-runs it
         # later still, within the same bound.
         chunks = BackgroundRun.objects.filter(job=job, chunk_index__isnull=False)
-        wait_for(lambda: not chunks.exclude(status=RunStatus.FINISHED).exists(), RECOVERY_BOUND,
-                 "every chunk's run to be marked done")
+        wait_for(
+            lambda: not chunks.exclude(status=RunStatus.FINISHED).exists(),
+            RECOVERY_BOUND,
+            "every chunk's run to be marked done",
+        )
         # The lost chunk was re-queued by the watchdog and claimed again by the new worker.
         lost.refresh_from_db()
         assert (lost.status, lost.attempts) == (RunStatus.FINISHED, 2) and lost.worker.startswith("second@")
@@ -100,15 +121,17 @@ def test_killed_worker_mid_job_then_new_worker_and_beat_complete_it_exactly_once
 def test_killed_worker_mid_import_then_the_watchdog_has_it_imported_once(broker, make_project, tmp_path):
     """An ImportRun whose worker dies while importing: re-queued by beat's watchdog, imported whole
     by the next worker, exactly once (the import is one transaction)."""
-    from annotation.importing.runs import import_run_queue
     from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from annotation.importing.runs import import_run_queue
 
     project = make_project("imp", "changeit")
     incoming = settings.MEDIA_ROOT / "incoming"
     write_sample_media(incoming, "changeit")
     n = 200_000  # long enough to be killed in the middle of, even on a quiet machine (about 7 s)
-    body = "".join(json.dumps(sample_line("changeit", i, media=sample_media_paths("changeit", i))) + "\n"
-                   for i in range(n)).encode()
+    body = "".join(
+        json.dumps(sample_line("changeit", i, media=sample_media_paths("changeit", i))) + "\n" for i in range(n)
+    ).encode()
     processes: list[subprocess.Popen] = []
     try:
         run = import_run_queue(project=project, user=None, uploaded=SimpleUploadedFile("items.jsonl", body))

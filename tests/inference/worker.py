@@ -1,5 +1,6 @@
 """Start real Celery worker and beat processes against the pytest database and this run's Redis db,
 with the production settings (no shortened visibility timeout, heartbeat or lapse)."""
+
 from __future__ import annotations
 
 import os
@@ -31,26 +32,67 @@ def process_env() -> dict[str, str]:
         STATELAB_CACHE_ROOT=str(settings.CACHE_ROOT),
     )
     # Production timing: nothing of the environment may shorten it.
-    for name in ("CELERY_VISIBILITY_TIMEOUT", "STATELAB_RUN_HEARTBEAT_SECONDS", "STATELAB_RUN_LAPSE_SECONDS",
-                 "STATELAB_WATCHDOG_SECONDS", "STATELAB_WORKER_HEARTBEAT_SECONDS", "STATELAB_WORKER_TTL_SECONDS"):
+    for name in (
+        "CELERY_VISIBILITY_TIMEOUT",
+        "STATELAB_RUN_HEARTBEAT_SECONDS",
+        "STATELAB_RUN_LAPSE_SECONDS",
+        "STATELAB_WATCHDOG_SECONDS",
+        "STATELAB_WORKER_HEARTBEAT_SECONDS",
+        "STATELAB_WORKER_TTL_SECONDS",
+    ):
         env.pop(name, None)
     return env
 
 
 def start_worker(name: str, log: Path, *, queues: str = "default,api,gpu") -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", queues, "--pool", "prefork",
-         "-c", "1", "-n", f"{name}@%h", "--without-gossip", "--without-mingle", "--loglevel", "INFO"],
-        cwd=ROOT, env=process_env(), stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "config",
+            "worker",
+            "-Q",
+            queues,
+            "--pool",
+            "prefork",
+            "-c",
+            "1",
+            "-n",
+            f"{name}@%h",
+            "--without-gossip",
+            "--without-mingle",
+            "--loglevel",
+            "INFO",
+        ],
+        cwd=ROOT,
+        env=process_env(),
+        stdout=open(log, "w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
 
 
 def start_beat(folder: Path) -> subprocess.Popen:
     """Celery beat with the production schedule (its watchdog every STATELAB_WATCHDOG_SECONDS)."""
     return subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "beat", "--schedule", str(folder / "beat-schedule"),
-         "--loglevel", "INFO"],
-        cwd=ROOT, env=process_env(), stdout=open(folder / "beat.log", "w"), stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "config",
+            "beat",
+            "--schedule",
+            str(folder / "beat-schedule"),
+            "--loglevel",
+            "INFO",
+        ],
+        cwd=ROOT,
+        env=process_env(),
+        stdout=open(folder / "beat.log", "w"),
+        stderr=subprocess.STDOUT,
         start_new_session=True,
     )
 

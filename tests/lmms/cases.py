@@ -2,6 +2,7 @@
 scores the same replies through StateLab (tests/annotation/test_lmms_eval_export.py) or imports the
 tier's real sample log (tests/evaluation/test_lmms_real_log.py). Plain data: no Django, no lmms-eval.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -39,8 +40,15 @@ def vt_payloads() -> dict[str, dict]:
     out = {}
     for item_id, fmt, subtask, options, truth, _ in VT_ITEMS:
         images = ["vt/init.png", "vt/final.png"] + (["vt/cand.png"] if item_id == "vt-0" else [])
-        out[item_id] = {"images": images, "question": f"What changed in {item_id}?", "format": fmt, "options": options,
-                        "answer": truth, "subtask": subtask, "scene": "kitchen"}
+        out[item_id] = {
+            "images": images,
+            "question": f"What changed in {item_id}?",
+            "format": fmt,
+            "options": options,
+            "answer": truth,
+            "subtask": subtask,
+            "scene": "kitchen",
+        }
     return out
 
 
@@ -49,9 +57,17 @@ def vt_payloads() -> dict[str, dict]:
 # fine_grained 0/1, global 1/1 -> spatial mean (0 + 100) / 2 = 50; intermediate 1/1, causal 1/1,
 # planning 0/1 -> procedural mean 200 / 3 = 66.67; quantitative 1/1; overall 4/6 = 66.67.
 VT_SCORES = {
-    "fine_grained": 0.0, "global": 100.0, "spatial_mean": 50.0,
-    "intermediate": 100.0, "causal": 100.0, "planning": 0.0, "procedural_mean": 66.67,
-    "quantitative": 100.0, "overall": 66.67, "parse_failures": 1, "item": 6,
+    "fine_grained": 0.0,
+    "global": 100.0,
+    "spatial_mean": 50.0,
+    "intermediate": 100.0,
+    "causal": 100.0,
+    "planning": 0.0,
+    "procedural_mean": 66.67,
+    "quantitative": 100.0,
+    "overall": 66.67,
+    "parse_failures": 1,
+    "item": 6,
 }
 
 
@@ -62,12 +78,27 @@ CI_TASK = "statelab_ci_demo_v1"
 # the image's right and bottom edges: clipped to x 8..12, y 4..8, a 4x4 crop. c-2's annotators
 # answered nothing_to_label: it has no box, so its two crop queries are not asked.
 CI_PAYLOADS = {
-    "c-0": {"image": "ci/c0.png", "object": "apple", "state": "whole apple",
-            "distractors": ["sliced apple", "peeled apple"], "bbox": [8, 4, 10, 10]},
-    "c-1": {"image": "ci/c1.png", "object": "apple", "state": "sliced apple",
-            "distractors": ["whole apple", "peeled apple"], "bbox": [0, 0, 5, 5]},
-    "c-2": {"image": "ci/c2.png", "object": "door", "state": "open door",
-            "distractors": ["closed door"], "bbox": "nothing_to_label"},
+    "c-0": {
+        "image": "ci/c0.png",
+        "object": "apple",
+        "state": "whole apple",
+        "distractors": ["sliced apple", "peeled apple"],
+        "bbox": [8, 4, 10, 10],
+    },
+    "c-1": {
+        "image": "ci/c1.png",
+        "object": "apple",
+        "state": "sliced apple",
+        "distractors": ["whole apple", "peeled apple"],
+        "bbox": [0, 0, 5, 5],
+    },
+    "c-2": {
+        "image": "ci/c2.png",
+        "object": "door",
+        "state": "open door",
+        "distractors": ["closed door"],
+        "bbox": "nothing_to_label",
+    },
 }
 CI_IMAGE_SIZES = {"ci/c0.png": (12, 8), "ci/c1.png": (10, 9), "ci/c2.png": (7, 7)}
 CI_CROP_SIZES = {"c-0": [4, 4], "c-1": [5, 5]}
@@ -124,9 +155,14 @@ def ci_replies(lines: list[dict]) -> dict[tuple[str, str], str]:
 #   object distractor crop: c-0 peeled apple yes (a distractor of c-0), c-1 no, c-2 no -> 1/3 = 33.33
 #   parse failures: c-1 standard full and distractor crop, c-2's two crops -> 4.
 CI_SCORES = {
-    "state_acc_standard_full": 66.67, "state_acc_standard_crop": 33.33,
-    "state_acc_distractor_full": 33.33, "state_acc_distractor_crop": 0.0,
-    "object_acc_standard_full": 66.67, "object_acc_standard_crop": 66.67,
-    "object_acc_distractor_full": 33.33, "object_acc_distractor_crop": 33.33,
-    "parse_failures": 4, "item": 3,
+    "state_acc_standard_full": 66.67,
+    "state_acc_standard_crop": 33.33,
+    "state_acc_distractor_full": 33.33,
+    "state_acc_distractor_crop": 0.0,
+    "object_acc_standard_full": 66.67,
+    "object_acc_standard_crop": 66.67,
+    "object_acc_distractor_full": 33.33,
+    "object_acc_distractor_crop": 33.33,
+    "parse_failures": 4,
+    "item": 3,
 }

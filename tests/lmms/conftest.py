@@ -5,6 +5,7 @@ Where lmms-eval is not installed, as in the default .venv, every test here is sk
 STATELAB_REQUIRE_LMMS=1 (set by .ci/test-lmms) a missing lmms-eval is an error instead, so the
 tier can never pass by skipping. Nothing is fetched: the Hugging Face libraries run offline.
 """
+
 from __future__ import annotations
 
 import importlib.util

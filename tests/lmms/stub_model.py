@@ -5,6 +5,7 @@ request from a JSON file {"<doc id>|<query>": "<reply text>"} (model_args `answe
 document with no entry gets an empty reply. It calls the task's `doc_to_visual` for every request,
 so the task's media loading runs too, and records what it saw in `seen=FILE` when given.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,9 +27,15 @@ class StubModel(lmms):
             context, gen_kwargs, doc_to_visual, doc_id, task, split = request.args
             doc = self.task_dict[task][split][doc_id]
             visuals = doc_to_visual(doc)
-            seen.append({"id": doc["id"], "query": doc["query"], "context": context,
-                         "visuals": [getattr(v, "size", v) for v in visuals],
-                         "max_new_tokens": gen_kwargs.get("max_new_tokens")})
+            seen.append(
+                {
+                    "id": doc["id"],
+                    "query": doc["query"],
+                    "context": context,
+                    "visuals": [getattr(v, "size", v) for v in visuals],
+                    "max_new_tokens": gen_kwargs.get("max_new_tokens"),
+                }
+            )
             out.append(self.answers.get(f"{doc['id']}|{doc['query']}", ""))
         if self.seen_path:
             with open(self.seen_path, "w", encoding="utf-8") as fh:

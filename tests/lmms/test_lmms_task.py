@@ -4,6 +4,7 @@ scores PROTOCOLS.md defines. The folders are written by StateLab's writer from p
 (annotation/interchange/lmms_eval.py is Django-free); the expected figures are worked out by hand
 in each test.
 """
+
 from __future__ import annotations
 
 import json
@@ -47,8 +48,12 @@ def tool_errors(printed: str) -> list[str]:
 
 
 def _printed(proc: subprocess.CompletedProcess) -> str:
-    return "--- lmms-eval stdout (end) ---\n" + _ANSI.sub("", proc.stdout)[-3000:] + \
-        "\n--- lmms-eval stderr (end) ---\n" + _ANSI.sub("", proc.stderr)[-6000:]
+    return (
+        "--- lmms-eval stdout (end) ---\n"
+        + _ANSI.sub("", proc.stdout)[-3000:]
+        + "\n--- lmms-eval stderr (end) ---\n"
+        + _ANSI.sub("", proc.stderr)[-6000:]
+    )
 
 
 def _one(out: Path, pattern: str, proc: subprocess.CompletedProcess) -> Path:
@@ -63,11 +68,29 @@ def _run(tmp: Path, folder: Path, task: str, answers: dict[str, str] | None) -> 
     if answers is not None:
         (tmp / "answers.json").write_text(json.dumps(answers))
     out = tmp / "out"
-    env = dict(os.environ, HF_HOME=str(tmp / "hf"), HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1",
-               TRANSFORMERS_OFFLINE="1", PYTHONPATH=str(ROOT))
-    cmd = [sys.executable, str(RUNNER), "--model", "statelab_stub",
-           "--model_args", f"answers={tmp / 'answers.json'},seen={tmp / 'seen.json'}",
-           "--tasks", task, "--include_path", str(folder), "--log_samples", "--output_path", str(out)]
+    env = dict(
+        os.environ,
+        HF_HOME=str(tmp / "hf"),
+        HF_HUB_OFFLINE="1",
+        HF_DATASETS_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        PYTHONPATH=str(ROOT),
+    )
+    cmd = [
+        sys.executable,
+        str(RUNNER),
+        "--model",
+        "statelab_stub",
+        "--model_args",
+        f"answers={tmp / 'answers.json'},seen={tmp / 'seen.json'}",
+        "--tasks",
+        task,
+        "--include_path",
+        str(folder),
+        "--log_samples",
+        "--output_path",
+        str(out),
+    ]
     proc = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, f"lmms-eval exited {proc.returncode}\n" + _printed(proc)
     errors = tool_errors(proc.stdout + proc.stderr)
@@ -87,8 +110,13 @@ def test_visualtrans_task_runs_in_lmms_eval(tmp_path):
     media = _images(tmp_path, "vt/init.png", "vt/final.png", "vt/cand.png")
     items = cases.VT_ITEMS
     lines = [_line("visualtrans", item_id, payload) for item_id, payload in cases.vt_payloads().items()]
-    header = {"protocol": "visualtrans", "project": "vt-demo", "version": "v1", "item_count": len(lines),
-              "checksum": "0" * 64}
+    header = {
+        "protocol": "visualtrans",
+        "project": "vt-demo",
+        "version": "v1",
+        "item_count": len(lines),
+        "checksum": "0" * 64,
+    }
     folder = tmp_path / "task"
     summary = write_task(folder, header, lines, media=folder_media(media))
     assert summary == {"task": cases.VT_TASK, "items": 6, "documents": 6, "media": 3, "folder": str(folder)}
@@ -105,11 +133,23 @@ def test_visualtrans_task_runs_in_lmms_eval(tmp_path):
     assert first["visuals"] == [[16, 12], [17, 12], [18, 12]]
     assert "A. a red cup\nB. a blue cup\nC. no cup" in first["context"]
     # PROTOCOLS §3 by hand (tests/lmms/cases.py): correct vt-0, vt-2, vt-3, vt-5; vt-4 is empty.
-    assert _scores(results) == cases.VT_SCORES == {
-        "fine_grained": 0.0, "global": 100.0, "spatial_mean": 50.0,
-        "intermediate": 100.0, "causal": 100.0, "planning": 0.0, "procedural_mean": 66.67,
-        "quantitative": 100.0, "overall": 66.67, "parse_failures": 1, "item": 6,
-    }
+    assert (
+        _scores(results)
+        == cases.VT_SCORES
+        == {
+            "fine_grained": 0.0,
+            "global": 100.0,
+            "spatial_mean": 50.0,
+            "intermediate": 100.0,
+            "causal": 100.0,
+            "planning": 0.0,
+            "procedural_mean": 66.67,
+            "quantitative": 100.0,
+            "overall": 66.67,
+            "parse_failures": 1,
+            "item": 6,
+        }
+    )
     # This run's --log_samples file is the main tier's fixture of a real lmms-eval log
     # (tests/evaluation/test_lmms_real_log.py imports it): it must stay what lmms-eval writes.
     logged = next((tmp_path / "out").rglob(f"*_samples_{cases.VT_TASK}.jsonl")).read_text()
@@ -117,7 +157,9 @@ def test_visualtrans_task_runs_in_lmms_eval(tmp_path):
         VT_LOG_FIXTURE.write_text(logged)
     assert logged == VT_LOG_FIXTURE.read_text(), (
         f"lmms-eval's sample log changed; refresh {VT_LOG_FIXTURE.relative_to(ROOT)} with "
-        "STATELAB_LMMS_REFRESH_FIXTURE=1 bash .ci/test-lmms -k visualtrans, and check tests/evaluation/test_lmms_real_log.py")
+        "STATELAB_LMMS_REFRESH_FIXTURE=1 bash .ci/test-lmms -k visualtrans, and check "
+        "tests/evaluation/test_lmms_real_log.py"
+    )
 
 
 def test_m3verse_task_runs_in_lmms_eval(tmp_path):
@@ -133,11 +175,21 @@ def test_m3verse_task_runs_in_lmms_eval(tmp_path):
         ("m-3", "inter", ["spatial"], False, ["A", "B", "C"], "A and B"),
     ]
     lines = [
-        _line("m3verse", item_id, {
-            "video_before": "before.mp4", "video_after": "after.mp4", "question": f"Which differ in {item_id}?",
-            "options": ["the chair", "the lamp", "the rug", "none of the listed"], "answer": truth,
-            "context": context, "capabilities": caps, "hallucination": hall, "multiple": True,
-        })
+        _line(
+            "m3verse",
+            item_id,
+            {
+                "video_before": "before.mp4",
+                "video_after": "after.mp4",
+                "question": f"Which differ in {item_id}?",
+                "options": ["the chair", "the lamp", "the rug", "none of the listed"],
+                "answer": truth,
+                "context": context,
+                "capabilities": caps,
+                "hallucination": hall,
+                "multiple": True,
+            },
+        )
         for item_id, context, caps, hall, truth, _ in items
     ]
     header = {"protocol": "m3verse", "project": "m3", "version": "v2", "item_count": 4, "checksum": "1" * 64}
@@ -151,10 +203,18 @@ def test_m3verse_task_runs_in_lmms_eval(tmp_path):
     assert "One or more options may be correct" in seen[0]["context"]
     # PROTOCOLS §4 by hand: credits 1/2, 0 (D is wrong), 1, 2/3.
     assert _scores(results) == {
-        "overall": 54.17, "intra": 25.0, "inter": 83.33,
-        "intra_spatial": 50.0, "intra_temporal": 0.0, "intra_attribute": 0.0,
-        "inter_spatial": 66.67, "inter_reasoning": 100.0,
-        "hallucination": 100.0, "factual": 38.89, "parse_failures": 0, "item": 4,
+        "overall": 54.17,
+        "intra": 25.0,
+        "inter": 83.33,
+        "intra_spatial": 50.0,
+        "intra_temporal": 0.0,
+        "intra_attribute": 0.0,
+        "inter_spatial": 66.67,
+        "inter_reasoning": 100.0,
+        "hallucination": 100.0,
+        "factual": 38.89,
+        "parse_failures": 0,
+        "item": 4,
     }
 
 
@@ -162,9 +222,16 @@ def test_status_task_runs_in_lmms_eval(tmp_path):
     media = _images(tmp_path, "s/a0.png", "s/b0.png", "s/a1.png", "s/b1.png")
     lines = []
     for n in range(2):
-        payload = {"image_a": f"s/a{n}.png", "image_b": f"s/b{n}.png", "state_a": "a closed box", "state_b": "an open box",
-                   "change": "open the box", "change_distractors": ["close the box", "shake the box", "paint the box"],
-                   "category": "functional", "difference": "significant"}
+        payload = {
+            "image_a": f"s/a{n}.png",
+            "image_b": f"s/b{n}.png",
+            "state_a": "a closed box",
+            "state_b": "an open box",
+            "change": "open the box",
+            "change_distractors": ["close the box", "shake the box", "paint the box"],
+            "category": "functional",
+            "difference": "significant",
+        }
         lines.append(_line("status", f"s-{n}", payload))
     header = {"protocol": "status", "project": "st", "version": "v1", "item_count": 2, "checksum": "2" * 64}
     folder = tmp_path / "task"
@@ -173,10 +240,16 @@ def test_status_task_runs_in_lmms_eval(tmp_path):
     truth = {(line["id"], k): q["answer"] for line in lines for k, q in line["resolved"].items()}
     wrong = {"A": "B", "B": "A"}
     answers = {f"s-0|{k}": truth[("s-0", k)] for k in ("osi_a", "osi_b", "ir_a", "ir_b", "sci2", "sci4")}
-    answers.update({
-        "s-1|osi_a": "A", "s-1|osi_b": "A", "s-1|ir_a": "B", "s-1|ir_b": "B",
-        "s-1|sci2": wrong[truth[("s-1", "sci2")]], "s-1|sci4": "",
-    })
+    answers.update(
+        {
+            "s-1|osi_a": "A",
+            "s-1|osi_b": "A",
+            "s-1|ir_a": "B",
+            "s-1|ir_b": "B",
+            "s-1|sci2": wrong[truth[("s-1", "sci2")]],
+            "s-1|sci4": "",
+        }
+    )
     results, samples, seen = _run(tmp_path, folder, summary["task"], answers)
 
     logged = sorted((s["item"]["id"], s["item"]["query"]) for s in samples)
@@ -185,8 +258,16 @@ def test_status_task_runs_in_lmms_eval(tmp_path):
     assert osi["visuals"] == [[19, 12]]
     # PROTOCOLS §1 by hand: s-0 all correct; s-1 right on osi_a and ir_b only (sci4 unparseable).
     assert _scores(results) == {
-        "acc_osi": 75.0, "acc_ir": 75.0, "acc_sci": 50.0, "oa": 66.67,
-        "racc_osi": 50.0, "racc_ir": 50.0, "racc_sci": 50.0, "roa": 50.0, "parse_failures": 1, "item": 2,
+        "acc_osi": 75.0,
+        "acc_ir": 75.0,
+        "acc_sci": 50.0,
+        "oa": 66.67,
+        "racc_osi": 50.0,
+        "racc_ir": 50.0,
+        "racc_sci": 50.0,
+        "roa": 50.0,
+        "parse_failures": 1,
+        "item": 2,
     }
 
 
@@ -214,16 +295,26 @@ def test_changeit_task_runs_in_lmms_eval(tmp_path):
     assert shown[("c-2", "state:distractor:full")]["context"] == (
         "This photo shows a door. Which of these labels describes the state the door is in?\n"
         + "\n".join(f"{n}. {label}" for n, label in enumerate(options, start=1))
-        + f"\nAnswer with the number of the best label (1 to {len(options)}) and nothing else.")
+        + f"\nAnswer with the number of the best label (1 to {len(options)}) and nothing else."
+    )
     # PROTOCOLS §2 by hand: the table in tests/lmms/cases.py (a wrong-object answer, a right-object
     # wrong-state one, an unparseable and an empty reply, an item without a box).
-    assert _scores(results) == cases.CI_SCORES == {
-        "state_acc_standard_full": 66.67, "state_acc_standard_crop": 33.33,
-        "state_acc_distractor_full": 33.33, "state_acc_distractor_crop": 0.0,
-        "object_acc_standard_full": 66.67, "object_acc_standard_crop": 66.67,
-        "object_acc_distractor_full": 33.33, "object_acc_distractor_crop": 33.33,
-        "parse_failures": 4, "item": 3,
-    }
+    assert (
+        _scores(results)
+        == cases.CI_SCORES
+        == {
+            "state_acc_standard_full": 66.67,
+            "state_acc_standard_crop": 33.33,
+            "state_acc_distractor_full": 33.33,
+            "state_acc_distractor_crop": 0.0,
+            "object_acc_standard_full": 66.67,
+            "object_acc_standard_crop": 66.67,
+            "object_acc_distractor_full": 33.33,
+            "object_acc_distractor_crop": 33.33,
+            "parse_failures": 4,
+            "item": 3,
+        }
+    )
 
 
 def test_unsupported_protocol_is_refused(tmp_path):
@@ -240,8 +331,13 @@ def test_an_evaluation_that_fails_while_exiting_0_fails_the_test(tmp_path):
     what lmms-eval printed, not stop later on a missing results file."""
     media = _images(tmp_path, "vt/init.png", "vt/final.png", "vt/cand.png")
     lines = [_line("visualtrans", item_id, payload) for item_id, payload in cases.vt_payloads().items()]
-    header = {"protocol": "visualtrans", "project": "vt-demo", "version": "v1", "item_count": len(lines),
-              "checksum": "0" * 64}
+    header = {
+        "protocol": "visualtrans",
+        "project": "vt-demo",
+        "version": "v1",
+        "item_count": len(lines),
+        "checksum": "0" * 64,
+    }
     folder = tmp_path / "task"
     summary = write_task(folder, header, lines, media=folder_media(media))
     with pytest.raises(AssertionError) as failed:

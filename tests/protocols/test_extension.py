@@ -7,6 +7,7 @@ the jobs API, then the leaderboard through its API: model rows, the Random and t
 
 Nothing of annotation/, inference/, evaluation/, templates/ or static/ names the protocol.
 """
+
 from __future__ import annotations
 
 import io
@@ -35,8 +36,12 @@ SAMPLE = "tests.protocols.sample_protocol"
 WITH_SAMPLE = override_settings(STATELAB_PROTOCOLS=[*registry.BUILT_IN, SAMPLE])
 
 # Four questions: (id, the object's state, the truth, the annotator's blind answer).
-QUESTIONS = [("lid-0", "open", "A", "A"), ("lid-1", "closed", "B", "B"), ("lid-2", "open", "A", "A"),
-             ("lid-3", "closed", "B", "A")]
+QUESTIONS = [
+    ("lid-0", "open", "A", "A"),
+    ("lid-1", "closed", "B", "B"),
+    ("lid-2", "open", "A", "A"),
+    ("lid-3", "closed", "B", "A"),
+]
 
 
 def items_zip() -> io.BytesIO:
@@ -48,8 +53,18 @@ def items_zip() -> io.BytesIO:
             picture = io.BytesIO()
             Image.new("RGB", (24 + n, 16), (40 * n, 200 if state == "open" else 20, 90)).save(picture, "PNG")
             zf.writestr(f"img/{ext}.png", picture.getvalue())
-            lines.append(json.dumps({"id": ext, "image": f"img/{ext}.png", "object": "jar",
-                                     "question": "Is the jar's lid open?", "options": ["yes", "no"], "state": state}))
+            lines.append(
+                json.dumps(
+                    {
+                        "id": ext,
+                        "image": f"img/{ext}.png",
+                        "object": "jar",
+                        "question": "Is the jar's lid open?",
+                        "options": ["yes", "no"],
+                        "state": state,
+                    }
+                )
+            )
         zf.writestr("items.jsonl", "\n".join(lines) + "\n")
     archive.seek(0)
     archive.name = "items.zip"
@@ -67,13 +82,15 @@ def test_a_protocol_defined_in_the_tests_goes_from_import_to_leaderboard(people,
     res, ann, rev = (token_client(people[k]) for k in ("res", "ann", "rev"))
 
     # A project of the new protocol, through the API; the registry is read as the request comes.
-    made = res.post("/api/projects/", {"name": "Lids", "slug": "lids", "protocol": "lidcheck", "suggestions": False},
-                    format="json")
+    made = res.post(
+        "/api/projects/", {"name": "Lids", "slug": "lids", "protocol": "lidcheck", "suggestions": False}, format="json"
+    )
     assert made.status_code == 201, made.content
     assert (made.json()["protocol"], made.json()["workflow"]) == ("lidcheck", "qa")
     for user, role in ((people["ann"], Role.ANNOTATOR), (people["rev"], Role.REVIEWER)):
-        added = res.post("/api/projects/lids/members/", {"username_or_email": user.username, "role": role},
-                         format="json")
+        added = res.post(
+            "/api/projects/lids/members/", {"username_or_email": user.username, "role": role}, format="json"
+        )
         assert added.status_code == 201, added.content
     # The admin's project form validates the protocol against the registry as it is now too.
     project = Project.objects.get(slug="lids")
@@ -88,10 +105,15 @@ def test_a_protocol_defined_in_the_tests_goes_from_import_to_leaderboard(people,
     assert queued.status_code == 202, queued.content
     run = res.get(queued["Location"]).json()
     assert (run["status"], run["report"]["created"], run["report"]["by_status"]) == ("finished", 4, {"pending": 4})
-    refused = res.post("/api/projects/lids/imports/", {"file": _jsonl('{"id": "x", "image": "img/lid-0.png", '
-                                                                     '"object": "jar", "question": "Open?", '
-                                                                     '"options": ["no", "yes"]}')},
-                       format="multipart")
+    refused = res.post(
+        "/api/projects/lids/imports/",
+        {
+            "file": _jsonl(
+                '{"id": "x", "image": "img/lid-0.png", "object": "jar", "question": "Open?", "options": ["no", "yes"]}'
+            )
+        },
+        format="multipart",
+    )
     assert res.get(refused["Location"]).json()["errors"] == ['line 1: field options: must be ["yes", "no"]']
 
     # Annotate: each item once, blind (the state the scoring breaks down by never reaches the annotator).
@@ -104,8 +126,11 @@ def test_a_protocol_defined_in_the_tests_goes_from_import_to_leaderboard(people,
         assert shown["options"] == [{"letter": "A", "text": "yes"}, {"letter": "B", "text": "no"}]
         assert shown["question"] == "Is the jar's lid open?"
         ext = Item.objects.get(pk=shown["id"]).external_id
-        submitted = ann.post(f"/api/tasks/{task.json()['task']}/submit/",
-                             {"result": {"answer": answers[ext], "flags": []}, "time_spent_ms": 9000}, format="json")
+        submitted = ann.post(
+            f"/api/tasks/{task.json()['task']}/submit/",
+            {"result": {"answer": answers[ext], "flags": []}, "time_spent_ms": 9000},
+            format="json",
+        )
         assert submitted.status_code == 201, submitted.content
     assert ann.post("/api/projects/lids/tasks/next/", {}, format="json").status_code == 204
 
@@ -116,12 +141,16 @@ def test_a_protocol_defined_in_the_tests_goes_from_import_to_leaderboard(people,
         item = Item.objects.get(project__slug="lids", external_id=ext)
         detail = rev.get(f"/api/items/{item.pk}/review/").json()
         [annotation] = detail["annotations"]
-        decision = ({"decision": "accept", "annotation": annotation["id"]} if truth == blind
-                    else {"decision": "edit", "result": {"answer": truth, "flags": []}})
+        decision = (
+            {"decision": "accept", "annotation": annotation["id"]}
+            if truth == blind
+            else {"decision": "edit", "result": {"answer": truth, "flags": []}}
+        )
         decided = rev.post(f"/api/items/{item.pk}/review/", decision, format="json")
         assert decided.status_code == 201, decided.content
     assert dict(Item.objects.filter(project__slug="lids").values_list("external_id", "payload__answer")) == {
-        ext: truth for ext, _, truth, _ in QUESTIONS}
+        ext: truth for ext, _, truth, _ in QUESTIONS
+    }
     assert set(Item.objects.filter(project__slug="lids").values_list("status", flat=True)) == {ItemStatus.VERIFIED}
 
     # Release: the protocol's queries are frozen with the items.
@@ -132,8 +161,12 @@ def test_a_protocol_defined_in_the_tests_goes_from_import_to_leaderboard(people,
     assert resolved == {"qa": {"options": ["yes", "no"], "answer": "A", "format": "choice"}}
 
     # Predictions made elsewhere (option text or letter), read by the protocol's answer kind.
-    preds = [{"item": "lid-0", "query": "qa", "answer": "yes"}, {"item": "lid-1", "query": "qa", "answer": "no"},
-             {"item": "lid-2", "query": "qa", "answer": "no"}, {"item": "lid-3", "query": "qa", "answer": "B"}]
+    preds = [
+        {"item": "lid-0", "query": "qa", "answer": "yes"},
+        {"item": "lid-1", "query": "qa", "answer": "no"},
+        {"item": "lid-2", "query": "qa", "answer": "no"},
+        {"item": "lid-3", "query": "qa", "answer": "B"},
+    ]
     out = run_command("import_predictions", "lids", write_predictions(tmp_path, preds), "--model", "texty")
     assert out.startswith("imported 4 predictions as job") and "on release v1; 0 unparseable" in out
 
@@ -143,7 +176,13 @@ def test_a_protocol_defined_in_the_tests_goes_from_import_to_leaderboard(people,
     assert started.status_code == 201, started.content
     job = InferenceJob.objects.get(model_name="coin")
     assert (job.status, job.protocol, job.prompt_version, job.total_queries, job.done_queries, job.failed_queries) == (
-        "finished", "lidcheck", "lidcheck-v1", 4, 4, 0)
+        "finished",
+        "lidcheck",
+        "lidcheck-v1",
+        4,
+        4,
+        0,
+    )
     assert all("Is the jar's lid open?\nA. yes\nB. no" in p for p in job.predictions.values_list("prompt", flat=True))
 
     # The board: the protocol's metrics, a seeded Random row and the blind answers as the Human row.

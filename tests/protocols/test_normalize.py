@@ -1,25 +1,34 @@
 """The two text rules (protocols.normalize), each as its protocol's spec page states it, and the
 callers that must use them: docs/protocols/visualtrans.md § "Scoring" (answer rule),
 docs/protocols/status.md § "Agreement" (description rule)."""
+
 from __future__ import annotations
 
 import pytest
 
 from annotation import agreement
-from protocols.visualtrans import scoring as visualtrans
 from protocols.kit.answers import parse_answer, parse_choice
 from protocols.normalize import answer_multiset, answer_text, description_text
-
+from protocols.visualtrans import scoring as visualtrans
 
 # --- the answer rule: exact match after case, whitespace and surrounding punctuation ----------
 
-@pytest.mark.parametrize("raw,expected", [
-    ("Cup", "cup"), ("  big   bowl ", "big bowl"), ("bowl.", "bowl"), ('"(lid)"', "lid"),
-    ("STRASSE", "strasse"), ("Straße", "strasse"),  # case folded, not only lower-cased
-    ("a cup", "a cup"), ("the lid", "the lid"),  # articles are part of the answer
-    ("lid, cup", "lid, cup"),  # inner punctuation stays: only the edges are stripped
-    (3, "3"),
-])
+
+@pytest.mark.parametrize(
+    "raw,expected",
+    [
+        ("Cup", "cup"),
+        ("  big   bowl ", "big bowl"),
+        ("bowl.", "bowl"),
+        ('"(lid)"', "lid"),
+        ("STRASSE", "strasse"),
+        ("Straße", "strasse"),  # case folded, not only lower-cased
+        ("a cup", "a cup"),
+        ("the lid", "the lid"),  # articles are part of the answer
+        ("lid, cup", "lid, cup"),  # inner punctuation stays: only the edges are stripped
+        (3, "3"),
+    ],
+)
 def test_answer_text_ignores_case_whitespace_and_edge_punctuation_only(raw, expected):
     assert answer_text(raw) == expected
 
@@ -40,8 +49,12 @@ def test_visualtrans_set_scoring_needs_nothing_missing_and_nothing_extra():
     truth = ["cup", "Big Bowl"]
     assert visualtrans.is_correct("set", truth, parse_answer("visualtrans", "qa", "big bowl, CUP.", [], fmt="set"))
     assert not visualtrans.is_correct("set", truth, parse_answer("visualtrans", "qa", "cup", [], fmt="set"))
-    assert not visualtrans.is_correct("set", truth, parse_answer("visualtrans", "qa", "cup, big bowl, lid", [], fmt="set"))
-    assert not visualtrans.is_correct("set", truth, parse_answer("visualtrans", "qa", "the cup, big bowl", [], fmt="set"))
+    assert not visualtrans.is_correct(
+        "set", truth, parse_answer("visualtrans", "qa", "cup, big bowl, lid", [], fmt="set")
+    )
+    assert not visualtrans.is_correct(
+        "set", truth, parse_answer("visualtrans", "qa", "the cup, big bowl", [], fmt="set")
+    )
 
 
 def test_option_text_answers_match_by_the_answer_rule():
@@ -53,12 +66,16 @@ def test_option_text_answers_match_by_the_answer_rule():
 
 # --- blind QA answers: agreement and gold use the answer rule scoring uses ---------------------
 
-@pytest.mark.parametrize("answer,truth,correct", [
-    (["cup."], ["Cup"], True),
-    ("cup, big  bowl", ["big bowl", "cup"], True),
-    (["a cup"], ["cup"], False),
-    (["cup"], ["cup", "cup"], False),
-])
+
+@pytest.mark.parametrize(
+    "answer,truth,correct",
+    [
+        (["cup."], ["Cup"], True),
+        ("cup, big  bowl", ["big bowl", "cup"], True),
+        (["a cup"], ["cup"], False),
+        (["cup"], ["cup", "cup"], False),
+    ],
+)
 def test_qa_agreement_and_visualtrans_scoring_give_one_verdict(answer, truth, correct):
     assert agreement.qa_correct(answer, truth) is correct
     assert visualtrans.is_correct("set", truth, parse_answer("visualtrans", "qa", answer, [], fmt="set")) is correct
@@ -67,12 +84,16 @@ def test_qa_agreement_and_visualtrans_scoring_give_one_verdict(answer, truth, co
 
 # --- the description rule: free-text descriptions of two annotators ----------------------------
 
-@pytest.mark.parametrize("a,b", [
-    ("The closed jar.", "closed jar"),
-    ("a slightly-opened door", "slightly opened door"),
-    ("Open the jar!", "open  jar"),
-    ("AN apple", "apple"),
-])
+
+@pytest.mark.parametrize(
+    "a,b",
+    [
+        ("The closed jar.", "closed jar"),
+        ("a slightly-opened door", "slightly opened door"),
+        ("Open the jar!", "open  jar"),
+        ("AN apple", "apple"),
+    ],
+)
 def test_description_text_ignores_case_punctuation_and_articles(a, b):
     assert description_text(a) == description_text(b)
 

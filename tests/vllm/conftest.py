@@ -4,6 +4,7 @@ Runs in its own environment (.ci/test-vllm builds .venv-vllm). Where vLLM is not
 the default .venv, every test here is skipped; with STATELAB_REQUIRE_VLLM=1 (set by .ci/test-vllm)
 a missing vLLM is an error instead, so the tier can never pass by skipping.
 """
+
 from __future__ import annotations
 
 import importlib.util

@@ -3,6 +3,7 @@
 Random weights answer noise, so these tests check structure, token accounting, constraint
 validity and determinism, never what the answer means.
 """
+
 from __future__ import annotations
 
 import base64
@@ -33,13 +34,18 @@ def image_url(seed: int, width: int, height: int, fmt: str = "PNG") -> str:
 def two_image_query(key: str, seed: int, size: int = 56, **fields) -> ModelQuery:
     return ModelQuery(
         key=key,
-        messages=[{"role": "user", "content": [
-            {"type": "text", "text": "Image 1 is before the action."},
-            {"type": "image_url", "image_url": {"url": image_url(seed, size, size)}},
-            {"type": "text", "text": "Image 2 is after the action."},
-            {"type": "image_url", "image_url": {"url": image_url(seed + 1, size, size)}},
-            {"type": "text", "text": "Which option describes the change? Answer with the letter."},
-        ]}],
+        messages=[
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "Image 1 is before the action."},
+                    {"type": "image_url", "image_url": {"url": image_url(seed, size, size)}},
+                    {"type": "text", "text": "Image 2 is after the action."},
+                    {"type": "image_url", "image_url": {"url": image_url(seed + 1, size, size)}},
+                    {"type": "text", "text": "Which option describes the change? Answer with the letter."},
+                ],
+            }
+        ],
         **fields,
     )
 
@@ -99,7 +105,7 @@ def test_choice_constraint_returns_only_allowed_letters_with_their_logprobs(vllm
 
 def test_ten_options_keep_all_letter_logprobs(vllm_backend):
     letters = list("ABCDEFGHIJ")  # ChangeIt's ten candidates; more than the default top-5
-    reply, = vllm_backend.complete([two_image_query("ten", seed=7, choices=letters, max_tokens=2)], GREEDY)
+    (reply,) = vllm_backend.complete([two_image_query("ten", seed=7, choices=letters, max_tokens=2)], GREEDY)
 
     assert reply.text in letters
     assert set(reply.logprobs) == set(letters)
@@ -129,10 +135,19 @@ def test_json_schema_output_parses_and_validates(vllm_backend):
 def test_video_given_as_frames_counts_frame_tokens(vllm_backend):
     def video_query(key: str, n_frames: int) -> ModelQuery:
         frames = [image_url(300 + i, 56, 56) for i in range(n_frames)]
-        return ModelQuery(key=key, max_tokens=3, messages=[{"role": "user", "content": [
-            {"type": "video_frames", "video_frames": frames},
-            {"type": "text", "text": "Describe the change of state in the video."},
-        ]}])
+        return ModelQuery(
+            key=key,
+            max_tokens=3,
+            messages=[
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "video_frames", "video_frames": frames},
+                        {"type": "text", "text": "Describe the change of state in the video."},
+                    ],
+                }
+            ],
+        )
 
     replies = vllm_backend.complete([video_query("v2", 2), video_query("v4", 4), video_query("v8", 8)], GREEDY)
 
@@ -152,15 +167,24 @@ def test_same_chunk_twice_gives_identical_replies(vllm_backend):
     first = vllm_backend.complete(queries, GREEDY)
     second = vllm_backend.complete(queries, GREEDY)
 
-    strip = lambda replies: [(r.key, r.text, r.logprobs, r.prompt_tokens, r.completion_tokens, r.error) for r in replies]
+    def strip(replies):
+        return [(r.key, r.text, r.logprobs, r.prompt_tokens, r.completion_tokens, r.error) for r in replies]
+
     assert strip(first) == strip(second)
     assert [r.error for r in first] == [None, None, None]
 
 
 def test_a_broken_image_fails_only_its_query(vllm_backend):
     broken = two_image_query("broken", seed=500, choices=LETTERS)
-    broken.messages[0]["content"][3] = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgoAAAA="}}
-    queries = [two_image_query("ok1", seed=501, choices=LETTERS), broken, two_image_query("ok2", seed=502, choices=LETTERS)]
+    broken.messages[0]["content"][3] = {
+        "type": "image_url",
+        "image_url": {"url": "data:image/png;base64,iVBORw0KGgoAAAA="},
+    }
+    queries = [
+        two_image_query("ok1", seed=501, choices=LETTERS),
+        broken,
+        two_image_query("ok2", seed=502, choices=LETTERS),
+    ]
 
     replies = vllm_backend.complete(queries, GREEDY)
 
@@ -182,7 +206,9 @@ def test_a_prompt_too_long_for_the_engine_fails_only_its_query(vllm_backend):
     assert replies[1].text == ""
 
 
-def test_an_engine_that_cannot_start_fails_the_chunk_queries_with_the_reason(vllm_backend, tiny_model_dir, tiny_options, tmp_path):
+def test_an_engine_that_cannot_start_fails_the_chunk_queries_with_the_reason(
+    vllm_backend, tiny_model_dir, tiny_options, tmp_path
+):
     from inference.backends.vllm_backend import VLLMBackend, engine_stats
 
     vllm_backend.llm

@@ -1,5 +1,6 @@
 """A STATUS job through the production path (services, Celery tasks in eager mode, backend
 registry) on a `vllm` endpoint that points at the tiny model, against PostgreSQL."""
+
 from __future__ import annotations
 
 import math
@@ -36,7 +37,9 @@ def test_status_job_on_the_vllm_endpoint_stores_valid_predictions_and_reruns_ide
     )
 
     job = services.job_create(endpoint=endpoint, project=project, release=release, params={"chunk_size": 2, "seed": 0})
-    rerun = services.job_create(endpoint=endpoint, project=project, release=release, params={"chunk_size": 3, "seed": 0})
+    rerun = services.job_create(
+        endpoint=endpoint, project=project, release=release, params={"chunk_size": 3, "seed": 0}
+    )
 
     job.refresh_from_db()
     rerun.refresh_from_db()

@@ -17,6 +17,7 @@ Sets up a working StateLab on this machine and serves it:
 Running it again changes nothing: users keep the printed passwords, imports are idempotent and
 existing releases are left alone.
 """
+
 from __future__ import annotations
 
 import json
@@ -50,7 +51,6 @@ USERS = [
 ]
 
 
-
 def demo_projects() -> list[tuple[str, str, object]]:
     """(slug, protocol, its DEMO) of every registered protocol whose samples module has a DEMO."""
     found = []
@@ -65,8 +65,9 @@ def address_free(addr: str) -> None:
     """Refuse at once (CommandError) when runserver could not listen on `addr` ("[host:]port")."""
     host, _, port = addr.rpartition(":")
     try:
-        family, kind, _proto, _name, sockaddr = socket.getaddrinfo(host.strip("[]") or "127.0.0.1", int(port),
-                                                                   type=socket.SOCK_STREAM)[0]
+        family, kind, _proto, _name, sockaddr = socket.getaddrinfo(
+            host.strip("[]") or "127.0.0.1", int(port), type=socket.SOCK_STREAM
+        )[0]
         with socket.socket(family, kind) as probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as runserver does
             probe.bind(sockaddr)
@@ -78,8 +79,10 @@ def address_free(addr: str) -> None:
 def exit_on_termination():
     """SIGTERM and SIGHUP end the command as Ctrl-C does (by SystemExit), so the blocks around it
     clean up: the embedded PostgreSQL is stopped, not left running."""
-    previous = {sig: signal.signal(sig, lambda signum, _frame: sys.exit(128 + signum))
-                for sig in (signal.SIGTERM, signal.SIGHUP)}
+    previous = {
+        sig: signal.signal(sig, lambda signum, _frame: sys.exit(128 + signum))
+        for sig in (signal.SIGTERM, signal.SIGHUP)
+    }
     try:
         yield
     finally:
@@ -88,8 +91,10 @@ def exit_on_termination():
 
 
 class Command(BaseCommand):
-    help = ("Create demo users and a sample project for every registered protocol (media made locally), then serve "
-            "on 127.0.0.1:8000.")
+    help = (
+        "Create demo users and a sample project for every registered protocol (media made locally), then serve "
+        "on 127.0.0.1:8000."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--no-serve", action="store_true", help="set everything up, then exit")
@@ -161,7 +166,10 @@ class Command(BaseCommand):
             path = folder / filename
             with open(path, "w", encoding="utf-8") as fh:
                 for i in numbers:
-                    fh.write(json.dumps(sample_line(protocol, i, complete=complete, media=sample_media_paths(protocol, i))) + "\n")
+                    fh.write(
+                        json.dumps(sample_line(protocol, i, complete=complete, media=sample_media_paths(protocol, i)))
+                        + "\n"
+                    )
             try:
                 items_import(project=project, path=path, verified=filename == "verified.jsonl")
             except ImportRefused as exc:  # items edited since the last run (e.g. a reviewer's fix): keep them

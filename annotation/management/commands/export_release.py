@@ -3,6 +3,7 @@
 Each export is recorded in the audit trail (as a download from the releases page is), under
 --actor when given, with source=cli.
 """
+
 import os
 import sys
 from pathlib import Path
@@ -27,22 +28,31 @@ class Command(BaseCommand):
         parser.add_argument("project", help="project slug")
         parser.add_argument("version")
         parser.add_argument("-o", "--output", help="file to write (default: standard output)")
-        parser.add_argument("--push-to-hub", metavar="REPO_ID",
-                            help="with --format hf: upload the folder to this Hugging Face dataset repository "
-                                 "(private when it is created; needs huggingface_hub and HF_TOKEN)")
+        parser.add_argument(
+            "--push-to-hub",
+            metavar="REPO_ID",
+            help="with --format hf: upload the folder to this Hugging Face dataset repository "
+            "(private when it is created; needs huggingface_hub and HF_TOKEN)",
+        )
         fmt = parser.add_mutually_exclusive_group()
         fmt.add_argument("--jsonl", action="store_true")
         fmt.add_argument("--zip", action="store_true")
-        fmt.add_argument("--format", choices=["json", "jsonl", "zip", "coco", "hf", "lmms-eval"], dest="format",
-                         help="json, jsonl, zip, coco (box projects; a zip with the images when -o ends in .zip), "
-                              "hf (a Hugging Face dataset folder at -o DIR) or lmms-eval (an lmms-eval task "
-                              "folder at -o DIR, for --include_path; every protocol but video rating)")
+        fmt.add_argument(
+            "--format",
+            choices=["json", "jsonl", "zip", "coco", "hf", "lmms-eval"],
+            dest="format",
+            help="json, jsonl, zip, coco (box projects; a zip with the images when -o ends in .zip), "
+            "hf (a Hugging Face dataset folder at -o DIR) or lmms-eval (an lmms-eval task "
+            "folder at -o DIR, for --include_path; every protocol but video rating)",
+        )
         add_actor_argument(parser)
 
     def handle(self, *args, **opts):
-        release = Release.objects.select_related("project").filter(
-            project__slug=opts["project"], version=opts["version"]
-        ).first()
+        release = (
+            Release.objects.select_related("project")
+            .filter(project__slug=opts["project"], version=opts["version"])
+            .first()
+        )
         if release is None:
             raise CommandError(f"no release {opts['version']!r} in project {opts['project']!r}")
         self.actor = command_actor(opts["actor"], release.project)  # the release export API's role: researcher
@@ -104,8 +114,10 @@ class Command(BaseCommand):
         except LmmsExportError as exc:
             raise CommandError(str(exc)) from exc
         release_export_record(release=release, fmt="lmms-eval", actor=self.actor)
-        self.stderr.write(f"{release}: {summary['items']} items, {summary['documents']} documents -> {out_name} "
-                          f"(lmms-eval task {summary['task']}: lmms-eval --include_path {out_name} --tasks {summary['task']})")
+        self.stderr.write(
+            f"{release}: {summary['items']} items, {summary['documents']} documents -> {out_name} "
+            f"(lmms-eval task {summary['task']}: lmms-eval --include_path {out_name} --tasks {summary['task']})"
+        )
 
     def _push(self, folder, repo_id, release):
         """Upload the dataset folder (the only network use of StateLab outside model endpoints)."""
@@ -118,7 +130,11 @@ class Command(BaseCommand):
             raise CommandError("--push-to-hub needs the huggingface_hub package; the folder is written") from exc
         api = HfApi(token=token)
         api.create_repo(repo_id, repo_type="dataset", private=True, exist_ok=True)
-        info = api.upload_folder(repo_id=repo_id, repo_type="dataset", folder_path=str(folder),
-                                 commit_message=f"StateLab release {release.project.slug} {release.version} ({release.checksum[:12]})")
+        info = api.upload_folder(
+            repo_id=repo_id,
+            repo_type="dataset",
+            folder_path=str(folder),
+            commit_message=f"StateLab release {release.project.slug} {release.version} ({release.checksum[:12]})",
+        )
         release_export_record(release=release, fmt="hf", actor=self.actor, hub_repo=repo_id)
         self.stderr.write(f"pushed to {getattr(info, 'commit_url', repo_id)}")

@@ -1,4 +1,5 @@
 """python manage.py freeze_release <project> <version> [--split S] [--actor USERNAME]"""
+
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.management.actor import add_actor_argument, command_actor, on_command_line

@@ -1,5 +1,6 @@
 """python manage.py import_annotations <project> <file> [--actor USERNAME]: human ratings / blind QA
 answers from elsewhere."""
+
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError

@@ -15,6 +15,7 @@ A project that --create makes is recorded as created (project_create, as the new
 records it: under --actor when given, source=cli) together with the project; when the import is
 then refused, the project goes again with its creation event, and nothing is left written.
 """
+
 import tempfile
 from pathlib import Path
 
@@ -46,9 +47,13 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("project", help="project slug")
-        parser.add_argument("file", type=Path, help="items .jsonl or .zip, or a dataset folder (export_release --format hf)")
         parser.add_argument(
-            "--protocol", choices=PROTOCOLS, help="checked against the project; with --create, defaults to a release export's"
+            "file", type=Path, help="items .jsonl or .zip, or a dataset folder (export_release --format hf)"
+        )
+        parser.add_argument(
+            "--protocol",
+            choices=PROTOCOLS,
+            help="checked against the project; with --create, defaults to a release export's",
         )
         parser.add_argument("--media-root", type=Path, default=None, help="folder the media paths are relative to")
         parser.add_argument("--create", action="store_true", help="create the project when missing")
@@ -100,14 +105,21 @@ class Command(BaseCommand):
         try:
             with transaction.atomic():  # the project and its creation event commit together
                 project, made = project_for_import(
-                    slug=opts["project"], protocol=protocol, create=opts["create"], option_seed=seed, creator=opts["actor"]
+                    slug=opts["project"],
+                    protocol=protocol,
+                    create=opts["create"],
+                    option_seed=seed,
+                    creator=opts["actor"],
                 )
                 creation = self._record_creation(project, opts["actor"]) if made else None
             created = made
             if not created:  # made by a concurrent import meanwhile, perhaps
                 require_command_role(opts["actor"], project)
             report = items_import(
-                project=project, path=opts["file"], media_root=opts["media_root"], verified=opts["verified"],
+                project=project,
+                path=opts["file"],
+                media_root=opts["media_root"],
+                verified=opts["verified"],
                 actor=opts["actor"],
             )
         except BaseException as exc:
@@ -132,7 +144,16 @@ class Command(BaseCommand):
     def _record_creation(project: Project, actor) -> AuditEvent:
         """The project_create event the new-project page records (annotation.project_setup), for a
         project made here; `actor` (when given) became its admin."""
-        return audit_record(action=AuditAction.PROJECT_CREATE, actor=actor, project=project, obj=project,
-                            details={"protocol": project.protocol, "annotations_per_item": project.annotations_per_item,
-                                     "settings": project.settings, "creator_role": Role.ADMIN if actor else None,
-                                     "option_seed": project.option_seed})
+        return audit_record(
+            action=AuditAction.PROJECT_CREATE,
+            actor=actor,
+            project=project,
+            obj=project,
+            details={
+                "protocol": project.protocol,
+                "annotations_per_item": project.annotations_per_item,
+                "settings": project.settings,
+                "creator_role": Role.ADMIN if actor else None,
+                "option_seed": project.option_seed,
+            },
+        )

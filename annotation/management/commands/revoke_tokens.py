@@ -1,4 +1,5 @@
 """python manage.py revoke_tokens (--user U | --older-than DAYS | --all)"""
+
 from datetime import timedelta
 
 from django.contrib.auth import get_user_model

@@ -28,4 +28,6 @@ class Command(BaseCommand):
             raise CommandError(str(exc))
         for note in tables.correlation_notes(report):
             self.stderr.write(note)
-        self.stdout.write(tables.render_correlation(report, format, details=details), ending="" if format != "json" else "\n")
+        self.stdout.write(
+            tables.render_correlation(report, format, details=details), ending="" if format != "json" else "\n"
+        )

@@ -3,6 +3,7 @@
 The import is recorded in the audit trail under --actor (a researcher or admin of the project, the
 role that launches jobs in the app) when given, and with source=cli either way.
 """
+
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.management.actor import add_actor_argument, command_actor, on_command_line
@@ -24,7 +25,11 @@ class Command(BaseCommand):
         parser.add_argument("file", help="JSONL file of predictions")
         parser.add_argument("--model", required=True, help="row name on the leaderboard")
         parser.add_argument("--format", default="auto", choices=("auto",) + FORMATS, dest="fmt")
-        parser.add_argument("--release", default=None, help="release version (default: the newest release, else the project's verified items)")
+        parser.add_argument(
+            "--release",
+            default=None,
+            help="release version (default: the newest release, else the project's verified items)",
+        )
         add_actor_argument(parser)
 
     def handle(self, *args, project, file, model, release, fmt, actor, **options):
@@ -50,4 +55,7 @@ class Command(BaseCommand):
         except PredictionImportError as exc:
             raise CommandError(str(exc))
         where = f"release {rel.version}" if rel is not None else "verified items"
-        self.stdout.write(f"imported {job.total_queries} predictions as job {job.pk} ({job.model_name}) on {where}; {job.failed_queries} unparseable")
+        self.stdout.write(
+            f"imported {job.total_queries} predictions as job {job.pk} ({job.model_name}) on {where}; "
+            f"{job.failed_queries} unparseable"
+        )

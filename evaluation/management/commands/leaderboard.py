@@ -11,15 +11,30 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("project")
         parser.add_argument("--release", default=None)
-        parser.add_argument("--judge", default=None, help="video rating: score generators by this judge instead of humans")
+        parser.add_argument(
+            "--judge", default=None, help="video rating: score generators by this judge instead of humans"
+        )
         parser.add_argument("--format", default="json", choices=["json", "csv", "latex", "markdown"])
-        parser.add_argument("--details", action="store_true", help="json: add rank, breakdowns and diagnostics to each row")
+        parser.add_argument(
+            "--details", action="store_true", help="json: add rank, breakdowns and diagnostics to each row"
+        )
         parser.add_argument("--boot", type=int, default=N_BOOT, help="bootstrap resamples")
-        parser.add_argument("--rank-by", default=None, metavar="NAME",
-                            help="order and rank by another ranking of the protocol (video rating: criteria_mean, "
-                                 "the mean of the eight criteria); default: the protocol's headline metric")
-        parser.add_argument("--breakdown", default=None, metavar="NAME",
-                            help="one breakdown tab instead of the main table, e.g. category:positional, difference:slight, state_change:scenario")
+        parser.add_argument(
+            "--rank-by",
+            default=None,
+            metavar="NAME",
+            help="order and rank by another ranking of the protocol (video rating: criteria_mean, "
+            "the mean of the eight criteria); default: the protocol's headline metric",
+        )
+        parser.add_argument(
+            "--breakdown",
+            default=None,
+            metavar="NAME",
+            help=(
+                "one breakdown tab instead of the main table, e.g. category:positional, difference:slight, "
+                "state_change:scenario"
+            ),
+        )
 
     def handle(self, *args, project, release, judge, format, boot, details, breakdown, rank_by, **options):
         try:

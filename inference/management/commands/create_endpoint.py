@@ -1,5 +1,6 @@
 """python manage.py create_endpoint --name N --backend vllm|openai|random --model M [--base-url URL]
 [--api-key-env VAR] [--concurrency C] [--option key=value ...]"""
+
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
@@ -18,14 +19,24 @@ class Command(BaseCommand):
         parser.add_argument("--base-url", default="")
         parser.add_argument("--api-key-env", default="", help="name of the environment variable holding the API key")
         parser.add_argument("--concurrency", type=int, default=8)
-        parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                            help="backend setting; values are read as JSON when they parse (numbers, true, {...})")
+        parser.add_argument(
+            "--option",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="backend setting; values are read as JSON when they parse (numbers, true, {...})",
+        )
 
     def handle(self, *args, **opts):
         try:
             endpoint = services.endpoint_create(
-                name=opts["name"], backend=opts["backend"], model_id=opts["model"], revision=opts["revision"],
-                base_url=opts["base_url"], api_key_env=opts["api_key_env"], concurrency=opts["concurrency"],
+                name=opts["name"],
+                backend=opts["backend"],
+                model_id=opts["model"],
+                revision=opts["revision"],
+                base_url=opts["base_url"],
+                api_key_env=opts["api_key_env"],
+                concurrency=opts["concurrency"],
                 options=services.parse_key_values(opts["option"]),
             )
         except ValidationError as exc:

@@ -12,6 +12,7 @@ failed queries and their main errors if some failed, another the number of judge
 stayed unreadable JSON); 1 when the job failed (including every query failing) or was cancelled;
 2 when it finished with failed queries or unreadable replies (both scored as missing) and
 --strict was given."""
+
 import sys
 import time
 
@@ -25,9 +26,11 @@ from inference.models import InferenceJob, JobMode, JobStatus, ModelEndpoint
 
 
 class Command(BaseCommand):
-    help = ("Start an inference job; with --wait, print progress until it ends (exit 1 if it failed or was "
-            "cancelled; a finished job with failed queries or unreadable judge replies exits 0 with a warning, "
-            "or 2 with --strict).")
+    help = (
+        "Start an inference job; with --wait, print progress until it ends (exit 1 if it failed or was "
+        "cancelled; a finished job with failed queries or unreadable judge replies exits 0 with a warning, "
+        "or 2 with --strict)."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--endpoint", required=True, help="endpoint name")
@@ -35,13 +38,21 @@ class Command(BaseCommand):
         parser.add_argument("--release", default=None, help="release version")
         parser.add_argument("--protocol", required=True)
         parser.add_argument("--mode", default=JobMode.EVALUATE, choices=[JobMode.EVALUATE, JobMode.SUGGEST])
-        parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                            help="job parameter: temperature, max_tokens, seed, frames, item_limit, strategy, chunk_size, ...")
+        parser.add_argument(
+            "--param",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="job parameter: temperature, max_tokens, seed, frames, item_limit, strategy, chunk_size, ...",
+        )
         parser.add_argument("--wait", action="store_true")
         parser.add_argument("--poll", type=float, default=2.0, help="seconds between progress lines with --wait")
-        parser.add_argument("--strict", action="store_true",
-                            help="with --wait: exit 2 when the job finished but some queries failed or some "
-                                 "judge replies stayed unreadable")
+        parser.add_argument(
+            "--strict",
+            action="store_true",
+            help="with --wait: exit 2 when the job finished but some queries failed or some "
+            "judge replies stayed unreadable",
+        )
         add_actor_argument(parser)
 
     def handle(self, *args, **opts):
@@ -57,9 +68,15 @@ class Command(BaseCommand):
             raise CommandError(f"endpoint {endpoint.name} cannot be used: {refusal}")
         try:
             with on_command_line():
-                job = services.job_create(endpoint=endpoint, project=project, release=release, protocol=opts["protocol"],
-                                          mode=opts["mode"], params=services.parse_key_values(opts["param"]),
-                                          created_by=actor)
+                job = services.job_create(
+                    endpoint=endpoint,
+                    project=project,
+                    release=release,
+                    protocol=opts["protocol"],
+                    mode=opts["mode"],
+                    params=services.parse_key_values(opts["param"]),
+                    created_by=actor,
+                )
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages))
         self.stdout.write(f"job {job.pk} created ({job.model_name} on {project.slug}, {job.protocol})")
@@ -69,9 +86,11 @@ class Command(BaseCommand):
         while True:
             job = InferenceJob.objects.select_related("project", "endpoint").get(pk=job.pk)
             p = selectors.job_progress(job=job)
-            line = (f"job {job.pk} {p['status']}: {p['percent']}% ({p['done']} done, {p['failed']} failed of {p['total']})"
-                    + (f", {p['rate_per_s']:.2f}/s" if p["rate_per_s"] else "")
-                    + (f", ETA {p['eta_s']:.0f}s" if p["eta_s"] and p["status"] == JobStatus.RUNNING else ""))
+            line = (
+                f"job {job.pk} {p['status']}: {p['percent']}% ({p['done']} done, {p['failed']} failed of {p['total']})"
+                + (f", {p['rate_per_s']:.2f}/s" if p["rate_per_s"] else "")
+                + (f", ETA {p['eta_s']:.0f}s" if p["eta_s"] and p["status"] == JobStatus.RUNNING else "")
+            )
             if line != last:
                 self.stdout.write(line)
                 self.stdout.flush()

@@ -5,6 +5,7 @@ One image of an object and a yes/no question about its state ("Is the jar's lid 
 blind in the QA form like VisualTrans and M3-Verse; a model answers the letter of yes or no.
 Spec: tests/protocols/sample_protocol/spec.md. Prompts: prompts.py; scoring: scoring.py.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -17,8 +18,10 @@ from .fields import ITEM_FIELDS, STATES
 
 METRICS = {
     "accuracy": ("Accuracy", "Share of questions whose yes/no answer was right."),
-    **{f"acc_{state}": (f"Accuracy ({state})", f"Accuracy on questions about objects that are {state}.")
-       for state in STATES},
+    **{
+        f"acc_{state}": (f"Accuracy ({state})", f"Accuracy on questions about objects that are {state}.")
+        for state in STATES
+    },
 }
 
 
@@ -38,8 +41,9 @@ class LidCheck(Protocol):
     spec = "tests/protocols/sample_protocol/spec.md"
     samples_module = None  # no made-up dataset: the test writes its own items
 
-    def resolve_queries(self, item_id: str, payload: Mapping[str, Any], *, seed: int,
-                        vocabulary: Any = None) -> dict[str, dict[str, Any]]:
+    def resolve_queries(
+        self, item_id: str, payload: Mapping[str, Any], *, seed: int, vocabulary: Any = None
+    ) -> dict[str, dict[str, Any]]:
         # Yes before no, always: the order a person reads them in is the order a model sees.
         return {"qa": {"options": list(payload["options"]), "answer": payload.get("answer"), "format": "choice"}}
 

@@ -1,4 +1,5 @@
 """Lid check item lines: an image, the object, a yes/no question; the label is the answer letter."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -1,4 +1,5 @@
 """Lid check prompts: the image, the question, yes and no as lettered options."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -26,7 +27,21 @@ def build(item: ItemInput, *, media: Media, params: dict[str, Any]) -> list[Prep
         picture = image(media.image(item.media_paths.get("image")))
     except MediaError as exc:
         return [failed("qa", options, str(exc))]
-    messages = user([picture, text(f"Question: {item.payload['question']}\n{lettered(options)}\n"
-                                   "Answer with the letter of the correct option (A or B) and nothing else.")])
-    return [PreparedQuery(key="qa", query=query_for("qa", item, messages, choices=["A", "B"], max_tokens=4),
-                          options=options, prompt=render_prompt(messages), fmt="choice")]
+    messages = user(
+        [
+            picture,
+            text(
+                f"Question: {item.payload['question']}\n{lettered(options)}\n"
+                "Answer with the letter of the correct option (A or B) and nothing else."
+            ),
+        ]
+    )
+    return [
+        PreparedQuery(
+            key="qa",
+            query=query_for("qa", item, messages, choices=["A", "B"], max_tokens=4),
+            options=options,
+            prompt=render_prompt(messages),
+            fmt="choice",
+        )
+    ]

@@ -1,4 +1,5 @@
 """Lid check scoring: a question is right when the answer's letter is the known one. No Django."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -42,5 +43,7 @@ def cis(matrix: ItemMatrix, *, n_boot: int = N_BOOT, seed: int = 0) -> dict[str,
 
 def random_run(items: Sequence[ScoringItem], *, rng: np.random.Generator) -> dict[tuple, RunAnswer]:
     """Seeded random letters, in item order."""
-    return {(item.key, "qa"): RunAnswer("AB"[int(rng.integers(0, 2))], list(item.resolved["qa"]["options"]))
-            for item in items}
+    return {
+        (item.key, "qa"): RunAnswer("AB"[int(rng.integers(0, 2))], list(item.resolved["qa"]["options"]))
+        for item in items
+    }
