@@ -153,7 +153,7 @@ class ItemAdmin(AuditedAdmin, ProjectScopedAdmin):
 @admin.register(MediaAsset)
 class MediaAssetAdmin(ReadOnlyAdmin, admin.ModelAdmin):
     """Stored media, viewed only: media enter through imports, which detect the real type and
-    measure the file (annotation.media); a file or size set here would bypass that."""
+    measure the file (annotation/media/assets.py); a file or size set here would bypass that."""
 
     list_display = ("sha256", "kind", "width", "height", "duration", "size_bytes")
 

@@ -85,7 +85,7 @@ class AuditEventAdmin(ProjectRecordAdmin):
 
 @admin.register(Task)
 class TaskAdmin(ProjectRecordAdmin):
-    """Annotators' holds on items (the queue keeps leases and the one-hold-per-item rule)."""
+    """Annotators' tasks on items (the queue keeps leases and the one-active-task-per-item rule)."""
 
     project_field = "item__project"
     list_display = ("id", "item", "annotator", "status", "lease_expires", "updated_at")
@@ -96,7 +96,7 @@ class TaskAdmin(ProjectRecordAdmin):
 
 @admin.register(AnnotationRevision)
 class AnnotationRevisionAdmin(ProjectRecordAdmin):
-    """Earlier versions of amended annotations (annotation/history.py)."""
+    """Earlier versions of amended annotations (annotation/amend.py)."""
 
     project_field = "annotation__item__project"
     list_display = ("id", "annotation", "submitted_at", "replaced_at", "with_suggestion")

@@ -33,7 +33,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils.functional import SimpleLazyObject
 
-from .audit import audit_record, row_changes, row_values
+from .audit.record import audit_record, row_changes, row_values
 from .models import AuditAction, Project, Release, Role
 from .permissions import is_researcher_anywhere, projects_with_role
 

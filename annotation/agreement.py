@@ -3,6 +3,10 @@
 Inputs are plain results as stored in `Annotation.result` (see annotation/results.py). Every
 function here is deterministic and side-effect free so the same numbers can be recomputed from
 an export in a notebook.
+
+A quintuplet's fields, and which of them are closed, are the protocol's (protocols/base.py:
+result_fields, result_choices): a function takes the project's protocol name as `protocol`;
+left out, those of every registered quintuplet protocol (annotation.protocols.quintuplet_fields).
 """
 
 from __future__ import annotations
@@ -14,9 +18,8 @@ from itertools import combinations, groupby
 from typing import Any
 
 from protocols.normalize import answer_text, description_text
-from protocols.status import RESULT_FIELDS as QUINTUPLET_FIELDS
 
-from .protocols import rating_criteria, rating_gold_tolerance
+from .protocols import quintuplet_choices, quintuplet_fields, rating_criteria, rating_gold_tolerance
 from .reliability import CoincidenceMatrix
 
 
@@ -156,15 +159,27 @@ def rating_summary(items: Iterable[Sequence[dict]], criteria: Sequence[str] | No
 # --- pairs, consensus, disagreements ------------------------------------------------------
 
 
-def pair_agreement(workflow: str, r1: dict, r2: dict) -> float | None:
+def __getattr__(name: str) -> Any:
+    # QUINTUPLET_FIELDS: the quintuplet form's fields over the registry as it is now.
+    if name == "QUINTUPLET_FIELDS":
+        return quintuplet_fields()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _quintuplet_agreement(r1: dict, r2: dict, fields: Sequence[str]) -> float | None:
+    if not fields:
+        return None
+    return sum(quintuplet_field_value(r1, f) == quintuplet_field_value(r2, f) for f in fields) / len(fields)
+
+
+def pair_agreement(workflow: str, r1: dict, r2: dict, *, protocol: str | None = None) -> float | None:
     """0..1 agreement of two annotators on one item (None when there is nothing to compare)."""
     if workflow == "box":
         return 1.0 if box_pair(r1, r2)[1] else 0.0
     if workflow == "qa":
         return 1.0 if qa_answers_agree(r1.get("answer"), r2.get("answer")) else 0.0
     if workflow == "quintuplet":
-        same = sum(quintuplet_field_value(r1, f) == quintuplet_field_value(r2, f) for f in QUINTUPLET_FIELDS)
-        return same / len(QUINTUPLET_FIELDS)
+        return _quintuplet_agreement(r1, r2, quintuplet_fields(protocol))
     if workflow == "rating":
         s1, s2 = r1.get("scores") or {}, r2.get("scores") or {}
         diffs = [abs(s1[c] - s2[c]) for c in s1 if s1.get(c) is not None and s2.get(c) is not None]
@@ -172,7 +187,7 @@ def pair_agreement(workflow: str, r1: dict, r2: dict) -> float | None:
     raise ValueError(f"unknown workflow {workflow!r}")
 
 
-def results_agree(workflow: str, results: Sequence[dict]) -> bool:
+def results_agree(workflow: str, results: Sequence[dict], *, protocol: str | None = None) -> bool:
     """Whether every annotator pair agrees fully (the condition for auto-verification)."""
     if len(results) < 2:
         return False
@@ -188,7 +203,7 @@ def results_agree(workflow: str, results: Sequence[dict]) -> bool:
             if nums and max(nums) - min(nums) > 1:
                 return False
         return True
-    return all(pair_agreement(workflow, a, b) == 1.0 for a, b in combinations(results, 2))
+    return all(pair_agreement(workflow, a, b, protocol=protocol) == 1.0 for a, b in combinations(results, 2))
 
 
 def consensus_result(workflow: str, results: Sequence[dict]) -> dict:
@@ -200,9 +215,9 @@ def consensus_result(workflow: str, results: Sequence[dict]) -> dict:
     return first
 
 
-def _field_values(workflow: str, result: dict) -> dict[str, Any]:
+def _field_values(workflow: str, result: dict, protocol: str | None = None) -> dict[str, Any]:
     if workflow == "quintuplet":
-        return {f: result.get(f) for f in QUINTUPLET_FIELDS}
+        return {f: result.get(f) for f in quintuplet_fields(protocol)}
     if workflow == "box":
         if "bbox" in result:
             return {"bbox": result["bbox"], "state": result.get("state"), "outcome": None}
@@ -214,7 +229,9 @@ def _field_values(workflow: str, result: dict) -> dict[str, Any]:
     raise ValueError(f"unknown workflow {workflow!r}")
 
 
-def field_disagreements(workflow: str, annotations: Sequence[tuple[int, dict]]) -> dict[str, Any]:
+def field_disagreements(
+    workflow: str, annotations: Sequence[tuple[int, dict]], *, protocol: str | None = None
+) -> dict[str, Any]:
     """Per field: each annotation's value and whether they all agree (after normalization).
 
     Boxes agree when every pair has IoU >= 0.5 (min_iou is given); ratings agree when they
@@ -222,7 +239,7 @@ def field_disagreements(workflow: str, annotations: Sequence[tuple[int, dict]]) 
     """
     per_field: dict[str, list[tuple[int, Any]]] = defaultdict(list)
     for annotation_id, result in annotations:
-        for field, value in _field_values(workflow, result).items():
+        for field, value in _field_values(workflow, result, protocol).items():
             per_field[field].append((annotation_id, value))
     out: dict[str, Any] = {}
     for field, pairs in per_field.items():
@@ -250,7 +267,9 @@ def field_disagreements(workflow: str, annotations: Sequence[tuple[int, dict]]) 
 # --- gold ---------------------------------------------------------------------------------
 
 
-def gold_correct(workflow: str, payload: dict, result: dict, *, tolerance: int | None = None) -> bool | None:
+def gold_correct(
+    workflow: str, payload: dict, result: dict, *, tolerance: int | None = None, protocol: str | None = None
+) -> bool | None:
     """Whether an annotation matches a gold item's known answer (None when the item has none).
     tolerance: how far a rating may lie from an expected score (the project's protocol's
     gold_tolerance; by default protocols.rating_gold_tolerance)."""
@@ -269,11 +288,11 @@ def gold_correct(workflow: str, payload: dict, result: dict, *, tolerance: int |
             return result.get("state") == payload["state"]
         return None
     if workflow == "quintuplet":
-        known = [f for f in QUINTUPLET_FIELDS if payload.get(f) is not None]
+        known = [f for f in quintuplet_fields(protocol) if payload.get(f) is not None]
         if not known:
             return None
         # Free text is written differently by every annotator; gold checks the closed fields.
-        closed = [f for f in ("category", "difference") if f in known] or known
+        closed = [f for f in quintuplet_choices(protocol) if f in known] or known
         return all(quintuplet_field_value(result, f) == quintuplet_field_value(payload, f) for f in closed)
     if workflow == "rating":
         gold = payload.get("gold_scores")
@@ -303,10 +322,12 @@ class ProjectAgreement:
     class fed from a list, so both give the same numbers.
     """
 
-    def __init__(self, workflow: str, criteria: Sequence[str] | None = None):
+    def __init__(self, workflow: str, criteria: Sequence[str] | None = None, *, protocol: str | None = None):
         if workflow not in ("box", "qa", "quintuplet", "rating"):
             raise ValueError(f"unknown workflow {workflow!r}")
         self.workflow = workflow
+        # A quintuplet project's fields: its protocol's; by default every quintuplet protocol's.
+        self.fields = quintuplet_fields(protocol) if workflow == "quintuplet" else ()
         # A rating project's criteria: its protocol's; by default the rating form's (every rating protocol's).
         self.criteria = tuple(rating_criteria() if criteria is None else criteria)
         self.items = 0  # items with at least two annotations
@@ -324,7 +345,10 @@ class ProjectAgreement:
         workflow = self.workflow
         results = [r for _, r in entries]
         for (a, ra), (b, rb) in combinations(entries, 2):
-            score = pair_agreement(workflow, ra, rb)
+            if workflow == "quintuplet":
+                score = _quintuplet_agreement(ra, rb, self.fields)
+            else:
+                score = pair_agreement(workflow, ra, rb)
             if score is not None:
                 self._annotator_sum[a] += score
                 self._annotator_sum[b] += score
@@ -351,7 +375,7 @@ class ProjectAgreement:
         elif workflow == "quintuplet":
             for a, b in combinations(results, 2):
                 self.pairs += 1
-                for name in QUINTUPLET_FIELDS:
+                for name in self.fields:
                     self.field_agree[name] += quintuplet_field_value(a, name) == quintuplet_field_value(b, name)
         else:
             for criterion in self.criteria:
@@ -385,7 +409,7 @@ class ProjectAgreement:
             pairs = self.pairs
             return {
                 "pairs": pairs,
-                "fields": {f: (round(self.field_agree[f] / pairs, 4) if pairs else None) for f in QUINTUPLET_FIELDS},
+                "fields": {f: (round(self.field_agree[f] / pairs, 4) if pairs else None) for f in self.fields},
             }
         out: dict[str, Any] = {}
         for criterion in self.criteria:

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from .apis import audit, history, imports, members, project_settings, projects, releases, studies, work
+from .apis import amend, audit, imports, members, project_settings, projects, releases, studies, work
 
 urlpatterns = [
     path("me/", projects.MeApi.as_view(), name="api-me"),
@@ -23,9 +23,9 @@ urlpatterns = [
         name="api-invite-revoke",
     ),
     path("invites/<str:token>/accept/", members.InviteAcceptApi.as_view(), name="api-invite-accept"),
-    path("projects/<slug:slug>/my-annotations/", history.OwnRecentApi.as_view(), name="api-own-annotations"),
-    path("annotations/<int:annotation_id>/", history.OwnAnnotationApi.as_view(), name="api-own-annotation"),
-    path("annotations/<int:annotation_id>/amend/", history.AmendApi.as_view(), name="api-annotation-amend"),
+    path("projects/<slug:slug>/my-annotations/", amend.OwnRecentApi.as_view(), name="api-own-annotations"),
+    path("annotations/<int:annotation_id>/", amend.OwnAnnotationApi.as_view(), name="api-own-annotation"),
+    path("annotations/<int:annotation_id>/amend/", amend.AmendApi.as_view(), name="api-annotation-amend"),
     path("projects/<slug:slug>/imports/", imports.ItemImportApi.as_view(), name="api-item-import"),
     path("imports/<int:run_id>/", imports.ImportRunApi.as_view(), name="api-import-run"),
     path(

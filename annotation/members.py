@@ -22,7 +22,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from .audit import audit_record
+from .audit.record import audit_record
 from .models import ROLE_RANK, AuditAction, Membership, Project, ProjectInvite, Role
 from .permissions import role_in
 from .project_setup import SetupInvalid

@@ -240,7 +240,7 @@ class TaskStatus(models.TextChoices):
 
 
 class Task(models.Model):
-    """One annotator holding one item under a lease."""
+    """One annotator's claim on one item, kept alive under a lease (the queue: annotation/queue/)."""
 
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="tasks")
     annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tasks")
@@ -253,7 +253,7 @@ class Task(models.Model):
 
     class Meta:
         constraints = [
-            # At most one live hold per item: nobody else holds an item someone is working on.
+            # At most one active task per item: nobody else claims an item someone is working on.
             models.UniqueConstraint(fields=["item"], condition=Q(status="active"), name="task_one_active_per_item"),
         ]
         indexes = [models.Index(fields=["annotator", "status"], name="task_annotator_status_idx")]
@@ -302,7 +302,7 @@ class Annotation(models.Model):
 
 
 class AnnotationRevision(models.Model):
-    """An earlier version of an annotation its annotator amended (annotation/history.py): the
+    """An earlier version of an annotation its annotator amended (annotation/amend.py): the
     annotation row holds what counts now; each amendment keeps what it replaced here."""
 
     annotation = models.ForeignKey(Annotation, on_delete=models.CASCADE, related_name="revisions")
@@ -456,7 +456,7 @@ class AuditAction(models.TextChoices):
 
 class AuditEvent(models.Model):
     """Who did what to which object, when: written by the service that made the change, in its
-    transaction (annotation/audit.py); read by the project's researchers (annotation/audit_trail.py)."""
+    transaction (annotation/audit/record.py); read by the project's researchers (annotation/audit/trail.py)."""
 
     at = models.DateTimeField(default=timezone.now)
     actor = models.ForeignKey(
@@ -481,12 +481,12 @@ class AuditEvent(models.Model):
         return f"{self.at:%Y-%m-%d %H:%M:%S} {self.actor_name or '-'} {self.action} {self.object_repr}"
 
 
-# Crowd-rater studies: their models live in study_models.py (kept apart for size), re-exported here.
+# Crowd-rater studies: their models live in studies/models.py (with the studies code), re-exported here.
 # The redundant aliases mark them as re-exports: Django loads the app's models from this module.
-from .study_models import CrowdAccount as CrowdAccount  # noqa: E402
-from .study_models import ExcludedAnnotation as ExcludedAnnotation  # noqa: E402
-from .study_models import ItemReopening as ItemReopening  # noqa: E402
-from .study_models import ParticipantStatus as ParticipantStatus  # noqa: E402
-from .study_models import Study as Study  # noqa: E402
-from .study_models import StudyParticipant as StudyParticipant  # noqa: E402
-from .study_models import StudyPlatform as StudyPlatform  # noqa: E402
+from .studies.models import CrowdAccount as CrowdAccount  # noqa: E402
+from .studies.models import ExcludedAnnotation as ExcludedAnnotation  # noqa: E402
+from .studies.models import ItemReopening as ItemReopening  # noqa: E402
+from .studies.models import ParticipantStatus as ParticipantStatus  # noqa: E402
+from .studies.models import Study as Study  # noqa: E402
+from .studies.models import StudyParticipant as StudyParticipant  # noqa: E402
+from .studies.models import StudyPlatform as StudyPlatform  # noqa: E402

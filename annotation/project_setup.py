@@ -23,7 +23,7 @@ from django.db import IntegrityError, transaction
 
 from protocols import registry
 
-from .audit import audit_record
+from .audit.record import audit_record
 from .disagreement import THRESHOLDS_OF_WORKFLOW, thresholds_clean, thresholds_from
 from .models import (
     WORKFLOW_OF_PROTOCOL,
@@ -50,7 +50,7 @@ MAX_RUBRIC = 5000
 MAX_CITATION = 5000
 MAX_LICENSE = 100
 MAX_STATE_LABEL = 2000  # as long as an imported box item's state may be (protocols/fields.py text)
-DEFAULT_LEASE_SECONDS = 600  # an annotator's hold on a task (queue/rules.py reads it from here)
+DEFAULT_LEASE_SECONDS = 600  # a task's lease (queue/rules.py reads it from here)
 
 
 class SetupInvalid(ValueError):
@@ -117,7 +117,7 @@ def lease_seconds_clean(value: Any, errors: dict[str, str]) -> int | None:
 
 
 def auto_verify_clean(value: Any, errors: dict[str, str]) -> bool | None:
-    """auto_verify, read by queue/submit.py and history.py as true or not (default false): a text
+    """auto_verify, read by queue/submit.py and amend.py as true or not (default false): a text
     such as "no" would read as true, so only true or false is stored."""
     return _flag(value, "auto_verify", errors)
 

@@ -27,6 +27,8 @@ __all__ = [
     "QUERY_KEYS",
     "letter",
     "qa_shape",
+    "quintuplet_choices",
+    "quintuplet_fields",
     "rating_criteria",
     "rating_gold_tolerance",
     "resolve_queries",
@@ -53,6 +55,30 @@ def rating_criteria(protocol: str | None = None) -> tuple[str, ...]:
     for name in registry.with_workflow("rating"):
         out += [c for c in registry.get(name).criteria if c not in out]
     return tuple(out)
+
+
+def quintuplet_fields(protocol: str | None = None) -> tuple[str, ...]:
+    """The fields of a quintuplet result, in the form's order: the protocol's ``result_fields``, or,
+    for a caller that holds only a workflow, those of every registered quintuplet protocol (in the
+    registry's order)."""
+    if protocol is not None:
+        return tuple(registry.get(protocol).result_fields)
+    out: list[str] = []
+    for name in registry.with_workflow("quintuplet"):
+        out += [f for f in registry.get(name).result_fields if f not in out]
+    return tuple(out)
+
+
+def quintuplet_choices(protocol: str | None = None) -> dict[str, tuple[str, ...]]:
+    """The closed fields of a quintuplet result and the values each allows: the protocol's
+    ``result_choices``, or, for a caller that holds only a workflow, those of every registered
+    quintuplet protocol (a field's values in the registry's order)."""
+    names = (protocol,) if protocol is not None else registry.with_workflow("quintuplet")
+    out: dict[str, tuple[str, ...]] = {}
+    for name in names:
+        for field, allowed in registry.get(name).result_choices.items():
+            out[field] = out.get(field, ()) + tuple(v for v in allowed if v not in out.get(field, ()))
+    return out
 
 
 def rating_gold_tolerance(protocol: str | None = None) -> int:

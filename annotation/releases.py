@@ -40,7 +40,7 @@ from django.http import StreamingHttpResponse
 
 from protocols import registry
 
-from .audit import audit_record
+from .audit.record import audit_record
 from .importing.copy_spool import copy_text
 from .interchange import coco, hf
 from .interchange.header import release_header

@@ -15,11 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from protocols.fields import rating_score_errors
-from protocols.status import RESULT_FIELDS as QUINTUPLET_FIELDS
-from protocols.status.fields import CATEGORIES, DIFFERENCES
 
 from . import canonical
-from .protocols import BOX_OUTCOMES, LETTERS, QA_FLAGS
+from .protocols import BOX_OUTCOMES, LETTERS, QA_FLAGS, quintuplet_choices, quintuplet_fields
 
 MAX_TEXT = 500
 
@@ -28,6 +26,15 @@ class ResultInvalid(ValueError):
     def __init__(self, errors: dict[str, str]):
         self.errors = dict(errors)
         super().__init__("; ".join(f"{k}: {v}" for k, v in self.errors.items()))
+
+
+@dataclass(frozen=True)
+class QuintupletContext:
+    """The quintuplet form of an item's protocol: its result's fields (in the form's order) and the
+    values each closed field allows (protocols/base.py: result_fields, result_choices)."""
+
+    fields: tuple[str, ...]
+    choices: dict[str, tuple[str, ...]]
 
 
 @dataclass(frozen=True)
@@ -150,10 +157,13 @@ def quintuplet_warnings(result: dict[str, Any]) -> dict[str, str]:
     return warnings
 
 
-def validate_quintuplet(result: Any) -> Validated:
+def validate_quintuplet(result: Any, ctx: QuintupletContext | None = None) -> Validated:
+    """A quintuplet by the item's protocol (ctx; left out: the registered quintuplet protocols')."""
+    if ctx is None:
+        ctx = QuintupletContext(fields=quintuplet_fields(), choices=quintuplet_choices())
     result = _require_mapping(result)
     errors: dict[str, str] = {}
-    _unknown_keys(result, set(QUINTUPLET_FIELDS), errors)
+    _unknown_keys(result, set(ctx.fields), errors)
     clean: dict[str, Any] = {}
     for name in ("state_a", "state_b", "change"):
         clean[name] = _text(result.get(name), name, errors)
@@ -170,7 +180,7 @@ def validate_quintuplet(result: Any) -> Validated:
             errors.setdefault("change_distractors", "A wrong change description repeats the correct change.")
     if clean.get("state_a") and clean.get("state_b") and clean["state_a"].lower() == clean["state_b"].lower():
         errors["state_b"] = "The two states must differ."
-    for name, allowed in (("category", CATEGORIES), ("difference", DIFFERENCES)):
+    for name, allowed in ctx.choices.items():
         value = result.get(name)
         if value not in allowed:
             errors[name] = f"Choose one of: {', '.join(allowed)}."
@@ -305,7 +315,7 @@ def validate_rating(result: Any, ctx: RatingContext) -> Validated:
 
 def validate_result(workflow: str, result: Any, context: Any = None) -> Validated:
     if workflow == "quintuplet":
-        return validate_quintuplet(result)
+        return validate_quintuplet(result, context)
     if workflow == "box":
         return validate_box(result, context)
     if workflow == "qa":

@@ -155,10 +155,13 @@ def qa_suggested_answer(*, shape: dict, answer):
 
 def result_context_for(*, item):
     """What results.validate_result needs to check a result for this item."""
-    from .results import BoxContext, QAContext, RatingContext
+    from .results import BoxContext, QAContext, QuintupletContext, RatingContext
 
     project = item.project
     workflow = project.workflow
+    if workflow == "quintuplet":
+        proto = registry.get(project.protocol)
+        return QuintupletContext(fields=tuple(proto.result_fields), choices=dict(proto.result_choices))
     if workflow == "box":
         image = _media_field(item, _media_names(project)[0], media_urls_for(items=[item])) or {}
         return BoxContext(
@@ -380,7 +383,9 @@ def item_review_detail(*, item) -> dict:
             }
             for a in annotations
         ],
-        "disagreements": field_disagreements(project.workflow, [(a.pk, a.result) for a in annotations]),
+        "disagreements": field_disagreements(
+            project.workflow, [(a.pk, a.result) for a in annotations], protocol=project.protocol
+        ),
         # Beyond the project's thresholds (what marks the item for adjudication), computed afresh;
         # each field with the annotation form's label.
         "disagreement": disagreement,

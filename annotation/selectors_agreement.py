@@ -50,7 +50,7 @@ def project_agreement(*, project: Project, chunk_size: int = 5000) -> dict:
         .order_by()
     )
 
-    figures = agreement.ProjectAgreement(workflow)
+    figures = agreement.ProjectAgreement(workflow, protocol=project.protocol)
     verified = str(ItemStatus.VERIFIED)
     columns = ["item_id", "annotator__username", "external_rater", "result", "item__status"]
     if workflow == "qa":
@@ -76,7 +76,7 @@ def project_agreement(*, project: Project, chunk_size: int = 5000) -> dict:
         .iterator(chunk_size=chunk_size)
     )
     for username, rater, result, payload in gold_rows:
-        ok = agreement.gold_correct(workflow, payload, result)
+        ok = agreement.gold_correct(workflow, payload, result, protocol=project.protocol)
         if ok is not None:
             gold.setdefault(_annotator_name(username, rater), []).append(ok)
 

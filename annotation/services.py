@@ -1,6 +1,6 @@
 """Write paths of reviewing: a reviewer settles an annotated item (accept, edit or discard).
 
-The annotators' work queue (claim, hold, submit) is annotation/queue/; what a settled answer does
+The annotators' work queue (claim, renew, autosave, skip, submit) is annotation/queue/; what a settled answer does
 to the item's payload is annotation/verification.py.
 """
 
@@ -10,7 +10,7 @@ from django.db import transaction
 
 from protocols import registry
 
-from .audit import audit_record
+from .audit.record import audit_record
 from .canonical import payload_answer
 from .models import Annotation, AuditAction, ExcludedAnnotation, Item, ItemStatus, Review, ReviewDecision
 from .queue.errors import TaskConflict, TaskNotFound

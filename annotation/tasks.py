@@ -3,13 +3,13 @@
 from celery import shared_task
 
 from .importing.runs import import_run_execute
-from .queue import holds_expire_stale
+from .queue import tasks_expire_stale
 
 
 @shared_task(name="annotation.tasks.expire_task_leases")
 def expire_task_leases() -> int:
-    """Give abandoned holds back to the queue (claims also do this lazily, item by item)."""
-    return holds_expire_stale()
+    """Give the items of abandoned tasks back to the queue (claims also do this lazily, item by item)."""
+    return tasks_expire_stale()
 
 
 @shared_task(name="annotation.tasks.run_import", bind=True, acks_late=True, reject_on_worker_lost=True)

@@ -2,7 +2,7 @@
 
 from django.urls import path, re_path
 
-from .views import account, audit, history, home, imports, media, members, project_settings, releases, studies, work
+from .views import account, amend, audit, home, imports, media, members, project_settings, releases, studies, work
 
 urlpatterns = [
     path("", home.home, name="home"),
@@ -10,7 +10,7 @@ urlpatterns = [
     path("projects/<slug:slug>/members/", members.project_members, name="io-members"),
     path("projects/<slug:slug>/settings/", project_settings.project_settings, name="io-project-settings"),
     path("invites/<str:token>/", members.invite_page, name="io-invite"),
-    path("projects/<slug:slug>/my-work/<int:annotation_id>/", history.amend, name="work-amend"),
+    path("projects/<slug:slug>/my-work/<int:annotation_id>/", amend.amend, name="work-amend"),
     path("projects/<slug:slug>/", home.project_overview, name="io-project"),
     path("projects/<slug:slug>/import/", imports.project_import, name="io-import"),
     path("projects/<slug:slug>/imports/<int:run_id>/", imports.import_run_page, name="io-import-run"),

@@ -120,7 +120,7 @@ def item_auto_verify(*, item: Item) -> None:
 # even wait for a change: it conflicts with neither the change's FOR NO KEY UPDATE nor the plain
 # UPDATE of the admin's project form.
 #
-# Lock order. A completing submit: its item row, its task row (queue/hold.lock_own_task), then this
+# Lock order. A completing submit: its item row, its task row (queue/task_ops.lock_own_task), then this
 # lock, shared. A threshold change: the project row (FOR NO KEY UPDATE, or the admin form's UPDATE),
 # then this lock, exclusive, then the rows of the items waiting for review. Neither waits for a row
 # the other holds: the items a change re-marks were annotated before it listed them, the item a

@@ -4,7 +4,7 @@ A message sent for a tracked run carries ``tracked_run=<row id>`` of the table t
 settings.STATELAB_TRACKED_RUN_MODEL names (inference's BackgroundRun: a job's start and chunks, its
 export, the board warm-ups that follow it). The wrapper claims the row (claim.run_claim: a duplicate
 delivery finds nothing to claim and returns None), keeps its heartbeat fresh from a daemon thread
-while the task body runs, then marks it finished; a transient error that Celery will retry puts it
+while the Celery task's body runs, then marks it finished; a transient error that Celery will retry puts it
 back to queued, any other error fails it with the reason and hands it to the owner's follow-up
 (settings.STATELAB_TRACKED_RUN_FAILED, e.g. settling the chunk's job). A message without
 ``tracked_run`` (a direct call) runs untracked.

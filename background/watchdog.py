@@ -1,6 +1,6 @@
 """The one watchdog: runs whose worker died are re-queued, boundedly, then failed with the reason.
 
-Celery beat calls `runs_watch_all` every STATELAB_WATCHDOG_SECONDS (the task inference.tasks.watch_runs,
+Celery beat calls `runs_watch_all` every STATELAB_WATCHDOG_SECONDS (the Celery task inference.tasks.watch_runs,
 CELERY_BEAT_SCHEDULE); it runs each pass that settings.STATELAB_RUN_WATCHERS names, one per table of
 runs, so this package never names an app. Each pass is `lapsed_runs_watch` over its table: a running run
 whose heartbeat is older than STATELAB_RUN_LAPSE_SECONDS is locked (skipped when another watchdog

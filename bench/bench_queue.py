@@ -383,7 +383,7 @@ def main() -> None:
         )
     counts = Annotation.objects.filter(item__project=project).count()
     active = Task.objects.filter(item__project=project, status="active").count()
-    print(f"  annotations in the project: {counts:,}; active holds left: {active}")
+    print(f"  annotations in the project: {counts:,}; active tasks left: {active}")
 
 
 if __name__ == "__main__":

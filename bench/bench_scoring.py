@@ -3,12 +3,12 @@
 
 Run: .venv/bin/python bench/bench_scoring.py [--status-items N] [--videos N] [--boot B]
 
-STATUS: the inputs are what ``evaluation.selectors`` hands the leaderboard for one model run:
+STATUS: the inputs are what ``evaluation.selectors`` hands the leaderboard for one model's answer set:
 ``ScoringItem``s with their resolved queries (options, correct letter) and a dict
-``(item, query) -> RunAnswer(answer, options seen, logprobs)`` with the stored canonical answers
+``(item, query) -> ModelAnswer(answer, options seen, logprobs)`` with the stored canonical answers
 (letters as import/inference parsed them; 1 % failed predictions with value None; 10 % of items
 seen with the OSI options in the other order, so answers are mapped back by option text; OSI/IR
-first-token log-probs on every item). Timed: ``runs.score("status", ...)``, i.e. answer
+first-token log-probs on every item). Timed: ``answer_sets.score("status", ...)``, i.e. answer
 normalization and remapping, the correctness matrix with category and difference breakdowns, the
 exact printed row, probability reassignment, same-letter bias and the 95 % bootstrap intervals of
 all 48 columns. Building the inputs (the database read) is not timed. Separately timed: parsing
@@ -32,7 +32,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from evaluation.scoring import runs  # noqa: E402
+from evaluation.scoring import answer_sets  # noqa: E402
 from protocols.kit.answers import parse_answer  # noqa: E402
 from protocols.oscbench import scoring as oscbench  # noqa: E402
 from protocols.status import scoring as status  # noqa: E402
@@ -70,7 +70,7 @@ def status_inputs(n_items: int):
             "sci4": {"options": changes, "answer": letters[sci4_ans[i]]},
         }
         items.append(
-            runs.ScoringItem(
+            answer_sets.ScoringItem(
                 key=i,
                 external_id=f"it{i}",
                 payload={"category": status.CATEGORIES[cats[i]], "difference": status.DIFFERENCES[diffs[i]]},
@@ -89,7 +89,7 @@ def status_inputs(n_items: int):
             if j < 2 and swapped[i]:
                 seen = seen[::-1]
                 pick = 1 - pick
-            answers[(i, q)] = runs.RunAnswer(None if failed[i, j] else letters[pick], seen, logprobs)
+            answers[(i, q)] = answer_sets.ModelAnswer(None if failed[i, j] else letters[pick], seen, logprobs)
     return items, answers
 
 
@@ -97,8 +97,8 @@ def score_status(n_items: int, n_boot: int) -> float:
     """Build the STATUS inputs and time one model's row; the inputs are freed when it returns."""
     (items, answers), _, _ = timed("  build inputs (not part of the figure)", lambda: status_inputs(n_items))
     scored, dt, _ = timed(
-        f"  runs.score('status'): row + reassignment + CIs ({n_boot} resamples)",
-        lambda: runs.score("status", items, answers, n_boot=n_boot),
+        f"  answer_sets.score('status'): row + reassignment + CIs ({n_boot} resamples)",
+        lambda: answer_sets.score("status", items, answers, n_boot=n_boot),
     )
     row = scored.printed
     print(
@@ -142,7 +142,7 @@ def video_inputs(n_videos: int):
     items, ratings = [], {}
     for i in range(n_videos):
         items.append(
-            runs.ScoringItem(
+            answer_sets.ScoringItem(
                 key=i,
                 external_id=f"v{i}",
                 payload={
@@ -176,8 +176,8 @@ def bench_videos(n_videos: int, n_boot: int) -> float:
         rows = {}
         for g in sorted(by_generator):
             matrix = oscbench.score_ratings(by_generator[g], per_item)
-            rows[g] = runs.finish("oscbench", matrix, n_boot=n_boot)
-        rows["Random"] = runs.finish("oscbench", oscbench.random_matrix(items, seed=7919), n_boot=n_boot)
+            rows[g] = answer_sets.finish("oscbench", matrix, n_boot=n_boot)
+        rows["Random"] = answer_sets.finish("oscbench", oscbench.random_matrix(items, seed=7919), n_boot=n_boot)
         return rows
 
     rows, dt, _ = timed(f"  generator leaderboard + Random, CIs ({n_boot} resamples)", leaderboard)

@@ -1,8 +1,8 @@
-"""Enqueue Celery work by task name once the current transaction commits.
+"""Enqueue Celery work by Celery task name once the current transaction commits.
 
 Services call this instead of importing their app's ``tasks`` module, so no service ever imports
-a task (tasks import services, never the reverse) and work never starts before the rows it reads
-are committed. Looking the task up in the app's registry (rather than ``send_task``) keeps eager
+a Celery task (Celery tasks import services, never the reverse) and work never starts before the
+rows it reads are committed. Looking the Celery task up in the app's registry (rather than ``send_task``) keeps eager
 mode working for the demo without Redis, where there is no broker.
 """
 

@@ -112,8 +112,8 @@ if _database_url:
     # Persistent connections (a minute) in the web processes, checked before their first use in
     # each request: after a PostgreSQL restart the check finds the broken connection and opens a
     # new one, instead of the first request of every web worker failing on it (a 503;
-    # tests/test_faults.py). Celery workers open a new one for every task (Celery's Django fixup
-    # closes them before and after each task).
+    # tests/test_faults.py). Celery workers open a new one for every Celery task (Celery's Django
+    # fixup closes them before and after each one).
     DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=60, conn_health_checks=True)}
 else:
     DATABASES = {
@@ -346,7 +346,7 @@ STATELAB_RUN_MAX_ATTEMPTS = int(os.environ.get("STATELAB_RUN_MAX_ATTEMPTS", 3))
 STATELAB_RUN_RESEND_SECONDS = float(os.environ.get("STATELAB_RUN_RESEND_SECONDS", 60))
 STATELAB_WATCHDOG_SECONDS = float(os.environ.get("STATELAB_WATCHDOG_SECONDS", 15))
 # The one background-run machinery (background/) names no app; these wire the apps' runs into it:
-# the table whose id a tracked task's message carries, what a run failed for good tells its owner,
+# the table whose id a tracked Celery task's message carries, what a run failed for good tells its owner,
 # and each table's watchdog pass (label: its counts' prefix in the watchdog's result).
 STATELAB_TRACKED_RUN_MODEL = "inference.BackgroundRun"
 STATELAB_TRACKED_RUN_FAILED = "inference.services.recovery.run_settle_job"
@@ -358,8 +358,9 @@ STATELAB_RUN_WATCHERS = {
 STATELAB_WORKER_HEARTBEAT_SECONDS = float(os.environ.get("STATELAB_WORKER_HEARTBEAT_SECONDS", 10))
 STATELAB_WORKER_TTL_SECONDS = int(os.environ.get("STATELAB_WORKER_TTL_SECONDS", 30))
 
-# Periodic work (run by the `beat` service): return abandoned tasks to the queue; re-queue or fail
-# background runs whose worker died (inference.tasks.watch_runs).
+# Periodic work (run by the `beat` service): give the items of tasks whose lease ran out back to
+# the queue (annotation.tasks.expire_task_leases); re-queue or fail background runs whose worker
+# died (inference.tasks.watch_runs). Both keep the Celery task names the schedule has always sent.
 CELERY_BEAT_SCHEDULE = {
     "expire-task-leases": {"task": "annotation.tasks.expire_task_leases", "schedule": 60.0},
     "watch-runs": {

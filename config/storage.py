@@ -28,7 +28,7 @@ from django.conf import settings
 from django.core.files.storage import default_storage, storages
 
 DOWNLOAD_CHUNK = 1024 * 1024
-# annotation.media.asset_name: the stem of a stored asset is its content's SHA-256.
+# annotation/media/assets.py, asset_name: the stem of a stored asset is its content's SHA-256.
 SHA_STEM_RE = re.compile(r"^[0-9a-f]{64}$")
 
 

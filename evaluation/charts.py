@@ -8,7 +8,7 @@ from decimal import ROUND_CEILING, Decimal
 from typing import Any
 from xml.sax.saxutils import escape
 
-from .scoring import runs
+from .scoring import answer_sets
 from .tables import places_for, row_value
 
 FONT = 'font-family="system-ui, sans-serif" font-size="12"'
@@ -60,7 +60,7 @@ def leaderboard_bars(
     the tick labels print the values and a note under the axis says where the full scale ends.
     ``scale_max`` fixes the end instead."""
     rows = board["rows"]
-    percent = runs.is_percent(board["protocol"])  # else 0-1 scores (video rating)
+    percent = answer_sets.is_percent(board["protocol"])  # else 0-1 scores (video rating)
     places = places_for(board["protocol"])
     full = Decimal(100) if percent else Decimal(1)
     cells = [row_value(row, key) for row in rows]

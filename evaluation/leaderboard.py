@@ -17,7 +17,7 @@ from protocols import registry
 from protocols.kit.bootstrap import N_BOOT
 
 from . import ranking, selectors
-from .scoring import runs
+from .scoring import answer_sets
 
 RANDOM_SEED_OFFSET = (
     7919  # Random rows: seeded from the release's option seed, offset so they differ from option orders
@@ -32,8 +32,8 @@ def _num(value: Decimal | None) -> float | None:
     return None if value is None else float(value)
 
 
-def _row(name: str, protocol: str, scored: runs.ScoredRun) -> dict[str, Any]:
-    keys = runs.main_keys(protocol)
+def _row(name: str, protocol: str, scored: answer_sets.ScoredAnswers) -> dict[str, Any]:
+    keys = answer_sets.main_keys(protocol)
     row = {
         "model": name,
         "n": scored.matrix.n,
@@ -82,17 +82,19 @@ def build(
         if judge is not None:
             raise LeaderboardError("--judge applies to video-rating projects only")
         for job in selectors.latest_finished_jobs(project, release):
-            scored = runs.score(protocol, items, selectors.job_answers(job), n_boot=n_boot)
+            scored = answer_sets.score(protocol, items, selectors.job_answers(job), n_boot=n_boot)
             rows.append(_row(selectors.job_name(job), protocol, scored))
         if items:
             rows.append(
                 _row(
                     "Random",
                     protocol,
-                    runs.score(protocol, items, runs.random_answers(protocol, items, seed=seed), n_boot=n_boot),
+                    answer_sets.score(
+                        protocol, items, answer_sets.random_answers(protocol, items, seed=seed), n_boot=n_boot
+                    ),
                 )
             )
-        if runs.protocol_has_human_row(protocol):
+        if answer_sets.protocol_has_human_row(protocol):
             blind, with_suggestion = selectors.blind_answers(items)
             # Answers given with a model suggestion on the form are not blind: never in the Human row.
             human = {
@@ -101,8 +103,8 @@ def build(
                 "left_out_with_suggestion": with_suggestion,
             }
             if blind:
-                matrix = runs.score_blind_answers(protocol, items, blind)
-                rows.append(_row("Human", protocol, runs.finish(protocol, matrix, n_boot=n_boot)))
+                matrix = answer_sets.score_blind_answers(protocol, items, blind)
+                rows.append(_row("Human", protocol, answer_sets.finish(protocol, matrix, n_boot=n_boot)))
     board = {
         "project": project.slug,
         "release": release.version if release is not None else None,
@@ -121,7 +123,7 @@ def _generator_rows(
     """Rows per generator of the items (a rating protocol's board), scored from the human ratings
     or from one judge's answers, then the Random row."""
     scoring = registry.get(protocol).scoring
-    by_generator: dict[str, list[runs.ScoringItem]] = defaultdict(list)
+    by_generator: dict[str, list[answer_sets.ScoringItem]] = defaultdict(list)
     for item in items:
         by_generator[str(item.payload.get("generator") or "unknown")].append(item)
     rows = []
@@ -130,7 +132,7 @@ def _generator_rows(
         per_item = selectors.consensus_ratings(items, selectors.ratings_by_item(items))
         for generator in sorted(by_generator):
             matrix = scoring.score_ratings(by_generator[generator], per_item)
-            rows.append(_row(generator, protocol, runs.finish(protocol, matrix, n_boot=n_boot)))
+            rows.append(_row(generator, protocol, answer_sets.finish(protocol, matrix, n_boot=n_boot)))
     else:
         jobs = selectors.judge_jobs(project, release, judge)
         if not jobs:
@@ -138,10 +140,12 @@ def _generator_rows(
         answers = selectors.job_answers(jobs[0])
         for generator in sorted(by_generator):
             matrix = scoring.score(by_generator[generator], answers)
-            rows.append(_row(generator, protocol, runs.finish(protocol, matrix, n_boot=n_boot)))
+            rows.append(_row(generator, protocol, answer_sets.finish(protocol, matrix, n_boot=n_boot)))
     if items:
         rows.append(
-            _row("Random", protocol, runs.finish(protocol, scoring.random_matrix(items, seed=seed), n_boot=n_boot))
+            _row(
+                "Random", protocol, answer_sets.finish(protocol, scoring.random_matrix(items, seed=seed), n_boot=n_boot)
+            )
         )
     return rows
 
@@ -167,7 +171,7 @@ def row_for_job(job, *, n_boot: int = 200) -> dict[str, Any]:
     row of their own: they are scored by agreement with humans (see correlation.py).
     """
     items = selectors.scoring_items(job.project, job.release)
-    scored = runs.score(job.protocol, items, selectors.job_answers(job), n_boot=n_boot)
+    scored = answer_sets.score(job.protocol, items, selectors.job_answers(job), n_boot=n_boot)
     return _jsonable(_row(selectors.job_name(job), job.protocol, scored))
 
 
@@ -184,13 +188,13 @@ def job_metrics(job) -> dict[str, Any]:
     scoring = registry.get(job.protocol).scoring
     items = selectors.scoring_items(job.project, job.release)
     answers = selectors.job_answers(job)
-    by_generator: dict[str, list[runs.ScoringItem]] = defaultdict(list)
+    by_generator: dict[str, list[answer_sets.ScoringItem]] = defaultdict(list)
     for item in items:
         by_generator[str(item.payload.get("generator") or "unknown")].append(item)
-    keys = runs.main_keys(job.protocol)
+    keys = answer_sets.main_keys(job.protocol)
     generators = []
     for generator in sorted(by_generator):
-        scored = runs.finish(job.protocol, scoring.score(by_generator[generator], answers), n_boot=200)
+        scored = answer_sets.finish(job.protocol, scoring.score(by_generator[generator], answers), n_boot=200)
         generators.append(
             {
                 "generator": generator,

@@ -9,9 +9,9 @@ from django.db.models import F, QuerySet
 
 from annotation.models import Annotation, Item, ItemStatus, Project, Release, Review, ReviewDecision
 from inference.models import InferenceJob, JobMode, JobStatus, Prediction, PredictionStatus
-from inference.selectors import run_items
+from inference.selectors import job_items
 
-from .scoring.runs import RunAnswer, ScoringItem
+from .scoring.answer_sets import ModelAnswer, ScoringItem
 
 
 def release_for(project: Project, version: str | None = None) -> Release | None:
@@ -24,10 +24,10 @@ def release_for(project: Project, version: str | None = None) -> Release | None:
 
 def scoring_items(project: Project, release: Release | None) -> list[ScoringItem]:
     """Items with their resolved option orders, in release order (or verified items by id): the
-    same items a run answers (inference.selectors.run_items), as scoring's plain records."""
+    same items a job answers (inference.selectors.job_items), as scoring's plain records."""
     return [
         ScoringItem(key=i.key, external_id=i.external_id, payload=i.payload, resolved=i.resolved)
-        for i in run_items(project=project, release=release)
+        for i in job_items(project=project, release=release)
     ]
 
 
@@ -55,13 +55,13 @@ def job_name(job: InferenceJob) -> str:
     return job.endpoint.name if job.endpoint_id else job.model_name
 
 
-def job_answers(job: InferenceJob) -> dict[tuple, RunAnswer]:
-    """(item pk, query) -> RunAnswer; failed predictions carry value None."""
+def job_answers(job: InferenceJob) -> dict[tuple, ModelAnswer]:
+    """(item pk, query) -> ModelAnswer; failed predictions carry value None."""
     rows = Prediction.objects.filter(job=job).values_list("item_id", "query", "status", "answer", "options", "logprobs")
-    out: dict[tuple, RunAnswer] = {}
+    out: dict[tuple, ModelAnswer] = {}
     for item_id, query, status, answer, options, logprobs in rows.iterator(chunk_size=5000):
         value = answer if status == PredictionStatus.OK else None
-        out[(item_id, query)] = RunAnswer(value, options or None, logprobs)
+        out[(item_id, query)] = ModelAnswer(value, options or None, logprobs)
     return out
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from protocols import registry
 
-from .scoring import runs
+from .scoring import answer_sets
 
 DASH = "–"
 
@@ -71,7 +71,7 @@ def row_value(row: dict[str, Any], key: str) -> tuple[Any, Any]:
 
 def _chance(board: dict[str, Any], keys: Sequence[str]) -> list | None:
     """Chance per column (None where the protocol has none); None when no column has one."""
-    values = [runs.chance(board["protocol"], k) for k in keys]
+    values = [answer_sets.chance(board["protocol"], k) for k in keys]
     return values if any(v is not None for v in values) else None
 
 

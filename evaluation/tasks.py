@@ -11,5 +11,5 @@ from . import board_cache
 @shared_task(name="evaluation.tasks.warm_boards", base=TrackedTask)
 def warm_boards(project_id: int, release_id: int | None = None) -> list[str]:
     """Pre-compute and cache a project's boards after a job finished (see board_cache.warm); settings
-    name this task in STATELAB_JOB_FINISHED_TASKS, so inference sends it by name."""
+    name this Celery task in STATELAB_JOB_FINISHED_TASKS, so inference sends it by name."""
     return board_cache.warm(project_id, release_id)

@@ -15,7 +15,7 @@ from protocols import registry
 from . import charts, correlation, leaderboard, metric_names, ranking, selectors, tables
 from .board_access import board_or_404, release_and_judge, report_or_404, wants_details
 from .board_access import rank_by as requested_ranking
-from .scoring import runs
+from .scoring import answer_sets
 
 CONTENT_TYPES = {
     "json": ("application/json", "json"),
@@ -52,7 +52,7 @@ def leaderboard_page(request, slug: str):
     except ranking.UnknownRanking as exc:
         return _bad_ranking(exc)
     board = board_or_404(project, release, judge, rank_by)
-    keys = list(runs.main_keys(project.protocol))
+    keys = list(answer_sets.main_keys(project.protocol))
     groups = leaderboard.breakdown_groups(board)
     protocol = project.protocol
     tabs = [{"id": "main", "label": "Main table", "keys": keys}] + [
@@ -68,7 +68,7 @@ def leaderboard_page(request, slug: str):
     places = tables.places_for(project.protocol)
     headline = ranking.headline(protocol, rank_by)
     for tab in tabs:
-        chance = [runs.chance(project.protocol, k) for k in tab["keys"]]
+        chance = [answer_sets.chance(project.protocol, k) for k in tab["keys"]]
         tab["chance"] = [None if c is None else str(c) for c in chance] if any(c is not None for c in chance) else None
         tab["breakdown"] = (
             None if tab["id"] == "main" else next(name for name, keys in groups.items() if keys == tab["keys"])

@@ -117,7 +117,7 @@ class JobForm(forms.ModelForm):
     strategy = forms.ChoiceField(
         choices=[("direct", "direct"), ("multistage", "multi-stage (video QA)")], initial="direct"
     )
-    chunk_size = forms.IntegerField(required=False, min_value=1, help_text="Items per chunk task.")
+    chunk_size = forms.IntegerField(required=False, min_value=1, help_text="Items per chunk (one Celery task each).")
     extra_params = forms.JSONField(required=False, initial=dict, label="Other parameters (JSON)")
 
     PARAM_FIELDS = ("temperature", "max_tokens", "seed", "frames", "item_limit", "strategy", "chunk_size")
@@ -386,7 +386,7 @@ class BackgroundRunAdmin(admin.ModelAdmin):
 
     list_display = (
         "id",
-        "task",
+        "celery_task",
         "job",
         "chunk_index",
         "queue",
@@ -396,8 +396,8 @@ class BackgroundRunAdmin(admin.ModelAdmin):
         "heartbeat_at",
         "reason",
     )
-    list_filter = ("status", "queue", "task")
-    search_fields = ("task", "worker", "reason")
+    list_filter = ("status", "queue", "celery_task")
+    search_fields = ("celery_task", "worker", "reason")
     list_select_related = ("job",)
 
     def has_module_permission(self, request):

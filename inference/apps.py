@@ -7,7 +7,7 @@ class InferenceConfig(AppConfig):
 
     def ready(self) -> None:
         # A Celery worker sets Django up before it starts, so this is connected in time for it:
-        # its decoding threads are sized by how many tasks it runs at once (video_frames).
+        # its decoding threads are sized by how many Celery tasks it runs at once (video_frames).
         from celery import signals
 
         from .video_frames import on_worker_setup

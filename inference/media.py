@@ -9,7 +9,7 @@ twice, and a job's gpu chunks read frames its CPU workers prepared (services/fra
 Images: resized to fit the same bound and optionally cropped to an annotated box
 `[x, y, width, height]` in image pixels.
 
-Videos are probed (exact frame count, no decoding) by annotation.media_probe, which holds the one
+Videos are probed (exact frame count, no decoding) by annotation/media/probe.py, which holds the one
 probe, ffmpeg_exe, file hash and `MediaError` of both apps. A video ffmpeg cannot read raises
 `MediaError` with a message naming the file; callers fail that item only.
 """
@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from annotation.media_probe import MediaError, VideoInfo, ffmpeg_exe, probe_video, sha256_of
+from annotation.media.probe import MediaError, VideoInfo, ffmpeg_exe, probe_video, sha256_of
 
 from . import video_frames
 from .video_frames import FrameCountMismatch, fit_within

@@ -131,7 +131,7 @@ class BackgroundRun(TrackedRun):
     that means for the job: inference/services/recovery.py).
     """
 
-    task = models.CharField(max_length=200)
+    celery_task = models.CharField(max_length=200)  # the registered name of the Celery task to run
     args = models.JSONField(default=list, blank=True)
     queue = models.CharField(max_length=50, default="default")
     # A job's start, chunks and export link to the job; chunk_index is set for chunks only.
@@ -148,4 +148,4 @@ class BackgroundRun(TrackedRun):
 
     def __str__(self) -> str:
         where = f" job {self.job_id} chunk {self.chunk_index}" if self.chunk_index is not None else ""
-        return f"run {self.pk} {self.task.rsplit('.', 1)[-1]}{where} ({self.status})"
+        return f"run {self.pk} {self.celery_task.rsplit('.', 1)[-1]}{where} ({self.status})"

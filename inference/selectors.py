@@ -1,4 +1,4 @@
-"""Read paths of the inference app: the items a run answers, job progress, failures and
+"""Read paths of the inference app: the items a job answers, job progress, failures and
 unreadable replies, results and samples."""
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ REPLY_SHOWN = 200  # characters of an unreadable reply shown on the job page and
 
 
 @dataclass
-class RunItem:
-    """An item as a run answers it: the payload it was released with, its resolved queries."""
+class JobItem:
+    """An item as a job answers it: the payload it was released with, its resolved queries."""
 
     key: int  # the item's primary key
     external_id: str
@@ -36,7 +36,7 @@ class RunItem:
     resolved: dict[str, dict[str, Any]]
 
 
-def run_items(*, project: Project, release: Release | None) -> list[RunItem]:
+def job_items(*, project: Project, release: Release | None) -> list[JobItem]:
     """Items with their resolved option orders, in release order (or verified items by id)."""
     if release is not None:
         out = []
@@ -46,12 +46,12 @@ def run_items(*, project: Project, release: Release | None) -> list[RunItem]:
             payload.pop("id", None)
             if resolved is None:
                 resolved = resolve_queries(project.protocol, ri.item.external_id, payload, seed=release.option_seed)
-            out.append(RunItem(key=ri.item_id, external_id=ri.item.external_id, payload=payload, resolved=resolved))
+            out.append(JobItem(key=ri.item_id, external_id=ri.item.external_id, payload=payload, resolved=resolved))
         return out
     items = list(Item.objects.filter(project=project, status=ItemStatus.VERIFIED).order_by("id"))
     vocab = registry.get(project.protocol).vocabulary([it.payload for it in items])
     return [
-        RunItem(
+        JobItem(
             key=it.pk,
             external_id=it.external_id,
             payload=it.payload,

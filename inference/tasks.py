@@ -61,6 +61,6 @@ def export_job(job_id: int) -> str:
 @shared_task(name="inference.tasks.watch_runs")
 def watch_runs() -> dict:
     """Celery beat's watchdog (CELERY_BEAT_SCHEDULE): re-queue or fail runs whose worker died, in
-    every table of runs that settings.STATELAB_RUN_WATCHERS names (imports included). The task keeps
-    the name the beat schedule has always sent."""
+    every table of runs that settings.STATELAB_RUN_WATCHERS names (imports included). The Celery task
+    keeps the name the beat schedule has always sent."""
     return runs_watch_all()

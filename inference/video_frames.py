@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from annotation.media_probe import MediaError
+from annotation.media.probe import MediaError
 
 SKIP_UNWANTED = "NONREF"  # what a run's decoder skips of the frames it passes (bench: "DEFAULT" skips none)
 SEEK_COST_FRAMES = 6  # a seek and a fresh decoder cost about as much as decoding this many frames
@@ -61,16 +61,16 @@ class FrameCountMismatch(MediaError):
     """The video has fewer frames than asked for (the frame count used was wrong)."""
 
 
-# Set by a Celery worker before it starts its pool (on_worker_setup): how many tasks it runs at
-# once, which share its CPUs.
+# Set by a Celery worker before it starts its pool (on_worker_setup): how many Celery tasks it
+# runs at once, which share its CPUs.
 WORKER_TASKS_ENV = "STATELAB_WORKER_TASKS"
 
 
 def on_worker_setup(sender=None, instance=None, **_) -> None:
     """Celery's celeryd_after_setup (instance: the worker, its concurrency resolved, "auto"
     included, and its pool not started yet; connected by inference/apps.py): tell worker_threads
-    how many tasks this worker runs at once; its pool processes inherit the environment. The solo
-    pool runs one task at a time whatever its concurrency says."""
+    how many Celery tasks this worker runs at once; its pool processes inherit the environment. The solo
+    pool runs one Celery task at a time whatever its concurrency says."""
     concurrency = getattr(instance, "concurrency", None)
     if getattr(getattr(instance, "pool_cls", None), "__module__", "") == "celery.concurrency.solo":
         concurrency = 1
@@ -79,18 +79,18 @@ def on_worker_setup(sender=None, instance=None, **_) -> None:
 
 
 def worker_threads() -> int:
-    """Decoding threads of one task: the CPUs this worker may run on (its affinity, which a
-    container's cpuset narrows) shared by the tasks it runs at once (its concurrency: four
+    """Decoding threads of one Celery task: the CPUs this worker may run on (its affinity, which a
+    container's cpuset narrows) shared by the Celery tasks it runs at once (its concurrency: four
     processes on four CPUs decode on one thread each, not four), at least 1, at most 4."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cpus = os.cpu_count() or 1
     try:
-        tasks = max(1, int(os.environ.get(WORKER_TASKS_ENV, "1")))
+        celery_tasks = max(1, int(os.environ.get(WORKER_TASKS_ENV, "1")))
     except ValueError:
-        tasks = 1
-    return max(1, min(4, cpus // tasks))
+        celery_tasks = 1
+    return max(1, min(4, cpus // celery_tasks))
 
 
 def _open(path: str | os.PathLike):

@@ -14,7 +14,7 @@ What a protocol says, in the order the platform uses it:
 - model side: ``query_keys``, ``answer_kind`` (how a reply is parsed: protocols/kit/answers.py)
   and ``resolve_queries`` (the option orders and correct answers of one item, seeded),
   ``vocabulary`` (release-wide data its queries need) and ``vocabulary_param`` (the job
-  parameter a run keeps it under), ``strategies`` (ways of asking besides the direct one, each a
+  parameter a job keeps it under), ``strategies`` (ways of asking besides the direct one, each a
   module of the package: ``strategy(name)``), and the module named by ``prompts_module``
   (``PROMPT_VERSION``, ``build(item, *, media, params)``: see protocols/kit/prompting.py);
 - evaluation side: ``metrics`` (key -> (short name, definition)), ``ranking`` and
@@ -22,12 +22,17 @@ What a protocol says, in the order the platform uses it:
   "generators" for a rating protocol whose rows are the items' generators), ``cluster_key``
   (the payload field whose items a statistic resamples together, or None), and the module named
   by ``scoring_module`` (``KEYS``, ``printed(matrix)``, ``cis(matrix, *, n_boot, seed)``,
-  ``score(items, answers)``, ``random_run(items, *, rng)``);
+  ``score(items, answers)``, ``random_answer_set(items, *, rng)``);
+- lmms-eval export (annotation/interchange/lmms_eval.py): the module named by ``lmms_module``
+  (``Task``, an LmmsTask of protocols/kit/lmms.py: the documents, metric keys and derived media of
+  the task folder; its standalone scoring is ``<package>/lmms_utils.py``), or None for a protocol
+  with no lmms-eval task;
 - samples: the module named by ``samples_module`` (a made-up dataset for the demo and the tests:
   protocols/kit/samples.py).
 
-Modules named by ``prompts_module`` / ``scoring_module`` / ``samples_module`` are imported on first use only, so
-reading a protocol's facts never loads numpy, the inference toolkit or the scoring engine.
+Modules named by ``prompts_module`` / ``scoring_module`` / ``samples_module`` / ``lmms_module`` are
+imported on first use only, so reading a protocol's facts never loads numpy, the inference toolkit
+or the scoring engine.
 """
 
 from __future__ import annotations
@@ -78,15 +83,17 @@ class Protocol:
     # (a letter), "candidate" (a 1-based number or the label), "qa" (choice / count / set by the
     # item's format), "letters" (a set of letters), "judge" (criterion -> 1..5 or None as JSON).
     answer_kind: ClassVar[str] = "choice"
-    # The job parameter under which a run stores ``vocabulary`` (so every chunk of a run draws
+    # The job parameter under which a job stores ``vocabulary`` (so every chunk of a job draws
     # options alike); None when the protocol's queries need no release-wide data.
     vocabulary_param: ClassVar[str | None] = None
     # Strategies besides "direct": names of modules of the package with ``run`` and ``PROMPT_VERSION``.
     strategies: ClassVar[tuple[str, ...]] = ()
     default_annotations_per_item: ClassVar[int] = 1
     settings_keys: ClassVar[tuple[str, ...]] = ()  # protocol-specific project settings it reads
-    # quintuplet forms: the fields of one result, in the form's order
+    # quintuplet forms: the fields of one result, in the form's order, and the closed ones with
+    # the values each allows (in the form's order; gold items are checked on these)
     result_fields: ClassVar[tuple[str, ...]] = ()
+    result_choices: ClassVar[dict[str, tuple[str, ...]]] = {}
     # rating forms: criteria (in the form's order), those that may be N/A, labels, default rubric
     criteria: ClassVar[tuple[str, ...]] = ()
     nullable: ClassVar[tuple[str, ...]] = ()
@@ -105,6 +112,8 @@ class Protocol:
     cluster_key: ClassVar[str | None] = None
     prompts_module: ClassVar[str] = "prompts"
     scoring_module: ClassVar[str] = "scoring"
+    # The lmms-eval task (protocols/kit/lmms.py); None: the protocol has none.
+    lmms_module: ClassVar[str | None] = None
     # A made-up sample dataset for the demo and the tests (protocols/kit/samples.py); None: none.
     samples_module: ClassVar[str | None] = "samples"
     # The protocol's spec page, relative to the repository root.
@@ -149,6 +158,10 @@ class Protocol:
     @property
     def samples(self) -> ModuleType | None:
         return self._submodule(self.samples_module) if self.samples_module else None
+
+    @property
+    def lmms(self) -> ModuleType | None:
+        return self._submodule(self.lmms_module) if self.lmms_module else None
 
     def strategy(self, name: str) -> ModuleType:
         """The module of one of ``strategies`` (ValueError for a strategy the protocol lacks)."""

@@ -298,8 +298,9 @@ def test_no_module_over_500_lines():
 
 
 # Files that are copied out of StateLab and run where it cannot be imported: they carry their own
-# copy on purpose, kept equal by a property test (tests/annotation/test_lmms_eval_export.py).
-STANDALONE = {"annotation/interchange/lmms_task_utils.py"}
+# copy on purpose, kept equal by a property test (tests/annotation/test_lmms_eval_export.py). The
+# generic part of every lmms-eval task's utils.py (a protocol's own part copies nothing).
+STANDALONE = {"protocols/kit/lmms_utils.py"}
 
 
 def definitions(name: str) -> list[str]:
@@ -324,8 +325,8 @@ def definitions(name: str) -> list[str]:
     "name,home",
     [
         ("coincidence_matrix", "annotation/reliability.py"),  # the core of Krippendorff's alpha
-        ("probe_video", "annotation/media_probe.py"),
-        ("ffmpeg_exe", "annotation/media_probe.py"),
+        ("probe_video", "annotation/media/probe.py"),
+        ("ffmpeg_exe", "annotation/media/probe.py"),
         ("LETTERS", "protocols/base.py"),
         ("CRITERIA", "protocols/oscbench/fields.py"),  # the rating criteria
         ("RESULT_FIELDS", "protocols/status/__init__.py"),  # a quintuplet's fields

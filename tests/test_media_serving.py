@@ -100,7 +100,7 @@ def test_the_check_is_one_query(client, clip):
 def test_the_check_uses_the_media_index_when_a_project_is_large(clip):
     # With many items in a project, scanning them for the asset would cost every image request
     # more and more; the GIN index on annotation_item.media answers the containment test instead.
-    from annotation.media_access import asset_check_sql
+    from annotation.media.access import asset_check_sql
 
     project = Item.objects.get(external_id="v1").project
     Item.objects.bulk_create(

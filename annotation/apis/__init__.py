@@ -6,6 +6,6 @@ releases   list, freeze and export releases
 work       the annotator's tasks (next, draft, renew, submit, skip), review and agreement
 audit      a project's audit trail (researchers): filtered, paged, exported
 members    a project's members (add, CSV, change, remove), invite links and joining by one
-history    an annotator's own recent annotations and amending one (not yet reviewed)
+amend      an annotator's own recent annotations and amending one (not yet reviewed)
 project_settings  a project's disagreement thresholds (researchers)
 """

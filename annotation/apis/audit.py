@@ -11,7 +11,7 @@ from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from ..audit_trail import (
+from ..audit.trail import (
     EXPORT_FORMATS,
     AuditFilterInvalid,
     audit_event_data,

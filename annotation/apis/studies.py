@@ -19,17 +19,9 @@ from rest_framework.views import APIView
 from ..models import Role, Study, StudyParticipant
 from ..permissions import get_project_for
 from ..project_setup import SetupInvalid
-from ..studies import (
-    StudyRefused,
-    participant_approve,
-    participant_reject,
-    participant_rows,
-    studies_of,
-    study_close,
-    study_create,
-    study_public_path,
-    study_totals,
-)
+from ..studies.participants import participant_approve, participant_reject
+from ..studies.setup import StudyRefused, study_close, study_create
+from ..studies.table import participant_rows, studies_of, study_public_path, study_totals
 from .members import ErrorOut, bad_request, parse
 
 REFUSALS = {400: ErrorOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut}

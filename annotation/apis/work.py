@@ -21,10 +21,10 @@ from ..queue import (
     TaskConflict,
     TaskNotFound,
     annotation_submit,
-    hold_renew,
-    hold_save_draft,
-    hold_skip,
     queue_claim_next,
+    task_renew,
+    task_save_draft,
+    task_skip,
 )
 from ..results import ResultInvalid
 from ..selectors import (
@@ -147,7 +147,7 @@ class TaskNextApi(WorkApi):
     @extend_schema(
         request=InputSerializer,
         responses={200: TaskOut, 204: OpenApiResponse(description="Nothing left for you."), 404: ErrorOut},
-        summary="Claim the next task (or get the one you hold)",
+        summary="Claim the next task (or get your active one)",
     )
     def post(self, request, slug: str):
         project = get_project_for(request.user, slug, Role.ANNOTATOR)
@@ -180,7 +180,7 @@ class TaskDraftApi(WorkApi):
     def put(self, request, task_id: int):
         self.own_task_project(request, task_id)
         data = _parse(self.InputSerializer, request.data)
-        task = hold_save_draft(task_id=task_id, user=request.user, draft=data["draft"], version=data["version"])
+        task = task_save_draft(task_id=task_id, user=request.user, draft=data["draft"], version=data["version"])
         return Response(
             {"task": task.pk, "version": task.draft_version, "lease_expires": task.lease_expires.isoformat()}
         )
@@ -190,7 +190,7 @@ class TaskRenewApi(WorkApi):
     @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT, 409: ErrorOut}, summary="Renew the task's lease")
     def post(self, request, task_id: int):
         self.own_task_project(request, task_id)
-        task = hold_renew(task_id=task_id, user=request.user)
+        task = task_renew(task_id=task_id, user=request.user)
         return Response({"task": task.pk, "lease_expires": task.lease_expires.isoformat()})
 
 
@@ -232,7 +232,7 @@ class TaskSkipApi(WorkApi):
     @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT, 409: ErrorOut}, summary="Skip the task")
     def post(self, request, task_id: int):
         self.own_task_project(request, task_id)
-        task = hold_skip(task_id=task_id, user=request.user)
+        task = task_skip(task_id=task_id, user=request.user)
         return Response({"task": task.pk, "status": task.status})
 
 

@@ -24,7 +24,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import F
 
-from annotation.audit import audit_record
+from annotation.audit.record import audit_record
 from annotation.models import Annotation, AuditAction, Item, ItemStatus, Project
 from annotation.results import RatingContext
 from annotation.verification import items_mark_disagreement, project_settings_to_mark

@@ -18,7 +18,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from annotation.media import MediaInfo
+from annotation.media.assets import MediaInfo
 from annotation.models import Item, Project
 
 from .common import ImportRefused

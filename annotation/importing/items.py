@@ -41,8 +41,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from annotation.audit import audit_record
-from annotation.media import MediaInfo, MediaRefused, assets_store, delete_stored, inspect_media, known_media
+from annotation.audit.record import audit_record
+from annotation.media.assets import MediaInfo, MediaRefused, assets_store, delete_stored, inspect_media, known_media
 from annotation.models import AuditAction, Item, ItemStatus, Membership, Project, Role
 from protocols.fields import NUL_REASON, check_box_inside, nul_field
 

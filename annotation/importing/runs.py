@@ -4,8 +4,8 @@
 it; with object storage as MEDIA_STORAGE it is moved to the storage's uploads/ instead, so a worker
 on another host reads it through the storage: `staged_for_workers`), records an ImportRun and
 sends `annotation.tasks.run_import` once the row is committed (by name, through config.enqueue:
-this module never imports tasks); the request returns at once,
-however large the file. `import_run_execute` (the task's body) runs the same importers as the
+this module never imports Celery tasks); the request returns at once,
+however large the file. `import_run_execute` (the Celery task's body) runs the same importers as the
 command, all or nothing, and records the report or the refusal. Without Redis (the demo) Celery
 runs eagerly, so the run is done when the request returns.
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from PIL import Image, ImageDraw
 
-from annotation.media_probe import ffmpeg_exe
+from annotation.media.probe import ffmpeg_exe
 from protocols import registry
 from protocols.kit.samples import SCENES, Clip, Picture
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 
-from annotation.audit import CLI_SOURCE, audit_source
+from annotation.audit.record import CLI_SOURCE, audit_source
 from annotation.models import Project, Role
 from annotation.permissions import can_create_projects, has_role
 

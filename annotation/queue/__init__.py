@@ -1,5 +1,5 @@
-"""The annotators' work queue: claim a task (an item held under a lease), hold it (renew, autosave
-a draft, skip), submit it.
+"""The annotators' work queue: claim a task (one annotator's claim on one item, kept under a lease),
+work on it (renew its lease, autosave a draft, skip it), submit it.
 
 Locking rule (the same everywhere, so there are no deadlocks): lock the Item row first, then the
 Task row. Claims take items with `FOR UPDATE SKIP LOCKED`, so two annotators never wait on each
@@ -10,15 +10,15 @@ takes the project's marking lock, shared, to mark it (verification.py says why).
 has the last word through its constraints: one active task per item, one annotation per item and
 annotator, one annotation per annotator and idempotency key.
 
-Modules: sql.py holds every hot-path statement (run by annotation/db.py), claim.py, hold.py and
-submit.py the services, rules.py what they share, errors.py what the services raise, quota.py the
-crowd participants' limits, gold.py the take-over that keeps one holder from blocking a gold item.
+Modules: sql.py holds every hot-path statement (run by annotation/db.py), claim.py, task_ops.py
+and submit.py the services, rules.py what they share, errors.py what the services raise, quota.py the
+crowd participants' limits, gold.py the take-over that keeps one annotator's task from blocking a gold item.
 """
 
 from .claim import queue_claim_next
 from .errors import AlreadySubmitted, TaskConflict, TaskNotFound
-from .hold import hold_renew, hold_save_draft, hold_skip, holds_expire_stale
 from .submit import Submitted, annotation_submit
+from .task_ops import task_renew, task_save_draft, task_skip, tasks_expire_stale
 
 __all__ = [
     "AlreadySubmitted",
@@ -26,9 +26,9 @@ __all__ = [
     "TaskConflict",
     "TaskNotFound",
     "annotation_submit",
-    "hold_renew",
-    "hold_save_draft",
-    "hold_skip",
-    "holds_expire_stale",
     "queue_claim_next",
+    "task_renew",
+    "task_save_draft",
+    "task_skip",
+    "tasks_expire_stale",
 ]

@@ -1,4 +1,4 @@
-"""The queue's rules that claim.py, hold.py and submit.py share, beside the statements of sql.py."""
+"""The queue's rules that claim.py, task_ops.py and submit.py share, beside the statements of sql.py."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from django.db import connection
 from ..models import Item, ItemStatus, Project, Task
 from ..project_setup import DEFAULT_LEASE_SECONDS, project_setting
 
-# A page may hold the task it shows plus one preloaded task.
-MAX_HELD_TASKS = 2
+# A page may have the task it shows plus one preloaded task active.
+MAX_ACTIVE_TASKS = 2
 # How many items of a partly annotated level a claim looks at first (see claim_passes).
 CLAIM_WINDOW = 64
 
@@ -18,7 +18,7 @@ CLAIM_WINDOW = 64
 # the user id. Claims take items with FOR UPDATE SKIP LOCKED, so two claims by one user at once (two
 # tabs, a script claiming in parallel) would skip the item the other has locked and could answer
 # "nothing left" while it holds the last one. Under this lock the second claim runs after the first
-# committed and finds the task it took (handed back as a hold). It is taken first in every claim
+# committed and finds the task it took (handed back, its lease renewed). It is taken first in every claim
 # transaction and by nothing else, so it adds no lock-order cycle; other users never wait on it.
 CLAIM_LOCK_CLASS = 0x53544C43
 
@@ -57,8 +57,8 @@ def claim_passes(project: Project, want_gold: bool) -> list[tuple[int, bool, int
     return [(0, True, None), *passes] if want_gold else passes
 
 
-def renew_held(task: Task, item: Item, now: datetime) -> Task:
-    """Hand a hold the caller already has back to them, its lease renewed."""
+def renew_active(task: Task, item: Item, now: datetime) -> Task:
+    """Hand an active task the caller already has back to them, its lease renewed."""
     task.lease_expires = lease_until(item.project, now)
     task.save(update_fields=["lease_expires", "updated_at"])
     return task

@@ -12,7 +12,7 @@ from datetime import datetime
 from psycopg.types.numeric import Int8
 
 from ..models import Item, Project, Task
-from .rules import MAX_HELD_TASKS
+from .rules import MAX_ACTIVE_TASKS
 
 
 def columns(model, alias: str) -> str:
@@ -43,7 +43,7 @@ def _level(alias: str, count: int) -> str:
 
 
 CLAIM_SELECT = """SELECT {columns},
-       EXISTS (SELECT 1 FROM annotation_task x WHERE x.item_id = i.id AND x.status = 'active') AS held_before
+       EXISTS (SELECT 1 FROM annotation_task x WHERE x.item_id = i.id AND x.status = 'active') AS active_before
 FROM annotation_item i"""
 CLAIM_FILTERS = """
   AND i.is_gold = {gold}
@@ -84,7 +84,7 @@ LIMIT 1
 FOR UPDATE OF i SKIP LOCKED"""
 
 
-# The partial unique index (one active task per item) is the final guard against a double hold.
+# The partial unique index (one active task per item) is the final guard against two active tasks on one item.
 INSERT_TASK_SQL = """
 INSERT INTO annotation_task (item_id, annotator_id, status, lease_expires, draft, draft_version, created_at, updated_at)
 VALUES (%(item)s, %(user)s, 'active', %(lease)s, '{}'::jsonb, 0, %(now)s, %(now)s)
@@ -101,25 +101,25 @@ def claim_sql_params(*, project: Project, user_id: int, gold: bool, now: datetim
 def claim_next_sql(passes: tuple[tuple[int, bool, int | None], ...]) -> str:
     """The whole claim in one statement (one round trip, planned once per connection).
 
-    `held`: the caller's active tasks in the project. The passes are CTEs read in order through
+    `mine`: the caller's active tasks in the project. The passes are CTEs read in order through
     UNION ALL ... LIMIT 1, so a pass runs only when the ones before it found nothing, and each
-    locks only the row it returns. The claim is gated on the holds: it runs only when every hold
-    is one the caller shows or already dealt with (%(ignore)s) and fewer than MAX_HELD_TASKS are
+    locks only the row it returns. The claim is gated on those: it runs only when every one of
+    them is one the caller shows or already dealt with (%(ignore)s) and fewer than MAX_ACTIVE_TASKS are
     shown. `ins` creates the task; the partial unique index (one active task per item) is the final
-    guard: a conflict (a lapsed hold on the item, or one renewed meanwhile) inserts nothing and the
-    caller decides. One row always: the holds, the new task id (or NULL), the item (or NULLs).
+    guard: a conflict (a lapsed task on the item, or one renewed meanwhile) inserts nothing and the
+    caller decides. One row always: the active tasks, the new task id (or NULL), the item (or NULLs).
     """
     ctes = ",\n".join(f"p{n} AS ({claim_sql(count, window, gold)})" for n, (count, gold, window) in enumerate(passes))
     union = " UNION ALL ".join(f"SELECT * FROM p{n}" for n in range(len(passes)))
-    return f"""WITH held AS (
+    return f"""WITH mine AS (
     SELECT t.id, t.item_id, t.created_at FROM annotation_task t JOIN annotation_item h ON h.id = t.item_id
     WHERE t.annotator_id = %(user)s AND t.status = 'active' AND h.project_id = %(project)s
 ),
 {ctes},
 cand AS (
     SELECT * FROM ({union}) u
-    WHERE NOT EXISTS (SELECT 1 FROM held WHERE held.id <> ALL(%(ignore)s::bigint[]))
-      AND (SELECT count(*) FROM held WHERE held.id = ANY(%(shown)s::bigint[])) < {MAX_HELD_TASKS}
+    WHERE NOT EXISTS (SELECT 1 FROM mine WHERE mine.id <> ALL(%(ignore)s::bigint[]))
+      AND (SELECT count(*) FROM mine WHERE mine.id = ANY(%(shown)s::bigint[])) < {MAX_ACTIVE_TASKS}
     LIMIT 1
 ),
 ins AS (
@@ -130,22 +130,22 @@ ins AS (
     ON CONFLICT (item_id) WHERE status = 'active' DO NOTHING
     RETURNING id
 )
-SELECT (SELECT array_agg(held.id ORDER BY held.created_at, held.id) FROM held),
-       (SELECT array_agg(held.item_id ORDER BY held.created_at, held.id) FROM held),
+SELECT (SELECT array_agg(mine.id ORDER BY mine.created_at, mine.id) FROM mine),
+       (SELECT array_agg(mine.item_id ORDER BY mine.created_at, mine.id) FROM mine),
        (SELECT ins.id FROM ins),
        cand.*
 FROM (SELECT 1) one LEFT JOIN cand ON true"""
 
 
-# Lazy reclaim, run when the claim locked an item whose hold lapsed: the lapsed hold gives the
+# Lazy reclaim, run when the claim locked an item whose task lapsed: the lapsed task gives the
 # item back to the queue, then INSERT_TASK_SQL takes it (both through Django's cursor: rare).
-EXPIRE_LAPSED_HOLD_SQL = (
+EXPIRE_LAPSED_TASK_SQL = (
     "UPDATE annotation_task SET status = 'expired', updated_at = %s "
     "WHERE item_id = %s AND status = 'active' AND lease_expires <= %s"
 )
 
 
-# --- holding and submitting a task ------------------------------------------------------------
+# --- working on and submitting a task ---------------------------------------------------------
 
 # Lock the item of the caller's own task (with its project), then the task: one statement, one
 # round trip. The item is locked inside `it`, which the outer join must read before it can lock

@@ -1,4 +1,4 @@
-"""Submitting: store the annotation of a held task exactly once, count it, verify the item when its
+"""Submitting: store the annotation of a claimed task exactly once, count it, verify the item when its
 annotators agree (and the project asks for that)."""
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from ..selectors import result_context_for, shows_suggestions
 from ..verification import item_auto_verify, item_mark_disagreement, project_settings_to_mark
 from . import sql
 from .errors import AlreadySubmitted, TaskConflict
-from .hold import lock_own_task
 from .rules import item_accepts_annotations
+from .task_ops import lock_own_task
 
 
 @dataclass
@@ -59,7 +59,7 @@ def annotation_submit(
     idempotency_key: str | None = None,
     now: datetime | None = None,
 ) -> Submitted:
-    """Store the annotation of a held task, exactly once.
+    """Store the annotation of a claimed task, exactly once.
 
     A repeat (same key, same task, or a second tab) with the same answer returns the first
     annotation with created=False; with a different answer it raises AlreadySubmitted (nothing
@@ -120,10 +120,10 @@ def _submit(
     if task.status == TaskStatus.SKIPPED:
         raise TaskConflict("You skipped this task; load the next one.")
     if (task.status == TaskStatus.EXPIRED or task.lease_expires <= now) and not item.is_gold:
-        # (A gold item takes everyone's answer: a hold someone else took over loses nothing, gold.py.)
+        # (A gold item takes everyone's answer: a task whose item was taken over loses nothing, gold.py.)
         if Task.objects.filter(item=item, status=TaskStatus.ACTIVE).exclude(pk=task.pk).exists():
             raise TaskConflict(
-                "Your hold on this task expired and another annotator took the item, so this answer "
+                "Your lease on this task expired and another annotator took the item, so this answer "
                 "was not saved. Load the next task."
             )
     if not item_accepts_annotations(item):

@@ -17,7 +17,7 @@ from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from ..audit import audit_record
+from ..audit.record import audit_record
 from ..models import (
     Annotation,
     AuditAction,
@@ -215,7 +215,7 @@ def participant_approve(*, study: Study, participant_id: int, actor, note: str =
 
 @transaction.atomic
 def participant_reject(*, study: Study, participant_id: int, actor, note: str = "") -> dict:
-    """Reject: end the participant's holds, move their annotations out of the analysis, give their
+    """Reject: end the participant's active tasks, move their annotations out of the analysis, give their
     items back to the queue, and send back to review the verified items whose decision they
     carried (reopen.py; items frozen in a release keep theirs and are listed in
     `released_items_kept`). Returns what was done (also in the audit event)."""
@@ -234,7 +234,7 @@ def participant_reject(*, study: Study, participant_id: int, actor, note: str = 
         )
     )
     items = {i.pk: i for i in Item.objects.select_for_update().filter(pk__in=item_ids).order_by("pk")}  # items first
-    holds = Task.objects.filter(annotator=user, status=TaskStatus.ACTIVE, item_id__in=item_ids).update(
+    ended = Task.objects.filter(annotator=user, status=TaskStatus.ACTIVE, item_id__in=item_ids).update(
         status=TaskStatus.EXPIRED, updated_at=now
     )
     reopened = kept_reviewed = 0
@@ -287,7 +287,7 @@ def participant_reject(*, study: Study, participant_id: int, actor, note: str = 
         "annotations_excluded": len(annotations),
         "items_reopened": reopened + len(settled.back_to_queue),
         "reviewed_items_kept": kept_reviewed + len(settled.kept),
-        "holds_ended": holds,
+        "holds_ended": ended,
         "items_back_to_review": len(settled.back_to_review),
         "released_items_kept": settled.released,
     }

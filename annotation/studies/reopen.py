@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from ..audit import audit_record
+from ..audit.record import audit_record
 from ..disagreement import find_disagreement, thresholds_from
 from ..models import (
     Annotation,

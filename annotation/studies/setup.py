@@ -13,7 +13,7 @@ from django.core.validators import URLValidator
 from django.db import transaction
 from django.utils import timezone
 
-from ..audit import audit_record
+from ..audit.record import audit_record
 from ..models import AuditAction, Project, Study, StudyPlatform
 from ..project_setup import SetupInvalid
 

@@ -10,7 +10,7 @@ from django.core.paginator import Paginator
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from ..audit_trail import (
+from ..audit.trail import (
     EXPORT_FORMATS,
     AuditFilterInvalid,
     AuditFilters,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 
-from ..history import own_recent_annotations
+from ..amend import own_recent_annotations
 from ..models import ItemStatus, Role
 from ..overview import project_overview_data
 from ..permissions import can_create_projects, get_project_for

@@ -1,4 +1,4 @@
-"""/media/<path>: uploaded media to the people allowed to see them (annotation/media_access.py
+"""/media/<path>: uploaded media to the people allowed to see them (annotation/media/access.py
 says who and as what type), with HTTP Range support so video players can seek.
 
 Media are untrusted bytes (DESIGN, invariants). A stored asset is answered only as the image or
@@ -32,7 +32,7 @@ from django.http import FileResponse, Http404, HttpResponse, HttpResponseRedirec
 
 from config.storage import is_local, signed_url
 
-from ..media_access import media_check_access, served_type
+from ..media.access import media_check_access, served_type
 
 SANDBOX_CSP = "sandbox; default-src 'none'"
 RANGE_RE = re.compile(r"bytes=(\d*)-(\d*)$")

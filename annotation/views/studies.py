@@ -15,10 +15,9 @@ from django.views.decorators.http import require_GET, require_http_methods
 from ..models import Role, Study
 from ..permissions import get_project_for
 from ..project_setup import SetupInvalid, project_setting
-from ..studies import (
-    STUDY_FIELDS,
+from ..studies.participants import (
+    PLATFORM_PARAMS,
     PlatformIdInvalid,
-    StudyRefused,
     StudyUnavailable,
     completion_url,
     participant_approve,
@@ -26,16 +25,10 @@ from ..studies import (
     participant_join,
     participant_of,
     participant_reject,
-    participant_rows,
-    participants_csv,
     platform_ids,
-    studies_of,
-    study_close,
-    study_create,
-    study_public_path,
-    study_totals,
 )
-from ..studies.participants import PLATFORM_PARAMS
+from ..studies.setup import STUDY_FIELDS, StudyRefused, study_close, study_create
+from ..studies.table import participant_rows, participants_csv, studies_of, study_public_path, study_totals
 
 # Crowd accounts have no password: the session is made by the study link, not by a login form.
 MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"

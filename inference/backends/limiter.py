@@ -1,12 +1,12 @@
 """A bound on the requests in flight to one endpoint, across chunks, worker processes and hosts.
 
-Every chunk task builds its own backend call, and the api queue runs several worker processes
+Every chunk's Celery task builds its own backend call, and the api queue runs several worker processes
 (docker-compose: `--concurrency 4`, possibly on several hosts), so a per-call asyncio.Semaphore
 alone would let one endpoint see (processes x chunks) x concurrency requests at once. Here a
 request holds two things while it runs:
 
 1. a slot of the local asyncio.Semaphore(limit) of this backend call (no Redis round trip is
-   attempted by more than `limit` tasks of one call at once), and
+   attempted by more than `limit` asyncio tasks of one call at once), and
 2. a slot of a Redis counting semaphore keyed by the endpoint: a sorted set whose members are
    slot tokens and whose scores are expiry times (Redis server clock, milliseconds). A Lua script
    drops expired tokens and adds ours only while fewer than `limit` remain, atomically. A holder

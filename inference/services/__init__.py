@@ -13,8 +13,8 @@
 A job runs as chunk tasks (tasks.py) over its items. Each chunk loads the job by id, skips the
 queries that already have an OK prediction, asks the backend, and upserts one prediction per
 (job, item, query) under the job's row lock, adjusting the progress counters by exact deltas.
-So a crashed worker, a redelivered task, a retry or a re-run fills gaps and never duplicates.
-Services enqueue tasks by name (config.enqueue) and never import them.
+So a crashed worker, a redelivered Celery task, a retry or a re-run fills gaps and never duplicates.
+Services enqueue Celery tasks by name (config.enqueue) and never import them.
 
 Callers import this package (`from inference import services; services.job_create(...)`).
 """

@@ -1,4 +1,4 @@
-"""A job's files for download and audit, written by the export task when the job ends or is re-scored:
+"""A job's files for download and audit, written by the export's Celery task when the job ends or is re-scored:
 under MEDIA_ROOT/exports/jobs/<id>/, or as the objects exports/jobs/<id>/… of the media storage
 when that is object storage (config/storage.py), so the web host can serve what any worker wrote."""
 

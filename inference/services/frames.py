@@ -200,9 +200,11 @@ def chunk_after_frames(*, job_id: int, item_ids: list[int]) -> bool:
     job = InferenceJob.objects.select_for_update(of=("self",)).select_related("endpoint").get(pk=job_id)
     if job.status != JobStatus.RUNNING:
         return False
-    task, args = chunk_task(job), [job.pk, list(item_ids)]
-    prepared = BackgroundRun.objects.filter(job=job, task=PREPARE_TASK, args=args).order_by("-pk").first()
-    if BackgroundRun.objects.filter(job=job, task=task, args=args, pk__gt=prepared.pk if prepared else 0).exists():
+    celery_task, args = chunk_task(job), [job.pk, list(item_ids)]
+    prepared = BackgroundRun.objects.filter(job=job, celery_task=PREPARE_TASK, args=args).order_by("-pk").first()
+    if BackgroundRun.objects.filter(
+        job=job, celery_task=celery_task, args=args, pk__gt=prepared.pk if prepared else 0
+    ).exists():
         return False
-    runs_enqueue_on_commit(task, [(job.pk, list(item_ids))], job=job, chunks=True)
+    runs_enqueue_on_commit(celery_task, [(job.pk, list(item_ids))], job=job, chunks=True)
     return True

@@ -2,9 +2,9 @@
 failed queries and unreadable replies, finish (FINISHED, or FAILED when nothing succeeded) and
 re-score.
 
-Work is enqueued by task name once the transaction commits, each message a tracked run
+Work is enqueued by Celery task name once the transaction commits, each message a tracked run
 (runs.py: a BackgroundRun row written in the same transaction): this module never imports the
-tasks. A job that ends FINISHED also enqueues the follow-up tasks that
+Celery tasks. A job that ends FINISHED also enqueues the follow-up Celery tasks that
 settings.STATELAB_JOB_FINISHED_TASKS names (the evaluation app's board warming), by name, so
 inference imports no other app.
 """
@@ -21,7 +21,7 @@ from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
 
-from annotation.audit import audit_record
+from annotation.audit.record import audit_record
 from annotation.models import AuditAction, Item, ItemStatus, Project, Release, ReleaseItem, Workflow
 from annotation.protocols import QUERY_KEYS
 from protocols import registry
@@ -326,7 +326,7 @@ def finish_if_done(job: InferenceJob) -> None:
 
 
 def _enqueue_finished_tasks(job: InferenceJob) -> None:
-    """Once the FINISHED status commits, send each task settings.STATELAB_JOB_FINISHED_TASKS names
+    """Once the FINISHED status commits, send each Celery task settings.STATELAB_JOB_FINISHED_TASKS names
     (project id, release id), as tracked runs: other apps follow a finished job without inference
     importing them. A broker hiccup must not fail the job that just finished: a send that fails is
     logged and fails only its run (quiet)."""

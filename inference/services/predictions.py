@@ -13,14 +13,14 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from annotation.audit import audit_record
+from annotation.audit.record import audit_record
 from annotation.models import AuditAction, Item, Project, Release
 from annotation.protocols import QUERY_KEYS
 from protocols import registry
 from protocols.kit.answers import answer_type_error, parse_answer
 
 from ..models import InferenceJob, JobMode, JobStatus, Prediction, PredictionStatus
-from ..selectors import run_items
+from ..selectors import job_items
 from .jobs import finish_if_done
 
 
@@ -177,7 +177,7 @@ def _check_logprobs(value: Any) -> str | None:
 
 def parse_prediction_lines(project: Project, release: Release | None, lines: Iterable[str]) -> list[ParsedLine]:
     """Validate every line; raise PredictionImportError listing all bad lines."""
-    items = run_items(project=project, release=release)
+    items = job_items(project=project, release=release)
     by_external = {it.external_id: it for it in items}
     verified_elsewhere = set()
     if release is None:

@@ -59,13 +59,13 @@ def run_settle_job(*, run: BackgroundRun, reason: str) -> None:
     """A run failed for good: its job must still reach a final state, with the reason."""
     if run.job_id is None:
         return
-    if run.task in CHUNK_TASKS:
+    if run.celery_task in CHUNK_TASKS:
         _chunk_lost(run, reason)
-    elif run.task == PREPARE_TASK:
+    elif run.celery_task == PREPARE_TASK:
         # Frames not prepared: the chunk runs anyway and decodes them itself (slower, logged).
         _, item_ids = run.args
         chunk_after_frames(job_id=run.job_id, item_ids=item_ids)
-    elif run.task == START_TASK:
+    elif run.celery_task == START_TASK:
         job_fail(job=InferenceJob(pk=run.job_id), error=f"the job could not start: {reason}"[:4000])
 
 
@@ -98,7 +98,7 @@ def runs_watch() -> dict[str, int]:
 def _run_requeued(run: BackgroundRun) -> list[str]:
     """The lost run's message, sent again once the watchdog's transaction commits."""
     run.sent_at = timezone.now()
-    message = (run.task, list(run.args), run.queue, run.pk)
+    message = (run.celery_task, list(run.args), run.queue, run.pk)
     transaction.on_commit(lambda: enqueue(message[0], *message[1], queue=message[2], tracked_run=message[3]))
     return ["sent_at"]
 
@@ -214,11 +214,11 @@ def runs_resend_missing() -> int:
             if not BackgroundRun.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(sent_at=timezone.now()):
                 continue
             try:
-                enqueue(run.task, *run.args, queue=run.queue, tracked_run=run.pk)
+                enqueue(run.celery_task, *run.args, queue=run.queue, tracked_run=run.pk)
             except Exception:  # the broker is down again: the next pass tries
                 log.exception("could not send run %s again", run.pk)
                 return resent
-            log.warning("run %s (%s) was missing from the %s queue: sent again", run.pk, run.task, queue)
+            log.warning("run %s (%s) was missing from the %s queue: sent again", run.pk, run.celery_task, queue)
             resent += 1
     return resent
 

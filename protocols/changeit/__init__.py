@@ -96,6 +96,7 @@ class ChangeIt(Protocol):
         "state_acc_distractor_crop",
     )
     spec = "docs/protocols/changeit.md"
+    lmms_module = "lmms"  # its lmms-eval task: lmms.py, scoring in lmms_utils.py
 
     def vocabulary(self, payloads: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:
         return vocabulary(payloads)

@@ -14,7 +14,7 @@ import numpy as np
 
 from protocols.changeit import CONDITIONS, N_CANDIDATES, QUERIES, STRATEGIES
 from protocols.kit.bootstrap import N_BOOT
-from protocols.kit.items import RunAnswer, ScoringItem, remap_index
+from protocols.kit.items import ModelAnswer, ScoringItem, remap_index
 from protocols.kit.matrix import ItemMatrix, bootstrap_cis, printed_means
 
 KEYS = tuple(f"state_acc_{s}_{c}" for s in STRATEGIES for c in CONDITIONS) + tuple(
@@ -76,7 +76,7 @@ def random_answers(n_items: int, *, seed: int, n_candidates: int = N_CANDIDATES)
     return rng.integers(1, n_candidates + 1, size=(n_items, len(QUERIES)))
 
 
-# --- one run's answers -> item matrix ----------------------------------------------------
+# --- one answer set -> item matrix ---------------------------------------------------------
 
 
 def label_objects(items: Sequence[ScoringItem]) -> dict[str, str]:
@@ -86,7 +86,7 @@ def label_objects(items: Sequence[ScoringItem]) -> dict[str, str]:
     return label_object_map({k: sorted(v) for k, v in vocab.items()})
 
 
-def score(items: Sequence[ScoringItem], answers: Mapping[tuple, RunAnswer]) -> ItemMatrix:
+def score(items: Sequence[ScoringItem], answers: Mapping[tuple, ModelAnswer]) -> ItemMatrix:
     n = len(items)
     objects_of = label_objects(items)
     truth = np.zeros((n, 4), dtype=np.int64)
@@ -108,11 +108,11 @@ def score(items: Sequence[ScoringItem], answers: Mapping[tuple, RunAnswer]) -> I
     return item_matrix(truth, pred, obj)
 
 
-def random_run(items: Sequence[ScoringItem], *, rng: np.random.Generator) -> dict[tuple, RunAnswer]:
+def random_answer_set(items: Sequence[ScoringItem], *, rng: np.random.Generator) -> dict[tuple, ModelAnswer]:
     """Seeded random answers: a candidate number per query, in item and query order."""
-    out: dict[tuple, RunAnswer] = {}
+    out: dict[tuple, ModelAnswer] = {}
     for item in items:
         for q, spec in item.resolved.items():
             options = spec.get("options") or []
-            out[(item.key, q)] = RunAnswer(int(rng.integers(1, len(options) + 1)), list(options))
+            out[(item.key, q)] = ModelAnswer(int(rng.integers(1, len(options) + 1)), list(options))
     return out

@@ -1,8 +1,8 @@
-"""The toolkit every protocol package builds on, one module per job. Plain Python, no Django.
+"""The toolkit every protocol package builds on, one module per concern. Plain Python, no Django.
 
 - ``bootstrap``: how many resamples an interval draws (N_BOOT) and how it is read (percentile_ci);
-- ``matrix``: the integer item matrix a scored run is (ItemMatrix), exact printing, the bootstrap;
-- ``items``: what scoring reads (ScoringItem, RunAnswer) and the option-order mapping;
+- ``matrix``: the integer item matrix a scored answer set is (ItemMatrix), exact printing, the bootstrap;
+- ``items``: what scoring reads (ScoringItem, ModelAnswer) and the option-order mapping;
 - ``answers``: the parsers of every answer kind (``Protocol.answer_kind``) and ``parse_answer``;
 - ``prompting``: what a protocol's prompts are made of (ItemInput, PreparedQuery, the message
   helpers) and the query a backend answers (ModelQuery, ModelReply).

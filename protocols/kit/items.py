@@ -1,10 +1,10 @@
-"""What scoring reads: items and one run's answers, and the option-order mapping every protocol's
-scoring shares. Plain Python, no Django.
+"""What scoring reads: items and one answer set (one model's answers), and the option-order mapping
+every protocol's scoring shares. Plain Python, no Django.
 
 An item is a ``ScoringItem`` (payload in the interchange format + ``resolved`` = its protocol's
-``resolve_queries`` output). Answers of one run are a mapping ``(item key, query key) ->
-RunAnswer``; a missing key means the model produced nothing for that query, ``RunAnswer.value is
-None`` means a prediction that failed or could not be parsed.
+``resolve_queries`` output). An answer set is a mapping ``(item key, query key) -> ModelAnswer``;
+a missing key means the model produced nothing for that query, ``ModelAnswer.value is None`` means
+a prediction that failed or could not be parsed.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ class ScoringItem:
 
 
 @dataclass(slots=True)  # millions per board: no per-instance dict, faster attribute reads
-class RunAnswer:
+class ModelAnswer:
     value: Any  # canonical parsed answer (see answers.py) or None
     options: list | None = None  # option order the model saw, when stored
     logprobs: dict | None = None
@@ -55,7 +55,7 @@ def seen_letter(release_index: int, seen: list | None, resolved: list) -> str | 
         return None
 
 
-def letter_in_release(answer: RunAnswer | None, resolved_options: list) -> str | None:
+def letter_in_release(answer: ModelAnswer | None, resolved_options: list) -> str | None:
     if answer is None or answer.value is None:
         return None
     letter = normalize_letter(answer.value) if isinstance(answer.value, str) else None

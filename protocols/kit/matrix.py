@@ -2,7 +2,7 @@
 
 Plain Python + numpy, no Django.
 
-A scored run is an ``ItemMatrix``: one row per scored unit (an item, or one blind answer for a
+A scored answer set is an ``ItemMatrix``: one row per scored unit (an item, or one blind answer for a
 Human row), one column per base metric; cell value = ``num / den`` with integer numerator and
 denominator, and ``den == 0`` meaning "this unit does not count for that metric" (a breakdown
 that does not contain it). A metric is the mean of its counted cells. Integers keep the printed
@@ -100,7 +100,7 @@ class ItemMatrix:
 
 
 def _bootstrap_per_column(matrix: ItemMatrix, *, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    """Column-wise bootstrap for large runs: a column's resampled mean depends only on how many
+    """Column-wise bootstrap for large answer sets: a column's resampled mean depends only on how many
     rows of each distinct (num, den) cell are drawn, i.e. a multinomial over those cells, so each
     column costs O(N) to count and O(n_boot x distinct cells) to resample. Marginal intervals are
     exactly those of resampling rows; only joint statistics across columns would differ.

@@ -72,6 +72,7 @@ class M3Verse(Protocol):
     ranking = ("overall", "intra", "inter")
     human_row = True
     spec = "docs/protocols/m3verse.md"
+    lmms_module = "lmms"  # its lmms-eval task: lmms.py, scoring in lmms_utils.py
 
     def answer_shape(
         self, payload: Mapping[str, Any], project_settings: Mapping[str, Any] | None = None

@@ -12,7 +12,7 @@ from decimal import Decimal
 import numpy as np
 
 from protocols.kit.bootstrap import N_BOOT
-from protocols.kit.items import RunAnswer, ScoringItem, letter_in_release
+from protocols.kit.items import ModelAnswer, ScoringItem, letter_in_release
 from protocols.kit.matrix import ItemMatrix, bootstrap_cis, printed_means
 from protocols.m3verse import CAPABILITIES, CONTEXTS
 
@@ -81,10 +81,10 @@ def random_answer(n_options: int, rng: np.random.Generator) -> list[str]:
     return sorted(chr(65 + int(i)) for i in picked)
 
 
-# --- one run's answers -> item matrix ----------------------------------------------------
+# --- one answer set -> item matrix ---------------------------------------------------------
 
 
-def score(items: Sequence[ScoringItem], answers: Mapping[tuple, RunAnswer]) -> ItemMatrix:
+def score(items: Sequence[ScoringItem], answers: Mapping[tuple, ModelAnswer]) -> ItemMatrix:
     credits, failures = [], 0
     for item in items:
         spec = item.resolved["qa"]
@@ -92,7 +92,7 @@ def score(items: Sequence[ScoringItem], answers: Mapping[tuple, RunAnswer]) -> I
         predicted = None
         if ans is not None and ans.value is not None:
             letters = ans.value if isinstance(ans.value, list) else [ans.value]
-            mapped = [letter_in_release(RunAnswer(v, ans.options), spec["options"]) for v in letters]
+            mapped = [letter_in_release(ModelAnswer(v, ans.options), spec["options"]) for v in letters]
             predicted = None if any(m is None for m in mapped) else sorted(set(mapped))
         if predicted is None:
             failures += 1
@@ -106,11 +106,11 @@ def score(items: Sequence[ScoringItem], answers: Mapping[tuple, RunAnswer]) -> I
     )
 
 
-def random_run(items: Sequence[ScoringItem], *, rng: np.random.Generator) -> dict[tuple, RunAnswer]:
+def random_answer_set(items: Sequence[ScoringItem], *, rng: np.random.Generator) -> dict[tuple, ModelAnswer]:
     """Seeded random answers (a random non-empty set of letters) in item and query order."""
-    out: dict[tuple, RunAnswer] = {}
+    out: dict[tuple, ModelAnswer] = {}
     for item in items:
         for q, spec in item.resolved.items():
             options = spec.get("options") or []
-            out[(item.key, q)] = RunAnswer(random_answer(len(options), rng), list(options))
+            out[(item.key, q)] = ModelAnswer(random_answer(len(options), rng), list(options))
     return out

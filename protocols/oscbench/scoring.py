@@ -3,7 +3,7 @@
 Item score per criterion = mean of the raters who gave a number (N/A is missing, never 0);
 normalized = (mean - 1) / 4, printed 0-1 with three decimals. The state-change score of an item
 is the mean of its normalized osc_accuracy and osc_consistency; it is broken down per scenario
-and per action category. The mean of criteria of a run is the mean over the eight criteria of
+and per action category. The mean of criteria of an answer set is the mean over the eight criteria of
 their means (the paper's Figure 3 score). A judge is one "rater" per item.
 
 Arrays: ``sums`` and ``counts`` are (N, 8) integers in ``CRITERIA`` order: the sum of the given
@@ -19,7 +19,7 @@ from decimal import Decimal
 import numpy as np
 
 from protocols.kit.bootstrap import N_BOOT, percentile_ci
-from protocols.kit.items import RunAnswer, ScoringItem
+from protocols.kit.items import ModelAnswer, ScoringItem
 from protocols.kit.matrix import (  # noqa: F401 (criteria_mean: the mean of criteria this module prints)
     COMPRESS_FROM,
     ItemMatrix,
@@ -140,7 +140,7 @@ def cis(matrix: ItemMatrix, *, n_boot: int = N_BOOT, seed: int = 0) -> dict[str,
 
 
 def _criteria_mean_ci_large(matrix: ItemMatrix, *, n_boot: int, seed: int) -> list[float] | None:
-    """The mean of criteria's interval for a large run (COMPRESS_FROM rows and more), where the
+    """The mean of criteria's interval for a large answer set (COMPRESS_FROM rows and more), where the
     columns are resampled one at a time and a joint row resample would cost n_boot x rows.
 
     What a row resample changes is the 16 column totals (per criterion: the sum of the counted
@@ -168,7 +168,7 @@ def _criteria_mean_ci_large(matrix: ItemMatrix, *, n_boot: int, seed: int) -> li
     return None if ci is None else [printed_bound(ci[0], PLACES), printed_bound(ci[1], PLACES)]
 
 
-# --- one run's answers -> item matrix ----------------------------------------------------
+# --- one answer set -> item matrix ---------------------------------------------------------
 
 
 def score_ratings(
@@ -188,7 +188,7 @@ def score_ratings(
     )
 
 
-def score(items: Sequence[ScoringItem], answers: Mapping[tuple, RunAnswer]) -> ItemMatrix:
+def score(items: Sequence[ScoringItem], answers: Mapping[tuple, ModelAnswer]) -> ItemMatrix:
     ratings, failures = {}, 0
     for item in items:
         ans = answers.get((item.key, "judge"))
@@ -200,7 +200,7 @@ def score(items: Sequence[ScoringItem], answers: Mapping[tuple, RunAnswer]) -> I
 
 
 def random_matrix(items: Sequence[ScoringItem], *, seed: int) -> ItemMatrix:
-    """The Random judge's item matrix: the very draws of ``random_run``
+    """The Random judge's item matrix: the very draws of ``random_answer_set``
     (one 1-5 score per criterion and video), handed to the scoring as arrays instead of 100k
     answer dicts that would only be read back into the same arrays."""
     rng = np.random.default_rng(seed)
@@ -213,10 +213,10 @@ def random_matrix(items: Sequence[ScoringItem], *, seed: int) -> ItemMatrix:
     )
 
 
-def random_run(items: Sequence[ScoringItem], *, rng: np.random.Generator) -> dict[tuple, RunAnswer]:
+def random_answer_set(items: Sequence[ScoringItem], *, rng: np.random.Generator) -> dict[tuple, ModelAnswer]:
     """Seeded random judge answers: one draw for all videos (the rating tables are large)."""
-    out: dict[tuple, RunAnswer] = {}
+    out: dict[tuple, ModelAnswer] = {}
     draws = rng.integers(1, 6, size=(len(items), len(CRITERIA))).tolist()
     for item, row in zip(items, draws):
-        out[(item.key, "judge")] = RunAnswer(dict(zip(CRITERIA, row)), [])
+        out[(item.key, "judge")] = ModelAnswer(dict(zip(CRITERIA, row)), [])
     return out

@@ -74,12 +74,14 @@ class Status(Protocol):
     query_keys = QUERIES
     settings_keys = ("suggestions",)
     result_fields = RESULT_FIELDS
+    result_choices = {"category": CATEGORIES, "difference": DIFFERENCES}
     metrics = METRICS
     # ROA: the paper measures VLMs "in terms of the proposed ROA metric"; its breakdown tables print
     # only rigorous accuracies, and its "highest among open-weight VLMs" (Qwen2.5-VL, 5.45) holds for
     # ROA, not for OA (LLaVA-OneVision has the higher OA).
     ranking = ("roa", "oa")
     spec = "docs/protocols/status.md"
+    lmms_module = "lmms"  # its lmms-eval task: lmms.py, scoring in lmms_utils.py
 
     def resolve_queries(
         self, item_id: str, payload: Mapping[str, Any], *, seed: int, vocabulary: Any = None

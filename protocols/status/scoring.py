@@ -16,7 +16,7 @@ import numpy as np
 from protocols.base import LETTERS
 from protocols.kit.answers import normalize_letter
 from protocols.kit.bootstrap import N_BOOT
-from protocols.kit.items import RunAnswer, ScoringItem, remap_index, seen_letter
+from protocols.kit.items import ModelAnswer, ScoringItem, remap_index, seen_letter
 from protocols.kit.matrix import ItemMatrix, bootstrap_cis, percent, printed_means
 from protocols.status import CATEGORIES, CHANCE, DIFFERENCES, QUERIES  # noqa: F401 (CHANCE: read here too)
 
@@ -172,12 +172,12 @@ def cis(matrix: ItemMatrix, *, n_boot: int = N_BOOT, seed: int = 0) -> dict[str,
     return bootstrap_cis(matrix, keys=matrix.keys, n_boot=n_boot, seed=seed)
 
 
-# --- one run's answers -> item matrix ----------------------------------------------------
+# --- one answer set -> item matrix ---------------------------------------------------------
 
 _LETTER_CODE = {letter: i for i, letter in enumerate(LETTERS)}
 
 
-def _status_code(ans: RunAnswer, options: list) -> int:
+def _status_code(ans: ModelAnswer, options: list) -> int:
     """Release letter code of a stored STATUS answer; -1 when missing, unreadable or out of range."""
     value = ans.value
     code = _LETTER_CODE.get(value) if isinstance(value, str) else None  # canonical answers: one dict lookup
@@ -195,7 +195,7 @@ def _status_code(ans: RunAnswer, options: list) -> int:
     return code if code < len(options) else -1
 
 
-def _status_scan(items: Sequence[ScoringItem], answers: Mapping[tuple, RunAnswer]):
+def _status_scan(items: Sequence[ScoringItem], answers: Mapping[tuple, ModelAnswer]):
     """The one pass over the stored answers: (truth codes, predicted codes, log-prob flat index,
     log P(release option A)) as flat lists (millions of live tuples would keep the cyclic
     garbage collector scanning the heap)."""
@@ -235,7 +235,7 @@ def _status_scan(items: Sequence[ScoringItem], answers: Mapping[tuple, RunAnswer
     return truth_codes, pred_codes, lp_where, lp_values
 
 
-def score(items: Sequence[ScoringItem], answers: Mapping[tuple, RunAnswer]) -> ItemMatrix:
+def score(items: Sequence[ScoringItem], answers: Mapping[tuple, ModelAnswer]) -> ItemMatrix:
     """One pass over the stored answers into flat code lists (the only per-answer Python work),
     then the numpy scoring of ``item_matrix``."""
     n = len(items)
@@ -255,14 +255,14 @@ def score(items: Sequence[ScoringItem], answers: Mapping[tuple, RunAnswer]) -> I
     return matrix
 
 
-def random_run(items: Sequence[ScoringItem], *, rng: np.random.Generator) -> dict[tuple, RunAnswer]:
+def random_answer_set(items: Sequence[ScoringItem], *, rng: np.random.Generator) -> dict[tuple, ModelAnswer]:
     """Seeded random answers: one draw per query, in item and query order."""
-    out: dict[tuple, RunAnswer] = {}
+    out: dict[tuple, ModelAnswer] = {}
     sizes = [len(item.resolved[q].get("options") or []) for item in items for q in item.resolved]
     picks = rng.integers(0, np.maximum(sizes, 1)).tolist() if sizes else []
     it = iter(picks)
     for item in items:
         for q, spec in item.resolved.items():
             options = list(spec.get("options") or [])
-            out[(item.key, q)] = RunAnswer(LETTERS[next(it)], options)
+            out[(item.key, q)] = ModelAnswer(LETTERS[next(it)], options)
     return out

@@ -59,6 +59,7 @@ class VisualTrans(Protocol):
     ranking = ("overall", "spatial_mean", "procedural_mean", "quantitative")
     human_row = True
     spec = "docs/protocols/visualtrans.md"
+    lmms_module = "lmms"  # its lmms-eval task: lmms.py, scoring in lmms_utils.py
 
     def known_answer_form(self, payload: Mapping[str, Any]) -> dict[str, Any]:
         return {"fmt": payload.get("format") or "choice"}

@@ -16,7 +16,7 @@ import numpy as np
 
 from protocols.kit.answers import normalize_int, normalize_letter
 from protocols.kit.bootstrap import N_BOOT
-from protocols.kit.items import RunAnswer, ScoringItem, letter_in_release
+from protocols.kit.items import ModelAnswer, ScoringItem, letter_in_release
 from protocols.kit.matrix import ItemMatrix, bootstrap_cis, nanmean_rows, percent
 from protocols.normalize import answer_multiset
 from protocols.visualtrans import SUBTASKS
@@ -139,10 +139,10 @@ def random_answer(
     return sorted(str(x) for x in rng.choice(pool, size=k, replace=False))
 
 
-# --- one run's answers -> item matrix ----------------------------------------------------
+# --- one answer set -> item matrix ---------------------------------------------------------
 
 
-def score(items: Sequence[ScoringItem], answers: Mapping[tuple, RunAnswer]) -> ItemMatrix:
+def score(items: Sequence[ScoringItem], answers: Mapping[tuple, ModelAnswer]) -> ItemMatrix:
     subtasks, correct, present = [], [], []
     for item in items:
         spec = item.resolved["qa"]
@@ -167,9 +167,9 @@ def score(items: Sequence[ScoringItem], answers: Mapping[tuple, RunAnswer]) -> I
     return item_matrix(subtasks, correct, present, parse_failures=failures)
 
 
-def random_run(items: Sequence[ScoringItem], *, rng: np.random.Generator) -> dict[tuple, RunAnswer]:
+def random_answer_set(items: Sequence[ScoringItem], *, rng: np.random.Generator) -> dict[tuple, ModelAnswer]:
     """Seeded random answers in item and query order; set questions draw from the release's objects."""
-    out: dict[tuple, RunAnswer] = {}
+    out: dict[tuple, ModelAnswer] = {}
     set_pool = [
         str(x)
         for it in items
@@ -180,5 +180,5 @@ def random_run(items: Sequence[ScoringItem], *, rng: np.random.Generator) -> dic
         for q, spec in item.resolved.items():
             options = spec.get("options") or []
             fmt = spec.get("format") or item.payload.get("format")
-            out[(item.key, q)] = RunAnswer(random_answer(fmt, options, rng, set_pool=set_pool), list(options))
+            out[(item.key, q)] = ModelAnswer(random_answer(fmt, options, rng, set_pool=set_pool), list(options))
     return out

@@ -12,7 +12,7 @@
 //                           image and video widgets
 //   workbench/task_loop.js  the Workbench: claim, show, claim the next; startWorkbench()
 //   workbench/drafts.js     local copy and server autosave of the draft   (a layer of Workbench)
-//   workbench/lease.js      renewing the hold while someone is at the page,
+//   workbench/lease.js      renewing the lease while someone is at the page,
 //                           preloading the next task                      (a layer of Workbench)
 //   workbench/submit.js     submit and skip, idempotency keys              (a layer of Workbench)
 //   workbench/amend.js      amend mode: one's own earlier answer, saved by /api/annotations/<id>/amend/

@@ -13,7 +13,7 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.authtoken.models import Token, TokenProxy
 
-from annotation.audit import audit_record
+from annotation.audit.record import audit_record
 from annotation.models import (
     Annotation,
     AnnotationRevision,
@@ -195,7 +195,7 @@ def w(make_user, make_project, tmp_path):
         "auth.user": (users["annotator"], None),
         "auth.group": (Group.objects.create(name="g"), None),
         "authtoken.tokenproxy": (TokenProxy.objects.get(key=Token.objects.create(user=users["annotator"]).key), None),
-        "inference.backgroundrun": (BackgroundRun.objects.create(task="inference.tasks.start_job"), None),
+        "inference.backgroundrun": (BackgroundRun.objects.create(celery_task="inference.tasks.start_job"), None),
     }
     return SimpleNamespace(users=users, objects=objects)
 

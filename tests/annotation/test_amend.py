@@ -1,4 +1,4 @@
-"""Annotators' own history (annotation/history.py, annotation/apis/history.py): their recent work
+"""Annotators' own history (annotation/amend.py, annotation/apis/amend.py): their recent work
 newest first, amending while the item is not reviewed (the earlier version kept, the amendment the
 one that counts), refused after review."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from annotation.history import annotation_amend, own_recent_annotations
+from annotation.amend import annotation_amend, own_recent_annotations
 from annotation.models import Annotation, AnnotationRevision, AuditEvent, Item, ItemStatus, Role
 from annotation.queue import TaskConflict, TaskNotFound
 from annotation.results import ResultInvalid

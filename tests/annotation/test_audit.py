@@ -14,7 +14,7 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from annotation.audit import audit_record
+from annotation.audit.record import audit_record
 from annotation.importing import ImportRefused, annotations_import, items_import
 from annotation.importing.samples import write_sample_dataset
 from annotation.models import AuditEvent, Item, ItemStatus, Role

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
+from annotation.amend import annotation_amend
 from annotation.disagreement import Thresholds, field_label, find_disagreement, thresholds_from
-from annotation.history import annotation_amend
 from annotation.importing import annotations_import
 from annotation.models import Item, Review
 from annotation.queue import annotation_submit, queue_claim_next

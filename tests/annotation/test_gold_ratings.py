@@ -16,7 +16,8 @@ from annotation.importing.formats import check_item
 from annotation.importing.samples import make_video, sample_line
 from annotation.models import Annotation, Item, ItemStatus, MediaAsset, Role
 from annotation.selectors_agreement import project_agreement
-from annotation.studies import participant_rows, study_create
+from annotation.studies.setup import study_create
+from annotation.studies.table import participant_rows
 from protocols.oscbench import CRITERIA as OSC_CRITERIA
 from protocols.oscbench import GOLD_TOLERANCE as RATING_GOLD_TOLERANCE
 from tests.helpers.files import write_lines

@@ -16,7 +16,7 @@ from PIL import Image
 
 from annotation.importing import ImportRefused, items_import
 from annotation.importing.samples import make_image, make_video, sample_line
-from annotation.media_probe import ffmpeg_exe
+from annotation.media.probe import ffmpeg_exe
 from annotation.models import MediaAsset, Role
 from tests.helpers.files import polyglot_png, write_lines
 

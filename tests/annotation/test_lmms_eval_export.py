@@ -5,9 +5,12 @@ StateLab's own runs ask, on the crops inference would send. lmms-eval itself run
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +21,7 @@ from PIL import Image
 
 from annotation.interchange import lmms_eval as writer
 from annotation.protocols import QUERY_KEYS, resolve_queries
-from evaluation.scoring.runs import RunAnswer, ScoringItem
+from evaluation.scoring.answer_sets import ModelAnswer, ScoringItem
 from inference.media import load_image
 from inference.prompting import MediaPreparer
 from protocols.changeit import prompts as ci_protocol
@@ -27,6 +30,7 @@ from protocols.changeit import vocabulary as changeit_vocabulary
 from protocols.changeit.scoring import label_objects as _changeit_label_objects
 from protocols.changeit.scoring import score as score_changeit
 from protocols.kit import answers
+from protocols.kit.lmms import GENERIC_UTILS, LmmsExportError, assemble_utils
 from protocols.kit.prompting import ItemInput
 from protocols.m3verse import scoring as m3_scoring
 from protocols.normalize import answer_multiset
@@ -34,7 +38,8 @@ from protocols.status import scoring as status_scoring
 from protocols.visualtrans import scoring as vt_scoring
 from tests.lmms import cases
 
-TEMPLATE = Path(writer.__file__).with_name("lmms_task_utils.py")
+TEMPLATE = GENERIC_UTILS  # the generic part of every task's utils.py
+SUPPORTED = ("status", "changeit", "visualtrans", "m3verse")
 
 
 def _load(path: Path):
@@ -42,6 +47,13 @@ def _load(path: Path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _task_utils(protocol: str, folder: Path):
+    """The utils.py a task folder of `protocol` gets, loaded from `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "utils.py").write_text(writer.lmms_task(protocol).utils_source())
+    return _load(folder / "utils.py")
 
 
 utils = _load(TEMPLATE)
@@ -82,9 +94,10 @@ def _vt_records(counts):
     return recs
 
 
-def test_visualtrans_paper_row():
+def test_visualtrans_paper_row(tmp_path):
     """docs/protocols/visualtrans.md, "Check": GPT-4o's counts print the paper's row (printed-subtask
     dimension means)."""
+    vt = _task_utils("visualtrans", tmp_path)
     recs = _vt_records(
         {
             "fine_grained": (51, 168),
@@ -95,7 +108,7 @@ def test_visualtrans_paper_row():
             "quantitative": (36, 63),
         }
     )
-    got = {k: str(utils.printed(recs, k)) for k in utils.VISUALTRANS_METRICS}
+    got = {k: str(vt.printed(recs, k)) for k in vt.METRICS}
     assert got == {
         "fine_grained": "30.36",
         "global": "30.00",
@@ -265,7 +278,7 @@ def test_status_scores_match_statelab_scorer(tmp_path):
     exact = matrix.exact_means()
     for key in status_scoring.KEYS:
         value = task_utils.aggregate([r[key] for r in results])
-        want = float(expected[key]) if expected else float(utils._percent(exact[key]))
+        want = float(expected[key]) if expected else float(task_utils.percent(exact[key]))
         assert value == want, key
     assert task_utils.aggregate([r["parse_failures"] for r in results]) == matrix.parse_failures
 
@@ -329,7 +342,7 @@ def test_changeit_scores_match_statelab_scorer(tmp_path):
         ScoringItem(key=line["id"], external_id=line["id"], payload=line, resolved=line["resolved"]) for line in lines
     ]
     run = {
-        (d["id"], d["query"]): RunAnswer(answers.parse_answer("changeit", d["query"], r, d["options"]))
+        (d["id"], d["query"]): ModelAnswer(answers.parse_answer("changeit", d["query"], r, d["options"]))
         for d, r in zip(docs, replies)
     }
     matrix = score_changeit(items, run)
@@ -474,7 +487,9 @@ def test_export_release_command_writes_the_task_folder(protocol, make_project, t
     call_command("export_release", project.slug, "v1", "--format", "lmms-eval", "-o", str(out))
 
     name = f"statelab_lm_{protocol}_v1"
-    assert (out / f"{name}.yaml").is_file() and (out / "utils.py").read_text() == TEMPLATE.read_text()
+    utils_py = (out / "utils.py").read_text()
+    assert (out / f"{name}.yaml").is_file() and utils_py == writer.lmms_task(protocol).utils_source()
+    assert utils_py.startswith(TEMPLATE.read_text()) and f"protocols.{protocol}.lmms_utils" in utils_py
     docs = [json.loads(x) for x in (out / "docs.jsonl").read_text().splitlines()]
     lines = list(ReleaseItem.objects.filter(release=release).order_by("position").values_list("payload", flat=True))
     per_item = {"status": 6, "changeit": 4}.get(protocol, 1)  # the sample ChangeIt items all have a box
@@ -571,9 +586,54 @@ def test_the_tier_changeit_replies_score_the_same_in_statelab(make_project, tmp_
 def test_the_task_lists_its_metrics_in_the_leaderboard_order():
     """lmms-eval prints a task's metrics in the order its YAML lists them: the same columns, in the
     same order, as StateLab's own table (M3-Verse: the paper's Table 2 order)."""
-    from annotation.interchange import lmms_task_utils
+    from protocols.changeit import lmms_utils as ci_lmms
+    from protocols.m3verse import lmms_utils as m3_lmms
+    from protocols.status import lmms_utils as status_lmms
+    from protocols.visualtrans import lmms_utils as vt_lmms
 
-    assert lmms_task_utils.METRICS["m3verse"] == m3_scoring.KEYS
-    assert lmms_task_utils.METRICS["status"] == status_scoring.KEYS
-    assert lmms_task_utils.METRICS["changeit"] == ci_scoring.KEYS
-    assert lmms_task_utils.CHANGEIT_QUERIES == ci_scoring.QUERIES == QUERY_KEYS["changeit"]
+    assert m3_lmms.METRICS == m3_scoring.KEYS
+    assert status_lmms.METRICS == status_scoring.KEYS
+    assert ci_lmms.METRICS == ci_scoring.KEYS
+    assert vt_lmms.METRICS == vt_scoring.KEYS
+    assert ci_lmms.QUERIES == ci_scoring.QUERIES == QUERY_KEYS["changeit"]
+
+
+@pytest.mark.parametrize("protocol", SUPPORTED)
+def test_the_task_utils_stands_alone(protocol, tmp_path):
+    """The folder's utils.py is one file lmms-eval loads without StateLab: it imports the standard
+    library and Pillow only, and loads in an isolated interpreter (no project on its path)."""
+    source = writer.lmms_task(protocol).utils_source()
+    imported = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            imported.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0
+            imported.add(node.module.split(".")[0])
+    assert imported <= set(sys.stdlib_module_names) | {"PIL"}, imported
+    (tmp_path / "utils.py").write_text(source)
+    check = (
+        "import utils; assert callable(utils.process_results) and callable(utils.aggregate); print(len(utils.METRICS))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, '.'); {check}"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) > 0
+
+
+def test_a_protocol_part_that_would_not_stand_alone_is_refused(tmp_path):
+    part = tmp_path / "lmms_utils.py"
+    part.write_text("from protocols.kit.lmms_utils import percent\nfrom protocols.base import LETTERS\n")
+    with pytest.raises(LmmsExportError, match="must stand alone"):
+        assemble_utils(part, "tests.part")
+    part.write_text(
+        "from __future__ import annotations\n\nfrom protocols.kit.lmms_utils import (\n    percent,\n)\n\nX = 1\n"
+    )
+    assert assemble_utils(part, "tests.part") == TEMPLATE.read_text() + (
+        "\n\n# --- the protocol's part: tests.part " + "-" * 70 + "\n\nX = 1\n"
+    )

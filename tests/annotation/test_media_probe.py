@@ -1,4 +1,4 @@
-"""The one video probe (annotation.media_probe): with ffprobe, and without it as in the demo, where
+"""The one video probe (annotation/media/probe.py): with ffprobe, and without it as in the demo, where
 imageio-ffmpeg bundles only an ffmpeg binary and the probe reads `ffmpeg -i` instead."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import subprocess
 import pytest
 from PIL import Image
 
-from annotation import media_probe
+from annotation.media import probe as media_probe
 from inference.media import make_test_video
 
 needs_ffprobe = pytest.mark.skipif(media_probe.ffprobe_exe() is None, reason="no ffprobe on this machine")
@@ -68,7 +68,7 @@ def test_unreadable_files_name_the_file_and_the_tool(tmp_path, monkeypatch, ffpr
 
 @needs_ffprobe
 def test_the_import_records_the_same_video_with_or_without_ffprobe(video, monkeypatch):
-    from annotation.media import inspect_media
+    from annotation.media.assets import inspect_media
 
     with_ffprobe = inspect_media(video, "video")
     monkeypatch.setattr(media_probe, "ffprobe_exe", lambda: None)

@@ -9,10 +9,10 @@ import json
 
 import pytest
 
-from annotation import media_probe
 from annotation.importing import items_import
 from annotation.importing.samples import sample_line
-from annotation.media import inspect_media
+from annotation.media import probe as media_probe
+from annotation.media.assets import inspect_media
 from annotation.models import Item, MediaAsset, Role
 from annotation.selectors import annotator_item_payload
 from inference.media import make_test_video

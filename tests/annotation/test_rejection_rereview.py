@@ -22,7 +22,8 @@ from annotation.models import (
 from annotation.queue import queue_claim_next
 from annotation.releases import release_freeze
 from annotation.services import review_decide
-from annotation.studies import participant_reject, study_create
+from annotation.studies.participants import participant_reject
+from annotation.studies.setup import study_create
 from tests.helpers.studies import UNGATED_STUDY, do_tasks, joined_participant
 
 from .work_factories import make_item, valid_result

@@ -192,3 +192,30 @@ def test_validate_result_dispatches_by_workflow():
     assert validate_result("box", {"outcome": "cannot_determine"}, BOX).result == {"outcome": "cannot_determine"}
     with pytest.raises(ValueError):
         validate_result("poetry", {})
+
+
+def test_a_quintuplet_is_checked_by_its_protocols_fields_and_choices():
+    """The fields and closed values come from the protocol object (protocols/base.py result_fields,
+    result_choices), not from one protocol's module."""
+    from annotation.protocols import quintuplet_choices, quintuplet_fields
+    from annotation.results import QuintupletContext, ResultInvalid, validate_quintuplet
+    from protocols import registry
+
+    status = registry.get("status")
+    assert quintuplet_fields("status") == quintuplet_fields() == status.result_fields
+    assert quintuplet_choices("status") == quintuplet_choices() == status.result_choices
+    result = {
+        "state_a": "a closed door",
+        "state_b": "an open door",
+        "change": "open the door",
+        "change_distractors": ["close the door", "paint the door", "lock the door"],
+        "category": "positional",
+        "difference": "slight",
+    }
+    assert validate_quintuplet(result).result == result
+    other = QuintupletContext(
+        fields=status.result_fields, choices={"category": ("kinetic",), "difference": ("slight",)}
+    )
+    with pytest.raises(ResultInvalid) as refused:
+        validate_quintuplet(result, other)
+    assert refused.value.errors == {"category": "Choose one of: kinetic."}

@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from annotation.models import AuditEvent, Item, ItemReopening, ItemStatus, Review, Role, StudyParticipant
-from annotation.studies import participant_reject, study_create
+from annotation.studies.participants import participant_reject
+from annotation.studies.setup import study_create
 from tests.helpers.clients import logged_in
 from tests.helpers.studies import UNGATED_STUDY, joined_participant
 from tests.helpers.work import next_task, submit_task

@@ -32,7 +32,9 @@ from annotation.models import (
 from annotation.project_setup import SetupInvalid
 from annotation.queue import queue_claim_next
 from annotation.selectors_agreement import project_agreement
-from annotation.studies import participant_reject, participant_rows, study_create
+from annotation.studies.participants import participant_reject
+from annotation.studies.setup import study_create
+from annotation.studies.table import participant_rows
 from tests.helpers.studies import GOLD_GATED_STUDY, do_tasks, open_study_link, participant_user
 
 from .work_factories import make_item, valid_result

@@ -15,12 +15,12 @@ from annotation.queue import (
     TaskConflict,
     TaskNotFound,
     annotation_submit,
-    hold_renew,
-    hold_save_draft,
-    hold_skip,
-    holds_expire_stale,
     queue_claim_next,
     rules,
+    task_renew,
+    task_save_draft,
+    task_skip,
+    tasks_expire_stale,
 )
 from annotation.results import ResultInvalid
 from tests.annotation.work_factories import make_item, make_items_fast, make_people, valid_result
@@ -237,9 +237,9 @@ def test_someone_elses_task_is_not_found_and_unchanged(make_project, people):
 
     for call in (
         lambda: annotation_submit(task_id=task.pk, user=people[1], result=valid_result("box")),
-        lambda: hold_skip(task_id=task.pk, user=people[1]),
-        lambda: hold_save_draft(task_id=task.pk, user=people[1], draft={"x": 1}, version=0),
-        lambda: hold_renew(task_id=task.pk, user=people[1]),
+        lambda: task_skip(task_id=task.pk, user=people[1]),
+        lambda: task_save_draft(task_id=task.pk, user=people[1], draft={"x": 1}, version=0),
+        lambda: task_renew(task_id=task.pk, user=people[1]),
     ):
         with pytest.raises(TaskNotFound):
             call()
@@ -254,13 +254,13 @@ def test_draft_versions_and_stale_write_conflict(make_project, people):
     now = timezone.now()
     task = queue_claim_next(project=project, user=people[0], now=now)
 
-    saved = hold_save_draft(
+    saved = task_save_draft(
         task_id=task.pk, user=people[0], draft={"bbox": [1, 1, 5, 5]}, version=0, now=now + timedelta(seconds=50)
     )
     assert (saved.draft_version, saved.lease_expires) == (1, now + timedelta(seconds=110))
 
     with pytest.raises(TaskConflict) as err:
-        hold_save_draft(task_id=task.pk, user=people[0], draft={"bbox": [9, 9, 9, 9]}, version=0)
+        task_save_draft(task_id=task.pk, user=people[0], draft={"bbox": [9, 9, 9, 9]}, version=0)
     assert "another tab" in str(err.value)
     task.refresh_from_db()
     assert (task.draft, task.draft_version) == ({"bbox": [1, 1, 5, 5]}, 1)
@@ -272,9 +272,9 @@ def test_a_replayed_draft_save_succeeds_and_a_different_stale_one_still_conflict
     make_item(project)
     now = timezone.now()
     task = queue_claim_next(project=project, user=people[0], now=now)
-    hold_save_draft(task_id=task.pk, user=people[0], draft={"bbox": [1, 1, 5, 5], "note": "x"}, version=0, now=now)
+    task_save_draft(task_id=task.pk, user=people[0], draft={"bbox": [1, 1, 5, 5], "note": "x"}, version=0, now=now)
 
-    replay = hold_save_draft(
+    replay = task_save_draft(
         task_id=task.pk,
         user=people[0],
         draft={"note": "x", "bbox": [1, 1, 5, 5]},
@@ -285,11 +285,11 @@ def test_a_replayed_draft_save_succeeds_and_a_different_stale_one_still_conflict
     assert (replay.draft_version, replay.draft) == (1, {"bbox": [1, 1, 5, 5], "note": "x"})
     assert replay.lease_expires == now + timedelta(seconds=90)  # a replay keeps the hold like any save
     with pytest.raises(TaskConflict):
-        hold_save_draft(task_id=task.pk, user=people[0], draft={"bbox": [2, 2, 5, 5]}, version=0)
-    hold_save_draft(task_id=task.pk, user=people[0], draft={"bbox": [3, 3, 5, 5]}, version=1)
+        task_save_draft(task_id=task.pk, user=people[0], draft={"bbox": [2, 2, 5, 5]}, version=0)
+    task_save_draft(task_id=task.pk, user=people[0], draft={"bbox": [3, 3, 5, 5]}, version=1)
     # An older save replayed after a newer one is stale, not a replay of the current version.
     with pytest.raises(TaskConflict):
-        hold_save_draft(task_id=task.pk, user=people[0], draft={"bbox": [1, 1, 5, 5], "note": "x"}, version=0)
+        task_save_draft(task_id=task.pk, user=people[0], draft={"bbox": [1, 1, 5, 5], "note": "x"}, version=0)
     task.refresh_from_db()
     assert (task.draft, task.draft_version) == ({"bbox": [3, 3, 5, 5]}, 2)
 
@@ -339,7 +339,7 @@ def test_skip_hands_the_item_to_others_but_not_back(make_project, people):
     ids = make_items_fast(project, 2)
     task = queue_claim_next(project=project, user=people[0])
 
-    skipped = hold_skip(task_id=task.pk, user=people[0])
+    skipped = task_skip(task_id=task.pk, user=people[0])
 
     assert skipped.status == "skipped"
     assert queue_claim_next(project=project, user=people[0]).item_id == ids[1]
@@ -365,7 +365,7 @@ def test_an_expired_lease_returns_the_item_to_the_queue(make_project, people):
         annotation_submit(task_id=old.pk, user=people[0], result=valid_result("box"), now=now + timedelta(seconds=62))
     assert "another annotator took the item" in str(err.value)
     with pytest.raises(TaskConflict):
-        hold_renew(task_id=old.pk, user=people[0])
+        task_renew(task_id=old.pk, user=people[0])
     assert Annotation.objects.count() == 0
     item.refresh_from_db()
     assert item.annotation_count == 0
@@ -376,9 +376,9 @@ def test_an_expired_lease_nobody_took_can_still_be_renewed_and_submitted(make_pr
     make_item(project)
     now = timezone.now()
     task = queue_claim_next(project=project, user=people[0], now=now)
-    assert holds_expire_stale(now=now + timedelta(seconds=61)) == 1
+    assert tasks_expire_stale(now=now + timedelta(seconds=61)) == 1
 
-    renewed = hold_renew(task_id=task.pk, user=people[0], now=now + timedelta(seconds=70))
+    renewed = task_renew(task_id=task.pk, user=people[0], now=now + timedelta(seconds=70))
     out = annotation_submit(task_id=task.pk, user=people[0], result=valid_result("box"))
 
     assert (renewed.status, renewed.lease_expires) == ("active", now + timedelta(seconds=130))
@@ -482,7 +482,7 @@ def test_windowed_levels_still_hand_out_every_item_before_saying_done(make_proje
     for expected in ids[:2]:
         t = queue_claim_next(project=project, user=people[1])
         assert t.item_id == expected
-        hold_skip(task_id=t.pk, user=people[1])
+        task_skip(task_id=t.pk, user=people[1])
     # The window (items 0 and 1, both skipped) hides item 2 from ann1 too: a fresh item comes first.
     t = queue_claim_next(project=project, user=people[1])
     annotation_submit(task_id=t.pk, user=people[1], result=valid_result("box"))
@@ -527,5 +527,5 @@ def test_claim_and_submit_run_as_prepared_statements_with_their_generic_plan(mak
             "ORDER BY 1"
         )
         plans = cursor.fetchall()
-    assert plans == [("WITH held AS", 3, 0), ("WITH it AS (", 3, 0), ("WITH stored ", 3, 0)]
+    assert plans == [("WITH it AS (", 3, 0), ("WITH mine AS", 3, 0), ("WITH stored ", 3, 0)]
     assert Annotation.objects.filter(item__project=project).count() == 3

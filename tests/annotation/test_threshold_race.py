@@ -228,7 +228,7 @@ def test_an_amendment_during_a_threshold_change_marks_under_the_new_thresholds(h
     before re-marking them; the second rater amends their rating meanwhile. The amendment waits for
     the change (it takes the marking lock before its item: the change is about to re-mark that very
     item, so holding the item while waiting would deadlock), then marks under the new thresholds."""
-    from annotation.history import annotation_amend
+    from annotation.amend import annotation_amend
 
     project, lead, rater, task, item_id = half_rated
     mine = annotation_submit(task_id=task.pk, user=rater, result=scores(realism=4)).annotation  # spread 2: marked
@@ -298,7 +298,8 @@ def test_a_participant_rejection_during_a_review_of_their_item_waits_for_it(make
     waited for the other and PostgreSQL aborted one.)"""
     from annotation import services
     from annotation.models import ReviewDecision, StudyParticipant
-    from annotation.studies import participant_reject, study_create
+    from annotation.studies.participants import participant_reject
+    from annotation.studies.setup import study_create
     from tests.annotation.work_factories import make_item
     from tests.helpers.studies import UNGATED_STUDY, do_tasks, joined_participant
 

@@ -60,7 +60,7 @@ def test_the_beat_watchdog_recovers_every_table_that_settings_name(
         heartbeat_at=lapsed(),
     )
     chunk = BackgroundRun.objects.create(
-        task="inference.tasks.run_api_chunk",
+        celery_task="inference.tasks.run_api_chunk",
         args=[0, []],
         status=RunStatus.RUNNING,
         attempts=settings.STATELAB_RUN_MAX_ATTEMPTS,

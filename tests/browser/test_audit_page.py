@@ -3,7 +3,7 @@ what, filters by action and by actor, and the download link follows the filters.
 
 import pytest
 
-from annotation.audit import audit_record
+from annotation.audit.record import audit_record
 from annotation.models import Item, ItemStatus, Role
 from annotation.releases import release_freeze
 from annotation.services import review_decide

@@ -67,7 +67,8 @@ def world(settings, make_user, make_project, tmp_path):
     ]
     predictions_import(project=osc, lines=judge, model_name="judge-x", release=osc.releases.get())
     # A crowd study with one participant (its table and its public link).
-    from annotation.studies import PlatformIds, participant_join, study_create
+    from annotation.studies.participants import PlatformIds, participant_join
+    from annotation.studies.setup import study_create
 
     study = study_create(
         project=boxes,

@@ -1,5 +1,5 @@
 """Leases renew only while someone is at the page. With the production lease (10 minutes) and the
-page's own clock moved by Playwright: a page left alone stops renewing, its hold lapses and another
+page's own clock moved by Playwright: a page left alone stops renewing, its lease lapses and another
 annotator can take the item; on return the page says so and goes on with the answer kept. A page
 in use keeps renewing."""
 
@@ -63,7 +63,7 @@ def renewal_periods(page, n: int, pause_ms: int = 300) -> None:
         page.wait_for_timeout(pause_ms)
 
 
-def test_an_idle_page_stops_renewing_and_says_the_hold_lapsed_on_return(page, login, live_server, one_item):
+def test_an_idle_page_stops_renewing_and_says_the_lease_lapsed_on_return(page, login, live_server, one_item):
     project, item, rival = one_item
     renewals = []
     task = open_with_clock(page, login, live_server, renewals)
@@ -75,10 +75,10 @@ def test_an_idle_page_stops_renewing_and_says_the_hold_lapsed_on_return(page, lo
         page.clock.run_for(MINUTE_MS)
     page.wait_for_timeout(300)  # a renewal would be on the wire by now
     assert renewals == []
-    assert page.inner_text("[data-lease]") == "hold expired"
+    assert page.inner_text("[data-lease]") == "lease expired"
     assert page.locator(".notice").count() == 0  # nobody is there to read it yet
 
-    # Meanwhile on the server the hold ran out (its clock did not move: move the row) and another
+    # Meanwhile on the server the lease ran out (its clock did not move: move the row) and another
     # annotator took the item; then they left it too.
     Task.objects.filter(pk=task).update(lease_expires=timezone.now() - timedelta(seconds=1))
     taken = queue_claim_next(project=project, user=rival)
@@ -92,7 +92,7 @@ def test_an_idle_page_stops_renewing_and_says_the_hold_lapsed_on_return(page, lo
     assert "Your answer is kept in this browser" in notice.inner_text()
     assert renewals == []
 
-    # Continue: the old hold cannot come back (the rival's took its place), so the page claims again;
+    # Continue: the old task cannot come back (the rival's took its place), so the page claims again;
     # the same item comes back as a new task with the answer typed before.
     page.click(".notice button:has-text('Continue')")
     again = int(wait_task(page, str(task)))
@@ -122,7 +122,7 @@ def test_an_active_page_keeps_renewing(page, login, live_server, one_item):
     # A renewal every 2 minutes (a third of the lease, at most 2 minutes).
     wait_count(page, answered, 12)
     assert len(renewals) == len(answered) == 12
-    assert page.inner_text("[data-lease]").startswith("held ")
+    assert page.inner_text("[data-lease]").startswith("lease ")
     held = Task.objects.get(pk=task)
     assert held.status == "active"
     assert held.lease_expires > timezone.now() + timedelta(seconds=DEFAULT_LEASE_SECONDS - 60)

@@ -298,7 +298,7 @@ def crowd_qa(make_user, make_project, prefix: str, external_ids: tuple[str, ...]
     from django.test import Client
 
     from annotation.models import CrowdAccount
-    from annotation.studies import study_create
+    from annotation.studies.setup import study_create
 
     lead, rev = make_user(f"{prefix}lead"), make_user(f"{prefix}rev")
     project = make_project(
@@ -336,7 +336,7 @@ def test_an_item_a_rejection_sent_back_to_review_is_marked(page, login, live_ser
     the item is first in the queue again, saying why, and its page says what happened."""
     from annotation.models import StudyParticipant
     from annotation.services import review_decide
-    from annotation.studies import participant_reject
+    from annotation.studies.participants import participant_reject
 
     lead, rev, project, (older, reopened), study, people = crowd_qa(
         make_user, make_project, "cr", ("older", "reopened")
@@ -388,7 +388,7 @@ def test_a_reopened_item_shows_its_answer_from_before_the_voided_decision(
     voided decision accepted from the rejected participant."""
     from annotation.models import StudyParticipant
     from annotation.services import review_decide
-    from annotation.studies import participant_reject
+    from annotation.studies.participants import participant_reject
 
     lead, rev, project, (item,), study, people = crowd_qa(make_user, make_project, "cv", ("tool",))
     annotate_through_queue(project, people[0], [{"answer": "A", "flags": []}])
@@ -416,7 +416,7 @@ def test_an_edit_that_started_from_a_rejected_participants_answer_stands_and_say
 ):
     from annotation.models import StudyParticipant
     from annotation.services import review_decide
-    from annotation.studies import participant_reject
+    from annotation.studies.participants import participant_reject
 
     lead, rev, project, (item,), study, people = crowd_qa(make_user, make_project, "ce", ("tool",))
     annotate_through_queue(project, people[0], [{"answer": "A", "flags": []}])

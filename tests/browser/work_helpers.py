@@ -1,7 +1,7 @@
 """Real media files and items for the browser tests of the annotator and reviewer pages.
 
 Media are made on the spot (Pillow PNGs, a 1-second ffmpeg test pattern) and stored through
-annotation.media exactly as an import stores them, so the pages load real files over HTTP.
+annotation/media/assets.py exactly as an import stores them, so the pages load real files over HTTP.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from django.conf import settings
 from django.urls import resolve
 from PIL import Image, ImageDraw
 
-from annotation.media import assets_store, inspect_media
+from annotation.media.assets import assets_store, inspect_media
 from annotation.models import Item
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"

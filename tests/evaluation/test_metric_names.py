@@ -8,18 +8,18 @@ from pathlib import Path
 import pytest
 
 from evaluation import metric_names, ranking, tables
-from evaluation.scoring import runs
+from evaluation.scoring import answer_sets
 
 
 @pytest.mark.parametrize("protocol", ["status", "changeit", "visualtrans", "m3verse", "oscbench"])
 def test_every_metric_key_has_a_name_and_a_definition(protocol):
-    for key in runs.main_keys(protocol):
+    for key in answer_sets.main_keys(protocol):
         name, definition = metric_names.metric_name(protocol, key), metric_names.metric_definition(protocol, key)
         assert name and name != key and "_" not in name, key
         assert len(definition) > 30 and not definition.startswith(key), key  # a definition, not the key again
     # What a board is ranked by is a metric of its main table, so the table shows it.
-    assert ranking.headline(protocol) in runs.main_keys(protocol)
-    assert all(key in runs.main_keys(protocol) for key in ranking.ranking_keys(protocol))
+    assert ranking.headline(protocol) in answer_sets.main_keys(protocol)
+    assert all(key in answer_sets.main_keys(protocol) for key in ranking.ranking_keys(protocol))
 
 
 def test_breakdown_keys_name_their_group_in_either_order():

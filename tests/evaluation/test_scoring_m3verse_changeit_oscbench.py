@@ -158,10 +158,10 @@ def test_interval_bounds_round_half_up_like_the_values():
 
 def test_random_judge_matrix_equals_scoring_its_answers():
     # The OSCBench Random row skips the answer dicts; it must score exactly like them.
-    from evaluation.scoring import runs
+    from evaluation.scoring import answer_sets
 
     items = [
-        runs.ScoringItem(
+        answer_sets.ScoringItem(
             key=i,
             external_id=f"v{i}",
             payload={"scenario": ("regular", "novel")[i % 2], "action_category": f"c{i % 3}"},
@@ -169,13 +169,13 @@ def test_random_judge_matrix_equals_scoring_its_answers():
         )
         for i in range(50)
     ]
-    via_answers = runs.finish(
-        "oscbench", oscbench.score(items, runs.random_answers("oscbench", items, seed=11)), n_boot=50
+    via_answers = answer_sets.finish(
+        "oscbench", oscbench.score(items, answer_sets.random_answers("oscbench", items, seed=11)), n_boot=50
     )
-    direct = runs.finish("oscbench", oscbench.random_matrix(items, seed=11), n_boot=50)
+    direct = answer_sets.finish("oscbench", oscbench.random_matrix(items, seed=11), n_boot=50)
     assert direct.printed == via_answers.printed and direct.cis == via_answers.cis
     assert direct.matrix.parse_failures == 0
-    other_seed = runs.finish("oscbench", oscbench.random_matrix(items, seed=12), n_boot=50)
+    other_seed = answer_sets.finish("oscbench", oscbench.random_matrix(items, seed=12), n_boot=50)
     assert other_seed.printed != direct.printed
 
 

@@ -108,7 +108,7 @@ def test_prob_of_a_is_the_models_own_probability_and_zero_when_absent():
 
 
 def _status_item(key):
-    from evaluation.scoring.runs import ScoringItem
+    from evaluation.scoring.answer_sets import ScoringItem
 
     states = ["a closed box", "an open box"]
     resolved = {q: {"options": states, "answer": "A" if q.endswith("_a") else "B"} for q in status.QUERIES[:4]}
@@ -120,7 +120,7 @@ def _status_item(key):
 
 
 def test_reassignment_compares_raw_p_a_between_images_as_the_spec_says():
-    from evaluation.scoring.runs import RunAnswer
+    from evaluation.scoring.answer_sets import ModelAnswer
     from protocols.status.scoring import score as score_status
 
     items = [_status_item(k) for k in range(4)]
@@ -138,26 +138,26 @@ def test_reassignment_compares_raw_p_a_between_images_as_the_spec_says():
     answers = {}
     for k, (on_a, on_b) in logprobs.items():
         for q in status.QUERIES:
-            answers[(k, q)] = RunAnswer("A")
-        answers[(k, "osi_a")] = RunAnswer("A", logprobs=on_a)
-        answers[(k, "osi_b")] = RunAnswer("A", logprobs=on_b)
-        answers[(k, "ir_a")] = RunAnswer("A", logprobs=on_a)
-        answers[(k, "ir_b")] = RunAnswer("A", logprobs=on_b)
+            answers[(k, q)] = ModelAnswer("A")
+        answers[(k, "osi_a")] = ModelAnswer("A", logprobs=on_a)
+        answers[(k, "osi_b")] = ModelAnswer("A", logprobs=on_b)
+        answers[(k, "ir_a")] = ModelAnswer("A", logprobs=on_a)
+        answers[(k, "ir_b")] = ModelAnswer("A", logprobs=on_b)
     out = score_status(items, answers).diagnostics["reassigned"]
     assert (out["n"], out["with_logprobs"]) == (4, 4)
     assert out["racc_osi"] == Decimal("25.00") and out["racc_ir"] == Decimal("25.00")  # item 1 only
 
 
 def test_reassignment_follows_the_option_order_the_model_saw():
-    from evaluation.scoring.runs import RunAnswer
+    from evaluation.scoring.answer_sets import ModelAnswer
     from protocols.status.scoring import score as score_status
 
     item = _status_item(0)
     states = item.resolved["osi_a"]["options"]
-    answers = {(0, q): RunAnswer("A") for q in status.QUERIES}
+    answers = {(0, q): ModelAnswer("A") for q in status.QUERIES}
     # The model saw the states swapped for osi_b, so release option A was its letter "B" there.
-    answers[(0, "osi_a")] = RunAnswer("A", options=states, logprobs={"A": np.log(0.6), "B": np.log(0.4)})
-    answers[(0, "osi_b")] = RunAnswer("A", options=states[::-1], logprobs={"A": np.log(0.7), "B": np.log(0.3)})
+    answers[(0, "osi_a")] = ModelAnswer("A", options=states, logprobs={"A": np.log(0.6), "B": np.log(0.4)})
+    answers[(0, "osi_b")] = ModelAnswer("A", options=states[::-1], logprobs={"A": np.log(0.7), "B": np.log(0.3)})
     out = score_status([item], answers).diagnostics["reassigned"]
     assert out["racc_osi"] == Decimal("100.00")  # P(state_a | image_b) = .3 < .6
 

@@ -62,7 +62,7 @@ def test_phi4_row_with_unsupported_intermediate():
 
 
 def test_unparseable_answer_keeps_subtask_supported():
-    from evaluation.scoring.runs import RunAnswer, ScoringItem
+    from evaluation.scoring.answer_sets import ModelAnswer, ScoringItem
     from protocols.visualtrans.scoring import score as score_visualtrans
 
     items = [
@@ -76,7 +76,7 @@ def test_unparseable_answer_keeps_subtask_supported():
     ]
     raw = parse_answer("visualtrans", "qa", "two or three", [], fmt="count")
     assert raw is None  # unparseable
-    answers = {("q1", "qa"): RunAnswer(raw), ("q2", "qa"): RunAnswer(2)}  # q3: no prediction at all
+    answers = {("q1", "qa"): ModelAnswer(raw), ("q2", "qa"): ModelAnswer(2)}  # q3: no prediction at all
     matrix = score_visualtrans(items, answers)
     row = visualtrans.printed(matrix)
     assert row["fine_grained"] == Decimal("0.00")  # answered, unreadable: supported and wrong
@@ -100,7 +100,7 @@ def test_formats_normalize_before_exact_match():
 
 
 def test_human_row_combines_answers_per_item_and_resamples_items():
-    from evaluation.scoring.runs import ScoringItem, score_blind_answers
+    from evaluation.scoring.answer_sets import ScoringItem, score_blind_answers
     from protocols.kit.matrix import bootstrap_means
 
     items = [

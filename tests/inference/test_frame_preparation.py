@@ -96,7 +96,7 @@ def test_start_sends_prepare_runs_to_the_default_queue_and_each_sends_its_chunk_
     services.job_start(job_id=job.pk)
     ids = [it.pk for it in items]
     assert sent == [(PREPARE, (job.pk, ids[:2]), "default"), (PREPARE, (job.pk, ids[2:]), "default")]
-    assert not BackgroundRun.objects.filter(job=job, task=API_CHUNK).exists()
+    assert not BackgroundRun.objects.filter(job=job, celery_task=API_CHUNK).exists()
 
     sent.clear()
     assert services.job_prepare_frames(job_id=job.pk, item_ids=ids[:2]) == 1  # one video, shared by the items
@@ -105,7 +105,7 @@ def test_start_sends_prepare_runs_to_the_default_queue_and_each_sends_its_chunk_
         services.job_prepare_frames(job_id=job.pk, item_ids=ids[:2]) == 0
     )  # again (a lost worker): cached, not resent
     assert len(sent) == 1
-    chunk = BackgroundRun.objects.get(job=job, task=API_CHUNK)
+    chunk = BackgroundRun.objects.get(job=job, celery_task=API_CHUNK)
     assert chunk.chunk_index == 2 and chunk.queue == "api"
 
     frames.chunks_enqueue(job=job, chunks=[ids[:2]])  # "retry failed" prepares these items again...
@@ -119,7 +119,8 @@ def test_in_the_normal_flow_chunks_decode_nothing(make_project, tmp_path, eager,
     assert (job.status, job.done_queries) == (JobStatus.FINISHED, 4)
     assert decodes == ["prepare"]  # the shared video, once, by the first prepare run
     runs_by_task = {
-        t: list(BackgroundRun.objects.filter(job=job, task=t).order_by("chunk_index")) for t in (PREPARE, API_CHUNK)
+        t: list(BackgroundRun.objects.filter(job=job, celery_task=t).order_by("chunk_index"))
+        for t in (PREPARE, API_CHUNK)
     }
     assert [r.status for r in runs_by_task[PREPARE] + runs_by_task[API_CHUNK]] == [RunStatus.FINISHED] * 4
     assert {r.queue for r in runs_by_task[PREPARE]} == {"default"}
@@ -150,7 +151,7 @@ def test_a_vllm_m3verse_job_prepares_on_the_default_queue_and_its_gpu_chunks_dec
     tasks = list(
         BackgroundRun.objects.filter(job=job, chunk_index__isnull=False)
         .order_by("chunk_index")
-        .values_list("task", "queue", "status")
+        .values_list("celery_task", "queue", "status")
     )
     assert (
         tasks
@@ -172,7 +173,7 @@ def test_a_chunk_without_prepared_frames_decodes_them_warns_and_counts(make_proj
 def test_a_prepare_run_that_failed_for_good_still_sends_its_chunk(make_project, tmp_path, sent):
     job, items = osc_job(make_project, tmp_path, start=False)
     services.job_start(job_id=job.pk)
-    prepare = BackgroundRun.objects.filter(job=job, task=PREPARE).order_by("chunk_index").first()
+    prepare = BackgroundRun.objects.filter(job=job, celery_task=PREPARE).order_by("chunk_index").first()
     run = run_claim(BackgroundRun, run_id=prepare.pk, worker="w")
     sent.clear()
     recovery.run_failed(run=run, reason="worker lost 3 times")
@@ -213,24 +214,30 @@ def test_with_real_workers_chunks_wait_in_their_queue_until_the_cpu_worker_prepa
         # Only the default queue is consumed: the start and the prepare runs finish, the chunks wait.
         wait_for(
             lambda: (
-                BackgroundRun.objects.filter(job=job, task=API_CHUNK).count() == 3
-                and not BackgroundRun.objects.filter(job=job, task=PREPARE).exclude(status=RunStatus.FINISHED).exists()
+                BackgroundRun.objects.filter(job=job, celery_task=API_CHUNK).count() == 3
+                and not BackgroundRun.objects.filter(job=job, celery_task=PREPARE)
+                .exclude(status=RunStatus.FINISHED)
+                .exists()
             ),
             90,
             "the prepare runs to finish and send the chunks",
         )
-        queued = BackgroundRun.objects.filter(job=job, task=API_CHUNK).values_list("status", flat=True)
+        queued = BackgroundRun.objects.filter(job=job, celery_task=API_CHUNK).values_list("status", flat=True)
         assert set(queued) == {RunStatus.QUEUED}
         sha = items[0].media["video"]
         assert media.frames_cached(settings.CACHE_ROOT, sha, 3, media.DEFAULT_BOUND)
 
         api = start_worker("api", tmp_path / "api.log", queues="api")
         wait_for(lambda: InferenceJob.objects.get(pk=job.pk).status == JobStatus.FINISHED, 90, "the job to finish")
-        prepared_by = set(BackgroundRun.objects.filter(job=job, task=PREPARE).values_list("worker", flat=True))
-        chunked_by = set(BackgroundRun.objects.filter(job=job, task=API_CHUNK).values_list("worker", flat=True))
+        prepared_by = set(BackgroundRun.objects.filter(job=job, celery_task=PREPARE).values_list("worker", flat=True))
+        chunked_by = set(BackgroundRun.objects.filter(job=job, celery_task=API_CHUNK).values_list("worker", flat=True))
         assert all(w.startswith("cpu@") for w in prepared_by) and all(w.startswith("api@") for w in chunked_by)
-        first_chunk = min(BackgroundRun.objects.filter(job=job, task=API_CHUNK).values_list("started_at", flat=True))
-        last_prepare = max(BackgroundRun.objects.filter(job=job, task=PREPARE).values_list("finished_at", flat=True))
+        first_chunk = min(
+            BackgroundRun.objects.filter(job=job, celery_task=API_CHUNK).values_list("started_at", flat=True)
+        )
+        last_prepare = max(
+            BackgroundRun.objects.filter(job=job, celery_task=PREPARE).values_list("finished_at", flat=True)
+        )
         assert first_chunk > last_prepare
     finally:
         stop_worker(cpu)

@@ -47,9 +47,9 @@ def test_random_status_job_six_queries_per_item_deterministic_and_exported(eager
         12,
         0,
     )
-    from evaluation.scoring import runs
+    from evaluation.scoring import answer_sets
 
-    assert set(results["metrics"]["metrics"]) == set(runs.main_keys("status"))
+    assert set(results["metrics"]["metrics"]) == set(answer_sets.main_keys("status"))
     lines = [json.loads(line) for line in (folder / "samples.jsonl").read_text().splitlines()]
     assert len(lines) == 72
     first = lines[0]
@@ -82,7 +82,7 @@ def test_a_finished_job_sends_the_follow_up_tasks_settings_name_and_a_failed_sen
     assert sent == [("follow.broken", (project.pk, release.pk)), ("follow.up", (project.pk, release.pk))]
     assert f"could not queue follow.broken for job {job.pk}" in caplog.text
     # Each follow-up is a tracked run: the one that could not be sent failed with the reason.
-    broken = BackgroundRun.objects.get(job=job, task="follow.broken")
+    broken = BackgroundRun.objects.get(job=job, celery_task="follow.broken")
     assert broken.status == RunStatus.FAILED and broken.reason == "could not be queued: ConnectionError: broker down"
 
 

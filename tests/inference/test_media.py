@@ -1,7 +1,7 @@
 import pytest
 from PIL import Image
 
-from annotation.media_probe import sha256_of
+from annotation.media.probe import sha256_of
 from inference import media
 
 
@@ -82,7 +82,7 @@ def test_known_metadata_skips_the_probe_and_a_wrong_frame_count_falls_back_to_it
 def test_exif_rotated_photos_are_upright_for_sizes_boxes_and_crops(tmp_path):
     # A phone photo stored 40x30 with "rotate 90° clockwise" (orientation 6) is shown 30x40 by the
     # browser; the import records that size and crops use the same upright pixels.
-    from annotation.media import inspect_image
+    from annotation.media.assets import inspect_image
 
     raw = Image.new("RGB", (40, 30), (0, 0, 255))
     raw.paste((255, 0, 0), (0, 0, 10, 30))  # a red band on the stored image's left edge

@@ -244,7 +244,7 @@ def test_judge_json_is_repaired_by_asking_again(eager, standin, make_project, tm
         if p.status == PredictionStatus.OK:
             assert json.loads(p.raw_output)["evidence"]
     # results.json carries the judge's scores per generator (not null): the evaluation app's scoring.
-    from evaluation.scoring import runs
+    from evaluation.scoring import answer_sets
 
     metrics = json.loads((services.job_export_dir(job) / "results.json").read_text())["metrics"]
     assert metrics["judge"] == "standin-judge"
@@ -253,7 +253,7 @@ def test_judge_json_is_repaired_by_asking_again(eager, standin, make_project, tm
     failed_judge = sum(p.status == PredictionStatus.FAILED for p in preds.values())
     assert sum(g["parse_failures"] for g in metrics["generators"]) == failed_judge
     for g in metrics["generators"]:
-        assert set(g["metrics"]) == set(runs.main_keys("oscbench"))
+        assert set(g["metrics"]) == set(answer_sets.main_keys("oscbench"))
         assert all(v is None or 0 <= v <= 1 for v in g["metrics"].values())
         assert g["metrics"]["osc_accuracy"] is not None
 

@@ -100,7 +100,7 @@ def test_the_tracked_task_runs_a_chunk_once_and_ignores_a_late_duplicate(make_pr
     assert BackgroundRun.objects.get(pk=chunk.pk).attempts == 1
     assert Prediction.objects.filter(job=job).count() == 24
     # The job's other runs (export, board warm-up) were tracked too.
-    assert set(BackgroundRun.objects.filter(job=job).values_list("task", "status")) == {
+    assert set(BackgroundRun.objects.filter(job=job).values_list("celery_task", "status")) == {
         ("inference.tasks.run_api_chunk", "finished"),
         ("inference.tasks.export_job", "finished"),
         ("evaluation.tasks.warm_boards", "finished"),

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from annotation.media_probe import ffmpeg_exe
+from annotation.media.probe import ffmpeg_exe
 from inference import media, video_frames
 
 SIZE = (80, 60)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from annotation.media_probe import VideoInfo, ffmpeg_exe
+from annotation.media.probe import VideoInfo, ffmpeg_exe
 from inference import media, video_frames
 
 # Counterclockwise degrees (the display matrix's sense) -> the filter that turns stored pixels so.

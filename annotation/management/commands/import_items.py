@@ -22,7 +22,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from annotation.audit import audit_record
+from annotation.audit.record import audit_record
 from annotation.importing import ImportRefused, items_import
 from annotation.importing.items import project_for_import
 from annotation.importing.sources import SourceError, open_source

@@ -15,8 +15,8 @@ from inference.services.prediction_formats import FORMATS, prediction_lines
 
 class Command(BaseCommand):
     help = (
-        "Import predictions computed elsewhere as a model's run: StateLab JSONL (item, query, answer, optional "
-        "logprobs), lmms-eval's --log_samples JSONL, or a VLMEvalKit prediction file (TSV/CSV/JSONL); "
+        "Import predictions computed elsewhere as a job of imported predictions: StateLab JSONL (item, query, "
+        "answer, optional logprobs), lmms-eval's --log_samples JSONL, or a VLMEvalKit prediction file (TSV/CSV/JSONL); "
         "the format is detected unless --format says it."
     )
 

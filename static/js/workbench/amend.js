@@ -1,6 +1,6 @@
 // Amend mode of an annotate page (/projects/<slug>/my-work/<annotation>/): the annotator's own
 // earlier answer in the workflow's usual form; saving sends it to /api/annotations/<id>/amend/.
-// The item is not held (it was submitted), so there is no queue, lease, draft autosave, skip or
+// The item has no active task (it was submitted), so there is no queue, lease, draft autosave, skip or
 // next task here: nothing changes on the server until the annotator saves. The server refuses
 // (409) once a reviewer has settled the item, and the page says so.
 import { ApiError, api } from "./api.js";

@@ -7,7 +7,7 @@ import { ApiError, api } from "./api.js";
 const AUTOSAVE_DELAY_MS = 700;
 
 export const withDrafts = (Base) => class extends Base {
-  // Kept per annotator and item, not per task: when a lost hold is taken again the item comes
+  // Kept per annotator and item, not per task: when a lost task is claimed again the item comes
   // back as a new task, and the answer typed for it must come back too.
   localKey(task = this.task) {
     return `statelab:draft:${this.root.dataset.user || ""}:${task.item.id}`;
@@ -21,7 +21,7 @@ export const withDrafts = (Base) => class extends Base {
     }
   }
 
-  // `unsaved`: the copy must win over the server's when the item comes back (a lapsed hold).
+  // `unsaved`: the copy must win over the server's when the item comes back (a lapsed lease).
   storeLocal({ unsaved = this.dirty } = {}) {
     if (!this.task || !this.view || this.loggingOut) return;
     try {
@@ -69,14 +69,14 @@ export const withDrafts = (Base) => class extends Base {
       const data = await this.saving;
       if (this.task !== task) return;
       task.version = data.version;
-      if (data.lease_expires) this.holdExtended(task, data, sentAt);
+      if (data.lease_expires) this.leaseExtended(task, data, sentAt);
       this.storeLocal();
       if (!this.dirty) this.setStatus("Saved", "ok");
     } catch (err) {
       if (this.task !== task || this.finished.has(task.id)) return;
       this.dirty = true;
       this.storeLocal();
-      // 409 means either a newer draft from another tab, or a hold that is gone (expired and
+      // 409 means either a newer draft from another tab, or a task that is gone (expired and
       // taken, submitted or skipped elsewhere); the server's message says which.
       if (err instanceof ApiError && err.status === 409 && /version|another tab/i.test(err.message)) this.onDraftConflict(err);
       else if (err instanceof ApiError && err.status === 409) this.onLeaseLost(err);
@@ -138,9 +138,9 @@ export const withDrafts = (Base) => class extends Base {
     if (choice === "theirs" && serverDraft && typeof serverDraft === "object" && serverVersion !== undefined && serverVersion !== null) {
       // The 409 carried the stored draft: no second request needed.
       fresh = { ...this.lastData, draft: serverDraft, version: serverVersion, lease_expires: new Date(task.leaseExpires || Date.now()).toISOString(),
-                endsAt: task.leaseExpires, heldAt: task.heldAt };
+                endsAt: task.leaseExpires, renewedAt: task.renewedAt };
     } else if (choice === "theirs" || serverVersion === undefined || serverVersion === null) {
-      // Asking for the next task returns the task this user already holds, with the stored draft.
+      // Asking for the next task returns this user's active task, with the stored draft.
       fresh = await api("POST", `/api/projects/${this.slug}/tasks/next/`, { retries: 2 }).catch(() => null);
     }
     this.conflict = false;

@@ -1,13 +1,13 @@
-// The task lease: renewing the hold while the annotator works, the hold clock, a lost hold, and
-// holding and preloading the next task so it appears at once after a submit.
+// The task lease: renewing it while the annotator works, the lease clock, a lost task, and
+// claiming and preloading the next task so it appears at once after a submit.
 // A layer of Workbench (task_loop.js: withLease(Base) adds these methods), kept here so the task
 // loop reads on its own.
 //
-// A hold is renewed only while someone is at the page: each renewal needs activity (keys,
-// pointer, typing, scrolling, a video playing through) since the server last extended the hold.
+// A lease is renewed only while someone is at the page: each renewal needs activity (keys,
+// pointer, typing, scrolling, a video playing through) since the server last extended the lease.
 // A page left alone stops renewing, so its task (and the preloaded next one) go back to the
 // queue one lease after the person left, and one forgotten tab cannot starve everyone else.
-// When the person comes back the page says the hold lapsed while they were away and offers to
+// When the person comes back the page says the lease lapsed while they were away and offers to
 // go on; their answer is kept in this browser and comes back whenever the item does.
 import { ApiError, api, serverClockOffset } from "./api.js";
 import { sleep } from "./dom.js";
@@ -17,7 +17,7 @@ import { mediaOf, preloadMedia } from "./media.js";
 const PRELOAD_WAIT_MS = 15000;
 
 const ACTIVITY_EVENTS = ["keydown", "pointerdown", "pointermove", "input", "wheel", "scroll", "touchstart"];
-// A hold this close to its end when the person comes back counts as lapsed: a renewal sent now
+// A lease this close to its end when the person comes back counts as lapsed: a renewal sent now
 // could arrive after it ended.
 const LAPSE_MARGIN_MS = 5000;
 
@@ -31,15 +31,15 @@ function formatAway(ms) {
   return minutes < 2 ? "a minute" : `${minutes} minutes`;
 }
 
-/** When the hold the server describes ends, on this browser's clock. */
-export function holdEndsAt(data) {
+/** When the lease the server describes ends, on this browser's clock. */
+export function leaseEndsAt(data) {
   return data && data.lease_expires ? Date.parse(data.lease_expires) + serverClockOffset() : null;
 }
 
 export const withLease = (Base) => class extends Base {
   /**
-   * Hold the task after this one and download its media while the annotator works, so the next
-   * task appears at once after a submit. The server lets a page hold its task plus one more; the
+   * Claim the task after this one and download its media while the annotator works, so the next
+   * task appears at once after a submit. The server lets a page have its task plus one more; the
    * current task is excluded so the server hands out a different one.
    */
   async preloadNext() {
@@ -50,8 +50,8 @@ export const withLease = (Base) => class extends Base {
       try {
         const data = await api("POST", `/api/projects/${this.slug}/tasks/next/`, { body: { exclude: [current.id] }, retries: 1 });
         if (data && data.task !== current.id && (!this.task || data.task !== this.task.id)) {
-          data.heldAt = Date.now();
-          data.endsAt = holdEndsAt(data);
+          data.renewedAt = Date.now();
+          data.endsAt = leaseEndsAt(data);
           this.preloaded = data;
           preloadMedia(mediaOf(data.item, this.form.media), { timeoutMs: 60000 });
         }
@@ -82,17 +82,17 @@ export const withLease = (Base) => class extends Base {
     if (!next || (this.lastData && next.task === this.lastData.task)) return null;
     const left = next.endsAt ? next.endsAt - Date.now() : 0;
     if (left > 60000) {
-      // The hold is still good for a while: show the task at once; the lease timer renews it.
+      // The lease is still good for a while: show the task at once; the lease timer renews it.
       setTimeout(() => this.renew(), 0);
       return next;
     }
     try {
-      // The hold may have run out while the previous task took long: confirm it first.
+      // The lease may have run out while the previous task took long: confirm it first.
       const renewed = await api("POST", `/api/tasks/${next.task}/renew/`, { retries: 1 });
       if (renewed && renewed.lease_expires) {
         next.lease_expires = renewed.lease_expires;
-        next.heldAt = Date.now();
-        next.endsAt = holdEndsAt(renewed);
+        next.renewedAt = Date.now();
+        next.endsAt = leaseEndsAt(renewed);
       }
       return next;
     } catch {
@@ -146,12 +146,12 @@ export const withLease = (Base) => class extends Base {
     this.renewTimer = setInterval(() => this.renew(), every);
   }
 
-  /** The server extended `task`'s hold with this answer (a claim, renewal or autosave). */
-  holdExtended(task, data, sentAt) {
-    task.leaseExpires = holdEndsAt(data);
-    task.heldAt = Math.max(task.heldAt || 0, sentAt);
+  /** The server extended `task`'s lease with this answer (a claim, renewal or autosave). */
+  leaseExtended(task, data, sentAt) {
+    task.leaseExpires = leaseEndsAt(data);
+    task.renewedAt = Math.max(task.renewedAt || 0, sentAt);
     if (this.lapsed === task) {
-      // Typing after a lapse saved the draft, which took the hold again: go on as before.
+      // Typing after a lapse saved the draft, which made the task active again: go on as before.
       this.lapsed = null;
       this.notices.clear("lease");
       this.startLeaseTimer();
@@ -161,39 +161,39 @@ export const withLease = (Base) => class extends Base {
   async renew() {
     const task = this.task;
     if (!task || this.lapsed === task) return;
-    if (this.lastActivity <= task.heldAt) {
-      // Nobody has been at the page since the hold was last extended: let it run down.
+    if (this.lastActivity <= task.renewedAt) {
+      // Nobody has been at the page since the lease was last extended: let it run down.
       this.renewalPaused = true;
       return;
     }
     const sentAt = Date.now();
-    task.heldAt = sentAt; // what the person did until now is answered by this renewal
+    task.renewedAt = sentAt; // what the person did until now is answered by this renewal
     try {
       const data = await api("POST", `/api/tasks/${task.id}/renew/`, { retries: 2 });
-      if (this.task === task && data && data.lease_expires) this.holdExtended(task, data, sentAt);
+      if (this.task === task && data && data.lease_expires) this.leaseExtended(task, data, sentAt);
     } catch (err) {
       if (this.task !== task || this.finished.has(task.id)) return;
       if (err instanceof ApiError && [403, 404, 409, 410].includes(err.status)) this.onLeaseLost(err);
     }
   }
 
-  /** The person is back after renewals paused: renew at once, or say that the hold lapsed. */
+  /** The person is back after renewals paused: renew at once, or say that the lease lapsed. */
   backFromIdle(idleSince) {
     const task = this.task;
     if (!task || this.lapsed === task || this.finished.has(task.id)) return;
-    if (task.leaseExpires && task.leaseExpires - Date.now() < LAPSE_MARGIN_MS) this.onHoldLapsed(task, idleSince);
+    if (task.leaseExpires && task.leaseExpires - Date.now() < LAPSE_MARGIN_MS) this.onLeaseLapsed(task, idleSince);
     else this.renew();
   }
 
-  onHoldLapsed(task, idleSince) {
+  onLeaseLapsed(task, idleSince) {
     this.lapsed = task;
     clearInterval(this.renewTimer);
     const away = Date.now() - idleSince;
     // Marked unsaved, so the answer comes back if the item is offered again as a new task.
     if (this.dirty || task.version > 0) this.storeLocal({ unsaved: true });
-    this.setStatus("Hold lapsed", "error");
+    this.setStatus("Lease lapsed", "error");
     this.notices.show(
-      `Your hold on this task lapsed while you were away (about ${formatAway(away)} without activity), so the item went back to the queue. Your answer is kept in this browser.`,
+      `Your lease on this task lapsed while you were away (about ${formatAway(away)} without activity), so the item went back to the queue. Your answer is kept in this browser.`,
       { kind: "warning", sticky: true, id: "lease", actions: [["Continue", () => this.continueAfterLapse(task)]] },
     );
   }
@@ -206,7 +206,7 @@ export const withLease = (Base) => class extends Base {
       const data = await api("POST", `/api/tasks/${task.id}/renew/`, { retries: 2 });
       if (this.task !== task) return;
       this.lapsed = null;
-      this.holdExtended(task, data, sentAt);
+      this.leaseExtended(task, data, sentAt);
       this.startLeaseTimer();
       this.updateLeaseClock();
       this.setStatus(this.dirty ? "Unsaved changes" : "Saved", this.dirty ? "pending" : "ok");
@@ -233,7 +233,7 @@ export const withLease = (Base) => class extends Base {
       return;
     }
     const left = this.task.leaseExpires - Date.now();
-    this.leaseEl.textContent = left > 0 ? `held ${formatClock(left)}` : "hold expired";
+    this.leaseEl.textContent = left > 0 ? `lease ${formatClock(left)}` : "lease expired";
     this.leaseEl.classList.toggle("warning", left < 60000);
   }
 
@@ -241,7 +241,7 @@ export const withLease = (Base) => class extends Base {
     clearInterval(this.renewTimer);
     this.storeLocal();
     this.notices.show(
-      `Your hold on this task ended (${err.message}). Your answer is kept in this browser; take the task again to continue, or move on.`,
+      `Your task ended (${err.message}). Your answer is kept in this browser; take the task again to continue, or move on.`,
       { kind: "error", sticky: true, id: "lease", actions: [["Get a task", () => this.claim()]] },
     );
   }

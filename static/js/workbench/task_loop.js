@@ -5,7 +5,7 @@ import { onLogout } from "../session.js";
 import { api } from "./api.js";
 import { h } from "./dom.js";
 import { withDrafts } from "./drafts.js";
-import { holdEndsAt, withLease } from "./lease.js";
+import { leaseEndsAt, withLease } from "./lease.js";
 import { mediaOf, pageForm, preloadMedia } from "./media.js";
 import { Notices } from "./notices.js";
 import { Shortcuts } from "./shortcuts.js";
@@ -144,7 +144,7 @@ class TaskLoop {
     this.workspace.replaceChildren(
       h("section", { class: "card done", "data-queue-empty": "" },
         h("h2", {}, "Nothing left for you in this project"),
-        h("p", {}, "Every item has its annotations, or the remaining ones are held by someone else. Check again later."),
+        h("p", {}, "Every item has its annotations, or the remaining ones are in someone else's task. Check again later."),
         h("button", { type: "button", class: "primary", onclick: () => this.claim() }, "Check again")),
     );
     this.taskEl.textContent = "—";
@@ -167,14 +167,14 @@ class TaskLoop {
   load(data) {
     this.unload();
     this.lastData = data;
-    // A preload that raced with a plain claim may hold this very task: never offer it again.
+    // A preload that raced with a plain claim may have claimed this very task: never offer it again.
     if (this.preloaded && this.preloaded.task === data.task) this.preloaded = null;
     this.task = {
       id: data.task,
       item: data.item,
       version: data.version,
-      leaseExpires: data.endsAt ?? holdEndsAt(data),
-      heldAt: data.heldAt ?? Date.now(), // when the server last extended the hold (this clock)
+      leaseExpires: data.endsAt ?? leaseEndsAt(data),
+      renewedAt: data.renewedAt ?? Date.now(), // when the server last extended the lease (this clock)
     };
     this.root.dataset.task = String(data.task);
     this.taskEl.textContent = `Task ${data.task}` + (data.item.external_id ? ` · item ${data.item.external_id}` : "");

@@ -8,7 +8,7 @@ from decimal import Decimal
 import numpy as np
 
 from protocols.kit.bootstrap import N_BOOT
-from protocols.kit.items import RunAnswer, ScoringItem, letter_in_release
+from protocols.kit.items import ModelAnswer, ScoringItem, letter_in_release
 from protocols.kit.matrix import ItemMatrix, bootstrap_cis, printed_means
 
 from .fields import STATES
@@ -16,7 +16,7 @@ from .fields import STATES
 KEYS = ("accuracy",) + tuple(f"acc_{state}" for state in STATES)
 
 
-def score(items: Sequence[ScoringItem], answers: Mapping[tuple, RunAnswer]) -> ItemMatrix:
+def score(items: Sequence[ScoringItem], answers: Mapping[tuple, ModelAnswer]) -> ItemMatrix:
     num = np.zeros((len(items), len(KEYS)), dtype=np.int64)
     den = np.zeros_like(num)
     failures = 0
@@ -41,9 +41,9 @@ def cis(matrix: ItemMatrix, *, n_boot: int = N_BOOT, seed: int = 0) -> dict[str,
     return bootstrap_cis(matrix, keys=KEYS, n_boot=n_boot, seed=seed)
 
 
-def random_run(items: Sequence[ScoringItem], *, rng: np.random.Generator) -> dict[tuple, RunAnswer]:
+def random_answer_set(items: Sequence[ScoringItem], *, rng: np.random.Generator) -> dict[tuple, ModelAnswer]:
     """Seeded random letters, in item order."""
     return {
-        (item.key, "qa"): RunAnswer("AB"[int(rng.integers(0, 2))], list(item.resolved["qa"]["options"]))
+        (item.key, "qa"): ModelAnswer("AB"[int(rng.integers(0, 2))], list(item.resolved["qa"]["options"]))
         for item in items
     }

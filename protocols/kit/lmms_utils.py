@@ -1,37 +1,30 @@
-"""The `utils.py` of a StateLab lmms-eval task folder (written by `export_release --format lmms-eval`).
+"""The generic part of a StateLab lmms-eval task's `utils.py` (`export_release --format lmms-eval`).
 
-This file is copied as it is into the task folder, where lmms-eval loads it by path
-(`!function utils.<name>` in the task YAML). It must therefore stand alone: standard library and
-Pillow only, no StateLab import. Its answer parsing is a copy of StateLab's own
-(`protocols/kit/answers.py`: parse_choice, parse_candidate_number, parse_letter_set, normalize_int,
-normalize_set), kept identical by tests/annotation/test_lmms_eval_export.py, so that the score
-lmms-eval prints is the score StateLab gives the same answers when the run's `--log_samples` file
-is imported back.
+The exporter (annotation/interchange/lmms_eval.py) writes this file into the task folder with the
+protocol's own part appended (`protocols/<name>/lmms_utils.py`, its import of this module left
+out), as one `utils.py` that lmms-eval loads by path (`!function utils.<name>` in the task YAML).
+It must therefore stand alone: standard library and Pillow only, no StateLab import, and no
+protocol named. Its answer parsing is a copy of StateLab's own (`protocols/kit/answers.py`:
+parse_choice, parse_candidate_number, parse_letter_set, normalize_int, normalize_set), kept
+identical by tests/annotation/test_lmms_eval_export.py, so that the score lmms-eval prints is the
+score StateLab gives the same answers when the run's `--log_samples` file is imported back.
 
 Every document carries `id` (the item's id in the release) and `query` (StateLab's query key),
 `protocol`, `prompt` (the text shown to the model), `options`, `format`, `visuals` (media paths
 relative to the task folder), `visual_kind` ("image" or "video"), `target` (the correct answer as
-JSON) and `meta` (the item fields the breakdowns need, as JSON). lmms-eval 0.7 leaves `doc` out of the
-`--log_samples` file; each sample carries `item`: {"id", "query"} instead (the `item` metric,
+JSON) and `meta` (the item fields the breakdowns need, as JSON). lmms-eval 0.7 leaves `doc` out of
+the `--log_samples` file; each sample carries `item`: {"id", "query"} instead (the `item` metric,
 aggregated as the number of items).
 
-Scoring (docs/protocols/<protocol>.md): a missing, empty or unparseable answer is wrong and counted in
-`parse_failures`. Percentages are rounded half up to two decimals.
-- status: Acc/RAcc for OSI, IR, SCI, OA and ROA, over the six queries of each item;
-- changeit: per candidates × condition, state accuracy (the chosen number is the true label's) and
-  object accuracy (the chosen label names the item's object: `label_objects.json`, the release's
-  vocabulary, or one of the item's distractors), each over all items; a query with no document
-  (a crop of an item without a usable box) is wrong and a parse failure, as a missing answer is
-  in StateLab (evaluation/scoring/changeit.py);
-- visualtrans: exact match per question; subtask accuracy; dimension mean = mean of the printed
-  subtask values (decimal arithmetic, half up) over the subtasks present; overall over all questions;
-- m3verse: per question 0 if the predicted set has a wrong letter, else |P|/|G|; question-weighted
-  means overall, per context, per capability within a context, hallucination vs factual.
+Scoring (docs/protocols/<protocol>.md): a missing, empty or unparseable answer is wrong and counted
+in `parse_failures`. Percentages are rounded half up to two decimals. What is particular to a
+protocol is the part below marked "the protocol's part": the defaults there read and judge an
+answer by the document's `format` and print question-weighted means; the protocol's lmms_utils.py,
+appended after this file, defines again what its scoring needs (`METRICS` always).
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import os
@@ -238,6 +231,67 @@ def parse_letter_set(raw: Any, options: list) -> list[str] | None:
     return None
 
 
+# --- the protocol's part: defaults, defined again by the protocol's lmms_utils.py (appended) ----
+
+METRICS: tuple[str, ...] = ()  # the protocol's metric keys, in its leaderboard's order
+
+
+def parse(doc: dict, raw: Any) -> Any:
+    """The canonical answer StateLab reads from a model's reply (None: unparseable), by the
+    document's format: a letter, a candidate number, a set of letters, a count or a set of texts."""
+    options = list(doc.get("options") or [])
+    fmt = doc.get("format") or "choice"
+    if fmt == "choice":
+        return parse_choice(raw, options)
+    if fmt == "number":
+        return parse_candidate_number(raw, options)
+    if fmt == "letters":
+        return parse_letter_set(raw, options)
+    if fmt == "count":
+        return normalize_int(raw)
+    if fmt == "set":
+        return normalize_set(raw)
+    raise ValueError(f"document {doc.get('id')!r}: no answer format {fmt!r}")
+
+
+def credit(doc: dict, parsed: Any) -> tuple[int, int]:
+    """(numerator, denominator) of one question's score: 1 for the correct answer, by format."""
+    if parsed is None:
+        return 0, 1
+    truth = json.loads(doc["target"])
+    fmt = doc.get("format") or "choice"
+    if fmt == "choice":
+        t, p = normalize_letter(truth), normalize_letter(parsed)
+    elif fmt == "count":
+        t, p = normalize_int(truth), normalize_int(parsed)
+    elif fmt in ("set", "letters"):
+        t, p = normalize_set(truth), normalize_set(parsed)
+    else:
+        return int(parsed == truth), 1
+    return int(t is not None and t == p), 1
+
+
+def groups(meta: dict) -> list[str]:
+    """The question-weighted means (metric keys) one question of the item `meta` counts in."""
+    return []
+
+
+def extra(doc: dict, parsed: Any) -> dict:
+    """Fields the protocol's scoring adds to a question's record."""
+    return {}
+
+
+def missing(records: list[dict]) -> int:
+    """Questions without a document (a query the export could not ask): each counts as a parse
+    failure, as a missing answer does in StateLab."""
+    return 0
+
+
+def printed(records: list[dict], key: str) -> Decimal | None:
+    """The value StateLab prints for metric `key` over these records (None: no question counts)."""
+    return mean_printed(records, key)
+
+
 # --- the lmms-eval task functions ----------------------------------------------------------------
 
 
@@ -269,127 +323,6 @@ def doc_to_target(doc: dict) -> str:
     return "" if target is None else str(target)
 
 
-def parse(doc: dict, raw: Any) -> Any:
-    """The canonical answer StateLab reads from a model's reply, or None (unparseable)."""
-    options = list(doc.get("options") or [])
-    protocol = doc["protocol"]
-    if protocol == "status":
-        return parse_choice(raw, options)
-    if protocol == "changeit":
-        return parse_candidate_number(raw, options)
-    if protocol == "m3verse":
-        return parse_letter_set(raw, options)
-    if protocol == "visualtrans":
-        fmt = doc.get("format") or "choice"
-        if fmt == "choice":
-            return parse_choice(raw, options)
-        if fmt == "count":
-            return normalize_int(raw)
-        return normalize_set(raw)
-    raise ValueError(f"protocol {protocol!r} has no lmms-eval task")
-
-
-def credit(doc: dict, parsed: Any) -> tuple[int, int]:
-    """(numerator, denominator) of one question's score."""
-    truth = json.loads(doc["target"])
-    if doc["protocol"] == "m3verse":
-        g = {str(t).upper() for t in truth}
-        if not parsed:
-            return 0, len(g)
-        p = {str(x).upper() for x in parsed}
-        return (0, len(g)) if p - g else (len(p), len(g))
-    if parsed is None:
-        return 0, 1
-    if doc["protocol"] == "changeit":
-        return int(parsed == truth), 1
-    fmt = doc.get("format") or "choice"
-    if doc["protocol"] == "status" or fmt == "choice":
-        t, p = normalize_letter(truth), normalize_letter(parsed)
-    elif fmt == "count":
-        t, p = normalize_int(truth), normalize_int(parsed)
-    else:
-        t, p = normalize_set(truth), normalize_set(parsed)
-    return int(t is not None and t == p), 1
-
-
-# STATUS (docs/protocols/status.md): per metric, what one item adds (from its six queries' credit)
-# and out of how many; the metric is the sum over items divided by that many times the item count.
-_STATUS_PER_ITEM = {
-    "acc_osi": (lambda x: x["osi_a"] + x["osi_b"], 2),
-    "acc_ir": (lambda x: x["ir_a"] + x["ir_b"], 2),
-    "acc_sci": (lambda x: x["sci2"], 1),
-    "oa": (lambda x: x["osi_a"] + x["osi_b"] + x["ir_a"] + x["ir_b"] + 2 * x["sci2"], 6),
-    "racc_osi": (lambda x: x["osi_a"] & x["osi_b"], 1),
-    "racc_ir": (lambda x: x["ir_a"] & x["ir_b"], 1),
-    "racc_sci": (lambda x: x["sci4"], 1),
-    "roa": (lambda x: x["osi_a"] & x["osi_b"] & x["ir_a"] & x["ir_b"] & x["sci4"], 1),
-}
-STATUS_METRICS = tuple(_STATUS_PER_ITEM)
-STATUS_QUERIES = ("osi_a", "osi_b", "ir_a", "ir_b", "sci2", "sci4")
-VISUALTRANS_DIMENSIONS = {
-    "spatial_mean": ("fine_grained", "global"),
-    "procedural_mean": ("intermediate", "causal", "planning"),
-}
-# The leaderboard's order: each dimension's subtasks, then its mean; then quantitative and overall.
-VISUALTRANS_METRICS = (
-    *(key for dimension, subtasks in VISUALTRANS_DIMENSIONS.items() for key in (*subtasks, dimension)),
-    "quantitative",
-    "overall",
-)
-M3VERSE_CAPABILITIES = ("spatial", "temporal", "attribute", "reasoning")
-# The paper's Table 2 order, as the leaderboard prints it: Overall; Intra-state average and its
-# capabilities; Inter-state likewise; then hallucination and factual (not in Table 2).
-M3VERSE_METRICS = (
-    ("overall",)
-    + tuple(key for c in ("intra", "inter") for key in (c, *(f"{c}_{cap}" for cap in M3VERSE_CAPABILITIES)))
-    + ("hallucination", "factual")
-)
-CHANGEIT_QUERIES = tuple(f"state:{s}:{c}" for s in ("standard", "distractor") for c in ("full", "crop"))
-CHANGEIT_METRICS = tuple(
-    f"{kind}_acc_{q.split(':')[1]}_{q.split(':')[2]}" for kind in ("state", "object") for q in CHANGEIT_QUERIES
-)
-METRICS = {
-    "status": STATUS_METRICS,
-    "changeit": CHANGEIT_METRICS,
-    "visualtrans": VISUALTRANS_METRICS,
-    "m3verse": M3VERSE_METRICS,
-}
-
-
-@functools.lru_cache(maxsize=1)
-def _label_objects() -> dict[str, str]:
-    """label -> object of the release (the writer's label_objects.json), read once."""
-    try:
-        with open(os.path.join(HERE, "label_objects.json"), encoding="utf-8") as fh:
-            return dict(json.load(fh))
-    except OSError:
-        return {}
-
-
-def object_credit(doc: dict, parsed: Any) -> int:
-    """Whether the chosen candidate names the item's object: a state label of that object in the
-    release's vocabulary, or one of the item's own distractors (evaluation/scoring/changeit.py)."""
-    options = list(doc.get("options") or [])
-    if not isinstance(parsed, int) or not 1 <= parsed <= len(options):
-        return 0
-    meta = json.loads(doc.get("meta") or "{}")
-    label = options[parsed - 1]
-    return int(label in (meta.get("distractors") or []) or _label_objects().get(label) == meta.get("object"))
-
-
-def _groups(protocol: str, meta: dict) -> list[str]:
-    """The question-weighted means (metric keys) one question of the item `meta` counts in."""
-    if protocol == "visualtrans":
-        return ["overall", meta.get("subtask") or ""]
-    if protocol == "m3verse":
-        context = meta.get("context") or ""
-        caps = meta.get("capabilities") or []
-        out = ["overall", context] + [f"{context}_{cap}" for cap in caps]
-        out.append("hallucination" if meta.get("hallucination") else "factual")
-        return out
-    return []
-
-
 def process_results(doc: dict, results: list) -> dict:
     """One record per metric key: the question's credit, what it counts in, whether it parsed."""
     raw = results[0] if results else None
@@ -406,82 +339,46 @@ def process_results(doc: dict, results: list) -> dict:
         "den": den,
         "parsed": parsed,
         "parse_failure": parsed is None,
-        "groups": _groups(doc["protocol"], meta),
+        "groups": groups(meta),
         "meta": meta,
     }
-    if doc["protocol"] == "changeit":
-        record["object"] = object_credit(doc, parsed)
-    out = {key: dict(record, metric=key) for key in _task_metrics(doc["protocol"]) if key != "item"}
+    record.update(extra(doc, parsed))
+    out = {key: dict(record, metric=key) for key in _task_metrics() if key != "item"}
     # lmms-eval 0.7 drops `doc` from the --log_samples file but keeps what process_results returns:
     # `item` carries the ids StateLab's import maps the sample by.
     out["item"] = {"id": doc["id"], "query": doc["query"], "metric": "item"}
     return out
 
 
-def _task_metrics(protocol: str) -> list[str]:
+def _task_metrics() -> list[str]:
     """The metric keys the task YAML lists (the writer stores them in metrics.json; lmms-eval
     would report an empty value for any other key process_results returned)."""
     try:
         with open(os.path.join(HERE, "metrics.json"), encoding="utf-8") as fh:
             return list(json.load(fh))
     except OSError:
-        return list(METRICS[protocol]) + ["parse_failures", "item"]
+        return list(METRICS) + ["parse_failures", "item"]
 
 
-def _percent(value: Fraction | Decimal, places: int = 2) -> Decimal:
+def percent(value: Fraction | Decimal, places: int = 2) -> Decimal:
+    """An exact share as the percentage StateLab prints (rounded half up)."""
     with localcontext() as ctx:
         ctx.prec = 60
         exact = value if isinstance(value, Decimal) else Decimal(value.numerator * 100) / Decimal(value.denominator)
         return exact.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
 
 
-def _mean(records: list[dict], group: str) -> Fraction | None:
+def question_mean(records: list[dict], group: str) -> Fraction | None:
+    """The mean credit of the questions that count in `group` (None: none does)."""
     rows = [r for r in records if group in r["groups"]]
     if not rows:
         return None
     return sum((Fraction(r["num"], r["den"]) for r in rows), Fraction(0)) / len(rows)
 
 
-def _status(records: list[dict], key: str) -> Fraction | None:
-    items: dict[str, dict[str, int]] = {}
-    for r in records:
-        items.setdefault(r["id"], {})[r["query"]] = r["num"]
-    if not items:
-        return None
-    per_item, out_of = _STATUS_PER_ITEM[key]  # an unknown key raises KeyError(key)
-    credits = [{q: row.get(q, 0) for q in STATUS_QUERIES} for row in items.values()]
-    return Fraction(sum(per_item(x) for x in credits), out_of * len(items))
-
-
-def _changeit(records: list[dict], key: str) -> Fraction:
-    """State or object accuracy over every item (a query without a record counts as wrong)."""
-    kind, _, rest = key.split("_", 2)
-    query = "state:" + rest.replace("_", ":")
-    field = "num" if kind == "state" else "object"
-    n = len({r["id"] for r in records})
-    return Fraction(sum(r[field] for r in records if r["query"] == query), n)
-
-
-def printed(records: list[dict], key: str) -> Decimal | None:
-    """The value StateLab prints for metric `key` over these records (None: no question counts)."""
-    if not records:
-        return None
-    protocol = records[0]["protocol"]
-    if protocol == "status":
-        value = _status(records, key)
-        return None if value is None else _percent(value)
-    if protocol == "changeit":
-        return _percent(_changeit(records, key))
-    if key in VISUALTRANS_DIMENSIONS and protocol == "visualtrans":
-        subs = [printed(records, s) for s in VISUALTRANS_DIMENSIONS[key]]
-        avail = [s for s in subs if s is not None]
-        if not avail:
-            return None
-        with localcontext() as ctx:
-            ctx.prec = 50
-            return (sum(avail, Decimal(0)) / Decimal(len(avail))).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
-    value = _mean(records, key)
-    return None if value is None else _percent(value)
+def mean_printed(records: list[dict], group: str) -> Decimal | None:
+    value = question_mean(records, group)
+    return None if value is None else percent(value)
 
 
 def aggregate(records: list[dict]) -> float:
@@ -490,9 +387,6 @@ def aggregate(records: list[dict]) -> float:
     if key == "item":
         return len({r["id"] for r in records})
     if key == "parse_failures":
-        missing = 0
-        if records[0]["protocol"] == "changeit":  # the crop queries of items without a usable box
-            missing = len(CHANGEIT_QUERIES) * len({r["id"] for r in records}) - len(records)
-        return sum(1 for r in records if r["parse_failure"]) + missing
+        return sum(1 for r in records if r["parse_failure"]) + missing(records)
     value = printed(records, key)
     return float("nan") if value is None else float(value)

@@ -1,4 +1,4 @@
-"""Reading the audit trail (annotation/audit.py writes it): a project's events filtered by action,
+"""Reading the audit trail (annotation/audit/record.py writes it): a project's events filtered by action,
 actor and date range, as rows for the page and the API, and as a CSV or JSONL export.
 
 Researchers and admins of the project read it (annotation/views/audit.py, apis/audit.py).
@@ -17,7 +17,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from .models import AuditAction, AuditEvent, Project
+from ..models import AuditAction, AuditEvent, Project
 
 EXPORT_FORMATS = ("csv", "jsonl")
 EXPORT_COLUMNS = ("at", "actor", "action", "object_type", "object_id", "object", "details")

@@ -1,4 +1,5 @@
-"""Holding a task: renew its lease, autosave its draft, skip it; expire the holds nobody renewed."""
+"""The operations on a claimed task: renew its lease, autosave its draft, skip it; expire the tasks
+whose lease nobody renewed."""
 
 from __future__ import annotations
 
@@ -34,10 +35,10 @@ def lock_own_task(task_id: int, user, *, idempotency_key: str | None = None) -> 
     return task, item
 
 
-def _keep_hold(task: Task, item: Item, now: datetime) -> None:
-    """Extend the lease; an expired hold comes back if nobody took the item meanwhile. A gold
-    task held by someone else now stays open to its holder (gold.py): its clock runs on, the
-    other hold stays, and its answer is still taken."""
+def _keep_active(task: Task, item: Item, now: datetime) -> None:
+    """Extend the lease; an expired task comes back if nobody took the item meanwhile. A gold
+    task whose item someone else has taken over stays open to its annotator (gold.py): its clock
+    runs on, the other task stays active, and its answer is still taken."""
     if task.status == TaskStatus.ACTIVE:
         task.lease_expires = lease_until(item.project, now)
         return
@@ -51,7 +52,7 @@ def _keep_hold(task: Task, item: Item, now: datetime) -> None:
             task.lease_expires = lease_until(item.project, now)
             return
         raise TaskConflict(
-            "Your hold on this task expired and the item went to someone else. Your draft is kept "
+            "Your lease on this task expired and the item went to someone else. Your draft is kept "
             "on this task, but it can no longer be submitted; load the next task."
         )
     if task.status == TaskStatus.SUBMITTED:
@@ -60,16 +61,16 @@ def _keep_hold(task: Task, item: Item, now: datetime) -> None:
 
 
 @transaction.atomic
-def hold_renew(*, task_id: int, user, now: datetime | None = None) -> Task:
+def task_renew(*, task_id: int, user, now: datetime | None = None) -> Task:
     now = now or timezone.now()
     task, item = lock_own_task(task_id, user)
-    _keep_hold(task, item, now)
+    _keep_active(task, item, now)
     task.save(update_fields=["status", "lease_expires", "updated_at"])
     return task
 
 
 @transaction.atomic
-def hold_save_draft(*, task_id: int, user, draft: dict, version: int, now: datetime | None = None) -> Task:
+def task_save_draft(*, task_id: int, user, draft: dict, version: int, now: datetime | None = None) -> Task:
     """Autosave. `version` is the draft version the client last saw; the save makes it version + 1.
 
     A stale version gets TaskConflict, except a replay of the save that made the current version
@@ -79,9 +80,9 @@ def hold_save_draft(*, task_id: int, user, draft: dict, version: int, now: datet
     task, item = lock_own_task(task_id, user)
     if version + 1 == task.draft_version and json.loads(json.dumps(draft)) == task.draft:
         # The same save replayed (a client retry after the first one committed but its answer
-        # was lost): answer as the first time did, keeping the hold as any save does.
+        # was lost): answer as the first time did, keeping the task active as any save does.
         if task.status == TaskStatus.ACTIVE:
-            _keep_hold(task, item, now)
+            _keep_active(task, item, now)
             task.save(update_fields=["lease_expires", "updated_at"])
         return task
     if version != task.draft_version:
@@ -91,7 +92,7 @@ def hold_save_draft(*, task_id: int, user, draft: dict, version: int, now: datet
             version=task.draft_version,
             draft=task.draft,
         )
-    _keep_hold(task, item, now)
+    _keep_active(task, item, now)
     task.draft = draft
     task.draft_version += 1
     task.save(update_fields=["status", "lease_expires", "draft", "draft_version", "updated_at"])
@@ -99,7 +100,7 @@ def hold_save_draft(*, task_id: int, user, draft: dict, version: int, now: datet
 
 
 @transaction.atomic
-def hold_skip(*, task_id: int, user) -> Task:
+def task_skip(*, task_id: int, user) -> Task:
     task, _item = lock_own_task(task_id, user)
     if task.status == TaskStatus.SKIPPED:
         return task
@@ -111,8 +112,8 @@ def hold_skip(*, task_id: int, user) -> Task:
 
 
 @transaction.atomic
-def holds_expire_stale(*, now: datetime | None = None) -> int:
-    """Mark every hold whose lease ran out as expired (claims also do this lazily per item)."""
+def tasks_expire_stale(*, now: datetime | None = None) -> int:
+    """Mark every active task whose lease ran out as expired (claims also do this lazily per item)."""
     now = now or timezone.now()
     return Task.objects.filter(status=TaskStatus.ACTIVE, lease_expires__lte=now).update(
         status=TaskStatus.EXPIRED, updated_at=now

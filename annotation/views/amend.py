@@ -1,5 +1,5 @@
 """The annotator's amend page: the workflow's own annotate page in "amend" mode, filled with their
-earlier answer (static/js/workbench/amend.js loads and saves it through annotation/apis/history.py).
+earlier answer (static/js/workbench/amend.js loads and saves it through annotation/apis/amend.py).
 Only the annotator's own annotation, only while its item is not reviewed."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
-from ..history import OPEN_STATUSES
+from ..amend import OPEN_STATUSES
 from ..models import Annotation, Role
 from ..permissions import get_project_for
 from .work import WORKFLOW_PAGES, _context

@@ -4,7 +4,7 @@
   ``settings.IMPORT_MAX_IMAGE_PIXELS`` *before* any decoding (a small file can expand to
   gigabytes: a decompression bomb), then the file is verified and fully decoded once so a
   truncated or corrupt image is refused at import, not when an annotator opens it.
-- Videos are probed by annotation.media_probe (ffprobe, or ``ffmpeg -i`` where only the ffmpeg
+- Videos are probed by annotation/media/probe.py (ffprobe, or ``ffmpeg -i`` where only the ffmpeg
   binary bundled by imageio-ffmpeg exists): a file must hold a real video stream in a container
   on the allow-list (VIDEO_CONTAINERS; one that matches its extension when the name claims a
   video extension) and must decode its first frame. Width, height, duration, fps and frame count
@@ -35,8 +35,8 @@ from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import default_storage
 
-from .media_probe import MediaError, NoVideoStream, VideoUnreadable, ffmpeg_exe, probe_video, sha256_of
-from .models import MediaAsset
+from ..models import MediaAsset
+from .probe import MediaError, NoVideoStream, VideoUnreadable, ffmpeg_exe, probe_video, sha256_of
 
 IMAGE_FORMATS = {"JPEG", "PNG", "WEBP", "BMP", "GIF", "TIFF"}
 # Pillow format -> extensions it is stored under (the first unless the name gives another listed).

@@ -1,5 +1,5 @@
 """What a media file on disk holds, read without Django: the one video probe, the one way to find
-ffmpeg and the one file hash, used by the import (annotation.media) and by inference's frame
+ffmpeg and the one file hash, used by the import (annotation/media/assets.py) and by inference's frame
 sampling (inference.media).
 
 The probe asks ffprobe through ffmpeg-python (``ffmpeg.probe``). The demo has no system ffmpeg:

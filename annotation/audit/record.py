@@ -2,7 +2,7 @@
 its transaction (so the event and the change commit or roll back together).
 
 Who imported, verified, edited, discarded, froze, exported, launched, cancelled or retried what,
-and when (docs/architecture.md, "Invariants"). Reading it is annotation/audit_trail.py.
+and when (docs/architecture.md, "Invariants"). Reading it is annotation/audit/trail.py.
 
 Where a change came from, when not from a page or the API, is said by `audit_source`: the
 management commands run inside `audit_source("cli")`, so their events carry details.source = "cli"
@@ -25,7 +25,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 from django.db.models.fields.files import FieldFile
 
-from .models import AuditAction, AuditEvent, Project
+from ..models import AuditAction, AuditEvent, Project
 
 CLI_SOURCE = "cli"
 _source: ContextVar[str] = ContextVar("statelab_audit_source", default="")

@@ -26,17 +26,17 @@ from django.core.exceptions import PermissionDenied
 from django.db import connection
 from django.http import Http404
 
-from .importing.runs import import_media_root
-from .models import Item, MediaAsset
-from .permissions import is_researcher_anywhere, projects_visible_to
-from .protocols import MEDIA_FIELDS
+from ..importing.runs import import_media_root
+from ..models import Item, MediaAsset
+from ..permissions import is_researcher_anywhere, projects_visible_to
+from ..protocols import MEDIA_FIELDS
 
 # What a stored asset may be served as (inline). SVG is deliberately absent: it can carry script.
 SAFE_TYPES = {
     "image": {"image/png", "image/jpeg", "image/gif", "image/webp", "image/bmp", "image/tiff"},
     "video": {"video/mp4", "video/webm", "video/quicktime", "video/x-matroska", "video/x-msvideo"},
 }
-# annotation.media.asset_name: assets/<sha[:2]>/<sha256><ext>
+# annotation/media/assets.py, asset_name: assets/<sha[:2]>/<sha256><ext>
 ASSET_NAME_RE = re.compile(r"^assets/([0-9a-f]{2})/(\1[0-9a-f]{62})(\.[A-Za-z0-9]{1,10})?$")
 
 

@@ -1,7 +1,7 @@
-"""From plain items and answers to a scored run, through each protocol's scoring module
-(``Protocol.scoring``: protocols/base.py). No Django.
+"""From plain items and an answer set (one model's answers) to its scores, through each protocol's
+scoring module (``Protocol.scoring``: protocols/base.py). No Django.
 
-Items and answers: protocols/kit/items.py (``ScoringItem``, ``RunAnswer``, re-exported here).
+Items and answers: protocols/kit/items.py (``ScoringItem``, ``ModelAnswer``, re-exported here).
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ import numpy as np
 from protocols import registry
 from protocols.kit.answers import parse_answer
 from protocols.kit.bootstrap import N_BOOT
-from protocols.kit.items import RunAnswer, ScoringItem
+from protocols.kit.items import ModelAnswer, ScoringItem
 from protocols.kit.matrix import ItemMatrix
 
 __all__ = [
-    "RunAnswer",
-    "ScoredRun",
+    "ModelAnswer",
+    "ScoredAnswers",
     "ScoringItem",
     "chance",
     "finish",
@@ -33,7 +33,7 @@ __all__ = [
 
 
 @dataclass
-class ScoredRun:
+class ScoredAnswers:
     matrix: ItemMatrix
     printed: dict[str, Decimal | None]
     cis: dict[str, list[float] | None]
@@ -59,26 +59,28 @@ def is_percent(protocol: str) -> bool:
 def score(
     protocol: str,
     items: Sequence[ScoringItem],
-    answers: Mapping[tuple, RunAnswer],
+    answers: Mapping[tuple, ModelAnswer],
     *,
     n_boot: int = N_BOOT,
     seed: int = 0,
-) -> ScoredRun:
+) -> ScoredAnswers:
     matrix = registry.get(protocol).scoring.score(items, answers)
     return finish(protocol, matrix, n_boot=n_boot, seed=seed)
 
 
-def finish(protocol: str, matrix: ItemMatrix, *, n_boot: int = N_BOOT, seed: int = 0) -> ScoredRun:
+def finish(protocol: str, matrix: ItemMatrix, *, n_boot: int = N_BOOT, seed: int = 0) -> ScoredAnswers:
     module = registry.get(protocol).scoring
-    return ScoredRun(matrix=matrix, printed=module.printed(matrix), cis=module.cis(matrix, n_boot=n_boot, seed=seed))
+    return ScoredAnswers(
+        matrix=matrix, printed=module.printed(matrix), cis=module.cis(matrix, n_boot=n_boot, seed=seed)
+    )
 
 
 # --- Random rows ----------------------------------------------------------------------------
 
 
-def random_answers(protocol: str, items: Sequence[ScoringItem], *, seed: int) -> dict[tuple, RunAnswer]:
+def random_answers(protocol: str, items: Sequence[ScoringItem], *, seed: int) -> dict[tuple, ModelAnswer]:
     """Seeded random answers for every query, scored through the same code as any model."""
-    return registry.get(protocol).scoring.random_run(items, rng=np.random.default_rng(seed))
+    return registry.get(protocol).scoring.random_answer_set(items, rng=np.random.default_rng(seed))
 
 
 # --- Human rows (blind QA answers scored against the final truth) ---------------------------
@@ -97,7 +99,7 @@ def score_blind_answers(
     unparseable blind answer scores 0 for its share and counts in ``parse_failures``.
     """
     rows: list[ScoringItem] = []
-    answers: dict[tuple, RunAnswer] = {}
+    answers: dict[tuple, ModelAnswer] = {}
     owner: list[int] = []
     answered_items = 0
     for item in items:
@@ -115,7 +117,7 @@ def score_blind_answers(
             if raw not in (None, "", []):
                 fmt = spec.get("format") or item.payload.get("format")
                 value = parse_answer(protocol, "qa", raw, spec.get("options") or [], fmt=fmt)
-            answers[(key, "qa")] = RunAnswer(value)
+            answers[(key, "qa")] = ModelAnswer(value)
         answered_items += 1
     per_answer = registry.get(protocol).scoring.score(rows, answers)
     owners = np.asarray(owner, dtype=np.int64)

@@ -1,4 +1,4 @@
-"""An annotator's own recent work (annotation/history.py): their submissions in a project, one of
+"""An annotator's own recent work (annotation/amend.py): their submissions in a project, one of
 them with its item as the annotate page shows it, and amending it while the item is not reviewed.
 
 Another person's annotation is never found (404, superusers included: it is the annotator's own
@@ -13,7 +13,7 @@ from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from ..history import annotation_amend, own_annotation_for_amending, own_recent_annotations
+from ..amend import annotation_amend, own_annotation_for_amending, own_recent_annotations
 from ..models import Annotation, Role
 from ..permissions import get_project_for, require_role
 from ..queue import TaskNotFound

@@ -17,7 +17,7 @@ from django.db import transaction
 from django.db.models import Count, Exists, OuterRef
 from django.utils import timezone
 
-from .audit import audit_record
+from .audit.record import audit_record
 from .models import Annotation, AnnotationRevision, AuditAction, Item, ItemStatus, Project, Review, Suggestion
 from .project_setup import project_setting
 from .protocols import rating_criteria
