@@ -81,7 +81,7 @@ class Project(models.Model):
         "unannounced; it scores the annotator and is counted apart from the progress counts). "
         "auto_verify (true/false, default false): an item whose annotators all agree becomes verified "
         "without a reviewer. "
-        "lease_seconds (default 600): how long a claimed task stays held without a renewal before the "
+        "lease_seconds (default 600): how long a claimed task lasts without a renewal before the "
         "item returns to the queue. "
         "rubric (video rating): the rubric shown to raters, one text or criterion -> text. "
         "state_labels (boxes): object -> extra state labels offered as candidates. "

@@ -349,7 +349,7 @@ def bench_long_frames(clip_dir: Path, rounds: int, rounds_5min: int, counts: tup
         for n in counts:
             idx = media.uniform_indices(info.frame_count, n)
             chosen = video_frames.choose_strategy(index, idx, info.frame_count)
-            runs = video_frames.plan_runs(index, idx)
+            spans = video_frames.plan_spans(index, idx)
             for mode in ("one pass", "seek 1", f"seek {threads}", f"seek {threads}, no skip", "keyframe"):
                 wall = statistics.median(w for w, _ in times[(mode, n)])
                 cpu = statistics.median(c for _, c in times[(mode, n)])
@@ -360,8 +360,8 @@ def bench_long_frames(clip_dir: Path, rounds: int, rounds_5min: int, counts: tup
                     flush=True,
                 )
             print(
-                f"frames: {label}, {n} frames: extract_frames chooses {chosen!r} ({len(runs)} runs spanning "
-                f"{sum(r.targets[-1][0] - r.start + 1 for r in runs)} of {info.frame_count} packets)",
+                f"frames: {label}, {n} frames: extract_frames chooses {chosen!r} ({len(spans)} spans covering "
+                f"{sum(r.targets[-1][0] - r.start + 1 for r in spans)} of {info.frame_count} packets)",
                 flush=True,
             )
         results[(label, "every")] = (base_wall, base_cpu)

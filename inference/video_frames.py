@@ -4,7 +4,7 @@ Python, no Django (inference.media calls it).
 - The packet index (`read_index`) lists the video stream's packets without decoding anything:
   their presentation times (frame i is the packet with the i-th smallest one), which are
   keyframes, and the decode order. A 60 s clip takes ~10 ms, a 5-minute one ~40 ms.
-- Exact frames, by seeking (`decode_seeking`): the wanted frames are grouped into runs, one per
+- Exact frames, by seeking (`decode_seeking`): the wanted frames are grouped into spans, one per
   keyframe they follow; each run seeks to its keyframe and decodes forward to its last wanted
   frame. On the way, frames no other frame refers to (H.264's non-reference B-frames; the
   decoder's ``skip_frame=NONREF``) are not decoded unless they are wanted, which the ffmpeg
@@ -13,7 +13,7 @@ Python, no Django (inference.media calls it).
   each with its own demuxer and single-threaded
   decoder (PyAV releases the GIL while decoding).
 - Exact frames, in one pass (`decode_one_pass`): every frame decoded with the decoder's own frame
-  threads, only the wanted ones converted. Chosen when the runs would decode more than that
+  threads, only the wanted ones converted. Chosen when the spans would decode more than that
   (`choose_strategy`): one keyframe for the whole clip, or wanted frames dense in every GOP.
 - Keyframe mode (`decode_keyframes`, job param ``frames_mode="keyframe"``) decodes only the
   keyframe nearest each wanted frame (a run of one frame: a seek and that keyframe) and returns
@@ -210,7 +210,7 @@ def _need(indices: list[int], total: int, path) -> None:
 
 
 @dataclass(frozen=True)
-class Run:
+class Span:
     """Decode from the keyframe at `start` to the last target; targets are (decode position, pts)."""
 
     start: int
@@ -221,52 +221,52 @@ class Run:
         return self.targets[-1][0] - self.start + 1 + SEEK_COST_FRAMES
 
 
-def plan_runs(index: Index, indices: list[int]) -> list[Run]:
+def plan_spans(index: Index, indices: list[int]) -> list[Span]:
     """The wanted frames grouped by the keyframe their decoding starts from, in decode order; a
-    run goes on through the next keyframe instead of seeking when its targets overlap."""
+    span goes on through the next keyframe instead of seeking when its targets overlap."""
     order = index.presentation()
     if indices and max(indices) >= len(order):
         raise FrameCountMismatch(f"the video has {len(order)} frames, not the {max(indices) + 1} asked for")
     where = index.positions()
     wanted = sorted({where[order[i]] for i in indices})
-    runs: list[Run] = []
+    spans: list[Span] = []
     for position in wanted:
         start = index.start_of(position)
-        if runs and start <= runs[-1].targets[-1][0]:
-            # Within reach of the run: decode on (an open GOP's leading frame moves its start back).
-            last = runs[-1]
-            runs[-1] = Run(min(start, last.start), last.targets + ((position, index.pts[position]),))
+        if spans and start <= spans[-1].targets[-1][0]:
+            # Within reach of the span: decode on (an open GOP's leading frame moves its start back).
+            last = spans[-1]
+            spans[-1] = Span(min(start, last.start), last.targets + ((position, index.pts[position]),))
         else:
-            runs.append(Run(start, ((position, index.pts[position]),)))
-    return runs
+            spans.append(Span(start, ((position, index.pts[position]),)))
+    return spans
 
 
 def choose_strategy(
     index: Index | None, indices: list[int], total: int | None = None, threads: int | None = None
 ) -> str:
-    """'seek' when the runs decode fewer frames per thread than one frame-threaded pass, else
+    """'seek' when the spans decode fewer frames per thread than one frame-threaded pass, else
     'select' (the one pass)."""
     if index is None or not indices:
         return "select"
     threads = threads or worker_threads()
     total = total or index.frame_count
-    runs = plan_runs(index, indices)
-    costs = sorted((run.cost for run in runs), reverse=True)
-    per_thread = max(costs[0], sum(costs) / min(threads, len(runs)))
+    spans = plan_spans(index, indices)
+    costs = sorted((span.cost for span in spans), reverse=True)
+    per_thread = max(costs[0], sum(costs) / min(threads, len(spans)))
     return "seek" if per_thread < total / threads else "select"
 
 
-def _split(runs: list[Run], parts: int) -> list[list[Run]]:
-    """Consecutive runs in `parts` groups of about equal cost (each thread decodes forward)."""
-    parts = max(1, min(parts, len(runs)))
-    total = sum(r.cost for r in runs)
-    groups: list[list[Run]] = [[]]
+def _split(spans: list[Span], parts: int) -> list[list[Span]]:
+    """Consecutive spans in `parts` groups of about equal cost (each thread decodes forward)."""
+    parts = max(1, min(parts, len(spans)))
+    total = sum(r.cost for r in spans)
+    groups: list[list[Span]] = [[]]
     done = 0
-    for run in runs:
+    for span in spans:
         if groups[-1] and len(groups) < parts and done >= total * len(groups) / parts:
             groups.append([])
-        groups[-1].append(run)
-        done += run.cost
+        groups[-1].append(span)
+        done += span.cost
     return groups
 
 
@@ -300,8 +300,8 @@ def _packets_from(container, stream, index: Index, position: int, where: dict[in
     raise MediaError(f"cannot seek to frame at {float(target * index.time_base):.3f} s")
 
 
-def _decode_runs(path, runs: list[Run], bound: tuple[int, int], index: Index) -> dict[int, np.ndarray]:
-    """pts → converted frame, for every target of the runs (one demuxer, one decoder)."""
+def _decode_spans(path, spans: list[Span], bound: tuple[int, int], index: Index) -> dict[int, np.ndarray]:
+    """pts → converted frame, for every target of the spans (one demuxer, one decoder)."""
     container = _open(path)
     out: dict[int, np.ndarray] = {}
     try:
@@ -309,10 +309,10 @@ def _decode_runs(path, runs: list[Run], bound: tuple[int, int], index: Index) ->
         stream.thread_type = "NONE"  # skip_frame must apply to the very packet it is set for
         codec = stream.codec_context
         where = index.positions()
-        for run in runs:
-            wanted = {pts for _, pts in run.targets}
-            last_pts = run.targets[-1][1]
-            for packet in _packets_from(container, stream, index, run.start, where):
+        for span in spans:
+            wanted = {pts for _, pts in span.targets}
+            last_pts = span.targets[-1][1]
+            for packet in _packets_from(container, stream, index, span.start, where):
                 codec.skip_frame = "DEFAULT" if packet.pts in wanted else SKIP_UNWANTED
                 for frame in codec.decode(packet):
                     if frame.pts in wanted:
@@ -341,12 +341,12 @@ def _map(fn, groups: list, threads: int) -> list:
 def decode_seeking(
     path: str | os.PathLike, indices: list[int], bound: tuple[int, int], index: Index, *, threads: int | None = None
 ) -> list[np.ndarray]:
-    """The frames at `indices` (presentation order), each decoded from the keyframe its run starts at."""
+    """The frames at `indices` (presentation order), each decoded from the keyframe its span starts at."""
     _need(indices, index.frame_count, path)
     threads = threads or worker_threads()
-    runs = plan_runs(index, indices)
+    spans = plan_spans(index, indices)
     found: dict[int, np.ndarray] = {}
-    for part in _map(lambda group: _decode_runs(path, group, bound, index), _split(runs, threads), threads):
+    for part in _map(lambda group: _decode_spans(path, group, bound, index), _split(spans, threads), threads):
         found.update(part)
     order = index.presentation()
     missing = [i for i in indices if order[i] not in found]
@@ -423,12 +423,12 @@ def decode_keyframes(
     _need(indices, index.frame_count, path)
     used = nearest_keyframes(index, indices)
     order = index.presentation()
-    # A run of one target that starts at it: a seek to the keyframe and one frame decoded.
+    # A span of one target that starts at it: a seek to the keyframe and one frame decoded.
     where = index.positions()
-    runs = [Run(where[pts], ((where[pts], pts),)) for pts in sorted({order[n] for n in used}, key=where.get)]
+    spans = [Span(where[pts], ((where[pts], pts),)) for pts in sorted({order[n] for n in used}, key=where.get)]
     threads = threads or worker_threads()
     found: dict[int, np.ndarray] = {}
-    for part in _map(lambda group: _decode_runs(path, group, bound, index), _split(runs, threads), threads):
+    for part in _map(lambda group: _decode_spans(path, group, bound, index), _split(spans, threads), threads):
         found.update(part)
     missing = [n for n in used if order[n] not in found]
     if missing:

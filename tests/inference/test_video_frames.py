@@ -90,7 +90,7 @@ def test_a_short_single_keyframe_clip_is_read_in_one_pass_and_a_long_short_gop_c
     # Even a long clip with a single keyframe is one pass: every seek would decode from frame 0.
     single = video_frames.Index(long.pts, (True,) + (False,) * 999, long.time_base, long.rate)
     assert video_frames.choose_strategy(single, long_idx, 1000) == "select"
-    # So is a clip where the wanted frames cover every GOP densely (the runs would decode it all).
+    # So is a clip where the wanted frames cover every GOP densely (the spans would decode it all).
     assert video_frames.choose_strategy(long, list(range(0, 1000, 3)), 1000) == "select"
 
     media.sample_frames(clips["short"], 8, cache_root=tmp_path)
@@ -100,12 +100,12 @@ def test_a_short_single_keyframe_clip_is_read_in_one_pass_and_a_long_short_gop_c
     assert spy == ["seek"] and frames.indices == long_idx and len(frames.paths) == 8
 
 
-def test_runs_start_at_the_keyframe_before_and_share_a_gop(clips):
+def test_spans_start_at_the_keyframe_before_and_share_a_gop(clips):
     index = video_frames.read_index(clips["long"])
-    runs = video_frames.plan_runs(index, [3, 10, 30, 999])
+    spans = video_frames.plan_spans(index, [3, 10, 30, 999])
     ranks = {p: n for n, p in enumerate(index.presentation())}
-    assert [ranks[index.pts[r.start]] for r in runs] == [0, 25, 975]
-    assert [len(r.targets) for r in runs] == [2, 1, 1]
+    assert [ranks[index.pts[r.start]] for r in spans] == [0, 25, 975]
+    assert [len(r.targets) for r in spans] == [2, 1, 1]
 
 
 def test_seeking_returns_exactly_the_frames_of_one_pass_and_of_decoding_every_frame(clips):
