@@ -31,15 +31,23 @@ class UnknownProtocol(ValueError):
     pass
 
 
-def _paths() -> tuple[str, ...]:
-    try:
-        from django.conf import settings
+_settings: Any = None  # django.conf.settings, once Django is importable and configured
+_last: tuple[object, dict[str, Protocol]] | None = None  # (the setting's value, its table)
 
-        if settings.configured:
-            return tuple(getattr(settings, "STATELAB_PROTOCOLS", BUILT_IN))
-    except ImportError:  # plain Python without Django installed
-        pass
-    return BUILT_IN
+
+def _source() -> object:
+    """The setting's value as it is now (BUILT_IN outside Django). Django is imported lazily and
+    only once, so pure-Python users of protocols/ never load it."""
+    global _settings
+    if _settings is None:
+        try:
+            from django.conf import settings
+        except ImportError:  # plain Python without Django installed
+            return BUILT_IN
+        if not settings.configured:
+            return BUILT_IN
+        _settings = settings
+    return getattr(_settings, "STATELAB_PROTOCOLS", BUILT_IN)
 
 
 def _load(path: str) -> Protocol:
@@ -52,7 +60,15 @@ def _load(path: str) -> Protocol:
 
 
 def _table() -> dict[str, Protocol]:
-    paths = _paths()
+    # The hot paths (an import's every line, every answer parsed) ask the registry once per call:
+    # while the setting is the same object, its table is returned as is. A settings override
+    # (override_settings in tests) hands out another object, whose table is built or found.
+    global _last
+    source = _source()
+    last = _last
+    if last is not None and last[0] is source:
+        return last[1]
+    paths = tuple(source)
     table = _tables.get(paths)
     if table is None:
         table = {}
@@ -62,6 +78,7 @@ def _table() -> dict[str, Protocol]:
                 raise ImportError(f"two protocols named {found.name!r} in STATELAB_PROTOCOLS")
             table[found.name] = found
         _tables[paths] = table
+    _last = (source, table)
     return table
 
 

@@ -291,7 +291,15 @@ def parse_answer(protocol: str, query: str, raw: Any, options: list, *, fmt: str
     "count" or "set") where the protocol has several.
     """
     found = registry.get(protocol)
-    return PARSERS[found.answer_kind](raw, options, fmt=fmt, criteria=found.criteria)
+    kind = found.answer_kind
+    # Called once per prediction: the common kinds are dispatched directly (no keyword dicts).
+    if kind == "choice":
+        return parse_choice(raw, options)
+    if kind == "candidate":
+        return parse_candidate_number(raw, options)
+    if kind == "qa":
+        return parse_qa(raw, options, fmt=fmt)
+    return PARSERS[kind](raw, options, fmt=fmt, criteria=found.criteria)
 
 
 def parse_qa(raw: Any, options: list, *, fmt: str | None = None) -> Any:
