@@ -233,7 +233,7 @@ def test_readme_deploy_section_covers_every_compose_service_and_key_passing():
     assert "api_key_env" in deploying
 
 
-# --- production is secure by default (issue 10) ------------------------------------------------------
+# --- production is secure by default -----------------------------------------------------------------
 
 
 def _compose_env() -> dict[str, str]:

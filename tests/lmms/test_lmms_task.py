@@ -1,6 +1,6 @@
 """lmms-eval 0.7 loads StateLab's task folder (`--include_path`), runs it with a stub model of its
 own API (tests/lmms/stub_model.py) through its own command line with --log_samples, and prints the
-scores PROTOCOLS.md defines. The folders are written by StateLab's writer from plain release lines
+scores docs/protocols/<name>.md defines. The folders are written by StateLab's writer from plain release lines
 (annotation/interchange/lmms_eval.py is Django-free); the expected figures are worked out by hand
 in each test.
 """
@@ -132,7 +132,7 @@ def test_visualtrans_task_runs_in_lmms_eval(tmp_path):
     first = next(x for x in seen if x["id"] == "vt-0")
     assert first["visuals"] == [[16, 12], [17, 12], [18, 12]]
     assert "A. a red cup\nB. a blue cup\nC. no cup" in first["context"]
-    # PROTOCOLS §3 by hand (tests/lmms/cases.py): correct vt-0, vt-2, vt-3, vt-5; vt-4 is empty.
+    # docs/protocols/visualtrans.md by hand (tests/lmms/cases.py): correct vt-0, vt-2, vt-3, vt-5; vt-4 is empty.
     assert (
         _scores(results)
         == cases.VT_SCORES
@@ -201,7 +201,7 @@ def test_m3verse_task_runs_in_lmms_eval(tmp_path):
     assert all(s["item"]["query"] == "qa" for s in samples)
     assert seen[0]["visuals"] == [str(folder / "media/before.mp4"), str(folder / "media/after.mp4")]
     assert "One or more options may be correct" in seen[0]["context"]
-    # PROTOCOLS §4 by hand: credits 1/2, 0 (D is wrong), 1, 2/3.
+    # docs/protocols/m3verse.md by hand: credits 1/2, 0 (D is wrong), 1, 2/3.
     assert _scores(results) == {
         "overall": 54.17,
         "intra": 25.0,
@@ -256,7 +256,7 @@ def test_status_task_runs_in_lmms_eval(tmp_path):
     assert logged == sorted(truth)
     osi = next(x for x in seen if x["id"] == "s-1" and x["query"] == "osi_b")
     assert osi["visuals"] == [[19, 12]]
-    # PROTOCOLS §1 by hand: s-0 all correct; s-1 right on osi_a and ir_b only (sci4 unparseable).
+    # docs/protocols/status.md by hand: s-0 all correct; s-1 right on osi_a and ir_b only (sci4 unparseable).
     assert _scores(results) == {
         "acc_osi": 75.0,
         "acc_ir": 75.0,
@@ -297,7 +297,7 @@ def test_changeit_task_runs_in_lmms_eval(tmp_path):
         + "\n".join(f"{n}. {label}" for n, label in enumerate(options, start=1))
         + f"\nAnswer with the number of the best label (1 to {len(options)}) and nothing else."
     )
-    # PROTOCOLS §2 by hand: the table in tests/lmms/cases.py (a wrong-object answer, a right-object
+    # docs/protocols/changeit.md by hand: the table in tests/lmms/cases.py (a wrong-object answer, a right-object
     # wrong-state one, an unparseable and an empty reply, an item without a box).
     assert (
         _scores(results)
