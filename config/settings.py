@@ -11,6 +11,8 @@ from pathlib import Path
 
 import dj_database_url
 
+from protocols.registry import BUILT_IN as BUILT_IN_PROTOCOLS
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(os.environ.get("STATELAB_DATA_DIR", BASE_DIR / "var"))
 
@@ -205,15 +207,10 @@ CACHE_ROOT = Path(os.environ.get("STATELAB_CACHE_ROOT", DATA_DIR / "cache"))
 # Media referenced by a bare JSONL uploaded through the API or page are looked up here
 # (a zip upload carries its own media). Unset: MEDIA_ROOT/incoming.
 IMPORT_MEDIA_ROOT = os.environ.get("IMPORT_MEDIA_ROOT") or None
-# The benchmark protocols, one package each (protocols/base.py describes the interface): adding
-# one is a new package and a line here.
-STATELAB_PROTOCOLS = [
-    "protocols.status",
-    "protocols.changeit",
-    "protocols.visualtrans",
-    "protocols.m3verse",
-    "protocols.oscbench",
-]
+# The benchmark protocols, one package each (protocols/base.py describes the interface): the
+# built-in ones are listed once, in protocols/registry.py; a deployment adds its own here, e.g.
+# STATELAB_PROTOCOLS = [*BUILT_IN_PROTOCOLS, "mylab.protocols.arena"].
+STATELAB_PROTOCOLS = list(BUILT_IN_PROTOCOLS)
 # The scorer inference's results.json asks for (inference never imports evaluation itself).
 STATELAB_JOB_METRICS = "evaluation.leaderboard.job_metrics"
 # Tasks sent by name, with (project_id, release_id), once an inference job ends FINISHED: the

@@ -1,6 +1,6 @@
 """The interface every protocol package implements, and the helpers they share. Plain Python.
 
-A protocol is one benchmark (STATUS, ChangeIt, ...): a package ``protocols/<name>/`` whose
+A protocol is one benchmark: a package ``protocols/<name>/`` whose
 ``__init__`` defines a subclass of ``Protocol`` and exposes one instance as ``protocol``. The
 apps (annotation, inference, evaluation) and the pages never name a protocol: they ask the
 registry (protocols.registry.get(name)) for this object and read its facts or call its methods.
@@ -27,6 +27,9 @@ What a protocol says, in the order the platform uses it:
   (``Task``, an LmmsTask of protocols/kit/lmms.py: the documents, metric keys and derived media of
   the task folder; its standalone scoring is ``<package>/lmms_utils.py``), or None for a protocol
   with no lmms-eval task;
+- the authors' own files: the module named by ``formats_module`` (``FORMATS``, ReleaseFormat
+  objects of protocols/kit/releases.py: the paper's release read as published and written back,
+  annotation and judge outputs of the authors' code), or None;
 - samples: the module named by ``samples_module`` (a made-up dataset for the demo and the tests:
   protocols/kit/samples.py).
 
@@ -114,6 +117,8 @@ class Protocol:
     scoring_module: ClassVar[str] = "scoring"
     # The lmms-eval task (protocols/kit/lmms.py); None: the protocol has none.
     lmms_module: ClassVar[str | None] = None
+    # The authors' file formats (protocols/kit/releases.py); None: the protocol reads only the project's own.
+    formats_module: ClassVar[str | None] = None
     # A made-up sample dataset for the demo and the tests (protocols/kit/samples.py); None: none.
     samples_module: ClassVar[str | None] = "samples"
     # The protocol's spec page, relative to the repository root.
@@ -162,6 +167,19 @@ class Protocol:
     @property
     def lmms(self) -> ModuleType | None:
         return self._submodule(self.lmms_module) if self.lmms_module else None
+
+    @property
+    def formats(self) -> tuple[Any, ...]:
+        """The protocol's ReleaseFormat objects (protocols/kit/releases.py), () when it has none."""
+        return tuple(self._submodule(self.formats_module).FORMATS) if self.formats_module else ()
+
+    def format_named(self, name: str, kind: str | None = None) -> Any:
+        """One of ``formats`` by name (and kind); ValueError naming the formats there are."""
+        for fmt in self.formats:
+            if fmt.name == name and (kind is None or fmt.kind == kind):
+                return fmt
+        known = ", ".join(f.name for f in self.formats if kind is None or f.kind == kind) or "none"
+        raise ValueError(f"protocol {self.name} has no format {name!r} (its formats: {known})")
 
     def strategy(self, name: str) -> ModuleType:
         """The module of one of ``strategies`` (ValueError for a strategy the protocol lacks)."""

@@ -6,12 +6,12 @@ There are two rules, because two different things are compared:
   against a known answer or an option — a model's reply, an annotator's blind answer, a set
   question's object names. Case, runs of whitespace and punctuation around the text are ignored;
   every word counts, articles included ("a cup" is not "cup"), because the protocols score these
-  answers by exact match (docs/protocols/visualtrans.md § "Scoring"). Used by the parsing of
-  model answers for every protocol, by VisualTrans set scoring, and by the agreement and gold
+  answers by exact match (the spec of a protocol scored this way says so, under "Scoring"). Used
+  by the parsing of model answers for every protocol, by set-answer scoring, and by the agreement and gold
   checks of blind QA answers, so that an answer agreeing with the truth on the agreement page is
   also right on the leaderboard.
 - **description text** (``description_text``): two annotators' free-text descriptions of the same
-  thing (STATUS quintuplets: the two states, the change and its distractors). Case, all
+  thing (a quintuplet's two states, its change and the change's distractors). Case, all
   punctuation and the articles a / an / the are ignored, so "The closed jar." and "closed jar"
   agree (docs/protocols/status.md § "Agreement"). Never used to score an answer.
 

@@ -61,7 +61,7 @@ class ItemMatrix:
     diagnostics: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        # Small integer dtypes (int8 for STATUS) are kept to save memory; sums are taken in int64.
+        # Small integer dtypes (int8 for 0/1 correctness) are kept to save memory; sums are taken in int64.
         self.num = _int_array(self.num).reshape(-1, len(self.keys))
         self.den = _int_array(self.den).reshape(-1, len(self.keys))
         if not self.n:
@@ -232,7 +232,7 @@ Number = TypeVar("Number")
 
 def criteria_mean(values: Iterable[Number | None]) -> Number | None:
     """A rated row's overall score: the mean of its per-criterion means over the criteria that have
-    one (N/A never counts as 0), as OSCBench's Figure 3 averages a generator's. A rating
+    one (N/A never counts as 0), as a rating paper averages a generator's over its criteria. A rating
     protocol's "criteria_mean" column and the correlation page's system-level ranking both use it."""
     given = [v for v in values if v is not None]
     return sum(given) / len(given) if given else None  # type: ignore[operator,return-value]

@@ -80,7 +80,8 @@ class ItemInput:
     resolved: dict[str, dict[str, Any]]
     # video field -> metadata known from import (saves a probe before sampling frames)
     media_info: dict[str, Any] = field(default_factory=dict)
-    # the project's settings (defaults an item's own fields may leave to the project, e.g. M3-Verse's multiple)
+    # the project's settings (defaults an item's own fields may leave to the project, e.g. whether
+    # several options may be right)
     project_settings: dict[str, Any] = field(default_factory=dict)
 
 
@@ -91,7 +92,7 @@ class PreparedQuery:
     options: list[Any]
     prompt: str = ""  # the rendered prompt as stored with the prediction
     frame_indices: dict[str, list[int]] | None = None
-    fmt: str | None = None  # visualtrans format, for parse_answer
+    fmt: str | None = None  # the item's answer format (choice / count / set), for parse_answer
     error: str | None = None  # preparation failed: the prediction is stored as failed with this
 
 
