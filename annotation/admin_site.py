@@ -36,6 +36,7 @@ from django.utils.functional import SimpleLazyObject
 from .audit.record import audit_record, row_changes, row_values
 from .models import AuditAction, Project, Release, Role
 from .permissions import is_researcher_anywhere, projects_with_role
+from .tokens import tokens_revoke
 
 # What a project's researcher may do in a scoped admin, unless the admin says less.
 ALL_ACTIONS = ("view", "add", "change", "delete")
@@ -83,6 +84,14 @@ class StateLabAdminSite(admin.AdminSite):
 
     def has_permission(self, request) -> bool:
         return may_use_admin(request.user)
+
+    def logout(self, request, extra_context=None):
+        """The admin's sign-out ends API access too, as the app's does (annotation/views/account.py)."""
+        user = request.user if request.user.is_authenticated else None
+        response = super().logout(request, extra_context)
+        if user is not None and request.method == "POST":
+            tokens_revoke(user=user)
+        return response
 
 
 def admin_link(request) -> dict:

@@ -6,9 +6,16 @@ workers report them: config.workers). 200 when the database and Redis answer (Re
 needed in the demo, which runs without it), else 503. Workers are reported, not required; a
 caller that needs some queue served says so: ``/healthz?require=gpu`` (or ``require=api,gpu``)
 answers 503 while one of them has no live worker.
+
+Who asks decides how much is said: anyone gets the verdict, whether the database and Redis are up,
+and the number of live workers per queue; host names and error classes only go to a signed-in
+staff user or a caller that sends the deployment's health token (setting STATELAB_HEALTH_TOKEN,
+header ``X-Health-Token``), since they map the deployment for an attacker.
 """
 
 from __future__ import annotations
+
+import hmac
 
 from django.conf import settings
 from django.db import connection
@@ -44,6 +51,19 @@ def _redis_and_workers() -> tuple[dict, dict]:
     return {"ok": True, "configured": True}, live
 
 
+def _may_see_details(request) -> bool:
+    user = getattr(request, "user", None)
+    if user is not None and user.is_authenticated and user.is_active and user.is_staff:
+        return True
+    expected = getattr(settings, "STATELAB_HEALTH_TOKEN", "")
+    given = request.headers.get("X-Health-Token", "")
+    return bool(expected) and hmac.compare_digest(given.encode(), expected.encode())
+
+
+def _without_details(part: dict) -> dict:
+    return {key: value for key, value in part.items() if key != "error"}
+
+
 @never_cache
 @require_safe
 def healthz(request):
@@ -66,4 +86,8 @@ def healthz(request):
     if required:
         body["required"] = required
         body["missing"] = missing
+    if not _may_see_details(request):
+        body["database"] = _without_details(database)
+        body["redis"] = _without_details(redis_state)
+        body["queues"] = {queue: {"workers": found["workers"]} for queue, found in queues.items()}
     return JsonResponse(body, status=200 if ok else 503)

@@ -239,12 +239,13 @@ LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
 
-# API tokens (annotation/tokens.py): an optional lifetime in hours (unset: they never expire; signing
-# out or `manage.py revoke_tokens` revokes them), and wrong tokens allowed per client address
-# per window before that address gets 429 for the rest of the window.
-STATELAB_TOKEN_TTL_HOURS = (
-    float(os.environ["STATELAB_TOKEN_TTL_HOURS"]) if os.environ.get("STATELAB_TOKEN_TTL_HOURS") else None
-)
+# API tokens (annotation/tokens.py): a lifetime in hours, 30 days unless set (0: they never expire;
+# signing out, in the app or the admin, and `manage.py revoke_tokens` revoke them too), and wrong
+# tokens allowed per client address per window before that address gets 429 for the rest of the window.
+STATELAB_TOKEN_TTL_HOURS = float(os.environ.get("STATELAB_TOKEN_TTL_HOURS") or 720) or None
+# /healthz (config/health.py) names hosts, queues' workers and error classes only to staff or to a
+# caller sending this token (header X-Health-Token); anyone else gets the verdict and the counts.
+STATELAB_HEALTH_TOKEN = os.environ.get("STATELAB_HEALTH_TOKEN", "")
 STATELAB_BAD_TOKEN_LIMIT = int(os.environ.get("STATELAB_BAD_TOKEN_LIMIT", 20))
 STATELAB_BAD_TOKEN_WINDOW_SECONDS = int(os.environ.get("STATELAB_BAD_TOKEN_WINDOW_SECONDS", 60))
 

@@ -33,6 +33,9 @@ def test_compose_file_has_the_production_services_with_health_checks():
     for name, service in services.items():
         assert "healthcheck" in service or service.get("restart") == "no", f"{name} has no health check"
     assert "gunicorn" in services["web"]["command"]
+    # Behind the TLS proxy each client keeps its own address for the login lockout and the
+    # wrong-token limit: the proxy count is set, not left at 0 (one shared address for everyone).
+    assert services["web"]["environment"]["AXES_PROXY_COUNT"] == "${AXES_PROXY_COUNT:-1}"
     assert "-Q default,api" in services["worker"]["command"]
     assert "-Q gpu" in services["gpu-worker"]["command"] and "--concurrency 1" in services["gpu-worker"]["command"]
     devices = services["gpu-worker"]["deploy"]["resources"]["reservations"]["devices"]

@@ -5,6 +5,7 @@ once its heartbeat's TTL (production value) runs out. A private redis-server on 
 killed, makes /healthz answer 503 without naming the server.
 """
 
+import json
 import os
 import signal
 import socket
@@ -20,9 +21,20 @@ from tests.inference.worker import start_worker, stop_worker, wait_for
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def health(query: str = ""):
-    response = Client().get("/healthz" + query)
+HEALTH_TOKEN = "health-check-secret"
+
+
+def health(query: str = "", *, token: str | None = HEALTH_TOKEN):
+    """/healthz as the deployment's own health checker asks it (with the health token), or as
+    anyone asks it (token=None)."""
+    headers = {"HTTP_X_HEALTH_TOKEN": token} if token else {}
+    response = Client().get("/healthz" + query, **headers)
     return response.status_code, response.json()
+
+
+@pytest.fixture(autouse=True)
+def health_token(settings):
+    settings.STATELAB_HEALTH_TOKEN = HEALTH_TOKEN
 
 
 def test_healthz_answers_anonymously_with_database_redis_and_queues(broker):
@@ -32,6 +44,28 @@ def test_healthz_answers_anonymously_with_database_redis_and_queues(broker):
     assert body["queues"] == {q: {"workers": 0, "hostnames": []} for q in ("default", "api", "gpu")}
     status, body = health("?require=gpu")
     assert status == 503 and body["missing"] == ["gpu"]
+
+
+def test_healthz_names_hosts_only_to_staff_or_the_health_token(broker, make_user):
+    record = {"hostname": "spy@db-host-7", "queue": "api", "pid": 1, "at": time.time()}
+    broker.set("statelab:worker:api:spy@db-host-7", json.dumps(record), ex=60)
+    try:
+        for token in (None, "wrong-token", ""):
+            status, body = health(token=token)
+            assert status == 200 and body["queues"]["api"] == {"workers": 1}, body
+            assert "db-host-7" not in json.dumps(body)
+        assert health(token=HEALTH_TOKEN)[1]["queues"]["api"]["hostnames"] == ["spy@db-host-7"]
+        ops = make_user("ops")
+        ops.is_staff = True
+        ops.save()
+        staff = Client()
+        staff.force_login(ops)
+        assert staff.get("/healthz").json()["queues"]["api"]["hostnames"] == ["spy@db-host-7"]
+        researcher = Client()
+        researcher.force_login(make_user("someone"))
+        assert "db-host-7" not in researcher.get("/healthz").content.decode()
+    finally:
+        broker.delete("statelab:worker:api:spy@db-host-7")
 
 
 @pytest.mark.worker
@@ -97,11 +131,13 @@ def test_healthz_is_503_while_redis_is_down_and_names_no_server(settings, tmp_pa
         wait_for(lambda: health()[0] == 200, 10, "the private redis-server")
         server.send_signal(signal.SIGKILL)
         server.wait(5)
-        response = Client().get("/healthz")
+        response = Client().get("/healthz", HTTP_X_HEALTH_TOKEN=HEALTH_TOKEN)
         body = response.json()
         assert response.status_code == 503 and body["status"] == "unavailable"
         assert body["database"] == {"ok": True}
         assert body["redis"] == {"ok": False, "configured": True, "error": "ConnectionError"}
+        anonymous = Client().get("/healthz")
+        assert anonymous.status_code == 503 and anonymous.json()["redis"] == {"ok": False, "configured": True}
         assert str(port) not in response.content.decode() and "127.0.0.1" not in response.content.decode()
     finally:
         if server.poll() is None:

@@ -107,15 +107,44 @@ def test_revoke_tokens_refuses_unclear_requests_and_revokes_nothing(make_user, a
 # --- lifetime -------------------------------------------------------------------------------------
 
 
-def test_tokens_never_expire_by_default(make_user, settings, fresh_addresses):
-    assert settings.STATELAB_TOKEN_TTL_HOURS is None
+def test_tokens_last_thirty_days_by_default(make_user, settings, fresh_addresses):
+    assert settings.STATELAB_TOKEN_TTL_HOURS == 720
+    token = Token.objects.create(user=make_user("u"))
+    age(token, days=29, hours=23)
+    assert me(token.key).status_code == 200
+    age(token, days=30, seconds=1)
+    assert me(token.key).status_code == 401
+
+
+def test_a_lifetime_of_zero_means_tokens_never_expire(make_user, settings, fresh_addresses, monkeypatch):
+    import importlib
+
+    import config.settings as production
+
+    monkeypatch.setenv("STATELAB_TOKEN_TTL_HOURS", "0")
+    assert importlib.reload(production).STATELAB_TOKEN_TTL_HOURS is None
+    monkeypatch.delenv("STATELAB_TOKEN_TTL_HOURS")
+    importlib.reload(production)
+    settings.STATELAB_TOKEN_TTL_HOURS = None
     token = Token.objects.create(user=make_user("u"))
     age(token, days=3650)
     assert me(token.key).status_code == 200
 
 
+def test_signing_out_of_the_admin_revokes_the_api_tokens(make_user, fresh_addresses):
+    from django.test import Client
+
+    user = make_user("adminuser", superuser=True)
+    token = Token.objects.create(user=user)
+    browser = Client()
+    browser.force_login(user)
+    assert browser.post("/admin/logout/").status_code == 302  # to LOGOUT_REDIRECT_URL, as the app's sign-out
+    assert not Token.objects.filter(user=user).exists()
+    assert me(token.key).status_code == 401
+
+
 def test_a_token_past_its_lifetime_gets_401_saying_so(make_user, settings, fresh_addresses):
-    settings.STATELAB_TOKEN_TTL_HOURS = 24  # an operator's choice; the default is no lifetime
+    settings.STATELAB_TOKEN_TTL_HOURS = 24  # an operator's choice; the default is 30 days
     token = Token.objects.create(user=make_user("u"))
     age(token, hours=23, minutes=59)
     assert me(token.key).status_code == 200
