@@ -73,6 +73,7 @@ class M3Verse(Protocol):
     human_row = True
     spec = "docs/protocols/m3verse.md"
     lmms_module = "lmms"  # its lmms-eval task: lmms.py, scoring in lmms_utils.py
+    formats_module = "formats"  # the authors' files, read and written back: formats.py
 
     def answer_shape(
         self, payload: Mapping[str, Any], project_settings: Mapping[str, Any] | None = None

@@ -60,6 +60,7 @@ class VisualTrans(Protocol):
     human_row = True
     spec = "docs/protocols/visualtrans.md"
     lmms_module = "lmms"  # its lmms-eval task: lmms.py, scoring in lmms_utils.py
+    formats_module = "formats"  # the authors' files, read and written back: formats.py
 
     def known_answer_form(self, payload: Mapping[str, Any]) -> dict[str, Any]:
         return {"fmt": payload.get("format") or "choice"}
