@@ -111,6 +111,10 @@ class Prediction(models.Model):
     latency_ms = models.PositiveIntegerField(default=0)
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
+    # Imported predictions: what the tool that wrote the file said beside the reply, kept as it
+    # logged it (its format, the file's line or row, its target, its per-sample metric values),
+    # next to StateLab's own score of the reply (docs/inference.md, "Other tools' outputs").
+    source = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -299,4 +299,5 @@ def job_samples(*, job: InferenceJob) -> Iterator[dict[str, Any]]:
             "latency_ms": p.latency_ms,
             "prompt_tokens": p.prompt_tokens,
             "completion_tokens": p.completion_tokens,
+            "source": p.source,
         }

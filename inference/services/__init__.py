@@ -7,6 +7,7 @@
 - frames.py      video frames prepared on CPU workers before a job's gpu chunks run;
 - cache.py       bounding a host's caches of media copies and sampled frames (prune_cache);
 - predictions.py upserting a chunk's predictions, importing predictions computed elsewhere;
+- prediction_formats/ other tools' files (lmms-eval, VLMEvalKit, a protocol's formats) read and matched to a release;
 - suggestions.py suggestions a suggest job leaves on the annotation form;
 - exports.py     results.json and samples.jsonl.
 

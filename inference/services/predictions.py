@@ -13,6 +13,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from annotation.agreement import qa_correct
 from annotation.audit.record import audit_record
 from annotation.models import AuditAction, Item, Project, Release
 from annotation.protocols import QUERY_KEYS
@@ -139,13 +140,18 @@ MAX_ERRORS_SHOWN = 50
 
 
 class PredictionImportError(ValueError):
-    """The file is refused whole; ``errors`` lists (line number, reason)."""
+    """The file is refused whole; ``errors`` lists (number, reason), the number counting ``unit``s
+    of the file (its lines; a workbook's rows; a JSON document's records), 0 for the whole file."""
 
-    def __init__(self, errors: list[tuple[int, str]]):
+    def __init__(self, errors: list[tuple[int, str]], *, unit: str = "line"):
         self.errors = errors
-        shown = "; ".join(f"line {n}: {reason}" for n, reason in errors[:MAX_ERRORS_SHOWN])
+        self.unit = unit
+        shown = "; ".join(f"{unit} {n}: {reason}" if n else reason for n, reason in errors[:MAX_ERRORS_SHOWN])
         more = f" (and {len(errors) - MAX_ERRORS_SHOWN} more)" if len(errors) > MAX_ERRORS_SHOWN else ""
-        super().__init__(f"{len(errors)} bad line(s), nothing imported: {shown}{more}")
+        if all(n == 0 for n, _ in errors):  # the file as a whole, not some of its lines
+            super().__init__(f"nothing imported: {shown}{more}")
+        else:
+            super().__init__(f"{len(errors)} bad {unit}(s), nothing imported: {shown}{more}")
 
 
 @dataclass
@@ -156,6 +162,11 @@ class ParsedLine:
     answer: Any
     options: list
     logprobs: dict | None
+    at: int = 0  # the line (row, record) of the file
+    external_id: str = ""
+    # StateLab's verdict on the answer (None: the query has no right answer, e.g. a judge's ratings)
+    correct: bool | None = None
+    source: dict | None = None  # what the tool that wrote the file logged beside the reply
 
 
 def _check_logprobs(value: Any) -> str | None:
@@ -175,7 +186,12 @@ def _check_logprobs(value: Any) -> str | None:
     return None
 
 
-def parse_prediction_lines(project: Project, release: Release | None, lines: Iterable[str]) -> list[ParsedLine]:
+LINE_FIELDS = {"item", "query", "answer", "logprobs", "source"}
+
+
+def parse_prediction_lines(
+    project: Project, release: Release | None, lines: Iterable[str], *, unit: str = "line"
+) -> list[ParsedLine]:
     """Validate every line; raise PredictionImportError listing all bad lines."""
     items = job_items(project=project, release=release)
     by_external = {it.external_id: it for it in items}
@@ -199,7 +215,7 @@ def parse_prediction_lines(project: Project, release: Release | None, lines: Ite
         if not isinstance(obj, dict):
             errors.append((n, "a line must be a JSON object"))
             continue
-        unknown = sorted(set(obj) - {"item", "query", "answer", "logprobs"})
+        unknown = sorted(set(obj) - LINE_FIELDS)
         missing = [k for k in ("item", "query", "answer") if k not in obj]
         if unknown or missing:
             errors.append(
@@ -236,24 +252,66 @@ def parse_prediction_lines(project: Project, release: Release | None, lines: Ite
         if lp_error:
             errors.append((n, lp_error))
             continue
+        source = obj.get("source")
+        if source is not None and not isinstance(source, dict):
+            errors.append((n, '"source" must be an object (what the tool logged beside the reply)'))
+            continue
         options = list(spec.get("options") or [])
         answer = None if raw in (None, "", []) else parse_answer(project.protocol, query, raw, options, fmt=fmt)
-        parsed.append(ParsedLine(item.key, query, raw, answer, options, obj.get("logprobs")))
+        truth = spec.get("answer")
+        parsed.append(
+            ParsedLine(
+                item.key,
+                query,
+                raw,
+                answer,
+                options,
+                obj.get("logprobs"),
+                at=n,
+                external_id=item.external_id,
+                correct=None if truth is None else qa_correct(answer, truth),
+                source=source,
+            )
+        )
     if errors:
-        raise PredictionImportError(errors)
+        raise PredictionImportError(errors, unit=unit)
     if not parsed:
-        raise PredictionImportError([(0, "the file holds no prediction")])
+        raise PredictionImportError([(0, "the file holds no prediction")], unit=unit)
     return parsed
 
 
-@transaction.atomic
+@dataclass
+class ImportedPredictions:
+    job: InferenceJob
+    lines: list[ParsedLine]
+
+
 def predictions_import(
     *, project: Project, lines: Iterable[str], model_name: str, release: Release | None = None, actor=None
 ) -> InferenceJob:
     """Store a file of predictions as a finished imported job; all lines or nothing (audited as `actor`'s)."""
+    return predictions_import_lines(
+        project=project, lines=lines, model_name=model_name, release=release, actor=actor
+    ).job
+
+
+@transaction.atomic
+def predictions_import_lines(
+    *,
+    project: Project,
+    lines: Iterable[str],
+    model_name: str,
+    release: Release | None = None,
+    actor=None,
+    unit: str = "line",
+    details: dict[str, Any] | None = None,
+) -> ImportedPredictions:
+    """predictions_import, returning the parsed lines too; ``unit`` names what the lines' numbers
+    count in the file, ``details`` (the file's format, the mapping) is kept in the job's
+    parameters and the audit trail."""
     if not model_name.strip():
         raise PredictionImportError([(0, "a model name is required")])
-    parsed = parse_prediction_lines(project, release, lines)
+    parsed = parse_prediction_lines(project, release, lines, unit=unit)
     now = timezone.now()
     failed = sum(1 for p in parsed if p.answer is None)
     job = InferenceJob.objects.create(
@@ -263,6 +321,7 @@ def predictions_import(
         release=release,
         protocol=project.protocol,
         mode=JobMode.IMPORTED,
+        params={"import": details} if details else {},
         status=JobStatus.FINISHED,
         total_queries=len(parsed),
         done_queries=len(parsed),
@@ -282,6 +341,7 @@ def predictions_import(
                 raw_output=p.raw if isinstance(p.raw, str) else json.dumps(p.raw),
                 answer=p.answer,
                 logprobs=p.logprobs,
+                source=p.source,
             )
             for p in parsed
         ],
@@ -298,6 +358,7 @@ def predictions_import(
             "lines": len(parsed),
             "failed": failed,
             "release": release.version if release else None,
+            **(details or {}),
         },
     )
-    return job
+    return ImportedPredictions(job, parsed)
