@@ -141,6 +141,12 @@ class Protocol:
         ({"fmt", "multiple"}), or None when the protocol's answer is kept as given."""
         return None
 
+    def box_pixels(self, payload: dict[str, Any], width: int | None, height: int | None) -> str | None:
+        """An imported item's box in image pixels, rewritten in place where the line measured it
+        otherwise (a box protocol's ``box_units``); the reason the box is refused, or None. The
+        importer calls it once the image's size is known. Default: boxes are given in pixels."""
+        return None
+
     # --- model side --------------------------------------------------------------------------
     def vocabulary(self, payloads: Iterable[Mapping[str, Any]]) -> Any:
         """Release-wide data ``resolve_queries`` needs (None when an item's queries need only the item)."""

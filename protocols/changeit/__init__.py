@@ -1,6 +1,7 @@
 """ChangeIt-Frames: object state recognition, one box per image and its state label.
 
-Spec: docs/protocols/changeit.md. Prompts: prompts.py; scoring: scoring.py (this folder).
+Spec: docs/protocols/changeit.md. Prompts: prompts.py; scoring: scoring.py; the authors' files:
+formats.py; box units of an imported line: boxes.py (this folder).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 from protocols.base import Protocol, seeded_rng
 
+from .boxes import payload_box_in_pixels
 from .fields import ITEM_FIELDS
 
 STRATEGIES = ("standard", "distractor")
@@ -97,6 +99,12 @@ class ChangeIt(Protocol):
     )
     spec = "docs/protocols/changeit.md"
     lmms_module = "lmms"  # its lmms-eval task: lmms.py, scoring in lmms_utils.py
+    formats_module = "formats"  # the authors' release: formats.py
+
+    def box_pixels(self, payload: dict[str, Any], width: int | None, height: int | None) -> str | None:
+        """An imported item's box in image pixels (in place, by the line's ``box_units``, which is then
+        dropped); the reason it is refused, or None (boxes.py)."""
+        return payload_box_in_pixels(payload, width, height)
 
     def vocabulary(self, payloads: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:
         return vocabulary(payloads)
