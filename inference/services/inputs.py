@@ -156,7 +156,7 @@ def build_queries(job: InferenceJob, item: ItemInput, media: MediaPreparer) -> l
     try:
         if job.mode == JobMode.SUGGEST and hasattr(module, "build_suggestion"):
             return module.build_suggestion(item, media=media, params=params)
-        return module.build(item, media=media, params=params)
+        prepared = module.build(item, media=media, params=params)
     except MediaError as exc:
         return [
             PreparedQuery(key=k, query=None, options=v.get("options", []), error=str(exc))
@@ -167,13 +167,18 @@ def build_queries(job: InferenceJob, item: ItemInput, media: MediaPreparer) -> l
         return [
             PreparedQuery(key=k, query=None, options=v.get("options", []), error=msg) for k, v in item.resolved.items()
         ]
+    for query in prepared:  # what the parser needs of the resolved query besides its options
+        query.unshown = list((item.resolved.get(query.key) or {}).get("unshown") or [])
+    return prepared
 
 
 def parse_reply(job: InferenceJob, prepared: PreparedQuery, text: str) -> Any:
     module = get_protocol(job.protocol)
     if job.mode == JobMode.SUGGEST and hasattr(module, "parse_suggestion"):
         return module.parse_suggestion(text)
-    return parse_answer(job.protocol, prepared.key, text, prepared.options, fmt=prepared.fmt)
+    return parse_answer(
+        job.protocol, prepared.key, text, prepared.options, fmt=prepared.fmt, unshown=prepared.unshown
+    )
 
 
 def unreadable_json_error(query_key: str, repairs: int, repair_error: str | None = None) -> str:

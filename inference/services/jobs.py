@@ -32,7 +32,7 @@ from ..models import Backend, InferenceJob, JobMode, JobStatus, ModelEndpoint, P
 from ..prompting import prompt_version, suggestion_keys
 from ..selectors import job_json_queries, unreadable_replies
 from .frames import chunks_enqueue
-from .inputs import parse_reply, unreadable_json_error
+from .inputs import item_inputs, parse_reply, unreadable_json_error
 from .runs import run_enqueue_on_commit
 
 log = logging.getLogger(__name__)
@@ -363,11 +363,16 @@ def job_rescore(*, job: InferenceJob) -> int:
     reply is still a reply, scored as missing."""
     json_queries = set(job_json_queries(job))
     changed = []
-    for pred in Prediction.objects.filter(job=job, status=PredictionStatus.OK).select_for_update():
+    preds = list(Prediction.objects.filter(job=job, status=PredictionStatus.OK).select_for_update())
+    # The resolved queries the job asked (the release's stored ones): their "unshown" texts.
+    resolved = {i.item_pk: i.resolved for i in item_inputs(job, sorted({p.item_id for p in preds}))}
+    for pred in preds:
         fmt = None
         if registry.get(job.protocol).answer_kind == "qa":  # the item's format picks the parser
             fmt = (pred.item.payload or {}).get("format")
-        prepared = PreparedQuery(key=pred.query, query=None, options=pred.options, fmt=fmt)
+        spec = resolved.get(pred.item_id, {}).get(pred.query) or {}
+        unshown = list(spec.get("unshown") or [])
+        prepared = PreparedQuery(key=pred.query, query=None, options=pred.options, fmt=fmt, unshown=unshown)
         answer = parse_reply(job, prepared, pred.raw_output)
         if answer is not None:
             error = ""

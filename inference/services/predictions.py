@@ -257,7 +257,12 @@ def parse_prediction_lines(
             errors.append((n, '"source" must be an object (what the tool logged beside the reply)'))
             continue
         options = list(spec.get("options") or [])
-        answer = None if raw in (None, "", []) else parse_answer(project.protocol, query, raw, options, fmt=fmt)
+        unshown = spec.get("unshown") or ()
+        answer = (
+            None
+            if raw in (None, "", [])
+            else parse_answer(project.protocol, query, raw, options, fmt=fmt, unshown=unshown)
+        )
         truth = spec.get("answer")
         parsed.append(
             ParsedLine(

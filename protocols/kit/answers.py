@@ -12,6 +12,11 @@ the canonical form of each kind (``PARSERS`` below):
   normalized strings (``protocols.normalize.answer_multiset``);
 - ``letters``: sorted list of distinct upper-case letters;
 - ``judge``: dict criterion -> int 1..5 or None (N/A), one entry per criterion of the protocol.
+
+A reply may name an option by its text (``_match_option_text``): the whole text, a letter and the
+text, or free text naming it as whole words, the most specific (longest) text winning over the
+texts it holds. A query that shows only some of an item's candidates may list the others
+(``unshown``, kept with its resolved options); a reply naming one of them reads as no option.
 """
 
 from __future__ import annotations
@@ -95,37 +100,95 @@ def _stands_alone(text: str, start: int, end: int) -> bool:
     return rest == "" or rest[0] in _ALONE_AFTER
 
 
-def _match_option_text(value: Any, options: list) -> int | None:
-    """0-based index of the option whose text equals the answer (normalized), if exactly one."""
+# What _match_option_text gives for a reply that names a candidate of the item which the query did
+# not show (``unshown``): no option of this query, so the reply is not credited.
+NOT_SHOWN = -1
+
+
+def _is_word_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+def _word_spans(needle: str, text: str) -> list[tuple[int, int]]:
+    """Where ``needle`` occurs in ``text`` as whole words: a letter or digit at either end of the
+    needle may not continue a word of the text ("fully open" is not in "carefully open")."""
+    spans = []
+    start = text.find(needle)
+    while start >= 0:
+        end = start + len(needle)
+        before_ok = start == 0 or not (_is_word_char(needle[0]) and _is_word_char(text[start - 1]))
+        after_ok = end == len(text) or not (_is_word_char(needle[-1]) and _is_word_char(text[end]))
+        if before_ok and after_ok:
+            spans.append((start, end))
+        start = text.find(needle, start + 1)
+    return spans
+
+
+def _named_text(norm: str, texts: Iterable[str]) -> str | None:
+    """The one candidate text a free-text reply names: among the texts occurring in it as whole
+    words, those whose every occurrence lies inside the occurrence of a longer one are left out
+    (the reply "almost fully retract the tape measure" names that text, not "fully retract the tape
+    measure"); None unless exactly one text remains."""
+    found = {t: spans for t in set(texts) if t and (spans := _word_spans(t, norm))}
+    if len(found) > 1:
+        found = {
+            t: spans
+            for t, spans in found.items()
+            if not all(
+                any(u != t and us <= s and e <= ue for u, u_spans in found.items() for us, ue in u_spans)
+                for s, e in spans
+            )
+        }
+    return next(iter(found)) if len(found) == 1 else None
+
+
+def _match_option_text(value: Any, options: list, unshown: Iterable[Any] = ()) -> int | None:
+    """0-based index of the option a reply names by its text (answer rule), or None.
+
+    The reply is the option's text, or a letter followed by that option's text, or free text
+    naming exactly one option as whole words, the most specific (longest) text winning over the
+    texts it contains. ``unshown``: texts of the item's other candidates that this query did not
+    show; a reply naming one of them gives ``NOT_SHOWN``, never the shown option it contains.
+    """
     if not isinstance(value, str) or not options:
         return None
     norm = answer_text(value)
     if not norm:
         return None
-    hits = [i for i, opt in enumerate(options) if answer_text(opt) == norm]
+    shown = [answer_text(opt) for opt in options]
+    hidden = {answer_text(t) for t in unshown} - set(shown)
+    hits = [i for i, opt in enumerate(shown) if opt == norm]
     if len(hits) == 1:
         return hits[0]
+    if not hits and norm in hidden:
+        return NOT_SHOWN
     # "B. a slightly opened door" / "(B) a slightly opened door": letter prefix plus text.
     m = re.match(r"^\s*[\(\[]?([A-Za-z])[\)\]\.:]\s*(.+)$", value.strip())
     if m:
         idx = LETTERS.find(m.group(1).upper())
-        if 0 <= idx < len(options) and answer_text(options[idx]) == answer_text(m.group(2)):
+        if 0 <= idx < len(options) and shown[idx] == answer_text(m.group(2)):
             return idx
-    # Free text that contains exactly one option's text verbatim.
-    contained = [i for i, opt in enumerate(options) if answer_text(opt) and answer_text(opt) in norm]
-    if len(contained) == 1:
-        return contained[0]
-    return None
+    # Free text naming one candidate.
+    named = _named_text(norm, [*shown, *hidden])
+    if named is None:
+        return None
+    if named in hidden:
+        return NOT_SHOWN
+    at = [i for i, opt in enumerate(shown) if opt == named]
+    return at[0] if len(at) == 1 else None
 
 
-def parse_choice(raw: Any, options: list) -> str | None:
-    """A letter for a multiple-choice query: the letter, or the option's text."""
+def parse_choice(raw: Any, options: list, *, unshown: Iterable[Any] = ()) -> str | None:
+    """A letter for a multiple-choice query: the letter, or the option's text. A reply naming one of
+    ``unshown`` (candidates of the item this query did not show) reads as no option."""
     n = len(options) if options else None
     if isinstance(raw, str):
         text = raw.strip().strip("*_`\"' ")  # markdown emphasis and quotes around a bare answer
         if n is not None and len(text) == 1 and text.upper() in LETTERS[:n]:
             return text.upper()
-        idx = _match_option_text(text, options or [])
+        idx = _match_option_text(text, options or [], unshown)
+        if idx == NOT_SHOWN:
+            return None
         if idx is not None:
             return LETTERS[idx]
         return normalize_letter(text, n)
@@ -282,27 +345,31 @@ def parse_judge(raw: Any, criteria: Iterable[str]) -> dict[str, int | None] | No
     return out
 
 
-def parse_answer(protocol: str, query: str, raw: Any, options: list, *, fmt: str | None = None) -> Any:
+def parse_answer(
+    protocol: str, query: str, raw: Any, options: list, *, fmt: str | None = None, unshown: Iterable[Any] = ()
+) -> Any:
     """The canonical answer of one prediction, or None when unparseable, read as the protocol's
     ``answer_kind`` says (protocols/base.py; PARSERS below).
 
     ``options`` is the list of option texts in the order shown to the model (letters follow
     position; candidate labels are numbered from 1). ``fmt`` is a QA item's format ("choice",
-    "count" or "set") where the protocol has several.
+    "count" or "set") where the protocol has several. ``unshown``: the texts of the item's
+    candidates that this query did not show (a resolved query's ``"unshown"``, where the protocol
+    records one): a reply naming one of them is not read as the shown option it contains.
     """
     found = registry.get(protocol)
     kind = found.answer_kind
     # Called once per prediction: the common kinds are dispatched directly (no keyword dicts).
     if kind == "choice":
-        return parse_choice(raw, options)
+        return parse_choice(raw, options, unshown=unshown)
     if kind == "candidate":
         return parse_candidate_number(raw, options)
     if kind == "qa":
-        return parse_qa(raw, options, fmt=fmt)
-    return PARSERS[kind](raw, options, fmt=fmt, criteria=found.criteria)
+        return parse_qa(raw, options, fmt=fmt, unshown=unshown)
+    return PARSERS[kind](raw, options, fmt=fmt, criteria=found.criteria, unshown=unshown)
 
 
-def parse_qa(raw: Any, options: list, *, fmt: str | None = None) -> Any:
+def parse_qa(raw: Any, options: list, *, fmt: str | None = None, unshown: Iterable[Any] = ()) -> Any:
     """A QA answer in one of the three formats; ``fmt`` omitted: choice when options are given,
     else count for an integer-looking answer, else set."""
     if fmt is None:
@@ -313,7 +380,7 @@ def parse_qa(raw: Any, options: list, *, fmt: str | None = None) -> Any:
         else:
             fmt = "set"
     if fmt == "choice":
-        return parse_choice(raw, options)
+        return parse_choice(raw, options, unshown=unshown)
     if fmt == "count":
         return normalize_int(raw)
     if fmt == "set":
@@ -321,11 +388,11 @@ def parse_qa(raw: Any, options: list, *, fmt: str | None = None) -> Any:
     raise ValueError(f"unknown QA format {fmt!r}")
 
 
-# answer kind (Protocol.answer_kind) -> (raw, options, *, fmt, criteria) -> canonical answer or None
+# answer kind (Protocol.answer_kind) -> (raw, options, *, fmt, criteria, unshown) -> canonical answer or None
 PARSERS = {
-    "choice": lambda raw, options, **_: parse_choice(raw, options),
+    "choice": lambda raw, options, *, unshown=(), **_: parse_choice(raw, options, unshown=unshown),
     "candidate": lambda raw, options, **_: parse_candidate_number(raw, options),
-    "qa": lambda raw, options, *, fmt, **_: parse_qa(raw, options, fmt=fmt),
+    "qa": lambda raw, options, *, fmt, unshown=(), **_: parse_qa(raw, options, fmt=fmt, unshown=unshown),
     "letters": lambda raw, options, **_: parse_letter_set(raw, options),
     "judge": lambda raw, options, *, criteria, **_: parse_judge(raw, criteria),
 }

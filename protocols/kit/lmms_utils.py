@@ -134,33 +134,76 @@ def _stands_alone(text: str, start: int, end: int) -> bool:
     return rest == "" or rest[0] in _ALONE_AFTER
 
 
-def _match_option_text(value: Any, options: list) -> int | None:
+NOT_SHOWN = -1
+
+
+def _is_word_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+def _word_spans(needle: str, text: str) -> list[tuple[int, int]]:
+    spans = []
+    start = text.find(needle)
+    while start >= 0:
+        end = start + len(needle)
+        before_ok = start == 0 or not (_is_word_char(needle[0]) and _is_word_char(text[start - 1]))
+        after_ok = end == len(text) or not (_is_word_char(needle[-1]) and _is_word_char(text[end]))
+        if before_ok and after_ok:
+            spans.append((start, end))
+        start = text.find(needle, start + 1)
+    return spans
+
+
+def _named_text(norm: str, texts: Iterable[str]) -> str | None:
+    found = {t: spans for t in set(texts) if t and (spans := _word_spans(t, norm))}
+    if len(found) > 1:
+        found = {
+            t: spans
+            for t, spans in found.items()
+            if not all(
+                any(u != t and us <= s and e <= ue for u, u_spans in found.items() for us, ue in u_spans)
+                for s, e in spans
+            )
+        }
+    return next(iter(found)) if len(found) == 1 else None
+
+
+def _match_option_text(value: Any, options: list, unshown: Iterable[Any] = ()) -> int | None:
     if not isinstance(value, str) or not options:
         return None
     norm = normalize_text(value)
     if not norm:
         return None
-    hits = [i for i, opt in enumerate(options) if normalize_text(opt) == norm]
+    shown = [normalize_text(opt) for opt in options]
+    hidden = {normalize_text(t) for t in unshown} - set(shown)
+    hits = [i for i, opt in enumerate(shown) if opt == norm]
     if len(hits) == 1:
         return hits[0]
+    if not hits and norm in hidden:
+        return NOT_SHOWN
     m = re.match(r"^\s*[\(\[]?([A-Za-z])[\)\]\.:]\s*(.+)$", value.strip())
     if m:
         idx = LETTERS.find(m.group(1).upper())
-        if 0 <= idx < len(options) and normalize_text(options[idx]) == normalize_text(m.group(2)):
+        if 0 <= idx < len(options) and shown[idx] == normalize_text(m.group(2)):
             return idx
-    contained = [i for i, opt in enumerate(options) if normalize_text(opt) and normalize_text(opt) in norm]
-    if len(contained) == 1:
-        return contained[0]
-    return None
+    named = _named_text(norm, [*shown, *hidden])
+    if named is None:
+        return None
+    if named in hidden:
+        return NOT_SHOWN
+    at = [i for i, opt in enumerate(shown) if opt == named]
+    return at[0] if len(at) == 1 else None
 
 
-def parse_choice(raw: Any, options: list) -> str | None:
+def parse_choice(raw: Any, options: list, *, unshown: Iterable[Any] = ()) -> str | None:
     n = len(options) if options else None
     if isinstance(raw, str):
         text = raw.strip().strip("*_`\"' ")
         if n is not None and len(text) == 1 and text.upper() in LETTERS[:n]:
             return text.upper()
-        idx = _match_option_text(text, options or [])
+        idx = _match_option_text(text, options or [], unshown)
+        if idx == NOT_SHOWN:
+            return None
         if idx is not None:
             return LETTERS[idx]
         return normalize_letter(text, n)
@@ -242,7 +285,8 @@ def parse(doc: dict, raw: Any) -> Any:
     options = list(doc.get("options") or [])
     fmt = doc.get("format") or "choice"
     if fmt == "choice":
-        return parse_choice(raw, options)
+        # "unshown": the item's candidates the question leaves out (a STATUS SCI-2 document's).
+        return parse_choice(raw, options, unshown=doc.get("unshown") or ())
     if fmt == "number":
         return parse_candidate_number(raw, options)
     if fmt == "letters":

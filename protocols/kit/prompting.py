@@ -94,6 +94,8 @@ class PreparedQuery:
     frame_indices: dict[str, list[int]] | None = None
     fmt: str | None = None  # the item's answer format (choice / count / set), for parse_answer
     error: str | None = None  # preparation failed: the prediction is stored as failed with this
+    # The item's candidates this query does not show (its resolved "unshown"), for parse_answer.
+    unshown: list[Any] = field(default_factory=list)
 
 
 def text(value: str) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """STATUS Bench: object states and the change between two images, labelled as quintuplets.
 
-Spec: docs/protocols/status.md. Prompts: prompts.py; scoring: scoring.py (this folder).
+Spec: docs/protocols/status.md. Prompts: prompts.py; scoring: scoring.py; the authors' release
+file, read and written: formats.py (this folder).
 """
 
 from __future__ import annotations
@@ -64,6 +65,14 @@ METRICS = {
 }
 
 
+def sci2_distractor(item_id: str, *, seed: int, count: int = 3) -> int:
+    """Which of an item's distractors (0-based, in the item's order) the two-option SCI query shows
+    beside the change. The paper asks SCI with one distractor and the authors' release does not
+    record which, so the pick is a seeded draw (option seed, item id), the same in every release
+    with that seed, and stored with the release's resolved queries (docs/protocols/status.md)."""
+    return seeded_rng(seed, item_id, "sci2_distractor").randrange(count)
+
+
 class Status(Protocol):
     name = "status"
     label = "STATUS Bench (quintuplets)"
@@ -82,21 +91,30 @@ class Status(Protocol):
     ranking = ("roa", "oa")
     spec = "docs/protocols/status.md"
     lmms_module = "lmms"  # its lmms-eval task: lmms.py, scoring in lmms_utils.py
+    formats_module = "formats"  # the authors' STATUS_Bench.json, read and written: formats.py
 
     def resolve_queries(
         self, item_id: str, payload: Mapping[str, Any], *, seed: int, vocabulary: Any = None
     ) -> dict[str, dict[str, Any]]:
         states = [payload["state_a"], payload["state_b"]]
         images = [payload["image_a"], payload["image_b"]]
-        sci2 = shuffled([payload["change"], payload["change_distractors"][0]], seeded_rng(seed, item_id, "sci2"))
-        sci4 = shuffled([payload["change"], *payload["change_distractors"][:3]], seeded_rng(seed, item_id, "sci4"))
+        change, distractors = payload["change"], list(payload["change_distractors"][:3])
+        pick = sci2_distractor(item_id, seed=seed, count=len(distractors))
+        sci2 = shuffled([change, distractors[pick]], seeded_rng(seed, item_id, "sci2"))
+        sci4 = shuffled([change, *distractors], seeded_rng(seed, item_id, "sci4"))
         return {
             "osi_a": {"options": states, "answer": "A"},
             "osi_b": {"options": states, "answer": "B"},
             "ir_a": {"options": images, "answer": "A"},
             "ir_b": {"options": images, "answer": "B"},
-            "sci2": {"options": sci2, "answer": letter(sci2.index(payload["change"]))},
-            "sci4": {"options": sci4, "answer": letter(sci4.index(payload["change"]))},
+            # "unshown": the item's distractors this query leaves out; a reply naming one of them is
+            # wrong, not read as the shown change it may contain (protocols/kit/answers.py).
+            "sci2": {
+                "options": sci2,
+                "answer": letter(sci2.index(change)),
+                "unshown": distractors[:pick] + distractors[pick + 1 :],
+            },
+            "sci4": {"options": sci4, "answer": letter(sci4.index(change))},
         }
 
     def chance(self, metric: str) -> Decimal | None:

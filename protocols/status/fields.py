@@ -1,4 +1,9 @@
-"""STATUS item lines (docs/protocols/status.md): two images; the quintuplet is the label."""
+"""STATUS item lines (docs/protocols/status.md): two images; the quintuplet is the label.
+
+``category`` and ``difference`` are labels the paper breaks its tables down by, but the authors'
+release does not carry them: an item is complete with the five texts alone, and the board shows
+the breakdowns only where items carry those two (protocols/status/scoring.py item_matrix).
+"""
 
 from __future__ import annotations
 
@@ -18,5 +23,5 @@ ITEM_FIELDS = fields.ItemFields(
         "category": fields.choice(CATEGORIES),
         "difference": fields.choice(DIFFERENCES),
     },
-    labels_required=("state_a", "state_b", "change", "change_distractors", "category", "difference"),
+    labels_required=("state_a", "state_b", "change", "change_distractors"),
 )

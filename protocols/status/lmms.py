@@ -40,19 +40,22 @@ class Task(LmmsTask):
             else:
                 letters = ", ".join(LETTERS[: len(options)])
                 prompt, visuals = SCI.format(options=lettered(options), letters=letters), a + b
-            docs.append(
-                self.document(
-                    line,
-                    key,
-                    prompt=prompt,
-                    options=options,
-                    fmt="choice",
-                    visuals=visuals,
-                    kind="image",
-                    target=q["answer"],
-                    meta=meta,
-                )
+            doc = self.document(
+                line,
+                key,
+                prompt=prompt,
+                options=options,
+                fmt="choice",
+                visuals=visuals,
+                kind="image",
+                target=q["answer"],
+                meta=meta,
             )
+            if q.get("unshown"):
+                # The item's distractors the two-option query leaves out: a reply naming one is
+                # wrong, as StateLab reads it (protocols/kit/answers.py parse_choice).
+                doc["unshown"] = [str(t) for t in q["unshown"]]
+            docs.append(doc)
         return docs
 
     def metrics(self, metas: list[dict]) -> list[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocols.kit.samples import SCENES, Demo, Picture
+from protocols.kit.samples import SCENES, Demo, Picture, simulated_predictions
 
 DEMO = Demo(title="STATUS quintuplets", annotations_per_item=1)
 
@@ -31,3 +31,8 @@ def media_paths(i: int, *, distinct: int = 4) -> dict[str, Any]:
 def media_files(k: int, *, distinct: int = 4) -> dict[str, Picture]:
     scene = k % len(SCENES)
     return {f"img/s{k}_a.png": Picture(scene, 0), f"img/s{k}_b.png": Picture(scene, 2)}
+
+
+def demo_predictions(lines: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The demo models' answers to every query of a release's lines (protocols/kit/samples.py)."""
+    return simulated_predictions(lines)

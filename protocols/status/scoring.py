@@ -68,7 +68,10 @@ def item_matrix(
     """Scored matrix from (N, 6) truth and predicted letter codes (see ``encode_letters``).
 
     Columns: the eight ``KEYS`` over all items, then ``<group>:<key>`` for each category and
-    difference group (den 0 outside the group).
+    difference group (den 0 outside the group). The paper's breakdowns are optional labels: a
+    family (every category, or every difference) has columns only when at least one item carries
+    one of its values, so a board of items without them (the authors' release as published) shows
+    no empty breakdown tables.
     """
     truth = np.asarray(truth)
     predicted = np.asarray(predicted)
@@ -78,7 +81,9 @@ def item_matrix(
     for labels, names, prefix in ((categories, CATEGORIES, "category"), (differences, DIFFERENCES, "difference")):
         if labels is None:
             continue
-        labels = np.asarray(labels)
+        labels = np.asarray(labels, dtype=object)
+        if not carries_labels(labels, names):
+            continue
         for name in names:
             member = (labels == name)[:, None]
             nums.append(np.where(member, num, 0))
@@ -93,6 +98,12 @@ def item_matrix(
     )
     matrix.diagnostics["same_letter"] = same_letter_bias(truth, predicted)
     return matrix
+
+
+def carries_labels(labels: Sequence[Any] | np.ndarray, names: Sequence[str]) -> bool:
+    """Whether any item's label is one of ``names`` (a breakdown family the board shows)."""
+    allowed = set(names)
+    return any(isinstance(v, str) and v in allowed for v in labels)
 
 
 def same_letter_bias(truth: np.ndarray, predicted: np.ndarray) -> dict[str, Any]:
