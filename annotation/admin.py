@@ -21,7 +21,14 @@ from background.models import RunStatus
 # A project's records (invites, the audit trail, studies, ...) have their admins in admin_records,
 # which registers them when imported here: Django's autodiscovery imports only this module.
 from . import admin_records  # noqa: F401
-from .admin_site import AuditedAdmin, ProjectScopedAdmin, ReadOnlyAdmin, SuperuserOnlyAdmin, UsernameField
+from .admin_site import (
+    AuditedAdmin,
+    OwnProjectsAdmin,
+    ProjectScopedAdmin,
+    ReadOnlyAdmin,
+    SuperuserOnlyAdmin,
+    UsernameField,
+)
 from .disagreement import thresholds_from
 from .members import MemberRefused, member_change_refusal, member_put, member_remove
 from .models import (
@@ -75,9 +82,11 @@ class ProjectAdminForm(forms.ModelForm):
         if "settings" not in cleaned:
             return cleaned  # not JSON: the field said so
         settings = cleaned["settings"] if cleaned["settings"] is not None else {}
-        if isinstance(settings, dict) and cleaned.get("protocol") not in Protocol.values:
+        # A project's admin sees the protocol read only (admin_site.OwnProjectsAdmin): the stored one.
+        protocol = cleaned.get("protocol") if "protocol" in self.fields else self.instance.protocol
+        if isinstance(settings, dict) and protocol not in Protocol.values:
             return cleaned  # the protocol field says what is wrong; the settings' check depends on it
-        clean, errors = project_settings_check(protocol=cleaned.get("protocol", ""), settings=settings)
+        clean, errors = project_settings_check(protocol=protocol or "", settings=settings)
         for name, reason in errors.items():
             self.add_error("settings", reason if name == "settings" else f"{name}: {reason}")
         if not errors:
@@ -86,7 +95,7 @@ class ProjectAdminForm(forms.ModelForm):
 
 
 @admin.register(Project)
-class ProjectAdmin(AuditedAdmin, admin.ModelAdmin):
+class ProjectAdmin(AuditedAdmin, OwnProjectsAdmin):
     audit_project = ""  # the project itself
     list_display = ("slug", "name", "protocol", "annotations_per_item", "created_at")
     inlines = [MembershipInline]
@@ -137,17 +146,37 @@ class ProjectAdmin(AuditedAdmin, admin.ModelAdmin):
 
 @admin.register(Item)
 class ItemAdmin(AuditedAdmin, ProjectScopedAdmin):
-    # Items enter through the import (media validated and stored), not through a blank form. A
-    # change here (the payload annotators and releases see, the status, the split) is audited.
+    """Items enter through the import (media validated, stored and owned by the project) and their
+    content changes only through the audited services (review, amendments, reopening), never
+    through a form: a payload or media hash set here would change what annotators see without the
+    services' checks, and could point an item at another project's files. Their content is read
+    only here, for superusers too; what stays editable (the gold flag) is audited."""
+
     researcher_actions = ("view", "change", "delete")
     list_display = ("external_id", "project", "status", "split", "annotation_count")
     list_filter = (("project", admin.RelatedOnlyFieldListFilter), "status", "split")
     list_select_related = ("project",)
     search_fields = ("external_id",)
-    # The count is kept by the queue in the same transaction as each submit; the status changes only
-    # through the queue and the review services (a status set here would let an unreviewed item
-    # into a release).
-    readonly_fields = ("status", "annotation_count")
+    # Content (project, id, payload, media, split, tags) changes only through the services. The
+    # count is kept by the queue in the same transaction as each submit; the status and the
+    # disagreement mark change only through the queue and the review services (a status set here
+    # would let an unreviewed item into a release).
+    readonly_fields = (
+        "project",
+        "external_id",
+        "payload",
+        "media",
+        "split",
+        "tags",
+        "status",
+        "annotation_count",
+        "disagreement",
+        "created_at",
+        "updated_at",
+    )
+
+    def has_add_permission(self, request, *args):
+        return False  # items enter through the import, not through a blank form
 
 
 @admin.register(MediaAsset)

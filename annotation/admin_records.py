@@ -1,8 +1,9 @@
 """Admin pages of a project's records: invites, the audit trail, tasks, revisions, suggestions,
-release items, crowd studies and their participants, excluded annotations and the reopenings they
-caused. They are read only (admin_site.ProjectRecordAdmin) and scoped to the projects where a
-non-superuser is researcher or admin: they change through the pages and services that keep their
-rules and record who did what (an invite link is revoked here through the members' service).
+release items, the media files a project owns, crowd studies and their participants, excluded
+annotations and the reopenings they caused. They are read only (admin_site.ProjectRecordAdmin)
+and scoped to the projects where a non-superuser is researcher or admin: they change through the
+pages and services that keep their rules and record who did what (an invite link is revoked here
+through the members' service).
 Crowd accounts (a platform's id of a person, across projects) are for superusers only.
 
 annotation/admin.py imports this module, which registers these admins with the site: Django's
@@ -18,6 +19,7 @@ from .models import (
     CrowdAccount,
     ExcludedAnnotation,
     ItemReopening,
+    ProjectAsset,
     ProjectInvite,
     ReleaseItem,
     Study,
@@ -123,6 +125,17 @@ class ReleaseItemAdmin(ProjectRecordAdmin):
     search_fields = ("item__external_id", "release__version")
 
 
+@admin.register(ProjectAsset)
+class ProjectAssetAdmin(ProjectRecordAdmin):
+    """The media files a project owns: recorded by its imports only (annotation/media/assets.py),
+    and what decides who may fetch a stored file (annotation/media/access.py)."""
+
+    list_display = ("asset", "project", "created_at")
+    list_filter = (PROJECT_FILTER,)
+    list_select_related = ("asset", "project")
+    search_fields = ("asset__sha256",)
+
+
 @admin.register(Study)
 class StudyAdmin(ProjectRecordAdmin):
     """Crowd studies, without their link's token (the studies page shows the link to the project's
@@ -175,9 +188,9 @@ class ItemReopeningAdmin(ProjectRecordAdmin):
 
 @admin.register(CrowdAccount)
 class CrowdAccountAdmin(ReadOnlyAdmin, SuperuserOnlyAdmin, admin.ModelAdmin):
-    """A crowd platform's id of a person, across every project's studies: superusers only (a
-    project's researchers see their own participants' ids on the study page and above)."""
+    """A crowd platform's id in one study (its password-less account): superusers only (a
+    project's researchers see their own participants' ids on the study page)."""
 
-    list_display = ("user", "platform", "external_id", "created_at")
+    list_display = ("user", "study", "platform", "external_id", "created_at")
     list_filter = ("platform",)
-    list_select_related = ("user",)
+    list_select_related = ("user", "study")

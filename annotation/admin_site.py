@@ -9,7 +9,8 @@ page that Django model permissions open. Deciding from the membership at each re
 to keep in step: a researcher removed from their last project is out at their next click.
 
 Inside, the project's rows are the rights: `ProjectScopedAdmin` shows a non-superuser the rows of
-the projects where they are researcher or admin and nothing else (a row's project may be some
+the projects where they are researcher or admin and nothing else (the projects themselves:
+`OwnProjectsAdmin`, which their admins change) (a row's project may be some
 relations away: `project_field`); its object permissions follow the same rule (Django model
 permissions are not consulted), so a URL naming another project's object finds no object and the
 admin redirects as for a missing one. Records that change only through the services' rules (the
@@ -171,6 +172,46 @@ class ProjectScopedAdmin(admin.ModelAdmin):
             elif db_field.related_model is Release:
                 kwargs["queryset"] = Release.objects.filter(project_id__in=researcher_project_ids(request))
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+
+def admin_project_ids(request) -> set[int]:
+    """Projects where the request's user is admin (kept on the request)."""
+    ids = getattr(request, "_statelab_admin_role_projects", None)
+    if ids is None:
+        ids = set(projects_with_role(request.user, Role.ADMIN).values_list("pk", flat=True))
+        request._statelab_admin_role_projects = ids
+    return ids
+
+
+class OwnProjectsAdmin(ProjectScopedAdmin):
+    """The projects themselves. A non-superuser sees the projects where they are researcher or admin
+    and changes those where they are admin (name, description, workflow settings), the fields that
+    decide what the project's rows mean staying read only (`fixed_fields`); they add none here (the
+    app's new-project page does, annotation/views/members.py) and delete none."""
+
+    researcher_actions = ("view", "change")
+    fixed_fields = ("slug", "protocol", "annotations_per_item", "option_seed")
+
+    def get_queryset(self, request):
+        qs = admin.ModelAdmin.get_queryset(self, request)
+        if request.user.is_superuser:
+            return qs
+        return qs.filter(pk__in=researcher_project_ids(request))
+
+    def project_id_of(self, obj) -> int | None:
+        return obj.pk
+
+    def may(self, request, action: str, obj=None) -> bool:
+        if action == "change":
+            projects = admin_project_ids(request)
+            return bool(projects) if obj is None else obj.pk in projects
+        return super().may(request, action, obj)
+
+    def get_readonly_fields(self, request, obj=None):
+        fields = tuple(super().get_readonly_fields(request, obj))
+        if request.user.is_superuser:
+            return fields
+        return fields + tuple(f for f in self.fixed_fields if f not in fields)
 
 
 class AuditedAdmin:

@@ -114,8 +114,9 @@ def annotation_amend(*, annotation_id: int, user, result, time_spent_ms: int = 0
 
     The item row is locked first (the queue's locking rule), so a reviewer deciding at the same
     moment either sees the amendment or makes this one wait and be refused. The same answer again
-    changes nothing (changed=False). Raises TaskNotFound (not theirs), TaskConflict (reviewed) or
-    results.ResultInvalid (nothing written)."""
+    changes nothing (changed=False). The annotation's time stays what its submit measured: an
+    amendment adds none (`time_spent_ms`, the client's count, is not used). Raises TaskNotFound
+    (not theirs), TaskConflict (reviewed) or results.ResultInvalid (nothing written)."""
     found, project_id = Annotation.objects.filter(pk=annotation_id, annotator=user).values_list(
         "item_id", "item__project_id"
     ).first() or (None, None)
@@ -143,12 +144,11 @@ def annotation_amend(*, annotation_id: int, user, result, time_spent_ms: int = 0
         replaced_at=now,
     )
     annotation.result = validated.result
-    annotation.time_spent_ms += max(0, min(int(time_spent_ms or 0), 24 * 3600 * 1000))
     # Not blind if either version was given with a model suggestion on the form (as submit decides).
     annotation.with_suggestion = annotation.with_suggestion or (
         shows_suggestions(project=project) and Suggestion.objects.filter(item=item).exists()
     )
-    annotation.save(update_fields=["result", "time_spent_ms", "with_suggestion"])
+    annotation.save(update_fields=["result", "with_suggestion"])
     audit_record(
         action=AuditAction.AMEND,
         actor=user,

@@ -27,6 +27,9 @@ urlpatterns = [
     path("annotations/<int:annotation_id>/", amend.OwnAnnotationApi.as_view(), name="api-own-annotation"),
     path("annotations/<int:annotation_id>/amend/", amend.AmendApi.as_view(), name="api-annotation-amend"),
     path("projects/<slug:slug>/imports/", imports.ItemImportApi.as_view(), name="api-item-import"),
+    path(
+        "projects/<slug:slug>/imports/formats/", imports.ItemImportFormatsApi.as_view(), name="api-item-import-formats"
+    ),
     path("imports/<int:run_id>/", imports.ImportRunApi.as_view(), name="api-import-run"),
     path(
         "projects/<slug:slug>/annotation-imports/", imports.AnnotationImportApi.as_view(), name="api-annotation-import"

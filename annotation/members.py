@@ -6,7 +6,9 @@ Rules, the same on every path:
 - a project always keeps at least one researcher or admin (the last one cannot leave or be demoted);
 - nobody revokes an invite link for a role above their own (as they could not have made it);
 - changes lock the project row first, so two concurrent changes cannot both remove "the other" lead;
-- every change is recorded through audit_record in its transaction.
+- every change is recorded through audit_record in its transaction;
+- a crowd account (signed in by a study link, annotation/studies/) is the annotator of its study's
+  project and nothing else: no other role, no other project, no invite (CrowdAccountRefused).
 """
 
 from __future__ import annotations
@@ -19,11 +21,12 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
 from .audit.record import audit_record
-from .models import ROLE_RANK, AuditAction, Membership, Project, ProjectInvite, Role
+from .models import ROLE_RANK, AuditAction, CrowdAccount, Membership, Project, ProjectInvite, Role
 from .permissions import role_in
 from .project_setup import SetupInvalid
 
@@ -36,6 +39,12 @@ INVITE_HOURS = (1, 24 * 90)
 
 class MemberRefused(Exception):
     """A change the rules refuse (HTTP 409 / a message on the page); nothing changed."""
+
+
+class CrowdAccountRefused(MemberRefused, PermissionDenied):
+    """A crowd account given a role or project beyond its study's, or accepting an invite. A
+    MemberRefused (409 in the API, a message on the members page and the admin's form) and a
+    PermissionDenied, so a page that does not catch it answers 403."""
 
 
 class InviteGone(Exception):
@@ -72,8 +81,29 @@ def _check_role(role: str) -> None:
         raise SetupInvalid({"role": f"One of: {', '.join(Role.values)}."})
 
 
+def _check_crowd(project: Project, target, role: str | None) -> None:
+    """CrowdAccountRefused unless `target` is a person's account, or a crowd account made the
+    annotator of its own study's project (or removed)."""
+    if role is None:
+        return
+    account = CrowdAccount.objects.filter(user=target).select_related("study__project").first()
+    if account is None or (role == Role.ANNOTATOR and account.study.project_id == project.pk):
+        return
+    name, study = target.get_username(), account.study
+    if study.project_id == project.pk:
+        raise CrowdAccountRefused(
+            f"{name} is a crowd participant's account (study \u201c{study.name}\u201d, signed in by its link): "
+            f"it can only be an annotator of {project.slug}, not {role}."
+        )
+    # (Another project's study is not named to this project's researchers.)
+    raise CrowdAccountRefused(
+        f"{name} is a crowd participant's account of another project's study: it cannot be a member of {project.slug}."
+    )
+
+
 def _check_change(project: Project, actor, target, current: str | None, role: str | None) -> None:
     """Raise MemberRefused when `actor` may not move `target` from `current` to `role` (None: remove)."""
+    _check_crowd(project, target, role)
     rank = _actor_rank(actor, project)
     if role is not None and ROLE_RANK[role] > rank:
         raise MemberRefused(f"Only a member with the {role} role (or above) can grant it.")
@@ -327,6 +357,11 @@ def invite_accept(*, token: str, user) -> tuple[Membership, str]:
     """Join the invite's project with its role: (membership, "added"), or (membership, "already")
     when the user is a member already (the link then stays unused)."""
     invite = invite_find(token)
+    if CrowdAccount.objects.filter(user=user).exists():
+        raise CrowdAccountRefused(
+            "This account is a crowd participant's, signed in by a study link: it cannot join projects "
+            "through invites. Sign in with your own account to use this invite."
+        )
     invite = ProjectInvite.objects.select_for_update().select_related("project").get(pk=invite.pk)
     invite_find(token)  # again under the lock: a second tab may just have used it
     existing = Membership.objects.filter(project=invite.project, user=user).first()

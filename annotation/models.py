@@ -167,29 +167,10 @@ class ProjectInvite(models.Model):
         return f"{self.project.slug} invite #{self.pk} ({self.role})"
 
 
-class MediaKind(models.TextChoices):
-    IMAGE = "image", "Image"
-    VIDEO = "video", "Video"
-
-
-class MediaAsset(models.Model):
-    """A validated media file stored once per content hash."""
-
-    sha256 = models.CharField(max_length=64, unique=True)
-    kind = models.CharField(max_length=10, choices=MediaKind.choices)
-    file = models.FileField(upload_to="assets/", max_length=300)
-    original_name = models.CharField(max_length=500, blank=True)
-    mime = models.CharField(max_length=100, blank=True)
-    size_bytes = models.BigIntegerField(default=0)
-    width = models.PositiveIntegerField(null=True, blank=True)
-    height = models.PositiveIntegerField(null=True, blank=True)
-    duration = models.FloatField(null=True, blank=True)
-    fps = models.FloatField(null=True, blank=True)
-    frame_count = models.PositiveIntegerField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    def __str__(self) -> str:
-        return f"{self.kind}:{self.sha256[:12]}"
+# Stored media and their owning projects: their models live in media/models.py, re-exported here.
+from .media.models import MediaAsset as MediaAsset  # noqa: E402
+from .media.models import MediaKind as MediaKind  # noqa: E402
+from .media.models import ProjectAsset as ProjectAsset  # noqa: E402
 
 
 class ItemStatus(models.TextChoices):
@@ -280,10 +261,20 @@ class Annotation(models.Model):
         db_default=False,
         help_text="A model suggestion was on the form when this answer was given (not blind).",
     )
+    # An imported aggregated rating: its scores are a published study's means of this many raters, the
+    # item's only human rating, which per-rater statistics cannot use (annotation/importing/annotations.py).
+    aggregate_raters = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="Imported means of this many raters (null: one rater's own annotation)."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         constraints = [
+            models.CheckConstraint(
+                condition=Q(aggregate_raters__isnull=True)
+                | Q(aggregate_raters__gte=2, annotator__isnull=True, source="import"),
+                name="annotation_aggregate_imported_of_raters",
+            ),
             models.UniqueConstraint(
                 fields=["item", "annotator"],
                 condition=Q(annotator__isnull=False),
@@ -363,7 +354,14 @@ class Release(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     item_count = models.PositiveIntegerField(default=0)
     checksum = models.CharField(max_length=64)
+    # What the checksum covers (annotation/releases.py): "lines+media" (the lines, then the path ->
+    # SHA-256 of every media file the release ships); "lines" for releases frozen before media were
+    # recorded (their checksum covers the lines only).
+    checksum_method = models.CharField(max_length=20, default="lines+media")
     option_seed = models.IntegerField(default=0)
+    # The project's fields the exports show, as they were at the freeze (slug, name, description,
+    # settings): a later edit of the project does not change what an export of this release holds.
+    frozen_project = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["project", "created_at"]
@@ -380,6 +378,9 @@ class ReleaseItem(models.Model):
     item = models.ForeignKey(Item, on_delete=models.PROTECT, related_name="release_items")
     position = models.PositiveIntegerField()
     payload = models.JSONField()
+    # Relative media path (as the line names it) -> SHA-256 of the stored file, as at the freeze:
+    # every export reads the item's media from here, never from the live item.
+    media = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["release", "position"]

@@ -4,6 +4,10 @@ A user's rights come from their membership role in a project (annotator < review
 researcher < admin); Django superusers act as admin everywhere. Views and APIs call
 `require_role`; a user without any membership gets 404 (the project is not revealed),
 a member whose role is too low gets 403.
+
+A crowd account (annotation/studies/models.py, CrowdAccount: signed in by a study's public link,
+no password) is an annotator of its study's project and nothing else, whatever membership rows
+say: every question below reads it so (annotation/members.py refuses to write another role).
 """
 
 from __future__ import annotations
@@ -12,13 +16,13 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.db import connections, router
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.http import Http404
 from django.utils.translation import gettext_lazy as _
 from rest_framework import authentication, exceptions
 
 from .db import first_row
-from .models import ROLE_RANK, Membership, Project, Role
+from .models import ROLE_RANK, CrowdAccount, Membership, Project, Role, Study
 from .tokens import bad_token_count, bad_tokens_blocked, client_address, token_expired, token_expired_message
 
 
@@ -30,6 +34,22 @@ def _role_cache(user) -> dict:
     return cache
 
 
+def _crowd(user_ref) -> Exists:
+    return Exists(CrowdAccount.objects.filter(user=user_ref))
+
+
+def _crowd_of(user_ref, project_ref) -> Exists:
+    return Exists(CrowdAccount.objects.filter(user=user_ref, study__project=project_ref))
+
+
+def crowd_role(role: str | None, *, crowd: bool, own_project: bool) -> str | None:
+    """The role a membership row gives: as written, or for a crowd account the annotator role in
+    its study's project and none anywhere else."""
+    if not crowd or role is None:
+        return role
+    return Role.ANNOTATOR if own_project else None
+
+
 def role_in(user, project: Project) -> str | None:
     if not user or not user.is_authenticated:
         return None
@@ -37,7 +57,13 @@ def role_in(user, project: Project) -> str | None:
         return Role.ADMIN
     cache = _role_cache(user)
     if project.pk not in cache:
-        cache[project.pk] = Membership.objects.filter(project=project, user=user).values_list("role", flat=True).first()
+        row = (
+            Membership.objects.filter(project=project, user=user)
+            .annotate(crowd=_crowd(OuterRef("user")), own=_crowd_of(OuterRef("user"), OuterRef("project")))
+            .values_list("role", "crowd", "own")
+            .first()
+        )
+        cache[project.pk] = crowd_role(row[0], crowd=row[1], own_project=row[2]) if row else None
     return cache[project.pk]
 
 
@@ -72,8 +98,16 @@ def _project_statement(alias: str, by: str) -> tuple[str, list]:
         connection = connections[alias]
         qn = connection.ops.quote_name
         meta, col = Project._meta, (lambda model, name: qn(model._meta.get_field(name).column))
+        # The member's role; a crowd account's is the annotator role in its study's project only
+        # (crowd_role, as role_in reads it).
         role = (
-            f"(SELECT m.{col(Membership, 'role')} FROM {qn(Membership._meta.db_table)} m "
+            f"(SELECT CASE WHEN c.{qn(CrowdAccount._meta.pk.column)} IS NULL THEN m.{col(Membership, 'role')} "
+            f"WHEN s.{col(Study, 'project')} = p.{qn(meta.pk.column)} THEN '{Role.ANNOTATOR.value}' END "
+            f"FROM {qn(Membership._meta.db_table)} m "
+            f"LEFT JOIN {qn(CrowdAccount._meta.db_table)} c "
+            f"ON c.{col(CrowdAccount, 'user')} = m.{col(Membership, 'user')} "
+            f"LEFT JOIN {qn(Study._meta.db_table)} s "
+            f"ON s.{qn(Study._meta.pk.column)} = c.{col(CrowdAccount, 'study')} "
             f"WHERE m.{col(Membership, 'project')} = p.{qn(meta.pk.column)} AND m.{col(Membership, 'user')} = %(user)s "
             f"LIMIT 1)"
         )
@@ -138,10 +172,15 @@ def get_task_project_for(user, task_id: int, role: str) -> Project:
     return project
 
 
+def _reachable(user) -> Q:
+    """Projects a member may reach: all of theirs, or for a crowd account its study's only."""
+    return ~_crowd(user) | _crowd_of(user, OuterRef("pk"))
+
+
 def projects_visible_to(user) -> QuerySet[Project]:
     if user.is_superuser:
         return Project.objects.all()
-    return Project.objects.filter(memberships__user=user).distinct()
+    return Project.objects.filter(memberships__user=user).filter(_reachable(user)).distinct()
 
 
 def projects_with_role(user, role: str) -> QuerySet[Project]:
@@ -151,11 +190,16 @@ def projects_with_role(user, role: str) -> QuerySet[Project]:
     if user.is_superuser:
         return Project.objects.all()
     roles = [r for r, rank in ROLE_RANK.items() if rank >= ROLE_RANK[role]]
-    return Project.objects.filter(memberships__user=user, memberships__role__in=roles)
+    projects = Project.objects.filter(memberships__user=user, memberships__role__in=roles)
+    if ROLE_RANK[role] > ROLE_RANK[Role.ANNOTATOR]:
+        return projects.filter(~_crowd(user))
+    return projects.filter(_reachable(user))
 
 
 def is_researcher_anywhere(user) -> bool:
-    return user.is_superuser or Membership.objects.filter(user=user, role__in=[Role.RESEARCHER, Role.ADMIN]).exists()
+    return user.is_superuser or (
+        Membership.objects.filter(user=user, role__in=[Role.RESEARCHER, Role.ADMIN]).filter(~_crowd(user)).exists()
+    )
 
 
 def can_create_projects(user) -> bool:

@@ -5,14 +5,22 @@ rows whose payload is the item's *export line*: the import format (docs/architec
 "Interchange formats": ``id``, the protocol fields, ``split``, ``tags``) plus ``resolved`` — every
 query's option order and correct answer from `annotation.protocols.resolve_queries` with the
 project's option seed (a protocol with a ``vocabulary``, protocols/base.py, gets the one of the
-whole release). The export then streams those stored lines as they are, so an export is cheap,
-and the same release always exports the same bytes.
+whole release) — and whose ``media`` is the SHA-256 of the stored file at every relative path the
+line names. The release also keeps the project's slug, name, description and settings as they
+were (`Release.frozen_project`). Every export (JSON, JSONL, zip, Hugging Face, COCO, lmms-eval, the
+authors' formats through `release_media_opener`) reads only those records
+(annotation/interchange/frozen.py), never a live item or the live project, so the same release
+always exports the same bytes, whatever is edited later. A release ships one file per path: two
+items naming one path for different files are refused at the freeze.
 
-Checksum: SHA-256 over the canonical serialization (JSON, sorted keys, no spaces, UTF-8) of
-``{"protocol", "split", "option_seed"}`` and then of each export line in release order, each
-followed by a newline. It does not cover the version name or the creation time, so an export
-imported into a new project (``--verified``, same option seed) and frozen again gives the same
-checksum: the round trip is checkable by comparing two hex strings.
+Checksum (annotation/interchange/checksum.py): SHA-256 over the canonical serialization (JSON,
+sorted keys, no spaces, UTF-8) of ``{"protocol", "split", "option_seed"}``, of each export line
+in release order, then of ``{"media": {path: sha256}}`` (every file the release ships), each
+followed by a newline; so it covers the media bytes too, and a zip export is checked against it
+by hashing the files it holds (`zip_checksum`). It does not cover the version name or the
+creation time, so an export imported into a new project (``--verified``, same option seed) and
+frozen again gives the same checksum: the round trip is checkable by comparing two hex strings.
+Releases frozen before media were recorded (``checksum_method`` "lines") cover the lines only.
 
 Export formats (all streamed; nothing is built in memory):
 - ``json``: one object ``{protocol, project, version, split, created_at, item_count, checksum,
@@ -25,14 +33,12 @@ Export formats (all streamed; nothing is built in memory):
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import zipfile
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, BinaryIO
 
-from django.core.files.storage import default_storage
 from django.db import IntegrityError, connection, transaction
 from django.db.models import TextField
 from django.db.models.functions import Cast
@@ -43,10 +49,12 @@ from protocols import registry
 from .audit.record import audit_record
 from .importing.copy_spool import copy_text
 from .interchange import coco, hf
+from .interchange.checksum import LINES_AND_MEDIA, canonical, checksum_finish, checksum_start
+from .interchange.frozen import StoredMedia, frozen_media_map, frozen_rows, line_media, project_snapshot
 from .interchange.header import release_header
-from .interchange.stream_zip import StreamSink
+from .interchange.stream_zip import StreamSink, zip_entry
 from .models import AuditAction, Item, ItemStatus, MediaAsset, Project, Release, ReleaseItem
-from .protocols import resolve_queries, vocabulary
+from .protocols import MEDIA_FIELDS, resolve_queries, vocabulary
 
 VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,49}$")
 FREEZE_BATCH = 2000
@@ -66,22 +74,12 @@ class ReleaseRefused(Exception):
     """A freeze that may not happen (version taken, nothing verified, bad name)."""
 
 
-def canonical(obj: Any) -> bytes:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-
-
 def export_line(
     *, protocol: str, external_id: str, payload: dict, split: str, tags: list, seed: int, vocabulary=None
 ) -> dict:
     line = {"id": external_id, **payload, "split": split, "tags": list(tags)}
     line["resolved"] = resolve_queries(protocol, external_id, payload, seed=seed, vocabulary=vocabulary)
     return line
-
-
-def checksum_start(*, protocol: str, split: str, option_seed: int):
-    digest = hashlib.sha256()
-    digest.update(canonical({"protocol": protocol, "split": split, "option_seed": option_seed}) + b"\n")
-    return digest
 
 
 @transaction.atomic
@@ -107,28 +105,45 @@ def release_freeze(*, project: Project, version: str, split: str = "test", user=
                 created_by=user,
                 option_seed=project.option_seed,
                 checksum="",
+                checksum_method=LINES_AND_MEDIA,
+                frozen_project=project_snapshot(project),
             )
     except IntegrityError as exc:  # a concurrent freeze took the version
         raise ReleaseRefused(f"version: release {version} exists already") from exc
     digest = checksum_start(protocol=project.protocol, split=split, option_seed=project.option_seed)
+    media_fields = MEDIA_FIELDS[project.protocol]
+    shipped: dict[str, tuple[str, str]] = {}  # relative path -> (sha256, the first item naming it)
     writer = _ReleaseItemWriter(release)
-    rows = items.values_list("id", "external_id", "payload", "tags").iterator(chunk_size=EXPORT_CHUNK)
-    for pk, external_id, payload, tags in rows:
-        line = export_line(
-            protocol=project.protocol,
-            external_id=external_id,
-            payload=payload,
-            split=split,
-            tags=tags,
-            seed=project.option_seed,
-            vocabulary=release_vocabulary,
-        )
-        text = canonical(line)
-        digest.update(text + b"\n")
-        writer.add(pk, text)
+    rows = items.values_list("id", "external_id", "payload", "tags", "media").iterator(chunk_size=EXPORT_CHUNK)
+    try:  # the cursor is closed before a refusal rolls the transaction back
+        for pk, external_id, payload, tags, item_media in rows:
+            line = export_line(
+                protocol=project.protocol,
+                external_id=external_id,
+                payload=payload,
+                split=split,
+                tags=tags,
+                seed=project.option_seed,
+                vocabulary=release_vocabulary,
+            )
+            media: dict[str, str] = {}
+            for path, sha in line_media(line, item_media, media_fields):
+                first = shipped.setdefault(path, (sha, external_id))
+                if first[0] != sha:
+                    raise ReleaseRefused(
+                        f"media: items {first[1]} and {external_id} name {path} for two different files; "
+                        "a release ships one file per path"
+                    )
+                media.setdefault(path, sha)
+            text = canonical(line)
+            digest.update(text + b"\n")
+            writer.add(pk, text, canonical(media))
+    finally:
+        rows.close()
     writer.finish()
+    _check_stored({sha for sha, _ in shipped.values()})
     release.item_count = writer.position
-    release.checksum = digest.hexdigest()
+    release.checksum = checksum_finish(digest, {path: sha for path, (sha, _) in shipped.items()})
     release.save(update_fields=["item_count", "checksum"])
     audit_record(
         action=AuditAction.FREEZE,
@@ -140,6 +155,19 @@ def release_freeze(*, project: Project, version: str, split: str = "test", user=
     return release
 
 
+def _check_stored(shas: set[str]) -> None:
+    """Refuse the freeze when an item names a media hash with no stored file (its export could not
+    ship it)."""
+    stored: set[str] = set()
+    ordered = sorted(shas)
+    for start in range(0, len(ordered), EXPORT_CHUNK):
+        chunk = ordered[start : start + EXPORT_CHUNK]
+        stored.update(MediaAsset.objects.filter(sha256__in=chunk).values_list("sha256", flat=True))
+    missing = sorted(shas - stored)
+    if missing:
+        raise ReleaseRefused(f"media: {len(missing)} media file(s) have no stored copy (sha256 {missing[0]}, ...)")
+
+
 class _ReleaseItemWriter:
     """Appends release items in position order, through COPY."""
 
@@ -148,9 +176,9 @@ class _ReleaseItemWriter:
         self.position = 0
         self.buffer: list[str] = []
 
-    def add(self, item_pk: int, text: bytes) -> None:
-        json_text = text.decode("utf-8")
-        self.buffer.append(f"{self.release.pk}\t{item_pk}\t{self.position}\t{copy_text(json_text)}\n")
+    def add(self, item_pk: int, text: bytes, media: bytes) -> None:
+        line, files = copy_text(text.decode("utf-8")), copy_text(media.decode("utf-8"))
+        self.buffer.append(f"{self.release.pk}\t{item_pk}\t{self.position}\t{line}\t{files}\n")
         self.position += 1
         if len(self.buffer) >= FREEZE_BATCH:
             self.flush()
@@ -159,8 +187,9 @@ class _ReleaseItemWriter:
         if not self.buffer:
             return
         table = ReleaseItem._meta.db_table
+        columns = "release_id, item_id, position, payload, media"
         with connection.cursor() as cur:
-            with cur.cursor.copy(f'COPY "{table}" (release_id, item_id, position, payload) FROM STDIN') as copy:
+            with cur.cursor.copy(f'COPY "{table}" ({columns}) FROM STDIN') as copy:
                 copy.write("".join(self.buffer).encode("utf-8"))
         self.buffer = []
 
@@ -186,6 +215,32 @@ def release_line_texts(release: Release) -> Iterator[str]:
         .values_list("text", flat=True)
     )
     return rows.iterator(chunk_size=EXPORT_CHUNK)
+
+
+def release_media_map(release: Release) -> dict[str, str]:
+    """Relative media path -> SHA-256 of every media file the release ships, as recorded at the
+    freeze (one file per path)."""
+    return frozen_media_map(release)
+
+
+def release_media_opener(release: Release) -> Callable[[str], BinaryIO]:
+    """``open_media(relative path)`` for the authors' format writers (protocols/kit/releases.py):
+    opens the stored file a media path of the release's lines names, as the release recorded it
+    at the freeze (the path's SHA-256, then the stored asset with that hash); the live items are
+    never read. A path the release does not name raises FileNotFoundError."""
+    wanted: dict[str, str] | None = None
+    files = StoredMedia()
+
+    def open_media(relpath: str) -> BinaryIO:
+        nonlocal wanted
+        if wanted is None:
+            wanted = release_media_map(release)
+        sha = wanted.get(relpath)
+        if sha is None:
+            raise FileNotFoundError(f"release {release.version} names no media file {relpath!r}")
+        return files.open(sha)
+
+    return open_media
 
 
 def _buffered(parts: Iterable[bytes]) -> Iterator[bytes]:
@@ -224,40 +279,25 @@ def _jsonl_parts(release: Release, *, header: bool = True) -> Iterator[bytes]:
 
 
 def _zip_parts(release: Release) -> Iterator[bytes]:
-    """A zip written on the fly (data descriptors, no seeking): header, items, media files."""
-    from .protocols import MEDIA_FIELDS
-
+    """A zip written on the fly (data descriptors, no seeking): header, items, media files (as the
+    release recorded them at the freeze)."""
     sink = StreamSink()
-    media_fields = MEDIA_FIELDS[release.project.protocol]
-    wanted: dict[str, str] = {}  # relative path -> sha256 (first item naming a path wins)
+    wanted: dict[str, str] = {}  # relative path -> sha256 (one file per path)
     with zipfile.ZipFile(sink, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
-        zf.writestr("release.json", json.dumps(release_header(release), indent=2))
+        zf.writestr(zip_entry("release.json"), json.dumps(release_header(release), indent=2))
         yield sink.drain()
-        rows = (
-            ReleaseItem.objects.filter(release=release)
-            .order_by("position")
-            .values_list("payload", "item__media")
-            .iterator(chunk_size=EXPORT_CHUNK)
-        )
-        with zf.open("items.jsonl", "w", force_zip64=True) as out:
-            for line, media in rows:
+        with zf.open(zip_entry("items.jsonl"), "w", force_zip64=True) as out:
+            for _, line, media in frozen_rows(release):
                 out.write(_dumps(line) + b"\n")
-                for name in media_fields:
-                    paths, shas = line.get(name), media.get(name)
-                    if isinstance(paths, list):
-                        pairs = zip(paths, shas or [])
-                    else:
-                        pairs = [(paths, shas)] if paths and shas else []
-                    for path, sha in pairs:
-                        wanted.setdefault(path, sha)
+                for path, sha in media.items():
+                    wanted.setdefault(path, sha)
                 if sink.pending() >= FLUSH_BYTES:
                     yield sink.drain()
         yield sink.drain()
-        files = dict(MediaAsset.objects.filter(sha256__in=set(wanted.values())).values_list("sha256", "file"))
+        files = StoredMedia()
+        files.load(wanted.values())
         for path in sorted(wanted):
-            info = zipfile.ZipInfo(path, date_time=(2020, 1, 1, 0, 0, 0))
-            info.compress_type = zipfile.ZIP_STORED  # media are compressed already
-            with default_storage.open(files[wanted[path]], "rb") as src, zf.open(info, "w", force_zip64=True) as dst:
+            with files.open(wanted[path]) as src, zf.open(zip_entry(path, stored=True), "w", force_zip64=True) as dst:
                 while chunk := src.read(FLUSH_BYTES):
                     dst.write(chunk)
                     yield sink.drain()

@@ -11,10 +11,12 @@ warnings from `quintuplet_warnings`.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from protocols.fields import rating_score_errors
+from protocols.normalize import answer_text
 
 from . import canonical
 from .protocols import BOX_OUTCOMES, LETTERS, QA_FLAGS, quintuplet_choices, quintuplet_fields
@@ -46,9 +48,24 @@ class BoxContext:
 
 @dataclass(frozen=True)
 class QAContext:
+    """The answer a QA item takes (its protocol's ``answer_shape``, protocols/base.py): the format,
+    how many options, whether several letters may be chosen, and the letter of the option saying
+    that none of the others is correct where the item lists one (``none_option``)."""
+
     format: str
     n_options: int = 0
     multiple: bool = False
+    none_option: str | None = None
+
+    @classmethod
+    def of(cls, shape: Mapping[str, Any]) -> QAContext:
+        """The context of an item from its answer shape (annotation.protocols.qa_shape)."""
+        return cls(
+            format=shape["format"],
+            n_options=shape.get("n_options", 0),
+            multiple=bool(shape.get("multiple")),
+            none_option=shape.get("none_option"),
+        )
 
 
 @dataclass(frozen=True)
@@ -250,6 +267,47 @@ def validate_box(result: Any, ctx: BoxContext) -> Validated:
 
 # --- blind QA -----------------------------------------------------------------------------
 
+# The flag saying that no listed option is correct (protocols/fields.py: QA_FLAGS). An answer has
+# one way to say so (docs/architecture.md, "Contradictory answers"): this flag with no option picked,
+# or, on an item that lists a "none of the others" option, that option alone (and not the flag).
+NO_CORRECT_OPTION = "missing_correct_option"
+
+
+def _letters_text(letters: list[str]) -> str:
+    return letters[0] if len(letters) == 1 else ", ".join(letters[:-1]) + " and " + letters[-1]
+
+
+def _choice_contradiction(letters: list[str], flags: list[str], ctx: QAContext) -> str | None:
+    """Why a choice answer contradicts itself or its flags (None when it does not)."""
+    none = ctx.none_option if ctx.none_option in tuple(LETTERS[: ctx.n_options]) else None
+    if none is not None:
+        if NO_CORRECT_OPTION in flags:
+            return (
+                f"Option {none} says that no listed option is correct: pick {none} (alone) instead of the flag "
+                "'no option is correct'."
+            )
+        others = [v for v in letters if v != none]
+        if none in letters and others:
+            return f"Option {none} says that no listed option is correct, so it cannot go with {_letters_text(others)}."
+        return None
+    if NO_CORRECT_OPTION in flags and letters:
+        return (
+            f"The flag 'no option is correct' contradicts the answer {_letters_text(letters)}: "
+            "clear the flag, or leave the options unpicked."
+        )
+    return None
+
+
+def _repeated_object(names: list[str]) -> str | None:
+    """The first object a set answer names twice under the answer rule (protocols/normalize.py)."""
+    seen: set[str] = set()
+    for name in names:
+        key = answer_text(name)
+        if key in seen:
+            return name
+        seen.add(key)
+    return None
+
 
 def validate_qa(result: Any, ctx: QAContext) -> Validated:
     result = _require_mapping(result)
@@ -265,6 +323,8 @@ def validate_qa(result: Any, ctx: QAContext) -> Validated:
     if answer is None or answer == "" or answer == []:
         if not flags:
             errors["answer"] = "Answer the question, or set a flag saying why you cannot."
+        elif ctx.format == "choice" and (reason := _choice_contradiction([], flags, ctx)):
+            errors["answer"] = reason
     elif ctx.format == "choice":
         allowed = set(LETTERS[: ctx.n_options])
         letters = canonical.option_letters(answer)
@@ -274,6 +334,8 @@ def validate_qa(result: Any, ctx: QAContext) -> Validated:
             errors["answer"] = "Each option letter at most once."
         elif not ctx.multiple and len(letters) != 1:
             errors["answer"] = "Exactly one option is correct for this question: give one letter."
+        elif reason := _choice_contradiction(sorted(letters), flags, ctx):
+            errors["answer"] = reason
         else:
             clean_answer = canonical.qa_answer(letters, fmt="choice", multiple=ctx.multiple)
     elif ctx.format == "count":
@@ -289,6 +351,9 @@ def validate_qa(result: Any, ctx: QAContext) -> Validated:
                 errors["answer"] = "Name at least one object, or set a flag."
         elif not isinstance(clean_answer, list):
             errors["answer"] = "Answer with a list of objects."
+            clean_answer = None
+        elif (twice := _repeated_object(clean_answer)) is not None:
+            errors["answer"] = f"'{twice}' is named twice: name each object once."
             clean_answer = None
     else:
         errors["answer"] = f"This item has an unknown answer format {ctx.format!r}."

@@ -1,5 +1,7 @@
 """Read paths of the annotation app (the progress and agreement figures: selectors_agreement.py)."""
 
+import json
+
 from django.db.models import (
     BooleanField,
     Count,
@@ -340,6 +342,30 @@ def review_field_labels(*, project) -> dict[str, str]:
         proto = registry.get(project.protocol)
         return {f"scores.{c}": proto.criterion_labels[c] for c in proto.criteria}
     return dict(FIELD_LABELS.get(project.workflow, {}))
+
+
+# Longest value text the review page shows of one kept field (the JSON API has it whole).
+KEPT_VALUE_CHARS = 500
+
+
+def item_kept_fields(*, project, item_id: int) -> list[tuple[str, str]]:
+    """The fields an import kept that the protocol does not know (the payload's ``extra``,
+    annotation/importing/formats.py), as (name, value as JSON text) for the review page; never
+    part of what an annotator receives (`annotator_item_payload` is an allow-list). None of a
+    pending item, as the review API shows nothing of it: a reviewer may still answer it blind."""
+    extra = (
+        Item.objects.filter(project=project, pk=item_id)
+        .exclude(status=ItemStatus.PENDING)
+        .values_list("payload__extra", flat=True)
+        .first()
+    )
+    if not isinstance(extra, dict):
+        return []
+    out = []
+    for name, value in extra.items():
+        text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value
+        out.append((name, text if len(text) <= KEPT_VALUE_CHARS else text[: KEPT_VALUE_CHARS - 1] + "…"))
+    return out
 
 
 def item_review_detail(*, item) -> dict:

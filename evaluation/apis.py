@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 from annotation.models import Role
 from annotation.permissions import get_project_for
 
-from . import ranking, tables
+from . import paired, ranking, tables
 from .board_access import board_or_404, report_or_404, wants_details
 from .views import CONTENT_TYPES
 
@@ -43,6 +43,12 @@ class LeaderboardApi(APIView):
             "(the mean of the eight criteria, as the paper's Figure 3)",
         )
         fmt = serializers.ChoiceField(choices=LEADERBOARD_FORMATS, default="json", required=False)
+        baseline = serializers.CharField(
+            required=False,
+            allow_blank=True,
+            help_text='a row\'s model name: adds "paired", every other row compared with it on the ranking metric '
+            "(difference with a paired bootstrap interval, McNemar or paired t p, Holm-adjusted); json and markdown",
+        )
 
     @extend_schema(
         parameters=[InputSerializer],
@@ -57,9 +63,18 @@ class LeaderboardApi(APIView):
             rank_by = ranking.resolve(project.protocol, params.validated_data.get("rank_by") or None)
         except ranking.UnknownRanking as exc:
             raise serializers.ValidationError({ranking.PARAMETER: [str(exc)]})
-        board = board_or_404(
-            project, params.validated_data.get("release") or None, params.validated_data.get("judge") or None, rank_by
-        )
+        judge = params.validated_data.get("judge") or None
+        baseline = params.validated_data.get("baseline") or None
+        if baseline is not None and params.validated_data["fmt"] not in ("json", "markdown"):
+            raise serializers.ValidationError(
+                {paired.PARAMETER: [f"comes with fmt json or markdown, not {params.validated_data['fmt']}"]}
+            )
+        board = board_or_404(project, params.validated_data.get("release") or None, judge, rank_by)
+        if baseline is not None:
+            try:
+                board = paired.with_comparisons(project, board, judge=judge, baseline=baseline)
+            except paired.UnknownBaseline as exc:
+                raise serializers.ValidationError({paired.PARAMETER: [str(exc)]})
         if params.validated_data["fmt"] != "json":
             fmt = params.validated_data["fmt"]
             return _text(tables.render_leaderboard(board, fmt, details=wants_details(request)), fmt)

@@ -43,7 +43,7 @@ def board(project: Project, release: str | None, judge: str | None = None, rank_
     rank_by = ranking.resolve(protocol, rank_by)
     # The ordering and the columns are part of the key: a board cached in another order or with
     # other columns (an older definition, still in Redis after a deploy) is never served.
-    extra = f"{judge}:{ranking.signature(protocol, rank_by)}:cols:{','.join(answer_sets.main_keys(protocol))}"
+    extra = f"{judge}:{ranking.signature(protocol, rank_by)}:cols:{','.join(answer_sets.main_keys(protocol))}:se"
     if rank_by == ranking.default_choice(protocol):
         return cached(
             "lb", project, release, extra, lambda: leaderboard.build(project, release_version=release, judge=judge)

@@ -130,11 +130,10 @@ def scatter(judge: Sequence[float | None], human: Sequence[float | None], *, cri
     pts = [(j, h) for j, h in zip(judge, human) if j is not None and h is not None]
     sx = lambda v: pad + (v - 1) / 4 * (size - 2 * pad)  # noqa: E731
     sy = lambda v: size - pad - (v - 1) / 4 * (size - 2 * pad)  # noqa: E731
+    # Two title lines: a long judge name on one line with the criterion would run off the panel.
     body = [
-        (
-            f'<text x="{pad}" y="20" {FONT} font-weight="bold">'
-            f"{escape(criterion)}: {escape(judge_name)} vs humans (n={len(pts)})</text>"
-        )
+        f'<text class="title" x="{pad}" y="16" {FONT} font-weight="bold">{escape(criterion)}</text>',
+        f'<text class="subtitle" x="{pad}" y="32" {FONT}>{escape(judge_name)} vs humans (n={len(pts)})</text>',
     ]
     for t in range(1, 6):
         body.append(f'<line x1="{sx(t):.1f}" x2="{sx(t):.1f}" y1="{pad}" y2="{size - pad}" stroke="#eee"/>')

@@ -14,6 +14,12 @@ With details, each judge also has ``system`` = {"kendall_tau_b" (the same value)
 criterion's mean alone), and each human entry has "n" (items rated by at least two raters) and a
 "ci" for its three statistics. Every interval is a 95 % percentile bootstrap resampling items
 (videos): generator means, leave-one-rater-out averages and alpha are recomputed per resample.
+
+Aggregated ratings (annotation.models.Annotation ``aggregate_raters``: a study's published means
+of several raters, an item's only human rating) are the Human score of their items like any
+consensus, so judges are compared with them. Krippendorff's alpha and leave-one-rater-out need
+each rater's own scores: they leave those items out, and say so in their "note"; each human entry
+counts them under "aggregated" (null statistics with that note when no item has per-rater ratings).
 """
 
 from __future__ import annotations
@@ -48,6 +54,29 @@ def _human_means(
             vals = [s.get(c) for s in entries if s.get(c) is not None]
             out[c].append(float(np.mean(vals)) if vals else None)
     return out
+
+
+def _aggregated_raters(items: list) -> dict[int, set[str]]:
+    """item pk -> the rater keys (selectors.rater_key) of its aggregated ratings."""
+    out: dict[int, set[str]] = defaultdict(set)
+    rows = selectors.annotations_for(items).filter(aggregate_raters__isnull=False)
+    for row in rows.values("item_id", "annotator_id", "external_rater"):
+        out[row["item_id"]].add(selectors.rater_key(row))
+    return dict(out)
+
+
+def _aggregated_note(n_aggregated: int, per_rater_units: int) -> str | None:
+    if not n_aggregated:
+        return None
+    if not per_rater_units:
+        return (
+            f"needs per-rater ratings: the human scores of all {n_aggregated} items are aggregated ratings "
+            "(the means of their raters), which Krippendorff's alpha and leave-one-rater-out cannot use"
+        )
+    return (
+        f"{n_aggregated} items whose human score is an aggregated rating (the means of their raters) are left "
+        "out: Krippendorff's alpha and leave-one-rater-out need per-rater ratings"
+    )
 
 
 def _generator_means(values: list[float | None], generators: list[str]) -> dict[str, float | None]:
@@ -192,12 +221,17 @@ def build(project: Project, *, release_version: str | None = None, n_boot: int =
         judges.append(entry)
     judges.sort(key=lambda j: (-(mean_tau(j) if mean_tau(j) is not None else -2.0), j["judge"]))
 
+    # Per-rater statistics: each rater's own scores only, never a study's published means.
+    aggregated = _aggregated_raters(items)
+    n_aggregated = sum(1 for key in keys if key in aggregated)
+    own = {key: [(r, s) for r, s in entries if r not in aggregated.get(key, ())] for key, entries in ratings.items()}
+    per_rater_units = sum(1 for key in keys if own.get(key))
     human_ref: dict[str, Any] = {}
     for c in criteria:
         by_rater: dict[str, dict[int, float | None]] = defaultdict(dict)
         units = []
         for key in keys:
-            entries = ratings.get(key, [])
+            entries = own.get(key, [])
             units.append([s.get(c) for _, s in entries])
             for rater, s in entries:
                 by_rater[rater][key] = s.get(c)
@@ -208,6 +242,7 @@ def build(project: Project, *, release_version: str | None = None, n_boot: int =
             "loo_spearman_rho": loo["loo_spearman_rho"],
             "krippendorff_alpha": alpha.value,
             "n": sum(1 for unit in units if sum(v is not None for v in unit) >= 2),
+            "aggregated": n_aggregated,
         }
         loo_samples = stats.leave_one_rater_out_bootstrap(by_rater, keys, n_boot=n_boot)
         alpha_samples = stats.krippendorff_alpha_bootstrap(units, metric="ordinal", n_boot=n_boot)
@@ -220,7 +255,8 @@ def build(project: Project, *, release_version: str | None = None, n_boot: int =
             else None,
             "krippendorff_alpha": percentile_ci(alpha_samples) if alpha.value is not None else None,
         }
-        notes = [n for n in (loo.get("note"), alpha.note) if n]
+        own_notes = (loo.get("note"), alpha.note) if per_rater_units else ()
+        notes = [n for n in (_aggregated_note(n_aggregated, per_rater_units), *own_notes) if n]
         if notes:
             entry["note"] = "; ".join(notes)
         human_ref[c] = entry

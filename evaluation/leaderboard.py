@@ -1,20 +1,27 @@
 """Leaderboard rows per project and release: models, Random, Human (or generators for ratings).
 
-Row JSON: {"model", "n", "parse_failures", "metrics": {key: value}, "ci": {key: [lo, hi]}} plus
-"rank" (interval-respecting, on the ranking's headline metric: ranking.py) and "breakdowns" (per category /
+Row JSON: {"model", "n", "parse_failures", "metrics": {key: value}, "ci": {key: [lo, hi]}, "se", "se_clustered",
+"design_effect": {key: value}} plus "rank" (interval-respecting, on the ranking's headline metric: ranking.py)
+and "breakdowns" (per category /
 difference / scenario ... as {key: {"value", "ci"}}). Values are JSON numbers printed from exact
 decimals: percent with two decimals, or as the protocol says (``places``, ``percent``: ratings 0-1 with three).
+Standard errors (protocols/kit/clustered.py) exist for the metrics that are means of item scores, on the
+printed scale with one decimal more; the board's "cluster_key" names what their clusters are.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from annotation.models import Project
 from protocols import registry
+from protocols.kit import clustered
 from protocols.kit.bootstrap import N_BOOT
+from protocols.kit.matrix import ItemMatrix
 
 from . import ranking, selectors
 from .scoring import answer_sets
@@ -32,14 +39,50 @@ def _num(value: Decimal | None) -> float | None:
     return None if value is None else float(value)
 
 
-def _row(name: str, protocol: str, scored: answer_sets.ScoredAnswers) -> dict[str, Any]:
+@dataclass
+class RowScores:
+    """One board row before its figures: the name, the item matrix and the items behind its rows
+    (in the matrix's order; the Human row's are the items with blind answers)."""
+
+    name: str
+    matrix: ItemMatrix
+    units: Sequence[answer_sets.ScoringItem]
+
+
+def cluster_key(protocol: str) -> clustered.ClusterKey:
+    return registry.get(protocol).cluster_key
+
+
+def unit_clusters(protocol: str, units: Sequence[answer_sets.ScoringItem]) -> list[Hashable]:
+    """Each unit's cluster label under the protocol's cluster key (an item without one: its own)."""
+    return clustered.cluster_labels([u.payload for u in units], [u.key for u in units], cluster_key(protocol))
+
+
+def _standard_errors(protocol: str, matrix: ItemMatrix, units: Sequence[answer_sets.ScoringItem], keys) -> dict:
+    codes, _ = clustered.cluster_codes(unit_clusters(protocol, units))
+    scale = 100.0 if answer_sets.is_percent(protocol) else 1.0
+    return clustered.matrix_standard_errors(matrix, codes, keys, scale=scale)
+
+
+def _rounded(value: float | None, places: int) -> float | None:
+    return None if value is None else round(value, places)
+
+
+def _row(
+    name: str, protocol: str, scored: answer_sets.ScoredAnswers, units: Sequence[answer_sets.ScoringItem]
+) -> dict[str, Any]:
     keys = answer_sets.main_keys(protocol)
+    errors = _standard_errors(protocol, scored.matrix, units, keys)
+    places = registry.get(protocol).places + 1
     row = {
         "model": name,
         "n": scored.matrix.n,
         "parse_failures": scored.matrix.parse_failures,
         "metrics": {k: _num(scored.printed.get(k)) for k in keys},
         "ci": {k: scored.cis.get(k) for k in keys},
+        "se": {k: _rounded(errors[k]["se"], places) for k in keys if k in errors},
+        "se_clustered": {k: _rounded(errors[k]["se_clustered"], places) for k in keys if k in errors},
+        "design_effect": {k: _rounded(errors[k]["design_effect"], 3) for k in keys if k in errors},
     }
     row["breakdowns"] = {
         k: {"value": _num(v), "ci": scored.cis.get(k)} for k, v in scored.printed.items() if k not in keys
@@ -60,6 +103,42 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def row_scores(
+    project: Project, release, items: Sequence[answer_sets.ScoringItem], *, judge: str | None
+) -> tuple[list[RowScores], dict[str, int] | None]:
+    """The scored rows of a board (models, Random, Human; generators and Random for a rating protocol)
+    and the Human row's counts (None where the protocol has no Human row): what ``build`` prints and
+    the paired comparisons (evaluation/paired.py) compare."""
+    protocol = project.protocol
+    seed = (release.option_seed if release is not None else project.option_seed) + RANDOM_SEED_OFFSET
+    if registry.get(protocol).board == "generators":
+        return _generator_rows(protocol, project, release, items, judge=judge, seed=seed), None
+    if judge is not None:
+        raise LeaderboardError("--judge applies to video-rating projects only")
+    scoring = registry.get(protocol).scoring
+    rows = [
+        RowScores(selectors.job_name(job), scoring.score(items, selectors.job_answers(job)), items)
+        for job in selectors.latest_finished_jobs(project, release)
+    ]
+    if items:
+        rows.append(
+            RowScores("Random", scoring.score(items, answer_sets.random_answers(protocol, items, seed=seed)), items)
+        )
+    human: dict[str, int] | None = None
+    if answer_sets.protocol_has_human_row(protocol):
+        blind, with_suggestion = selectors.blind_answers(items)
+        # Answers given with a model suggestion on the form are not blind: never in the Human row.
+        human = {
+            "blind_answers": sum(len(v) for v in blind.values()),
+            "items": len(blind),
+            "left_out_with_suggestion": with_suggestion,
+        }
+        if blind:
+            answered = [item for item in items if blind.get(item.key)]  # the Human matrix's rows, in order
+            rows.append(RowScores("Human", answer_sets.score_blind_answers(protocol, items, blind), answered))
+    return rows, human
+
+
 def build(
     project: Project,
     *,
@@ -73,42 +152,14 @@ def build(
     release = selectors.release_for(project, release_version)
     items = selectors.scoring_items(project, release)
     protocol = project.protocol
-    seed = (release.option_seed if release is not None else project.option_seed) + RANDOM_SEED_OFFSET
-    rows: list[dict[str, Any]] = []
-    human: dict[str, int] | None = None
-    if registry.get(protocol).board == "generators":
-        rows = _generator_rows(protocol, project, release, items, judge=judge, n_boot=n_boot, seed=seed)
-    else:
-        if judge is not None:
-            raise LeaderboardError("--judge applies to video-rating projects only")
-        for job in selectors.latest_finished_jobs(project, release):
-            scored = answer_sets.score(protocol, items, selectors.job_answers(job), n_boot=n_boot)
-            rows.append(_row(selectors.job_name(job), protocol, scored))
-        if items:
-            rows.append(
-                _row(
-                    "Random",
-                    protocol,
-                    answer_sets.score(
-                        protocol, items, answer_sets.random_answers(protocol, items, seed=seed), n_boot=n_boot
-                    ),
-                )
-            )
-        if answer_sets.protocol_has_human_row(protocol):
-            blind, with_suggestion = selectors.blind_answers(items)
-            # Answers given with a model suggestion on the form are not blind: never in the Human row.
-            human = {
-                "blind_answers": sum(len(v) for v in blind.values()),
-                "items": len(blind),
-                "left_out_with_suggestion": with_suggestion,
-            }
-            if blind:
-                matrix = answer_sets.score_blind_answers(protocol, items, blind)
-                rows.append(_row("Human", protocol, answer_sets.finish(protocol, matrix, n_boot=n_boot)))
+    scored, human = row_scores(project, release, items, judge=judge)
+    rows = [_row(r.name, protocol, answer_sets.finish(protocol, r.matrix, n_boot=n_boot), r.units) for r in scored]
+    key = cluster_key(protocol)
     board = {
         "project": project.slug,
         "release": release.version if release is not None else None,
         "protocol": protocol,
+        "cluster_key": list(key) if isinstance(key, tuple) else key,
         "rows": rows,
     }
     if human is not None:
@@ -117,9 +168,7 @@ def build(
     return ranking.reordered(board, rank_by)
 
 
-def _generator_rows(
-    protocol, project, release, items, *, judge: str | None, n_boot: int, seed: int
-) -> list[dict[str, Any]]:
+def _generator_rows(protocol, project, release, items, *, judge: str | None, seed: int) -> list[RowScores]:
     """Rows per generator of the items (a rating protocol's board), scored from the human ratings
     or from one judge's answers, then the Random row."""
     scoring = registry.get(protocol).scoring
@@ -131,22 +180,18 @@ def _generator_rows(
         # A reviewer's adjudicated scores stand for the raters' of that item (selectors.consensus_ratings).
         per_item = selectors.consensus_ratings(items, selectors.ratings_by_item(items))
         for generator in sorted(by_generator):
-            matrix = scoring.score_ratings(by_generator[generator], per_item)
-            rows.append(_row(generator, protocol, answer_sets.finish(protocol, matrix, n_boot=n_boot)))
+            rows.append(
+                RowScores(generator, scoring.score_ratings(by_generator[generator], per_item), by_generator[generator])
+            )
     else:
         jobs = selectors.judge_jobs(project, release, judge)
         if not jobs:
             raise LeaderboardError(f"no finished judge named {judge!r} on this release")
         answers = selectors.job_answers(jobs[0])
         for generator in sorted(by_generator):
-            matrix = scoring.score(by_generator[generator], answers)
-            rows.append(_row(generator, protocol, answer_sets.finish(protocol, matrix, n_boot=n_boot)))
+            rows.append(RowScores(generator, scoring.score(by_generator[generator], answers), by_generator[generator]))
     if items:
-        rows.append(
-            _row(
-                "Random", protocol, answer_sets.finish(protocol, scoring.random_matrix(items, seed=seed), n_boot=n_boot)
-            )
-        )
+        rows.append(RowScores("Random", scoring.random_matrix(items, seed=seed), items))
     return rows
 
 
@@ -172,7 +217,7 @@ def row_for_job(job, *, n_boot: int = 200) -> dict[str, Any]:
     """
     items = selectors.scoring_items(job.project, job.release)
     scored = answer_sets.score(job.protocol, items, selectors.job_answers(job), n_boot=n_boot)
-    return _jsonable(_row(selectors.job_name(job), job.protocol, scored))
+    return _jsonable(_row(selectors.job_name(job), job.protocol, scored, items))
 
 
 def job_metrics(job) -> dict[str, Any]:

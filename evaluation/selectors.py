@@ -1,17 +1,29 @@
-"""Reads for evaluation: release items, predictions of a job, annotations. No writes."""
+"""Reads for evaluation: release items, predictions of a job, annotations. No writes.
+
+A board's two large inputs, its items and each model's predictions, are read through server-side
+cursors as plain rows (never as ORM objects): the columns scoring needs and nothing else, each
+JSON value decoded once, repeated values (query names, answer letters, option lists) shared.
+"""
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
+from collections.abc import Iterator
 from typing import Any
 
+from django.db import connection
 from django.db.models import F, QuerySet
 
 from annotation.models import Annotation, Item, ItemStatus, Project, Release, Review, ReviewDecision
-from inference.models import InferenceJob, JobMode, JobStatus, Prediction, PredictionStatus
-from inference.selectors import job_items
+from annotation.protocols import resolve_queries
+from inference.models import InferenceJob, JobMode, JobStatus, PredictionStatus
+from protocols import registry
 
 from .scoring.answer_sets import ModelAnswer, ScoringItem
+
+ROWS_PER_FETCH = 20_000
+SHARED_VALUES_MAX = 100_000  # distinct JSON texts kept for sharing their decoded value, per read
 
 
 def release_for(project: Project, version: str | None = None) -> Release | None:
@@ -22,13 +34,54 @@ def release_for(project: Project, version: str | None = None) -> Release | None:
     return releases.order_by("-created_at", "-pk").first()
 
 
+def _chunks(sql: str, params: list[Any]) -> Iterator[list[tuple]]:
+    """The rows of ``sql`` through a server-side cursor, ``ROWS_PER_FETCH`` at a time, decoded by
+    the driver into tuples of plain values (no model instances, no per-row Python in between)."""
+    with connection.chunked_cursor() as cursor:
+        cursor.execute(sql, params)
+        while rows := cursor.fetchmany(ROWS_PER_FETCH):
+            yield rows
+
+
+def _decoded(texts: list[str | None]) -> list[Any]:
+    """Each JSON text decoded (None for None), in one call of the decoder for the whole list: the
+    same values as one ``json.loads`` per text, without its per-call cost."""
+    return json.loads("[" + ",".join(["null" if t is None else t for t in texts]) + "]")
+
+
 def scoring_items(project: Project, release: Release | None) -> list[ScoringItem]:
     """Items with their resolved option orders, in release order (or verified items by id): the
     same items a job answers (inference.selectors.job_items), as scoring's plain records."""
-    return [
-        ScoringItem(key=i.key, external_id=i.external_id, payload=i.payload, resolved=i.resolved)
-        for i in job_items(project=project, release=release)
-    ]
+    protocol = project.protocol
+    out: list[ScoringItem] = []
+    if release is not None:
+        chunks = _chunks(
+            "SELECT ri.item_id, i.external_id, ri.payload::text FROM annotation_releaseitem ri"
+            " JOIN annotation_item i ON i.id = ri.item_id WHERE ri.release_id = %s ORDER BY ri.position",
+            [release.pk],
+        )
+        for rows in chunks:
+            for (key, external_id, _), payload in zip(rows, _decoded([r[2] for r in rows]), strict=True):
+                resolved = payload.pop("resolved", None)
+                payload.pop("id", None)
+                if resolved is None:
+                    resolved = resolve_queries(protocol, external_id, payload, seed=release.option_seed)
+                out.append(ScoringItem(key=key, external_id=external_id, payload=payload, resolved=resolved))
+        return out
+    chunks = _chunks(
+        "SELECT id, external_id, payload::text FROM annotation_item WHERE project_id = %s AND status = %s ORDER BY id",
+        [project.pk, str(ItemStatus.VERIFIED)],
+    )
+    for rows in chunks:
+        out.extend(
+            ScoringItem(key=key, external_id=external_id, payload=payload, resolved={})
+            for (key, external_id, _), payload in zip(rows, _decoded([r[2] for r in rows]), strict=True)
+        )
+    # The vocabulary (a protocol's options drawn from all items) needs every payload first.
+    vocab = registry.get(protocol).vocabulary([it.payload for it in out])
+    for it in out:
+        it.resolved = resolve_queries(protocol, it.external_id, it.payload, seed=project.option_seed, vocabulary=vocab)
+    return out
 
 
 def latest_finished_jobs(project: Project, release: Release | None) -> list[InferenceJob]:
@@ -56,12 +109,35 @@ def job_name(job: InferenceJob) -> str:
 
 
 def job_answers(job: InferenceJob) -> dict[tuple, ModelAnswer]:
-    """(item pk, query) -> ModelAnswer; failed predictions carry value None."""
-    rows = Prediction.objects.filter(job=job).values_list("item_id", "query", "status", "answer", "options", "logprobs")
+    """(item pk, query) -> ModelAnswer; failed predictions carry value None.
+
+    Equal query names, string answers and seen option lists are one shared object each (scoring
+    only reads a ModelAnswer): a million-item board holds a few distinct ones per item, not one
+    per prediction."""
+    seen_lists: dict[str, list | None] = {}  # option list JSON -> its decoded list (None: empty)
+    strings: dict[str, str] = {}
+    ok = str(PredictionStatus.OK)
     out: dict[tuple, ModelAnswer] = {}
-    for item_id, query, status, answer, options, logprobs in rows.iterator(chunk_size=5000):
-        value = answer if status == PredictionStatus.OK else None
-        out[(item_id, query)] = ModelAnswer(value, options or None, logprobs)
+    chunks = _chunks(
+        "SELECT item_id, query, status, answer::text, options::text, logprobs::text"
+        " FROM inference_prediction WHERE job_id = %s",
+        [job.pk],
+    )
+    for rows in chunks:
+        answers = _decoded([answer if status == ok else None for _, _, status, answer, _, _ in rows])
+        logprobs = _decoded([r[5] for r in rows])
+        new = list({r[4] for r in rows if r[4] not in seen_lists})
+        if len(seen_lists) + len(new) > SHARED_VALUES_MAX:
+            seen_lists.clear()
+            new = list({r[4] for r in rows})
+        seen_lists.update(zip(new, [v or None for v in _decoded(new)], strict=True))
+        for row, value, lp in zip(rows, answers, logprobs, strict=True):
+            if type(value) is str:
+                value = strings.setdefault(value, value)  # immutable: shared; lists and dicts are not
+            query = row[1]
+            out[(row[0], strings.setdefault(query, query))] = ModelAnswer(value, seen_lists[row[4]], lp)
+        if len(strings) > SHARED_VALUES_MAX:
+            strings.clear()
     return out
 
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from collections.abc import Sequence
 from typing import Any
 
 from protocols import registry
+from protocols.kit.csv_cells import csv_writer
 
 from .scoring import answer_sets
 
@@ -75,21 +75,25 @@ def _chance(board: dict[str, Any], keys: Sequence[str]) -> list | None:
     return values if any(v is not None for v in values) else None
 
 
-ROW_KEYS = ("model", "n", "parse_failures", "metrics", "ci")
-BOARD_KEYS = ("project", "release", "protocol", "rows")
+ROW_KEYS = ("model", "n", "parse_failures", "metrics", "ci", "se", "se_clustered", "design_effect")
+BOARD_KEYS = ("project", "release", "protocol", "cluster_key", "rows")
+# Present only when asked for: the paired comparisons against a baseline (evaluation/paired.py).
+OPTIONAL_BOARD_KEYS = ("paired",)
 
 
 def leaderboard_public(board: dict[str, Any]) -> dict[str, Any]:
-    """The public JSON shape of a board: rank, breakdowns and diagnostics only come with details."""
-    out = {k: board[k] for k in BOARD_KEYS}
-    out["rows"] = [{k: row[k] for k in ROW_KEYS} for row in board["rows"]]
+    """The public JSON shape of a board: rank, breakdowns and diagnostics only come with details.
+    Keys a board cached before they existed lacks are left out rather than failing."""
+    out = {k: board[k] for k in BOARD_KEYS if k in board}
+    out["rows"] = [{k: row[k] for k in ROW_KEYS if k in row} for row in board["rows"]]
+    out.update({k: board[k] for k in OPTIONAL_BOARD_KEYS if k in board})
     return out
 
 
 def leaderboard_breakdown(board: dict[str, Any], breakdown: str) -> dict[str, Any]:
     """The same shape for one breakdown tab: metrics / ci keyed by metric, plus "breakdown"."""
     keys = breakdown_keys(board, breakdown)
-    out = {k: board[k] for k in BOARD_KEYS if k != "rows"}
+    out = {k: board[k] for k in BOARD_KEYS if k != "rows" and k in board}
     out["breakdown"] = breakdown
     out["rows"] = []
     for row in board["rows"]:
@@ -125,7 +129,7 @@ def leaderboard_csv(board: dict[str, Any], keys: Sequence[str] | None = None, *,
     keys = leaderboard_columns(board, keys, breakdown)
     places = places_for(board["protocol"])
     buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
+    w = csv_writer(buf, lineterminator="\n")
     w.writerow(
         ["model", "rank", "n", "parse_failures"]
         + [c for k in keys for h in [_header(k, breakdown)] for c in (h, f"{h}_ci_lo", f"{h}_ci_hi")]
@@ -224,7 +228,33 @@ def leaderboard_markdown(
     chance = _chance(board, keys)
     if chance is not None:
         out.append("| " + " | ".join(["Chance", "", "", ""] + [DASH if v is None else str(v) for v in chance]) + " |")
+    if board.get("paired") and breakdown is None:
+        out += ["", *paired_markdown(board["paired"], places)]
     return "\n".join(out) + "\n"
+
+
+def _p(value: float | None) -> str:
+    return DASH if value is None else f"{value:.4g}"
+
+
+def paired_markdown(paired: dict[str, Any], places: int) -> list[str]:
+    """Lines of the paired-comparison table (evaluation/paired.py): one row per model against the baseline."""
+    lines = [f"Paired comparisons against {paired['baseline']} on {paired['metric']} (Holm-adjusted across models)"]
+    if paired.get("note"):
+        return lines + ["", paired["note"]]
+    lines += [
+        "",
+        "| Model | Difference | n | Test | p | p (Holm) | Significant |",
+        "|---|---:|---:|---|---:|---:|---|",
+    ]
+    for c in paired["comparisons"]:
+        difference = _with_ci(c["difference"], c["ci"], places)
+        mark = "yes" if c["significant"] else "no"
+        name = c["model"].replace("|", "\\|")
+        lines.append(
+            f"| {name} | {difference} | {c['n']} | {c['test'] or DASH} | {_p(c['p'])} | {_p(c['p_holm'])} | {mark} |"
+        )
+    return lines
 
 
 def render_leaderboard(
@@ -324,7 +354,7 @@ CORRELATION_HEADER = [
 
 def correlation_csv(report: dict[str, Any]) -> str:
     buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
+    w = csv_writer(buf, lineterminator="\n")
     w.writerow(CORRELATION_HEADER)
     for r in correlation_rows(report):
         w.writerow(["" if v is None else (f"{v:.4f}" if isinstance(v, float) else v) for v in r])

@@ -12,7 +12,7 @@ from annotation.models import Release, Role
 from annotation.permissions import get_project_for
 from protocols import registry
 
-from . import charts, correlation, leaderboard, metric_names, ranking, selectors, tables
+from . import charts, correlation, leaderboard, metric_names, paired, ranking, selectors, tables
 from .board_access import board_or_404, release_and_judge, report_or_404, wants_details
 from .board_access import rank_by as requested_ranking
 from .scoring import answer_sets
@@ -52,6 +52,12 @@ def leaderboard_page(request, slug: str):
     except ranking.UnknownRanking as exc:
         return _bad_ranking(exc)
     board = board_or_404(project, release, judge, rank_by)
+    baseline = request.GET.get(paired.PARAMETER) or None
+    if baseline is not None:
+        try:
+            board = paired.with_comparisons(project, board, judge=judge, baseline=baseline)
+        except paired.UnknownBaseline as exc:
+            return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
     keys = list(answer_sets.main_keys(project.protocol))
     groups = leaderboard.breakdown_groups(board)
     protocol = project.protocol
@@ -131,6 +137,9 @@ def leaderboard_page(request, slug: str):
             "formats": ["csv", "json", "latex", "markdown", "svg"],
             "bar_svg": charts.leaderboard_bars(board, headline, label=metric_names.metric_name(protocol, headline)),
             "diagnostics": _diagnostics(board),
+            # ?baseline=: the paired comparisons (templates/evaluation/_paired.html shows them)
+            "paired": board.get("paired"),
+            "paired_places": places,
         },
     )
 

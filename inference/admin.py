@@ -1,10 +1,12 @@
-"""Admin pages: model endpoints, and inference jobs that start when a researcher saves them.
+"""Admin pages: inference jobs that start when a researcher saves them, their predictions, and the
+background runs; the model endpoints have theirs in inference/admin_endpoints.py.
 
 A non-superuser sees the jobs of the projects where they are researcher or admin (ProjectScopedAdmin)
-and the endpoints a job may run on, read only: an endpoint serves every project, so changing its
-URL or model would change other projects' jobs; superusers (the operators) set endpoints up. The
-predictions of those jobs are read only for everyone (ProjectRecordAdmin): workers and imports write
-them, and a re-score re-parses them (the job list's action)."""
+and may start one there on a shared endpoint or one of the job's project; a launch the job services
+would refuse (services.job_validate: another project's endpoint, a key variable not allowed, unset or
+empty) is a form error and nothing is created. The predictions of those jobs are read only for
+everyone (ProjectRecordAdmin): workers and imports write them, and a re-score re-parses them (the job
+list's action)."""
 
 from __future__ import annotations
 
@@ -15,92 +17,23 @@ from django.http import HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html
 
-from annotation.admin_site import ProjectRecordAdmin, ProjectScopedAdmin, may_use_admin
-from config.workers import queue_status
+from annotation.admin_site import ProjectRecordAdmin, ProjectScopedAdmin, researcher_project_ids
 
-from . import run_status, selectors, services
-from .backends import BackendUnavailable, check_available
-from .models import Backend, BackgroundRun, InferenceJob, JobMode, JobStatus, ModelEndpoint, Prediction
+# The endpoints' admin, registered when imported here: Django's autodiscovery imports only this module.
+from . import (
+    admin_endpoints,  # noqa: F401
+    run_status,
+    selectors,
+    services,
+)
+from .models import BackgroundRun, InferenceJob, JobMode, JobStatus, Prediction
+from .services.jobs import endpoint_launch_refusal
 
-
-class EndpointForm(forms.ModelForm):
-    class Meta:
-        model = ModelEndpoint
-        fields = "__all__"
-
-    def clean_options(self):
-        options = self.cleaned_data.get("options") or {}
-        if not isinstance(options, dict):
-            raise forms.ValidationError("options must be a JSON object")
-        try:
-            services.endpoint_options_check(options)
-        except ValidationError as exc:
-            raise forms.ValidationError(exc.messages)
-        return options
-
-
-@admin.register(ModelEndpoint)
-class ModelEndpointAdmin(admin.ModelAdmin):
-    form = EndpointForm
-    list_display = ("name", "backend", "model_id", "revision", "concurrency", "workers", "web_check")
-    list_filter = ("backend",)
-    search_fields = ("name", "model_id")
-    fieldsets = (
-        (None, {"fields": ("name", "backend", "model_id", "revision")}),
-        (
-            "API",
-            {
-                "fields": ("base_url", "api_key_env", "concurrency"),
-                "description": "The API key is read from the environment variable named here; it is never stored.",
-            },
-        ),
-        (
-            "Backend settings",
-            {
-                "fields": ("options",),
-                "description": (
-                    "JSON. vllm: tensor_parallel_size, max_model_len, dtype, limit_mm_per_prompt, mm_processor_kwargs, "
-                    "generation_config. openai: timeout, max_retries, json_schema, logprobs, structured_choice. "
-                    "Prices for the cost estimate: price_per_1m_input, price_per_1m_output (USD)."
-                ),
-            },
-        ),
-    )
-
-    def get_queryset(self, request):
-        qs = super().get_queryset(request)
-        return qs if request.user.is_superuser else qs.filter(pk__in=selectors.endpoints_usable())
-
-    def has_module_permission(self, request):
-        return request.user.is_superuser or may_use_admin(request.user)
-
-    def has_view_permission(self, request, obj=None):
-        return request.user.is_superuser or may_use_admin(request.user)
-
-    def has_add_permission(self, request):
-        return request.user.is_superuser
-
-    def has_change_permission(self, request, obj=None):
-        return request.user.is_superuser
-
-    def has_delete_permission(self, request, obj=None):
-        return request.user.is_superuser
-
-    @admin.display(description="workers")
-    def workers(self, obj: ModelEndpoint) -> str:
-        """Who would run this endpoint's chunks: the live workers of its queue as they report
-        themselves (config.workers), not what this web process happens to have installed."""
-        return queue_status("gpu" if obj.backend == Backend.VLLM else "api")["message"]
-
-    @admin.display(description="set up in the web process")
-    def web_check(self, obj: ModelEndpoint) -> str:
-        """Whether this web process has the endpoint's engine and allowed key: a hint only, as
-        the workers (above) run the jobs with their own environment."""
-        try:
-            check_available(obj)
-        except BackendUnavailable as exc:
-            return f"no: {exc}"
-        return "yes"
+# Said on the job form when no endpoint is offered (a format string: the endpoint add page's URL).
+NO_ENDPOINT = (
+    'No model endpoint is set up for your projects yet: <a href="{}">add one</a> (an OpenAI-compatible '
+    "server, or the seeded random baseline to try the pipeline), then start the job here."
+)
 
 
 class JobForm(forms.ModelForm):
@@ -131,12 +64,27 @@ class JobForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         self.fields["protocol"].required = False
         self.fields["protocol"].help_text = "Leave empty to use the project's protocol."
-        self.fields["endpoint"].required = True
+        endpoint = self.fields["endpoint"]
+        endpoint.required = True
+        endpoint.label_from_instance = lambda e: f"{e.name} ({e.project.slug})" if e.project_id else e.name
+        add = reverse("admin:inference_modelendpoint_add")
+        endpoint.help_text = format_html(
+            'The shared endpoints and those of the job\'s project. <a href="{}" id="add-endpoint-link">Add an '
+            "endpoint</a> for a project: an OpenAI-compatible server or the seeded random baseline.",
+            add,
+        )
+        endpoint.error_messages["required"] = (
+            "Pick the endpoint the job runs on." if endpoint.queryset.exists() else format_html(NO_ENDPOINT, add)
+        )
 
     def clean(self):
         data = super().clean()
         project = data.get("project")
         if not project or not data.get("endpoint"):
+            return data
+        refusal = endpoint_launch_refusal(endpoint=data["endpoint"], project=project)
+        if refusal:  # said beside the endpoint; nothing is created
+            self.add_error("endpoint", refusal)
             return data
         data["protocol"] = data.get("protocol") or project.protocol
         params = dict(data.get("extra_params") or {})
@@ -228,8 +176,17 @@ class InferenceJobAdmin(ProjectScopedAdmin):
 
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
         if db_field.name == "endpoint":
-            kwargs["queryset"] = selectors.endpoints_usable()
+            projects = None if request.user.is_superuser else researcher_project_ids(request)
+            kwargs["queryset"] = selectors.endpoints_usable(projects=projects).select_related("project")
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def add_view(self, request, form_url="", extra_context=None):
+        if request.method == "GET":
+            projects = None if request.user.is_superuser else researcher_project_ids(request)
+            if not selectors.endpoints_usable(projects=projects).exists():
+                add = reverse("admin:inference_modelendpoint_add")
+                self.message_user(request, format_html(NO_ENDPOINT, add), messages.WARNING)
+        return super().add_view(request, form_url, extra_context)
 
     def get_fieldsets(self, request, obj=None):
         if obj is not None:
@@ -260,7 +217,9 @@ class InferenceJobAdmin(ProjectScopedAdmin):
         obj.refresh_from_db()
 
     def response_add(self, request, obj, post_url_continue=None):
-        self.message_user(request, f"Job {obj.pk} created; it starts now.", messages.SUCCESS)
+        # Its state is on the job's page: this runs before the job starts (on commit), and without a
+        # worker (the demo) the job has ended by the time that page shows.
+        self.message_user(request, f"Job {obj.pk} created.", messages.SUCCESS)
         return HttpResponseRedirect(reverse("inference:job-detail", args=[obj.pk]))
 
     # Each live cell is a span naming its job and field; admin_job_list.js rewrites them from

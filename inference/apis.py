@@ -122,8 +122,9 @@ class JobCreateApi(APIView):
         data = self.JobLaunchSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         given = data.validated_data
-        endpoint = selectors.endpoints_usable().filter(name=given["endpoint"]).first()
-        if endpoint is None:
+        # The project's own endpoint of that name, else the shared one (never another project's).
+        endpoint = selectors.endpoint_named(project=project, name=given["endpoint"])
+        if endpoint is None or selectors.endpoint_refusal(endpoint):
             return Response(
                 {"detail": f"no usable endpoint named {given['endpoint']!r}"}, status=status.HTTP_400_BAD_REQUEST
             )

@@ -16,7 +16,19 @@ class Backend(models.TextChoices):
 
 
 class ModelEndpoint(models.Model):
-    name = models.CharField(max_length=200, unique=True)
+    """A model a job may run on. Shared (no project): set up by an operator (a superuser), offered to
+    every project. A project's own: set up by the project's researchers, offered to its jobs only,
+    named uniquely within the project (docs/inference.md, "Endpoints")."""
+
+    name = models.CharField(max_length=200)
+    project = models.ForeignKey(
+        Project,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="endpoints",
+        help_text="Empty: a shared endpoint, offered to every project.",
+    )
     backend = models.CharField(max_length=10, choices=Backend.choices)
     model_id = models.CharField(max_length=300, blank=True)
     revision = models.CharField(max_length=100, blank=True)
@@ -29,15 +41,46 @@ class ModelEndpoint(models.Model):
     options = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["name"], condition=models.Q(project__isnull=True), name="endpoint_shared_name_unique"
+            ),
+            models.UniqueConstraint(fields=["project", "name"], name="endpoint_project_name_unique"),
+        ]
+
     def __str__(self) -> str:
         return self.name
 
-    def clean(self) -> None:
+    def key_refusal(self) -> str | None:
+        """Why this endpoint may not read the key variable it names, or None when it may: the
+        variable must be one the operator allows (backends/keys.py); a project's endpoint may send
+        it only to the server a shared endpoint sends it to (same variable, same base URL), so a
+        project's researcher cannot have an operator's key sent to a server of their choosing."""
         from .backends.keys import key_var_refusal
 
         refusal = key_var_refusal(self.api_key_env)
+        if refusal or not self.api_key_env or self.project_id is None:
+            return refusal
+        shared = ModelEndpoint.objects.filter(project=None, api_key_env=self.api_key_env, base_url=self.base_url)
+        if shared.exists():
+            return None
+        return (
+            f"a project's endpoint may use the key in {self.api_key_env} only with the base URL of a shared "
+            f"endpoint that uses it ({self.base_url or 'the default'} is not one); leave the key variable empty "
+            "for a server that needs no key, or ask an operator for a shared endpoint"
+        )
+
+    def clean(self) -> None:
+        refusal = self.key_refusal()
         if refusal:
             raise ValidationError({"api_key_env": refusal})
+        same_name = ModelEndpoint.objects.filter(name=self.name).exclude(pk=self.pk)
+        if self.project_id is not None:
+            same_name = same_name.filter(models.Q(project=None) | models.Q(project_id=self.project_id))
+        if self.name and same_name.exists():
+            where = "shared or of this project" if self.project_id else "shared or of a project"
+            raise ValidationError({"name": f"an endpoint named {self.name} exists already ({where})"})
 
 
 class JobStatus(models.TextChoices):
@@ -72,6 +115,8 @@ class InferenceJob(models.Model):
     failed_queries = models.PositiveIntegerField(default=0)
     prompt_tokens = models.BigIntegerField(default=0)
     completion_tokens = models.BigIntegerField(default=0)
+    # Answers served from the response cache instead of the endpoint (backends/response_cache.py).
+    cached_answers = models.PositiveIntegerField(default=0)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -122,6 +167,33 @@ class Prediction(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["job", "item", "query"], name="prediction_unique_job_item_query"),
         ]
+
+
+class CachedResponse(models.Model):
+    """An API judge's answer to one exact request, kept so that asking it again costs nothing
+    (backends/response_cache.py): only for deterministic sampling (temperature 0, one choice)
+    unless the endpoint's options say otherwise. `model` is the server and model asked;
+    `request_hash` the SHA-256 of the whole request body (messages, sampling parameters, schema)."""
+
+    model = models.CharField(max_length=800)
+    request_hash = models.CharField(max_length=64)
+    sampling = models.JSONField(default=dict, blank=True)  # the sampling parameters sent, for audit
+    text = models.TextField(blank=True)
+    logprobs = models.JSONField(null=True, blank=True)
+    finish_reason = models.CharField(max_length=50, blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    hits = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    used_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["model", "request_hash"], name="cached_response_unique_request"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.model} {self.request_hash[:12]}"
 
 
 class BackgroundRun(TrackedRun):

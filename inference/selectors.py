@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import importlib.metadata
 import platform
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, F, Q, QuerySet
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
@@ -18,7 +18,6 @@ from annotation.models import Item, ItemStatus, Project, Release
 from annotation.protocols import resolve_queries
 from protocols import registry
 
-from .backends.keys import key_var_refusal
 from .models import InferenceJob, JobMode, JobStatus, ModelEndpoint, Prediction, PredictionStatus
 from .prompting import json_queries
 
@@ -65,18 +64,30 @@ def job_items(*, project: Project, release: Release | None) -> list[JobItem]:
 
 def endpoint_refusal(endpoint: ModelEndpoint) -> str | None:
     """Why no job may be started on this endpoint now, or None when one may: the API key variable
-    it names is not one the operator allows (backends/keys.py). The rule of endpoints_usable, for
+    it names is not one the operator allows (backends/keys.py), or a project's endpoint would send
+    it where no shared endpoint does (ModelEndpoint.key_refusal). The rule of endpoints_usable, for
     a caller that names one endpoint and must say why it is refused (run_inference)."""
-    return key_var_refusal(endpoint.api_key_env)
+    return endpoint.key_refusal()
 
 
-def endpoints_usable() -> QuerySet[ModelEndpoint]:
-    """Endpoints a job may be started on: those endpoint_refusal lets through. An endpoint is not
-    owned by a project, so these are the same for every researcher; one whose variable was
-    disallowed since could only fail."""
-    named = ModelEndpoint.objects.exclude(api_key_env="").only("pk", "name", "api_key_env")
+def endpoints_usable(*, projects: Iterable[int] | None = None) -> QuerySet[ModelEndpoint]:
+    """Endpoints a job may be started on: those endpoint_refusal lets through (one whose variable
+    was disallowed since could only fail). With `projects` (project ids): the shared endpoints and
+    those of these projects, what their researchers are offered; without: every one (superusers)."""
+    endpoints = ModelEndpoint.objects.all()
+    if projects is not None:
+        endpoints = endpoints.filter(Q(project=None) | Q(project__in=list(projects)))
+    named = endpoints.exclude(api_key_env="").only("pk", "name", "api_key_env", "base_url", "project")
     refused = [endpoint.pk for endpoint in named if endpoint_refusal(endpoint)]
-    return ModelEndpoint.objects.exclude(pk__in=refused)
+    return endpoints.exclude(pk__in=refused)
+
+
+def endpoint_named(*, project: Project, name: str) -> ModelEndpoint | None:
+    """The endpoint a launch for `project` means by `name`: the project's own endpoint of that name,
+    else the shared one, else None (the API and run_inference name endpoints). Whether a job may use
+    it is endpoint_refusal's to say."""
+    named = ModelEndpoint.objects.filter(Q(project=None) | Q(project=project), name=name)
+    return named.order_by(F("project").asc(nulls_last=True)).first()
 
 
 def job_cost(job: InferenceJob) -> float | None:

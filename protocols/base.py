@@ -20,7 +20,8 @@ What a protocol says, in the order the platform uses it:
 - evaluation side: ``metrics`` (key -> (short name, definition)), ``ranking`` and
   ``alternative_rankings``, ``chance``, ``places``, ``human_row``, ``board`` ("models", or
   "generators" for a rating protocol whose rows are the items' generators), ``cluster_key``
-  (the payload field whose items a statistic resamples together, or None), and the module named
+  (the payload field, dotted path or tuple of them whose items a statistic resamples together and
+  clustered errors group: protocols/kit/clustered.py; or None), and the module named
   by ``scoring_module`` (``KEYS``, ``printed(matrix)``, ``cis(matrix, *, n_boot, seed)``,
   ``score(items, answers)``, ``random_answer_set(items, *, rng)``);
 - lmms-eval export (annotation/interchange/lmms_eval.py): the module named by ``lmms_module``
@@ -112,7 +113,9 @@ class Protocol:
     percent: ClassVar[bool] = True
     human_row: ClassVar[bool] = False  # blind answers make a Human row
     board: ClassVar[str] = "models"  # "models", or "generators" (rows per payload["generator"])
-    cluster_key: ClassVar[str | None] = None
+    # the payload field grouping items for clustered errors (protocols/kit/clustered.py): a name, a
+    # dotted path ("extra.video_id") or a tuple of them; None: every item stands alone
+    cluster_key: ClassVar[str | tuple[str, ...] | None] = None
     prompts_module: ClassVar[str] = "prompts"
     scoring_module: ClassVar[str] = "scoring"
     # The lmms-eval task (protocols/kit/lmms.py); None: the protocol has none.

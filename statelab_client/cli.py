@@ -98,6 +98,8 @@ def cmd_import(client: StateLabClient, args: argparse.Namespace) -> int:
         args.file,
         verified=args.verified,
         annotations=args.annotations,
+        format=args.format,
+        strict=args.strict,
         on_bytes=lambda sent, total: upload.update(
             sent / total if total else 1.0, f"{human_bytes(sent)} of {human_bytes(total)}"
         ),
@@ -120,20 +122,36 @@ def _import_outcome(run: ImportRun, *, as_json: bool) -> int:
         _print_json(run)
     if run["status"] == "finished":
         if not as_json:
-            report = run["report"] or {}
-            print(
-                ", ".join(f"{key} {value}" for key, value in report.items() if not isinstance(value, dict))
-                + "".join(
-                    f"; {key}: " + ", ".join(f"{k} {v}" for k, v in value.items())
-                    for key, value in report.items()
-                    if isinstance(value, dict)
-                )
-            )
+            _print_import_report(run["report"] or {})
         return EXIT_OK
-    print(f"statelab: import run {run['id']} {run['status']}: {run['error_count']} error(s)", file=sys.stderr)
+    read_as = f" (read as {run['read_as']})" if run.get("read_as") else ""
+    print(f"statelab: import run {run['id']} {run['status']}{read_as}: {run['error_count']} error(s)", file=sys.stderr)
     for line in run["errors"]:
         print(f"  {line}", file=sys.stderr)
     return EXIT_FAILED
+
+
+# Report entries printed on lines of their own after the counts.
+_REPORT_TEXT = ("format", "format_label", "notes", "kept_fields", "kept")
+
+
+def _print_import_report(report: dict[str, Any]) -> None:
+    """The counts on one line; then the format read, its reader's notes and the fields kept."""
+    counts = {k: v for k, v in report.items() if k not in _REPORT_TEXT}
+    print(
+        ", ".join(f"{key} {value}" for key, value in counts.items() if not isinstance(value, dict))
+        + "".join(
+            f"; {key}: " + ", ".join(f"{k} {v}" for k, v in value.items())
+            for key, value in counts.items()
+            if isinstance(value, dict)
+        )
+    )
+    if report.get("format") and report["format"] != "statelab":
+        print(f"read as {report['format']}: {report.get('format_label') or report['format']}")
+    for note in report.get("notes") or []:
+        print(f"- {note}")
+    if report.get("kept"):
+        print(report["kept"])
 
 
 def cmd_releases(client: StateLabClient, args: argparse.Namespace) -> int:
@@ -311,12 +329,21 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command(
         "import",
         cmd_import,
-        "upload items (.jsonl, .json, .zip; --annotations: ratings or answers), "
-        "then follow the import run until it is done",
+        "upload items (.jsonl, .json, .zip, or the authors' release as published: a file, or a folder sent "
+        "as a zip; --annotations: ratings or answers), then follow the import run until it is done",
     )
     sub.add_argument("project")
-    sub.add_argument("file")
+    sub.add_argument("file", help="a file, or a folder (sent as a zip of its contents)")
     sub.add_argument("--verified", action="store_true", help="import as a published benchmark's verified items")
+    sub.add_argument(
+        "--format",
+        metavar="NAME",
+        help="the items' format: statelab (the project's own item lines) or one of the protocol's authors' "
+        "formats (default: the server detects it)",
+    )
+    sub.add_argument(
+        "--strict", action="store_true", help="refuse fields the protocol does not know instead of keeping them"
+    )
     sub.add_argument("--annotations", action="store_true", help="the file holds human annotations, not items")
     sub.add_argument("--no-wait", action="store_true", help="print the run id and return at once")
     sub.add_argument("--poll", type=float, default=1.0, help="seconds between polls (default 1)")

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 import time
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, Literal, TypedDict
@@ -42,6 +44,9 @@ class ImportRun(TypedDict):
     project: str
     kind: str
     verified: bool
+    format: str | None  # the format the upload named; None: detected (servers before formats: absent)
+    strict: bool
+    read_as: str | None  # the format the file was read as, once known
     file_name: str
     file_bytes: int
     status: ImportStatus
@@ -203,6 +208,18 @@ class _CountingFile:
         return chunk
 
 
+def zip_folder(folder: Path, target: Path) -> Path:
+    """A zip of the folder's contents (paths relative to it), for an upload. Symbolic links are
+    left out: the server refuses them, and what they point to is not the folder's."""
+    root = folder.resolve()
+    with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+        for entry in sorted(folder.rglob("*")):
+            if entry.is_symlink() or not entry.is_file() or not entry.resolve().is_relative_to(root):
+                continue
+            zf.write(entry, entry.relative_to(folder).as_posix())
+    return target
+
+
 def download_name(response: httpx.Response, fallback: str) -> str:
     """The file name of Content-Disposition, reduced to a safe base name."""
     match = re.search(r'filename="?([^";]+)"?', response.headers.get("content-disposition", ""))
@@ -266,16 +283,37 @@ class StateLabClient:
         *,
         verified: bool = False,
         annotations: bool = False,
+        format: str | None = None,
+        strict: bool = False,
         on_bytes: Callable[[int, int], None] | None = None,
     ) -> ImportRun:
-        """Upload items (.jsonl, .json or .zip; or, with annotations=True, ratings/answers) and
-        return the queued run (the server imports it in the background)."""
+        """Upload items (.jsonl, .json or .zip, or a file in one of the protocol's authors' formats;
+        or, with annotations=True, ratings/answers) and return the queued run (the server imports
+        it in the background). A folder (an authors' release laid out in folders) is sent as a zip
+        of its contents. `format` names the items' format (None: the server detects it); `strict`
+        refuses fields the protocol does not know."""
         path = Path(path)
+        if path.is_dir():
+            with tempfile.TemporaryDirectory(prefix="statelab-upload-") as work:
+                zipped = zip_folder(path, Path(work) / f"{path.name or 'upload'}.zip")
+                return self.import_upload(
+                    slug,
+                    zipped,
+                    verified=verified,
+                    annotations=annotations,
+                    format=format,
+                    strict=strict,
+                    on_bytes=on_bytes,
+                )
         endpoint = "annotation-imports" if annotations else "imports"
         total = path.stat().st_size
         with path.open("rb") as file:
             upload = _CountingFile(file, on_bytes, total)
-            data = {} if annotations else {"verified": "true" if verified else "false"}
+            data: dict[str, str] = {}
+            if not annotations:
+                data = {"verified": "true" if verified else "false", "strict": "true" if strict else "false"}
+                if format:
+                    data["format"] = format
             return self._json(
                 "POST",
                 f"/api/projects/{slug}/{endpoint}/",

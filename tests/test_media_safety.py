@@ -7,6 +7,7 @@ import hashlib
 
 import pytest
 
+from annotation.media.assets import assets_own
 from annotation.models import Item, MediaAsset, Role
 from tests.helpers.files import XSS_SCRIPT, polyglot_png
 
@@ -29,6 +30,7 @@ def member(make_project, make_user):
 
 
 def used_by(project, asset, n: int) -> None:
+    assets_own(project, [asset.pk])  # the project's import stored it
     Item.objects.create(
         project=project,
         external_id=f"i{n}",

@@ -1,12 +1,14 @@
-"""/media/: only people allowed to see a file get it (project members for stored assets,
+"""/media/: only people allowed to see a file get it (members of a project owning a stored asset,
 researchers for the upload area), with Range requests for video players."""
 
 import hashlib
+import re
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from annotation.media.assets import assets_own
 from annotation.models import Item, MediaAsset, Role
 
 pytestmark = pytest.mark.django_db
@@ -29,11 +31,13 @@ def clip(make_project, make_user, settings):
     ann = make_user("ann")
     project = make_project("p", "oscbench", members={ann: Role.ANNOTATOR})
     asset = stored_asset(settings.MEDIA_ROOT, CLIP, ".mp4")
+    assets_own(project, [asset.pk])  # as the project's import records it
     Item.objects.create(
         project=project, external_id="v1", payload={"video": "v.mp4", "prompt": "x"}, media={"video": asset.sha256}
     )
     other = make_project("q", "visualtrans")
     image = stored_asset(settings.MEDIA_ROOT, b"image bytes", ".png", "image")
+    assets_own(other, [image.pk])
     Item.objects.create(
         project=other,
         external_id="i1",
@@ -72,18 +76,18 @@ def test_other_projects_media_are_hidden(client, clip, make_user, make_project):
     client.force_login(make_user("nobody"))
     assert client.get(clip["url"]).status_code == 404
     assert client.get(clip["other_url"]).status_code == 404
-    # A file under assets/ that no item uses is nobody's (but the superuser's).
+    # A project that owns no asset sees none (but the superuser sees them all).
     stranger = make_user("stranger")
     make_project("r", "oscbench", members={stranger: Role.ADMIN})
     client.force_login(stranger)
     assert client.get(clip["url"]).status_code == 404
 
 
-def test_a_list_media_field_grants_access_too(client, clip, make_user):
+def test_every_role_of_an_owning_project_gets_its_media(client, clip, make_user):
     reviewer = make_user("rev")
     clip["q"].memberships.create(user=reviewer, role=Role.REVIEWER)
     client.force_login(reviewer)
-    assert client.get(clip["other_url"]).status_code == 200  # second entry of a VisualTrans images list
+    assert client.get(clip["other_url"]).status_code == 200  # an image of q's VisualTrans items
     assert client.get(clip["url"]).status_code == 404
 
 
@@ -94,33 +98,30 @@ def test_the_check_is_one_query(client, clip):
         response = client.get(clip["url"])
     assert response.status_code == 200
     ours = [q["sql"] for q in queries.captured_queries if "annotation_" in q["sql"]]
-    assert len(ours) == 1 and "annotation_mediaasset" in ours[0] and "annotation_item" in ours[0]
+    assert len(ours) == 1 and "annotation_mediaasset" in ours[0] and "annotation_projectasset" in ours[0]
+    assert "annotation_item " not in ours[0]  # the items' media JSON is not asked
 
 
-def test_the_check_uses_the_media_index_when_a_project_is_large(clip):
-    # With many items in a project, scanning them for the asset would cost every image request
-    # more and more; the GIN index on annotation_item.media answers the containment test instead.
+def test_the_check_uses_the_owners_index_when_a_project_owns_many_assets(clip):
+    # With many assets owned, scanning the owners for the asset would cost every image request
+    # more and more; the unique (asset, project) index answers the EXISTS instead.
     from annotation.media.access import asset_check_sql
 
     project = Item.objects.get(external_id="v1").project
-    Item.objects.bulk_create(
-        Item(
-            project=project,
-            external_id=f"bulk{i}",
-            payload={"video": "b.mp4", "prompt": "x"},
-            media={"video": hashlib.sha256(str(i).encode()).hexdigest()},
-        )
+    assets = MediaAsset.objects.bulk_create(
+        MediaAsset(sha256=hashlib.sha256(str(i).encode()).hexdigest(), kind="image", file=f"assets/x/{i}.png")
         for i in range(5000)
     )
+    assets_own(project, [a.pk for a in assets])
     sql, params = asset_check_sql(clip["ann"], clip["url"].removeprefix("/media/"))
     with connection.cursor() as cur:
-        cur.execute("ANALYZE annotation_item")
-        # A few thousand rows still fit a sequential scan; the choice that matters is between the
-        # index on project_id (every item of the projects) and the media index (the asset's items).
+        cur.execute("ANALYZE annotation_projectasset")
         cur.execute("SET LOCAL enable_seqscan = off")
         cur.execute("EXPLAIN " + sql, params)
         plan = "\n".join(row[0] for row in cur.fetchall())
-    assert "annotation_item_media_gin" in plan, plan
+    assert re.search(r"Index (Only )?Scan using projectasset_unique_asset_project on annotation_projectasset", plan), (
+        plan
+    )
 
 
 def test_upload_area_is_for_researchers(client, clip, make_user, make_project, settings):

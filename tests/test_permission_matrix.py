@@ -6,9 +6,11 @@ who is let in gets. The walk over `get_resolver()` fails, naming the pattern, wh
 entry (or an entry no pattern): a new route cannot ship without saying who may use it.
 
 Identities: anonymous, a signed-in non-member, the project's annotator / reviewer / researcher /
-admin member, a superuser, and a researcher of another project; each through a session and (API
-routes) through a token; pages asked with only a token must treat the caller as anonymous. The
-expected status follows from the entry's rule:
+admin member, a superuser, a researcher of another project, and two crowd accounts of one platform
+id: one from a study of the project, one from a study of the other project (each also holds a
+researcher membership row of the project it is not in, as an attack before the fix left them: the
+rows give nothing); each through a session and (API routes) through a token; pages asked with only
+a token must treat the caller as anonymous. The expected status follows from the entry's rule:
 - anonymous: a page redirects to the login page, the API answers 401 or 403 (a bad token: 401);
 - not a member of the project (researchers of another project included): 404;
 - a member below the role: 403;
@@ -47,6 +49,7 @@ from annotation.models import (
     MediaAsset,
     Membership,
     Project,
+    ProjectAsset,
     ProjectInvite,
     Role,
     Task,
@@ -71,7 +74,10 @@ ANON, STRANGER, ANNOTATOR, REVIEWER, RESEARCHER, ADMIN, SUPERUSER, OTHER = (
     "superuser",
     "other-researcher",
 )
-IDENTITIES = (ANON, STRANGER, ANNOTATOR, REVIEWER, RESEARCHER, ADMIN, SUPERUSER, OTHER)
+# Crowd accounts (annotation/studies/): an annotator of their own study's project and nothing else.
+CROWD, CROWD_ELSEWHERE = "crowd", "crowd-of-other-project"
+IDENTITIES = (ANON, STRANGER, ANNOTATOR, REVIEWER, RESEARCHER, ADMIN, SUPERUSER, OTHER, CROWD, CROWD_ELSEWHERE)
+CROWD_PID = "5f0c1d2e3f4a5b6c7d8e9f00"  # the same Prolific id in both studies: two accounts
 MEMBER_ROLE = {ANNOTATOR: Role.ANNOTATOR, REVIEWER: Role.REVIEWER, RESEARCHER: Role.RESEARCHER, ADMIN: Role.ADMIN}
 RANK = {Role.ANNOTATOR: 0, Role.REVIEWER: 1, Role.RESEARCHER: 2, Role.ADMIN: 3}
 LOGIN = "/accounts/login/?next="
@@ -82,12 +88,17 @@ LOGIN = "/accounts/login/?next="
 Rule = Callable[[str], object]
 
 
-def member(role: str) -> Rule:
-    """Project-scoped: non-members 404, members below `role` 403; superusers act as admin."""
+def member(role: str, *, crowd_study_here: bool = True) -> Rule:
+    """Project-scoped: non-members 404, members below `role` 403; superusers act as admin. The crowd
+    account is an annotator of the project its study is in (`mine`), of no other project."""
 
     def rule(who: str):
         if who == SUPERUSER:
             return "ok"
+        if who == CROWD:  # an annotator of its study's project, whatever else its rows say
+            if not crowd_study_here:
+                return 404
+            return "ok" if role == Role.ANNOTATOR else 403
         if who not in MEMBER_ROLE:
             return 404
         return "ok" if RANK[MEMBER_ROLE[who]] >= RANK[role] else 403
@@ -199,8 +210,14 @@ ROUTES: dict[str, Route] = {
     "io-project-new": page(NO_ARGS, researcher_anywhere, get(200), post(400, data={}), wrong("DELETE")),
     "io-members": page(slug, member(Role.RESEARCHER), get(200), post(400, data={}), wrong("DELETE")),
     # The project settings page (disagreement thresholds; the world's project compares quintuplet
-    # fields, and none ticked is refused).
-    "io-project-settings": page(slug, member(Role.RESEARCHER), get(200), post(400, data={}), wrong("DELETE")),
+    # fields, and none ticked is refused). Its project form is the project admins' (no name: refused).
+    "io-project-settings": Route(
+        "page",
+        (
+            Case(slug, member(Role.RESEARCHER), (get(200), post(400, data={}), wrong("DELETE")), "thresholds"),
+            Case(slug, member(Role.ADMIN), (post(400, data={"form": "project"}),), "project form"),
+        ),
+    ),
     "io-invite": page(lambda w: {"token": w.invite_token}, signed_in, get(410), post(410)),
     "work-amend": page(
         lambda w: {"slug": w.mine.slug, "annotation_id": w.annotation.pk}, own_task, get(200), wrong("POST")
@@ -220,7 +237,8 @@ ROUTES: dict[str, Route] = {
     # study link is anonymous-accessible BY DESIGN: the crowd platform's id (PROLIFIC_PID, workerId)
     # is the participant's identity; without one (as asked here) it explains itself (200), and a
     # signed-in non-participant is never signed out by it. The finish page belongs to a study's
-    # participants (nobody here is one: 404).
+    # participants (the crowd account of the project's study; it did none of its task and nothing
+    # is left to claim, so the page says so, without a code; anyone else 404).
     "io-studies": page(slug, member(Role.RESEARCHER), get(200), post(400, data={}), wrong("DELETE")),
     "io-study": page(
         lambda w: {"slug": w.mine.slug, "study_id": w.study.pk},
@@ -233,7 +251,9 @@ ROUTES: dict[str, Route] = {
         lambda w: {"slug": w.mine.slug, "study_id": w.study.pk}, member(Role.RESEARCHER), get(200), wrong("POST")
     ),
     "study-entry": Route("public", (Case(lambda w: {"token": w.study.token}, signed_in, (get(200), wrong("POST"))),)),
-    "study-finish": page(lambda w: {"token": w.study.token}, lambda who: 404, get(404), wrong("POST")),
+    "study-finish": page(
+        lambda w: {"token": w.study.token}, lambda who: "ok" if who == CROWD else 404, get(200), wrong("POST")
+    ),
     "api-studies": api(slug, member(Role.RESEARCHER), get(200), post(400, data={"name": ""}), wrong("DELETE")),
     "api-study": api(
         lambda w: {"slug": w.mine.slug, "study_id": w.study.pk}, member(Role.RESEARCHER), get(200), wrong("POST")
@@ -345,14 +365,20 @@ ROUTES: dict[str, Route] = {
     "evaluation:leaderboard-download": page(
         lambda w: {"slug": w.mine.slug, "fmt": "csv"}, member(Role.RESEARCHER), get(200)
     ),
-    "evaluation:correlation": page(osc_slug, member(Role.RESEARCHER), get(200)),
+    "evaluation:correlation": page(osc_slug, member(Role.RESEARCHER, crowd_study_here=False), get(200)),
     "evaluation:correlation-download": page(
-        lambda w: {"slug": w.osc.slug, "fmt": "json"}, member(Role.RESEARCHER), get(200)
+        lambda w: {"slug": w.osc.slug, "fmt": "json"}, member(Role.RESEARCHER, crowd_study_here=False), get(200)
     ),
     "api-leaderboard": api(
         slug, member(Role.RESEARCHER), get(200), get(200, query="fmt=csv"), get(400, query="fmt=exe"), wrong("POST")
     ),
-    "api-correlation": api(osc_slug, member(Role.RESEARCHER), get(200), get(200, query="fmt=latex"), wrong("POST")),
+    "api-correlation": api(
+        osc_slug,
+        member(Role.RESEARCHER, crowd_study_here=False),
+        get(200),
+        get(200, query="fmt=latex"),
+        wrong("POST"),
+    ),
     # Media: stored assets for any member of a project using them, the upload area for
     # researchers anywhere, anything else for superusers only.
     "media": Route(
@@ -431,7 +457,9 @@ def build_world(media_root: Path) -> World:
 
     User = get_user_model()
     users = {
-        who: User.objects.create_user(f"m-{who}", password=None) for who in IDENTITIES if who not in (ANON, SUPERUSER)
+        who: User.objects.create_user(f"m-{who}", password=None)
+        for who in IDENTITIES
+        if who not in (ANON, SUPERUSER, CROWD, CROWD_ELSEWHERE)  # the crowd accounts come with their studies
     }
     users[SUPERUSER] = User.objects.create_superuser("m-superuser", "root@example.org", None)
     tokens = {who: Token.objects.create(user=u).key for who, u in users.items()}
@@ -469,6 +497,7 @@ def build_world(media_root: Path) -> World:
         (media_root / name).parent.mkdir(parents=True, exist_ok=True)
         (media_root / name).write_bytes(body)
     asset = MediaAsset.objects.create(sha256=sha, kind="image", file=rel, mime="image/png", size_bytes=len(png))
+    ProjectAsset.objects.create(project=mine, asset=asset)  # stored by an import of `mine`
 
     annotated = Item.objects.create(
         project=mine,
@@ -530,7 +559,7 @@ def build_world(media_root: Path) -> World:
         invite_token,
         invite,
     )
-    from annotation.models import Study, StudyParticipant
+    from annotation.models import CrowdAccount, Study, StudyParticipant
 
     world.study = Study.objects.create(
         project=mine,
@@ -541,8 +570,23 @@ def build_world(media_root: Path) -> World:
         completion_code="C",
         is_open=False,
     )
-    crowd = User.objects.create_user("prolific-matrix", password=None)
-    world.participant = StudyParticipant.objects.create(study=world.study, user=crowd, external_id="matrix")
+    other_study = Study.objects.create(
+        project=other,
+        name="s2",
+        token="matrix-other-study-token",
+        max_participants=1,
+        tasks_per_participant=1,
+        completion_code="C",
+    )
+    for who, study, home, elsewhere in ((CROWD, world.study, mine, other), (CROWD_ELSEWHERE, other_study, other, mine)):
+        crowd = User.objects.create_user(f"prolific-{CROWD_PID}-{who}", password=None)
+        CrowdAccount.objects.create(user=crowd, study=study, platform="prolific", external_id=CROWD_PID)
+        Membership.objects.create(project=home, user=crowd, role=Role.ANNOTATOR)
+        Membership.objects.create(project=elsewhere, user=crowd, role=Role.RESEARCHER)  # gives nothing
+        participant = StudyParticipant.objects.create(study=study, user=crowd, external_id=CROWD_PID)
+        users[who], tokens[who] = crowd, Token.objects.create(user=crowd).key
+        if who == CROWD:
+            world.participant = participant
     return world
 
 

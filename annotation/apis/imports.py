@@ -6,10 +6,12 @@ from __future__ import annotations
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
+from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from ..importing.conversion import format_choices, format_refusal
 from ..importing.runs import import_run_data, import_run_queue
 from ..models import ImportKind, ImportRun, Role
 from ..permissions import get_project_for
@@ -20,16 +22,41 @@ class UploadSerializer(serializers.Serializer):
     verified = serializers.BooleanField(default=False, required=False)
 
 
+class ItemUploadSerializer(UploadSerializer):
+    format = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=100,
+        help_text="read the file in this format: statelab (the project's own item lines) or one of the "
+        "protocol's authors' formats (GET /api/projects/<slug>/imports/formats/); empty: detect it",
+    )
+    strict = serializers.BooleanField(
+        default=False, required=False, help_text="refuse fields the protocol does not know instead of keeping them"
+    )
+
+
+class ImportFormatSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    label = serializers.CharField()
+
+
 class ImportRunSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     project = serializers.CharField()
     kind = serializers.ChoiceField(choices=ImportKind.choices)
     verified = serializers.BooleanField()
+    format = serializers.CharField(allow_null=True, help_text="the format the upload named; null: detected")
+    strict = serializers.BooleanField()
+    read_as = serializers.CharField(allow_null=True, help_text="the format the file was read as, once known")
     file_name = serializers.CharField()
     file_bytes = serializers.IntegerField()
     status = serializers.ChoiceField(choices=["queued", "running", "finished", "refused", "failed"])
     done = serializers.BooleanField()
-    report = serializers.DictField(allow_null=True, help_text="the importer's counts once finished")
+    report = serializers.DictField(
+        allow_null=True,
+        help_text="the importer's counts once finished; for items also the format read, its reader's notes and "
+        "the fields kept that the protocol does not know",
+    )
     error_count = serializers.IntegerField()
     errors = serializers.ListField(child=serializers.CharField(), help_text='"line N: field F: reason" when refused')
     progress = serializers.FloatField(
@@ -59,8 +86,10 @@ def queued(run: ImportRun) -> Response:
 
 
 class ItemImportApi(APIView):
-    """POST a .jsonl or .zip of items (multipart field `file`; `verified` optional): a worker
-    imports it; 202 with the run to poll. GET lists the project's recent import runs."""
+    """POST a file of items (multipart field `file`; `verified`, `format`, `strict` optional): the
+    project's own .jsonl, .json or .zip, or a file (a folder as a .zip) in one of the protocol's
+    authors' formats; a worker imports it; 202 with the run to poll. GET lists the project's
+    recent import runs."""
 
     parser_classes = [MultiPartParser, FormParser]
 
@@ -70,11 +99,14 @@ class ItemImportApi(APIView):
         runs = ImportRun.objects.filter(project=project).select_related("project", "created_by")[:50]
         return Response([import_run_data(run) for run in runs])
 
-    @extend_schema(request=UploadSerializer, responses={202: ImportRunSerializer})
+    @extend_schema(request=ItemUploadSerializer, responses={202: ImportRunSerializer})
     def post(self, request, slug):
         project = get_project_for(request.user, slug, Role.RESEARCHER)
-        data = UploadSerializer(data=request.data)
+        data = ItemUploadSerializer(data=request.data)
         data.is_valid(raise_exception=True)
+        fmt = data.validated_data.get("format") or None
+        if fmt is not None and (reason := format_refusal(project.protocol, fmt)):
+            raise ValidationError({"format": [reason]})
         return queued(
             import_run_queue(
                 project=project,
@@ -82,8 +114,19 @@ class ItemImportApi(APIView):
                 uploaded=data.validated_data["file"],
                 kind=ImportKind.ITEMS,
                 verified=data.validated_data["verified"],
+                format_name=fmt,
+                strict=data.validated_data["strict"],
             )
         )
+
+
+class ItemImportFormatsApi(APIView):
+    """GET the formats an item import of the project reads (the `format` of an upload)."""
+
+    @extend_schema(responses=ImportFormatSerializer(many=True))
+    def get(self, request, slug):
+        project = get_project_for(request.user, slug, Role.RESEARCHER)
+        return Response([{"name": n, "label": label} for n, label in format_choices(project.protocol)])
 
 
 class AnnotationImportApi(APIView):

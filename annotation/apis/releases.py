@@ -9,10 +9,10 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from ..interchange.authors import AuthorsExportError, authors_download_response, authors_export_formats
 from ..models import Release, Role
 from ..permissions import get_project_for
 from ..releases import (
-    EXPORT_FORMATS,
     ReleaseRefused,
     export_formats,
     release_download_response,
@@ -74,10 +74,10 @@ class ReleaseExportApi(APIView):
             OpenApiParameter(
                 "fmt",
                 str,
-                enum=list(EXPORT_FORMATS),
                 description=(
                     "json (default), jsonl, zip, hf (a zipped Hugging Face dataset folder); coco or coco_zip for "
-                    "box projects"
+                    "box projects; or the name of one of the protocol's authors' formats that write "
+                    "(a zip of the paper's own files, docs/importing.md)"
                 ),
             )
         ],
@@ -87,7 +87,13 @@ class ReleaseExportApi(APIView):
         project = get_project_for(request.user, slug, Role.RESEARCHER)
         release = get_object_or_404(Release.objects.select_related("project"), project=project, version=version)
         fmt = request.query_params.get("fmt", "json")
-        allowed = export_formats(project.protocol)
+        authors = [f.name for f in authors_export_formats(project.protocol)]
+        if fmt in authors:
+            try:
+                return authors_download_response(release, fmt, actor=request.user)
+            except AuthorsExportError as exc:
+                return Response({"detail": str(exc)}, status=400)
+        allowed = [*export_formats(project.protocol), *authors]
         if fmt not in allowed:
             return Response({"detail": f"fmt must be one of {', '.join(allowed)}"}, status=400)
         return release_download_response(release, fmt, actor=request.user)

@@ -6,7 +6,6 @@ Researchers and admins of the project read it (annotation/views/audit.py, apis/a
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from collections.abc import Iterator
@@ -16,6 +15,8 @@ from datetime import date, datetime, time, timedelta
 from django.contrib.auth import get_user_model
 from django.db.models import QuerySet
 from django.utils import timezone
+
+from protocols.kit.csv_cells import csv_writer
 
 from ..models import AuditAction, AuditEvent, Project
 
@@ -138,17 +139,17 @@ def audit_export(events: QuerySet[AuditEvent], fmt: str) -> Iterator[str]:
             yield json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n"
         return
     buffer = io.StringIO()
-    writer = csv.writer(buffer)
+    writer = csv_writer(buffer)  # no cell starts like a formula (protocols/kit/csv_cells.py)
     writer.writerow(EXPORT_COLUMNS)
     for row in rows:
         writer.writerow(
             [
                 row["at"],
-                _cell(row["actor"] or ""),
+                row["actor"] or "",
                 row["action"],
                 row["object_type"],
                 row["object_id"],
-                _cell(row["object"]),
+                row["object"],
                 json.dumps(row["details"], ensure_ascii=False, sort_keys=True),
             ]
         )
@@ -157,8 +158,3 @@ def audit_export(events: QuerySet[AuditEvent], fmt: str) -> Iterator[str]:
             buffer.seek(0)
             buffer.truncate()
     yield buffer.getvalue()
-
-
-def _cell(text: str) -> str:
-    # A cell a spreadsheet would run as a formula (=, +, -, @) is quoted with an apostrophe.
-    return "'" + text if text[:1] in ("=", "+", "-", "@") else text

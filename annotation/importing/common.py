@@ -20,6 +20,8 @@ class ImportRefused(Exception):
     def __init__(self, errors: list[str], total: int | None = None):
         self.errors = errors
         self.total = total if total is not None else len(errors)
+        # The format the file was read as (an item import's), for the refusal's heading.
+        self.read_as: str | None = None
         more = f" (showing {len(errors)} of {self.total})" if self.total > len(errors) else ""
         super().__init__(f"import refused, {self.total} error(s){more}:\n" + "\n".join(errors))
 

@@ -21,6 +21,13 @@ they are refused.
 A known QA answer is stored in annotation.canonical's form (a raw ``"b"`` becomes ``"B"``), the
 form a reviewer's verification writes; expected scores in criteria order. Single field values
 are checked in protocols/fields.py; lines of annotations made elsewhere in annotation_lines.py.
+
+Fields the protocol does not know are kept, not refused: they go into the payload's ``"extra"``
+object (with whatever object the line carries as ``"extra"`` itself: the provenance an authors'
+format reader keeps, protocols/kit/releases.py), which reviewers see, a release exports back and
+annotators never receive (annotation.selectors.annotator_item_payload shows an allow-list).
+``strict`` refuses them instead. Every error of a line comes at once: the checks across fields
+run on the fields that passed, where the line's required fields are all valid.
 """
 
 from __future__ import annotations
@@ -36,6 +43,8 @@ from protocols.fields import FieldError
 
 # Keys every protocol accepts besides its own fields (none of them goes into the payload).
 COMMON_KEYS = ("id", "split", "tags", "gold")
+# The payload's object of fields kept from the source that the protocol does not know.
+EXTRA = "extra"
 # Added by a release export; ignored on import (it is recomputed when a release is frozen).
 EXPORT_ONLY_KEYS = ("resolved",)
 ID_MAX = 200
@@ -102,7 +111,9 @@ def _compile(protocol: str) -> tuple:
 _split_match = SPLIT_RE.match
 
 
-def check_item(protocol: str, obj: Any, *, verified: bool = False) -> CheckedItem | list[FieldError]:
+def check_item(
+    protocol: str, obj: Any, *, verified: bool = False, strict: bool = False
+) -> CheckedItem | list[FieldError]:
     """Validate one decoded JSON line; return the checked item or every error found.
 
     A valid line takes `_check_valid`, which does the same checks with per-protocol tables built
@@ -110,13 +121,13 @@ def check_item(protocol: str, obj: Any, *, verified: bool = False) -> CheckedIte
     error. Either way the same lines are accepted, with the same result.
     """
     if type(obj) is dict:
-        checked = _check_valid(_compile(protocol), obj, verified)
+        checked = _check_valid(_compile(protocol), obj, verified, strict)
         if checked is not None:
             return checked
-    return _check_item_full(protocol, obj, verified=verified)
+    return _check_item_full(protocol, obj, verified=verified, strict=strict)
 
 
-def _check_valid(compiled: tuple, obj: dict[str, Any], verified: bool) -> CheckedItem | None:
+def _check_valid(compiled: tuple, obj: dict[str, Any], verified: bool, strict: bool) -> CheckedItem | None:
     """`_check_item_full` for a line without errors: the same CheckedItem, or None at any error."""
     required, allowed, others, labels, labels_required, cross, canon, media_fields, gold_answer = compiled
     get = obj.get
@@ -147,6 +158,7 @@ def _check_valid(compiled: tuple, obj: dict[str, Any], verified: bool) -> Checke
     if gold is not False and gold is not True:
         return None
     payload: dict[str, Any] = {}
+    extra: dict[str, Any] | None = None
     try:
         for name, check in required:
             value = get(name)
@@ -159,9 +171,19 @@ def _check_valid(compiled: tuple, obj: dict[str, Any], verified: bool) -> Checke
                 if value is not None:
                     payload[key] = check(value)
             elif key not in allowed:
-                return None
+                if strict:
+                    return None
+                if extra is None:
+                    extra = {}
+                extra[key] = value
     except fields.Invalid:
         return None
+    if extra is not None:
+        extra = _kept(extra)
+        if extra is None:
+            return None
+        if extra:
+            payload[EXTRA] = extra
     complete = False
     for name in labels:
         if get(name) is not None:
@@ -191,7 +213,9 @@ def _check_valid(compiled: tuple, obj: dict[str, Any], verified: bool) -> Checke
     return CheckedItem(external_id, payload, split, tags, complete, media, gold)
 
 
-def _check_item_full(protocol: str, obj: Any, *, verified: bool = False) -> CheckedItem | list[FieldError]:
+def _check_item_full(
+    protocol: str, obj: Any, *, verified: bool = False, strict: bool = False
+) -> CheckedItem | list[FieldError]:
     """The complete check of one line, naming every error (see `check_item`)."""
     if not isinstance(obj, dict):
         return [FieldError("-", "a line must be a JSON object")]
@@ -220,6 +244,7 @@ def _check_item_full(protocol: str, obj: Any, *, verified: bool = False) -> Chec
         gold = False
 
     payload: dict[str, Any] = {}
+    before = len(errors)
     for name, check in spec.required.items():
         value = obj.get(name)
         if value is None:
@@ -229,8 +254,10 @@ def _check_item_full(protocol: str, obj: Any, *, verified: bool = False) -> Chec
             payload[name] = check(value)
         except fields.Invalid as exc:
             errors.append(FieldError(name, exc.reason))
-    # One walk over the line's keys: unknown ones are errors, optional and label fields checked.
+    core_valid = len(errors) == before  # the required fields: what the checks across fields rest on
+    # One walk over the line's keys: unknown ones kept (or, strict, errors), the others checked.
     _, allowed, others, *_ = _compile(protocol)
+    extra: dict[str, Any] = {}
     for key, value in obj.items():
         check = others.get(key)
         if check is not None:
@@ -240,7 +267,12 @@ def _check_item_full(protocol: str, obj: Any, *, verified: bool = False) -> Chec
                 except fields.Invalid as exc:
                     errors.append(FieldError(key, exc.reason))
         elif key not in allowed:
-            errors.append(FieldError(key, f"unknown field for protocol {protocol}"))
+            if strict:
+                errors.append(FieldError(key, f"unknown field for protocol {protocol} (refused by --strict)"))
+            else:
+                extra[key] = value
+    if extra:
+        errors.extend(_extra_errors(extra))
 
     present_labels = [n for n in spec.labels if obj.get(n) is not None] if spec.labels else []
     complete = bool(present_labels)
@@ -253,8 +285,11 @@ def _check_item_full(protocol: str, obj: Any, *, verified: bool = False) -> Chec
                     else "required for a labeled item"
                 )
                 errors.append(FieldError(name, why))
-    if not errors and spec.cross:
-        errors.extend(spec.cross(payload))
+    if spec.cross and core_valid:
+        # Run on the fields that passed too, so a line's errors come in one round; a finding about
+        # a field already named is left out (it follows from that field's own error).
+        named = {e.field for e in errors}
+        errors.extend(e for e in spec.cross(payload) if e.field not in named)
     gold_given = [n for n in spec.gold_answer if obj.get(n) is not None]
     if gold_given and not gold and gold_valid:  # (an invalid gold is named above)
         errors.extend(
@@ -281,6 +316,8 @@ def _check_item_full(protocol: str, obj: Any, *, verified: bool = False) -> Chec
     if errors:
         return errors
     _compile(protocol)[6](payload)
+    if extra and (kept := _kept(extra)):
+        payload[EXTRA] = kept
 
     media: list[tuple[str, str, str]] = []
     for name, kind in proto.media_fields.items():
@@ -297,3 +334,27 @@ def _check_item_full(protocol: str, obj: Any, *, verified: bool = False) -> Chec
         media_paths=media,
         gold=gold,
     )
+
+
+def _kept(extra: dict[str, Any]) -> dict[str, Any] | None:
+    """The payload's ``extra``: the line's unknown fields merged into the object it carries as
+    ``extra`` (None when that is not an object or repeats one of them: `_extra_errors` says so)."""
+    own = extra.pop(EXTRA, None)
+    if own is None:
+        return extra
+    if type(own) is not dict or any(key in own for key in extra):
+        return None
+    return {**own, **extra}
+
+
+def _extra_errors(extra: dict[str, Any]) -> list[FieldError]:
+    own = extra.get(EXTRA)
+    if own is None:
+        return []
+    if not isinstance(own, dict):
+        return [FieldError(EXTRA, "must be an object of the fields kept from the source")]
+    return [
+        FieldError(key, "given both at the top level and inside extra; keep one")
+        for key in extra
+        if key != EXTRA and key in own
+    ]

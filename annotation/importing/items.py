@@ -27,11 +27,17 @@ offers only pending gold items, and their answers never make them done.
 
 Memory holds one chunk of lines plus one entry per distinct media file, never the whole file
 (plus 8 bytes per promoted item).
+
+The file may also be in one of the authors' formats of the project's protocol, detected or named
+(``format_name``): it is converted to item lines first (annotation/importing/conversion.py), and
+the report says which format was read and what the reader mapped. Fields the protocol does not
+know are kept in the item's ``extra`` and named once in the report; ``strict`` refuses them.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,15 +50,21 @@ from django.utils import timezone
 from annotation.audit.record import audit_record
 from annotation.media.assets import MediaInfo, MediaRefused, assets_store, delete_stored, inspect_media, known_media
 from annotation.models import AuditAction, Item, ItemStatus, Membership, Project, Role
+from protocols import registry
 from protocols.fields import NUL_REASON, check_box_inside, nul_field
 
 from .common import ErrorLog, ImportRefused, KeySeen, parse_json_line, report_duplicates
+from .conversion import OWN_FORMAT, expected_shapes, items_file
 from .copy_spool import CopySpool, media_map
-from .formats import CheckedItem, check_item
+from .formats import EXTRA, CheckedItem, check_item
 from .sources import ReadMeter, SourceError, open_source
 
 BATCH = 2000
 EXISTING_CHUNK = 1000
+# Names of kept fields remembered per import (a file whose every line has new ones stops there).
+KEPT_NAMES_MAX = 1000
+KEPT_NAMES_SHOWN = 50
+_LINE_PREFIX = re.compile(r"^line (\d+):")
 
 
 @dataclass
@@ -65,6 +77,12 @@ class ItemImportReport:
     media_stored: int = 0
     by_status: dict[str, int] = field(default_factory=dict)
     header: dict[str, Any] | None = None
+    # The format read (conversion.OWN_FORMAT or an authors' format's name), and what its reader mapped.
+    format: str = OWN_FORMAT
+    format_label: str = ""
+    notes: list[str] = field(default_factory=list)
+    # Names of the fields kept in items' "extra" (the protocol does not know them), sorted.
+    kept_fields: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -75,7 +93,21 @@ class ItemImportReport:
             "media_files": self.media_files,
             "media_stored": self.media_stored,
             "by_status": self.by_status,
+            "format": self.format,
+            "format_label": self.format_label,
+            "notes": self.notes,
+            "kept_fields": self.kept_fields,
+            "kept": self.kept_sentence(),
         }
+
+    def kept_sentence(self) -> str:
+        """The kept fields, named once: "kept 3 fields not in the protocol: dataset, frame_0, video_id"."""
+        names = self.kept_fields
+        if not names:
+            return ""
+        shown = ", ".join(names[:KEPT_NAMES_SHOWN]) + (", ..." if len(names) > KEPT_NAMES_SHOWN else "")
+        many = f"{len(names)}+" if len(names) >= KEPT_NAMES_MAX else str(len(names))
+        return f"kept {many} field{'s' if len(names) != 1 else ''} not in the protocol: {shown}"
 
 
 # The scanner json.loads uses (same options as its default decoder), called directly.
@@ -93,10 +125,12 @@ _STATUS_TEXT = {
 class _Validation:
     """State of pass 1."""
 
-    def __init__(self, project: Project, source, verified: bool):
+    def __init__(self, project: Project, source, verified: bool, strict: bool = False):
         self.project = project
         self.source = source
         self.verified = verified
+        self.strict = strict
+        self.kept: set[str] = set()
         self.errors = ErrorLog()
         self.media: dict[str, MediaInfo] = {}
         self.media_refused: dict[str, str] = {}
@@ -141,6 +175,9 @@ class _Validation:
     def run(self) -> None:
         protocol = self.project.protocol
         verified = self.verified
+        strict = self.strict
+        box_pixels = registry.get(protocol).box_pixels
+        kept = self.kept
         errors = self.errors
         media = self.media
         ids_add = self.ids.add
@@ -165,7 +202,7 @@ class _Validation:
             if "\\u0000" in text and (nul := nul_field(obj)) is not None:  # JSON spells a NUL only so
                 errors.add(line, nul, NUL_REASON)
                 continue
-            checked = check_item(protocol, obj, verified=verified)
+            checked = check_item(protocol, obj, verified=verified, strict=strict)
             if type(checked) is list:
                 for err in checked:
                     errors.add(line, err.field, err.reason)
@@ -185,9 +222,15 @@ class _Validation:
             if not media_ok:
                 continue
             payload = checked.payload
-            if "bbox" in payload:
+            if EXTRA in payload and len(kept) < KEPT_NAMES_MAX:
+                kept.update(payload[EXTRA])
+            if "bbox" in payload or "box_units" in payload:
+                # A box in other units becomes pixels of its image (the protocol's box_pixels), then
+                # must lie inside it.
                 info = media[payload["image"]]
-                reason = check_box_inside(payload["bbox"], info.width, info.height)
+                reason = box_pixels(payload, info.width, info.height)
+                if reason is None and isinstance(payload.get("bbox"), list):
+                    reason = check_box_inside(payload["bbox"], info.width, info.height)
                 if reason:
                     errors.add(line, "bbox", reason)
                     continue
@@ -208,6 +251,7 @@ class _Validation:
         if self.report.lines == 0 and not self.errors:
             self.errors.add("file", "-", "holds no items")
         self.report.media_files = len(self.media)
+        self.report.kept_fields = sorted(kept)
 
     def _id_lines(self):
         for line, text in self.source.lines():
@@ -267,6 +311,7 @@ def _write(project: Project, source, validation: _Validation, audit: dict) -> It
             media=((info, relpath) for relpath, info in media.items()),
             open_file=source.open_media,
             written=written,
+            project=project,  # the project owns what its import brought (annotation/media/access.py)
         )
         _promote(validation.promote)
         # In the import's transaction (the COPY writer's, in live mode): recorded only if it commits.
@@ -284,6 +329,9 @@ def _write(project: Project, source, validation: _Validation, audit: dict) -> It
                 "created": report.lines - report.unchanged - report.promoted,
                 "unchanged": report.unchanged,
                 "promoted": report.promoted,
+                # What an authors' format or the kept fields add, only where there is something to say.
+                **({"format": audit["format"]} if audit["format"] != OWN_FORMAT else {}),
+                **({"kept_fields": report.kept_fields[:KEPT_NAMES_SHOWN]} if report.kept_fields else {}),
             },
         )
 
@@ -321,18 +369,58 @@ def items_import(
     actor=None,
     run_id: int | None = None,
     progress: ReadMeter | None = None,
+    format_name: str | None = None,
+    strict: bool = False,
+    confined: bool = False,
 ) -> ItemImportReport:
-    """Import a JSONL (+ media folder) or a zip into `project`, all or nothing; audited as `actor`'s
-    import (of import run `run_id` when the import page or API made one). `progress` counts the
-    reads of the items file once it is this import's turn.
+    """Import a JSONL, JSON or zip of item lines (+ media folder), or a file or folder in one of the
+    protocol's authors' formats (detected, or `format_name`), into `project`, all or nothing;
+    audited as `actor`'s import (of import run `run_id` when the import page or API made one).
+    `progress` counts the reads of the items file once it is this import's turn. `strict`
+    refuses fields the protocol does not know (otherwise kept in the item's extra). `confined`
+    (an upload): media come only from `media_root` or from inside the uploaded zip.
 
-    Raises ImportRefused with "line N: field F: reason" messages when any line is invalid;
-    nothing is written then. Re-importing an identical file creates nothing.
+    Raises ImportRefused with "line N: field F: reason" messages ("row N" for the Nth item an
+    authors' file was converted to) when any line is invalid; nothing is written then.
+    Re-importing an identical file creates nothing.
     """
+    with items_file(
+        protocol=project.protocol, path=path, media_root=media_root, format_name=format_name, confined=confined
+    ) as read:
+        try:
+            report = _import_file(
+                project,
+                read.path,
+                media_root=read.media_root,
+                verified=verified,
+                strict=strict,
+                progress=progress,
+                audit={"actor": actor, "file": Path(path).name, "run": run_id, "format": read.format},
+            )
+        except ImportRefused as exc:
+            if read.converted:  # its line N is the Nth converted row, not a line of the authors' file
+                exc.read_as = read.label
+                exc.errors = [_LINE_PREFIX.sub(r"row \1:", message) for message in exc.errors]
+            raise
+    report.format, report.format_label, report.notes = read.format, read.label, read.notes
+    return report
+
+
+def _import_file(
+    project: Project,
+    path: Path,
+    *,
+    media_root: Path | None,
+    verified: bool,
+    strict: bool,
+    progress: ReadMeter | None,
+    audit: dict,
+) -> ItemImportReport:
     try:
         source = open_source(path, media_root=media_root, max_bytes=settings.IMPORT_MAX_FILE_BYTES)
     except SourceError as exc:
-        raise ImportRefused([f"file: field -: {exc}"]) from exc
+        reason = f"{exc}; expected {expected_shapes(project.protocol)}" if exc.shape else str(exc)
+        raise ImportRefused([f"file: field -: {reason}"]) from exc
     header_protocol = source.header.get("protocol") if isinstance(source.header, dict) else None
     if isinstance(header_protocol, str) and header_protocol != project.protocol:
         source.close()
@@ -343,7 +431,7 @@ def items_import(
             ]
         )
     try:
-        validation = _Validation(project, source, verified)
+        validation = _Validation(project, source, verified, strict)
         try:
             if progress is not None:  # pass 1 is the one read of the file
                 source.follow(progress, passes=1)
@@ -351,7 +439,7 @@ def items_import(
             validation.report.header = source.header
             if validation.errors:
                 raise validation.errors.refuse()
-            return _write(project, source, validation, {"actor": actor, "file": Path(path).name, "run": run_id})
+            return _write(project, source, validation, audit)
         finally:
             validation.spool.close()
     finally:

@@ -15,6 +15,13 @@ and Celery beat's watchdog runs `import_runs_watch` (settings.STATELAB_RUN_WATCH
 re-queues a run whose worker died, up to STATELAB_RUN_MAX_ATTEMPTS claims, then fails it with the
 reason. The import is one transaction, so a second attempt starts from nothing.
 
+Formats: an item import reads the project's own files or one of its protocol's authors' formats,
+detected or named (annotation/importing/conversion.py). What the upload asked for (``format``,
+``strict``) is kept with the run, under ``report["requested"]``, until the worker reads it; the
+worker imports the staged file under the name it was uploaded with (a format may know its file by
+name), from the run's working folder. Media of an upload come from the server's import folder or
+from inside the uploaded zip only.
+
 Progress: the importer counts the bytes it reads of the items file (a ReadMeter, one addition per
 buffer refill), and a second thread of the worker copies the count to the row at most once a
 second (`progress_writer`); bytes, not lines, because the file's size is known before the first
@@ -24,6 +31,9 @@ line is read, so the count has a total from the start.
 from __future__ import annotations
 
 import logging
+import os
+import re
+import shutil
 from pathlib import Path
 
 from django.conf import settings
@@ -42,6 +52,7 @@ from config.storage import is_local, is_missing, local_copy
 from ..models import ImportKind, ImportRun, Project
 from .annotations import annotations_import
 from .common import ImportRefused
+from .conversion import format_refusal, import_workdir
 from .items import items_import
 from .sources import ReadMeter, copy_upload
 
@@ -49,6 +60,9 @@ log = logging.getLogger(__name__)
 
 # How often, at most, a running import's progress is written to its row.
 PROGRESS_SECONDS = 1.0
+# The run's report key holding what the upload asked for ({"format": name or None, "strict": bool}).
+REQUESTED = "requested"
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def import_media_root() -> Path:
@@ -101,11 +115,23 @@ def _drop_staged(staged_path: str) -> None:
 
 
 def import_run_queue(
-    *, project: Project, user, uploaded, kind: str = ImportKind.ITEMS, verified: bool = False
+    *,
+    project: Project,
+    user,
+    uploaded,
+    kind: str = ImportKind.ITEMS,
+    verified: bool = False,
+    format_name: str | None = None,
+    strict: bool = False,
 ) -> ImportRun:
-    """Stage an uploaded file and queue its import; returns the run (already done when eager)."""
+    """Stage an uploaded file and queue its import; returns the run (already done when eager).
+    `format_name` (items): one of the protocol's item formats (conversion.format_choices), None to
+    detect; ValueError, naming those there are, for another."""
     if kind not in ImportKind.values:
         raise ValueError(f"kind must be one of {', '.join(ImportKind.values)}")
+    if format_name and kind == ImportKind.ITEMS and (reason := format_refusal(project.protocol, format_name)):
+        raise ValueError(reason)
+    requested = {"format": format_name or None, "strict": bool(strict)} if kind == ImportKind.ITEMS else None
     name = (getattr(uploaded, "name", "") or "upload").replace("\x00", "").rsplit("/", 1)[-1][:255] or "upload"
     suffix = ".zip" if name.lower().endswith(".zip") else ".jsonl"
     staged = copy_upload(uploaded, staging_root(), suffix=suffix)
@@ -120,6 +146,7 @@ def import_run_queue(
             file_name=name,
             file_bytes=size,
             staged_path=staged_path,
+            report={REQUESTED: requested} if requested else {},
         )
     except BaseException:
         _drop_staged(staged_path)
@@ -170,8 +197,20 @@ def progress_writer(queryset, meter: ReadMeter) -> RowWriter:
     return RowWriter(queryset, values=values, interval=PROGRESS_SECONDS, name="statelab-import-progress")
 
 
+def _as_uploaded(staged: Path, work: Path, file_name: str) -> Path:
+    """The staged file under the name it was uploaded with (made safe), linked into `work`."""
+    name = _UNSAFE_NAME.sub("_", Path(file_name).name).lstrip(".")[-100:] or "upload"
+    named = work / name
+    try:
+        os.link(staged, named)
+    except OSError:  # another file system: a copy
+        shutil.copyfile(staged, named)
+    return named
+
+
 def _import(run: ImportRun, meter: ReadMeter) -> str:
     run_id = run.pk
+    requested = (run.report or {}).get(REQUESTED) or {}
     path = _staged_local(run.staged_path)
     try:
         if not path.is_file():
@@ -183,22 +222,30 @@ def _import(run: ImportRun, meter: ReadMeter) -> str:
                 project=run.project, path=path, actor=run.created_by, run_id=run.pk, progress=meter
             )
         else:
-            report = items_import(
-                project=run.project,
-                path=path,
-                media_root=import_media_root(),
-                verified=run.verified,
-                actor=run.created_by,
-                run_id=run.pk,
-                progress=meter,
-            )
+            with import_workdir() as work:
+                report = items_import(
+                    project=run.project,
+                    path=_as_uploaded(path, work, run.file_name),
+                    media_root=import_media_root(),
+                    verified=run.verified,
+                    actor=run.created_by,
+                    run_id=run.pk,
+                    progress=meter,
+                    format_name=requested.get("format"),
+                    strict=bool(requested.get("strict")),
+                    confined=True,
+                )
     except ImportRefused as exc:
         run.status, run.errors, run.error_count = RunStatus.REFUSED, exc.errors, exc.total
+        if exc.read_as:
+            run.report = {**run.report, "read_as": exc.read_as}
     except Exception as exc:  # recorded for the researcher; the importers wrote nothing
         log.exception("import run %s failed", run_id)
         run.status, run.errors, run.error_count = RunStatus.FAILED, [f"{type(exc).__name__}: {exc}"], 1
     else:
         run.status, run.report = RunStatus.FINISHED, report.as_dict()
+        if requested:
+            run.report[REQUESTED] = requested
     finally:
         path.unlink(missing_ok=True)
         _drop_staged(run.staged_path)
@@ -245,16 +292,22 @@ def _import_lost(*, run: ImportRun, reason: str) -> None:
 
 def import_run_data(run: ImportRun) -> dict:
     """The JSON form of a run (API and page)."""
+    stored = run.report or {}
+    requested = stored.get(REQUESTED) or {}
+    report = {k: v for k, v in stored.items() if k not in (REQUESTED, "read_as")}
     return {
         "id": run.pk,
         "project": run.project.slug,
         "kind": run.kind,
         "verified": run.verified,
+        "format": requested.get("format"),
+        "strict": bool(requested.get("strict")),
+        "read_as": report.get("format_label") or stored.get("read_as"),
         "file_name": run.file_name,
         "file_bytes": run.file_bytes,
         "status": run.status,
         "done": run.done,
-        "report": run.report or None,
+        "report": (report or None) if run.status == RunStatus.FINISHED else None,
         "error_count": run.error_count,
         "errors": run.errors,
         "progress": round(run.progress_bytes / run.progress_total, 4) if run.progress_total else None,

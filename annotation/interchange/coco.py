@@ -21,12 +21,11 @@ import zipfile
 from collections.abc import Iterator
 from typing import Any
 
-from django.core.files.storage import default_storage
-
 from protocols import registry
 
-from ..models import MediaAsset, Release, ReleaseItem
-from .stream_zip import StreamSink
+from ..models import MediaAsset, Release
+from .frozen import StoredMedia, frozen_project, frozen_rows
+from .stream_zip import StreamSink, zip_entry
 
 OUTCOMES = ("nothing_to_label", "cannot_determine")
 CHUNK = 2000
@@ -37,15 +36,9 @@ def _dumps(obj: Any) -> bytes:
 
 
 def _rows(release: Release) -> Iterator[list[tuple[int, dict, dict]]]:
-    """(position, export line, item media) in release order, in chunks."""
-    rows = (
-        ReleaseItem.objects.filter(release=release)
-        .order_by("position")
-        .values_list("position", "payload", "item__media")
-        .iterator(chunk_size=CHUNK)
-    )
+    """(position, export line, frozen {relative path: sha256}) in release order, in chunks."""
     chunk: list[tuple[int, dict, dict]] = []
-    for row in rows:
+    for row in frozen_rows(release):
         chunk.append(row)
         if len(chunk) >= CHUNK:
             yield chunk
@@ -54,8 +47,13 @@ def _rows(release: Release) -> Iterator[list[tuple[int, dict, dict]]]:
         yield chunk
 
 
+def _image_sha(line: dict, media: dict) -> str | None:
+    image = line.get("image")
+    return media.get(image) if isinstance(image, str) else None
+
+
 def _sizes(chunk: list[tuple[int, dict, dict]]) -> dict[str, tuple[int | None, int | None]]:
-    shas = {(media or {}).get("image") for _, _, media in chunk} - {None}
+    shas = {_image_sha(line, media) for _, line, media in chunk} - {None}
     return {
         sha: (w, h) for sha, w, h in MediaAsset.objects.filter(sha256__in=shas).values_list("sha256", "width", "height")
     }
@@ -112,7 +110,7 @@ def coco_parts(release: Release) -> Iterator[bytes]:
     for chunk in _rows(release):
         sizes = _sizes(chunk)
         for position, line, media in chunk:
-            size = sizes.get((media or {}).get("image"), (None, None))
+            size = sizes.get(_image_sha(line, media), (None, None))
             yield (b"\n" if first else b",\n") + _dumps(_image(position, line, size))
             first = False
             if has_box(line):
@@ -126,13 +124,14 @@ def coco_parts(release: Release) -> Iterator[bytes]:
                 yield (b"\n" if first else b",\n") + _dumps(_annotation(position, line, ids[category_key(line)]))
                 first = False
     cats = [{"id": n, "name": state, "supercategory": obj} for (obj, state), n in ids.items()]
+    project = frozen_project(release)
     info = {
-        "description": f"{release.project.name or release.project.slug} {release.version}",
+        "description": f"{project['name'] or project['slug']} {release.version}",
         "version": release.version,
         "date_created": release.created_at.isoformat(),
         "contributor": "StateLab",
         "statelab": {
-            "project": release.project.slug,
+            "project": project["slug"],
             "protocol": release.project.protocol,
             "split": release.split,
             "item_count": release.item_count,
@@ -148,7 +147,7 @@ def coco_zip_parts(release: Release, *, flush_bytes: int = 256 * 1024) -> Iterat
     the zip's folder is the COCO image root."""
     sink = StreamSink()
     with zipfile.ZipFile(sink, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
-        with zf.open("annotations.json", "w", force_zip64=True) as out:
+        with zf.open(zip_entry("annotations.json"), "w", force_zip64=True) as out:
             for part in coco_parts(release):
                 out.write(part)
                 if sink.pending() >= flush_bytes:
@@ -157,14 +156,13 @@ def coco_zip_parts(release: Release, *, flush_bytes: int = 256 * 1024) -> Iterat
         wanted: dict[str, str] = {}  # image path -> sha256 (the first item naming a path wins)
         for chunk in _rows(release):
             for _, line, media in chunk:
-                sha = (media or {}).get("image")
-                if isinstance(line.get("image"), str) and sha:
+                sha = _image_sha(line, media)
+                if sha:
                     wanted.setdefault(line["image"], sha)
-        files = dict(MediaAsset.objects.filter(sha256__in=set(wanted.values())).values_list("sha256", "file"))
+        files = StoredMedia()
+        files.load(wanted.values())
         for path in sorted(wanted):
-            info = zipfile.ZipInfo(path, date_time=(2020, 1, 1, 0, 0, 0))
-            info.compress_type = zipfile.ZIP_STORED  # images are compressed already
-            with default_storage.open(files[wanted[path]], "rb") as src, zf.open(info, "w", force_zip64=True) as dst:
+            with files.open(wanted[path]) as src, zf.open(zip_entry(path, stored=True), "w", force_zip64=True) as dst:
                 while data := src.read(flush_bytes):
                     dst.write(data)
                     yield sink.drain()

@@ -35,13 +35,12 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from django.core.files.storage import default_storage
-
-from ..models import MediaAsset, Release, ReleaseItem
+from ..models import Release
 from ..project_setup import project_setting
 from ..protocols import MEDIA_FIELDS
+from .frozen import StoredMedia, frozen_project, frozen_rows
 from .header import release_header
-from .stream_zip import StreamSink
+from .stream_zip import StreamSink, zip_entry
 
 CARD = "README.md"
 _CARD_LINE = re.compile(r"^statelab: (\{.*\})$", re.MULTILINE)
@@ -106,14 +105,9 @@ def _merge(a: str | None, b: str) -> str:
 
 
 def _lines(release: Release) -> Iterator[tuple[dict, dict]]:
-    rows = (
-        ReleaseItem.objects.filter(release=release)
-        .order_by("position")
-        .values_list("payload", "item__media")
-        .iterator(chunk_size=2000)
-    )
-    for line, media in rows:
-        yield line, media or {}
+    """(export line, {relative path: sha256}) in release order, as the release froze them."""
+    for _, line, media in frozen_rows(release):
+        yield line, media
 
 
 def _column_types(release: Release) -> dict[str, str]:
@@ -140,48 +134,26 @@ def _safe_relpath(path: str) -> PurePosixPath:
     return rel
 
 
-class _MediaFiles:
-    """Media bytes by sha256, read from the storage in batches."""
-
-    def __init__(self) -> None:
-        self.files: dict[str, str] = {}
-
-    def load(self, shas: set[str]) -> None:
-        missing = shas - set(self.files)
-        if missing:
-            self.files.update(MediaAsset.objects.filter(sha256__in=missing).values_list("sha256", "file"))
-
-    def read(self, sha: str) -> bytes:
-        with default_storage.open(self.files[sha], "rb") as fh:
-            return fh.read()
-
-    def copy_to(self, sha: str, target: Path) -> None:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with default_storage.open(self.files[sha], "rb") as src, open(target, "wb") as dst:
-            shutil.copyfileobj(src, dst, 1024 * 1024)
+def _paths(value: Any) -> list[str]:
+    return value if isinstance(value, list) else [value]
 
 
-def _shas(value: Any) -> list[str]:
-    return value if isinstance(value, list) else [value] if isinstance(value, str) else []
-
-
-def _row(line: dict, media_map: dict, types: dict[str, str], media: _MediaFiles, out: Path) -> dict:
+def _row(line: dict, media_map: dict, types: dict[str, str], media: StoredMedia, out: Path) -> dict:
+    """One Parquet row; `media_map` is the line's frozen {relative path: sha256}."""
     row: dict[str, Any] = {}
     for name, kind in types.items():
         value = line.get(name)
         if value is None:
             row[name] = None
         elif kind in ("image", "list_image"):
-            paths = value if isinstance(value, list) else [value]
-            cells = [{"bytes": media.read(sha), "path": p} for p, sha in zip(paths, _shas(media_map.get(name)))]
+            cells = [{"bytes": media.read(media_map[p]), "path": p} for p in _paths(value) if p in media_map]
             row[name] = cells if kind == "list_image" else cells[0]
         elif kind in ("video", "list_video"):
-            paths = value if isinstance(value, list) else [value]
-            for p, sha in zip(paths, _shas(media_map.get(name))):
+            for p in _paths(value):
                 target = out / "media" / _safe_relpath(p)
-                if not target.exists():
-                    media.copy_to(sha, target)
-            row[name] = ["media/" + p for p in paths] if kind == "list_video" else "media/" + value
+                if p in media_map and not target.exists():
+                    media.copy_to(media_map[p], target)
+            row[name] = ["media/" + p for p in value] if kind == "list_video" else "media/" + value
         elif kind == "json":
             row[name] = json.dumps(value, ensure_ascii=False)
         else:
@@ -239,8 +211,9 @@ def _yaml_text(value: str) -> str:
 
 
 def _card(release: Release, types: dict[str, str], shards: int, hf_split: str) -> str:
-    project = release.project
-    settings = project.settings or {}
+    project = frozen_project(release)
+    slug = project["slug"]
+    settings = project["settings"] or {}
     header = release_header(release)
     meta = {
         **header,
@@ -253,15 +226,15 @@ def _card(release: Release, types: dict[str, str], shards: int, hf_split: str) -
     }
     split = release.split or "test"
     renamed = f" (the Hugging Face split `{hf_split}`)" if hf_split != split else ""
-    citation = project_setting(settings, "citation", "", project=project.slug)
+    citation = project_setting(settings, "citation", "", project=slug)
     lines = [
         "---",
-        f"license: {_yaml_text(project_setting(settings, 'license', 'other', project=project.slug))}",
-        f"pretty_name: {_yaml_text(project.name or project.slug)}",
+        f"license: {_yaml_text(project_setting(settings, 'license', 'other', project=slug))}",
+        f"pretty_name: {_yaml_text(project['name'] or slug)}",
         "tags:",
         "- statelab",
         "- object-states",
-        f"- {_yaml_text(project.protocol)}",
+        f"- {_yaml_text(release.project.protocol)}",
         "configs:",
         "- config_name: default",
         "  data_files:",
@@ -270,11 +243,11 @@ def _card(release: Release, types: dict[str, str], shards: int, hf_split: str) -
         f"statelab: {json.dumps(meta, ensure_ascii=False, sort_keys=True)}",
         "---",
         "",
-        f"# {project.name or project.slug} — release {release.version}",
+        f"# {project['name'] or slug} — release {release.version}",
         "",
-        (project.description or "").strip(),
+        (project["description"] or "").strip(),
         "",
-        f"- Protocol: `{project.protocol}`; split `{split}`{renamed}; {release.item_count} items.",
+        f"- Protocol: `{release.project.protocol}`; split `{split}`{renamed}; {release.item_count} items.",
         f"- Release checksum (sha256): `{release.checksum}`.",
         "- Images are stored in the Parquet shards (`Image` feature); videos are files under `media/`.",
         "- Columns listed in `statelab.json_columns` hold JSON text.",
@@ -296,13 +269,13 @@ def hf_export(release: Release, out: Path, *, rows_per_shard: int = ROWS_PER_SHA
     split = hf_split_name(release.split or "test")
     total = release.item_count
     shards = max(1, -(-total // rows_per_shard))
-    media = _MediaFiles()
+    media = StoredMedia()
     batch: list[tuple[dict, dict]] = []
     shard = 0
 
     def flush() -> None:
         nonlocal shard, batch
-        media.load({sha for _, m in batch for v in m.values() for sha in _shas(v)})
+        media.load({sha for _, m in batch for sha in m.values()})
         rows = [_row(line, m, types, media, out) for line, m in batch]
         pa, pq = _arrow()
         table = pa.Table.from_pylist(rows, schema=schema)
@@ -323,13 +296,23 @@ def hf_export(release: Release, out: Path, *, rows_per_shard: int = ROWS_PER_SHA
 # --- import -------------------------------------------------------------------------------------
 
 
+def _inside(folder: Path, path: Path, what: str) -> Path:
+    """`path` with every link followed, refused unless it still lies inside `folder` (also
+    resolved): a link anywhere on the way (a linked folder in the middle of media/lnk/x.mp4, a
+    linked shard or card) may not reach a file outside the dataset folder."""
+    real = path.resolve()
+    if not real.is_relative_to(folder.resolve()):
+        raise HFFolderError(f"{what}: leads outside the dataset folder (a symbolic link); only its own files are read")
+    return real
+
+
 def is_hf_folder(path: Path) -> bool:
     path = Path(path)
     return path.is_dir() and (path / CARD).is_file() and (path / "data").is_dir()
 
 
 def _card_meta(folder: Path) -> dict:
-    text = (folder / CARD).read_text(encoding="utf-8", errors="replace")
+    text = _inside(folder, folder / CARD, f"{folder.name}/{CARD}").read_text(encoding="utf-8", errors="replace")
     found = _CARD_LINE.search(text.split("\n---", 1)[0] if text.startswith("---") else "")
     if not found:
         raise HFFolderError(f"{folder.name}/{CARD}: no `statelab:` metadata (not a StateLab dataset export)")
@@ -348,7 +331,7 @@ def hf_folder_to_jsonl(folder: Path, work: Path) -> Path:
     folder, work = Path(folder), Path(work)
     meta = _card_meta(folder)
     columns: dict[str, str] = meta["columns"]
-    shards = sorted((folder / "data").glob("*.parquet"))
+    shards = [_inside(folder, shard, f"data/{shard.name}") for shard in sorted((folder / "data").glob("*.parquet"))]
     if not shards:
         raise HFFolderError(f"{folder.name}/data: no Parquet shards")
     header = {
@@ -409,8 +392,8 @@ def _line(row: dict, columns: dict[str, str], folder: Path, work: Path, where: s
                 rel = _safe_relpath(p)
                 if rel.parts[0] != "media" or len(rel.parts) < 2:
                     raise HFFolderError(f"{where}: field {name}: a video path lies under media/")
-                source = folder / rel
-                if not source.is_file() or source.is_symlink():
+                source = _inside(folder, folder / rel, f"{where}: field {name}: {p}")
+                if not source.is_file():
                     raise HFFolderError(f"{where}: field {name}: {p} is missing from the folder")
                 inner = PurePosixPath(*rel.parts[1:])
                 if str(inner) not in written:
@@ -438,7 +421,7 @@ def hf_zip_parts(release: Release, *, flush_bytes: int = 256 * 1024) -> Iterator
         sink = StreamSink()
         with zipfile.ZipFile(sink, "w", compression=zipfile.ZIP_STORED) as zf:
             for path in sorted(p for p in (work / "dataset").rglob("*") if p.is_file()):
-                info = zipfile.ZipInfo(str(path.relative_to(work / "dataset")), date_time=(2020, 1, 1, 0, 0, 0))
+                info = zip_entry(str(path.relative_to(work / "dataset")), stored=True)
                 with open(path, "rb") as src, zf.open(info, "w", force_zip64=True) as dst:
                     while data := src.read(flush_bytes):
                         dst.write(data)

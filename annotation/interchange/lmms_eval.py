@@ -28,7 +28,7 @@ human raters) is refused.
 
 The writer is plain Python (no Django): `write_task` takes the release header and its export
 lines (`annotation.releases.release_lines`), plus an optional function that writes an item's
-media file. `lmms_export(release, DIR)` is the Django side that feeds it from the database.
+media file. `lmms_export(release, DIR)` is the Django side that feeds it what the release froze.
 """
 
 from __future__ import annotations
@@ -177,25 +177,25 @@ def folder_media(root: Path) -> MediaWriter:
 
 
 def lmms_export(release, out: Path) -> dict:
-    """Write `release` (a Release) as an lmms-eval task folder at `out`, media from the storage."""
+    """Write `release` (a Release) as an lmms-eval task folder at `out`: the lines, media and
+    project settings as the release froze them (annotation/interchange/frozen.py)."""
+    from .frozen import StoredMedia, frozen_project, frozen_rows
     from .header import release_header
-    from .hf import _lines, _MediaFiles, _shas
 
-    media_files = _MediaFiles()
-    current: dict[str, dict] = {}
+    media_files = StoredMedia()
+    current: dict[str, str] = {}
 
     def lines():
-        for line, media_map in _lines(release):
+        for _, line, media_map in frozen_rows(release):
             current.clear()
             current.update(media_map)
             yield line
 
     def copy(line: dict, field: str, index: int, rel: str, target: Path) -> None:
-        shas = _shas(current.get(field))
-        if index >= len(shas):
+        sha = current.get(rel)
+        if sha is None:
             raise LmmsExportError(f"item {line.get('id')}: no stored media for {field} {rel!r}")
-        media_files.load({shas[index]})
-        media_files.copy_to(shas[index], target)
+        media_files.copy_to(sha, target)
 
-    settings = release.project.settings or {}
+    settings = frozen_project(release)["settings"] or {}
     return write_task(Path(out), release_header(release), lines(), settings=settings, media=copy)

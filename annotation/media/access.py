@@ -2,9 +2,12 @@
 
 The role rules themselves live in annotation/permissions.py:
 - ``assets/…`` (stored media): a member of a project — any role, since annotators work on its
-  items' media — one of whose items uses the asset. Otherwise 404, as for a hidden project.
-  One statement per request (`asset_check_sql`): the asset (by its file name), the items using it
-  and the user's projects (`projects_visible_to`) are joined in EXISTS tests.
+  items' media — that owns the asset: one of the project's own imports stored those bytes
+  (`ProjectAsset`, recorded by annotation/media/assets.py, assets_store). An item's media JSON is
+  never asked: pointing an item at another project's hash gives nothing. Otherwise 404, the same
+  answer as for a file that does not exist, so a refusal tells nothing about other projects' files.
+  One statement per request (`asset_check_sql`): the asset (by its file name), its owners and the
+  user's projects (`projects_visible_to`) are joined in one EXISTS test.
 - the shared upload area (IMPORT_MEDIA_ROOT when it lies inside MEDIA_ROOT, default
   ``MEDIA_ROOT/incoming``): researchers (or admins) of at least one project; 403 for others.
 - anything else under MEDIA_ROOT (job exports, …): superusers only (404 for others).
@@ -17,7 +20,6 @@ image or video type its import recorded, and only when that type is on SAFE_TYPE
 
 from __future__ import annotations
 
-import json
 import mimetypes
 import re
 from pathlib import Path
@@ -27,9 +29,8 @@ from django.db import connection
 from django.http import Http404
 
 from ..importing.runs import import_media_root
-from ..models import Item, MediaAsset
+from ..models import MediaAsset, ProjectAsset
 from ..permissions import is_researcher_anywhere, projects_visible_to
-from ..protocols import MEDIA_FIELDS
 
 # What a stored asset may be served as (inline). SVG is deliberately absent: it can carry script.
 SAFE_TYPES = {
@@ -45,27 +46,9 @@ def _upload_root(root: Path) -> Path | None:
     return upload if upload == root or root in upload.parents else None
 
 
-def _media_fields() -> list[tuple[str, str]]:
-    return sorted({(name, kind) for spec in MEDIA_FIELDS.values() for name, kind in spec.items()})
-
-
-def _asset_media_sql() -> str:
-    """SQL true when item `i` uses asset `a` in any media field of any protocol."""
-    return (
-        "("
-        + " OR ".join(
-            f"i.media @> jsonb_build_object('{name}', jsonb_build_array(a.sha256))"
-            if kind == "images"
-            else f"i.media @> jsonb_build_object('{name}', a.sha256)"
-            for name, kind in _media_fields()
-        )
-        + ")"
-    )
-
-
 def readable_asset(user, relpath: str) -> tuple[str, str] | None:
-    """(kind, recorded mime) of the asset stored at `relpath` when some project the user belongs to
-    has an item using it; None otherwise. One statement (asset_check_sql)."""
+    """(kind, recorded mime) of the asset stored at `relpath` when a project the user may see owns
+    it; None otherwise. One statement (asset_check_sql)."""
     sql, params = asset_check_sql(user, relpath)
     with connection.cursor() as cur:
         cur.execute(sql, params)
@@ -74,31 +57,18 @@ def readable_asset(user, relpath: str) -> tuple[str, str] | None:
 
 
 def asset_check_sql(user, relpath: str) -> tuple[str, list]:
-    """The one statement behind readable_asset (served by annotation_item_media_gin): the asset's
-    kind and mime, as one row when the user may read it, no row otherwise."""
+    """The one statement behind readable_asset: the asset's kind and mime, as one row when a
+    project visible to the user owns it (the owners' unique (asset, project) index answers the
+    EXISTS), no row otherwise."""
     visible_sql, visible_params = projects_visible_to(user).order_by().values("pk").query.sql_with_params()
     where, params = "a.file = %s", [relpath]
     match = ASSET_NAME_RE.match(relpath)
-    sha256 = match.group(2) if match else None
-    if sha256:  # the usual name: look the asset up by its unique sha256 index
+    if match:  # the usual name: look the asset up by its unique sha256 index
         where += " AND a.sha256 = %s"
-        params.append(sha256)
-    asset_sql = f"SELECT a.kind, a.mime FROM {MediaAsset._meta.db_table} a WHERE {where}"
-    if sha256:
-        # One EXISTS per media field, each a containment test against a constant: the GIN index
-        # annotation_item_media_gin answers each with an index scan, however many items the
-        # user's projects hold (an OR of them inside one subquery is planned as a full scan).
-        tests = [{name: [sha256] if kind == "images" else sha256} for name, kind in _media_fields()]
-        uses = " OR ".join(
-            f"EXISTS (SELECT 1 FROM {Item._meta.db_table} i"
-            f" WHERE i.media @> %s::jsonb AND i.project_id IN ({visible_sql}))"
-            for _ in tests
-        )
-        uses_params = [p for test in tests for p in (json.dumps(test), *visible_params)]
-        return f"{asset_sql} AND ({uses})", [*params, *uses_params]
+        params.append(match.group(2))
     sql = (
-        f"{asset_sql} AND EXISTS ("
-        f"SELECT 1 FROM {Item._meta.db_table} i WHERE i.project_id IN ({visible_sql}) AND {_asset_media_sql()})"
+        f"SELECT a.kind, a.mime FROM {MediaAsset._meta.db_table} a WHERE {where} AND EXISTS ("
+        f"SELECT 1 FROM {ProjectAsset._meta.db_table} o WHERE o.asset_id = a.id AND o.project_id IN ({visible_sql}))"
     )
     return sql, [*params, *visible_params]
 

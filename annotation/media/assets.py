@@ -18,7 +18,10 @@
   named ``v.html`` as ``.mp4`` (media are untrusted bytes; DESIGN, invariants). The name's own
   extension is kept only where it is one of that format's usual ones (``.jpeg`` for a JPEG).
 - Every accepted file is stored once under ``MEDIA_ROOT/assets/<sha[:2]>/<sha256><ext>`` and
-  recorded as a `MediaAsset` keyed by its SHA-256 (content-hash dedup across projects).
+  recorded as a `MediaAsset` keyed by its SHA-256 (content-hash dedup across projects). The
+  project whose import brought the file is recorded as one of its owners (`ProjectAsset`, one row
+  per project that brought those bytes): who may fetch the file is decided from those rows
+  (annotation/media/access.py), never from an item's media JSON.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import default_storage
 
-from ..models import MediaAsset
+from ..models import MediaAsset, ProjectAsset
 from .probe import MediaError, NoVideoStream, VideoUnreadable, ffmpeg_exe, probe_video, sha256_of
 
 IMAGE_FORMATS = {"JPEG", "PNG", "WEBP", "BMP", "GIF", "TIFF"}
@@ -265,8 +268,10 @@ def assets_store(
     media: Iterable[tuple[MediaInfo, str]],
     open_file: Callable[[str], BinaryIO],
     written: list[str],
+    project=None,
 ) -> dict[str, int]:
-    """Make sure every (info, source path) has a MediaAsset and a stored file.
+    """Make sure every (info, source path) has a MediaAsset and a stored file, owned by `project`
+    (the project importing them; see assets_own).
 
     Existing assets (same sha256) are reused, so the same file is stored once however many
     items or projects use it. Files this call writes are appended to `written` so that the
@@ -310,7 +315,16 @@ def assets_store(
         for start in range(0, len(new_assets), 1000):
             chunk = [a.sha256 for a in new_assets[start : start + 1000]]
             ids.update(MediaAsset.objects.filter(sha256__in=chunk).values_list("sha256", "id"))
+    if project is not None:
+        assets_own(project, ids.values())
     return ids
+
+
+def assets_own(project, asset_ids: Iterable[int]) -> None:
+    """Record `project` as an owner of the assets (its import brought their bytes); its members
+    may then fetch them. In the caller's transaction, so a rolled back import owns nothing."""
+    rows = [ProjectAsset(project=project, asset_id=pk) for pk in set(asset_ids)]
+    ProjectAsset.objects.bulk_create(rows, batch_size=1000, ignore_conflicts=True)
 
 
 def delete_stored(names: Iterable[str]) -> None:

@@ -1,5 +1,6 @@
 """Submitting: store the annotation of a claimed task exactly once, count it, verify the item when its
-annotators agree (and the project asks for that)."""
+annotators agree (and the project asks for that). The time it took is measured here (active_ms),
+never taken from the client."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from ..selectors import result_context_for, shows_suggestions
 from ..verification import item_auto_verify, item_mark_disagreement, project_settings_to_mark
 from . import sql
 from .errors import AlreadySubmitted, TaskConflict
-from .rules import item_accepts_annotations
+from .rules import item_accepts_annotations, lease_seconds
 from .task_ops import lock_own_task
 
 
@@ -50,6 +51,23 @@ def _same_result(workflow: str, item: Item, result, stored: dict) -> bool:
     return json.loads(json.dumps(validated.result)) == stored
 
 
+def active_ms(*, task: Task, user, project, now: datetime) -> int:
+    """The time the annotator spent on this task as the server saw it: from the later of its claim
+    and their previous submit (a page claims the next task while it shows the current one, so
+    counting from the claim alone would count those seconds twice; time on a skipped task goes to
+    the next submit, once) to now, at most one lease length of the project (a task left open is
+    not work). Crowd pay is computed from it (annotation/studies/table.py)."""
+    previous = (
+        Annotation.objects.filter(annotator=user, source="task", created_at__lte=now)
+        .order_by("-created_at")
+        .values_list("created_at", flat=True)
+        .first()
+    )
+    start = max(task.created_at, previous) if previous is not None else task.created_at
+    seconds = min(max(0.0, (now - start).total_seconds()), float(lease_seconds(project)))
+    return int(seconds * 1000)
+
+
 def annotation_submit(
     *,
     task_id: int,
@@ -61,7 +79,8 @@ def annotation_submit(
 ) -> Submitted:
     """Store the annotation of a claimed task, exactly once.
 
-    A repeat (same key, same task, or a second tab) with the same answer returns the first
+    `time_spent_ms` is the client's own count and is not used: the time stored is active_ms, the
+    server's. A repeat (same key, same task, or a second tab) with the same answer returns the first
     annotation with created=False; with a different answer it raises AlreadySubmitted (nothing
     changes). Idempotency keys are per annotator. Raises ResultInvalid (nothing written),
     TaskNotFound or TaskConflict.
@@ -129,7 +148,7 @@ def _submit(
     if not item_accepts_annotations(item):
         raise TaskConflict("This item already has all the annotations it needs; your answer was not saved.")
 
-    ms = max(0, int(time_spent_ms or 0))
+    ms = active_ms(task=task, user=user, project=project, now=now)
     # The answer is blind unless the form offered a model suggestion for this item (conservative:
     # any suggestion stored by the time of the submit counts as seen).
     suggestable = shows_suggestions(project=project)

@@ -53,16 +53,20 @@ class Study(models.Model):
 
 
 class CrowdAccount(models.Model):
-    """The password-less account of one crowd-platform id: the same id always signs in as it."""
+    """The password-less account of one crowd-platform id in one study: the same id always signs in
+    to the same account through that study's link, and the same id in another study is another
+    account. It belongs to its study's project, as an annotator there and nothing more
+    (annotation/permissions.py caps it; annotation/members.py refuses any other role or project)."""
 
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="crowd_account")
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="crowd_accounts")
     platform = models.CharField(max_length=20, choices=StudyPlatform.choices)
     external_id = models.CharField(max_length=64)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["platform", "external_id"], name="crowdaccount_unique_platform_id")
+            models.UniqueConstraint(fields=["study", "platform", "external_id"], name="crowdaccount_unique_study_id")
         ]
 
 

@@ -1,20 +1,28 @@
-"""Crowd participants: joining through a study link (a password-less account bound to the
-platform's id, the same id always the same account), finishing (the completion code), and the
-researcher's approval or rejection. A rejected participant's annotations move to
-ExcludedAnnotation, so nothing that reads annotations sees them, and their items go back to the
-queue (the counts drop; an item that was complete is pending again). A reviewed item keeps its
-reviewer's decision unless it rested on a rejected annotation the remaining ones do not support:
-then it goes back to review, or, frozen in a release, is reported (reopen.py)."""
+"""Crowd participants: joining through a study link (a password-less account of the platform's id
+in that study: the same id always the same account there, another study another account),
+finishing (the completion code, once the study's tasks are done), and the researcher's approval
+or rejection. A rejected participant's annotations move to ExcludedAnnotation, so nothing that
+reads annotations sees them, and their items go back to the queue (the counts drop; an item that
+was complete is pending again). A reviewed item keeps its reviewer's decision unless it rested on
+a rejected annotation the remaining ones do not support: then it goes back to review, or, frozen
+in a release, is reported (reopen.py).
+
+A study's places (max_participants) are held by participants who did work (an annotation, or a
+task they hold now) and, for one lease length after joining, by those who have not started yet:
+ids made up to fill the quota give their places back when that time is over. Ids must have their
+platform's format (PLATFORM_FORMATS), and every join is in the audit trail (member_add, via the
+study)."""
 
 from __future__ import annotations
 
 import re
 import secrets
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from ..audit.record import audit_record
@@ -36,18 +44,38 @@ from ..models import (
 )
 from ..queue import queue_claim_next
 from ..queue.quota import tasks_done, time_over
+from ..queue.rules import lease_seconds
 from .reopen import decisions_resting_on, decisions_settle, edits_started_from
 from .setup import StudyRefused
 
-# Prolific ids are 24 hex digits, MTurk worker ids about 14 capitals and digits; anything of
-# letters, digits, - and _ (starting with a letter or digit) is taken, so ids stay safe in CSV.
-PLATFORM_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 # Query parameters each platform appends to the study link: (participant id, study, session).
 PLATFORM_PARAMS = {
     StudyPlatform.PROLIFIC: ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID"),
     StudyPlatform.MTURK: ("workerId", "hitId", "assignmentId"),
 }
 MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
+
+
+@dataclass(frozen=True)
+class IdFormat:
+    pattern: re.Pattern
+    shape: str  # what such an id looks like, for the refusal
+
+
+# The formats of PLATFORM_PARAMS's ids, in the same order. Prolific's participant, study and
+# session ids are 24 hexadecimal digits (read case-insensitively, kept in lower case); MTurk's
+# worker ids are an "A" and capital letters or digits, its HIT and assignment ids capital letters
+# and digits, at most 64 characters (the MTurk API's CustomerId and EntityId).
+_HEX24 = IdFormat(re.compile(r"[0-9a-f]{24}"), "24 hexadecimal digits")
+_MTURK_ENTITY = IdFormat(re.compile(r"[A-Z0-9]{1,64}"), "capital letters and digits, at most 64")
+PLATFORM_FORMATS = {
+    StudyPlatform.PROLIFIC: (_HEX24, _HEX24, _HEX24),
+    StudyPlatform.MTURK: (
+        IdFormat(re.compile(r"A[A-Z0-9]{1,63}"), "an A followed by capital letters and digits, at most 64"),
+        _MTURK_ENTITY,
+        _MTURK_ENTITY,
+    ),
+}
 
 
 class StudyUnavailable(Exception):
@@ -71,46 +99,69 @@ class PlatformIds:
 
 
 def platform_ids(study: Study, params) -> PlatformIds | None:
-    """The participant's ids from the link's query string (None: no id given)."""
-    pid_name, study_name, session_name = PLATFORM_PARAMS[study.platform]
-    session = (params.get(session_name) or "").strip()
-    if study.platform == StudyPlatform.MTURK and session == MTURK_PREVIEW:
+    """The participant's ids from the link's query string (None: no participant id given).
+    PlatformIdInvalid names the first id not in its platform's format (the study and session ids
+    may be missing, never malformed)."""
+    names = PLATFORM_PARAMS[study.platform]
+    values = [(params.get(name) or "").strip() for name in names]
+    if study.platform == StudyPlatform.MTURK and values[2] == MTURK_PREVIEW:
         return PlatformIds("", preview=True)
-    pid = (params.get(pid_name) or "").strip()
-    if not pid:
+    if not values[0]:
         return None
-    if not PLATFORM_ID_RE.match(pid):
-        raise PlatformIdInvalid(f"{pid_name} is not a valid participant id.")
-    return PlatformIds(pid, (params.get(study_name) or "").strip()[:100], session[:100])
+    if study.platform == StudyPlatform.PROLIFIC:
+        values = [v.lower() for v in values]
+    label = StudyPlatform(study.platform).label
+    for name, value, form in zip(names, values, PLATFORM_FORMATS[study.platform]):
+        if value and not form.pattern.fullmatch(value):
+            raise PlatformIdInvalid(f"{name} is not a {label} id: it should be {form.shape}.")
+    return PlatformIds(*values)
 
 
-def _crowd_user(platform: str, external_id: str):
-    """The account of (platform, id), made on first use: no password (unusable), a username
-    derived from both (suffixed when a person already has that name)."""
-    account = CrowdAccount.objects.select_related("user").filter(platform=platform, external_id=external_id).first()
-    if account is not None:
-        return account.user
+def _new_crowd_user(study: Study, external_id: str):
+    """A password-less (unusable) user for a new crowd account, named after the platform and id;
+    a name a person (or the same id in another study) has already gets the study's number, then a
+    random suffix."""
     User = get_user_model()
-    username = f"{platform}-{external_id}"[:150]
-    if User.objects.filter(username=username).exists():
-        username = f"{username[:140]}-{secrets.token_hex(4)}"
-    try:
-        with transaction.atomic():
-            user = User.objects.create_user(username, password=None)
-            CrowdAccount.objects.create(user=user, platform=platform, external_id=external_id)
-    except IntegrityError:  # the same id joining from a second browser at the same moment
-        return CrowdAccount.objects.select_related("user").get(platform=platform, external_id=external_id).user
-    return user
+    base = f"{study.platform}-{external_id}"
+    for name in (base, f"{base}-s{study.pk}", f"{base}-s{study.pk}-{secrets.token_hex(4)}"):
+        if User.objects.filter(username=name).exists():
+            continue
+        try:
+            with transaction.atomic():
+                return User.objects.create_user(name, password=None)
+        except IntegrityError:  # taken at this very moment by a join of another study
+            continue
+    return User.objects.create_user(f"{base}-{secrets.token_hex(8)}", password=None)
+
+
+def places_taken(*, study: Study, now: datetime) -> int:
+    """How many of the study's places are held (see the module): participants not rejected who did
+    work in the project (their account is this study's alone), hold a task now, or joined less than
+    one lease length ago."""
+    since = now - timedelta(seconds=lease_seconds(study.project))
+    worked = Annotation.objects.filter(annotator=OuterRef("user"), item__project=study.project)
+    holding = Task.objects.filter(annotator=OuterRef("user"), status=TaskStatus.ACTIVE, lease_expires__gt=now)
+    return (
+        study.participants.exclude(status=ParticipantStatus.REJECTED)
+        .filter(Q(started_at__gt=since) | Exists(worked) | Exists(holding))
+        .count()
+    )
 
 
 @transaction.atomic
 def participant_join(*, study: Study, ids: PlatformIds, now: datetime | None = None) -> tuple[StudyParticipant, bool]:
-    """(participant, joined now?): the same id resumes its participation; a new one takes a place
-    if the study is open and has one (the study row is locked, so the quota is exact)."""
+    """(participant, joined now?): the same id resumes its participation in this study; a new one
+    takes a place if the study is open and has one (the study row is locked, so the quota is
+    exact). A new participant gets an account of this study alone, the annotator role in its
+    project, and an audit event."""
     now = now or timezone.now()
     study = Study.objects.select_for_update().select_related("project").get(pk=study.pk)
-    user = _crowd_user(study.platform, ids.external_id)
-    participant = StudyParticipant.objects.filter(study=study, user=user).first()
+    account = (
+        CrowdAccount.objects.select_related("user")
+        .filter(study=study, platform=study.platform, external_id=ids.external_id)
+        .first()
+    )
+    participant = StudyParticipant.objects.filter(study=study, user=account.user).first() if account else None
     if participant is not None:
         changed = {
             k: v
@@ -125,10 +176,18 @@ def participant_join(*, study: Study, ids: PlatformIds, now: datetime | None = N
         return participant, False
     if not study.is_open:
         raise StudyUnavailable("closed")
-    taken = study.participants.exclude(status=ParticipantStatus.REJECTED).count()
-    if taken >= study.max_participants:
+    if places_taken(study=study, now=now) >= study.max_participants:
         raise StudyUnavailable("full")
-    Membership.objects.get_or_create(project=study.project, user=user, defaults={"role": Role.ANNOTATOR})
+    if account is None:
+        user = _new_crowd_user(study, ids.external_id)
+        CrowdAccount.objects.create(
+            user=user, study=study, platform=study.platform, external_id=ids.external_id, created_at=now
+        )
+    else:
+        user = account.user
+    membership, _ = Membership.objects.get_or_create(
+        project=study.project, user=user, defaults={"role": Role.ANNOTATOR}
+    )
     participant = StudyParticipant.objects.create(
         study=study,
         user=user,
@@ -136,6 +195,23 @@ def participant_join(*, study: Study, ids: PlatformIds, now: datetime | None = N
         platform_study_id=ids.study_id,
         platform_session_id=ids.session_id,
         started_at=now,
+    )
+    audit_record(
+        action=AuditAction.MEMBER_ADD,
+        actor=user,
+        project=study.project,
+        obj=membership,
+        object_repr=f"{study.name}: {ids.external_id}",
+        details={
+            "user": user.get_username(),
+            "role": membership.role,
+            "via": f"study {study.pk}",
+            "study": study.pk,
+            "participant": ids.external_id,
+            "platform": study.platform,
+            "platform_study_id": ids.study_id,
+            "platform_session_id": ids.session_id,
+        },
     )
     return participant, True
 
@@ -146,30 +222,39 @@ def participant_of(*, study: Study, user) -> StudyParticipant | None:
 
 @dataclass(frozen=True)
 class FinishState:
-    state: str  # "working" (a task is waiting), "finished", "ended" (rejected)
+    state: str  # "working" (a task is waiting), "finished" (the code is shown), "ended" (no code)
     done: int
     quota: int
     time_over: bool = False
+    # Why it ended without the code: "rejected", "time" (the time limit passed before the study's
+    # tasks were done) or "no-tasks" (nothing is left for them now; they may come back later).
+    reason: str = ""
 
 
 def participant_finish(*, participant: StudyParticipant, now: datetime | None = None) -> FinishState:
-    """Where the participant stands when their page runs out of tasks. Finished (the code is
-    shown) when they did their tasks, their time is up, or the queue has nothing left for them;
-    when a task is still there for them they are "working" (it is claimed for them)."""
+    """Where the participant stands when their page runs out of tasks. The completion code is
+    theirs once they did the study's tasks_per_participant tasks, and never before: past the time
+    limit, or with nothing left for them in the queue, they have ended without it. While a task is
+    still there for them they are "working" (it is claimed for them)."""
     now = now or timezone.now()
     study, project, user = participant.study, participant.study.project, participant.user
     quota = study.tasks_per_participant
-    if participant.status == ParticipantStatus.REJECTED:
-        return FinishState("ended", tasks_done(project=project, user=user), quota)
     done = tasks_done(project=project, user=user)
+    if participant.status == ParticipantStatus.REJECTED:
+        return FinishState("ended", done, quota, reason="rejected")
     over = time_over(participant, now)
-    if done < quota and not over and participant.finished_at is None:
+    if done < quota and not over:
         if queue_claim_next(project=project, user=user, now=now) is not None:
             return FinishState("working", done, quota)
+        # Nothing for them now (items held by others come back when their leases end): not
+        # finished, so they may try again.
+        return FinishState("ended", done, quota, reason="no-tasks")
     if participant.finished_at is None:
         StudyParticipant.objects.filter(pk=participant.pk, finished_at__isnull=True).update(finished_at=now)
         participant.finished_at = now
-    return FinishState("finished", done, quota, over)
+    if done >= quota:
+        return FinishState("finished", done, quota, over)
+    return FinishState("ended", done, quota, over, reason="time")
 
 
 def completion_url(study: Study) -> str:

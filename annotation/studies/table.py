@@ -1,15 +1,21 @@
 """Reading studies: the participants table (id, started / finished, active time from the
 annotations' time spent, tasks, gold accuracy, flagged below the study's threshold, pay estimate
-at its hourly rate), its CSV, and where a participant's page goes when their tasks run out."""
+at its hourly rate), its CSV, and where a participant's page goes when their tasks run out.
+
+The time spent is the server's measure of each submit (annotation/queue/submit.py, active_ms),
+never the client's. A participant's account is their study's alone (studies/models.py,
+CrowdAccount), so their annotations in the project are the work done for this study: the same id
+in another study of the project is counted and paid there."""
 
 from __future__ import annotations
 
-import csv
 import io
 from decimal import ROUND_HALF_UP, Decimal
 
 from django.db.models import Count
 from django.urls import reverse
+
+from protocols.kit.csv_cells import csv_writer
 
 from ..agreement import gold_correct
 from ..models import Annotation, ExcludedAnnotation, ParticipantStatus, Project, Study, StudyParticipant
@@ -126,7 +132,7 @@ def study_totals(rows: list[dict]) -> dict:
 
 def participants_csv(*, study: Study) -> str:
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = csv_writer(out, lineterminator="\n")  # no cell starts like a formula
     writer.writerow(CSV_COLUMNS)
     for r in participant_rows(study=study):
         writer.writerow(

@@ -1,5 +1,7 @@
 """/media/<path>: uploaded media to the people allowed to see them (annotation/media/access.py
-says who and as what type), with HTTP Range support so video players can seek.
+says who and as what type: a stored asset to the members of a project that owns it), with HTTP
+Range support so video players can seek. Access is decided before the file is looked at, so
+another project's file and a file that does not exist get the same 404.
 
 Media are untrusted bytes (DESIGN, invariants). A stored asset is answered only as the image or
 video type its import recorded, and only when that type is safe; anything else (the upload area,

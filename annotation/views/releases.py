@@ -7,6 +7,7 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
+from ..interchange.authors import AuthorsExportError, authors_download_response, authors_export_formats
 from ..models import ItemStatus, Release, Role
 from ..permissions import get_project_for
 from ..releases import ReleaseRefused, export_formats, release_download_response, release_freeze, release_list_data
@@ -42,6 +43,8 @@ def project_releases(request, slug):
             "releases": release_list_data(project=project),
             "splits": splits or ["test"],
             "formats": export_formats(project.protocol),
+            # The paper's own shape, where the protocol writes it (a zip of the authors' files).
+            "authors_formats": [f.name for f in authors_export_formats(project.protocol)],
         },
         status=status,
     )
@@ -52,6 +55,12 @@ def release_download(request, slug, version):
     project = get_project_for(request.user, slug, Role.RESEARCHER)
     release = get_object_or_404(Release.objects.select_related("project"), project=project, version=version)
     fmt = request.GET.get("fmt", "json")
+    if fmt in {f.name for f in authors_export_formats(release.project.protocol)}:
+        try:
+            return authors_download_response(release, fmt, actor=request.user)
+        except AuthorsExportError as exc:
+            messages.error(request, str(exc))
+            return redirect("io-releases", slug=project.slug)
     if fmt not in export_formats(release.project.protocol):
         fmt = "json"
     return release_download_response(release, fmt, actor=request.user)

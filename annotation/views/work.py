@@ -2,7 +2,9 @@
 
 The pages carry no item data: their ES modules load everything through the same JSON API that
 external front ends use (annotation/apis/work.py), so what an annotator's browser can see is
-exactly what that API gives an annotator — never ground truth or metadata.
+exactly what that API gives an annotator — never ground truth or metadata. One exception, on a
+reviewer's page only: the review page lists the fields an import kept that the protocol does not
+know (selectors.item_kept_fields), which its module does not show.
 """
 
 from django.contrib.auth.decorators import login_required
@@ -11,7 +13,7 @@ from django.views.decorators.http import require_GET
 
 from ..models import Item, Role, Workflow
 from ..permissions import get_project_for, has_role
-from ..selectors import workflow_form
+from ..selectors import item_kept_fields, workflow_form
 from ..studies.table import finish_url_for
 
 WORKFLOW_PAGES = {
@@ -64,7 +66,13 @@ def review_list(request, slug: str):
 def review_detail(request, slug: str, item_id: int):
     project = get_project_for(request.user, slug, Role.REVIEWER)
     get_object_or_404(Item.objects.only("pk"), pk=item_id, project=project)
-    return render(request, "annotation/work/review_detail.html", _context(request, project, "review", item_id=item_id))
+    # The fields an import kept that the protocol does not know: a reviewer sees them, an annotator never.
+    kept = item_kept_fields(project=project, item_id=item_id)
+    return render(
+        request,
+        "annotation/work/review_detail.html",
+        _context(request, project, "review", item_id=item_id, kept_fields=kept),
+    )
 
 
 @login_required

@@ -41,6 +41,7 @@ def get_backend(endpoint) -> ModelBackend:
         return RandomBackend(seed=int(endpoint.options.get("seed", 0)))
     if endpoint.backend == "openai":
         from .openai_backend import OpenAIBackend
+        from .response_cache import DatabaseResponseStore
 
         return OpenAIBackend(
             base_url=endpoint.base_url or None,
@@ -52,6 +53,8 @@ def get_backend(endpoint) -> ModelBackend:
             # through the broker's Redis; without REDIS_URL (the eager demo) per call only.
             limiter_key=f"endpoint:{endpoint.pk}:{endpoint.name}",
             redis_url=_redis_url(),
+            # Deterministic judges' answers are kept and served again (response_cache.py).
+            response_store=DatabaseResponseStore(),
         )
     return _vllm_backend(endpoint)
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import email.utils
 import json
 import math
 import random
@@ -38,10 +39,12 @@ from openai._constants import RAW_RESPONSE_HEADER
 from openai.types.chat import ChatCompletion
 
 from .base import ModelQuery, ModelReply, Sampling, max_tokens_for, single_token_choices
-from .limiter import DEFAULT_TTL, EndpointLimiter
+from .limiter import DEFAULT_START, DEFAULT_TTL, EndpointLimiter
+from .response_cache import ResponseStore, cacheable, request_hash, sampling_of
 
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_MAX_RETRIES = 3
+DEFAULT_MAX_RETRY_AFTER = 60.0  # a longer Retry-After is not waited for: the backoff applies
 # Ask for the raw response (to read retries_taken) and for the client's bearer auth.
 _RAW_OPTIONS: dict[str, Any] = {"headers": {RAW_RESPONSE_HEADER: "true"}, "security": {"bearer_auth": True}}
 
@@ -57,6 +60,7 @@ class OpenAIBackend:
         options: dict[str, Any] | None = None,
         limiter_key: str | None = None,
         redis_url: str | None = None,
+        response_store: ResponseStore | None = None,
     ):
         self.base_url = base_url or None
         self._api_key = api_key or "not-needed"  # local servers accept any key
@@ -69,6 +73,15 @@ class OpenAIBackend:
         self.limiter_key = limiter_key or f"{self.base_url or 'openai'}|{self.model}"
         self.redis_url = redis_url or None
         self.slot_ttl = float(self.options.get("slot_ttl", DEFAULT_TTL))
+        # Adaptive concurrency (limiter.py): an answer slower than this does not widen the window.
+        self.slow_after = float(self.options.get("slow_after", self.timeout / 2))
+        self.start_concurrency = int(self.options.get("start_concurrency", DEFAULT_START))
+        self.adaptive = bool(self.options.get("adaptive", True))  # false: `concurrency` is a fixed bound
+        self.max_retry_after = float(self.options.get("max_retry_after", DEFAULT_MAX_RETRY_AFTER))
+        # Answers to repeated requests (response_cache.py); none kept without a store.
+        self.response_store = response_store
+        self.response_cache = str(self.options.get("response_cache", "deterministic"))
+        self.cache_model = f"{self.base_url or 'openai'}|{self.model}"
 
     def __repr__(self) -> str:  # never show the key
         return f"OpenAIBackend(base_url={self.base_url!r}, model={self.model!r}, concurrency={self.concurrency})"
@@ -77,21 +90,62 @@ class OpenAIBackend:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.complete_async(queries, sampling))
+            return self._complete(queries, sampling)
         # An event loop already runs in this thread (a notebook, Playwright's sync API in a test
         # session): run ours in a helper thread instead of failing.
+
+        def in_thread() -> list[ModelReply]:
+            try:
+                return self._complete(queries, sampling)
+            finally:
+                if self.response_store is not None:
+                    self.response_store.release_thread()
+
         with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="openai-backend") as pool:
-            return pool.submit(lambda: asyncio.run(self.complete_async(queries, sampling))).result()
+            return pool.submit(in_thread).result()
+
+    def _complete(self, queries: list[ModelQuery], sampling: Sampling) -> list[ModelReply]:
+        """Serve what the response cache holds (response_cache.py), ask the endpoint the rest, and
+        keep its answers to cacheable requests."""
+        digests: dict[int, str] = {}
+        if self.response_store is not None:
+            for i, query in enumerate(queries):
+                body = self.request_kwargs(query, sampling)
+                if cacheable(body, self.response_cache):
+                    digests[i] = request_hash(body)
+        found = self.response_store.get_many(self.cache_model, list(digests.values())) if digests else {}
+        replies: dict[int, ModelReply] = {
+            i: _cached_reply(queries[i], found[digest]) for i, digest in digests.items() if digest in found
+        }
+        asked = [i for i in range(len(queries)) if i not in replies]
+        if asked:
+            answers = asyncio.run(self.complete_async([queries[i] for i in asked], sampling))
+            replies.update(zip(asked, answers))
+            keep = {
+                digests[i]: _cache_entry(self.request_kwargs(queries[i], sampling), replies[i])
+                for i in asked
+                if i in digests and _keepable(queries[i], replies[i])
+            }
+            if keep:
+                self.response_store.put_many(self.cache_model, keep)
+        return [replies[i] for i in range(len(queries))]
 
     async def complete_async(self, queries: list[ModelQuery], sampling: Sampling) -> list[ModelReply]:
         client = openai.AsyncOpenAI(
             base_url=self.base_url,
             api_key=self._api_key,
             timeout=self.timeout,
-            max_retries=self.max_retries,
+            max_retries=0,  # retried here, through the limiter (_one)
             http_client=self._http_client(),
         )
-        limiter = EndpointLimiter(self.limiter_key, self.concurrency, self.redis_url, ttl=self.slot_ttl)
+        limiter = EndpointLimiter(
+            self.limiter_key,
+            self.concurrency,
+            self.redis_url,
+            ttl=self.slot_ttl,
+            start=self.start_concurrency,
+            adaptive=self.adaptive,
+        )
         try:
             return list(await asyncio.gather(*(self._one(client, limiter, q, sampling) for q in queries)))
         finally:
@@ -143,51 +197,65 @@ class OpenAIBackend:
     ) -> ModelReply:
         kwargs = self.request_kwargs(query, sampling)
         attempts = 0
-        async with limiter.slot():
-            started = time.monotonic()
-            for round_ in range(1 + self.max_retries):
+        started = time.monotonic()
+        problem = ""
+        for round_ in range(1 + self.max_retries):
+            wait = 0.0
+            async with limiter.slot() as slot:
+                sent = time.monotonic()
                 try:
-                    # The client's generic POST: same retries, retry-after handling, timeouts and
-                    # auth as chat.completions.create, without re-walking every message part and
-                    # the JSON schema through the SDK's typed-params transform (a third of its CPU
-                    # per call).
+                    # The client's generic POST (its own retries off: each try goes through the
+                    # limiter, which has to see every 429 and timeout) without re-walking every
+                    # message part and the JSON schema through the SDK's typed-params transform
+                    # (a third of its CPU per call).
                     raw = await client.post(
                         "/chat/completions", body=kwargs, cast_to=ChatCompletion, options=_RAW_OPTIONS
                     )
                 except openai.APIStatusError as exc:
-                    attempts += self._tries(exc)
-                    return self._failure(
-                        query, started, attempts, f"HTTP {exc.status_code}: {_short(_error_message(exc))}"
-                    )
+                    attempts += 1
+                    problem = f"HTTP {exc.status_code}: {_short(_error_message(exc))}"
+                    if not _retried(exc):
+                        return self._failure(query, started, attempts, problem)
+                    pause = _retry_after(exc, self.max_retry_after)
+                    if exc.status_code == 429:
+                        slot.outcome, slot.pause = "limited", pause or 0.0
+                    wait = pause if pause is not None else _backoff(round_)
                 except openai.APITimeoutError as exc:
-                    attempts += 1 + self.max_retries
+                    attempts += 1
                     refused = _connection_failure(exc)
                     if refused:  # the aiohttp transport reports a refused connection as a connect timeout
-                        return self._failure(query, started, attempts, f"connection failed: {_short(refused)}")
-                    return self._failure(query, started, attempts, f"timed out after {self.timeout:g} s")
+                        problem = f"connection failed: {_short(refused)}"
+                    else:
+                        problem = f"timed out after {self.timeout:g} s"
+                        slot.outcome = "timeout"
+                    wait = _backoff(round_)
                 except openai.APIConnectionError as exc:
-                    attempts += 1 + self.max_retries
-                    return self._failure(query, started, attempts, f"connection failed: {_short(str(exc))}")
+                    attempts += 1
+                    problem = f"connection failed: {_short(str(exc))}"
+                    wait = _backoff(round_)
                 except openai.APIError as exc:
                     attempts += 1
                     return self._failure(query, started, attempts, f"bad response: {_short(str(exc))}")
-                attempts += 1 + int(getattr(raw, "retries_taken", 0) or 0)
-                # The body is read as plain JSON: building the SDK's pydantic models for every
-                # reply costs more CPU than the rest of the reply handling.
-                try:
-                    data = raw.http_response.json()
-                except ValueError:
-                    problem = f"the body is not JSON: {_short(raw.http_response.text, 120)!r}"
                 else:
-                    choice = _chat_choice(data)
-                    if choice is not None:
-                        break
-                    problem = f"not a chat completion: {_short(json.dumps(data)[:300])}"
-                if round_ < self.max_retries:  # a garbled 200: ask again with the client's backoff
-                    await asyncio.sleep(_backoff(round_))
-            else:
-                return self._failure(query, started, attempts, f"bad response: {problem}")
-            latency = int((time.monotonic() - started) * 1000)
+                    attempts += 1
+                    # The body is read as plain JSON: building the SDK's pydantic models for every
+                    # reply costs more CPU than the rest of the reply handling.
+                    try:
+                        data = raw.http_response.json()
+                    except ValueError:
+                        problem = f"bad response: the body is not JSON: {_short(raw.http_response.text, 120)!r}"
+                    else:
+                        choice = _chat_choice(data)
+                        if choice is not None:
+                            slot.outcome = "ok" if time.monotonic() - sent <= self.slow_after else "slow"
+                            break
+                        problem = f"bad response: not a chat completion: {_short(json.dumps(data)[:300])}"
+                    wait = _backoff(round_)  # a garbled 200: ask again
+            if round_ < self.max_retries:
+                await asyncio.sleep(wait)  # outside the slot: a waiting request holds none
+        else:
+            return self._failure(query, started, attempts, problem)
+        latency = int((time.monotonic() - started) * 1000)
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
         return ModelReply(
             key=query.key,
@@ -199,16 +267,6 @@ class OpenAIBackend:
             attempts=attempts,
             extra={"finish_reason": choice.get("finish_reason")},
         )
-
-    def _tries(self, exc: openai.APIStatusError) -> int:
-        """Requests the client made before raising: all of them for what it retries (its rule:
-        x-should-retry, 408, 409, 429, 5xx), one for the rest (400, 401, 404, ...)."""
-        should = exc.response.headers.get("x-should-retry") if exc.response is not None else None
-        if should == "false":
-            return 1
-        if should == "true" or exc.status_code in (408, 409, 429) or exc.status_code >= 500:
-            return 1 + self.max_retries
-        return 1
 
     def _failure(self, query: ModelQuery, started: float, attempts: int, message: str) -> ModelReply:
         attempts = max(1, attempts)
@@ -223,14 +281,86 @@ class OpenAIBackend:
         pass
 
 
+def _cached_reply(query: ModelQuery, entry: dict[str, Any]) -> ModelReply:
+    """An answer from the response cache: no request, no tokens spent (those the first asking
+    spent are in extra["cached_usage"])."""
+    return ModelReply(
+        key=query.key,
+        text=entry.get("text") or "",
+        logprobs=entry.get("logprobs"),
+        attempts=0,
+        extra={
+            "finish_reason": entry.get("finish_reason") or None,
+            "cached": True,
+            "cached_usage": [entry.get("prompt_tokens") or 0, entry.get("completion_tokens") or 0],
+        },
+    )
+
+
+def _keepable(query: ModelQuery, reply: ModelReply) -> bool:
+    """An answer worth serving again: a chat completion and, for a JSON-schema query (a judge),
+    a JSON object; an unreadable one is asked again next time (the job's retry of unreadable
+    replies must reach the judge)."""
+    if reply.error is not None:
+        return False
+    if query.json_schema:
+        try:
+            return isinstance(json.loads(reply.text), dict)
+        except ValueError:
+            return False
+    return True
+
+
+def _cache_entry(body: dict[str, Any], reply: ModelReply) -> dict[str, Any]:
+    return {
+        "sampling": sampling_of(body),
+        "text": reply.text,
+        "logprobs": reply.logprobs,
+        "finish_reason": str(reply.extra.get("finish_reason") or ""),
+        "prompt_tokens": reply.prompt_tokens,
+        "completion_tokens": reply.completion_tokens,
+    }
+
+
 def _short(message: str, limit: int = 300) -> str:
     message = " ".join(str(message).split())
     return message if len(message) <= limit else message[: limit - 1] + "…"
 
 
 def _backoff(round_: int) -> float:
-    """The openai client's own schedule: 0.5 s doubling to at most 8 s, minus up to 25 % jitter."""
+    """Jittered exponential backoff: 0.5 s doubling to at most 8 s, minus up to 25 % jitter (the
+    openai client's own schedule), so requests refused together do not come back together."""
     return min(0.5 * 2.0**round_, 8.0) * (1 - 0.25 * random.random())
+
+
+def _retried(exc: openai.APIStatusError) -> bool:
+    """The openai client's rule for what is worth another try: the server's x-should-retry when it
+    says, else 408, 409, 429 and 5xx (a 400, 401, 404 fails at once)."""
+    should = exc.response.headers.get("x-should-retry") if exc.response is not None else None
+    if should in ("true", "false"):
+        return should == "true"
+    return exc.status_code in (408, 409, 429) or exc.status_code >= 500
+
+
+def _retry_after(exc: openai.APIStatusError, most: float) -> float | None:
+    """Seconds the server asked to wait (retry-after-ms, or retry-after in seconds or as an HTTP
+    date); None when it did not say or asked for more than `most` (then the backoff applies)."""
+    headers = exc.response.headers if exc.response is not None else {}
+    seconds = None
+    try:
+        if headers.get("retry-after-ms"):
+            seconds = float(headers["retry-after-ms"]) / 1000
+        elif headers.get("retry-after"):
+            value = headers["retry-after"]
+            try:
+                seconds = float(value)
+            except ValueError:
+                seconds = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if seconds is None or not math.isfinite(seconds) or seconds < 0 or seconds > most:
+        return None
+    return seconds
 
 
 def _int(value: Any) -> int:

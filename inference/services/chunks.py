@@ -13,6 +13,8 @@ import logging
 from dataclasses import replace
 from typing import Any
 
+from django.db.models import F
+
 from protocols.kit.prompting import PreparedQuery, render_prompt
 
 from ..backends import BackendUnavailable, get_backend
@@ -123,6 +125,7 @@ def job_run_chunk(*, job_id: int, item_ids: list[int]) -> int:
     media = job_media(job)  # the same bound and frames mode as the frame preparation (frames.py)
     sampling = sampling_for(job.params)
     rows: list[PredictionRow] = []
+    cached = 0  # answers the backend served from its response cache (backends/response_cache.py)
     try:
         if job.params.get("strategy") not in (None, "", "direct"):
             items = item_inputs(job, item_ids)
@@ -153,6 +156,7 @@ def job_run_chunk(*, job_id: int, item_ids: list[int]) -> int:
                 queries = [p.query for p, _ in pending]
                 try:
                     replies = backend.complete(queries, sampling)
+                    cached += sum(1 for r in replies if r.extra.get("cached"))
                     pairs = [(p, r) for (p, _), r in zip(pending, replies)]
                     _repair_json(backend, job, pairs, sampling)
                 except BackendUnavailable as exc:
@@ -189,6 +193,8 @@ def job_run_chunk(*, job_id: int, item_ids: list[int]) -> int:
                 job.endpoint.backend,
             )
     written = predictions_upsert(job_id=job.pk, rows=rows)
+    if cached:
+        InferenceJob.objects.filter(pk=job.pk).update(cached_answers=F("cached_answers") + cached)
     if job.mode == JobMode.SUGGEST:
         suggestions_store(job=job, rows=[r for r in rows if r.status == PredictionStatus.OK and r.answer is not None])
     return written

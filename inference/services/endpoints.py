@@ -1,4 +1,5 @@
-"""Model endpoints: create one from typed settings; option values as the command line gives them."""
+"""Model endpoints: create one from typed settings (shared, or a project's own: models.ModelEndpoint);
+option values as the command line gives them."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+
+from annotation.models import Project
 
 from ..models import Backend, ModelEndpoint
 
@@ -55,6 +58,7 @@ def endpoint_create(
     api_key_env: str = "",
     concurrency: int = 8,
     options: dict[str, Any] | None = None,
+    project: Project | None = None,
 ) -> ModelEndpoint:
     if backend not in Backend.values:
         raise ValidationError(f"backend must be one of {', '.join(Backend.values)}")
@@ -66,6 +70,7 @@ def endpoint_create(
     endpoint_options_check(options)
     endpoint = ModelEndpoint(
         name=name,
+        project=project,
         backend=backend,
         model_id=model_id,
         revision=revision,

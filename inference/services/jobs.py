@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 from typing import Any
 
 from django.conf import settings
@@ -55,9 +56,33 @@ def error_message(exc: BaseException) -> str:
 # --- creation and control --------------------------------------------------------------------
 
 
+def endpoint_launch_refusal(*, endpoint: ModelEndpoint, project: Project) -> str | None:
+    """Why a job of `project` may not run on `endpoint`, or None: another project's endpoint; a key
+    variable it may not read (ModelEndpoint.key_refusal); or, for a backend that sends the key (the
+    OpenAI-compatible one), a variable unset or empty in this process, where the job would fail at
+    once. The launch is checked here, in the web process; the deployment gives the web server and
+    the workers the same environment (docker-compose.yml), so what is set here is set there."""
+    if endpoint.project_id is not None and endpoint.project_id != project.pk:
+        return f"endpoint {endpoint.name} belongs to another project; pick a shared one or one of {project.slug}"
+    refusal = endpoint.key_refusal()
+    if refusal:
+        return f"endpoint {endpoint.name} cannot be used: {refusal}"
+    if endpoint.backend == Backend.OPENAI and endpoint.api_key_env and not os.environ.get(endpoint.api_key_env):
+        state = "empty" if endpoint.api_key_env in os.environ else "not set"
+        return (
+            f"endpoint {endpoint.name} reads its API key from {endpoint.api_key_env}, which is {state} on this "
+            f"server: set {endpoint.api_key_env} in the environment of the web server and the workers, or pick "
+            "another endpoint"
+        )
+    return None
+
+
 def job_validate(
     *, endpoint: ModelEndpoint, project: Project, release: Release | None, protocol: str, mode: str, params: dict
 ) -> None:
+    refusal = endpoint_launch_refusal(endpoint=endpoint, project=project)
+    if refusal:
+        raise JobRefused(refusal)
     if protocol != project.protocol:
         raise JobRefused(f"project {project.slug} uses the {project.protocol} protocol, not {protocol}")
     if release is not None and release.project_id != project.pk:

@@ -97,6 +97,7 @@ class ChangeIt(Protocol):
         "state_acc_distractor_full",
         "state_acc_distractor_crop",
     )
+    cluster_key = "extra.video"  # the frames of one video
     spec = "docs/protocols/changeit.md"
     lmms_module = "lmms"  # its lmms-eval task: lmms.py, scoring in lmms_utils.py
     formats_module = "formats"  # the authors' release: formats.py

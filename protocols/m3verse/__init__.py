@@ -10,7 +10,7 @@ from typing import Any
 
 from protocols.base import Protocol
 
-from .fields import CAPABILITIES, CONTEXTS, ITEM_FIELDS
+from .fields import CAPABILITIES, CONTEXTS, ITEM_FIELDS, none_option
 
 # Whether several options may be correct when neither the item (its `multiple` field) nor the
 # project (settings["multiple"]) says: several may be correct.
@@ -71,6 +71,7 @@ class M3Verse(Protocol):
     # Overall: the first column of the paper's Table 2.
     ranking = ("overall", "intra", "inter")
     human_row = True
+    cluster_key = ("video_before", "video_after")  # one scene's pair of recordings: its questions share it
     spec = "docs/protocols/m3verse.md"
     lmms_module = "lmms"  # its lmms-eval task: lmms.py, scoring in lmms_utils.py
     formats_module = "formats"  # the authors' files, read and written back: formats.py
@@ -78,10 +79,13 @@ class M3Verse(Protocol):
     def answer_shape(
         self, payload: Mapping[str, Any], project_settings: Mapping[str, Any] | None = None
     ) -> dict[str, Any]:
+        # none_option: the option saying no other is correct, the one way an answer says so
+        # (annotation/results.py, validate_qa); shown to annotators like any option, never the answer.
         return {
             "format": "choice",
             "n_options": len(payload.get("options") or []),
             "multiple": takes_several(payload, project_settings),
+            "none_option": none_option(payload.get("options")),
         }
 
     def known_answer_form(self, payload: Mapping[str, Any]) -> dict[str, Any]:

@@ -7,9 +7,34 @@ from typing import Any
 
 from protocols import fields
 from protocols.base import LETTERS
+from protocols.normalize import answer_text
 
 CAPABILITIES = ("spatial", "temporal", "attribute", "reasoning")
 CONTEXTS = ("intra", "inter")
+# The texts of the option saying that none of the others is correct (docs/protocols/m3verse.md,
+# "Item"): the authors' pipeline's own wording first, then wordings other releases use. Compared
+# by the answer rule (protocols/normalize.py: answer_text).
+NONE_OPTION_TEXTS = (
+    "No correct option is listed.",
+    "None of the above.",
+    "None of the listed.",
+    "None of the listed options.",
+    "None of the others.",
+    "None of the other options.",
+    "Nothing listed is correct.",
+)
+_NONE_KEYS = frozenset(answer_text(t) for t in NONE_OPTION_TEXTS)
+
+
+def none_option(options: Any) -> str | None:
+    """The letter of the option saying that none of the others is correct, or None (none, or an
+    option list that is not a list of texts)."""
+    if not isinstance(options, list):
+        return None
+    for index, text in enumerate(options[: len(LETTERS)]):
+        if isinstance(text, str) and answer_text(text) in _NONE_KEYS:
+            return LETTERS[index]
+    return None
 
 
 def cross(p: dict[str, Any]) -> list[fields.FieldError]:

@@ -113,6 +113,9 @@ class OSCBench(Protocol):
     places = 3
     percent = False
     board = "generators"
+    cluster_key = "prompt"  # every generator's video of one prompt
+    # The authors' prompt splits and videos, rating files and judge output (formats.py).
+    formats_module = "formats"
     spec = "docs/protocols/oscbench.md"
 
     def resolve_queries(

@@ -12,6 +12,9 @@ CRITERIA = ("subject", "object", "action", "osc_accuracy", "osc_consistency", "s
 # Criteria that may be N/A when the prompt names no subject / no scene.
 NULLABLE = ("subject", "scene")
 SCENARIOS = ("regular", "novel", "compositional")
+# The authors' codes of the criteria, in the order of CRITERIA: their judge script asks for them and
+# their rating files are keyed by them (docs/protocols/oscbench.md, "The authors' files").
+AUTHOR_CODES = dict(zip(("1a", "1b", "2a", "3a", "3b", "4a", "5a", "5b"), CRITERIA))
 
 gold_scores = fields.expected_scores(CRITERIA, NULLABLE)
 

@@ -7,7 +7,11 @@ and per action category. The mean of criteria of an answer set is the mean over 
 their means (the paper's Figure 3 score). A judge is one "rater" per item.
 
 Arrays: ``sums`` and ``counts`` are (N, 8) integers in ``CRITERIA`` order: the sum of the given
-scores and how many were given.
+scores and how many were given. An aggregated rating (a published mean of several raters,
+annotation.models.Annotation ``aggregate_raters``) gives fractional scores: such a score m enters as
+MEAN_SCALE parts (sum round(m * MEAN_SCALE), count MEAN_SCALE), so the item's mean is m to four
+decimals and everything after stays in whole numbers. It is its item's only rating (the ratings
+import sees to that), so its weight never meets a rater's.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from protocols.oscbench import CRITERIA, SCENARIOS
 KEYS = CRITERIA + ("criteria_mean", "state_change")
 PLACES = 3
 _ACC, _CONS = CRITERIA.index("osc_accuracy"), CRITERIA.index("osc_consistency")
+MEAN_SCALE = 10_000
 
 
 def ratings_to_arrays(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -48,7 +53,8 @@ def ratings_to_arrays(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def score_dicts_to_arrays(per_item: Sequence[Sequence[Mapping[str, int | None]]]) -> tuple[np.ndarray, np.ndarray]:
-    """Per item a list of {criterion: 1..5 | None} (one per rater) -> (sums, counts).
+    """Per item a list of {criterion: 1..5 | None} (one per rater; or one aggregated rating's means,
+    see the module) -> (sums, counts).
 
     The eight scores of every rating are read in one C-level pass (operator.itemgetter; a rating
     that lacks a criterion sends the whole list through dict.get instead), then bincount by item.
@@ -66,9 +72,11 @@ def score_dicts_to_arrays(per_item: Sequence[Sequence[Mapping[str, int | None]]]
         rows = [tuple(rating.get(c) for c in CRITERIA) for rating in flat]
     values = np.array(rows, dtype=np.float64).reshape(len(flat), len(CRITERIA))  # None -> NaN
     given = np.isfinite(values)
+    parts = np.where(given, np.where(values == np.rint(values), 1.0, float(MEAN_SCALE)), 0.0)
+    scaled = np.rint(np.where(given, values, 0.0) * parts)
     for j in range(len(CRITERIA)):
-        sums[:, j] = np.rint(np.bincount(owner, weights=np.where(given[:, j], values[:, j], 0.0), minlength=n))
-        counts[:, j] = np.bincount(owner, weights=given[:, j], minlength=n)
+        sums[:, j] = np.rint(np.bincount(owner, weights=scaled[:, j], minlength=n))
+        counts[:, j] = np.rint(np.bincount(owner, weights=parts[:, j], minlength=n))
     return sums, counts
 
 
@@ -112,8 +120,13 @@ def item_matrix(
             nums.append(np.where(member, sc_num, 0)[:, None])
             dens.append(np.where(member, sc_den, 0)[:, None])
             keys.append(f"state_change:{prefix}:{name}")
+    num, den = np.hstack(nums), np.hstack(dens)
+    # Each cell in lowest terms: a mean's MEAN_SCALE parts would otherwise make denominators of
+    # 10^8 (the state-change cell), and the exact means count rows per distinct denominator.
+    common = np.gcd(num, den)
+    common = np.where(common > 0, common, 1)
     return ItemMatrix(
-        keys=tuple(keys), num=np.hstack(nums), den=np.hstack(dens), parse_failures=parse_failures, n=sums.shape[0]
+        keys=tuple(keys), num=num // common, den=den // common, parse_failures=parse_failures, n=sums.shape[0]
     )
 
 

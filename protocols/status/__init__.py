@@ -89,6 +89,7 @@ class Status(Protocol):
     # only rigorous accuracies, and its "highest among open-weight VLMs" (Qwen2.5-VL, 5.45) holds for
     # ROA, not for OA (LLaVA-OneVision has the higher OA).
     ranking = ("roa", "oa")
+    cluster_key = "extra.video_id"  # the source video of both frames, where the authors' release names it
     spec = "docs/protocols/status.md"
     lmms_module = "lmms"  # its lmms-eval task: lmms.py, scoring in lmms_utils.py
     formats_module = "formats"  # the authors' STATUS_Bench.json, read and written: formats.py

@@ -58,6 +58,7 @@ class VisualTrans(Protocol):
     # Overall accuracy: the last column of the paper's Table 2, the figure its text compares.
     ranking = ("overall", "spatial_mean", "procedural_mean", "quantitative")
     human_row = True
+    cluster_key = "scene"  # the questions of one scene share its images
     spec = "docs/protocols/visualtrans.md"
     lmms_module = "lmms"  # its lmms-eval task: lmms.py, scoring in lmms_utils.py
     formats_module = "formats"  # the authors' files, read and written back: formats.py

@@ -5,11 +5,52 @@
 import { h, mediaList, mediaUrl, startWorkbench, videoPlayer, zoomableImage } from "./workbench.js";
 
 export const FLAGS = [
-  ["missing_correct_option", "No option is correct", "m"],
+  ["missing_correct_option", "No listed option is correct", "m"],
   ["wrong_ground_truth", "The expected answer is probably wrong", "w"],
   ["ambiguous", "Ambiguous question", "u"],
   ["insufficient_evidence", "The media do not show enough", "i"],
 ];
+
+// The flag that says no listed option is correct: an answer says so one way only (the server
+// refuses the others, annotation/results.py validate_qa): this flag with no option picked, or, on an
+// item listing a "none of the others" option (item.none_option), that option alone; the flag is not
+// offered there.
+const NO_CORRECT_OPTION = "missing_correct_option";
+
+/** A set answer's object as the server compares it (protocols/normalize.py answer_text). */
+export function objectKey(text) {
+  const edges = " \t\r\n.,;:!?\"'`()[]{}";
+  const t = String(text).replace(/\s+/g, " ").trim();
+  let a = 0;
+  let b = t.length;
+  while (a < b && edges.includes(t[a])) a += 1;
+  while (b > a && edges.includes(t[b - 1])) b -= 1;
+  return t.slice(a, b).trim().toLowerCase();
+}
+
+/** Why an answer contradicts itself or its flags (the server's rule), or "". */
+export function contradiction(item, answer, flags) {
+  const format = item.format;
+  if (format === "choice") {
+    const picked = Array.isArray(answer) ? answer : answer ? [answer] : [];
+    const none = item.none_option || null;
+    if (none) {
+      if (flags.includes(NO_CORRECT_OPTION)) return `Option ${none} says that no listed option is correct: pick ${none} (alone) instead of the flag.`;
+      const others = picked.filter((x) => x !== none);
+      if (picked.includes(none) && others.length) return `Option ${none} says that no listed option is correct, so it cannot go with ${others.join(", ")}.`;
+    } else if (flags.includes(NO_CORRECT_OPTION) && picked.length) {
+      return `The flag “no listed option is correct” contradicts the answer ${picked.join(", ")}: clear the flag, or leave the options unpicked.`;
+    }
+  } else if (format === "set" && Array.isArray(answer)) {
+    const seen = new Set();
+    for (const name of answer) {
+      const key = objectKey(name);
+      if (seen.has(key)) return `“${name}” is named twice: name each object once.`;
+      seen.add(key);
+    }
+  }
+  return "";
+}
 
 function imageLabel(index, count) {
   if (index === 0) return "Initial";
@@ -145,8 +186,10 @@ function mount(container, item, draft, ctx) {
 
   // ---- flags ----
   const flagInputs = {};
+  // On an item with its own "none of the others" option, that option is how to say so: no flag for it.
+  const shownFlags = FLAGS.filter(([name]) => !(format === "choice" && item.none_option && name === NO_CORRECT_OPTION));
   const flagsEl = h("fieldset", { class: "flags", id: "qa-flags" }, h("legend", {}, "Flags"),
-    FLAGS.map(([name, label, key]) => {
+    shownFlags.map(([name, label, key]) => {
       const input = h("input", { type: "checkbox", name: "flags", value: name, checked: flagsSet.has(name) });
       input.addEventListener("change", () => ctx.changed());
       flagInputs[name] = input;
@@ -179,21 +222,27 @@ function mount(container, item, draft, ctx) {
 
   return {
     draft() {
-      return { answer: getAnswer === undefined ? null : currentAnswer(), flags: FLAGS.map(([n]) => n).filter((n) => flagInputs[n].checked), _machine: machine };
+      return { answer: getAnswer === undefined ? null : currentAnswer(), flags: checkedFlags(), _machine: machine };
     },
     collect() {
       const answer = getAnswer();
-      const flags = FLAGS.map(([n]) => n).filter((n) => flagInputs[n].checked);
+      const flags = checkedFlags();
       const empty = answer === null || answer === "" || (Array.isArray(answer) && !answer.length) || Number.isNaN(answer);
       if (empty && !flags.length) return { error: "Answer the question, or set a flag saying why you cannot.", field: "answer" };
       if (format === "count" && !empty && (!Number.isInteger(answer) || answer < 0)) return { error: "The count is a whole number, 0 or more.", field: "answer" };
+      const reason = contradiction(item, empty ? null : answer, flags);
+      if (reason) return { error: reason, field: "answer" };
       return { result: { answer: empty ? null : answer, flags } };
     },
     focusField(name) {
-      if (name === "flags") flagInputs[FLAGS[0][0]].focus();
+      if (name === "flags") flagInputs[shownFlags[0][0]].focus();
       else focusAnswer();
     },
   };
+
+  function checkedFlags() {
+    return shownFlags.map(([n]) => n).filter((n) => flagInputs[n].checked);
+  }
 
   // The draft must not consume a half-typed set entry, so read the set without committing it.
   function currentAnswer() {

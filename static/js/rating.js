@@ -1,5 +1,6 @@
 // Likert video rating: the video with frame stepping and looping, the prompt, the protocol's
-// criteria scored 1–5 (N/A only where the criterion allows it), the rubric in a dialog. Submit
+// criteria scored 1–5 (N/A only where the criterion allows it) under the scale's anchors, the rubric
+// in a panel below the scores (never over the video). Submit
 // stays disabled until the video has played through once: the ranges the browser actually played
 // must cover the whole video (seeking or dragging the scrubber to the end does not count).
 // The criteria, their labels and the rubric come with the item (annotation/selectors.py
@@ -155,10 +156,25 @@ function mount(container, item, draft, ctx) {
   const movedNote = h("p", { class: "muted small moved-note", "data-score-moved": "", "aria-live": "polite" },
     "Typing a score (1–5, 0 for N/A) moves on to the next criterion; ←/→ change it in place.");
 
-  const dialog = h("dialog", { class: "rubric", "data-rubric-dialog": "" },
-    h("form", { method: "dialog" }, h("button", { class: "close", "aria-label": "Close" }, "×")),
+  // The rubric opens beside the scores, in the criteria card, so the video stays in view while
+  // reading it (a modal dialog would cover the video being rated).
+  const panel = h("section", { class: "rubric rubric-panel", "data-rubric-dialog": "", hidden: true, "aria-label": "Rubric" },
+    h("button", { type: "button", class: "close", "aria-label": "Close the rubric", onclick: () => closeRubric() }, "×"),
     h("h2", {}, "Rubric"), rubricNode(item.rubric, criteria, item.rubric_text));
-  const openRubric = () => (dialog.open ? dialog.close() : dialog.showModal());
+  const rubricButton = h("button", { type: "button", onclick: () => openRubric(), "data-rubric-open": "", "aria-expanded": "false" }, "Rubric ", h("kbd", {}, "R"));
+  function closeRubric() {
+    panel.hidden = true;
+    rubricButton.setAttribute("aria-expanded", "false");
+  }
+  function openRubric() {
+    if (!panel.hidden) return closeRubric();
+    panel.hidden = false;
+    rubricButton.setAttribute("aria-expanded", "true");
+    panel.scrollIntoView({ block: "nearest" });
+  }
+  // What the ends of the scale mean, over the score buttons (the rubric says it per criterion).
+  const anchors = h("span", { class: "muted small scale-anchors", "data-scale-anchors": "", title: "The rubric says what 1 and 5 mean for each criterion." },
+    h("b", {}, "1"), " = bad … ", h("b", {}, "5"), " = excellent");
 
   container.append(
     h("div", { class: "rating" },
@@ -173,10 +189,8 @@ function mount(container, item, draft, ctx) {
         h("p", { class: "prompt" }, h("span", { class: "muted" }, "Prompt: "), h("q", { "data-prompt": "" }, item.prompt || "")),
         watchedNote),
       h("section", { class: "card criteria" },
-        h("div", { class: "criteria-head" }, h("h2", {}, "Scores"),
-          h("button", { type: "button", onclick: openRubric, "data-rubric-open": "" }, "Rubric ", h("kbd", {}, "R"))),
-        rows, movedNote),
-      dialog,
+        h("div", { class: "criteria-head" }, h("h2", {}, "Scores"), anchors, rubricButton),
+        rows, movedNote, panel),
     ),
   );
   updateWatched();
@@ -199,6 +213,7 @@ function mount(container, item, draft, ctx) {
   for (const n of [1, 2, 3, 4, 5]) s.register(String(n), "Score the focused criterion, then move on to the next", () => setScore(n), { group: "Scores" });
   s.register("0", "N/A (where allowed), then move on to the next", () => setScore(null), { group: "Scores" });
   s.register("r", "Open / close the rubric", openRubric, { group: "Scores" });
+  s.register("escape", "Close the rubric", () => (panel.hidden ? false : closeRubric()), { group: "Scores", hidden: true, inInputs: true });
 
   return {
     draft() {

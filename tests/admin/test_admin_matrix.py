@@ -23,6 +23,7 @@ from annotation.models import (
     ItemReopening,
     MediaAsset,
     Membership,
+    ProjectAsset,
     ProjectInvite,
     Review,
     Role,
@@ -40,8 +41,10 @@ pytestmark = pytest.mark.django_db
 
 # scoped: rows of a project, for the project's researchers and admins (with the actions named;
 # {"view"} alone: a record nobody edits in the admin, superusers neither);
-# endpoints: viewed by whoever may use the admin, set up by superusers; perms: Django's model
-# permissions (superusers here); superuser: superusers only, whatever permissions staff hold.
+# endpoints: a project's own as scoped rows (its researchers add them), the shared ones viewed by
+# whoever may use the admin; perms: Django's model permissions (superusers here); superuser:
+# superusers only, whatever permissions staff hold. The projects themselves are scoped rows too:
+# viewed by their researchers, changed by their admins (admin_site.OwnProjectsAdmin).
 ADMIN_RULES = {
     "annotation.item": ("scoped", {"view", "change", "delete"}),
     "annotation.release": ("scoped", {"view"}),
@@ -55,13 +58,14 @@ ADMIN_RULES = {
     "annotation.annotationrevision": ("scoped", {"view"}),
     "annotation.suggestion": ("scoped", {"view"}),
     "annotation.releaseitem": ("scoped", {"view"}),
+    "annotation.projectasset": ("scoped", {"view"}),
     "annotation.study": ("scoped", {"view"}),
     "annotation.studyparticipant": ("scoped", {"view"}),
     "annotation.excludedannotation": ("scoped", {"view"}),
     "annotation.itemreopening": ("scoped", {"view"}),
     "inference.prediction": ("scoped", {"view"}),
-    "inference.modelendpoint": ("endpoints", set()),
-    "annotation.project": ("perms", set()),
+    "inference.modelendpoint": ("endpoints", {"view", "add", "change", "delete"}),
+    "annotation.project": ("scoped", {"view", "change"}),
     "annotation.mediaasset": ("perms", set()),
     "annotation.annotation": ("perms", set()),
     "annotation.review": ("perms", set()),
@@ -78,6 +82,7 @@ ADMIN_RULES = {
 # Add forms no one gets (the rows come from the import, the workers, the login throttle, and the
 # services behind the pages for the read-only records; media only through imports, which check them).
 NEVER_ADDED = {
+    "annotation.item",
     "annotation.importrun",
     "inference.backgroundrun",
     "annotation.mediaasset",
@@ -111,6 +116,8 @@ def w(make_user, make_project, tmp_path):
     b = make_project("proj-b", "status", members={users["other-researcher"]: Role.RESEARCHER})
     item_a, item_b = factories.status_items(a, 1, tmp_path)[0], factories.status_items(b, 1, tmp_path, start=5)[0]
     endpoint = services.endpoint_create(name="R", backend="random")
+    endpoint_a = services.endpoint_create(name="RA", backend="random", project=a)
+    endpoint_b = services.endpoint_create(name="RB", backend="random", project=b)
 
     def job(project, release):
         return InferenceJob.objects.create(
@@ -164,6 +171,9 @@ def w(make_user, make_project, tmp_path):
             lambda p, item, user, tag: Suggestion.objects.create(item=item, source=tag)
         ),
         "annotation.releaseitem": (rel_a.release_items.get(), rel_b.release_items.get()),
+        "annotation.projectasset": per_project(
+            lambda p, item, user, tag: ProjectAsset.objects.create(project=p, asset=MediaAsset.objects.first())
+        ),
         "annotation.study": studies,
         "annotation.studyparticipant": tuple(participants),
         "annotation.excludedannotation": tuple(
@@ -180,11 +190,13 @@ def w(make_user, make_project, tmp_path):
             Prediction.objects.create(job=j, item=item, query="sci1") for j, item in ((job_a, item_a), (job_b, item_b))
         ),
         "annotation.crowdaccount": (
-            CrowdAccount.objects.create(user=users["non-member"], platform="prolific", external_id="pid-b"),
+            CrowdAccount.objects.create(
+                user=users["non-member"], study=studies[1], platform="prolific", external_id="pid-b"
+            ),
             None,
         ),
-        "inference.modelendpoint": (endpoint, None),
-        "annotation.project": (a, None),
+        "inference.modelendpoint": (endpoint_a, endpoint_b),
+        "annotation.project": (a, b),
         "annotation.mediaasset": (MediaAsset.objects.first(), None),
         "annotation.annotation": (annotation, None),
         "annotation.review": (
@@ -208,7 +220,9 @@ def expected(who: str, label: str, page: str) -> object:
         return "login"
     if who == "superuser":
         return 403 if page == "add" and label in NEVER_ADDED else 200
-    if kind == "scoped":
+    if kind == "endpoints" and who == "staff":  # the shared ones, read only, for anyone let in
+        return 200 if page == "list" else 403 if page == "add" else "missing"
+    if kind in ("scoped", "endpoints"):
         mine = "change-a" if who in INSIDE_A else "change-b" if who == "other-researcher" else None
         if mine is None:  # staff of no project: nothing of any project
             return 403
@@ -217,8 +231,6 @@ def expected(who: str, label: str, page: str) -> object:
         if page == "add":
             return 200 if "add" in actions else 403
         return 200 if page == mine else "missing"
-    if kind == "endpoints":
-        return 403 if page == "add" else 200
     return 403
 
 

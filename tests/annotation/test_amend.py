@@ -54,11 +54,12 @@ def test_recent_work_lists_only_ones_own_newest_first(rated):
 def test_amend_keeps_the_earlier_version_and_the_amendment_counts(rated):
     project, ann, _, rev = rated
     annotation = Annotation.objects.filter(annotator=ann).order_by("pk").first()
-    first = dict(annotation.result)
+    first, measured = dict(annotation.result), annotation.time_spent_ms
     amended = annotation_amend(annotation_id=annotation.pk, user=ann, result=scores(realism=5), time_spent_ms=2000)
     assert amended.changed
     annotation.refresh_from_db()
-    assert annotation.result["scores"]["realism"] == 5 and annotation.time_spent_ms == 4000 + 2000
+    # The time stays what the submit measured: an amendment adds none (the client's count is not used).
+    assert annotation.result["scores"]["realism"] == 5 and annotation.time_spent_ms == measured
     (revision,) = AnnotationRevision.objects.filter(annotation=annotation)
     assert revision.result == first and revision.submitted_at == annotation.created_at
     assert AuditEvent.objects.get(action="amend").details == {"item": annotation.item_id, "revision": revision.pk}

@@ -8,6 +8,7 @@ from django.core.management import call_command
 from django.http import HttpRequest
 
 from annotation.models import Annotation, Item, MediaAsset, Membership, Project, Release
+from inference.models import ModelEndpoint
 
 pytestmark = pytest.mark.django_db
 
@@ -44,7 +45,9 @@ def test_demo_sets_up_every_workflow_and_is_idempotent(tmp_path, capsys):
         ("demo-status", "status"),
         ("demo-visualtrans", "visualtrans"),
     ]
-    assert first["item_count"] == 60 and first["members"] == 30 and first["ratings"] == 18
+    assert first["item_count"] == 60 and first["members"] == 35 and first["ratings"] == 18
+    assert authenticate(HttpRequest(), username="lead", password="lead-demo").is_superuser is False
+    assert set(Membership.objects.filter(user__username="lead").values_list("role", flat=True)) == {"admin"}
     for slug in ("demo-status", "demo-changeit", "demo-visualtrans", "demo-m3verse"):
         statuses = dict(
             Item.objects.filter(project__slug=slug).values_list("status").annotate().values_list("status", "project")
@@ -60,5 +63,15 @@ def test_demo_sets_up_every_workflow_and_is_idempotent(tmp_path, capsys):
     videos = MediaAsset.objects.filter(kind="video")
     assert videos.count() > 0 and all(v.duration and v.fps and v.frame_count for v in videos)
 
+    # The shared endpoint a researcher starts a job on from the admin.
+    endpoints = list(ModelEndpoint.objects.values_list("name", "backend", "project", "options"))
+    assert endpoints == [("random-baseline", "random", None, {"seed": 0})]
+
+    # Run again: nothing changes, and a password changed since is kept.
+    lead = authenticate(HttpRequest(), username="lead", password="lead-demo")
+    lead.set_password("changed-by-lead")
+    lead.save()
     call_command("demo", "--no-serve", "--data-dir", str(tmp_path / "demo"))
     assert census() == first
+    assert list(ModelEndpoint.objects.values_list("name", "backend", "project", "options")) == endpoints
+    assert authenticate(HttpRequest(), username="lead", password="changed-by-lead") is not None

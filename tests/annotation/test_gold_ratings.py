@@ -21,7 +21,7 @@ from annotation.studies.table import participant_rows
 from protocols.oscbench import CRITERIA as OSC_CRITERIA
 from protocols.oscbench import GOLD_TOLERANCE as RATING_GOLD_TOLERANCE
 from tests.helpers.files import write_lines
-from tests.helpers.studies import GOLD_GATED_STUDY, do_tasks, open_study_link, participant_user
+from tests.helpers.studies import GOLD_GATED_STUDY, do_tasks, open_study_link, participant_user, pid
 
 from .work_factories import valid_result
 
@@ -153,23 +153,21 @@ def test_imported_gold_scores_ratings_in_a_crowd_study_and_in_the_agreement_figu
     )
     gold = Item.objects.get(is_gold=True)
     study = study_create(project=project, actor=researcher, **GOLD_GATED_STUDY)
-    for pid in ("GOOD", "BAD", "NA"):
-        open_study_link(study, pid)
+    for label in ("GOOD", "BAD", "NA"):
+        open_study_link(study, label)
 
-    do_tasks(
-        project, participant_user("GOOD"), [RIGHT, RIGHT], time_spent_ms=30_000
-    )  # the gold item first, then a video
-    do_tasks(project, participant_user("BAD"), [OFF_BY_TWO, RIGHT], time_spent_ms=30_000)
-    do_tasks(project, participant_user("NA"), [SCENE_GIVEN], time_spent_ms=30_000)
+    do_tasks(project, participant_user("GOOD"), [RIGHT, RIGHT], seconds=30)  # the gold item first, then a video
+    do_tasks(project, participant_user("BAD"), [OFF_BY_TWO, RIGHT], seconds=30)
+    do_tasks(project, participant_user("NA"), [SCENE_GIVEN], seconds=30)
 
     assert Annotation.objects.filter(item=gold).count() == 3
     gold.refresh_from_db()
     assert (gold.status, gold.annotation_count) == (ItemStatus.PENDING, 0)  # gold never counts, never done
     rows = {r["participant_id"]: r for r in participant_rows(study=study)}
-    assert {pid: (r["gold_items"], r["gold_correct"], r["gold_accuracy"], r["flagged"]) for pid, r in rows.items()} == {
-        "GOOD": (1, 1, 1.0, False),
-        "BAD": (1, 0, 0.0, True),
-        "NA": (1, 0, 0.0, True),
+    assert {key: (r["gold_items"], r["gold_correct"], r["gold_accuracy"], r["flagged"]) for key, r in rows.items()} == {
+        pid("GOOD"): (1, 1, 1.0, False),
+        pid("BAD"): (1, 0, 0.0, True),
+        pid("NA"): (1, 0, 0.0, True),
     }
     figures = {
         a["annotator"]: (a["gold_items"], a["gold_accuracy"]) for a in project_agreement(project=project)["annotators"]

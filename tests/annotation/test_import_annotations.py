@@ -237,7 +237,16 @@ def test_api_and_page_import_ratings_for_researchers(osc, make_user, client, tmp
     assert r.status_code == 202
     run = api.get(r["Location"]).json()
     assert (run["kind"], run["status"]) == ("annotations", "finished")
-    assert run["report"] == {"lines": 1, "created": 1, "unchanged": 0, "items_touched": 1}
+    assert run["report"] == {
+        "lines": 1,
+        "created": 1,
+        "unchanged": 0,
+        "items_touched": 1,
+        "aggregated": 0,
+        "format": "statelab",
+        "format_label": "StateLab annotation lines (JSONL)",
+        "notes": [],
+    }
 
     client.force_login(res)
     bad = io.BytesIO(json.dumps({"item": "oscbench-00001", "rater": "r7", "scores": {**FULL, "object": 2}}).encode())

@@ -314,14 +314,19 @@ def test_every_field_error_is_listed_with_line_and_field(status_project, status_
         status_line(4, tags="sample", split="has space"),
     ]
     path = write_lines(status_media / "items.jsonl", lines)
-    assert refused(status_project, path) == [
+    expected = [
         "line 2: field -: invalid JSON (Expecting property name enclosed in double quotes at column 2)",
         "line 3: field change_distractors: must hold exactly 3 strings, got 1",
         "line 3: field category: must be one of positional, functional, other",
         "line 4: field id: must be a string (quote numeric ids)",
-        "line 4: field colour: unknown field for protocol status",
         "line 5: field split: must be a short name of letters, digits, '_', '.', '-'",
         "line 5: field tags: must be a list of non-empty strings",
+    ]
+    assert refused(status_project, path) == expected  # an unknown field is kept, not an error
+    assert refused(status_project, path, strict=True) == [
+        *expected[:4],
+        "line 4: field colour: unknown field for protocol status (refused by --strict)",
+        *expected[4:],
     ]
     assert_nothing_written(_media_root)
 
@@ -348,14 +353,14 @@ def test_null_lines_json_nested_too_deeply_and_extra_data_are_refused(status_pro
 def test_labeled_item_missing_a_label_and_raw_item_imported_as_verified_are_refused(
     status_project, status_media, _media_root
 ):
-    partial = status_line(0, difference=None)
+    partial = status_line(0, change=None)
     raw = {"id": "raw-1", "image_a": "img/a.png", "image_b": "img/b.png"}
     path = write_lines(status_media / "items.jsonl", [partial, raw])
     errors = refused(status_project, path, verified=True)
-    assert errors[0] == "line 1: field difference: required for a labeled item"
+    assert errors[0] == "line 1: field change: required for a labeled item"
     assert errors[1:] == [
         f"line 2: field {f}: required for a verified import"
-        for f in ("state_a", "state_b", "change", "change_distractors", "category", "difference")
+        for f in ("state_a", "state_b", "change", "change_distractors")
     ]
     assert_nothing_written(_media_root)
 
@@ -444,9 +449,12 @@ def test_zip_without_items_is_refused(status_project, tmp_path, _media_root):
     archive = tmp_path / "empty.zip"
     with zipfile.ZipFile(archive, "w") as zf:
         zf.writestr("readme.txt", "nothing here")
-    assert refused(status_project, archive) == [
-        "file: field -: the zip must hold items.jsonl (or exactly one .jsonl) at its top level"
-    ]
+    [message] = refused(status_project, archive)
+    assert message.startswith(
+        "file: field -: the zip must hold items.jsonl (or exactly one .jsonl, or one .json of items) at its top "
+        'level; found readme.txt; expected JSONL of item objects, a JSON array of items, {"items": [...]}, '
+        "or a zip with items.jsonl"
+    )
     assert_nothing_written(_media_root)
 
 
@@ -559,13 +567,13 @@ def test_json_document_of_another_protocol_is_refused(status_project, status_med
 def test_json_document_is_read_a_piece_at_a_time(tmp_path, monkeypatch):
     import tracemalloc
 
-    from annotation.importing import sources
+    from annotation.importing import documents, sources
 
     items = [
         {"id": f"x{i}", "n": i * 1001, "f": 1.5e-3, "t": True, "s": 'é ✓ \\"q\\"', "l": [None, i]} for i in range(30)
     ]
     path = json_document(tmp_path / "small.json", items, indent=1, option_seed=12)
-    monkeypatch.setattr(sources, "DOC_READ_CHARS", 3)  # every number and literal crosses a chunk border
+    monkeypatch.setattr(documents, "DOC_READ_CHARS", 3)  # every number and literal crosses a chunk border
     source = sources.DirectorySource(path, tmp_path, max_bytes=1)
     assert source.header == {"option_seed": 12}
     got = list(source.lines())
@@ -573,7 +581,7 @@ def test_json_document_is_read_a_piece_at_a_time(tmp_path, monkeypatch):
     assert [line for line, _text in got[:2]] == [4, 15]  # indent=1: 3 opening lines, 11 lines per item
 
     # Memory does not follow the file: an 11 MB document is walked with a few MB at most.
-    monkeypatch.setattr(sources, "DOC_READ_CHARS", 1024 * 1024)
+    monkeypatch.setattr(documents, "DOC_READ_CHARS", 1024 * 1024)
     big = tmp_path / "big.json"
     with open(big, "w") as fh:
         fh.write('{"protocol":"status","items":[\n')
@@ -663,7 +671,7 @@ def test_gold_needs_a_complete_item(status_project, status_media, osc_project, d
     path = write_lines(status_media / "items.jsonl", [raw, status_line(1, gold="yes")])
     assert refused(status_project, path) == [
         "line 1: field gold: a gold item needs its known answer; this item is raw "
-        "(give state_a, state_b, change, change_distractors, category, difference too, or drop gold)",
+        "(give state_a, state_b, change, change_distractors too, or drop gold)",
         "line 2: field gold: must be true or false",
     ]
     # OSCBench's known answer is not a label but the expected rating (tests/annotation/test_gold_ratings.py).

@@ -24,7 +24,7 @@ from annotation.releases import release_freeze
 from annotation.services import review_decide
 from annotation.studies.participants import participant_reject
 from annotation.studies.setup import study_create
-from tests.helpers.studies import UNGATED_STUDY, do_tasks, joined_participant
+from tests.helpers.studies import UNGATED_STUDY, do_tasks, joined_participant, pid
 
 from .work_factories import make_item, valid_result
 
@@ -76,7 +76,7 @@ def test_an_accept_that_rested_on_the_rejected_annotation_goes_back_to_review(wo
     assert (x.status, x.annotation_count, x.disagreement) == (ItemStatus.ANNOTATED, 1, None)
     reopening = ItemReopening.objects.get(item=x)
     assert (reopening.reason, reopening.decision, reopening.review, reopening.annotation_id, reopening.created_by) == (
-        "needs re-review: participant P1 rejected",
+        f"needs re-review: participant {pid('P1')} rejected",
         "accept",
         review,
         mine.pk,
@@ -85,9 +85,9 @@ def test_an_accept_that_rested_on_the_rejected_annotation_goes_back_to_review(wo
     event = AuditEvent.objects.get(action="review_reopen")
     assert (event.actor, event.project, event.object_id) == (researcher, project, str(x.pk))
     assert event.details == {
-        "reason": "needs re-review: participant P1 rejected",
+        "reason": f"needs re-review: participant {pid('P1')} rejected",
         "study": study.pk,
-        "participant": "P1",
+        "participant": pid("P1"),
         "review": review.pk,
         "decision": "accept",
         "annotation": mine.pk,
@@ -108,10 +108,10 @@ def test_an_accept_that_rested_on_the_rejected_annotation_goes_back_to_review(wo
     client = Client()
     client.force_login(reviewer)
     queue = client.get("/api/projects/crowd/review/").json()["items"]
-    assert [(r["id"], r["reopened"]) for r in queue] == [(x.pk, "needs re-review: participant P1 rejected")]
+    assert [(r["id"], r["reopened"]) for r in queue] == [(x.pk, f"needs re-review: participant {pid('P1')} rejected")]
     detail = client.get(f"/api/items/{x.pk}/review/").json()
     assert (detail["reopened"]["reason"], detail["reopened"]["decision"]) == (
-        "needs re-review: participant P1 rejected",
+        f"needs re-review: participant {pid('P1')} rejected",
         "accept",
     )
     assert [a["id"] for a in detail["annotations"]] == [theirs.pk]
@@ -266,7 +266,7 @@ def test_an_item_sent_back_to_review_comes_before_older_calm_ones(world):
     client.force_login(reviewer)
     queue = client.get("/api/projects/crowd/review/").json()["items"]
     assert [(r["id"], r["disagreement"], r["reopened"]) for r in queue] == [
-        (contested.pk, [], "needs re-review: participant P1 rejected"),
+        (contested.pk, [], f"needs re-review: participant {pid('P1')} rejected"),
         (calm.pk, [], None),
     ]
 
@@ -289,4 +289,4 @@ def test_with_no_annotation_left_the_item_goes_back_to_the_queue_and_comes_to_re
     client = Client()
     client.force_login(reviewer)
     queue = client.get("/api/projects/crowd/review/").json()["items"]
-    assert [(r["id"], r["reopened"]) for r in queue] == [(x.pk, "needs re-review: participant P1 rejected")]
+    assert [(r["id"], r["reopened"]) for r in queue] == [(x.pk, f"needs re-review: participant {pid('P1')} rejected")]

@@ -51,9 +51,17 @@ def test_freeze_snapshots_verified_items_of_one_split_with_resolved_options(make
         "tags": [],
         "resolved": resolve_queries("status", "status-00001", item.payload, seed=7),
     }
+    # Each line's media: the path it names -> the SHA-256 of the item's stored file, as at the freeze.
+    assert rows[1].media == {
+        item.payload["image_a"]: item.media["image_a"],
+        item.payload["image_b"]: item.media["image_b"],
+    }
     digest = hashlib.sha256(canonical({"protocol": "status", "split": "test", "option_seed": 7}) + b"\n")
+    shipped: dict[str, str] = {}
     for r in rows:
         digest.update(canonical(r.payload) + b"\n")
+        shipped.update(r.media)
+    digest.update(canonical({"media": shipped}) + b"\n")  # the checksum covers the media shipped
     assert release.checksum == digest.hexdigest()
 
 

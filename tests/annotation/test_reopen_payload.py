@@ -14,7 +14,7 @@ from annotation.services import review_decide
 from annotation.studies.participants import participant_reject
 from annotation.studies.setup import study_create
 from tests.helpers.clients import logged_in
-from tests.helpers.studies import UNGATED_STUDY, joined_participant
+from tests.helpers.studies import UNGATED_STUDY, joined_participant, pid
 from tests.helpers.work import next_task, submit_task
 
 from .work_factories import PAYLOADS, make_item
@@ -134,9 +134,9 @@ def test_an_item_back_in_the_queue_shows_annotators_and_reviewers_what_it_showed
     assert after["item"] == before_review["item"]
     assert traces(after, voided, fields) == []
     assert [(r["decision"], r["result"], r["voided"]["reason"]) for r in after["reviews"]] == [
-        ("accept", None, "needs re-review: participant P1 rejected")
+        ("accept", None, f"needs re-review: participant {pid('P1')} rejected")
     ]
-    assert after["reopened"]["reason"] == "needs re-review: participant P1 rejected"
+    assert after["reopened"]["reason"] == f"needs re-review: participant {pid('P1')} rejected"
 
 
 @pytest.mark.parametrize("protocol", list(CASES))

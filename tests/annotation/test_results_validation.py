@@ -114,9 +114,9 @@ def test_qa_single_choice_multiple_choice_count_and_set():
     single = QAContext("choice", n_options=3)
     multi = QAContext("choice", n_options=4, multiple=True)
     assert validate_qa({"answer": "b"}, single).result == {"answer": "B", "flags": []}
-    assert validate_qa({"answer": "C,a", "flags": ["ambiguous", "missing_correct_option"]}, multi).result == {
+    assert validate_qa({"answer": "C,a", "flags": ["ambiguous", "wrong_ground_truth"]}, multi).result == {
         "answer": ["A", "C"],
-        "flags": ["missing_correct_option", "ambiguous"],
+        "flags": ["wrong_ground_truth", "ambiguous"],
     }
     assert validate_qa({"answer": "12"}, QAContext("count")).result == {"answer": 12, "flags": []}
     assert validate_qa({"answer": "cup,  big bowl"}, QAContext("set")).result == {

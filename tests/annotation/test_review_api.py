@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 
 from annotation.models import Item, Review
-from annotation.queue import annotation_submit, queue_claim_next
+from annotation.queue import queue_claim_next
 from annotation.selectors_agreement import item_counts, project_agreement
 from tests.annotation.work_factories import m3verse_payload, make_item, make_people, valid_result
 from tests.helpers.clients import session_client
+from tests.helpers.timed import claim_and_submit
 
 pytestmark = pytest.mark.django_db
 
@@ -17,13 +18,9 @@ def annotate(project, item, people, results):
     """Each person claims the item (it must be first in their queue) and submits a result."""
     ids = []
     for person, result in zip(people, results):
-        task = queue_claim_next(project=project, user=person)
-        assert task.item_id == item.pk
-        ids.append(
-            annotation_submit(
-                task_id=task.pk, user=person, result=result, time_spent_ms=1000 * (len(ids) + 1)
-            ).annotation.pk
-        )
+        annotation = claim_and_submit(project, person, result, ms=1000 * (len(ids) + 1)).annotation
+        assert annotation.item_id == item.pk
+        ids.append(annotation.pk)
     item.refresh_from_db()
     return ids
 
@@ -387,8 +384,7 @@ def test_agreement_counts_two_missing_answers_as_disagreement_in_summary_and_row
 
 
 def submit_as(project, person, result, ms):
-    task = queue_claim_next(project=project, user=person)
-    return annotation_submit(task_id=task.pk, user=person, result=result, time_spent_ms=ms).annotation
+    return claim_and_submit(project, person, result, ms=ms).annotation
 
 
 def test_gold_items_are_counted_apart_so_progress_can_finish(make_project, team):

@@ -164,6 +164,11 @@ def test_researcher_imports_freezes_and_exports_through_the_api(world, eager):
         "media_files": 6,
         "media_stored": 0,
         "by_status": {"annotated": 3},
+        "format": "statelab",
+        "format_label": "StateLab item lines (JSONL, a JSON document or array, or a zip with items.jsonl)",
+        "notes": [],
+        "kept_fields": [],
+        "kept": "",
     }
     again = queued_run(api, api.post("/api/projects/mine/imports/", {"file": upload(world["zip"])}, format="multipart"))
     assert again["status"] == "finished" and again["report"]["unchanged"] == 3

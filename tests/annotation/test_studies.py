@@ -35,7 +35,15 @@ from annotation.selectors_agreement import project_agreement
 from annotation.studies.participants import participant_reject
 from annotation.studies.setup import study_create
 from annotation.studies.table import participant_rows
-from tests.helpers.studies import GOLD_GATED_STUDY, do_tasks, open_study_link, participant_user
+from tests.helpers.studies import (
+    GOLD_GATED_STUDY,
+    SESSION_ID,
+    STUDY_ID,
+    do_tasks,
+    open_study_link,
+    participant_user,
+    pid,
+)
 
 from .work_factories import make_item, valid_result
 
@@ -99,7 +107,11 @@ def test_prolific_params_give_a_password_less_annotator_session(setup):
     assert user.username == "prolific-5f1a2b3c4d5e6f7a8b9c0d1e" and not user.has_usable_password()
     assert Membership.objects.get(project=project, user=user).role == Role.ANNOTATOR
     participant = StudyParticipant.objects.get(study=study)
-    assert (participant.user, participant.platform_study_id, participant.platform_session_id) == (user, "s1", "x")
+    assert (participant.user, participant.platform_study_id, participant.platform_session_id) == (
+        user,
+        STUDY_ID,
+        SESSION_ID,
+    )
     page = client.get("/projects/crowd/annotate/")  # the session is the participant's
     assert page.status_code == 200 and page.context["user"] == user
     assert f'data-finish-url="/study/{study.token}/done/"' in page.content.decode()
@@ -108,20 +120,24 @@ def test_prolific_params_give_a_password_less_annotator_session(setup):
 def test_the_same_id_resumes_the_same_account_in_another_browser(setup):
     _project, study, *_ = setup
     first, _ = open_study_link(study, "PID1")
-    second, response = open_study_link(study, "PID1", SESSION_ID="y")
+    second, response = open_study_link(study, "PID1", SESSION_ID=pid("y"))
     assert response.status_code == 302
     assert User.objects.filter(username__startswith="prolific-").count() == 1
     participant = StudyParticipant.objects.get(study=study)
-    assert participant.platform_session_id == "y"
-    assert first.get("/api/me/").json()["username"] == second.get("/api/me/").json()["username"] == "prolific-PID1"
+    assert participant.platform_session_id == pid("y")
+    assert (
+        first.get("/api/me/").json()["username"]
+        == second.get("/api/me/").json()["username"]
+        == (f"prolific-{pid('PID1')}")
+    )
 
 
 def test_a_person_with_the_derived_username_is_never_signed_in(setup, make_user):
     _project, study, *_ = setup
-    person = make_user("prolific-PID9")
+    person = make_user(f"prolific-{pid('PID9')}")
     client, _ = open_study_link(study, "PID9")
     crowd = participant_user("PID9")
-    assert crowd != person and crowd.username.startswith("prolific-PID9-")
+    assert crowd != person and crowd.username.startswith(f"prolific-{pid('PID9')}-")
     assert client.get("/api/me/").json()["username"] == crowd.username
 
 
@@ -155,12 +171,12 @@ def test_mturk_ids_and_preview(setup):
 
 def test_quota_full_is_a_polite_page_and_resuming_still_works(setup):
     _project, study, *_ = setup
-    for pid in ("P1", "P2", "P3"):
-        open_study_link(study, pid)
+    for label in ("P1", "P2", "P3"):
+        open_study_link(study, label)
     _, response = open_study_link(study, "P4")
     assert response.status_code == 200 and response.context["state"] == "full"
     assert b"This study is full" in response.content
-    assert StudyParticipant.objects.count() == 3 and not CrowdAccount.objects.filter(external_id="P4").exists()
+    assert StudyParticipant.objects.count() == 3 and not CrowdAccount.objects.filter(external_id=pid("P4")).exists()
     assert open_study_link(study, "P2")[1].status_code == 302
 
 
@@ -218,7 +234,7 @@ def test_redirect_on_finish_sends_them_to_the_return_url(setup):
     project, study, *_ = setup
     Study.objects.filter(pk=study.pk).update(redirect_on_finish=True)
     client, _ = open_study_link(study, "P1")
-    do_tasks(project, participant_user("P1"), [valid_result("qa")] * 2, time_spent_ms=30_000)
+    do_tasks(project, participant_user("P1"), [valid_result("qa")] * 2, seconds=30)
     response = client.get(f"/study/{study.token}/done/")
     assert response.status_code == 302
     assert response["Location"] == "https://app.prolific.com/submissions/complete?cc=C0DE42"
@@ -233,7 +249,8 @@ def test_time_limit_stops_claims(setup):
     StudyParticipant.objects.filter(user=user).update(started_at=timezone.now() - timedelta(minutes=31))
     assert queue_claim_next(project=project, user=user) is None
     state = client.get(f"/study/{study.token}/done/").context["state"]
-    assert (state.state, state.done, state.time_over) == ("finished", 0, True)
+    # Past the time limit with no task done: ended, and no completion code.
+    assert (state.state, state.done, state.time_over, state.reason) == ("ended", 0, True, "time")
 
 
 def test_an_abandoned_hold_returns_to_the_queue_after_the_lease(setup):
@@ -291,14 +308,16 @@ def test_a_participant_who_abandons_the_only_gold_item_does_not_block_it(setup):
             content_type="application/json",
         )
         assert r.status_code == 201
-    assert sorted(Annotation.objects.filter(item=gold).values_list("annotator__username", flat=True)) == [
-        "prolific-LEAVER",
-        "prolific-STAYER",
-    ]
+    assert sorted(Annotation.objects.filter(item=gold).values_list("annotator__username", flat=True)) == sorted(
+        [f"prolific-{pid('LEAVER')}", f"prolific-{pid('STAYER')}"]
+    )
     gold.refresh_from_db()
     assert (gold.status, gold.annotation_count) == (ItemStatus.PENDING, 0)
     rows = {r["participant_id"]: r for r in participant_rows(study=study)}
-    assert [(rows[p]["gold_items"], rows[p]["gold_correct"]) for p in ("LEAVER", "STAYER")] == [(1, 0), (1, 1)]
+    assert [(rows[pid(p)]["gold_items"], rows[pid(p)]["gold_correct"]) for p in ("LEAVER", "STAYER")] == [
+        (1, 0),
+        (1, 1),
+    ]
     # A second submit of the same answer is the same annotation, never a duplicate.
     again = leaver_client.post(
         f"/api/tasks/{leaver_task.pk}/submit/",
@@ -334,21 +353,20 @@ def test_gold_failing_participant_is_flagged_and_rejection_reopens_items(setup):
     open_study_link(study, "GOOD")
     open_study_link(study, "BAD")
     good, bad = participant_user("GOOD"), participant_user("BAD")
-    do_tasks(
-        project, bad, [WRONG, valid_result("qa")], time_spent_ms=30_000
-    )  # gold first (gold share 1), then one item
+    do_tasks(project, bad, [WRONG, valid_result("qa")], seconds=30)  # gold first (gold share 1), then one item
     bad_item = Annotation.objects.get(annotator=bad, item__is_gold=False).item
     assert (bad_item.status, bad_item.annotation_count) == (ItemStatus.ANNOTATED, 1)
-    do_tasks(project, good, [valid_result("qa")] * 2, time_spent_ms=30_000)
+    do_tasks(project, good, [valid_result("qa")] * 2, seconds=30)
     rows = {r["participant_id"]: r for r in participant_rows(study=study)}
-    assert (rows["BAD"]["gold_accuracy"], rows["BAD"]["flagged"], rows["BAD"]["tasks"]) == (0.0, True, 2)
-    assert (rows["GOOD"]["gold_accuracy"], rows["GOOD"]["flagged"]) == (1.0, False)
-    assert rows["BAD"]["active_seconds"] == 60.0 and str(rows["BAD"]["pay_estimate"]) == "0.20"
+    bad_row, good_row = rows[pid("BAD")], rows[pid("GOOD")]
+    assert (bad_row["gold_accuracy"], bad_row["flagged"], bad_row["tasks"]) == (0.0, True, 2)
+    assert (good_row["gold_accuracy"], good_row["flagged"]) == (1.0, False)
+    assert bad_row["active_seconds"] == 60.0 and str(bad_row["pay_estimate"]) == "0.20"
 
     client = Client()
     client.force_login(researcher)
     r = client.post(
-        f"/api/projects/crowd/studies/{study.pk}/participants/{rows['BAD']['id']}/decision/",
+        f"/api/projects/crowd/studies/{study.pk}/participants/{bad_row['id']}/decision/",
         {"decision": "reject", "note": "failed attention checks"},
         content_type="application/json",
     )
@@ -368,19 +386,20 @@ def test_gold_failing_participant_is_flagged_and_rejection_reopens_items(setup):
     kept = ExcludedAnnotation.objects.filter(participant__user=bad).order_by("annotation_id")
     assert [e.result for e in kept] == [WRONG, valid_result("qa")]
     names = {a["annotator"] for a in project_agreement(project=project)["annotators"]}
-    assert names == {"prolific-GOOD"}
+    assert names == {f"prolific-{pid('GOOD')}"}
     event = AuditEvent.objects.get(action="study_reject")
     assert event.details["items_reopened"] == 1 and event.details["note"] == "failed attention checks"
     # The row stays, with the excluded figures; the rejected one is out of the pay total.
     rows = {r["participant_id"]: r for r in participant_rows(study=study)}
-    assert (rows["BAD"]["status"], rows["BAD"]["tasks"], rows["BAD"]["flagged"]) == ("rejected", 2, True)
+    bad_row = rows[pid("BAD")]
+    assert (bad_row["status"], bad_row["tasks"], bad_row["flagged"]) == ("rejected", 2, True)
     # The item is back in the queue for someone else; the rejected participant gets nothing more.
     open_study_link(study, "THIRD")
     assert queue_claim_next(project=project, user=participant_user("THIRD")).item_id in {bad_item.pk, gold.pk}
     assert queue_claim_next(project=project, user=bad) is None
     assert open_study_link(study, "BAD")[0].get(f"/study/{study.token}/done/").context["state"].state == "ended"
     again = client.post(
-        f"/api/projects/crowd/studies/{study.pk}/participants/{rows['BAD']['id']}/decision/",
+        f"/api/projects/crowd/studies/{study.pk}/participants/{bad_row['id']}/decision/",
         {"decision": "approve"},
         content_type="application/json",
     )
@@ -400,7 +419,7 @@ def test_rejection_ends_holds(setup):
 def test_approve_from_the_page_and_csv_export(setup):
     project, study, researcher, *_ = setup
     open_study_link(study, "P1")
-    do_tasks(project, participant_user("P1"), [valid_result("qa")] * 2, time_spent_ms=30_000)
+    do_tasks(project, participant_user("P1"), [valid_result("qa")] * 2, seconds=30)
     client = Client()
     client.force_login(researcher)
     participant = StudyParticipant.objects.get()
@@ -409,7 +428,7 @@ def test_approve_from_the_page_and_csv_export(setup):
     assert StudyParticipant.objects.get().status == "approved"
     assert AuditEvent.objects.filter(action="study_approve", object_id=str(participant.pk)).count() == 1
     page = client.get(f"/projects/crowd/studies/{study.pk}/")
-    assert page.status_code == 200 and 'data-participant="P1" data-status="approved"' in page.content.decode()
+    assert page.status_code == 200 and f'data-participant="{pid("P1")}" data-status="approved"' in page.content.decode()
     download = client.get(f"/projects/crowd/studies/{study.pk}/participants.csv")
     assert download["Content-Type"].startswith("text/csv")
     (row,) = list(csv.DictReader(io.StringIO(download.content.decode())))
@@ -428,7 +447,7 @@ def test_approve_from_the_page_and_csv_export(setup):
             "currency",
         )
     } == {
-        "participant_id": "P1",
+        "participant_id": pid("P1"),
         "status": "approved",
         "tasks": "2",
         "gold_items": "1",

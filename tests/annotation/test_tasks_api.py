@@ -139,7 +139,8 @@ def test_submit_idempotency_key_gives_201_then_200_with_the_same_annotation(setu
     assert first.json() == second.json() == third.json()
     # Clipped to the 640x480 image.
     assert first.json()["result"] == {"bbox": [600.0, 400.0, 40.0, 80.0], "state": "whole apple"}
-    assert first.json()["time_spent_ms"] == 4100
+    # The time is the server's (claim to submit, here milliseconds), never the client's 4100.
+    assert first.json()["time_spent_ms"] == Annotation.objects.get().time_spent_ms < 4100
     assert Annotation.objects.count() == 1 and Item.objects.get().annotation_count == 1
 
 

@@ -24,6 +24,7 @@ from annotation.queue import (
 )
 from annotation.results import ResultInvalid
 from tests.annotation.work_factories import make_item, make_items_fast, make_people, valid_result
+from tests.helpers.timed import claim_and_submit
 
 pytestmark = pytest.mark.django_db
 
@@ -75,15 +76,14 @@ def test_submit_counts_and_finishes_the_item_at_the_configured_number(make_proje
     project = make_project("q", "changeit", annotations_per_item=2)
     item = make_item(project)
 
-    t1 = queue_claim_next(project=project, user=people[0])
-    out1 = annotation_submit(task_id=t1.pk, user=people[0], result=valid_result("box"), time_spent_ms=1200)
+    out1 = claim_and_submit(project, people[0], valid_result("box"), ms=1200)
+    t1 = out1.annotation.task
     item.refresh_from_db()
     assert (out1.created, item.annotation_count, item.status) == (True, 1, "pending")
     # The same annotator is never offered the item again.
     assert queue_claim_next(project=project, user=people[0]) is None
 
-    t2 = queue_claim_next(project=project, user=people[1])
-    annotation_submit(task_id=t2.pk, user=people[1], result=valid_result("box", 1))
+    t2 = claim_and_submit(project, people[1], valid_result("box", 1), ms=0).annotation.task
     item.refresh_from_db()
 
     assert (t2.item_id, item.annotation_count, item.status) == (item.pk, 2, "annotated")

@@ -264,9 +264,19 @@ def test_qa_video_pair_several_answers(page, login, live_server, video_qa):
     assert wait_task(page) == second
     assert_blind_now(page, responses, second)
     assert not page.is_visible("[data-machine]") and page.locator("input[name=answer]:checked").count() == 0
+    # D says that none of the others is correct: it is the one way to say so here (no flag for it),
+    # and it cannot go with another option.
+    assert page.locator("input[name=flags][value=missing_correct_option]").count() == 0
+    page.keyboard.press("a")
+    page.keyboard.press("d")
+    page.keyboard.press("Enter")
+    assert "Option D says that no listed option is correct" in page.inner_text("[data-notices] li.notice.error")
+    assert not Annotation.objects.filter(item=items[1]).exists()
+    page.keyboard.press("a")
+    page.keyboard.press("d")
     # No answer but a flag is a valid submission.
-    page.keyboard.press("m")
+    page.keyboard.press("i")
     page.keyboard.press("Enter")
     page.wait_for_selector("[data-queue-empty]")
-    assert Annotation.objects.get(item=items[1]).result == {"answer": None, "flags": ["missing_correct_option"]}
+    assert Annotation.objects.get(item=items[1]).result == {"answer": None, "flags": ["insufficient_evidence"]}
     assert SECRET not in page.content() and all(SECRET not in body for _, _, body in responses)

@@ -50,7 +50,7 @@ def test_quintuplet_keyboard_flow(page, login, live_server, quint_project):
     login(page, "ann")
     page.goto(f"{live_server.url}/projects/quint/annotate/")
     first = wait_task(page)
-    assert page.locator("[data-task-label]").inner_text() == f"Task {first}"
+    assert page.locator("[data-task-label]").inner_text() == "3 of 3 left"  # never a database id
 
     # The model's suggestion pre-fills the form, each field marked as machine-made.
     assert page.input_value("#q-state_a") == "a closed jar"
@@ -91,6 +91,7 @@ def test_quintuplet_keyboard_flow(page, login, live_server, quint_project):
     }
     assert a.annotator.username == "ann" and a.idempotency_key and a.time_spent_ms > 0
 
+    assert page.locator("[data-task-label]").inner_text() == "2 of 3 left"
     # Second item: no suggestion, typed from scratch; a one-word state only warns.
     assert page.locator(".field .badge.machine:visible").count() == 0
     assert page.evaluate("document.activeElement.id") == "q-state_a"

@@ -58,7 +58,7 @@ def participant_page(browser, live_server, token: str, pid: str):
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     page = context.new_page()
     page.set_default_timeout(15_000)
-    page.goto(f"{live_server.url}/study/{token}/?PROLIFIC_PID={pid}&STUDY_ID=st1&SESSION_ID=se-{pid}")
+    page.goto(f"{live_server.url}/study/{token}/?PROLIFIC_PID={pid}&STUDY_ID=5eed00000000000000000001&SESSION_ID={pid}")
     page.wait_for_url(f"{live_server.url}/projects/crowd/annotate/")
     return context, page
 
@@ -92,15 +92,15 @@ def test_three_participants_one_abandons_one_fails_gold_and_is_rejected(
     assert link == f"{live_server.url}/study/{study.token}/"
 
     # Participant 1 takes the gold item and walks away (their browser closes).
-    leaver_ctx, leaver = participant_page(browser, live_server, study.token, "LEAVER0000000000000000001")
+    leaver_ctx, leaver = participant_page(browser, live_server, study.token, "1ea7e0000000000000000001")
     wait_task(leaver)
     leaver_ctx.close()
-    leaver_user = CrowdAccount.objects.get(external_id="LEAVER0000000000000000001").user
+    leaver_user = CrowdAccount.objects.get(external_id="1ea7e0000000000000000001").user
     held = Task.objects.filter(annotator=leaver_user, status=TaskStatus.ACTIVE)
     assert held.exists()
 
     # Participant 2 answers the gold item right and one more item: the completion code.
-    good_ctx, good = participant_page(browser, live_server, study.token, "GOOD00000000000000000002")
+    good_ctx, good = participant_page(browser, live_server, study.token, "600d00000000000000000002")
     first = answer(good, "c")
     answer(good, "a", first)
     good.wait_for_url(f"{live_server.url}/study/{study.token}/done/", timeout=30_000)
@@ -108,7 +108,7 @@ def test_three_participants_one_abandons_one_fails_gold_and_is_rejected(
     shot(good, "study_finish")
     # The leaver's live hold (most of its ten minutes left) did not keep the study's only gold item
     # from participant 2: their gold draw took that hold over (annotation/queue/gold.py).
-    good_user = CrowdAccount.objects.get(external_id="GOOD00000000000000000002").user
+    good_user = CrowdAccount.objects.get(external_id="600d00000000000000000002").user
     assert Annotation.objects.get(annotator=good_user, item=gold).result["answer"] == "C"
     assert Task.objects.get(annotator=leaver_user, item=gold).status == TaskStatus.EXPIRED
 
@@ -119,12 +119,12 @@ def test_three_participants_one_abandons_one_fails_gold_and_is_rejected(
     held_items = set(Task.objects.filter(annotator=leaver_user).values_list("item_id", flat=True))
 
     # Participant 3 answers the gold item wrong, then one item (the leaver's lapsed one among the first).
-    bad_ctx, bad = participant_page(browser, live_server, study.token, "BAD000000000000000000003")
+    bad_ctx, bad = participant_page(browser, live_server, study.token, "bad000000000000000000003")
     first = answer(bad, "a")
     answer(bad, "a", first)
     bad.wait_for_url(f"{live_server.url}/study/{study.token}/done/", timeout=30_000)
     assert bad.inner_text("#completion-code") == "CC2026"
-    bad_user = CrowdAccount.objects.get(external_id="BAD000000000000000000003").user
+    bad_user = CrowdAccount.objects.get(external_id="bad000000000000000000003").user
     assert set(Annotation.objects.filter(annotator=bad_user).values_list("item_id", flat=True)) & held_items
     assert not Task.objects.filter(annotator=leaver_user, status=TaskStatus.ACTIVE).exists()
     bad_item = Annotation.objects.get(annotator=bad_user, item__is_gold=False).item
@@ -132,20 +132,20 @@ def test_three_participants_one_abandons_one_fails_gold_and_is_rejected(
 
     # The researcher's table: the gold-failing participant is flagged; reject them.
     page.goto(link.replace(f"/study/{study.token}/", f"/projects/crowd/studies/{study.pk}/"))
-    row = page.locator("tr[data-participant='BAD000000000000000000003']")
+    row = page.locator("tr[data-participant='bad000000000000000000003']")
     assert row.get_attribute("data-flagged") == "1"
-    assert page.locator("tr[data-participant='GOOD00000000000000000002']").get_attribute("data-flagged") == "0"
+    assert page.locator("tr[data-participant='600d00000000000000000002']").get_attribute("data-flagged") == "0"
     assert page.locator("#participants tbody tr").count() == 3
     shot(page, "study_participants")
     row.locator("input[name=note]").fill("failed the attention check")
     row.locator("[data-reject]").click()
-    page.wait_for_selector("tr[data-participant='BAD000000000000000000003'][data-status='rejected']")
+    page.wait_for_selector("tr[data-participant='bad000000000000000000003'][data-status='rejected']")
     assert "went back to the queue" in page.inner_text(".messages")
     bad_item.refresh_from_db()
     assert (bad_item.status, bad_item.annotation_count) == (ItemStatus.PENDING, 0)
     assert not Annotation.objects.filter(annotator=bad_user).exists()
-    page.locator("tr[data-participant='GOOD00000000000000000002'] [data-approve]").click()
-    page.wait_for_selector("tr[data-participant='GOOD00000000000000000002'][data-status='approved']")
+    page.locator("tr[data-participant='600d00000000000000000002'] [data-approve]").click()
+    page.wait_for_selector("tr[data-participant='600d00000000000000000002'][data-status='approved']")
     assert StudyParticipant.objects.filter(status="approved").count() == 1
     for ctx in (good_ctx, bad_ctx):
         ctx.close()

@@ -47,7 +47,8 @@ from .work_helpers import served_media_root, shot, wait_task
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 CSV = b"username_or_email,role\ncarol,annotator\ndave@example.org,annotator\n"
-PIDS = {"leaver": "LEAVE0000000000000000001", "good": "GOOD00000000000000000002", "bad": "BAD000000000000000000003"}
+# Prolific ids are 24 hexadecimal digits (the study link checks them).
+PIDS = {"leaver": "1ea7e0000000000000000001", "good": "600d00000000000000000002", "bad": "bad000000000000000000003"}
 GOLD_SCORES = {"object": 4, "action": 4, "osc_accuracy": 4, "realism": 4}
 # What the members give each undisputed video (gen-0 made 0 and 2, gen-1 made 1 and 3).
 LEVELS = {"oscbench-00000": 2, "oscbench-00001": 3, "oscbench-00002": 5, "oscbench-00003": 4}
@@ -62,7 +63,7 @@ def participant(browser, live_server, token: str, pid: str):
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     page = context.new_page()
     page.set_default_timeout(15_000)
-    page.goto(f"{live_server.url}/study/{token}/?PROLIFIC_PID={pid}&STUDY_ID=pilot&SESSION_ID=se-{pid}")
+    page.goto(f"{live_server.url}/study/{token}/?PROLIFIC_PID={pid}&STUDY_ID=5eed00000000000000000001&SESSION_ID={pid}")
     page.wait_for_url(f"{live_server.url}/projects/cuts/annotate/")
     return context, page
 

@@ -11,6 +11,9 @@ from tests.helpers.browser import OSC_CRITERIA
 
 from .work_helpers import annotate_through_queue, make_item, png, served_media_root, shot, store
 
+# Two crowd participants' Prolific ids (24 hexadecimal digits, as the study link checks).
+SPAMMER, HONEST = "5fa3300000000000000000e1", "0e5700000000000000000002"
+
 
 def rating(**changes):
     return {"scores": {**{c: 3 for c in OSC_CRITERIA}, "subject": None, **changes}}
@@ -323,7 +326,7 @@ def crowd_qa(make_user, make_project, prefix: str, external_ids: tuple[str, ...]
         gold_pass_threshold="0",
     )
     people = []
-    for pid in ("SPAMMER", "HONEST"):
+    for pid in (SPAMMER, HONEST):
         Client().get(f"/study/{study.token}/", {"PROLIFIC_PID": pid})
         people.append(CrowdAccount.objects.get(external_id=pid).user)
     return lead, rev, project, items, study, people
@@ -374,7 +377,7 @@ def test_an_item_a_rejection_sent_back_to_review_is_marked(page, login, live_ser
     assert text.startswith("Voided: accept by crrev on ") and text.endswith(
         " — needs re-review: participant SPAMMER rejected"
     )
-    assert page.locator("table.compare th.annotation-head").all_inner_texts()[0].startswith("prolific-HONEST")
+    assert page.locator("table.compare th.annotation-head").all_inner_texts()[0].startswith(f"prolific-{HONEST}")
     assert page.is_enabled("[data-accept]")
     assert errors == []
 

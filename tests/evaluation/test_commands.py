@@ -55,10 +55,14 @@ def test_status_import_then_leaderboard_json(make_project, tmp_path):
     )
 
     board = json.loads(run_command("leaderboard", "st", "--release", "v1", "--format", "json", "--boot", "200"))
-    assert list(board) == ["project", "release", "protocol", "rows"]
+    assert list(board) == ["project", "release", "protocol", "cluster_key", "rows"]
+    assert board["cluster_key"] == "extra.video_id"
     assert (board["project"], board["release"], board["protocol"]) == ("st", "v1", "status")
     assert [r["model"] for r in board["rows"]] == ["m1", "Random"]
-    assert all(list(r) == ["model", "n", "parse_failures", "metrics", "ci"] for r in board["rows"])
+    assert all(
+        list(r) == ["model", "n", "parse_failures", "metrics", "ci", "se", "se_clustered", "design_effect"]
+        for r in board["rows"]
+    )
     detailed = json.loads(run_command("leaderboard", "st", "--release", "v1", "--details", "--boot", "200"))
     assert detailed["rows"][0]["metrics"] == board["rows"][0]["metrics"]
     m1 = detailed["rows"][0]

@@ -46,7 +46,16 @@ def test_downloads_have_attachment_names_and_content(client, status_project):
     assert client.get("/projects/stv/leaderboard/download/exe/").status_code == 404
     api = client.get("/api/projects/stv/leaderboard/")
     assert api.status_code == 200 and api.json()["rows"][0]["model"] == "Random"
-    assert list(api.json()["rows"][0]) == ["model", "n", "parse_failures", "metrics", "ci"]
+    assert list(api.json()["rows"][0]) == [
+        "model",
+        "n",
+        "parse_failures",
+        "metrics",
+        "ci",
+        "se",
+        "se_clustered",
+        "design_effect",
+    ]
     assert (
         api.json()["rows"][0]["metrics"]
         == client.get("/api/projects/stv/leaderboard/?details=1").json()["rows"][0]["metrics"]

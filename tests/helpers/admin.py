@@ -16,6 +16,7 @@ RECORDS = {
     "annotation.annotationrevision",
     "annotation.suggestion",
     "annotation.releaseitem",
+    "annotation.projectasset",
     "annotation.study",
     "annotation.studyparticipant",
     "annotation.excludedannotation",

@@ -1,9 +1,17 @@
 """Crowd studies: the study forms the tests create, a participant arriving by the study link, and
-a participant's tasks done through the queue."""
+a participant's tasks done through the queue.
+
+Tests name participants by short labels ("P1", "GOOD"); `pid` turns a label into a Prolific id
+(24 hexadecimal digits, the format the study link checks), the same label always the same id."""
 
 from __future__ import annotations
 
+import hashlib
+import re
+from datetime import datetime, timedelta
+
 from django.test import Client
+from django.utils import timezone
 
 from annotation.models import Annotation, CrowdAccount
 from annotation.queue import annotation_submit, queue_claim_next
@@ -32,29 +40,45 @@ UNGATED_STUDY = dict(
     hourly_rate="12.00",
     currency="GBP",
 )
+HEX24 = re.compile(r"[0-9a-f]{24}")
 
 
-def open_study_link(study, pid: str, client: Client | None = None, **extra):
+def pid(label: str) -> str:
+    """The Prolific id of a test's participant label (a 24-hex-digit id is its own label)."""
+    return label if HEX24.fullmatch(label) else hashlib.sha256(label.encode()).hexdigest()[:24]
+
+
+# The Prolific STUDY_ID and SESSION_ID the tests' links carry.
+STUDY_ID, SESSION_ID = pid("platform-study"), pid("platform-session")
+
+
+def open_study_link(study, label: str, client: Client | None = None, **extra):
     """A participant follows the study link with the platform's parameters: (their client, the response)."""
     client = client or Client()
-    response = client.get(f"/study/{study.token}/", {"PROLIFIC_PID": pid, "STUDY_ID": "s1", "SESSION_ID": "x", **extra})
+    params = {"PROLIFIC_PID": pid(label), "STUDY_ID": STUDY_ID, "SESSION_ID": SESSION_ID, **extra}
+    response = client.get(f"/study/{study.token}/", params)
     return client, response
 
 
-def participant_user(pid: str):
-    return CrowdAccount.objects.get(platform="prolific", external_id=pid).user
+def participant_user(label: str, study=None):
+    """The account of a participant label (in `study`, when the label joined several)."""
+    accounts = CrowdAccount.objects.filter(platform="prolific", external_id=pid(label))
+    return (accounts.filter(study=study) if study is not None else accounts).get().user
 
 
-def joined_participant(study, pid: str):
+def joined_participant(study, label: str):
     """The user a new participant becomes by following the study link."""
-    Client().get(f"/study/{study.token}/", {"PROLIFIC_PID": pid, "STUDY_ID": "s1", "SESSION_ID": "x"})
-    return participant_user(pid)
+    open_study_link(study, label)
+    return participant_user(label, study)
 
 
-def do_tasks(project, user, results, *, time_spent_ms: int = 20_000) -> list[Annotation]:
-    """The user claims their next task and submits each result in turn."""
+def do_tasks(project, user, results, *, seconds: float = 20, start: datetime | None = None) -> list[Annotation]:
+    """The user claims their next task and submits each result in turn, `seconds` after its claim
+    (the server's clock is what the time spent is measured by: time moves by passing `now`)."""
     out = []
+    clock = start or timezone.now()
     for result in results:
-        task = queue_claim_next(project=project, user=user)
-        out.append(annotation_submit(task_id=task.pk, user=user, result=result, time_spent_ms=time_spent_ms).annotation)
+        task = queue_claim_next(project=project, user=user, now=clock)
+        clock += timedelta(seconds=seconds)
+        out.append(annotation_submit(task_id=task.pk, user=user, result=result, now=clock).annotation)
     return out

@@ -626,11 +626,11 @@ def test_api_key_comes_from_the_environment_and_is_never_stored(eager, standin, 
         api_key_env="STATELAB_KEY_STANDIN",
         options={"timeout": 0.5, "max_retries": 2},
     )
-    job = services.job_create(endpoint=endpoint, project=project, release=factories.release_of(project, items))
-    job.refresh_from_db()
-    assert job.status == JobStatus.FAILED
-    assert job.error == "the API key variable STATELAB_KEY_STANDIN named by endpoint keyed is not set"
-    assert Prediction.objects.filter(job=job).count() == 0
+    # Unset: refused before a job exists (tests/inference/test_job_key_refusal.py has every launch path).
+    monkeypatch.delenv("STATELAB_KEY_STANDIN", raising=False)
+    with pytest.raises(services.JobRefused, match="reads its API key from STATELAB_KEY_STANDIN, which is not set"):
+        services.job_create(endpoint=endpoint, project=project, release=factories.release_of(project, items))
+    assert InferenceJob.objects.count() == 0
 
     monkeypatch.setenv("STATELAB_KEY_STANDIN", "sk-secret-123")
     job2 = services.job_create(endpoint=endpoint, project=project, release=factories.release_of(project, items, "v2"))

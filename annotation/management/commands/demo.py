@@ -4,7 +4,8 @@ Sets up a working StateLab on this machine and serves it:
 1. without DATABASE_URL starts the embedded PostgreSQL (config/demo_database.py; data in
    var/postgres, kept for the next run) and stops it again when the command ends, Ctrl-C
    included; with DATABASE_URL uses that PostgreSQL; then migrates the database;
-2. creates the users admin, researcher, reviewer, annotator1..3 and prints their passwords;
+2. creates the users admin (a superuser), lead (each demo project's admin, not a superuser),
+   researcher, reviewer, annotator1..3 and prints their passwords;
 3. makes one small project per registered protocol with a demo sample (its samples module's
    DEMO, protocols/kit/samples.py), with images drawn by Pillow and short videos encoded by ffmpeg
    (the system binary or the one imageio-ffmpeg ships) — nothing is downloaded — and imports them
@@ -12,14 +13,19 @@ Sets up a working StateLab on this machine and serves it:
    verified; a protocol whose sample has human annotations made elsewhere (video ratings) gets
    those imported too;
 4. freezes release v1 of each project's verified test split;
-5. serves the site on 127.0.0.1:8000 (Django's runserver) unless --no-serve.
+5. sets up the shared model endpoint random-baseline (the seeded random backend: no model, no key,
+   no download), so a researcher can start an inference job from the admin and see it finish;
+6. serves the site on 127.0.0.1:8000 (Django's runserver) unless --no-serve.
 
-Running it again changes nothing: users keep the printed passwords, imports are idempotent and
-existing releases are left alone.
+Running it again changes nothing: users keep their passwords (a password changed since stays),
+imports are idempotent, existing releases and the endpoint are left alone. The steps are functions
+of this module (make_users, make_project, fill, make_endpoint), which tests call to build the same
+data.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import signal
 import socket
@@ -43,12 +49,18 @@ from protocols import registry
 USERS = [
     # username, password, superuser, role in every demo project
     ("admin", "admin-demo", True, Role.ADMIN),
+    ("lead", "lead-demo", False, Role.ADMIN),
     ("researcher", "researcher-demo", False, Role.RESEARCHER),
     ("reviewer", "reviewer-demo", False, Role.REVIEWER),
     ("annotator1", "annotator1-demo", False, Role.ANNOTATOR),
     ("annotator2", "annotator2-demo", False, Role.ANNOTATOR),
     ("annotator3", "annotator3-demo", False, Role.ANNOTATOR),
 ]
+
+
+# The shared endpoint the demo sets up: the seeded random backend (inference/backends/random_backend.py),
+# run through the same prompts, parsing and scoring as a model (docs/inference.md, "Endpoints").
+DEMO_ENDPOINT = "random-baseline"
 
 
 def demo_projects() -> list[tuple[str, str, object]]:
@@ -90,6 +102,97 @@ def exit_on_termination():
             signal.signal(sig, handler)
 
 
+def make_users() -> dict:
+    """The demo's accounts (USERS); a new one gets its printed password, an existing one keeps its own."""
+    User = get_user_model()
+    users = {}
+    for username, password, superuser, _role in USERS:
+        user, created = User.objects.get_or_create(username=username, defaults={"email": f"{username}@example.org"})
+        user.is_superuser = user.is_staff = superuser
+        if created:
+            user.set_password(password)
+        user.save()
+        users[username] = user
+    return users
+
+
+@transaction.atomic
+def make_project(slug: str, protocol: str, demo, users: dict) -> Project:
+    project, _created = Project.objects.get_or_create(
+        slug=slug,
+        defaults={
+            "name": f"Demo · {demo.title}",
+            "protocol": protocol,
+            "annotations_per_item": demo.annotations_per_item,
+            "option_seed": 2024,
+            "description": "Synthetic sample data made by `manage.py demo`: simple drawings whose state changes.",
+            "settings": dict(demo.settings),
+        },
+    )
+    for username, _pw, _su, role in USERS:
+        Membership.objects.get_or_create(project=project, user=users[username], defaults={"role": role})
+    return project
+
+
+def fill(project: Project, demo, folder: Path, *, stderr=sys.stderr) -> None:
+    """The project's sample items (media drawn here), imported through the normal importer, the
+    ratings made elsewhere its protocol's sample has, and release v1 of the verified test split."""
+    protocol = project.protocol
+    folder.mkdir(parents=True, exist_ok=True)
+    marker = folder / ".media-complete"
+    if not marker.exists():  # regenerate media only once, so re-runs import identical files
+        write_sample_media(folder, protocol)
+        marker.write_text("ok\n")
+    for filename, (numbers, complete) in demo.files.items():
+        path = folder / filename
+        with open(path, "w", encoding="utf-8") as fh:
+            for i in numbers:
+                fh.write(
+                    json.dumps(sample_line(protocol, i, complete=complete, media=sample_media_paths(protocol, i)))
+                    + "\n"
+                )
+        try:
+            items_import(project=project, path=path, verified=filename == "verified.jsonl")
+        except ImportRefused as exc:  # items edited since the last run (e.g. a reviewer's fix): keep them
+            stderr.write(f"{project.slug}: kept the existing items ({exc.errors[0]})\n")
+    made_elsewhere = getattr(registry.get(protocol).samples, "demo_annotations", None)
+    if made_elsewhere is not None:
+        import_annotations(project, folder, made_elsewhere(demo.files["verified.jsonl"][0]), stderr=stderr)
+    if not Release.objects.filter(project=project, version="v1").exists():
+        try:
+            release_freeze(project=project, version="v1", split="test")
+        except ReleaseRefused as exc:
+            stderr.write(f"{project.slug}: no release: {exc}\n")
+
+
+def import_annotations(project: Project, folder: Path, lines: list[dict], *, stderr=sys.stderr) -> None:
+    """Human annotations made elsewhere of the verified items (e.g. a published rating study)."""
+    path = folder / "ratings.jsonl"
+    with open(path, "w", encoding="utf-8") as fh:
+        for line in lines:
+            fh.write(json.dumps(line) + "\n")
+    try:
+        annotations_import(project=project, path=path)
+    except ImportRefused as exc:
+        stderr.write(f"{project.slug}: kept the existing ratings ({exc.errors[0]})\n")
+
+
+def make_endpoint() -> None:
+    """The shared random-baseline endpoint, through the inference app's own command (the annotation
+    app imports nothing of inference: docs/architecture.md, "One-way flow"); left as it is if it exists."""
+    call_command(
+        "create_endpoint",
+        "--name",
+        DEMO_ENDPOINT,
+        "--backend",
+        "random",
+        "--option",
+        "seed=0",
+        "--if-missing",
+        stdout=io.StringIO(),
+    )
+
+
 class Command(BaseCommand):
     help = (
         "Create demo users and a sample project for every registered protocol (media made locally), then serve "
@@ -118,86 +221,21 @@ class Command(BaseCommand):
     def set_up_and_serve(self, opts) -> None:
         call_command("migrate", interactive=False, verbosity=0)
         data_dir = opts["data_dir"] or Path(settings.DATA_DIR) / "demo-data"
-        users = self.make_users()
+        users = make_users()
         for slug, protocol, demo in demo_projects():
-            project = self.make_project(slug, protocol, demo, users)
-            self.fill(project, demo, data_dir / protocol)
+            project = make_project(slug, protocol, demo, users)
+            fill(project, demo, data_dir / protocol, stderr=self.stderr)
+        make_endpoint()
         self.print_summary()
         if not opts["no_serve"]:
             self.stdout.write(f"Serving on http://{opts['addr']}/ (Ctrl-C to stop)")
             call_command("runserver", opts["addr"], use_reloader=False)
 
-    def make_users(self) -> dict:
-        User = get_user_model()
-        users = {}
-        for username, password, superuser, _role in USERS:
-            user, _ = User.objects.get_or_create(username=username, defaults={"email": f"{username}@example.org"})
-            user.is_superuser = user.is_staff = superuser
-            user.set_password(password)
-            user.save()
-            users[username] = user
-        return users
-
-    @transaction.atomic
-    def make_project(self, slug, protocol, demo, users) -> Project:
-        project, created = Project.objects.get_or_create(
-            slug=slug,
-            defaults={
-                "name": f"Demo · {demo.title}",
-                "protocol": protocol,
-                "annotations_per_item": demo.annotations_per_item,
-                "option_seed": 2024,
-                "description": "Synthetic sample data made by `manage.py demo`: simple drawings whose state changes.",
-                "settings": dict(demo.settings),
-            },
-        )
-        for username, _pw, _su, role in USERS:
-            Membership.objects.get_or_create(project=project, user=users[username], defaults={"role": role})
-        return project
-
-    def fill(self, project: Project, demo, folder: Path) -> None:
-        protocol = project.protocol
-        folder.mkdir(parents=True, exist_ok=True)
-        marker = folder / ".media-complete"
-        if not marker.exists():  # regenerate media only once, so re-runs import identical files
-            write_sample_media(folder, protocol)
-            marker.write_text("ok\n")
-        for filename, (numbers, complete) in demo.files.items():
-            path = folder / filename
-            with open(path, "w", encoding="utf-8") as fh:
-                for i in numbers:
-                    fh.write(
-                        json.dumps(sample_line(protocol, i, complete=complete, media=sample_media_paths(protocol, i)))
-                        + "\n"
-                    )
-            try:
-                items_import(project=project, path=path, verified=filename == "verified.jsonl")
-            except ImportRefused as exc:  # items edited since the last run (e.g. a reviewer's fix): keep them
-                self.stderr.write(f"{project.slug}: kept the existing items ({exc.errors[0]})")
-        made_elsewhere = getattr(registry.get(protocol).samples, "demo_annotations", None)
-        if made_elsewhere is not None:
-            self.import_annotations(project, folder, made_elsewhere(demo.files["verified.jsonl"][0]))
-        if not Release.objects.filter(project=project, version="v1").exists():
-            try:
-                release_freeze(project=project, version="v1", split="test")
-            except ReleaseRefused as exc:
-                self.stderr.write(f"{project.slug}: no release: {exc}")
-
-    def import_annotations(self, project: Project, folder: Path, lines: list[dict]) -> None:
-        """Human annotations made elsewhere of the verified items (e.g. a published rating study)."""
-        path = folder / "ratings.jsonl"
-        with open(path, "w", encoding="utf-8") as fh:
-            for line in lines:
-                fh.write(json.dumps(line) + "\n")
-        try:
-            annotations_import(project=project, path=path)
-        except ImportRefused as exc:
-            self.stderr.write(f"{project.slug}: kept the existing ratings ({exc.errors[0]})")
-
     def print_summary(self) -> None:
         self.stdout.write("StateLab demo is ready.\n\nUsers (username / password):")
         for username, password, superuser, role in USERS:
-            self.stdout.write(f"  {username:<11} / {password:<16} {'superuser' if superuser else role}")
+            who = "superuser" if superuser else "project admin (not a superuser)" if role == Role.ADMIN else role
+            self.stdout.write(f"  {username:<11} / {password:<16} {who}")
         self.stdout.write("\nProjects:")
         for project in Project.objects.filter(slug__in=[p[0] for p in demo_projects()]).order_by("slug"):
             counts = {s: project.items.filter(status=s).count() for s in ("pending", "annotated", "verified")}
@@ -206,3 +244,8 @@ class Command(BaseCommand):
                 f"  /projects/{project.slug}/  {project.protocol:<11} pending {counts['pending']}, "
                 f"annotated {counts['annotated']}, verified {counts['verified']}; releases: {releases}"
             )
+        self.stdout.write(
+            f"\nModel endpoint: {DEMO_ENDPOINT} (seeded random answers, shared by every project). As researcher, "
+            "start an inference job at /admin/inference/inferencejob/add/; as lead, change a project's settings "
+            "at /projects/<slug>/settings/."
+        )

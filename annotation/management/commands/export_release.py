@@ -1,5 +1,10 @@
 """python manage.py export_release <project> <version> [-o FILE] [--jsonl | --zip | --format F] [--actor USERNAME]
 
+--format also takes the name of one of the protocol's authors' formats that write (docs/importing.md,
+e.g. the paper's release file as published): the release is written back in that format, into the
+folder -o DIR (or, with -o FILE.zip, a zip of it), from the release's frozen lines and media
+(annotation/interchange/authors.py).
+
 Each export is recorded in the audit trail (as a download from the releases page is), under
 --actor when given, with source=cli.
 """
@@ -10,11 +15,20 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotation.interchange.authors import (
+    AuthorsExportError,
+    authors_export,
+    authors_export_formats,
+    authors_zip_stream,
+)
 from annotation.interchange.hf import HFFolderError, hf_export
 from annotation.interchange.lmms_eval import LmmsExportError, lmms_export
 from annotation.management.actor import add_actor_argument, command_actor, on_command_line
 from annotation.models import Release
 from annotation.releases import EXPORT_FORMATS, ReleaseRefused, release_export, release_export_record
+
+# The project's own export formats; any other --format value names an authors' format.
+OWN_FORMATS = ("json", "jsonl", "zip", "coco", "hf", "lmms-eval")
 
 
 class Command(BaseCommand):
@@ -39,11 +53,12 @@ class Command(BaseCommand):
         fmt.add_argument("--zip", action="store_true")
         fmt.add_argument(
             "--format",
-            choices=["json", "jsonl", "zip", "coco", "hf", "lmms-eval"],
             dest="format",
+            metavar="FORMAT",
             help="json, jsonl, zip, coco (box projects; a zip with the images when -o ends in .zip), "
-            "hf (a Hugging Face dataset folder at -o DIR) or lmms-eval (an lmms-eval task "
-            "folder at -o DIR, for --include_path; every protocol but video rating)",
+            "hf (a Hugging Face dataset folder at -o DIR), lmms-eval (an lmms-eval task "
+            "folder at -o DIR, for --include_path; every protocol but video rating), or one of the "
+            "protocol's authors' formats (a folder at -o DIR, or a zip when -o ends in .zip)",
         )
         add_actor_argument(parser)
 
@@ -63,6 +78,8 @@ class Command(BaseCommand):
         out_name = opts["output"]
         if opts["push_to_hub"] and opts["format"] != "hf":
             raise CommandError("--push-to-hub needs --format hf")
+        if opts["format"] and opts["format"] not in OWN_FORMATS:
+            return self._authors(release, opts["format"], out_name)
         if opts["format"] == "hf":
             return self._hf(release, out_name, opts["push_to_hub"])
         if opts["format"] == "lmms-eval":
@@ -93,6 +110,41 @@ class Command(BaseCommand):
         release_export_record(release=release, fmt=fmt, actor=self.actor)
         if out_name:
             self.stderr.write(f"{release}: {release.item_count} items -> {out_name} ({fmt})")
+
+    def _authors(self, release, name, out_name):
+        protocol = release.project.protocol
+        if name not in {f.name for f in authors_export_formats(protocol)}:
+            theirs = ", ".join(f.name for f in authors_export_formats(protocol))
+            raise CommandError(
+                f"unknown format {name!r}; use one of {', '.join(OWN_FORMATS)}"
+                + (f", or one of the authors' formats of protocol {protocol}: {theirs}" if theirs else "")
+            )
+        if not out_name:
+            raise CommandError(f"an export in the authors' format {name} needs -o DIR (or -o FILE.zip)")
+        try:
+            if out_name.endswith(".zip"):
+                self._authors_zip(release, name, Path(out_name))
+                summary = {"items": release.item_count}
+            else:
+                summary = authors_export(release, name, Path(out_name))
+        except AuthorsExportError as exc:
+            raise CommandError(f"{exc}; nothing was written") from exc
+        release_export_record(release=release, fmt=name, actor=self.actor)
+        self.stderr.write(f"{release}: {summary['items']} items -> {out_name} ({name})")
+
+    @staticmethod
+    def _authors_zip(release, name, target: Path):
+        """The zip written beside its name and renamed into place: all or nothing."""
+        chunks = authors_zip_stream(release, name)  # AuthorsExportError here, before any file
+        partial = target.with_name(f".{target.name}.partial")
+        try:
+            with open(partial, "wb") as out:
+                for chunk in chunks:
+                    out.write(chunk)
+            os.replace(partial, target)
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            raise
 
     def _hf(self, release, out_name, repo_id):
         if not out_name:

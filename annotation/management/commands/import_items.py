@@ -1,8 +1,11 @@
-"""python manage.py import_items <project> <file> --protocol P [--media-root DIR] [--create] [--verified]
-       [--actor USERNAME]
+"""python manage.py import_items <project> <path> --protocol P [--media-root DIR] [--create] [--verified]
+       [--format NAME] [--strict] [--actor USERNAME]
 
-The file is JSONL, a JSON release export ({header..., "items": [...]}), a zip, or a Hugging Face
-dataset folder written by `export_release --format hf`. A release export
+The path is JSONL, a JSON release export ({header..., "items": [...]}) or a JSON array of items,
+a zip, a Hugging Face dataset folder written by `export_release --format hf`, or a file or
+folder in one of the protocol's authors' formats (the paper's release as published: detected,
+or named with --format; docs/importing.md). Fields the protocol does not know are kept in the
+item's extra and named once in the report; --strict refuses them instead. A release export
 (either format, or a zip with release.json) carries its option seed: a project created for it
 with --create takes that seed (and, without --protocol, the export's protocol), so freezing the
 imported items again gives the same checksum.
@@ -24,6 +27,7 @@ from django.db import transaction
 
 from annotation.audit.record import audit_record
 from annotation.importing import ImportRefused, items_import
+from annotation.importing.conversion import OWN_FORMAT, format_refusal
 from annotation.importing.items import project_for_import
 from annotation.importing.sources import SourceError, open_source
 from annotation.interchange.hf import HFFolderError, hf_folder_to_jsonl, is_hf_folder
@@ -48,7 +52,10 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("project", help="project slug")
         parser.add_argument(
-            "file", type=Path, help="items .jsonl or .zip, or a dataset folder (export_release --format hf)"
+            "file",
+            type=Path,
+            help="items .jsonl, .json or .zip, a dataset folder (export_release --format hf), or a file or "
+            "folder in one of the protocol's authors' formats",
         )
         parser.add_argument(
             "--protocol",
@@ -58,9 +65,20 @@ class Command(BaseCommand):
         parser.add_argument("--media-root", type=Path, default=None, help="folder the media paths are relative to")
         parser.add_argument("--create", action="store_true", help="create the project when missing")
         parser.add_argument("--verified", action="store_true", help="import a published benchmark as verified items")
+        parser.add_argument(
+            "--format",
+            dest="format_name",
+            metavar="NAME",
+            help="read the file in this format instead of detecting it: statelab (the project's own item "
+            "lines) or one of the protocol's authors' formats (docs/importing.md)",
+        )
+        parser.add_argument(
+            "--strict", action="store_true", help="refuse fields the protocol does not know instead of keeping them"
+        )
         add_actor_argument(parser)
 
     def handle(self, *args, **opts):
+        self._check_format(opts)
         actor = command_user(opts["actor"])
         if actor is not None:  # checked before any work; again once the project is settled (a race)
             existing = Project.objects.filter(slug=opts["project"]).first()
@@ -72,7 +90,7 @@ class Command(BaseCommand):
             return self._dispatch({**opts, "actor": actor})
 
     def _dispatch(self, opts):
-        if not is_hf_folder(opts["file"]):
+        if opts["format_name"] is not None or not is_hf_folder(opts["file"]):
             return self._import(opts)
         # A dataset folder: its rows become a release JSONL and media files in a scratch folder.
         with tempfile.TemporaryDirectory(prefix="statelab-hf-") as work:
@@ -121,6 +139,8 @@ class Command(BaseCommand):
                 media_root=opts["media_root"],
                 verified=opts["verified"],
                 actor=opts["actor"],
+                format_name=opts["format_name"],
+                strict=opts["strict"],
             )
         except BaseException as exc:
             # Only while it is still empty: a concurrent import may have filled the project meanwhile.
@@ -131,7 +151,8 @@ class Command(BaseCommand):
             if isinstance(exc, ImportRefused):
                 for message in exc.errors:
                     self.stderr.write(message)
-                raise CommandError(f"import refused: {exc.total} error(s); nothing was written") from exc
+                read_as = f" (read as {exc.read_as})" if exc.read_as else ""
+                raise CommandError(f"import refused{read_as}: {exc.total} error(s); nothing was written") from exc
             raise
         statuses = ", ".join(f"{k} {v}" for k, v in sorted(report.by_status.items())) or "none"
         self.stdout.write(
@@ -139,6 +160,22 @@ class Command(BaseCommand):
             f"{report.unchanged} unchanged, {report.promoted} promoted to verified; "
             f"{report.media_files} media files, {report.media_stored} newly stored"
         )
+        if report.format_label and report.format != OWN_FORMAT:
+            self.stdout.write(f"read as {report.format}: {report.format_label}")
+        for note in report.notes:
+            self.stdout.write(f"- {note}")
+        if report.kept_fields:
+            self.stdout.write(report.kept_sentence() + " (stored in each item's extra; --strict refuses them)")
+
+    @staticmethod
+    def _check_format(opts) -> None:
+        """An unknown --format is refused before anything is made, naming the formats there are."""
+        if opts["format_name"] is None:
+            return
+        existing = Project.objects.filter(slug=opts["project"]).values_list("protocol", flat=True).first()
+        protocol = existing or opts["protocol"]
+        if protocol is not None and (reason := format_refusal(protocol, opts["format_name"])):
+            raise CommandError(reason)
 
     @staticmethod
     def _record_creation(project: Project, actor) -> AuditEvent:

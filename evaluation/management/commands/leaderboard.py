@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Project, Release
-from evaluation import leaderboard, ranking, tables
+from evaluation import leaderboard, paired, ranking, tables
 from protocols.kit.bootstrap import N_BOOT
 
 
@@ -27,6 +27,13 @@ class Command(BaseCommand):
             "the mean of the eight criteria); default: the protocol's headline metric",
         )
         parser.add_argument(
+            "--baseline",
+            default=None,
+            metavar="MODEL",
+            help="compare every other row with this one on the ranking metric: difference with a paired "
+            "bootstrap interval, McNemar or paired t p value, Holm-adjusted (json and markdown)",
+        )
+        parser.add_argument(
             "--breakdown",
             default=None,
             metavar="NAME",
@@ -36,13 +43,28 @@ class Command(BaseCommand):
             ),
         )
 
-    def handle(self, *args, project, release, judge, format, boot, details, breakdown, rank_by, **options):
+    def handle(self, *args, project, release, judge, format, boot, details, breakdown, rank_by, baseline, **options):
         try:
             proj = Project.objects.get(slug=project)
         except Project.DoesNotExist:
             raise CommandError(f"no project {project!r}")
+        if baseline is not None and (format not in ("json", "markdown") or breakdown is not None):
+            raise CommandError(
+                f"--baseline prints with the main table in --format json or markdown, not {format}"
+                + (" with --breakdown" if breakdown is not None else "")
+            )
         try:
             board = leaderboard.build(proj, release_version=release, judge=judge, n_boot=boot, rank_by=rank_by)
+            if baseline is not None:
+                if baseline not in [row["model"] for row in board["rows"]]:
+                    names = ", ".join(row["model"] for row in board["rows"]) or "none"
+                    raise CommandError(f"--baseline {baseline!r} is not a row of this board; its rows: {names}")
+                board["paired"] = paired.in_board_order(
+                    paired.comparisons(
+                        proj, release_version=release, judge=judge, rank_by=rank_by, baseline=baseline, n_boot=boot
+                    ),
+                    board,
+                )
         except Release.DoesNotExist:
             raise CommandError(f"no release {release!r} in project {project!r}")
         except (leaderboard.LeaderboardError, ranking.UnknownRanking) as exc:

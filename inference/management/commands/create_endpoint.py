@@ -1,11 +1,16 @@
 """python manage.py create_endpoint --name N --backend vllm|openai|random --model M [--base-url URL]
-[--api-key-env VAR] [--concurrency C] [--option key=value ...]"""
+[--api-key-env VAR] [--concurrency C] [--option key=value ...] [--project SLUG] [--if-missing]
+
+Without --project the endpoint is shared (offered to every project); with it, the project's own.
+--if-missing leaves an endpoint of that name (shared, or of the project) as it is, so a setup script
+(the demo) can run again."""
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
+from annotation.models import Project
 from inference import services
-from inference.models import Backend
+from inference.models import Backend, ModelEndpoint
 
 
 class Command(BaseCommand):
@@ -19,6 +24,10 @@ class Command(BaseCommand):
         parser.add_argument("--base-url", default="")
         parser.add_argument("--api-key-env", default="", help="name of the environment variable holding the API key")
         parser.add_argument("--concurrency", type=int, default=8)
+        parser.add_argument("--project", default="", help="slug of the project it belongs to (default: shared)")
+        parser.add_argument(
+            "--if-missing", action="store_true", help="leave an existing endpoint of that name as it is"
+        )
         parser.add_argument(
             "--option",
             action="append",
@@ -28,6 +37,16 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **opts):
+        project = None
+        if opts["project"]:
+            project = Project.objects.filter(slug=opts["project"]).first()
+            if project is None:
+                raise CommandError(f"no project {opts['project']!r}")
+        if opts["if_missing"]:
+            existing = ModelEndpoint.objects.filter(name=opts["name"], project=project).first()
+            if existing is not None:
+                self.stdout.write(f"endpoint {existing.pk} {existing.name} exists; left as it is")
+                return
         try:
             endpoint = services.endpoint_create(
                 name=opts["name"],
@@ -38,7 +57,10 @@ class Command(BaseCommand):
                 api_key_env=opts["api_key_env"],
                 concurrency=opts["concurrency"],
                 options=services.parse_key_values(opts["option"]),
+                project=project,
             )
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages))
-        self.stdout.write(f"endpoint {endpoint.pk} {endpoint.name} ({endpoint.backend} {endpoint.model_id}) created")
+        what = " ".join(filter(None, (endpoint.backend, endpoint.model_id)))
+        whose = f"of project {project.slug}" if project else "shared"
+        self.stdout.write(f"endpoint {endpoint.pk} {endpoint.name} ({what}, {whose}) created")

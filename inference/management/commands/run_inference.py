@@ -1,8 +1,10 @@
 """python manage.py run_inference --endpoint N --project P [--release V] --protocol X
 [--param key=value ...] [--mode evaluate|suggest] [--wait [--strict]] [--actor USERNAME]
 
-The endpoint must be usable, as for a launch from the API or the admin (its API key variable one
-the operator allows: selectors.endpoints_usable); else nothing is created and the error says why.
+The endpoint is the project's own of that name, else the shared one (selectors.endpoint_named), and
+must be usable, as for a launch from the API or the admin (its API key variable one the operator
+allows: selectors.endpoints_usable; set, services.job_validate); else nothing is created and the
+error says why.
 The launch is recorded in the audit trail (as one from the admin or the API is) with source=cli,
 under --actor when given: an account that must hold the role the admin and the API ask for to
 launch a job in the project (researcher or admin); it is also the job's created_by.
@@ -22,7 +24,7 @@ from django.core.management.base import BaseCommand, CommandError
 from annotation.management.actor import add_actor_argument, command_actor, on_command_line
 from annotation.models import Project, Release
 from inference import selectors, services
-from inference.models import InferenceJob, JobMode, JobStatus, ModelEndpoint
+from inference.models import InferenceJob, JobMode, JobStatus
 
 
 class Command(BaseCommand):
@@ -57,11 +59,13 @@ class Command(BaseCommand):
 
     def handle(self, *args, **opts):
         try:
-            endpoint = ModelEndpoint.objects.get(name=opts["endpoint"])
             project = Project.objects.get(slug=opts["project"])
             release = Release.objects.get(project=project, version=opts["release"]) if opts["release"] else None
-        except (ModelEndpoint.DoesNotExist, Project.DoesNotExist, Release.DoesNotExist) as exc:
+        except (Project.DoesNotExist, Release.DoesNotExist) as exc:
             raise CommandError(str(exc))
+        endpoint = selectors.endpoint_named(project=project, name=opts["endpoint"])
+        if endpoint is None:
+            raise CommandError(f"no endpoint named {opts['endpoint']!r} is shared or belongs to project {project.slug}")
         actor = command_actor(opts["actor"], project)  # the admin's and the API's job launch role: researcher
         refusal = selectors.endpoint_refusal(endpoint)  # the launch API's rule (selectors.endpoints_usable)
         if refusal:

@@ -8,7 +8,10 @@ export class Notices {
 
   show(text, { kind = "info", actions = [], sticky = false, id = null, detail = null } = {}) {
     if (id) this.clear(id);
-    const li = h("li", { class: `notice ${kind}`, role: kind === "error" ? "alert" : "status", dataset: { id: id || "" } }, h("span", {}, text, detail));
+    // A passing confirmation ("Submitted.") floats over the page (.toast, static/css/workbench.css)
+    // so the workspace below never moves; problems and anything to act on stay in the flow.
+    const toast = !sticky && !actions.length && !detail && (kind === "ok" || kind === "info");
+    const li = h("li", { class: `notice ${kind}${toast ? " toast" : ""}`, role: kind === "error" ? "alert" : "status", dataset: { id: id || "" } }, h("span", {}, text, detail));
     for (const [label, fn] of actions) {
       li.append(h("button", { type: "button", onclick: () => { li.remove(); fn(); } }, label));
     }

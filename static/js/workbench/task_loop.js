@@ -147,10 +147,12 @@ class TaskLoop {
         h("p", {}, "Every item has its annotations, or the remaining ones are in someone else's task. Check again later."),
         h("button", { type: "button", class: "primary", onclick: () => this.claim() }, "Check again")),
     );
-    this.taskEl.textContent = "—";
+    this.taskEl.textContent = "none left";
+    this.taskEl.title = "";
     this.submitBtn.disabled = true;
     this.skipBtn.disabled = true;
     this.setStatus("");
+    this.updateLeaseClock(); // no task, no lease: clear the clock now, not at its next tick
   }
 
   unload() {
@@ -177,7 +179,7 @@ class TaskLoop {
       renewedAt: data.renewedAt ?? Date.now(), // when the server last extended the lease (this clock)
     };
     this.root.dataset.task = String(data.task);
-    this.taskEl.textContent = `Task ${data.task}` + (data.item.external_id ? ` · item ${data.item.external_id}` : "");
+    this.showProgress(data.progress);
     let draft = data.draft || {};
     const local = this.readLocal();
     if (local && local.dirty && local.baseVersion >= this.task.version) {
@@ -211,6 +213,21 @@ class TaskLoop {
     clearTimeout(this.preloadTimer);
     // A short pause lets the current task's own requests (video bytes, first draft) go first.
     this.preloadTimer = setTimeout(() => this.preloadNext(), 200);
+  }
+
+  /**
+   * Where the annotator stands: "3 of 20 left" (the task shown counts as left) from the claim's
+   * `progress` ({done, left}: annotation/selectors.py annotator_progress); never a database id.
+   */
+  showProgress(progress) {
+    if (!progress || !Number.isInteger(progress.left)) {
+      this.taskEl.textContent = "";
+      this.taskEl.title = "";
+      return;
+    }
+    const total = progress.done + progress.left;
+    this.taskEl.textContent = `${progress.left} of ${total} left`;
+    this.taskEl.title = `You have done ${progress.done} here; ${progress.left} to go, this one included.`;
   }
 
   refreshSubmit() {

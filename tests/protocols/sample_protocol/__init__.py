@@ -40,6 +40,7 @@ class LidCheck(Protocol):
     human_row = True
     spec = "tests/protocols/sample_protocol/spec.md"
     samples_module = None  # no made-up dataset: the test writes its own items
+    formats_module = "formats"  # a made-up authors' format, for the import and export tests
 
     def resolve_queries(
         self, item_id: str, payload: Mapping[str, Any], *, seed: int, vocabulary: Any = None

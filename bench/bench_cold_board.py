@@ -1,0 +1,314 @@
+"""Cold and warm STATUS boards, PostgreSQL to the finished board, through the production code.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/statelab_bench REDIS_URL=redis://127.0.0.1:6379/11 \
+        .venv/bin/python bench/bench_cold_board.py --items 1000000
+
+Loads N STATUS items, a frozen release of them and one finished job with 6N predictions (1 %
+failed, 10 % of the OSI pairs seen in the other option order, first-token log-probs on the OSI and
+IR queries) into the configured database with ``COPY``, then builds the board (one model row and
+the Random row, 48 columns with 95 % bootstrap intervals each) with ``leaderboard.build``:
+
+- cold, new reader: ``evaluation.selectors`` as shipped (``COPY ... TO STDOUT`` rows);
+- cold, old reader: the same build with the ORM readers the board used before (kept here only, as
+  the baseline: release items through ``select_related`` model instances, predictions through
+  ``values_list``);
+- warm: ``board_cache.board`` once to fill the cache, then again (a cache hit).
+
+Each cold build runs in a forked child, so its peak RSS (ru_maxrss, from wait4) is its own;
+"read" is the time spent inside the two readers, the rest is scoring and intervals. Both cold
+boards must be identical (the script exits non-zero otherwise). PostgreSQL's own buffers are warm
+after the load (the bench cannot drop the server's caches); "cold" means nothing of the board is
+cached by StateLab. Use a scratch database: the script creates a project named bench-cold-* and
+deletes it at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pickle
+import resource
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.db import connection, connections  # noqa: E402
+from django.utils import timezone  # noqa: E402
+
+from annotation.models import Project, Release  # noqa: E402
+from evaluation import board_cache, leaderboard, selectors  # noqa: E402
+from evaluation.scoring.answer_sets import ModelAnswer, ScoringItem  # noqa: E402
+from inference.models import InferenceJob, JobMode, JobStatus, Prediction, PredictionStatus  # noqa: E402
+from inference.selectors import job_items  # noqa: E402
+from protocols.status import CATEGORIES, DIFFERENCES, QUERIES  # noqa: E402
+
+LETTERS = "ABCD"
+
+
+# --- the old readers (the baseline) ----------------------------------------------------------
+
+
+def old_scoring_items(project, release):
+    return [
+        ScoringItem(key=i.key, external_id=i.external_id, payload=i.payload, resolved=i.resolved)
+        for i in job_items(project=project, release=release)
+    ]
+
+
+def old_job_answers(job):
+    rows = Prediction.objects.filter(job=job).values_list("item_id", "query", "status", "answer", "options", "logprobs")
+    out = {}
+    for item_id, query, status, answer, options, logprobs in rows.iterator(chunk_size=5000):
+        value = answer if status == PredictionStatus.OK else None
+        out[(item_id, query)] = ModelAnswer(value, options or None, logprobs)
+    return out
+
+
+# --- loading -----------------------------------------------------------------------------------
+
+
+def _copy(sql: str, lines) -> None:
+    with connection.cursor() as cursor, cursor.cursor.copy(sql) as copy:
+        buf = []
+        for line in lines:
+            buf.append(line)
+            if len(buf) == 20_000:
+                copy.write("".join(buf))
+                buf = []
+        if buf:
+            copy.write("".join(buf))
+
+
+def _resolved(i: int, sci2: int, sci4: int) -> dict:
+    states = [f"a closed box {i}", f"an open box {i}"]
+    changes = [f"open box {i}", f"close box {i}", f"shake box {i}", f"lift box {i}"]
+    return {
+        "osi_a": {"options": states, "answer": "A"},
+        "osi_b": {"options": states, "answer": "B"},
+        "ir_a": {"options": ["image A", "image B"], "answer": "A"},
+        "ir_b": {"options": ["image A", "image B"], "answer": "B"},
+        "sci2": {"options": changes[:2], "answer": LETTERS[sci2]},
+        "sci4": {"options": changes, "answer": LETTERS[sci4]},
+    }
+
+
+def load(n: int) -> tuple[Project, Release, InferenceJob]:
+    rng = np.random.default_rng(0)
+    cats, diffs = rng.integers(0, len(CATEGORIES), n), rng.integers(0, len(DIFFERENCES), n)
+    sci2, sci4 = rng.integers(0, 2, n), rng.integers(0, 4, n)
+    wrong, failed = rng.random((n, 6)) < 0.35, rng.random((n, 6)) < 0.01
+    swapped = rng.random(n) < 0.10
+    lp = np.log(rng.uniform(0.05, 0.95, size=(n, 4)))
+    slug = f"bench-cold-{os.getpid()}"
+    project = Project.objects.create(slug=slug, name=slug, protocol="status")
+    now = timezone.now().isoformat()
+    _copy(
+        "COPY annotation_item (external_id, payload, media, status, split, tags, is_gold, annotation_count,"
+        " created_at, updated_at, project_id) FROM STDIN",
+        (
+            f"it{i}\t{json.dumps({'category': CATEGORIES[cats[i]], 'difference': DIFFERENCES[diffs[i]]})}"
+            f"\t{{}}\tverified\t\t[]\tf\t0\t{now}\t{now}\t{project.pk}\n"
+            for i in range(n)
+        ),
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT id FROM annotation_item WHERE project_id = %s ORDER BY id", [project.pk])
+        ids = [r[0] for r in cursor.fetchall()]
+    release = Release.objects.create(project=project, version="v1", option_seed=11, checksum="0" * 64, item_count=n)
+    _copy(
+        "COPY annotation_releaseitem (position, payload, item_id, release_id, media) FROM STDIN",
+        (
+            f"{i}\t"
+            + json.dumps(
+                {
+                    "id": f"it{i}",
+                    "category": CATEGORIES[cats[i]],
+                    "difference": DIFFERENCES[diffs[i]],
+                    "resolved": _resolved(i, int(sci2[i]), int(sci4[i])),
+                }
+            )
+            + f"\t{ids[i]}\t{release.pk}\t{{}}\n"
+            for i in range(n)
+        ),
+    )
+    job = InferenceJob.objects.create(
+        project=project,
+        release=release,
+        model_name="bench-model",
+        protocol="status",
+        mode=JobMode.IMPORTED,
+        status=JobStatus.FINISHED,
+        finished_at=timezone.now(),
+    )
+
+    def predictions():
+        for i in range(n):
+            resolved = _resolved(i, int(sci2[i]), int(sci4[i]))
+            for j, q in enumerate(QUERIES):
+                spec = resolved[q]
+                k, truth = len(spec["options"]), LETTERS.index(spec["answer"])
+                pick = (truth + 1) % k if wrong[i, j] else truth
+                seen = spec["options"]
+                if j < 2 and swapped[i]:
+                    seen, pick = seen[::-1], 1 - pick
+                logprobs = "\\N"
+                if j < 4:
+                    logprobs = json.dumps({"A": float(lp[i, j]), "B": float(np.log1p(-np.exp(lp[i, j])))})
+                status, answer = ("failed", "\\N") if failed[i, j] else ("ok", json.dumps(LETTERS[pick]))
+                yield (
+                    f"{q}\t{status}\t\t\t{json.dumps(seen)}\t\t{answer}\t{logprobs}\t1\t0\t0\t0\t{now}\t{now}"
+                    f"\t{ids[i]}\t{job.pk}\t0\n"
+                )
+
+    _copy(
+        "COPY inference_prediction (query, status, error, prompt, options, raw_output, answer, logprobs, attempts,"
+        " latency_ms, prompt_tokens, completion_tokens, created_at, updated_at, item_id, job_id, json_repairs)"
+        " FROM STDIN",
+        predictions(),
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE annotation_item, annotation_releaseitem, inference_prediction")
+    return project, release, job
+
+
+def drop(project: Project) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "DELETE FROM inference_prediction WHERE job_id IN (SELECT id FROM inference_inferencejob"
+            " WHERE project_id = %s)",
+            [project.pk],
+        )
+        cursor.execute(
+            "DELETE FROM annotation_releaseitem WHERE release_id IN (SELECT id FROM annotation_release"
+            " WHERE project_id = %s)",
+            [project.pk],
+        )
+        cursor.execute("DELETE FROM inference_inferencejob WHERE project_id = %s", [project.pk])
+    Release.objects.filter(project=project).delete()
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM annotation_item WHERE project_id = %s", [project.pk])
+    project.delete()
+
+
+# --- measuring -------------------------------------------------------------------------------
+
+
+def in_child(fn):
+    """Run ``fn`` in a forked child: (its result, wall seconds, peak RSS bytes of the child)."""
+    connections.close_all()  # the child opens its own connection
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_fd)
+        try:
+            t = time.perf_counter()
+            out = fn()
+            payload = pickle.dumps((out, time.perf_counter() - t))
+        except BaseException as exc:  # noqa: BLE001 (reported by the parent)
+            payload = pickle.dumps((exc, None))
+        with os.fdopen(write_fd, "wb") as fh:
+            fh.write(payload)
+        os._exit(0)
+    os.close(write_fd)
+    with os.fdopen(read_fd, "rb") as fh:
+        data = fh.read()
+    _, _, usage = os.wait4(pid, 0)
+    out, seconds = pickle.loads(data)
+    if seconds is None:
+        raise out
+    return out, seconds, usage.ru_maxrss * 1024
+
+
+def timed_readers(read_items, read_answers, spent: dict):
+    def items(*args, **kwargs):
+        t = time.perf_counter()
+        try:
+            return read_items(*args, **kwargs)
+        finally:
+            spent["read"] += time.perf_counter() - t
+
+    def answers(*args, **kwargs):
+        t = time.perf_counter()
+        try:
+            return read_answers(*args, **kwargs)
+        finally:
+            spent["read"] += time.perf_counter() - t
+
+    return items, answers
+
+
+def cold_build(project_pk: int, old: bool):
+    def run():
+        spent = {"read": 0.0}
+        read_items, read_answers = (
+            (old_scoring_items, old_job_answers) if old else (selectors.scoring_items, selectors.job_answers)
+        )
+        selectors.scoring_items, selectors.job_answers = timed_readers(read_items, read_answers, spent)
+        board = leaderboard.build(Project.objects.get(pk=project_pk), release_version="v1")
+        return board, spent["read"]
+
+    return in_child(run)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--items", type=int, default=1_000_000)
+    parser.add_argument("--skip-old", action="store_true", help="leave out the old reader (no ratio)")
+    args = parser.parse_args()
+    n = args.items
+    print(f"STATUS cold board: {n:,} items, {6 * n:,} predictions", flush=True)
+    t = time.perf_counter()
+    project, _release, _job = load(n)
+    print(f"  load (COPY, not part of any figure): {time.perf_counter() - t:.1f} s", flush=True)
+    base_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    try:
+        (new_board, new_read), new_s, new_rss = cold_build(project.pk, old=False)
+        columns = len(new_board["rows"][0]["ci"]) + len(new_board["rows"][0]["breakdowns"])
+        print(f"  rows {len(new_board['rows'])}, columns with intervals per row {columns}")
+        print(
+            f"  cold, new reader (COPY rows):  {new_s:7.2f} s  (read {new_read:6.2f} s,"
+            f" score {new_s - new_read:6.2f} s)"
+            f"  peak RSS {new_rss / 2**20:7.0f} MiB",
+            flush=True,
+        )
+        if not args.skip_old:
+            (old_board, old_read), old_s, old_rss = cold_build(project.pk, old=True)
+            print(
+                f"  cold, old reader (ORM):        {old_s:7.2f} s  (read {old_read:6.2f} s, score"
+                f" {old_s - old_read:6.2f} s)  peak RSS {old_rss / 2**20:7.0f} MiB",
+                flush=True,
+            )
+            same = json.dumps(old_board, sort_keys=True) == json.dumps(new_board, sort_keys=True)
+            print(
+                f"  ratio old/new: total {old_s / new_s:.2f}x, read {old_read / new_read:.2f}x,"
+                f" peak RSS {old_rss / new_rss:.2f}x; boards identical: {same}"
+            )
+            if not same:
+                sys.exit("the two readers gave different boards")
+        project = Project.objects.get(pk=project.pk)
+        _, fill_s, _ = in_child(lambda: board_cache.board(Project.objects.get(pk=project.pk), "v1") and None)
+        warm = []
+        for _ in range(5):
+            t = time.perf_counter()
+            board_cache.board(project, "v1")
+            warm.append(time.perf_counter() - t)
+        print(
+            f"  cache fill (cold, through board_cache): {fill_s:.2f} s;"
+            f" warm (hit): median {np.median(warm) * 1e3:.1f} ms"
+        )
+        print(f"  bench process before the builds: {base_rss / 2**20:.0f} MiB (each child starts from it)")
+    finally:
+        drop(project)
+
+
+if __name__ == "__main__":
+    main()
