@@ -203,6 +203,15 @@ def release_lines(release: Release) -> Iterator[dict]:
     return rows.iterator(chunk_size=EXPORT_CHUNK)
 
 
+def release_checksum(release: Release) -> str:
+    """The checksum recomputed from the lines and media the release recorded (equal to
+    ``release.checksum`` while nothing it recorded was changed)."""
+    digest = checksum_start(protocol=release.project.protocol, split=release.split, option_seed=release.option_seed)
+    for line in release_lines(release):
+        digest.update(canonical(line) + b"\n")
+    return checksum_finish(digest, frozen_media_map(release), method=release.checksum_method)
+
+
 def release_line_texts(release: Release) -> Iterator[str]:
     """The export lines as JSON text straight from the database (no decode/re-encode in Python).
 

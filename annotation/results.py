@@ -284,7 +284,7 @@ def _choice_contradiction(letters: list[str], flags: list[str], ctx: QAContext) 
         if NO_CORRECT_OPTION in flags:
             return (
                 f"Option {none} says that no listed option is correct: pick {none} (alone) instead of the flag "
-                "'no option is correct'."
+                "'no listed option is correct'."
             )
         others = [v for v in letters if v != none]
         if none in letters and others:
@@ -292,7 +292,7 @@ def _choice_contradiction(letters: list[str], flags: list[str], ctx: QAContext) 
         return None
     if NO_CORRECT_OPTION in flags and letters:
         return (
-            f"The flag 'no option is correct' contradicts the answer {_letters_text(letters)}: "
+            f"The flag 'no listed option is correct' contradicts the answer {_letters_text(letters)}: "
             "clear the flag, or leave the options unpicked."
         )
     return None

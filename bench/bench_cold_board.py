@@ -8,7 +8,8 @@ failed, 10 % of the OSI pairs seen in the other option order, first-token log-pr
 IR queries) into the configured database with ``COPY``, then builds the board (one model row and
 the Random row, 48 columns with 95 % bootstrap intervals each) with ``leaderboard.build``:
 
-- cold, new reader: ``evaluation.selectors`` as shipped (``COPY ... TO STDOUT`` rows);
+- cold, new reader: ``evaluation.selectors`` as shipped (plain rows through server-side cursors,
+  JSON decoded in bulk, the garbage collector paused while reading);
 - cold, old reader: the same build with the ORM readers the board used before (kept here only, as
   the baseline: release items through ``select_related`` model instances, predictions through
   ``values_list``);
@@ -275,7 +276,7 @@ def main() -> None:
         columns = len(new_board["rows"][0]["ci"]) + len(new_board["rows"][0]["breakdowns"])
         print(f"  rows {len(new_board['rows'])}, columns with intervals per row {columns}")
         print(
-            f"  cold, new reader (COPY rows):  {new_s:7.2f} s  (read {new_read:6.2f} s,"
+            f"  cold, new reader (plain rows): {new_s:7.2f} s  (read {new_read:6.2f} s,"
             f" score {new_s - new_read:6.2f} s)"
             f"  peak RSS {new_rss / 2**20:7.0f} MiB",
             flush=True,

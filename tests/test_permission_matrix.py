@@ -320,6 +320,7 @@ ROUTES: dict[str, Route] = {
         slug, member(Role.RESEARCHER), get(200), Try("PATCH", frozenset({400}), data={"box_iou": 0.4}), wrong("DELETE")
     ),
     "api-item-import": api(slug, member(Role.RESEARCHER), get(200), post(400, multipart=True), wrong("DELETE")),
+    "api-item-import-formats": api(slug, member(Role.RESEARCHER), get(200), wrong("POST")),
     "api-import-run": api(lambda w: {"run_id": w.run.pk}, member(Role.RESEARCHER), get(200), wrong("DELETE")),
     "api-annotation-import": api(slug, member(Role.RESEARCHER), post(400, multipart=True), wrong("GET")),
     "api-releases": api(slug, member(Role.RESEARCHER), get(200), post(400, data=INVALID), wrong("DELETE")),

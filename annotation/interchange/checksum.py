@@ -16,9 +16,6 @@ import json
 import zipfile
 from typing import IO, Any
 
-from ..models import Release
-from .frozen import frozen_media_map
-
 LINES_AND_MEDIA = "lines+media"
 LINES_ONLY = "lines"
 METHOD_TEXT = {
@@ -44,16 +41,6 @@ def checksum_finish(digest, media: dict[str, str], *, method: str = LINES_AND_ME
     if method == LINES_AND_MEDIA:
         digest.update(canonical({"media": media}) + b"\n")
     return digest.hexdigest()
-
-
-def release_checksum(release: Release) -> str:
-    """The checksum recomputed from the lines and media the release recorded."""
-    from ..releases import release_lines
-
-    digest = checksum_start(protocol=release.project.protocol, split=release.split, option_seed=release.option_seed)
-    for line in release_lines(release):
-        digest.update(canonical(line) + b"\n")
-    return checksum_finish(digest, frozen_media_map(release), method=release.checksum_method)
 
 
 def _sha256_member(zf: zipfile.ZipFile, name: str) -> str:

@@ -32,8 +32,10 @@ reports back (`Slot.outcome`, read by the feedback script), as TCP's congestion 
 
 - an answer in time (within the backend's `slow_after`) adds one slot per answer while the
   window is below the threshold (the window doubles per round trip: a quick climb back to where
-  the endpoint last coped), and 1/(window x probe) per answer at or above it (one slot per
-  `probe` round trips: the additive increase that looks carefully past the known limit);
+  the endpoint last coped); at or above it, the additive increase: per round trip, half the way
+  to one slot below the window that last failed, and at least one slot per `probe` round trips
+  (so it closes in on a limit it overshot while climbing quickly, and looks past a known one
+  carefully);
 - a 429 or a timeout halves the window (never below 1), once per round trip: the failure of a
   request sent before the last cut does not cut again, since that cut already answered it. The
   threshold becomes the window just below the one that failed when the window was probing (the
@@ -70,7 +72,7 @@ DEFAULT_TTL = 30.0  # seconds a slot outlives its holder's last refresh
 STATE_PREFIX = "statelab:inference:window:"
 STATE_TTL_MS = 3_600_000  # an endpoint's window is forgotten an hour after its last use
 DEFAULT_START = 4  # the window of an endpoint no worker has used lately
-DEFAULT_PROBE = 2  # round trips per slot added at or above the threshold
+DEFAULT_PROBE = 4  # round trips per slot added at or above the threshold
 
 # KEYS[1] the endpoint's slot set, KEYS[2] its window state; ARGV: cap, token, ttl in ms, start.
 # Returns {1, now} when the slot was taken, {0, 0} when the window is full, {-1, ms to wait} while
@@ -105,11 +107,12 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local outcome = ARGV[1]
 local cap = tonumber(ARGV[2])
-local state = redis.call('HMGET', KEYS[1], 'window', 'threshold', 'cut_at', 'paused_until')
+local state = redis.call('HMGET', KEYS[1], 'window', 'threshold', 'cut_at', 'paused_until', 'failed_at')
 local window = tonumber(state[1]) or math.min(cap, tonumber(ARGV[5]))
 local threshold = tonumber(state[2]) or (cap + 1)
 local cut_at = tonumber(state[3]) or 0
 local paused = tonumber(state[4]) or 0
+local failed_at = tonumber(state[5]) or 0
 if outcome == 'ok' then
   -- Only a window in use grows: a worker that cannot fill it has not shown the endpoint copes.
   redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
@@ -117,15 +120,17 @@ if outcome == 'ok' then
   if in_use and window < threshold then
     window = math.min(window + 1, threshold)
   elseif in_use then
-    window = window + 1 / (window * tonumber(ARGV[6]))
+    -- per round trip: half the way to just below the window that last failed, or one slot per `probe`
+    window = window + math.max(1 / tonumber(ARGV[6]), (failed_at - 1 - window) / 2) / window
   end
 elseif outcome == 'limited' or outcome == 'timeout' then
-  if tonumber(ARGV[3]) >= cut_at then
+  if tonumber(ARGV[3]) > cut_at then
     if window < threshold then
       threshold = math.max(1, window / 2)
     else
       threshold = math.max(1, math.floor(window) - 1)
     end
+    failed_at = math.floor(window)
     window = math.max(1, window / 2)
     cut_at = now
   end
@@ -136,7 +141,7 @@ elseif outcome == 'limited' or outcome == 'timeout' then
 end
 window = math.min(cap, math.max(1, window))
 redis.call('HSET', KEYS[1], 'window', tostring(window), 'threshold', tostring(threshold), 'cut_at', cut_at,
-  'paused_until', paused)
+  'paused_until', paused, 'failed_at', failed_at)
 redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[7]))
 return {tostring(window), math.max(0, paused - now)}
 """
@@ -194,6 +199,7 @@ class EndpointLimiter:
         self.start = max(1, min(self.limit, int(start))) if adaptive else self.limit
         self.probe = max(1, int(probe))
         self.window = float(self.start)  # the last window Redis reported
+        self._wake = asyncio.Event()  # set when a waiter of this call may find a slot now
         self._paused_until = 0.0  # (monotonic) the end of the last Retry-After pause Redis reported
         self.ttl_ms = max(1000, int(ttl * 1000))
         self.poll = poll
@@ -255,6 +261,8 @@ class EndpointLimiter:
             window, paused_ms = await self._feedback(
                 keys=[self.state_key, self.key], args=[*args, self.start, self.probe, STATE_TTL_MS]
             )
+            if int(float(window)) > int(self.window):
+                self._wake.set()
             self.window = float(window)
             self._paused_until = time.monotonic() + int(paused_ms) / 1000
         except Exception as exc:
@@ -282,7 +290,11 @@ class EndpointLimiter:
             if taken == -1:  # a Retry-After pause: wait it out, spread a little
                 await asyncio.sleep(now_ms / 1000 * (1 + 0.1 * random.random()))
                 continue
-            await asyncio.sleep(delay * (0.5 + random.random()))
+            # Poll again after a jittered backoff, or at once when this call's own slots free up
+            # or its window grows (other workers' changes are seen by polling).
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), delay * (0.5 + random.random()))
             delay = min(delay * 2, self.poll[1])
         return None
 
@@ -294,6 +306,7 @@ class EndpointLimiter:
             await self._redis.zrem(self.key, token)
         except Exception as exc:  # the slot lapses after ttl anyway
             self._degrade(exc)
+        self._wake.set()
 
     async def _keep_alive(self) -> None:
         while True:

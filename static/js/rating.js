@@ -170,7 +170,8 @@ function mount(container, item, draft, ctx) {
     if (!panel.hidden) return closeRubric();
     panel.hidden = false;
     rubricButton.setAttribute("aria-expanded", "true");
-    panel.scrollIntoView({ block: "nearest" });
+    // Scroll only when none of it would be in view (a small window): scrolling takes the video away.
+    if (panel.getBoundingClientRect().top > window.innerHeight - 120) panel.scrollIntoView({ block: "nearest" });
   }
   // What the ends of the scale mean, over the score buttons (the rubric says it per criterion).
   const anchors = h("span", { class: "muted small scale-anchors", "data-scale-anchors": "", title: "The rubric says what 1 and 5 mean for each criterion." },

@@ -118,7 +118,15 @@ def test_annotations_import_records_the_importer(make_project, people, tmp_path)
         osc,
         "ratings.jsonl",
     )
-    assert event.details == {"kind": "annotations", "run": 3, "lines": 1, "created": 1, "unchanged": 0}
+    assert event.details == {
+        "kind": "annotations",
+        "run": 3,
+        "lines": 1,
+        "created": 1,
+        "unchanged": 0,
+        "aggregated": 0,
+        "format": "statelab",
+    }
 
 
 @pytest.mark.parametrize("decision, action", [("accept", "verify"), ("edit", "edit"), ("discard", "discard")])

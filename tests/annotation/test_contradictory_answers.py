@@ -10,7 +10,7 @@ import pytest
 from annotation.models import Annotation, Task, TaskStatus
 from annotation.protocols import qa_shape
 from annotation.results import QAContext, ResultInvalid, validate_qa
-from tests.annotation.work_factories import make_item, make_people, m3verse_payload, visualtrans_payload
+from tests.annotation.work_factories import m3verse_payload, make_item, make_people, visualtrans_payload
 from tests.helpers.clients import token_client
 
 NONE_FLAG = "missing_correct_option"
@@ -30,11 +30,11 @@ def test_an_option_picked_beside_the_no_correct_option_flag_is_refused():
     several = QAContext("choice", n_options=4, multiple=True)
 
     assert errors_of({"answer": "B", "flags": [NONE_FLAG]}, single) == {
-        "answer": "The flag 'no option is correct' contradicts the answer B: clear the flag, or leave the "
+        "answer": "The flag 'no listed option is correct' contradicts the answer B: clear the flag, or leave the "
         "options unpicked."
     }
     assert errors_of({"answer": ["c", "A"], "flags": ["ambiguous", NONE_FLAG]}, several) == {
-        "answer": "The flag 'no option is correct' contradicts the answer A and C: clear the flag, or leave the "
+        "answer": "The flag 'no listed option is correct' contradicts the answer A and C: clear the flag, or leave the "
         "options unpicked."
     }
     # The flag alone says it, and other flags go with any answer.
@@ -61,7 +61,8 @@ def test_the_none_option_is_the_one_way_where_an_item_lists_it():
         "answer": "Option D says that no listed option is correct, so it cannot go with A and B."
     }
     doubled = (
-        "Option D says that no listed option is correct: pick D (alone) instead of the flag 'no option is correct'."
+        "Option D says that no listed option is correct: pick D (alone) instead of the flag "
+        "'no listed option is correct'."
     )
     for answer in (None, [], ["D"], ["A"]):
         assert errors_of({"answer": answer, "flags": [NONE_FLAG]}, ctx) == {"answer": doubled}, answer
@@ -141,7 +142,8 @@ def test_the_m3verse_sample_lists_the_authors_none_option():
         (
             visualtrans_payload(),
             {"answer": "A", "flags": [NONE_FLAG]},
-            "The flag 'no option is correct' contradicts the answer A: clear the flag, or leave the options unpicked.",
+            "The flag 'no listed option is correct' contradicts the answer A: clear the flag, or leave the "
+            "options unpicked.",
         ),
     ],
 )

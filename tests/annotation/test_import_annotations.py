@@ -211,7 +211,9 @@ def test_projects_without_imported_annotations_refuse(make_project, tmp_path):
 def test_command(osc, tmp_path, capsys):
     path = write_lines(tmp_path / "r.jsonl", [{"item": "oscbench-00000", "rater": "r1", "scores": FULL}])
     call_command("import_annotations", "osc", str(path))
-    assert "osc: 1 lines, 1 annotations created, 0 unchanged, 1 items touched" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "read as StateLab annotation lines (JSONL)" in out
+    assert "osc: 1 lines, 1 annotations created (0 aggregated), 0 unchanged, 1 items touched" in out
     bad = write_lines(tmp_path / "bad.jsonl", [{"item": "oscbench-00000", "rater": "r2", "scores": {}}])
     with pytest.raises(CommandError, match="import refused: 8 error"):
         call_command("import_annotations", "osc", str(bad))

@@ -20,13 +20,14 @@ from django.test import Client
 from annotation.amend import annotation_amend
 from annotation.importing import ImportRefused, items_import
 from annotation.importing.samples import write_sample_dataset
-from annotation.interchange.checksum import release_checksum, zip_checksum
+from annotation.interchange.checksum import zip_checksum
 from annotation.interchange.lmms_eval import lmms_export
 from annotation.models import AuditEvent, Item, ItemStatus, Project, Release, Role
 from annotation.protocols import MEDIA_FIELDS
 from annotation.releases import (
     ReleaseRefused,
     export_formats,
+    release_checksum,
     release_export,
     release_freeze,
     release_lines,

@@ -12,9 +12,9 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from annotation.interchange.checksum import release_checksum
 from annotation.interchange.header import release_header
 from annotation.models import ProjectAsset, Release, ReleaseItem
+from annotation.releases import release_checksum
 
 BEFORE = ("annotation", "0019_project_settings_help_lease")
 LEGACY_METHOD = "sha256(canonical {protocol, split, option_seed} + canonical item lines, newline-terminated)"

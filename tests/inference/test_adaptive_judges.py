@@ -69,12 +69,13 @@ def test_the_window_halves_once_per_round_trip_and_grows_back_by_one_per_answer(
         try:
             async with limiter.slot() as early:  # sent before the first cut
                 pass
+            await asyncio.sleep(0.01)  # (the Redis clock counts milliseconds)
             seen.append(await answer(limiter, "limited"))  # 8 -> 4; climbing, so the threshold is 4
             early.outcome = "limited"  # a 429 of a request sent before that cut: no second cut
             await limiter._report(early)
             seen.append(limiter.window)
             await asyncio.sleep(0.01)
-            seen.append(await answer(limiter, "timeout"))  # sent after it: 4 -> 2, threshold 3
+            seen.append(await answer(limiter, "timeout"))  # sent after it: 4 -> 2, threshold 3, failed at 4
             other = limiter.slot()  # a second request in flight: the window is in use
             await other.__aenter__()
             for outcome in ("ok", "ok", "ok", "slow"):
@@ -85,9 +86,10 @@ def test_the_window_halves_once_per_round_trip_and_grows_back_by_one_per_answer(
             await limiter.close()
         return seen
 
-    # Back to the threshold one slot per answer, then 1/(window x 2) per answer; slow: unchanged.
-    probing = 3 + 1 / 6
-    expected = [4.0, 4.0, 2.0, 3.0, probing, probing + 1 / (probing * 2)]
+    # Back to the threshold one slot per answer; then (at the window below the one that failed)
+    # 1/(window x 4) per answer; a slow answer leaves it.
+    probing = 3 + 1 / 12
+    expected = [4.0, 4.0, 2.0, 3.0, probing, probing + 1 / (probing * 4)]
     assert asyncio.run(steps()) == pytest.approx(expected + expected[-1:] * 2)
     state = window_state(redis_url, key)
     assert (state["window"], state["threshold"]) == pytest.approx((expected[-1], 3.0))

@@ -46,12 +46,14 @@ export const withLease = (Base) => class extends Base {
     const current = this.task;
     if (!current || this.preloaded || this.preloading) return;
     // Kept while in flight: a claim made meanwhile waits for it (takePreloaded), see there.
+    const doneBefore = this.doneCount; // the server counts its progress before any submit sent after this
     const inFlight = (async () => {
       try {
         const data = await api("POST", `/api/projects/${this.slug}/tasks/next/`, { body: { exclude: [current.id] }, retries: 1 });
         if (data && data.task !== current.id && (!this.task || data.task !== this.task.id)) {
           data.renewedAt = Date.now();
           data.endsAt = leaseEndsAt(data);
+          data.doneAtFetch = doneBefore; // its progress predates the submits made until it is shown
           this.preloaded = data;
           preloadMedia(mediaOf(data.item, this.form.media), { timeoutMs: 60000 });
         }

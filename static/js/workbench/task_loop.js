@@ -179,7 +179,7 @@ class TaskLoop {
       renewedAt: data.renewedAt ?? Date.now(), // when the server last extended the lease (this clock)
     };
     this.root.dataset.task = String(data.task);
-    this.showProgress(data.progress);
+    this.showProgress(data.progress, this.doneCount - (data.doneAtFetch ?? this.doneCount));
     let draft = data.draft || {};
     const local = this.readLocal();
     if (local && local.dirty && local.baseVersion >= this.task.version) {
@@ -218,16 +218,19 @@ class TaskLoop {
   /**
    * Where the annotator stands: "3 of 20 left" (the task shown counts as left) from the claim's
    * `progress` ({done, left}: annotation/selectors.py annotator_progress); never a database id.
+   * A preloaded task's figures were counted before the `since` submits made here after it came:
+   * each of those moved one item from left to done.
    */
-  showProgress(progress) {
-    if (!progress || !Number.isInteger(progress.left)) {
+  showProgress(progress, since = 0) {
+    if (!progress || !Number.isInteger(progress.left) || !Number.isInteger(progress.done)) {
       this.taskEl.textContent = "";
       this.taskEl.title = "";
       return;
     }
-    const total = progress.done + progress.left;
-    this.taskEl.textContent = `${progress.left} of ${total} left`;
-    this.taskEl.title = `You have done ${progress.done} here; ${progress.left} to go, this one included.`;
+    const done = progress.done + since;
+    const left = Math.max(1, progress.left - since);
+    this.taskEl.textContent = `${left} of ${done + left} left`;
+    this.taskEl.title = `You have done ${done} here; ${left} to go, this one included.`;
   }
 
   refreshSubmit() {
