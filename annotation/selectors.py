@@ -173,7 +173,7 @@ def result_context_for(*, item):
         )
     if workflow == "qa":
         shape = qa_shape(protocol=project.protocol, payload=item.payload, project_settings=project.settings)
-        return QAContext(format=shape["format"], n_options=shape["n_options"], multiple=shape["multiple"])
+        return QAContext.of(shape)
     if workflow == "rating":
         proto = registry.get(project.protocol)
         return RatingContext(criteria=proto.criteria, nullable=proto.nullable)
@@ -248,6 +248,9 @@ def annotator_item_payload(*, item) -> dict:
         out["options"] = [{"letter": LETTERS[i], "text": t} for i, t in enumerate(payload.get("options") or [])]
         out["format"] = shape["format"]
         out["multiple"] = shape["multiple"]
+        # The option saying none of the others is correct, if the item lists one: the form then
+        # offers no flag for it (annotation/results.py, validate_qa). An option, never the answer.
+        out["none_option"] = shape.get("none_option")
         out["flags"] = list(QA_FLAGS)
         # Only the model's answer, in the form's shape; never anything from the item's payload.
         out["suggestions"] = [
@@ -267,6 +270,47 @@ def annotator_item_payload(*, item) -> dict:
     return out
 
 
+PROGRESS_CAP = 10_000
+
+
+def annotator_progress(*, project, user, current_item_id: int) -> dict:
+    """Where an annotator stands, as the annotate page says it ("3 of 20 left"): `done`, the
+    annotations they gave in the project, and `left`, the item shown plus the other items still
+    open to them (pending and short of annotations, not answered by them). Where the project mixes
+    gold items in, they count as any other, so a submit always moves one item from left to done
+    and the figures never tell a gold item apart (near the end `left` may hold gold items the
+    draw does not offer again). A crowd participant has at most their study's tasks left
+    (annotation/queue/quota.py)."""
+    from .models import Annotation, StudyParticipant
+
+    done = Annotation.objects.filter(annotator=user, item__project=project).count()
+    waiting = Q(is_gold=False, annotation_count__lt=project.annotations_per_item)
+    if project_setting(project.settings, "gold_share", 0.0, project=project.slug):
+        waiting |= Q(is_gold=True)
+    # Counted up to PROGRESS_CAP items: every claim asks, so a project of a million pending items
+    # must not pay a full count; beyond the cap the page says "10000+ left".
+    open_items = (
+        Item.objects.filter(waiting, project=project, status=ItemStatus.PENDING)
+        .exclude(pk=current_item_id)
+        .exclude(annotations__annotator=user)
+        .values("pk")[:PROGRESS_CAP]
+        .count()
+    )
+    capped = open_items >= PROGRESS_CAP
+    left = 1 + open_items
+    if not user.has_usable_password():  # crowd accounts only: the common case asks nothing more
+        quota = (
+            StudyParticipant.objects.filter(user=user, study__project=project)
+            .order_by("-started_at", "-pk")
+            .values_list("study__tasks_per_participant", flat=True)
+            .first()
+        )
+        if quota is not None:
+            left = max(1, min(left, quota - done))
+            capped = capped and left > PROGRESS_CAP
+    return {"done": done, "left": left, "capped": capped}
+
+
 def task_view(*, task) -> dict:
     """The JSON an annotator gets for a held task."""
     return {
@@ -275,6 +319,7 @@ def task_view(*, task) -> dict:
         "draft": task.draft or {},
         "version": task.draft_version,
         "lease_expires": task.lease_expires.isoformat(),
+        "progress": annotator_progress(project=task.item.project, user=task.annotator, current_item_id=task.item_id),
     }
 
 

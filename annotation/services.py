@@ -13,6 +13,7 @@ from protocols import registry
 from .audit.record import audit_record
 from .canonical import payload_answer
 from .models import Annotation, AuditAction, ExcludedAnnotation, Item, ItemStatus, Review, ReviewDecision
+from .protocols import qa_shape
 from .queue.errors import TaskConflict, TaskNotFound
 from .results import QAContext, ResultInvalid, validate_result
 from .selectors import result_context_for
@@ -39,11 +40,13 @@ def _validate_review_edit(item: Item, result) -> dict:
                 fixes["options"] = [o.strip() for o in opts]
         if errors:
             raise ResultInvalid(errors)
-        base = result_context_for(item=item)
-        n_options = len(fixes.get("options", item.payload.get("options") or []))
+        # The item as edited (its options may be fixed too) says what answer it takes.
+        shape = qa_shape(
+            protocol=item.project.protocol, payload={**item.payload, **fixes}, project_settings=item.project.settings
+        )
         # A protocol whose known answers are lists keeps a list here (one letter too).
         known = registry.get(item.project.protocol).known_answer_form(item.payload) or {}
-        ctx = QAContext(format=base.format, n_options=n_options, multiple=base.multiple or bool(known.get("multiple")))
+        ctx = QAContext.of({**shape, "multiple": shape["multiple"] or bool(known.get("multiple"))})
         answer_part = {k: v for k, v in result.items() if k in ("answer", "flags")}
         clean = validate_result("qa", answer_part, ctx).result
         if clean["answer"] is None:

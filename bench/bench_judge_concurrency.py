@@ -15,7 +15,7 @@ Prints each run's wall time, answers per second, 429s, and the ratios adaptive /
 >= 5x) and adaptive / best fixed concurrency found by the search (target >= 0.9).
 
     REDIS_URL=redis://127.0.0.1:6379/0 .venv/bin/python bench/bench_judge_concurrency.py \\
-        [--queries 300] [--c1-queries 60] [--limit 12] [--latency 0.2] [--retry-after 0.2] [--rounds 3]
+        [--queries 600] [--c1-queries 60] [--limit 12] [--latency 0.2] [--retry-after 0.2] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def run(base_url: str, redis_url: str, n: int, *, concurrency: int, adaptive: bo
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--queries", type=int, default=600)
     parser.add_argument("--limit", type=int, default=12, help="the stand-in's hidden concurrency limit")
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--c1-queries", type=int, default=60, help="queries of the c=1 run (its rate is per query)")

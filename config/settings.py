@@ -315,10 +315,28 @@ CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", 3600))}
 
+
+def _refusal_without_traceback(record) -> bool:
+    """A refused request (a 4xx: a 403 for a page the role may not open, a 404) is an answer, not a
+    fault: its line is logged, its traceback is not. 5xx records keep theirs."""
+    status = getattr(record, "status_code", None)
+    if isinstance(status, int) and 400 <= status < 500:
+        record.exc_info = None
+        record.exc_text = None
+    return True
+
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {
+        "refusal_without_traceback": {
+            "()": "django.utils.log.CallbackFilter",
+            "callback": _refusal_without_traceback,
+        }
+    },
     "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "loggers": {"django.request": {"filters": ["refusal_without_traceback"]}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
 }
 

@@ -54,7 +54,8 @@ def job_chunks_line(*, job: InferenceJob) -> str:
         return "–"
     parts = [f"{n} {status}" for status, n in summary["counts"].items() if n]
     tail = f" (max {summary['max_attempts']} attempts)" if summary["max_attempts"] > 1 else ""
-    return f"{summary['total']} chunks: {', '.join(parts)}{tail}"
+    total = summary["total"]
+    return f"{total} chunk{'' if total == 1 else 's'}: {', '.join(parts)}{tail}"
 
 
 def job_queues(*, job: InferenceJob) -> list[dict[str, Any]]:

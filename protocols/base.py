@@ -135,7 +135,9 @@ class Protocol:
         self, payload: Mapping[str, Any], project_settings: Mapping[str, Any] | None = None
     ) -> dict[str, Any]:
         """The answer a QA item takes: {"format", "n_options", "multiple"} (the facts a model's
-        prompt states too). Default: the item's own format, one answer."""
+        prompt states too), and optionally "none_option": the letter of an option saying that none
+        of the others is correct, the one way an answer says so (annotation/results.py validate_qa).
+        Default: the item's own format, one answer."""
         fmt = payload.get("format") or "choice"
         return {"format": fmt, "n_options": len(payload.get("options") or []), "multiple": False}
 

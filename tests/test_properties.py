@@ -284,9 +284,7 @@ def test_an_imported_qa_answer_is_accepted_and_stored_as_its_submit(protocol, da
     flags = data.draw(st.lists(st.sampled_from(QA_FLAGS), max_size=2, unique=True))
     shape = qa_shape(protocol=protocol, payload=payload)
     try:
-        submitted = validate_result(
-            "qa", {"answer": answer, "flags": flags}, QAContext(shape["format"], shape["n_options"], shape["multiple"])
-        ).result
+        submitted = validate_result("qa", {"answer": answer, "flags": flags}, QAContext.of(shape)).result
     except ResultInvalid:
         submitted = None
     out = check_qa_answer({"item": "it-1", "annotator": "a1", "answer": answer, "flags": flags}, protocol, payload)

@@ -138,12 +138,13 @@ def check_qa_answer(
         errors.append(FieldError("flags", f"must be a list drawn from {', '.join(QA_FLAGS)}, each once"))
         flags = []
     answer = obj.get("answer")
-    if answer is None:
-        if not flags:
-            errors.append(FieldError("answer", "required (null only together with a flag)"))
+    if answer is None and not flags:
+        errors.append(FieldError("answer", "required (null only together with a flag)"))
     elif item_payload is not None:
+        # Checked as a submit of it is, a null answer too: its flags may contradict the item
+        # (docs/architecture.md, "Contradictory answers").
         shape = qa_shape(protocol=protocol, payload=item_payload, project_settings=project_settings)
-        context = QAContext(format=shape["format"], n_options=shape["n_options"], multiple=shape["multiple"])
+        context = QAContext.of(shape)
         try:
             answer = validate_qa({"answer": answer, "flags": flags}, context).result["answer"]
         except ResultInvalid as exc:

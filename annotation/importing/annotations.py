@@ -267,7 +267,7 @@ def annotations_import(
     """Import the annotations in `path` into `project`, all or nothing (see the module); audited as
     `actor`'s import (of import run `run_id`); `progress` counts the reads of the file.
     `format_name` names the file's format (None: detected); `media_root` is what an authors'
-    reader may need besides the file (OSCBench's: the release folder its videos lie in)."""
+    reader may need besides the file (e.g. the release folder a rating protocol's videos lie in)."""
     if project.workflow not in ("rating", "qa"):
         rating, qa = (" and ".join(registry.with_workflow(w)) for w in ("rating", "qa"))
         raise ImportRefused(

@@ -39,6 +39,7 @@ class Study(models.Model):
     closed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name_plural = "studies"
         ordering = ["-created_at", "-pk"]
         constraints = [
             models.CheckConstraint(condition=Q(max_participants__gte=1), name="study_max_participants_gte_1"),

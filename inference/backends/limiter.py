@@ -72,7 +72,7 @@ DEFAULT_TTL = 30.0  # seconds a slot outlives its holder's last refresh
 STATE_PREFIX = "statelab:inference:window:"
 STATE_TTL_MS = 3_600_000  # an endpoint's window is forgotten an hour after its last use
 DEFAULT_START = 4  # the window of an endpoint no worker has used lately
-DEFAULT_PROBE = 4  # round trips per slot added at or above the threshold
+DEFAULT_PROBE = 8  # round trips per slot added at or above the threshold
 
 # KEYS[1] the endpoint's slot set, KEYS[2] its window state; ARGV: cap, token, ttl in ms, start.
 # Returns {1, now} when the slot was taken, {0, 0} when the window is full, {-1, ms to wait} while

@@ -35,7 +35,7 @@ def test_each_submit_moves_one_item_from_left_to_done_gold_or_not(make_project, 
 
     shown = [claim_and_submit(client, "boxes") for _ in range(offered)]
 
-    assert [b["progress"] for b in shown] == [{"done": n, "left": offered - n} for n in range(offered)]
+    assert [b["progress"] for b in shown] == [{"done": n, "left": offered - n, "capped": False} for n in range(offered)]
     assert (shown[0]["item"]["id"] == items[0].pk) is bool(gold_share)
     assert client.post("/api/projects/boxes/tasks/next/").status_code == 204
 
@@ -47,7 +47,11 @@ def test_other_annotators_work_leaves_less_for_this_one(make_project):
         make_item(project)
     claim_and_submit(token_client(b), "boxes")
 
-    assert token_client(a).post("/api/projects/boxes/tasks/next/").json()["progress"] == {"done": 0, "left": 2}
+    assert token_client(a).post("/api/projects/boxes/tasks/next/").json()["progress"] == {
+        "done": 0,
+        "left": 2,
+        "capped": False,
+    }
 
 
 def test_a_crowd_participant_has_at_most_their_studys_tasks(make_project, make_user):
@@ -63,4 +67,21 @@ def test_a_crowd_participant_has_at_most_their_studys_tasks(make_project, make_u
 
     shown = [claim_and_submit(client, "boxes") for _ in range(2)]
 
-    assert [b["progress"] for b in shown] == [{"done": 0, "left": 2}, {"done": 1, "left": 1}]
+    assert [b["progress"] for b in shown] == [
+        {"done": 0, "left": 2, "capped": False},
+        {"done": 1, "left": 1, "capped": False},
+    ]
+
+
+def test_beyond_the_cap_the_figure_is_a_floor_not_a_full_count(make_project, monkeypatch):
+    """Every claim asks for progress, so open items are counted up to PROGRESS_CAP only (a project
+    of a million pending items pays no full count); the cap is made small here to reach it."""
+    from annotation import selectors
+
+    monkeypatch.setattr(selectors, "PROGRESS_CAP", 2)
+    (a,) = make_people(1)
+    project = make_project("many", "changeit", members={a: "annotator"}, annotations_per_item=1)
+    for _ in range(5):
+        make_item(project)
+    progress = token_client(a).post("/api/projects/many/tasks/next/").json()["progress"]
+    assert progress == {"done": 0, "left": 3, "capped": True}

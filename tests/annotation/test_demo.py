@@ -8,7 +8,7 @@ from django.core.management import call_command
 from django.http import HttpRequest
 
 from annotation.models import Annotation, Item, MediaAsset, Membership, Project, Release
-from inference.models import ModelEndpoint
+from inference.models import InferenceJob, ModelEndpoint
 
 pytestmark = pytest.mark.django_db
 
@@ -27,6 +27,7 @@ def census():
         "members": Membership.objects.count(),
         "ratings": Annotation.objects.filter(source="import").count(),
         "releases": sorted(Release.objects.values_list("project__slug", "version", "item_count", "checksum")),
+        "jobs": sorted(InferenceJob.objects.values_list("project__slug", "model_name", "status", "total_queries")),
     }
 
 
@@ -45,7 +46,9 @@ def test_demo_sets_up_every_workflow_and_is_idempotent(tmp_path, capsys):
         ("demo-status", "status"),
         ("demo-visualtrans", "visualtrans"),
     ]
-    assert first["item_count"] == 60 and first["members"] == 35 and first["ratings"] == 18
+    # 32 items per QA or box project (4 raw, 4 labeled, 24 verified), 30 OSCBench videos (6 raw);
+    # imported human work: 3 raters x 24 videos, 2 blind answers x 24 questions in two projects.
+    assert first["item_count"] == 4 * 32 + 30 and first["members"] == 35 and first["ratings"] == 72 + 2 * 48
     assert authenticate(HttpRequest(), username="lead", password="lead-demo").is_superuser is False
     assert set(Membership.objects.filter(user__username="lead").values_list("role", flat=True)) == {"admin"}
     for slug in ("demo-status", "demo-changeit", "demo-visualtrans", "demo-m3verse"):
@@ -54,12 +57,24 @@ def test_demo_sets_up_every_workflow_and_is_idempotent(tmp_path, capsys):
         )
         assert set(statuses) == {"pending", "annotated", "verified"}
     assert [(slug, version, n) for slug, version, n, _ in first["releases"]] == [
-        ("demo-changeit", "v1", 4),
-        ("demo-m3verse", "v1", 4),
-        ("demo-oscbench", "v1", 6),
-        ("demo-status", "v1", 4),
-        ("demo-visualtrans", "v1", 4),
+        ("demo-changeit", "v1", 24),
+        ("demo-m3verse", "v1", 24),
+        ("demo-oscbench", "v1", 24),
+        ("demo-status", "v1", 24),
+        ("demo-visualtrans", "v1", 24),
     ]
+    # Every board has made-up models of different skill (a rating protocol's: judges), imported once.
+    models = {}
+    for slug, model, status, total in first["jobs"]:
+        assert status == "finished" and total > 0
+        models.setdefault(slug, []).append(model)
+    assert models == {
+        "demo-changeit": ["demo-vlm-base", "demo-vlm-large", "demo-vlm-small"],
+        "demo-m3verse": ["demo-vlm-base", "demo-vlm-large", "demo-vlm-small"],
+        "demo-oscbench": ["demo-judge-careful", "demo-judge-hasty"],
+        "demo-status": ["demo-vlm-base", "demo-vlm-large", "demo-vlm-small"],
+        "demo-visualtrans": ["demo-vlm-base", "demo-vlm-large", "demo-vlm-small"],
+    }
     videos = MediaAsset.objects.filter(kind="video")
     assert videos.count() > 0 and all(v.duration and v.fps and v.frame_count for v in videos)
 

@@ -115,14 +115,14 @@ def test_changed_rating_of_an_existing_pair_is_refused(osc, tmp_path):
 def test_blind_qa_answers_are_checked_against_the_item(m3, tmp_path):
     good = [
         {"item": "m3verse-00000", "annotator": "h1", "answer": ["A"], "flags": []},
-        {"item": "m3verse-00001", "annotator": "h1", "answer": "A,C", "flags": ["ambiguous"]},
+        {"item": "m3verse-00001", "annotator": "h1", "answer": "B,A", "flags": ["ambiguous"]},
         {"item": "m3verse-00001", "annotator": "h2", "answer": None, "flags": ["insufficient_evidence"]},
     ]
     report = annotations_import(project=m3, path=write_lines(tmp_path / "qa.jsonl", good))
     assert report.created == 3
     # Stored as a submit of the same answer stores it (annotation.canonical), not as written.
     assert Annotation.objects.get(external_rater="h1", item__external_id="m3verse-00001").result == {
-        "answer": ["A", "C"],
+        "answer": ["A", "B"],
         "flags": ["ambiguous"],
     }
     bad = [

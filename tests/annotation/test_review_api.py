@@ -149,7 +149,7 @@ def test_edit_qa_fixes_question_options_and_answer(make_project, team):
     a, b, reviewer, _r2, _res = team
     project = project_with(make_project, "visualtrans", team)
     item = make_item(project)
-    annotate(project, item, [a, b], [{"answer": "A", "flags": ["missing_correct_option"]}, {"answer": "B"}])
+    annotate(project, item, [a, b], [{"answer": None, "flags": ["missing_correct_option"]}, {"answer": "B"}])
     edit = {"question": "Which tool cut the bread?", "options": ["knife", "spoon", "fork", "saw"], "answer": "d"}
 
     r = session_client(reviewer).post(

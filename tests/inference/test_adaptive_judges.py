@@ -87,9 +87,9 @@ def test_the_window_halves_once_per_round_trip_and_grows_back_by_one_per_answer(
         return seen
 
     # Back to the threshold one slot per answer; then (at the window below the one that failed)
-    # 1/(window x 4) per answer; a slow answer leaves it.
-    probing = 3 + 1 / 12
-    expected = [4.0, 4.0, 2.0, 3.0, probing, probing + 1 / (probing * 4)]
+    # 1/(window x 8) per answer; a slow answer leaves it.
+    probing = 3 + 1 / 24
+    expected = [4.0, 4.0, 2.0, 3.0, probing, probing + 1 / (probing * 8)]
     assert asyncio.run(steps()) == pytest.approx(expected + expected[-1:] * 2)
     state = window_state(redis_url, key)
     assert (state["window"], state["threshold"]) == pytest.approx((expected[-1], 3.0))

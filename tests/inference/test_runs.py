@@ -199,7 +199,7 @@ def test_job_page_and_admin_show_chunks_and_say_when_no_worker_consumes_the_queu
     client = Client()
     client.force_login(researcher)
     page = client.get(f"/jobs/{job.pk}/").content.decode()
-    assert "3 chunks:" in page and "3 queued" in page
+    assert '3 chunks<span class="chunk-count" data-status="queued"> · 3 queued</span>' in page
     assert "No worker is consuming the api queue: start one with" in page
 
     admin = make_user("root", superuser=True)

@@ -12,7 +12,9 @@ Sets up a working StateLab on this machine and serves it:
    through the normal importer: some items raw (pending), some labeled (annotated), some
    verified; a protocol whose sample has human annotations made elsewhere (video ratings) gets
    those imported too;
-4. freezes release v1 of each project's verified test split;
+4. freezes release v1 of each project's verified test split and imports the answers of made-up
+   models of different skill to it (a rating protocol's: judges' scores), from the samples
+   module's demo_predictions, so every board and the correlation page have rows to compare;
 5. sets up the shared model endpoint random-baseline (the seeded random backend: no model, no key,
    no download), so a researcher can start an inference job from the admin and see it finish;
 6. serves the site on 127.0.0.1:8000 (Django's runserver) unless --no-serve.
@@ -42,7 +44,7 @@ from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from annotation.importing import ImportRefused, annotations_import, items_import
 from annotation.importing.samples import sample_line, sample_media_paths, write_sample_media
 from annotation.models import Membership, Project, Release, Role
-from annotation.releases import ReleaseRefused, release_freeze
+from annotation.releases import ReleaseRefused, release_freeze, release_lines
 from config.demo_database import embedded_postgres
 from protocols import registry
 
@@ -160,9 +162,11 @@ def fill(project: Project, demo, folder: Path, *, stderr=sys.stderr) -> None:
         import_annotations(project, folder, made_elsewhere(demo.files["verified.jsonl"][0]), stderr=stderr)
     if not Release.objects.filter(project=project, version="v1").exists():
         try:
-            release_freeze(project=project, version="v1", split="test")
+            release = release_freeze(project=project, version="v1", split="test")
         except ReleaseRefused as exc:
             stderr.write(f"{project.slug}: no release: {exc}\n")
+        else:  # with the release only, so a re-run imports nothing twice
+            import_predictions(project, release, folder, stderr=stderr)
 
 
 def import_annotations(project: Project, folder: Path, lines: list[dict], *, stderr=sys.stderr) -> None:
@@ -175,6 +179,31 @@ def import_annotations(project: Project, folder: Path, lines: list[dict], *, std
         annotations_import(project=project, path=path)
     except ImportRefused as exc:
         stderr.write(f"{project.slug}: kept the existing ratings ({exc.errors[0]})\n")
+
+
+def import_predictions(project: Project, release: Release, folder: Path, *, stderr=sys.stderr) -> None:
+    """Made-up models' answers to the release (a rating protocol's: judges' scores), from its
+    samples module's demo_predictions, imported through the evaluation app's own command (the
+    annotation app imports nothing of it), so every board has several rows of different skill."""
+    made_up = getattr(registry.get(project.protocol).samples, "demo_predictions", None)
+    if made_up is None:
+        return
+    for model, predictions in made_up(list(release_lines(release))).items():
+        path = folder / f"predictions-{model}.jsonl"
+        path.write_text("".join(json.dumps(p) + "\n" for p in predictions), encoding="utf-8")
+        try:
+            call_command(
+                "import_predictions",
+                project.slug,
+                str(path),
+                "--model",
+                model,
+                "--release",
+                release.version,
+                stdout=io.StringIO(),
+            )
+        except CommandError as exc:
+            stderr.write(f"{project.slug}: the predictions of {model} were not imported ({exc})\n")
 
 
 def make_endpoint() -> None:

@@ -24,7 +24,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--media-root",
             type=Path,
-            help="what an authors' reader needs besides the file (OSCBench: the release folder)",
+            help="what an authors' reader needs besides the file (e.g. the release folder of the videos)",
         )
         add_actor_argument(parser)
 

@@ -52,7 +52,7 @@ class Command(BaseCommand):
             "--media-root",
             default=None,
             help="the authors' release folder, for a protocol format that reads it beside the file "
-            "(OSCBench's judge output)",
+            "(e.g. a judge's output named by video)",
         )
         parser.add_argument(
             "--release",

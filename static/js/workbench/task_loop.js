@@ -229,7 +229,8 @@ class TaskLoop {
     }
     const done = progress.done + since;
     const left = Math.max(1, progress.left - since);
-    this.taskEl.textContent = `${left} of ${done + left} left`;
+    // `capped`: more items are open than the server counts; the figure is a floor.
+    this.taskEl.textContent = progress.capped ? `${left}+ left` : `${left} of ${done + left} left`;
     this.taskEl.title = `You have done ${done} here; ${left} to go, this one included.`;
   }
 
