@@ -33,7 +33,7 @@ from .project_setup import SetupInvalid
 LEADS = (Role.RESEARCHER, Role.ADMIN)
 CSV_MAX_BYTES = 1_000_000
 CSV_MAX_LINES = 5000
-CSV_HEADER = ("username_or_email", "role")
+CSV_HEADERS = (("username_or_email", "role"), ("username", "role"))
 INVITE_HOURS = (1, 24 * 90)
 
 
@@ -63,14 +63,26 @@ def _username(user) -> str:
     return user.get_username() if user is not None else ""
 
 
-def find_user(identifier: str):
-    """A user by exact username, else by e-mail (case-insensitive); None when no single match."""
+def not_addable(name: str) -> str:
+    """The one answer for an account that does not exist and one this project may not see (a crowd
+    account of another project's study), so that neither tells whether an account exists."""
+    return f"No account you can add is named {str(name)[:200]!r}."
+
+
+def _foreign_crowd(project: Project, user) -> bool:
+    """Whether `user` is a crowd account of another project's study (hidden from this project)."""
+    return CrowdAccount.objects.filter(user=user).exclude(study__project=project).exists()
+
+
+def find_user(identifier: str, *, by_email: bool = True):
+    """A user by exact username, else (by_email) by e-mail (case-insensitive); None when no single
+    match. The members API passes by_email=False: it takes usernames only."""
     User = get_user_model()
     text = (identifier or "").strip()
     if not text:
         return None
     user = User.objects.filter(username=text).first()
-    if user is None and "@" in text:
+    if user is None and by_email and "@" in text:
         found = list(User.objects.filter(email__iexact=text)[:2])
         user = found[0] if len(found) == 1 else None
     return user
@@ -95,10 +107,8 @@ def _check_crowd(project: Project, target, role: str | None) -> None:
             f"{name} is a crowd participant's account (study \u201c{study.name}\u201d, signed in by its link): "
             f"it can only be an annotator of {project.slug}, not {role}."
         )
-    # (Another project's study is not named to this project's researchers.)
-    raise CrowdAccountRefused(
-        f"{name} is a crowd participant's account of another project's study: it cannot be a member of {project.slug}."
-    )
+    # Another project's study is not even confirmed to exist: the same words as an unknown name.
+    raise CrowdAccountRefused(not_addable(name))
 
 
 def _check_change(project: Project, actor, target, current: str | None, role: str | None) -> None:
@@ -150,13 +160,22 @@ def _put(project: Project, actor, user, role: str, *, via: str) -> str:
 
 
 @transaction.atomic
-def member_add(*, project: Project, actor, username_or_email: str, role: str) -> tuple[Membership, str]:
-    """Add a member (or set the role of one already in). Raises SetupInvalid (unknown user, bad
-    role) or MemberRefused."""
+def member_add(
+    *,
+    project: Project,
+    actor,
+    username_or_email: str,
+    role: str,
+    by_email: bool = True,
+    field: str = "username_or_email",
+) -> tuple[Membership, str]:
+    """Add a member (or set the role of one already in). Raises SetupInvalid (unknown user, a crowd
+    account of another project's study, bad role; the first two in the same words, under `field`)
+    or MemberRefused."""
     _check_role(role)
-    user = find_user(username_or_email)
-    if user is None:
-        raise SetupInvalid({"username_or_email": f"No single account is {str(username_or_email)[:200]!r}."})
+    user = find_user(username_or_email, by_email=by_email)
+    if user is None or _foreign_crowd(project, user):
+        raise SetupInvalid({field: not_addable(username_or_email)})
     project = _lock(project)
     outcome = _put(project, actor, user, role, via="form")
     return Membership.objects.get(project=project, user=user), outcome
@@ -247,7 +266,7 @@ def _csv_rows(data: bytes) -> list[tuple[int, str, str]]:
                     {"file": f"line {number}: {len(cells)} columns; each line is username_or_email,role."}
                 )
             ident, role = cells[0].strip(), cells[1].strip().lower()
-            if not rows and (ident.lower(), role) == CSV_HEADER:
+            if not rows and (ident.lower(), role) in CSV_HEADERS:
                 continue  # the header line
             key = ident.lower()
             if key in seen:
@@ -264,22 +283,23 @@ def _csv_rows(data: bytes) -> list[tuple[int, str, str]]:
 
 
 @transaction.atomic
-def members_import_csv(*, project: Project, actor, data: bytes) -> CsvReport:
+def members_import_csv(*, project: Project, actor, data: bytes, by_email: bool = True) -> CsvReport:
     """Add or change members from `username_or_email,role` lines (a header line is optional).
 
     Each line is reported: added, changed, unchanged, unknown user, bad role or refused (the rules
     above). A malformed file (not UTF-8 CSV, a line without exactly two columns, a name twice, no
-    lines) raises SetupInvalid and writes nothing."""
+    lines) raises SetupInvalid and writes nothing. A crowd account of another project's study is
+    reported as an unknown user, in the same words. by_email=False (the API): usernames only."""
     rows = _csv_rows(data)
     project = _lock(project)
     report = CsvReport()
     for number, ident, role in rows:
         row = {"line": number, "username_or_email": ident, "role": role, "message": ""}
-        user = find_user(ident)
+        user = find_user(ident, by_email=by_email)
         if role not in Role.values:
             row.update(outcome="bad role", message=f"One of: {', '.join(Role.values)}.")
-        elif user is None:
-            row.update(outcome="unknown user", message="No single account has this username or e-mail.")
+        elif user is None or _foreign_crowd(project, user):
+            row.update(outcome="unknown user", message=not_addable(ident))
         else:
             try:
                 row["outcome"] = _put(project, actor, user, role, via="csv")
@@ -421,9 +441,7 @@ def invite_revoke(*, project: Project, actor, invite_id: int) -> ProjectInvite:
 
 def members_of(*, project: Project) -> list[dict]:
     rows = Membership.objects.filter(project=project).select_related("user").order_by("user__username")
-    return [
-        {"user_id": m.user_id, "username": m.user.get_username(), "email": m.user.email, "role": m.role} for m in rows
-    ]
+    return [{"user_id": m.user_id, "username": m.user.get_username(), "role": m.role} for m in rows]
 
 
 def invites_of(*, project: Project, state: str = "", limit: int = 50) -> list[dict]:

@@ -23,6 +23,7 @@ from .project_setup import project_setting
 from .protocols import LETTERS, QA_FLAGS, qa_shape
 from .review_history import review_history
 from .selectors_agreement import item_status_counts
+from .verification import item_imported_labels
 
 
 def project_list_for(*, user) -> list[dict]:
@@ -479,4 +480,6 @@ def item_review_detail(*, item) -> dict:
         ),
         # Oldest first; an edit names the annotation it started from; a voided decision shows no answer.
         "reviews": review_history(item=item),
+        # Labels the item came with from its import, acceptable as they are; not an annotation.
+        "imported": item_imported_labels(item=item),
     }

@@ -17,7 +17,7 @@ from .protocols import qa_shape
 from .queue.errors import TaskConflict, TaskNotFound
 from .results import QAContext, ResultInvalid, validate_result
 from .selectors import result_context_for
-from .verification import apply_result_to_payload
+from .verification import apply_result_to_payload, item_imported_labels
 
 
 def _validate_review_edit(item: Item, result) -> dict:
@@ -85,8 +85,13 @@ def review_decide(
     annotation_id: int | None = None,
     result: dict | None = None,
     comment: str = "",
+    imported: bool = False,
 ) -> Review:
     """Settle an annotated item: accept one annotation, save an edited answer, or discard.
+
+    An accept with `imported` (and no annotation) accepts the labels the item came with from its
+    import as they are (verification.item_imported_labels): the item is verified with them, and
+    the audit's verify event says {"accepted": "as imported"}.
 
     An edit records the annotation it started from (`annotation_id`, optional; the review page
     sends the selected one) as Review.source_annotation_id; the decision's Review keeps the payload
@@ -110,7 +115,16 @@ def review_decide(
     source = None
     applied: dict = {}
     before = item.payload
-    if decision == ReviewDecision.ACCEPT:
+    if imported and (decision != ReviewDecision.ACCEPT or annotation_id):
+        raise ResultInvalid({"imported": "Accept either the imported labels or one annotation, not both."})
+    if imported:
+        labels = item_imported_labels(item=item)
+        if labels is None:
+            raise ResultInvalid({"imported": "This item carries no imported labels to accept."})
+        applied = labels["result"]
+        item.payload = apply_result_to_payload(workflow, item.payload, applied, protocol=item.project.protocol)
+        item.status = ItemStatus.VERIFIED
+    elif decision == ReviewDecision.ACCEPT:
         accepted = Annotation.objects.filter(pk=annotation_id, item=item).first() if annotation_id else None
         if accepted is None:
             raise ResultInvalid({"annotation": "Choose one of this item's annotations to accept."})
@@ -154,6 +168,8 @@ def review_decide(
     details = {"review": review.pk, "annotation": accepted.pk if accepted else None}
     if decision == ReviewDecision.EDIT:
         details["started_from"] = source
+    if imported:
+        details["accepted"] = "as imported"
     audit_record(action=_AUDIT_ACTION[decision], actor=reviewer, project=item.project, obj=item, details=details)
     return review
 

@@ -14,7 +14,17 @@ from django.db import connection
 from . import agreement
 from .canonical import payload_answer
 from .disagreement import find_disagreement, thresholds_from
-from .models import Annotation, Item, ItemStatus, Project, Review, ReviewDecision
+from .models import (
+    Annotation,
+    AuditAction,
+    AuditEvent,
+    ImportRun,
+    Item,
+    ItemStatus,
+    Project,
+    Review,
+    ReviewDecision,
+)
 
 
 def apply_result_to_payload(workflow: str, payload: dict, result: dict, *, protocol: str | None = None) -> dict:
@@ -208,3 +218,55 @@ def item_mark_disagreement(*, item: Item) -> dict | None:
         Item.objects.filter(pk=item.pk).update(disagreement=found)
         item.disagreement = found
     return found
+
+
+def imported_result(workflow: str, payload: dict) -> dict | None:
+    """The labels an item brought with its import (status annotated without any annotation: the
+    import format's labels, annotation/importing/formats.py), in an annotation result's shape, so
+    a reviewer can accept them as they are (services.review_decide); None where the payload carries
+    none (a raw item, a rating item: ratings stay as annotations)."""
+    payload = payload or {}
+    if workflow == "quintuplet":
+        if not all(payload.get(name) not in (None, "", []) for name in agreement.QUINTUPLET_FIELDS):
+            return None
+        return {name: payload[name] for name in agreement.QUINTUPLET_FIELDS}
+    if workflow == "box":
+        bbox = payload.get("bbox")
+        if isinstance(bbox, list):
+            return {"bbox": bbox, "state": payload.get("state")}
+        return {"outcome": bbox} if isinstance(bbox, str) and bbox else None
+    if workflow == "qa":
+        answer = payload.get("answer")
+        return None if answer in (None, "", []) else {"answer": answer}
+    return None
+
+
+def item_imported_labels(*, item: Item) -> dict | None:
+    """An annotated item's imported labels (an item no one annotated) as the review page shows them, one source beside the
+    annotations: {"source" (a sentence naming the import's file and format), "file", "format",
+    "result"}; None for any other item. Never an annotation: the agreement figures and the
+    annotators' queue do not see it. The file is the one of the project's item import that
+    created the item (the first recorded at or after the item was written; the latest before
+    it where none is)."""
+    if item.status != ItemStatus.ANNOTATED:
+        return None
+    result = imported_result(item.project.workflow, item.payload)
+    # Only an item annotated by nobody: one with annotations is settled from them (its payload's
+    # labels show as the current item beside them on the review page).
+    if result is None or Annotation.objects.filter(item_id=item.pk).exists():
+        return None
+    from .importing.conversion import OWN_FORMAT  # the import machinery, loaded only when asked
+
+    imports = AuditEvent.objects.filter(
+        project=item.project, action=AuditAction.IMPORT, details__kind="items"
+    ).only("object_repr", "details")
+    event = imports.filter(at__gte=item.created_at).order_by("at", "pk").first()
+    event = event or imports.filter(at__lt=item.created_at).order_by("-at", "-pk").first()
+    file_name, fmt = "", OWN_FORMAT
+    if event is not None:
+        run = (event.details or {}).get("run")
+        uploaded = ImportRun.objects.filter(pk=run).values_list("file_name", flat=True).first() if run else None
+        file_name = uploaded or event.object_repr
+        fmt = (event.details or {}).get("format") or OWN_FORMAT
+    source = f"from the import {file_name} ({fmt})" if file_name else f"from the import ({fmt})"
+    return {"source": source, "file": file_name, "format": fmt, "result": result}

@@ -6,6 +6,9 @@ Errors: 400 {"detail", "errors": {field: message}} for bad input, 404 for a proj
 invite the caller may not see, 403 for a role too low, 409 {"detail"} for a change the rules refuse
 (a role above the caller's, the last researcher or admin, an invite that is no longer open), 410
 {"detail"} for a used, revoked or expired invite.
+
+Accounts are named by username only and no e-mail is returned; an unknown username and a crowd
+account of another project's study get the same 400 and the same words (annotation/members.py).
 """
 
 from __future__ import annotations
@@ -39,7 +42,6 @@ from ..project_setup import SetupInvalid
 MEMBER_FIELDS = {
     "user_id": serializers.IntegerField(),
     "username": serializers.CharField(),
-    "email": serializers.CharField(),
     "role": serializers.ChoiceField(choices=Role.choices),
 }
 MemberOut = inline_serializer("Member", MEMBER_FIELDS)
@@ -106,7 +108,15 @@ class MemberListApi(SetupApi):
         class Meta:
             ref_name = "MemberAddInput"
 
-        username_or_email = serializers.CharField(max_length=254)
+        username = serializers.CharField(max_length=150, required=False)
+        # The older name of the same field, still read (as a username: the API takes no e-mail).
+        username_or_email = serializers.CharField(max_length=254, required=False, write_only=True)
+
+        def validate(self, attrs):
+            name = attrs.get("username") or attrs.get("username_or_email")
+            if not name:
+                raise serializers.ValidationError({"username": "The account's username."})
+            return {"username": name, "role": attrs["role"]}
 
     @extend_schema(responses={200: MembersOut, **REFUSALS}, summary="The project's members (researchers+)")
     def get(self, request, slug):
@@ -115,7 +125,7 @@ class MemberListApi(SetupApi):
 
     @extend_schema(
         request=InputSerializer,
-        summary="Add a member by username or e-mail (or set their role)",
+        summary="Add a member by username (or set their role)",
         responses={
             201: inline_serializer("MemberAdded", {"member": MemberOut, "outcome": serializers.CharField()}),
             **REFUSALS,
@@ -124,13 +134,15 @@ class MemberListApi(SetupApi):
     def post(self, request, slug):
         project = get_project_for(request.user, slug, Role.RESEARCHER)
         data = parse(self.InputSerializer, request.data)
-        membership, outcome = member_add(project=project, actor=request.user, **data)
-        member = {
-            "user_id": membership.user_id,
-            "username": membership.user.get_username(),
-            "email": membership.user.email,
-            "role": membership.role,
-        }
+        membership, outcome = member_add(
+            project=project,
+            actor=request.user,
+            username_or_email=data["username"],
+            role=data["role"],
+            by_email=False,
+            field="username",
+        )
+        member = {"user_id": membership.user_id, "username": membership.user.get_username(), "role": membership.role}
         return Response({"member": member, "outcome": outcome}, status=status.HTTP_201_CREATED)
 
 
@@ -141,12 +153,7 @@ class MemberApi(SetupApi):
         data = parse(RoleIn, request.data)
         membership, _ = member_set_role(project=project, actor=request.user, user_id=user_id, role=data["role"])
         return Response(
-            {
-                "user_id": membership.user_id,
-                "username": membership.user.get_username(),
-                "email": membership.user.email,
-                "role": membership.role,
-            }
+            {"user_id": membership.user_id, "username": membership.user.get_username(), "role": membership.role}
         )
 
     @extend_schema(responses={204: OpenApiResponse(description="Removed."), **REFUSALS}, summary="Remove a member")
@@ -157,7 +164,8 @@ class MemberApi(SetupApi):
 
 
 class MemberCsvApi(SetupApi):
-    """POST a CSV (multipart field `file`) of `username_or_email,role` lines."""
+    """POST a CSV (multipart field `file`) of `username,role` lines (usernames only; the header may
+    still name the first column username_or_email)."""
 
     parser_classes = [MultiPartParser, FormParser]
 
@@ -180,8 +188,10 @@ class MemberCsvApi(SetupApi):
         uploaded = request.FILES.get("file")
         if uploaded is None:
             raise SetupInvalid({"file": "Choose a .csv file of username_or_email,role lines."})
-        report = members_import_csv(project=project, actor=request.user, data=uploaded.read())
-        return Response({"lines": report.lines, "counts": report.counts})
+        report = members_import_csv(project=project, actor=request.user, data=uploaded.read(), by_email=False)
+        # The API's words: the first column is a username (the page still calls it username_or_email).
+        lines = [{("username" if k == "username_or_email" else k): v for k, v in row.items()} for row in report.lines]
+        return Response({"lines": lines, "counts": report.counts})
 
 
 class InviteListApi(SetupApi):

@@ -260,6 +260,8 @@ class ItemReviewApi(WorkApi):
         )
         result = serializers.JSONField(required=False, allow_null=True, default=None)
         comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=5000)
+        # Accept the labels the item came with from its import, as they are (no annotation).
+        imported = serializers.BooleanField(required=False, default=False)
 
     def _item(self, request, item_id: int) -> Item:
         item = Item.objects.select_related("project").filter(pk=item_id).first()
@@ -298,6 +300,7 @@ class ItemReviewApi(WorkApi):
             annotation_id=data["annotation"],
             result=data["result"],
             comment=data["comment"],
+            imported=data["imported"],
         )
         return Response(
             {

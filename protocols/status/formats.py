@@ -253,6 +253,10 @@ class StatusBench(ReleaseFormat):
         nothing: an unwritable line refuses the whole release before a file is made."""
         out_dir = Path(out_dir)
         rows, media = rows_for_release(lines)
+        # A release lists its items by their id as text ("10" before "2"); the authors' file is in
+        # the order of its integer ids. Rows with an integer id come first in that order, any
+        # others (items made in the project) after them as the release lists them.
+        rows.sort(key=lambda row: (0, row["id"]) if _int_id(row) else (1, 0))
         targets = [out_dir / RELEASE_FILE] + ([out_dir / IMAGE_DIR] if open_media is not None else [])
         taken = [t.name for t in targets if t.exists()]
         if taken:
@@ -274,6 +278,10 @@ class StatusBench(ReleaseFormat):
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         return [out_dir / RELEASE_FILE, *written]
+
+
+def _int_id(row: Mapping[str, Any]) -> bool:
+    return isinstance(row.get("id"), int) and not isinstance(row.get("id"), bool)
 
 
 def _row_label(row: Any) -> str:

@@ -317,8 +317,12 @@ async function startDetail(root) {
   const form = data.form;
   const annotations = data.annotations;
   const disagreements = data.disagreements;
+  // Labels the item came with from its import (an item no one annotated): one source beside the
+  // annotations, acceptable as they are; never counted as an annotation.
+  const imported = data.imported;
+  const entries = imported ? [{ id: "imported", annotator: imported.source, result: imported.result, imported: true }, ...annotations] : annotations;
   root.querySelector("[data-title]").textContent = `Item ${item.external_id || item.id}`;
-  root.querySelector("[data-item-status]").textContent = `${item.status}${item.is_gold ? " · gold" : ""} · ${annotations.length} annotation${annotations.length === 1 ? "" : "s"}`;
+  root.querySelector("[data-item-status]").textContent = `${item.status}${item.is_gold ? " · gold" : ""} · ${annotations.length} annotation${annotations.length === 1 ? "" : "s"}${imported ? " · labels from the import" : ""}`;
 
   const decided = item.status === "verified" || item.status === "discarded";
   const boxImage = workflow === "box" ? item.media[form.media[0].field] : null;
@@ -329,18 +333,18 @@ async function startDetail(root) {
   let selected = 0;
   const truthValues = truthOf(workflow, item.payload, form);
   // The "current item" column only when the item already carries answers (imported truth, gold).
-  const truth = truthValues && Object.values(truthValues).some((v) => v !== null && v !== undefined) ? truthValues : null;
+  const truth = !imported && truthValues && Object.values(truthValues).some((v) => v !== null && v !== undefined) ? truthValues : null;
   const rows = fieldRows(workflow, data);
-  const headCells = annotations.map((a, i) => h("th", { dataset: { annotation: String(a.id) }, class: "annotation-head" },
+  const headCells = entries.map((a, i) => h("th", { dataset: { annotation: String(a.id) }, class: "annotation-head" },
     h("label", { class: "radio" }, h("input", { type: "radio", name: "pick", value: String(a.id), checked: i === 0, onchange: () => select(i) }), ` ${a.annotator || "?"}`, h("kbd", {}, String(i + 1))),
-    h("div", { class: "muted small" }, `${Math.round((a.time_spent_ms || 0) / 1000)} s`)));
+    h("div", { class: "muted small" }, a.imported ? "imported labels" : `${Math.round((a.time_spent_ms || 0) / 1000)} s`)));
   const tableRows = rows.map(([key, label, get]) => {
     const entry = disagreements[key];
     const disagree = entry ? entry.agree === false : new Set(annotations.map((a) => JSON.stringify(get(a.result) ?? null))).size > 1;
     return h("tr", { class: disagree ? "disagree" : "", dataset: { field: key } },
       h("th", { class: "field" }, label, entry && entry.min_iou !== undefined && entry.min_iou !== null ? h("div", { class: "muted small" }, `min IoU ${entry.min_iou}`) : null),
       truth ? h("td", { class: "truth" }, fmt(get(truth))) : null,
-      annotations.map((a) => h("td", { class: "value", dataset: { annotation: String(a.id) } }, fmt(get(a.result)))));
+      entries.map((a) => h("td", { class: "value", dataset: { annotation: String(a.id) } }, fmt(get(a.result)))));
   });
   const table = h("table", { class: "compare", "data-compare": "" },
     h("thead", {}, h("tr", {}, h("th", { class: "field" }, "Field"), truth ? h("th", {}, "Current item") : null, headCells)),
@@ -354,7 +358,7 @@ async function startDetail(root) {
   // null when it started from the current item, from scratch or from the annotators' mean box.
   let startedFrom = null;
   const buttons = {
-    accept: h("button", { type: "button", class: "primary", "data-accept": "", disabled: decided || !annotations.length, onclick: () => accept() }, "Accept selected ", h("kbd", {}, "A")),
+    accept: h("button", { type: "button", class: "primary", "data-accept": "", disabled: decided || !entries.length, onclick: () => accept() }, "Accept selected ", h("kbd", {}, "A")),
     edit: h("button", { type: "button", "data-edit": "", disabled: decided, onclick: () => openEditor() }, "Edit a merged answer ", h("kbd", {}, "E")),
     discard: h("button", { type: "button", "data-discard": "", disabled: decided, onclick: () => discard() }, "Discard item ", h("kbd", {}, "D")),
     next: h("button", { type: "button", "data-next": "", onclick: () => goNext() }, "Next item ", h("kbd", {}, "N")),
@@ -365,8 +369,10 @@ async function startDetail(root) {
     itemText(workflow, item.payload, form) || "",
     data.reopened ? h("p", { class: "warning", "data-reopened": "" }, `This item was verified (${data.reopened.decision}) and is back in review — ${data.reopened.reason}: the decision rested on an annotation that left the analysis, and the remaining annotations do not support it on their own.`) : "",
     data.disagreement ? disagreementPanel(data.disagreement, annotations, COLORS, workflow) : "",
-    h("p", { class: disagreeCount ? "warning" : "ok" }, disagreeCount ? `${disagreeCount} field${disagreeCount === 1 ? "" : "s"} with disagreement (highlighted).` : "All annotators agree."),
-    annotations.length ? table : h("p", { class: "muted" }, "No annotations."),
+    !annotations.length && imported
+      ? h("p", { class: "muted", "data-imported-note": "" }, `No annotations: the labels came ${imported.source}. Accept them as they are, or edit them.`)
+      : h("p", { class: disagreeCount ? "warning" : "ok" }, disagreeCount ? `${disagreeCount} field${disagreeCount === 1 ? "" : "s"} with disagreement (highlighted).` : "All annotators agree."),
+    entries.length ? table : h("p", { class: "muted" }, "No annotations."),
     (data.reviews || []).length ? h("div", { class: "decided", "data-reviews": "" }, data.reviews.map(historyLine)) : "",
     h("div", { class: "review-actions" }, buttons.accept, buttons.edit, buttons.discard, h("span", { class: "spacer" }), buttons.next),
     comment,
@@ -374,9 +380,9 @@ async function startDetail(root) {
   );
 
   function select(i) {
-    if (!annotations.length) return;
-    selected = Math.max(0, Math.min(annotations.length - 1, i));
-    const id = String(annotations[selected].id);
+    if (!entries.length) return;
+    selected = Math.max(0, Math.min(entries.length - 1, i));
+    const id = String(entries[selected].id);
     table.querySelectorAll("[data-annotation]").forEach((c) => c.classList.toggle("selected", c.dataset.annotation === id));
     const radio = table.querySelector(`input[name=pick][value="${id}"]`);
     if (radio) radio.checked = true;
@@ -385,22 +391,22 @@ async function startDetail(root) {
 
   function openEditor(focus = true) {
     if (decided) return;
-    const base = annotations.length ? annotations[selected].result : truth || {};
+    const base = entries.length ? entries[selected].result : truth || {};
     ed = editor(workflow, item, { ...(truthValues || {}), ...base }, boxAdj, form);
     editorSlot.hidden = false;
     // The box editor keeps its merged box (and what it started from) when its controls reopen.
-    if (!boxAdj) startedFrom = annotations.length ? annotations[selected] : null;
+    if (!boxAdj) startedFrom = entries.length && !entries[selected].imported ? entries[selected] : null;
     const sourceText = () => (startedFrom ? `Starts from ${startedFrom.annotator || "?"}'s answer.`
       : boxAdj ? "Starts from the annotators' mean box and most given state." : "Starts from the current answer.");
     const sourceLabel = h("span", { "data-starts-from": startedFrom ? String(startedFrom.id) : "" }, sourceText());
     const useSelected = () => {
-      startedFrom = annotations[selected];
-      boxAdj.useResult(startedFrom.result);
+      startedFrom = entries[selected].imported ? null : entries[selected];
+      boxAdj.useResult(entries[selected].result);
       sourceLabel.textContent = sourceText();
-      sourceLabel.dataset.startsFrom = String(startedFrom.id);
+      sourceLabel.dataset.startsFrom = startedFrom ? String(startedFrom.id) : "";
     };
     const startsFrom = h("p", { class: "muted small" }, sourceLabel, " ",
-      boxAdj && annotations.length ? h("button", { type: "button", "data-use-selected": "", onclick: useSelected }, "Start from the selected annotation") : "");
+      boxAdj && entries.length ? h("button", { type: "button", "data-use-selected": "", onclick: useSelected }, "Start from the selected annotation") : "");
     editorSlot.replaceChildren(h("h2", {}, "Merged answer"), startsFrom, ed.el,
       h("div", { class: "review-actions" }, h("button", { type: "button", class: "primary", "data-save-edit": "", onclick: () => saveEdit() }, "Save merged answer ", h("kbd", {}, "Ctrl+Enter")),
         h("button", { type: "button", onclick: () => { editorSlot.hidden = true; ed = null; } }, "Cancel")));
@@ -417,7 +423,7 @@ async function startDetail(root) {
     } catch (err) {
       buttons.next.disabled = false;
       if (!(err instanceof ApiError && err.status === 409)) {
-        buttons.accept.disabled = !annotations.length;
+        buttons.accept.disabled = !entries.length;
         buttons.edit.disabled = false;
         buttons.discard.disabled = false;
       }
@@ -425,7 +431,8 @@ async function startDetail(root) {
       notices.show(msg, { kind: "error", sticky: true, id: "decide" });
     }
   }
-  const accept = () => !decided && annotations.length && decide({ decision: "accept", annotation: annotations[selected].id });
+  const accept = () => !decided && entries.length &&
+    decide(entries[selected].imported ? { decision: "accept", imported: true } : { decision: "accept", annotation: entries[selected].id });
   // The annotation the edit started from, not the one selected now (the reviewer may have looked
   // at another since): the server records it as the edit's source.
   const saveEdit = () => ed && decide({ decision: "edit", result: ed.read(), annotation: startedFrom ? startedFrom.id : undefined });
@@ -447,7 +454,7 @@ async function startDetail(root) {
     }
   }
 
-  annotations.slice(0, 9).forEach((_, i) => shortcuts.register(String(i + 1), `Select annotation ${i + 1}`, () => select(i), { group: "Review" }));
+  entries.slice(0, 9).forEach((_, i) => shortcuts.register(String(i + 1), `Select annotation ${i + 1}`, () => select(i), { group: "Review" }));
   shortcuts.register("arrowright", "Select the next annotation", () => select(selected + 1), { group: "Review" });
   shortcuts.register("arrowleft", "Select the previous annotation", () => select(selected - 1), { group: "Review" });
   shortcuts.register("a", "Accept the selected annotation", accept, { group: "Review" });

@@ -144,7 +144,7 @@ def test_add_by_username_or_email_change_and_remove(team, make_user):
         "member_change",
         "member_remove",
     ]
-    with pytest.raises(SetupInvalid, match="No single account"):
+    with pytest.raises(SetupInvalid, match="No account you can add is named"):
         member_add(project=project, actor=lead, username_or_email="ghost", role="annotator")
     with pytest.raises(SetupInvalid, match="One of"):
         member_add(project=project, actor=lead, username_or_email="newbie", role="boss")

@@ -118,8 +118,16 @@ def test_a_crowd_account_holds_no_other_role_joins_no_other_project_and_takes_no
         {"username_or_email": crowd.username, "role": Role.ANNOTATOR},
         content_type="application/json",
     )
-    assert elsewhere.status_code == 409 and "another project's study" in elsewhere.json()["detail"]
-    assert "alpha" not in elsewhere.json()["detail"]  # another project is not named to beta's researchers
+    # Beta's researchers are not told the account exists: the same answer as a name nobody has.
+    unknown = lead_b.post(
+        "/api/projects/beta/members/",
+        {"username": "nobody-at-all", "role": Role.ANNOTATOR},
+        content_type="application/json",
+    )
+    assert elsewhere.status_code == unknown.status_code == 400
+    assert elsewhere.json()["errors"]["username"] == f"No account you can add is named {crowd.username!r}."
+    assert unknown.json()["errors"]["username"] == "No account you can add is named 'nobody-at-all'."
+    assert "alpha" not in str(elsewhere.json()) and "crowd" not in str(elsewhere.json())
     csv_file = SimpleUploadedFile("m.csv", f"{crowd.username},admin\n".encode())
     report = lead_a.post("/api/projects/alpha/members/csv/", {"file": csv_file}).json()
     assert [line["outcome"] for line in report["lines"]] == ["refused"]

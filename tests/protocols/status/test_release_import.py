@@ -30,7 +30,8 @@ SEED = 7
 def import_converted(project, path: Path, *, labels: dict[str, dict] | None = None):
     """The release read by its format, its lines imported by the item importer as verified items.
 
-    "extra" is left out of the JSONL: the generic importer stores it once it reads the format itself.
+    "extra" is left out of the JSONL, as for items made in a project; the import command's own path,
+    which keeps it, is test_real_release_command.py.
     """
     conversion = FORMAT.read(path)
     lines = []
@@ -77,8 +78,9 @@ def test_a_release_imports_as_verified_items_and_freezes_with_its_sci2_distracto
     samples = authors_read(tmp_path / "out")
     assert [s["change"] for s in samples] == [r["diff_cap"]["captions"][r["diff_cap"]["answer"]] for r in rows]
     written = json.loads((tmp_path / "out" / "STATUS_Bench.json").read_text())
-    # Items stored without their extra (until the importer keeps it): ids as text, no provenance;
-    # the captions come back in the authors' alphabetical order, so the right one's index too.
+    # Items imported here without their extra (items made in a project have none): ids as text, no
+    # provenance; the captions come back in the authors' alphabetical order, so the right one's
+    # index too. With the extra (the importer's own path): test_real_release_command.py.
     assert [w["diff_cap"] for w in written] == [r["diff_cap"] for r in rows]
     assert [(w["id"], w["video_id"]) for w in written] == [(str(r["id"]), None) for r in rows]
     for sample in samples:
