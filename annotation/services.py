@@ -115,7 +115,9 @@ def review_decide(
     source = None
     applied: dict = {}
     before = item.payload
-    if imported and (decision != ReviewDecision.ACCEPT or annotation_id):
+    if imported and decision != ReviewDecision.ACCEPT:
+        raise ResultInvalid({"imported": f"Imported labels can only be accepted, not given with {decision!r}."})
+    if imported and annotation_id:
         raise ResultInvalid({"imported": "Accept either the imported labels or one annotation, not both."})
     if imported:
         labels = item_imported_labels(item=item)

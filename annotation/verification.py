@@ -242,9 +242,9 @@ def imported_result(workflow: str, payload: dict) -> dict | None:
 
 
 def item_imported_labels(*, item: Item) -> dict | None:
-    """An annotated item's imported labels (an item no one annotated) as the review page shows them, one source beside the
-    annotations: {"source" (a sentence naming the import's file and format), "file", "format",
-    "result"}; None for any other item. Never an annotation: the agreement figures and the
+    """The imported labels of an annotated item no one annotated, as the review page shows them:
+    one source beside the annotations, {"source" (a sentence naming the import's file and
+    format), "file", "format", "result"}; None for any other item. Never an annotation: the agreement figures and the
     annotators' queue do not see it. The file is the one of the project's item import that
     created the item (the first recorded at or after the item was written; the latest before
     it where none is)."""
@@ -257,9 +257,9 @@ def item_imported_labels(*, item: Item) -> dict | None:
         return None
     from .importing.conversion import OWN_FORMAT  # the import machinery, loaded only when asked
 
-    imports = AuditEvent.objects.filter(
-        project=item.project, action=AuditAction.IMPORT, details__kind="items"
-    ).only("object_repr", "details")
+    imports = AuditEvent.objects.filter(project=item.project, action=AuditAction.IMPORT, details__kind="items").only(
+        "object_repr", "details"
+    )
     event = imports.filter(at__gte=item.created_at).order_by("at", "pk").first()
     event = event or imports.filter(at__lt=item.created_at).order_by("-at", "-pk").first()
     file_name, fmt = "", OWN_FORMAT

@@ -93,6 +93,15 @@ def cmd_projects(client: StateLabClient, args: argparse.Namespace) -> int:
 
 def cmd_import(client: StateLabClient, args: argparse.Namespace) -> int:
     upload = Progress("upload", enabled=not args.quiet)
+    zipping: list[Progress] = []  # made when the media beside the file are zipped with it
+
+    def on_zip(done: int, total: int) -> None:
+        if not zipping:
+            zipping.append(Progress("zip", enabled=not args.quiet))
+        zipping[0].update(done / total, f"{done} of {total} files (the items file and the media it names)")
+        if done == total:
+            zipping[0].close(f"{total} files")
+
     run = client.import_upload(
         args.project,
         args.file,
@@ -103,6 +112,7 @@ def cmd_import(client: StateLabClient, args: argparse.Namespace) -> int:
         on_bytes=lambda sent, total: upload.update(
             sent / total if total else 1.0, f"{human_bytes(sent)} of {human_bytes(total)}"
         ),
+        on_zip=on_zip,
     )
     upload.close(human_bytes(run["file_bytes"]))
     print(f"import run {run['id']} {run['status']} ({client.url}{run['page']})", file=sys.stderr)
@@ -159,6 +169,9 @@ def cmd_releases(client: StateLabClient, args: argparse.Namespace) -> int:
     if args.json:
         _print_json(releases)
         return EXIT_OK
+    if not releases:
+        # A message, not a row: stdout stays empty for a script that reads the rows.
+        print(f"no releases yet (statelab freeze {args.project} VERSION makes one)", file=sys.stderr)
     for r in releases:
         print(f"{r['version']}\t{r['split']}\t{r['item_count']} items\t{r['checksum']}\t{r['created_at']}")
     return EXIT_OK

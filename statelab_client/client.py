@@ -14,6 +14,8 @@ from typing import IO, Any, Literal, TypedDict
 
 import httpx
 
+from .media import media_named, zip_with_media
+
 ImportStatus = Literal["queued", "running", "finished", "refused", "failed"]
 JobStatus = Literal["queued", "running", "finished", "failed", "cancelled"]
 ExportFormat = Literal["json", "jsonl", "zip", "hf", "coco", "coco_zip"]
@@ -286,16 +288,21 @@ class StateLabClient:
         format: str | None = None,
         strict: bool = False,
         on_bytes: Callable[[int, int], None] | None = None,
+        on_zip: Callable[[int, int], None] | None = None,
     ) -> ImportRun:
         """Upload items (.jsonl, .json or .zip, or a file in one of the protocol's authors' formats;
         or, with annotations=True, ratings/answers) and return the queued run (the server imports
         it in the background). A folder (an authors' release laid out in folders) is sent as a zip
         of its contents. `format` names the items' format (None: the server detects it); `strict`
-        refuses fields the protocol does not know."""
+        refuses fields the protocol does not know. A .jsonl file of items whose lines name files
+        beside it (relative paths inside its folder) is sent as a zip of the file and those files
+        (statelab_client/media.py); `on_zip(done, total)` counts the files zipped."""
         path = Path(path)
-        if path.is_dir():
+        media = media_named(path) if path.is_file() and path.suffix == ".jsonl" and not annotations else []
+        if media or path.is_dir():
             with tempfile.TemporaryDirectory(prefix="statelab-upload-") as work:
-                zipped = zip_folder(path, Path(work) / f"{path.name or 'upload'}.zip")
+                target = Path(work) / f"{(path.stem if media else path.name) or 'upload'}.zip"
+                zipped = zip_with_media(path, media, target, on_file=on_zip) if media else zip_folder(path, target)
                 return self.import_upload(
                     slug,
                     zipped,

@@ -1,5 +1,5 @@
-"""A plain progress bar on stderr (no dependency): redrawn in place on a terminal, one line per
-visible change (at most every `every` seconds) when stderr is a file or a pipe."""
+"""A plain progress bar on stderr (no dependency): redrawn in place on a terminal; when stderr is
+a file or a pipe, one line only, the final one (written by close())."""
 
 from __future__ import annotations
 
@@ -18,13 +18,13 @@ def human_bytes(n: float) -> str:
 
 class Progress:
     def __init__(
-        self, label: str, *, stream: TextIO | None = None, enabled: bool = True, width: int = 28, every: float = 2.0
+        self, label: str, *, stream: TextIO | None = None, enabled: bool = True, width: int = 28, redraw: float = 0.1
     ):
         self.label = label
         self.stream = stream if stream is not None else sys.stderr
         self.enabled = enabled
         self.width = width
-        self.every = every
+        self.redraw = redraw  # seconds between two draws on a terminal
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.started = time.monotonic()
         self._last_text = ""
@@ -45,22 +45,22 @@ class Progress:
         text = f"{bar} {note}".rstrip()
         now = time.monotonic()
         if self.tty:
-            if force or now - self._last_at >= 0.1 or fraction == 1.0:
+            if force or now - self._last_at >= self.redraw or fraction == 1.0:
                 self.stream.write("\r" + text.ljust(len(self._last_text)))
                 self.stream.flush()
                 self._last_text, self._last_at, self._drawn = text, now, True
             return
-        # Not a terminal: a line when what it says changed (the elapsed seconds aside), throttled.
-        key = f"{'' if fraction is None else int(fraction * 10)}|{note}"
-        if force or (key != self._last_text and now - self._last_at >= self.every):
-            self.stream.write(text + "\n")
-            self.stream.flush()
-            self._last_text, self._last_at = key, now
+        # Not a terminal (a file, a pipe, a CI log): nothing until close() writes the one final line.
+        self._last_text = text
 
     def close(self, note: str = "", fraction: float | None = 1.0) -> None:
         if not self.enabled:
             return
         self.update(fraction, note, force=True)
-        if self.tty and self._drawn:
+        if not self.tty:
+            self.stream.write(self._last_text + "\n")
+            self.stream.flush()
+            return
+        if self._drawn:
             self.stream.write("\n")
             self.stream.flush()

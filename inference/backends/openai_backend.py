@@ -1,18 +1,22 @@
 """Any OpenAI-compatible chat endpoint (OpenAI, a `vllm serve` server, others) through AsyncOpenAI.
 
-- Requests in flight per endpoint are bounded by `endpoint.concurrency` across every chunk,
-  worker process and host (limiter.EndpointLimiter: a Redis counting semaphore keyed by the
-  endpoint, plus a local asyncio.Semaphore; the local one alone without a Redis URL). The
-  option `slot_ttl` (seconds, default 30) is how long a killed worker's slots stay taken.
-- Transient failures (408, 409, 429, 5xx, timeouts, dropped connections) are retried by the
-  openai client itself, which honours retry-after headers; `max_retries` and `timeout` come from
-  the endpoint's options. An HTTP 200 whose body is not a chat completion (not JSON, no choices)
-  is asked again here, up to `max_retries` times with the client's backoff. What still fails
-  comes back as a ModelReply with `error` set, never as answer text; `attempts` counts the
-  client's tries (a 400 is not retried, so it counts 1), including a try whose connection failed
-  or timed out before its request went out, which the endpoint never saw. A judge's JSON repair
-  requests are further calls made by the chunk (services/chunks.py), which adds their tries,
-  tokens and time to the stored prediction.
+- Requests in flight per endpoint are bounded by an adaptive window, at most `endpoint.concurrency`,
+  shared by every chunk, worker process and host (limiter.EndpointLimiter: a Redis counting
+  semaphore with leases keyed by the endpoint, plus a local asyncio.Semaphore; the local one
+  alone without a Redis URL). The option `slot_ttl` (seconds, default 30) is how long a killed
+  worker's slots stay taken; `adaptive: false` keeps the window at the cap.
+- Transient failures (408, 409, 429, 5xx, timeouts, dropped connections, an HTTP 200 whose body
+  is not a chat completion) are retried here, up to `max_retries` more requests, each through
+  the limiter (the openai client's own retries are off: the window has to see every 429 and
+  timeout): after the server's Retry-After (which also pauses the endpoint for every worker),
+  else a jittered exponential backoff, holding no slot while waiting. What still fails comes
+  back as a ModelReply with `error` set, never as answer text; `attempts` counts the requests
+  tried (a 400 is not retried, so it counts 1), including one whose connection failed or timed
+  out before it went out, which the endpoint never saw. A judge's JSON repair requests are
+  further calls made by the chunk (services/chunks.py), which adds their tries, tokens and time
+  to the stored prediction.
+- Deterministic requests are answered from the response cache when it holds them
+  (response_cache.py; the caller passes the store), with 0 attempts and 0 tokens.
 - Judges get `response_format={"type": "json_schema", ...}` unless the endpoint's options say
   `"json_schema": false`; their protocol token limit is a minimum (base.max_tokens_for).
   Option queries ask for first-token top log-probs unless `"logprobs": false`, and only when

@@ -4,35 +4,36 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('inference', '0008_endpoint_project'),
+        ("inference", "0008_endpoint_project"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='inferencejob',
-            name='cached_answers',
+            model_name="inferencejob",
+            name="cached_answers",
             field=models.PositiveIntegerField(default=0),
         ),
         migrations.CreateModel(
-            name='CachedResponse',
+            name="CachedResponse",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('model', models.CharField(max_length=800)),
-                ('request_hash', models.CharField(max_length=64)),
-                ('sampling', models.JSONField(blank=True, default=dict)),
-                ('text', models.TextField(blank=True)),
-                ('logprobs', models.JSONField(blank=True, null=True)),
-                ('finish_reason', models.CharField(blank=True, max_length=50)),
-                ('prompt_tokens', models.PositiveIntegerField(default=0)),
-                ('completion_tokens', models.PositiveIntegerField(default=0)),
-                ('hits', models.PositiveIntegerField(default=0)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('used_at', models.DateTimeField(auto_now=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("model", models.CharField(max_length=800)),
+                ("request_hash", models.CharField(max_length=64)),
+                ("sampling", models.JSONField(blank=True, default=dict)),
+                ("text", models.TextField(blank=True)),
+                ("logprobs", models.JSONField(blank=True, null=True)),
+                ("finish_reason", models.CharField(blank=True, max_length=50)),
+                ("prompt_tokens", models.PositiveIntegerField(default=0)),
+                ("completion_tokens", models.PositiveIntegerField(default=0)),
+                ("hits", models.PositiveIntegerField(default=0)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("used_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('model', 'request_hash'), name='cached_response_unique_request')],
+                "constraints": [
+                    models.UniqueConstraint(fields=("model", "request_hash"), name="cached_response_unique_request")
+                ],
             },
         ),
     ]

@@ -108,11 +108,15 @@ def test_accepting_imported_labels_where_there_are_none_or_with_an_annotation_is
         format="json",
     )
     assert both.status_code == 400 and "not both" in both.json()["errors"]["imported"]
+    discard = client.post(f"/api/items/{item.pk}/review/", {"decision": "discard", "imported": True}, format="json")
+    assert discard.status_code == 400 and "only be accepted" in discard.json()["errors"]["imported"]
     item.refresh_from_db()
     assert item.status == ItemStatus.ANNOTATED and not Review.objects.exists()
 
     # The ordinary accept still works, audited without the imported flag.
-    ok = client.post(f"/api/items/{item.pk}/review/", {"decision": "accept", "annotation": annotation.pk}, format="json")
+    ok = client.post(
+        f"/api/items/{item.pk}/review/", {"decision": "accept", "annotation": annotation.pk}, format="json"
+    )
     assert ok.status_code == 201
     event = AuditEvent.objects.get(action=AuditAction.VERIFY)
     assert "accepted" not in event.details and event.details["annotation"] == annotation.pk

@@ -165,7 +165,7 @@ def test_job_wait_prints_progress_lines_on_stderr_and_fails_for_a_cancelled_job(
     err = capsys.readouterr().err
     assert code == cli.EXIT_FAILED
     assert err.splitlines()[-1] == f"statelab: job {job.pk} cancelled"
-    assert err.splitlines()[0].startswith(f"job {job.pk} [")  # the bar, one line per change off a terminal
+    assert err.splitlines()[0].startswith(f"job {job.pk} [")  # the bar: its final line only, off a terminal
     assert InferenceJob.objects.get(pk=job.pk).status == "cancelled"
     assert run_main(capsys, api_world, "job", "cancel", str(job.pk)) == (
         cli.EXIT_REFUSED,

@@ -8,6 +8,7 @@ command has polled a fraction strictly between 0 and 1 and drawn it."""
 from __future__ import annotations
 
 import functools
+import io
 import json
 import time
 
@@ -24,6 +25,13 @@ from tests.annotation.db_race import WAIT_S, Pause, Worker
 pytestmark = pytest.mark.django_db(transaction=True)  # live server: committed rows
 
 LINES = 4000
+
+
+class Terminal(io.StringIO):
+    """A stderr that says it is a terminal, so the bar is redrawn in place."""
+
+    def isatty(self) -> bool:
+        return True
 
 
 def test_the_import_bar_shows_the_share_of_the_file_the_worker_has_read(
@@ -68,8 +76,10 @@ def test_the_import_bar_shows_the_share_of_the_file_the_worker_has_read(
         return polled[-1]
 
     monkeypatch.setattr(StateLabClient, "import_run", import_run)
-    # A line for every change: the 2 s throttle of a log file is not what is tested here.
-    monkeypatch.setattr(cli, "Progress", functools.partial(Progress, every=0))
+    # Drawn on a terminal (off one only the final line is written), every change: the redraw
+    # throttle is not what is tested here.
+    terminal = Terminal()
+    monkeypatch.setattr(cli, "Progress", functools.partial(Progress, stream=terminal, redraw=0))
     token = Token.objects.create(user=researcher).key
     try:
         code = cli.main(["--url", live_server.url, "--token", token, "import", "big", str(path), "--poll", "0.05"])
@@ -83,7 +93,8 @@ def test_the_import_bar_shows_the_share_of_the_file_the_worker_has_read(
     fractions = [r["progress"] for r in polled if 0 < (r["progress"] or 0) < 1]
     assert fractions, f"no progress between 0 and 1 was polled: {[r['progress'] for r in polled]}"
     mid = fractions[0]
-    bars = [line for line in err.splitlines() if line.startswith(f"import {polled[0]['id']} [")]
+    drawn = terminal.getvalue().replace("\n", "\r").split("\r")
+    bars = [line.rstrip() for line in drawn if line.startswith(f"import {polled[0]['id']} [")]
     filled = int(mid * 28)
     assert f"import {polled[0]['id']} [{'#' * filled}{'.' * (28 - filled)}] {mid * 100:5.1f}% running" in bars
     assert bars[-1].endswith("100.0% finished")

@@ -75,7 +75,10 @@ def test_freeze_then_export_streams_the_release_to_disk_in_chunks(client, api_wo
     with pytest.raises(ApiError) as bad_fmt:
         client.export("lemons", "v1", out / "x.exe", fmt="exe")  # type: ignore[arg-type]
     # the release formats, then the authors' own (a STATUS release exports back as STATUS_Bench.json)
-    assert (bad_fmt.value.status, bad_fmt.value.message) == (400, "fmt must be one of json, jsonl, zip, hf, status-bench")
+    assert (bad_fmt.value.status, bad_fmt.value.message) == (
+        400,
+        "fmt must be one of json, jsonl, zip, hf, status-bench",
+    )
     with pytest.raises(ApiError) as missing:
         client.export("lemons", "v9", out)
     assert missing.value.status == 404
