@@ -17,7 +17,13 @@ from django.http import HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html
 
-from annotation.admin_site import ProjectRecordAdmin, ProjectScopedAdmin, researcher_project_ids
+from annotation.admin_site import (
+    ProjectRecordAdmin,
+    ProjectScopedAdmin,
+    ReadOnlyAdmin,
+    SuperuserOnlyAdmin,
+    researcher_project_ids,
+)
 
 # The endpoints' admin, registered when imported here: Django's autodiscovery imports only this module.
 from . import (
@@ -26,7 +32,7 @@ from . import (
     selectors,
     services,
 )
-from .models import BackgroundRun, InferenceJob, JobMode, JobStatus, Prediction
+from .models import BackgroundRun, CachedResponse, InferenceJob, JobMode, JobStatus, Prediction
 from .services.jobs import endpoint_launch_refusal
 
 # Said on the job form when no endpoint is offered (a format string: the endpoint add page's URL).
@@ -373,3 +379,12 @@ class BackgroundRunAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+@admin.register(CachedResponse)
+class CachedResponseAdmin(ReadOnlyAdmin, SuperuserOnlyAdmin, admin.ModelAdmin):
+    """Answers kept for deterministic requests (inference/backends/response_cache.py), for
+    operators: read only; the backends write them."""
+
+    list_display = ("model", "request_hash", "hits", "created_at")
+    search_fields = ("model", "request_hash")

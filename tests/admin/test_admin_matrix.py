@@ -33,7 +33,7 @@ from annotation.models import (
     Task,
 )
 from inference import services
-from inference.models import BackgroundRun, InferenceJob, Prediction
+from inference.models import BackgroundRun, CachedResponse, InferenceJob, Prediction
 from tests.helpers.admin import RECORDS
 from tests.inference import factories
 
@@ -78,6 +78,7 @@ ADMIN_RULES = {
     "authtoken.tokenproxy": ("superuser", set()),
     "inference.backgroundrun": ("superuser", set()),
     "annotation.crowdaccount": ("superuser", set()),
+    "inference.cachedresponse": ("superuser", set()),
 }
 # Add forms no one gets (the rows come from the import, the workers, the login throttle, and the
 # services behind the pages for the read-only records; media only through imports, which check them).
@@ -208,6 +209,7 @@ def w(make_user, make_project, tmp_path):
         "auth.group": (Group.objects.create(name="g"), None),
         "authtoken.tokenproxy": (TokenProxy.objects.get(key=Token.objects.create(user=users["annotator"]).key), None),
         "inference.backgroundrun": (BackgroundRun.objects.create(celery_task="inference.tasks.start_job"), None),
+        "inference.cachedresponse": (CachedResponse.objects.create(model="judge|m", request_hash="0" * 64), None),
     }
     return SimpleNamespace(users=users, objects=objects)
 

@@ -23,6 +23,7 @@ RECORDS = {
     "annotation.itemreopening",
     "inference.prediction",
     "annotation.crowdaccount",
+    "inference.cachedresponse",
 }
 
 
