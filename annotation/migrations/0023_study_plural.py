@@ -4,14 +4,13 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0022_annotation_aggregate_raters'),
+        ("annotation", "0022_annotation_aggregate_raters"),
     ]
 
     operations = [
         migrations.AlterModelOptions(
-            name='study',
-            options={'ordering': ['-created_at', '-pk'], 'verbose_name_plural': 'studies'},
+            name="study",
+            options={"ordering": ["-created_at", "-pk"], "verbose_name_plural": "studies"},
         ),
     ]

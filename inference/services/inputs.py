@@ -176,9 +176,7 @@ def parse_reply(job: InferenceJob, prepared: PreparedQuery, text: str) -> Any:
     module = get_protocol(job.protocol)
     if job.mode == JobMode.SUGGEST and hasattr(module, "parse_suggestion"):
         return module.parse_suggestion(text)
-    return parse_answer(
-        job.protocol, prepared.key, text, prepared.options, fmt=prepared.fmt, unshown=prepared.unshown
-    )
+    return parse_answer(job.protocol, prepared.key, text, prepared.options, fmt=prepared.fmt, unshown=prepared.unshown)
 
 
 def unreadable_json_error(query_key: str, repairs: int, repair_error: str | None = None) -> str:
