@@ -251,7 +251,11 @@ def test_api_and_page_refuse_an_unknown_baseline(client, counting_project):
     assert client.get("/api/projects/vtc/leaderboard/?baseline=bad&fmt=csv").status_code == 400
     page = client.get("/projects/vtc/leaderboard/?baseline=nobody")
     assert page.status_code == 400 and b"not a row of this board" in page.content
-    assert client.get("/projects/vtc/leaderboard/?baseline=bad").status_code == 200
+    shown = client.get("/projects/vtc/leaderboard/?baseline=bad")
+    assert shown.status_code == 200
+    # the leaderboard page carries the comparison table (templates/evaluation/_paired.html)
+    assert b'id="lb-paired-table"' in shown.content and b"Paired comparisons against bad" in shown.content
+    assert b'id="lb-paired-table"' not in client.get("/projects/vtc/leaderboard/").content
 
 
 @pytest.mark.django_db
