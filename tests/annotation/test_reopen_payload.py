@@ -47,7 +47,7 @@ CASES = {
         ("bbox", "state"),
     ),
     "visualtrans": ({"answer": "A", "flags": []}, {"answer": "B", "flags": []}, ("answer",)),
-    "m3verse": ({"answer": ["B", "D"], "flags": []}, {"answer": ["A"], "flags": []}, ("answer",)),
+    "m3verse": ({"answer": ["B", "C"], "flags": []}, {"answer": ["A"], "flags": []}, ("answer",)),  # D: "none listed"
 }
 
 

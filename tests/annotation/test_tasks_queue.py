@@ -309,6 +309,7 @@ def test_an_explicit_annotations_per_item_wins_over_the_protocol_default(make_pr
 
 def test_every_way_of_creating_a_project_gets_the_protocol_default(db):
     from django.contrib.admin.sites import site
+    from django.contrib.auth import get_user_model
     from django.test import RequestFactory
 
     from annotation.importing.items import project_for_import
@@ -318,7 +319,10 @@ def test_every_way_of_creating_a_project_gets_the_protocol_default(db):
     got, _ = Project.objects.get_or_create(slug="boxes", defaults={"name": "b", "protocol": "changeit"})
     assert got.annotations_per_item == 1
     # The admin form leaves the field empty: save() fills in the protocol's default.
-    form_class = site._registry[Project].get_form(RequestFactory().get("/"))
+    # (the form of a superuser, who may set every field: annotation/admin_site.py OwnProjectsAdmin)
+    request = RequestFactory().get("/")
+    request.user = get_user_model().objects.create_superuser("root", "root@example.org", "pw")
+    form_class = site._registry[Project].get_form(request)
     form = form_class(
         data={
             "slug": "admin-made",
