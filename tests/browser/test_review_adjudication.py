@@ -362,20 +362,20 @@ def test_an_item_a_rejection_sent_back_to_review_is_marked(page, login, live_ser
     ]
     assert (
         page.inner_text(f"tr[data-item='{reopened.pk}'] [data-reopened]")
-        == "needs re-review: participant SPAMMER rejected"
+        == f"needs re-review: participant {SPAMMER} rejected"
     )
     shot(page, "review_list_reopened")
     page.keyboard.press("Enter")
     page.wait_for_url(f"**/projects/crqa/review/{reopened.pk}/")
     page.wait_for_selector("[data-reopened]")
-    assert "needs re-review: participant SPAMMER rejected" in page.inner_text("[data-reopened]")
+    assert f"needs re-review: participant {SPAMMER} rejected" in page.inner_text("[data-reopened]")
     # The earlier decision, kept as the record, reads as voided, with the reason.
     voided = page.locator("[data-reviews] [data-voided]")
     assert voided.count() == 1 and page.locator("[data-reviews] > div").count() == 1
     assert voided.locator("s").inner_text().startswith("accept by crrev on ")
     text = voided.inner_text()
     assert text.startswith("Voided: accept by crrev on ") and text.endswith(
-        " — needs re-review: participant SPAMMER rejected"
+        f" — needs re-review: participant {SPAMMER} rejected"
     )
     assert page.locator("table.compare th.annotation-head").all_inner_texts()[0].startswith(f"prolific-{HONEST}")
     assert page.is_enabled("[data-accept]")

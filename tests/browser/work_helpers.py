@@ -147,13 +147,13 @@ def js(value) -> str:
 
 
 def annotate_through_queue(project, user, results: list[dict]) -> list[int]:
-    """Claim and submit through the real services, one result per claimed task; returns item ids."""
-    from annotation.queue import annotation_submit, queue_claim_next
+    """Claim and submit through the real services, one result per claimed task, the n-th submitted
+    4 + n seconds after its claim (the server measures the time: tests/helpers/timed.py); returns
+    item ids."""
+    from tests.helpers.timed import claim_and_submit
 
     done = []
     for result in results:
-        task = queue_claim_next(project=project, user=user)
-        assert task is not None
-        annotation_submit(task_id=task.pk, user=user, result=result, time_spent_ms=4000 + 1000 * len(done))
-        done.append(task.item_id)
+        submitted = claim_and_submit(project, user, result, ms=4000 + 1000 * len(done))
+        done.append(submitted.annotation.item_id)
     return done
