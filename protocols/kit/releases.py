@@ -26,9 +26,10 @@ the same report.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO, ClassVar
 
 
@@ -91,3 +92,21 @@ def starts_with_array(path: Path) -> bool:
     """The file's first non-blank character opens a JSON array."""
     head = first_bytes(path).lstrip(b"\xef\xbb\xbf \t\r\n")
     return head[:1] == b"["
+
+
+def media_parts(rel: str) -> tuple[str, ...]:
+    """The parts of a media path a release names; FormatRefused for one that would leave the
+    folder it is written into (absolute, or with "..")."""
+    parts = PurePosixPath(rel).parts
+    if not parts or PurePosixPath(rel).is_absolute() or ".." in parts:
+        raise FormatRefused(f"media path {rel!r} is not a relative path inside the release")
+    return parts
+
+
+def copy_media(open_media: Callable[[str], BinaryIO], rel: str, dest: Path) -> Path:
+    """Copy one media file of a release (``rel``, as its lines name it) to ``dest``, for ``write``."""
+    media_parts(rel)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with open_media(rel) as src, open(dest, "wb") as out:
+        shutil.copyfileobj(src, out)
+    return dest

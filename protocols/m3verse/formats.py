@@ -15,14 +15,13 @@ and ``<scene_id>/state_1.mp4`` (after) in its data folder.
 from __future__ import annotations
 
 import json
-import shutil
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
 from protocols.base import LETTERS
-from protocols.kit.releases import Conversion, FormatRefused, ReleaseFormat
+from protocols.kit.releases import Conversion, FormatRefused, ReleaseFormat, copy_media
 
 from .fields import CAPABILITIES
 
@@ -298,7 +297,7 @@ class M3VersePipeline(ReleaseFormat):
         if open_media is not None:
             for scene, pair in videos.items():
                 for rel, name in zip(pair, VIDEOS, strict=True):
-                    written.append(_copy(open_media, rel, out_dir / DATA_FOLDER / scene / name))
+                    written.append(copy_media(open_media, rel, out_dir / DATA_FOLDER / scene / name))
         return written
 
 
@@ -355,17 +354,6 @@ def _row(line: Mapping[str, Any]) -> dict[str, Any]:
         row["capabilities"] = authors_caps
     row.update({k: v for k, v in extra.items() if k not in KEY_ORDER})
     return row
-
-
-def _copy(open_media: Callable[[str], BinaryIO], rel: str, dest: Path) -> Path:
-    """Copy one media file (a path relative to the project's media) to ``dest``."""
-    parts = PurePosixPath(rel).parts
-    if not parts or PurePosixPath(rel).is_absolute() or ".." in parts:
-        raise FormatRefused(f"media path {rel!r} is not a relative path inside the release")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with open_media(rel) as src, open(dest, "wb") as out:
-        shutil.copyfileobj(src, out)
-    return dest
 
 
 FORMATS = (M3VersePipeline(),)

@@ -15,14 +15,21 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import shutil
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, BinaryIO
 
 from protocols.base import LETTERS
-from protocols.kit.releases import Conversion, FormatRefused, ReleaseFormat, first_bytes, starts_with_array
+from protocols.kit.releases import (
+    Conversion,
+    FormatRefused,
+    ReleaseFormat,
+    copy_media,
+    first_bytes,
+    media_parts,
+    starts_with_array,
+)
 
 from .question_text import LAYOUTS, SplitQuestion, join_options, split_options
 
@@ -257,7 +264,8 @@ class VisualTransJson(ReleaseFormat):
                 for rel in row["images"]:
                     if rel not in copied:
                         copied.add(rel)
-                        written.append(_copy(open_media, rel, out_dir / IMAGES_FOLDER))
+                        dest = (out_dir / IMAGES_FOLDER).joinpath(*media_parts(rel))
+                        written.append(copy_media(open_media, rel, dest))
         return written
 
 
@@ -294,18 +302,6 @@ def _row(line: Mapping[str, Any]) -> dict[str, Any]:
         extra.pop(key, None)
     row.update(extra)
     return row
-
-
-def _copy(open_media: Callable[[str], BinaryIO], rel: str, folder: Path) -> Path:
-    """Copy one media file to ``folder/rel``; a path that would leave the folder is refused."""
-    parts = PurePosixPath(rel).parts
-    if not parts or PurePosixPath(rel).is_absolute() or ".." in parts:
-        raise FormatRefused(f"media path {rel!r} is not a relative path inside the release")
-    dest = folder.joinpath(*parts)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with open_media(rel) as src, open(dest, "wb") as out:
-        shutil.copyfileobj(src, out)
-    return dest
 
 
 FORMATS = (VisualTransJson(),)
