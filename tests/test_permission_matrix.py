@@ -632,13 +632,25 @@ def table_digests() -> list[tuple[str, str]]:
         }
     )
     sql = " UNION ALL ".join(
-        f"SELECT '{t}', md5(coalesce(string_agg(x::text, '|' ORDER BY x::text), '')) "
+        f"SELECT '{t}', md5(coalesce(string_agg(x::text, '|' ORDER BY x::text), '')) || ' rows=' || count(*) "
         f"FROM {connection.ops.quote_name(t)} x"
         for t in tables
     )
     with connection.cursor() as cur:
+        # UNION ALL promises no order (a parallel append returns its branches as they finish):
+        # sorted here, or two runs of the same rows would pair one table's digest with another's.
         cur.execute(sql)
-        return cur.fetchall()
+        return sorted(cur.fetchall())
+
+
+def other_sessions() -> list[str]:
+    """The other connections to this database at this moment (a writer outside the requests)."""
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT pid, application_name, client_addr, state, left(query, 160) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        return [" ".join(str(c) for c in row) for row in cur.fetchall()]
 
 
 def client_as(w: World, who: str, mode: str) -> Client:
@@ -713,8 +725,12 @@ def test_permission_matrix(world, clients):
                             )
                 after = table_digests() if before is not None else None
                 if after != before:
-                    tables = sorted(t for (t, d), (_, e) in zip(before, after, strict=True) if d != e)
-                    changed.append(f"{label}: {', '.join(tables)}")
+                    tables = sorted(
+                        f"{t} ({d.split(' ')[-1]} -> {e.split(' ')[-1]})"
+                        for (t, d), (_, e) in zip(before, after, strict=True)
+                        if d != e
+                    )
+                    changed.append(f"{label}: {', '.join(tables)}; other sessions: {other_sessions()}")
     assert asked > 1000
     assert not mismatches, f"{len(mismatches)} of {asked} requests broke the matrix:\n" + "\n".join(mismatches)
     assert not changed, "refused or no-op requests changed rows:\n" + "\n".join(changed)
