@@ -84,9 +84,17 @@ class ModelEndpointAdmin(admin.ModelAdmin):
                     "description": (
                         "JSON. vllm: tensor_parallel_size, max_model_len, dtype, limit_mm_per_prompt, "
                         "mm_processor_kwargs, generation_config. openai: timeout, max_retries, json_schema, "
-                        "logprobs, structured_choice. random: seed. Prices for the cost estimate: "
-                        "price_per_1m_input, price_per_1m_output (USD)."
+                        "logprobs, structured_choice, response_cache. random: seed."
                     ),
+                },
+            ),
+            (
+                "Prices",
+                {
+                    "fields": ("price_per_1m_input", "price_per_1m_output"),
+                    "description": "What the provider charges, in USD per million tokens, for the job page's cost "
+                    "and cost per correct answer. Empty: no cost is shown. Answers served from the response "
+                    "cache use no tokens and cost nothing.",
                 },
             ),
         )

@@ -54,7 +54,12 @@ class ProgressSerializer(serializers.Serializer):
     eta_s = serializers.FloatField(allow_null=True)
     prompt_tokens = serializers.IntegerField()
     completion_tokens = serializers.IntegerField()
-    cost_usd = serializers.FloatField(allow_null=True)
+    cost_usd = serializers.FloatField(allow_null=True, help_text="at the endpoint's prices; null without one")
+    cached_answers = serializers.IntegerField(help_text="answers served from the response cache (no tokens, no cost)")
+    correct_answers = serializers.IntegerField(
+        allow_null=True, help_text="answers scored correct when the job was last scored; null before, or for ratings"
+    )
+    cost_per_correct_usd = serializers.FloatField(allow_null=True)
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
     failures = FailureSerializer(many=True, help_text="failed queries (no reply came back), the first 50")

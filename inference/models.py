@@ -2,6 +2,7 @@
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
 from django.db import models
 
 from annotation.models import Item, Project, Release
@@ -37,8 +38,26 @@ class ModelEndpoint(models.Model):
     api_key_env = models.CharField(max_length=100, blank=True)
     concurrency = models.PositiveIntegerField(default=8)
     # Backend settings: tensor_parallel_size, max_model_len, dtype, limit_mm_per_prompt,
-    # mm_processor_kwargs, generation_config, timeout, max_retries, json_schema, price per token...
+    # mm_processor_kwargs, generation_config, timeout, max_retries, json_schema...
     options = models.JSONField(default=dict, blank=True)
+    # What the endpoint's provider charges, in USD per million tokens; empty: no cost is shown.
+    # A job's cost counts the tokens its replies used (an answer from the response cache uses none).
+    price_per_1m_input = models.DecimalField(
+        "price per 1M input tokens (USD)",
+        max_digits=12,
+        decimal_places=6,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0)],
+    )
+    price_per_1m_output = models.DecimalField(
+        "price per 1M output tokens (USD)",
+        max_digits=12,
+        decimal_places=6,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0)],
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -117,6 +136,10 @@ class InferenceJob(models.Model):
     completion_tokens = models.BigIntegerField(default=0)
     # Answers served from the response cache instead of the endpoint (backends/response_cache.py).
     cached_answers = models.PositiveIntegerField(default=0)
+    # How many of the job's answers its protocol scores correct, as the scorer settings name
+    # (STATELAB_JOB_METRICS: its "correct") said when the job's results were last written; null
+    # while the job is not scored, or when its protocol has no right answer (ratings).
+    correct_answers = models.PositiveIntegerField(null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)

@@ -7,6 +7,7 @@ import importlib.metadata
 import platform
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -91,12 +92,62 @@ def endpoint_named(*, project: Project, name: str) -> ModelEndpoint | None:
 
 
 def job_cost(job: InferenceJob) -> float | None:
-    """Estimated cost from the endpoint's prices (options price_per_1m_input / price_per_1m_output)."""
-    options = job.endpoint.options if job.endpoint else {}
-    p_in, p_out = options.get("price_per_1m_input"), options.get("price_per_1m_output")
-    if p_in is None and p_out is None:
+    """What the job's replies cost in USD at the endpoint's prices (ModelEndpoint.price_per_1m_*),
+    from the tokens the endpoint reported; None when the endpoint has no price. An answer served
+    from the response cache used no tokens, so it costs nothing; a retried or repaired request's
+    tokens are counted, since they were paid."""
+    endpoint = job.endpoint
+    if endpoint is None or (endpoint.price_per_1m_input is None and endpoint.price_per_1m_output is None):
         return None
-    return round(job.prompt_tokens * float(p_in or 0) / 1e6 + job.completion_tokens * float(p_out or 0) / 1e6, 6)
+    total = (
+        job.prompt_tokens * (endpoint.price_per_1m_input or Decimal(0))
+        + job.completion_tokens * (endpoint.price_per_1m_output or Decimal(0))
+    ) / Decimal(1_000_000)
+    return float(round(total, 6))
+
+
+def job_cost_per_correct(cost: float | None, correct: int | None) -> float | None:
+    """USD per correct answer: a job's cost over how many of its answers were scored correct; None
+    when either is unknown (no price, not scored, a protocol with no right answer) or nothing was
+    correct. Also for the board, which knows its rows' correct counts (evaluation)."""
+    if cost is None or not correct:
+        return None
+    return round(cost / correct, 6)
+
+
+def usd(value: float | None) -> str:
+    """A cost as the job page shows it: dollars to the micro-dollar, at least cents ("$0.00",
+    "$0.075", "$0.001234"); "–" when unknown. static/js/job_progress.js formats the same way."""
+    if value is None:
+        return "–"
+    whole, _, cents = f"{value:.6f}".partition(".")
+    return f"${whole}.{cents.rstrip('0').ljust(2, '0')}"
+
+
+def metrics_correct(metrics: Any) -> int | None:
+    """The count of correct answers in a scorer's metrics (STATELAB_JOB_METRICS: its "correct"),
+    or None when it gives none (a rating judge, a scoring error, no scorer)."""
+    if not isinstance(metrics, dict):
+        return None
+    correct = metrics.get("correct")
+    if isinstance(correct, bool) or not isinstance(correct, int) or correct < 0:
+        return None
+    return correct
+
+
+def job_usage(job: InferenceJob) -> dict[str, Any]:
+    """Tokens, cost, answers from the cache and cost per correct answer (once the job is scored)."""
+    cost = job_cost(job)
+    rate, _ = job_rate_eta(job)
+    return {
+        "prompt_tokens": job.prompt_tokens,
+        "completion_tokens": job.completion_tokens,
+        "cost_usd": cost,
+        "cached_answers": job.cached_answers,
+        "correct_answers": job.correct_answers,
+        "cost_per_correct_usd": job_cost_per_correct(cost, job.correct_answers),
+        "queries_per_s": round(rate, 3) if rate else None,
+    }
 
 
 def job_rate_eta(job: InferenceJob, now=None) -> tuple[float | None, float | None]:
@@ -186,9 +237,7 @@ def job_progress(*, job: InferenceJob) -> dict[str, Any]:
         "percent": job_percent(job),
         "rate_per_s": round(rate, 3) if rate is not None else None,
         "eta_s": round(eta, 1) if eta is not None else None,
-        "prompt_tokens": job.prompt_tokens,
-        "completion_tokens": job.completion_tokens,
-        "cost_usd": job_cost(job),
+        **{k: v for k, v in job_usage(job).items() if k != "queries_per_s"},
         "started_at": job.started_at,
         "finished_at": job.finished_at,
         "failures": job_failures(job=job),
@@ -264,8 +313,8 @@ def job_metrics(job: InferenceJob) -> dict[str, Any] | None:
         return {"error": f"scoring failed: {type(exc).__name__}: {exc}"}
 
 
-def job_results(*, job: InferenceJob) -> dict[str, Any]:
-    rate, _ = job_rate_eta(job)
+def job_results(*, job: InferenceJob, metrics: dict[str, Any] | None = None) -> dict[str, Any]:
+    """results.json; `metrics` when the caller has scored the job already (job_metrics)."""
     return {
         "job": job.pk,
         "model": job.model_name,
@@ -277,13 +326,8 @@ def job_results(*, job: InferenceJob) -> dict[str, Any]:
         "parameters": job.params,
         "versions": job_versions(job),
         "counts": job_counts(job),
-        "metrics": job_metrics(job),
-        "usage": {
-            "prompt_tokens": job.prompt_tokens,
-            "completion_tokens": job.completion_tokens,
-            "cost_usd": job_cost(job),
-            "queries_per_s": round(rate, 3) if rate else None,
-        },
+        "metrics": metrics if metrics is not None else job_metrics(job),
+        "usage": job_usage(job),
         "started_at": job.started_at,
         "finished_at": job.finished_at,
     }

@@ -24,12 +24,15 @@ def _job_for(request, pk: int) -> InferenceJob:
 @login_required
 def job_detail(request, pk: int):
     job = _job_for(request, pk)
+    progress = selectors.job_progress(job=job)
     return render(
         request,
         "inference/job_detail.html",
         {
             "job": job,
-            "progress": selectors.job_progress(job=job),
+            "progress": progress,
+            "cost": selectors.usd(progress["cost_usd"]),
+            "cost_per_correct": selectors.usd(progress["cost_per_correct_usd"]),
             "chunks": run_status.job_chunks(job=job),
             "queues": run_status.job_queues(job=job),
             "json_queries": selectors.job_json_queries(job),  # the unreadable replies' table is for these jobs

@@ -3,7 +3,11 @@
 One engine per worker process, built on the first chunk (never at import, so never before the
 worker forks: the gpu worker runs with --pool solo, concurrency 1) and kept in this module for
 the next chunk of the same endpoint. A chunk of queries goes to the engine as one `LLM.chat`
-call, one SamplingParams per conversation, so vLLM batches the whole chunk. Option letters are
+call (one `generate` over the whole chunk), one SamplingParams per conversation, so vLLM batches
+the whole chunk. Prefix caching is on (`enable_prefix_caching`; the option turns it off): the
+queries of a chunk share their protocol's instructions, and an item's several queries its images,
+so the KV blocks of a shared prefix are computed once per engine and reused, across chunks too.
+bench/bench_vllm_gpu.py measures the batched call against one request at a time. Option letters are
 constrained with structured outputs (choice), judge replies with a JSON schema; the first
 token's log-probabilities of the option letters come back in `ModelReply.logprobs`.
 
@@ -14,7 +18,8 @@ Endpoint options used here (strings are accepted too, as `create_endpoint --opti
   tensor_parallel_size, max_model_len, dtype, limit_mm_per_prompt ({"image": 8, "video": 1}),
   mm_processor_kwargs ({"max_pixels": 401408}), generation_config ("vllm" by default: ignore the
   checkpoint's sampling defaults, so the job's own sampling parameters are what runs),
-  kv_cache_memory_bytes, gpu_memory_utilization, enforce_eager, max_num_seqs,
+  kv_cache_memory_bytes, gpu_memory_utilization, enforce_eager, enable_prefix_caching (on by
+  default), max_num_seqs,
   max_num_batched_tokens, max_logprobs, seed, structured_outputs_config, engine_args (a dict
   passed to `vllm.LLM` as is). Other keys (prices, timeouts of other backends) are ignored.
 """
@@ -52,15 +57,18 @@ INT_OPTIONS = (
     "seed",
 )
 FLOAT_OPTIONS = ("gpu_memory_utilization",)
-BOOL_OPTIONS = ("enforce_eager", "trust_remote_code")
+BOOL_OPTIONS = ("enforce_eager", "trust_remote_code", "enable_prefix_caching")
 DICT_OPTIONS = ("limit_mm_per_prompt", "mm_processor_kwargs", "media_io_kwargs", "structured_outputs_config")
 STR_OPTIONS = ("dtype", "generation_config", "distributed_executor_backend", "tokenizer", "quantization")
 # vLLM keeps only the first 32 frames of a frame-list video unless told otherwise; the protocol
 # has already chosen the frames, so all of them are used.
+# Prefix caching is asked for explicitly: a protocol's queries share their instructions and an
+# item's queries their images, and not every vLLM version or platform turns it on by default.
 ENGINE_DEFAULTS: dict[str, Any] = {
     "generation_config": "vllm",
     "seed": 0,
     "media_io_kwargs": {"video": {"num_frames": -1}},
+    "enable_prefix_caching": True,
 }
 
 
@@ -406,7 +414,12 @@ class VLLMBackend:
                 prompt_tokens=len(output.prompt_token_ids or []),
                 completion_tokens=len(completion.token_ids),
                 latency_ms=batch_ms,  # every query of the batch waited for the whole batch
-                extra={"finish_reason": completion.finish_reason, "batch_size": len(batch)},
+                extra={
+                    "finish_reason": completion.finish_reason,
+                    "batch_size": len(batch),
+                    # Prompt tokens whose KV blocks came from the prefix cache (None: not reported).
+                    "cached_prompt_tokens": getattr(output, "num_cached_tokens", None),
+                },
             )
 
     def close(self) -> None:

@@ -15,7 +15,7 @@ from django.core.files.storage import default_storage
 from config.storage import is_local
 
 from ..models import InferenceJob
-from ..selectors import job_results, job_samples
+from ..selectors import job_metrics, job_results, job_samples, metrics_correct
 
 EXPORT_FILES = ("samples.jsonl", "results.json")
 
@@ -30,8 +30,9 @@ def job_export_name(job: InferenceJob) -> str:
 
 
 def job_write_exports(*, job: InferenceJob, folder: Path | None = None) -> Path | str:
-    """results.json (metrics, versions, parameters) and samples.jsonl (one line per query); the
-    folder written, or the storage name of the folder on object storage."""
+    """results.json (metrics, versions, parameters, usage) and samples.jsonl (one line per query);
+    the folder written, or the storage name of the folder on object storage. Records how many
+    answers the scorer counted correct (InferenceJob.correct_answers) on the way."""
     if folder is None and not is_local(default_storage):
         with tempfile.TemporaryDirectory(prefix="job-export-") as tmp:
             _write(job, Path(tmp))
@@ -51,5 +52,12 @@ def _write(job: InferenceJob, folder: Path) -> Path:
         for sample in job_samples(job=job):
             fh.write(json.dumps(sample, ensure_ascii=False) + "\n")
     tmp.replace(folder / "samples.jsonl")
-    (folder / "results.json").write_text(json.dumps(job_results(job=job), indent=2, ensure_ascii=False, default=str))
+    metrics = job_metrics(job)
+    # The job's cost per correct answer is shown once it is scored: keep the scorer's count.
+    correct = metrics_correct(metrics)
+    if correct != job.correct_answers:
+        InferenceJob.objects.filter(pk=job.pk).update(correct_answers=correct)
+        job.correct_answers = correct
+    results = job_results(job=job, metrics=metrics)
+    (folder / "results.json").write_text(json.dumps(results, indent=2, ensure_ascii=False, default=str))
     return folder

@@ -2,6 +2,10 @@
 it, resolved queries, media references and known video metadata), the protocol's queries for
 it, and the parsing of a reply with the same protocol (also used when a job is re-scored).
 
+A job on a release reads the media the release froze (ReleaseItem.media: each relative path its
+line names -> the SHA-256 recorded at the freeze), never the live item's, so a job on v1 sees
+exactly v1's bytes even after an item was edited; a job without a release reads the live items.
+
 Media references are local paths when the media storage is local, else the stored names, which
 `media_file` (the MediaPreparer's fetch) copies into this host's cache only when a query reads
 them: a worker on another host needs no shared folder."""
@@ -32,23 +36,39 @@ def _option_seed(job: InferenceJob) -> int:
     return job.release.option_seed if job.release_id else job.project.option_seed
 
 
-def _media_assets(items: list[Item]) -> dict[str, MediaAsset]:
+def _media_assets(hashes: list[dict[str, Any]]) -> dict[str, MediaAsset]:
     shas: set[str] = set()
-    for item in items:
-        for value in (item.media or {}).values():
-            shas.update(value if isinstance(value, list) else [value])
+    for media in hashes:
+        for value in media.values():
+            shas.update(v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str) and v)
     return {a.sha256: a for a in MediaAsset.objects.filter(sha256__in=shas)}
 
 
-def _video_info(item: Item, field_name: str, assets: dict[str, MediaAsset]) -> VideoInfo | None:
-    asset = assets.get((item.media or {}).get(field_name) or "")
+def frozen_hashes(line: dict[str, Any], frozen: dict[str, str], fields) -> dict[str, Any]:
+    """The media hashes of one release line, field by field as an item holds them (one SHA-256, or a
+    list for a list field), from the path -> SHA-256 pairs its release froze: a path the freeze
+    recorded no file for has no hash (its queries then find no media, as a live item's would)."""
+    frozen = frozen if isinstance(frozen, dict) else {}
+    out: dict[str, Any] = {}
+    for name in fields:
+        paths = line.get(name)
+        if isinstance(paths, list):
+            out[name] = [frozen.get(p) if isinstance(p, str) else None for p in paths]
+        elif isinstance(paths, str) and paths in frozen:
+            out[name] = frozen[paths]
+    return out
+
+
+def _video_info(media: dict[str, Any], field_name: str, assets: dict[str, MediaAsset]) -> VideoInfo | None:
+    sha = media.get(field_name)
+    asset = assets.get(sha) if isinstance(sha, str) else None
     if asset is None or not (asset.width and asset.height and asset.frame_count):
         return None
     return VideoInfo(asset.width, asset.height, asset.frame_count, asset.duration)
 
 
-def _local_path(item: Item, field_name: str, lookup: dict[str, str], payload: dict) -> Any:
-    sha = (item.media or {}).get(field_name)
+def _local_path(media: dict[str, Any], field_name: str, lookup: dict[str, str], payload: dict) -> Any:
+    sha = media.get(field_name)
     rel = payload.get(field_name)
     if isinstance(sha, list) or isinstance(rel, list):
         shas = sha if isinstance(sha, list) else [None] * len(rel or [])
@@ -68,15 +88,19 @@ def _one_path(sha: str | None, rel: str | None, lookup: dict[str, str]) -> str |
 
 def item_inputs(job: InferenceJob, item_ids: list[int]) -> list[ItemInput]:
     items = {i.pk: i for i in Item.objects.filter(pk__in=item_ids)}
+    fields = MEDIA_FIELDS[job.protocol]
     if job.release_id:
-        payloads = dict(
-            ReleaseItem.objects.filter(release_id=job.release_id, item_id__in=item_ids).values_list(
-                "item_id", "payload"
-            )
+        rows = ReleaseItem.objects.filter(release_id=job.release_id, item_id__in=item_ids).values_list(
+            "item_id", "payload", "media"
         )
+        payloads, hashes = {}, {}
+        for item_id, payload, frozen in rows:
+            payloads[item_id] = payload
+            hashes[item_id] = frozen_hashes(payload, frozen, fields)
     else:
         payloads = {pk: item.payload for pk, item in items.items()}
-    assets = _media_assets(list(items.values()))
+        hashes = {pk: dict(item.media or {}) for pk, item in items.items()}
+    assets = _media_assets(list(hashes.values()))
     local = is_local(default_storage)
     lookup = {sha: default_storage.path(asset.file.name) if local else asset.file.name for sha, asset in assets.items()}
     seed = _option_seed(job)
@@ -86,8 +110,7 @@ def item_inputs(job: InferenceJob, item_ids: list[int]) -> list[ItemInput]:
     for item_id in item_ids:
         if item_id not in items or item_id not in payloads:
             continue
-        item, payload = items[item_id], payloads[item_id]
-        fields = MEDIA_FIELDS[job.protocol]
+        item, payload, media = items[item_id], payloads[item_id], hashes[item_id]
         stored = payload.get("resolved") if job.release_id else None
         if job.mode == JobMode.SUGGEST:
             resolved = _resolve_unlabeled(job.protocol, item.external_id, payload, seed)
@@ -101,11 +124,11 @@ def item_inputs(job: InferenceJob, item_ids: list[int]) -> list[ItemInput]:
                 item_pk=item.pk,
                 external_id=item.external_id,
                 payload=payload,
-                media_paths={f: _local_path(item, f, lookup, payload) for f in fields},
-                media_hashes=dict(item.media or {}),
+                media_paths={f: _local_path(media, f, lookup, payload) for f in fields},
+                media_hashes=media,
                 resolved=resolved,
                 media_info={
-                    f: info for f, kind in fields.items() if kind == "video" and (info := _video_info(item, f, assets))
+                    f: info for f, kind in fields.items() if kind == "video" and (info := _video_info(media, f, assets))
                 },
                 project_settings=dict(job.project.settings or {}),
             )

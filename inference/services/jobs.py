@@ -310,7 +310,8 @@ def job_retry_failed(*, job: InferenceJob, actor=None) -> int:
     job.status = JobStatus.RUNNING
     job.error = ""
     job.finished_at = None
-    job.save(update_fields=["status", "error", "finished_at", "failed_queries", "done_queries"])
+    job.correct_answers = None  # scored again when it finishes (exports.py)
+    job.save(update_fields=["status", "error", "finished_at", "failed_queries", "done_queries", "correct_answers"])
     _enqueue_chunks(job, _chunks(todo, _chunk_size(job)))
     return len(todo)
 

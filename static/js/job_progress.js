@@ -25,7 +25,11 @@ function render(p) {
   $("job-rate").textContent = p.rate_per_s === null ? "–" : `${p.rate_per_s.toFixed(2)} queries/s`;
   $("job-eta").textContent = ACTIVE.has(p.status) ? duration(p.eta_s) : "–";
   $("job-tokens").textContent = `${p.prompt_tokens} in / ${p.completion_tokens} out`;
-  $("job-cost").textContent = p.cost_usd === null ? "–" : `$${p.cost_usd}`;
+  $("job-cost").textContent = usd(p.cost_usd);
+  $("job-cost-per-correct").textContent = perCorrect(p);
+  const cached = $("job-cached");
+  cached.hidden = !p.cached_answers;
+  cached.textContent = ` · ${p.cached_answers.toLocaleString("en-US")} answer${p.cached_answers === 1 ? "" : "s"} from cache (no cost)`;
   const body = $("job-failures").tBodies[0];
   body.replaceChildren();
   if (!p.failures.length) body.append(h("tr", { class: "none" }, h("td", { colspan: "4" }, "No failures.")));
@@ -34,6 +38,21 @@ function render(p) {
   }
   $("job-failed-count").textContent = String(p.failed);
   renderUnreadable(p);
+}
+
+// Dollars to the micro-dollar, at least cents: "$0.00", "$0.075" (as inference.selectors.usd).
+function usd(value) {
+  if (value === null || value === undefined) return "–";
+  const [whole, cents] = value.toFixed(6).split(".");
+  return `$${whole}.${cents.replace(/0+$/, "").padEnd(2, "0")}`;
+}
+
+// Cost per correct answer once the job is scored (as the template words it).
+function perCorrect(p) {
+  if (p.cost_per_correct_usd !== null) return `${usd(p.cost_per_correct_usd)} (${p.correct_answers.toLocaleString("en-US")} correct)`;
+  if (p.correct_answers === 0) return "– (none correct)";
+  if (p.correct_answers === null) return "– (not scored)";
+  return "– (no price)";
 }
 
 // Judge replies that came back but stayed unreadable JSON: listed apart from the failures (the

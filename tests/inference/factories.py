@@ -9,7 +9,9 @@ from pathlib import Path
 from django.conf import settings
 from PIL import Image
 
+from annotation.interchange.frozen import line_media
 from annotation.models import Item, ItemStatus, MediaAsset, Release, ReleaseItem
+from annotation.protocols import MEDIA_FIELDS
 from inference import media as media_lib
 
 
@@ -137,8 +139,19 @@ def release_of(project, items, version: str = "v1", option_seed: int = 7) -> Rel
     release = Release.objects.create(
         project=project, version=version, item_count=len(items), checksum="0" * 64, option_seed=option_seed
     )
+    # Each line's media as the freeze records them (annotation/releases.py): path -> sha256.
+    fields = MEDIA_FIELDS[project.protocol]
     ReleaseItem.objects.bulk_create(
-        [ReleaseItem(release=release, item=item, position=i, payload=item.payload) for i, item in enumerate(items)]
+        [
+            ReleaseItem(
+                release=release,
+                item=item,
+                position=i,
+                payload=item.payload,
+                media=dict(line_media(item.payload, item.media, fields)),
+            )
+            for i, item in enumerate(items)
+        ]
     )
     return release
 

@@ -36,7 +36,8 @@ fails, a clean reply (the job page's failures and unreadable replies, and their 
 `events` records each request with its arrival and reply times (time.monotonic()), so tests can
 check how long the client waited after a retry-after, and what it asked: `text`, the first user
 message's text (which item the key is), and `follow_up`, the (role, text) turns after it (a JSON
-repair: the unreadable reply, then the request to answer again; none on a first ask or a retry);
+repair: the unreadable reply, then the request to answer again; none on a first ask or a retry),
+and `images`, the image URLs it sent (data URLs: the bytes the model was shown);
 a request answered 200 with a completion also has `usage`, its (prompt, completion) tokens.
 `schema_reply` gives the JSON a judge query's key is answered with. `max_in_flight` is the most
 requests the server was handling at once (`reset_in_flight()` starts counting again).
@@ -65,6 +66,17 @@ def _first_user(messages: list[dict[str, Any]]) -> tuple[int, list[str], int]:
     parts = [{"type": "text", "text": content}] if isinstance(content, str) else content
     texts = [p.get("text", "") for p in parts if p.get("type") == "text"]
     return at, texts, sum(1 for p in parts if p.get("type") != "text")
+
+
+def _image_urls(messages: list[dict[str, Any]]) -> list[str]:
+    """The image URLs (data URLs) of a conversation, in order."""
+    return [
+        p["image_url"]["url"] if isinstance(p.get("image_url"), dict) else p.get("image_url")
+        for m in messages
+        if isinstance(m.get("content"), list)
+        for p in m["content"]
+        if p.get("type") == "image_url"
+    ]
 
 
 def query_key(messages: list[dict[str, Any]]) -> str:
@@ -290,6 +302,7 @@ class StandIn:
             attempt=attempt,
             text="\n".join(texts),
             follow_up=[(m.get("role"), _all_text([m])) for m in messages[at + 1 :]],
+            images=_image_urls(messages),
         )
         fault = self.rule(key) if self.faults else None
         if self.latency:

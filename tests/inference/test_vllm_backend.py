@@ -73,6 +73,7 @@ def test_engine_settings_come_from_endpoint_options_with_strings_coerced():
         "generation_config": "vllm",
         "seed": 0,
         "media_io_kwargs": {"video": {"num_frames": -1}},
+        "enable_prefix_caching": True,
         "tensor_parallel_size": 2,
         "max_model_len": 8192,
         "dtype": "bfloat16",
@@ -83,6 +84,14 @@ def test_engine_settings_come_from_endpoint_options_with_strings_coerced():
         "gpu_memory_utilization": 0.85,
         "max_num_seqs": 64,
     }
+
+
+def test_prefix_caching_is_on_unless_the_endpoint_turns_it_off():
+    assert engine_kwargs("m", "", {})["enable_prefix_caching"] is True
+    assert engine_kwargs("m", "", {"enable_prefix_caching": "false"})["enable_prefix_caching"] is False
+    assert engine_kwargs("m", "", {"enable_prefix_caching": False})["enable_prefix_caching"] is False
+    # Another setting is another engine: an endpoint that turns it off does not reuse this one.
+    assert vllm_backend.engine_key("m", "", {}) != vllm_backend.engine_key("m", "", {"enable_prefix_caching": 0})
 
 
 def test_a_local_model_folder_takes_no_revision_and_a_model_is_required(tmp_path):

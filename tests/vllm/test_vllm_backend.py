@@ -223,3 +223,33 @@ def test_an_engine_that_cannot_start_fails_the_chunk_queries_with_the_reason(
     # The session's engine was shut down to make room; the next chunk of its endpoint reloads it.
     assert vllm_backend.complete([two_image_query("back", seed=3, choices=LETTERS)], GREEDY)[0].text in LETTERS
     assert engine_stats()["starts"] == starts + 1
+
+
+def test_prefix_caching_is_on_and_a_later_chunk_reuses_a_shared_prefix(vllm_backend):
+    engine_config = vllm_backend.llm.llm_engine.vllm_config.cache_config
+    assert engine_config.enable_prefix_caching is True
+    block = engine_config.block_size
+    # A system prompt longer than one KV block, shared by two queries of two chunks (vLLM caches
+    # whole blocks only: 128 tokens on the CPU).
+    instructions = "Compare the two photographs of the object and name the change of its state. " * 6
+
+    def query(key: str, question: str) -> ModelQuery:
+        return ModelQuery(
+            key=key,
+            max_tokens=3,
+            choices=LETTERS,
+            messages=[
+                {"role": "system", "content": instructions},
+                {"role": "user", "content": f"{question}\nA. a\nB. b\nC. c\nD. d"},
+            ],
+        )
+
+    (first,) = vllm_backend.complete([query("p1", "Which option is right for the cup?")], GREEDY)
+    (second,) = vllm_backend.complete([query("p2", "Which option fits the door best?")], GREEDY)
+
+    assert [first.error, second.error] == [None, None]
+    assert block < first.prompt_tokens < 500, first.prompt_tokens  # the prefix spans at least one block
+    # The second chunk found the shared instructions' full blocks in the cache; its own question not.
+    cached = second.extra["cached_prompt_tokens"]
+    assert cached >= block and cached % block == 0, (cached, block)
+    assert cached < second.prompt_tokens
