@@ -34,12 +34,10 @@ Export formats (all streamed; nothing is built in memory):
 from __future__ import annotations
 
 import json
-import re
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, BinaryIO
 
-from django.db import IntegrityError, connection, transaction
 from django.db.models import TextField
 from django.db.models.functions import Cast
 from django.http import StreamingHttpResponse
@@ -47,17 +45,24 @@ from django.http import StreamingHttpResponse
 from protocols import registry
 
 from .audit.record import audit_record
-from .importing.copy_spool import copy_text
+from .freezing import (  # noqa: F401  (the public names of releases, defined there)
+    VERSION_RE,
+    ReleaseRefused,
+    export_line,
+    export_line_maker,
+    release_freeze,
+)
 from .interchange import coco, hf
-from .interchange.checksum import LINES_AND_MEDIA, canonical, checksum_finish, checksum_start
-from .interchange.frozen import StoredMedia, frozen_media_map, frozen_rows, line_media, project_snapshot
+from .interchange.checksum import (
+    canonical,
+    checksum_finish,
+    checksum_start,
+)
+from .interchange.frozen import StoredMedia, frozen_media_map, frozen_rows
 from .interchange.header import release_header
 from .interchange.stream_zip import StreamSink, zip_entry
-from .models import AuditAction, Item, ItemStatus, MediaAsset, Project, Release, ReleaseItem
-from .protocols import MEDIA_FIELDS, resolve_queries, vocabulary
+from .models import AuditAction, Project, Release, ReleaseItem
 
-VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,49}$")
-FREEZE_BATCH = 2000
 EXPORT_CHUNK = 2000
 FLUSH_BYTES = 256 * 1024
 EXPORT_FORMATS = ("json", "jsonl", "zip", "hf", "coco", "coco_zip")
@@ -68,133 +73,6 @@ def export_formats(protocol: str) -> tuple[str, ...]:
     """The formats a release of this protocol exports to."""
     boxes = registry.get(protocol).workflow == "box"
     return tuple(f for f in EXPORT_FORMATS if boxes or f not in BOX_ONLY_FORMATS)
-
-
-class ReleaseRefused(Exception):
-    """A freeze that may not happen (version taken, nothing verified, bad name)."""
-
-
-def export_line(
-    *, protocol: str, external_id: str, payload: dict, split: str, tags: list, seed: int, vocabulary=None
-) -> dict:
-    line = {"id": external_id, **payload, "split": split, "tags": list(tags)}
-    line["resolved"] = resolve_queries(protocol, external_id, payload, seed=seed, vocabulary=vocabulary)
-    return line
-
-
-@transaction.atomic
-def release_freeze(*, project: Project, version: str, split: str = "test", user=None) -> Release:
-    """Freeze the verified items of `split` into release `version` (unique per project)."""
-    if not VERSION_RE.match(version or ""):
-        raise ReleaseRefused("version: use letters, digits, '.', '_' or '-' (e.g. v1), at most 50 characters")
-    if Release.objects.filter(project=project, version=version).exists():
-        raise ReleaseRefused(f"version: release {version} exists already; releases are immutable, pick a new version")
-    items = Item.objects.filter(project=project, split=split, status=ItemStatus.VERIFIED).order_by("external_id")
-    if not items.exists():
-        raise ReleaseRefused(f"split: no verified items in split {split!r}")
-    # Release-wide data the protocol's queries need (None for most: their iterator is never run).
-    release_vocabulary = vocabulary(
-        project.protocol, items.values_list("payload", flat=True).iterator(chunk_size=EXPORT_CHUNK)
-    )
-    try:
-        with transaction.atomic():
-            release = Release.objects.create(
-                project=project,
-                version=version,
-                split=split,
-                created_by=user,
-                option_seed=project.option_seed,
-                checksum="",
-                checksum_method=LINES_AND_MEDIA,
-                frozen_project=project_snapshot(project),
-            )
-    except IntegrityError as exc:  # a concurrent freeze took the version
-        raise ReleaseRefused(f"version: release {version} exists already") from exc
-    digest = checksum_start(protocol=project.protocol, split=split, option_seed=project.option_seed)
-    media_fields = MEDIA_FIELDS[project.protocol]
-    shipped: dict[str, tuple[str, str]] = {}  # relative path -> (sha256, the first item naming it)
-    writer = _ReleaseItemWriter(release)
-    rows = items.values_list("id", "external_id", "payload", "tags", "media").iterator(chunk_size=EXPORT_CHUNK)
-    try:  # the cursor is closed before a refusal rolls the transaction back
-        for pk, external_id, payload, tags, item_media in rows:
-            line = export_line(
-                protocol=project.protocol,
-                external_id=external_id,
-                payload=payload,
-                split=split,
-                tags=tags,
-                seed=project.option_seed,
-                vocabulary=release_vocabulary,
-            )
-            media: dict[str, str] = {}
-            for path, sha in line_media(line, item_media, media_fields):
-                first = shipped.setdefault(path, (sha, external_id))
-                if first[0] != sha:
-                    raise ReleaseRefused(
-                        f"media: items {first[1]} and {external_id} name {path} for two different files; "
-                        "a release ships one file per path"
-                    )
-                media.setdefault(path, sha)
-            text = canonical(line)
-            digest.update(text + b"\n")
-            writer.add(pk, text, canonical(media))
-    finally:
-        rows.close()
-    writer.finish()
-    _check_stored({sha for sha, _ in shipped.values()})
-    release.item_count = writer.position
-    release.checksum = checksum_finish(digest, {path: sha for path, (sha, _) in shipped.items()})
-    release.save(update_fields=["item_count", "checksum"])
-    audit_record(
-        action=AuditAction.FREEZE,
-        actor=user,
-        project=project,
-        obj=release,
-        details={"split": split, "items": release.item_count, "checksum": release.checksum},
-    )
-    return release
-
-
-def _check_stored(shas: set[str]) -> None:
-    """Refuse the freeze when an item names a media hash with no stored file (its export could not
-    ship it)."""
-    stored: set[str] = set()
-    ordered = sorted(shas)
-    for start in range(0, len(ordered), EXPORT_CHUNK):
-        chunk = ordered[start : start + EXPORT_CHUNK]
-        stored.update(MediaAsset.objects.filter(sha256__in=chunk).values_list("sha256", flat=True))
-    missing = sorted(shas - stored)
-    if missing:
-        raise ReleaseRefused(f"media: {len(missing)} media file(s) have no stored copy (sha256 {missing[0]}, ...)")
-
-
-class _ReleaseItemWriter:
-    """Appends release items in position order, through COPY."""
-
-    def __init__(self, release: Release):
-        self.release = release
-        self.position = 0
-        self.buffer: list[str] = []
-
-    def add(self, item_pk: int, text: bytes, media: bytes) -> None:
-        line, files = copy_text(text.decode("utf-8")), copy_text(media.decode("utf-8"))
-        self.buffer.append(f"{self.release.pk}\t{item_pk}\t{self.position}\t{line}\t{files}\n")
-        self.position += 1
-        if len(self.buffer) >= FREEZE_BATCH:
-            self.flush()
-
-    def flush(self) -> None:
-        if not self.buffer:
-            return
-        table = ReleaseItem._meta.db_table
-        columns = "release_id, item_id, position, payload, media"
-        with connection.cursor() as cur:
-            with cur.cursor.copy(f'COPY "{table}" ({columns}) FROM STDIN') as copy:
-                copy.write("".join(self.buffer).encode("utf-8"))
-        self.buffer = []
-
-    def finish(self) -> None:
-        self.flush()
 
 
 def release_lines(release: Release) -> Iterator[dict]:

@@ -7,6 +7,10 @@ order, then (method ``lines+media``) of ``{"media": {relative path: sha256}}``: 
 release ships, at the path it ships under. So the checksum covers the bytes of the media too: a
 zip export is checked by hashing the files it holds (`zip_checksum`). Releases frozen before media
 were recorded (method ``lines``) cover the lines only.
+
+The freeze hashes each line as it writes it, then ends with `checksum_finish_sorted`, fed the
+media pairs read back from the database in path order, so it never holds the media map; the
+bytes it hashes are those of `checksum_finish` (tests/annotation/test_freeze_set_based.py).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import zipfile
+from collections.abc import Iterable
 from typing import IO, Any
 
 LINES_AND_MEDIA = "lines+media"
@@ -27,8 +32,13 @@ METHOD_TEXT = {
 }
 
 
+# json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False), without making an
+# encoder per call (json.dumps builds one whenever it is given options).
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical(obj: Any) -> bytes:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return _CANONICAL.encode(obj).encode("utf-8")
 
 
 def checksum_start(*, protocol: str, split: str, option_seed: int):
@@ -40,6 +50,20 @@ def checksum_start(*, protocol: str, split: str, option_seed: int):
 def checksum_finish(digest, media: dict[str, str], *, method: str = LINES_AND_MEDIA) -> str:
     if method == LINES_AND_MEDIA:
         digest.update(canonical({"media": media}) + b"\n")
+    return digest.hexdigest()
+
+
+def checksum_finish_sorted(digest, pairs: Iterable[tuple[str, str]], *, method: str = LINES_AND_MEDIA) -> str:
+    """`checksum_finish` from the media map's (path, sha256) pairs in ascending path order (code
+    point order, as ``sort_keys`` sorts; PostgreSQL's ``COLLATE "C"`` on UTF-8 text is the same
+    order), hashed as they come: the same bytes as ``canonical({"media": dict(pairs)})``."""
+    if method == LINES_AND_MEDIA:
+        digest.update(b'{"media":{')
+        sep = b""
+        for path, sha in pairs:
+            digest.update(sep + f"{_CANONICAL.encode(path)}:{_CANONICAL.encode(sha)}".encode())
+            sep = b","
+        digest.update(b"}}\n")
     return digest.hexdigest()
 
 

@@ -1,0 +1,318 @@
+"""Freezing a release (annotation/releases.py describes releases, their lines and checksum):
+set-based, one ``COPY … TO STDOUT`` reads a split's verified items into a spool, one ``COPY … FROM
+STDIN`` writes the release items while their export lines are made and hashed, and statements over
+what was written give the media map the checksum ends with and the media checks."""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
+from psycopg import sql as pgsql
+
+from protocols import registry
+
+from .audit.record import audit_record
+from .interchange.checksum import (
+    LINES_AND_MEDIA,
+    canonical,
+    checksum_finish_sorted,
+    checksum_start,
+)
+from .interchange.frozen import line_media, project_snapshot
+from .models import AuditAction, Item, ItemStatus, MediaAsset, Project, Release, ReleaseItem
+from .protocols import MEDIA_FIELDS, vocabulary
+
+VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,49}$")
+FLUSH_BYTES = 256 * 1024  # the COPY's rows are sent in chunks of about this many bytes
+
+
+class ReleaseRefused(Exception):
+    """A freeze that may not happen (version taken, nothing verified, bad name)."""
+
+
+def export_line(
+    *, protocol: str, external_id: str, payload: dict, split: str, tags: list, seed: int, vocabulary=None
+) -> dict:
+    return export_line_maker(protocol, split=split, seed=seed, vocabulary=vocabulary)(external_id, payload, tags)
+
+
+def export_line_maker(protocol: str, *, split: str, seed: int, vocabulary=None) -> Callable[[str, dict, list], dict]:
+    """`export_line` for many items of one release: ``make(external_id, payload, tags)``, the
+    protocol looked up once."""
+    resolve = registry.get(protocol).resolve_queries  # what annotation.protocols.resolve_queries calls
+
+    def make(external_id: str, payload: dict, tags: list) -> dict:
+        line = {"id": external_id, **payload, "split": split, "tags": list(tags)}
+        line["resolved"] = resolve(external_id, payload, seed=seed, vocabulary=vocabulary)
+        return line
+
+    return make
+
+
+@transaction.atomic
+def release_freeze(*, project: Project, version: str, split: str = "test", user=None) -> Release:
+    """Freeze the verified items of `split` into release `version` (unique per project).
+
+    Set-based: one ``COPY … TO STDOUT`` reads the items (into a spool file, so memory stays flat),
+    one ``COPY … FROM STDIN`` writes every release item while the lines are made and hashed, and
+    the media map the checksum ends with, the media checks and the stored-file check are
+    statements over what was written. The lines, their order and the checksum are those of the
+    item-by-item freeze this replaced (tests/annotation/test_freeze_set_based.py keeps it as the
+    reference)."""
+    if not VERSION_RE.match(version or ""):
+        raise ReleaseRefused("version: use letters, digits, '.', '_' or '-' (e.g. v1), at most 50 characters")
+    if Release.objects.filter(project=project, version=version).exists():
+        raise ReleaseRefused(f"version: release {version} exists already; releases are immutable, pick a new version")
+    if not Item.objects.filter(project=project, split=split, status=ItemStatus.VERIFIED).exists():
+        raise ReleaseRefused(f"split: no verified items in split {split!r}")
+    try:
+        with transaction.atomic():
+            release = Release.objects.create(
+                project=project,
+                version=version,
+                split=split,
+                created_by=user,
+                option_seed=project.option_seed,
+                checksum="",
+                checksum_method=LINES_AND_MEDIA,
+                frozen_project=project_snapshot(project),
+            )
+    except IntegrityError as exc:  # a concurrent freeze took the version
+        raise ReleaseRefused(f"version: release {version} exists already") from exc
+    with connection.cursor() as cursor, _ItemSpool(cursor.cursor, project=project, split=split) as spool:
+        # Release-wide data the protocol's queries need (None for most: their iterator is never run).
+        release_vocabulary = vocabulary(project.protocol, spool.payloads())
+        lines = _FrozenLines(release, project=project, vocabulary=release_vocabulary)
+        with cursor.cursor.copy(_SQL_WRITE_ITEMS) as copy:
+            for chunk in lines.copy_chunks(spool):
+                copy.write(chunk)
+        checksum, conflict, unstored = _media_checksum(cursor.cursor, release, lines.digest)
+        if conflict or lines.conflict is not None:
+            _refuse_media_conflict(spool, project=project, split=split, vocabulary=release_vocabulary)
+        if unstored:
+            _check_stored(cursor.cursor, release)
+    release.checksum = checksum
+    release.item_count = lines.position
+    release.save(update_fields=["item_count", "checksum"])
+    audit_record(
+        action=AuditAction.FREEZE,
+        actor=user,
+        project=project,
+        obj=release,
+        details={"split": split, "items": release.item_count, "checksum": release.checksum},
+    )
+    return release
+
+
+# The freeze's statements (the set-based path above). Identifiers are the models' own tables;
+# values are bound by psycopg (COPY statements are merged client-side).
+_ITEMS = Item._meta.db_table
+_RELEASE_ITEMS = ReleaseItem._meta.db_table
+_ASSETS = MediaAsset._meta.db_table
+# The verified items of one split in release order (the order the item-by-item freeze read them in).
+_SQL_READ_ITEMS = (
+    f'COPY (SELECT id, external_id, payload, tags, media FROM "{_ITEMS}" '
+    "WHERE project_id = {project} AND split = {split} AND status = {status} ORDER BY external_id) TO STDOUT"
+)
+_SQL_WRITE_ITEMS = f'COPY "{_RELEASE_ITEMS}" (release_id, item_id, position, payload, media) FROM STDIN'
+# Every media path of the release with the smallest and largest SHA-256 recorded for it (one file
+# per path when the two are equal everywhere) and whether a file with the smallest is stored
+# ("t" / "f"), in code point order of the path (the order canonical JSON sorts keys in).
+_SQL_MEDIA_PAIRS = (
+    "COPY (SELECT g.path, g.low, g.high, "
+    f'EXISTS (SELECT 1 FROM "{_ASSETS}" a WHERE a.sha256 = g.low) FROM ('
+    "SELECT m.key AS path, min(m.value) AS low, max(m.value) AS high "
+    f'FROM "{_RELEASE_ITEMS}" r CROSS JOIN LATERAL jsonb_each_text(r.media) m '
+    'WHERE r.release_id = {release} GROUP BY m.key) g ORDER BY g.path COLLATE "C") TO STDOUT'
+)
+# The media hashes of the release with no stored file: how many, and the first in code point order
+# (run only when the media map found one, to name them as the refusal always has).
+_SQL_UNSTORED = (
+    'SELECT count(*), min(s.sha COLLATE "C") FROM ('
+    f'SELECT DISTINCT m.value AS sha FROM "{_RELEASE_ITEMS}" r CROSS JOIN LATERAL jsonb_each_text(r.media) m '
+    "WHERE r.release_id = %s) s "
+    f'WHERE NOT EXISTS (SELECT 1 FROM "{_ASSETS}" a WHERE a.sha256 = s.sha)'
+)
+SPOOL_MEMORY = 8 * 1024 * 1024  # a spool larger than this goes to a temporary file under CACHE_ROOT
+_COPY_ESCAPE = re.compile(r"\\(.)", re.DOTALL)
+_COPY_CODES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
+_JSON_DECODE = json.JSONDecoder().decode  # what json.loads (and Django's JSONField) decode with
+_MEDIA_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def _copy_unescape(field: str) -> str:
+    return _COPY_ESCAPE.sub(lambda m: _COPY_CODES.get(m.group(1), m.group(1)), field)
+
+
+def _copy_rows(source: Iterable[bytes]) -> Iterator[list[str | None]]:
+    """The rows of ``COPY … TO STDOUT`` (text format), one line each, as lists of fields (None for
+    NULL)."""
+    for raw in source:
+        fields = raw.decode("utf-8").rstrip("\n").split("\t")
+        if b"\\" in raw:  # an escape, or NULL
+            fields = [None if f == "\\N" else _copy_unescape(f) for f in fields]
+        yield fields
+
+
+def _json(text: str | None) -> Any:
+    if text is None:
+        return None
+    return [] if text == "[]" else _JSON_DECODE(text)
+
+
+class _ItemSpool:
+    """The items of the freeze as one ``COPY … TO STDOUT`` wrote them, in a spool file (memory
+    below SPOOL_MEMORY); read as often as needed, each time from the same snapshot."""
+
+    def __init__(self, cursor, *, project: Project, split: str):
+        self.cursor, self.project, self.split = cursor, project, split
+
+    def __enter__(self) -> _ItemSpool:
+        Path(settings.CACHE_ROOT).mkdir(parents=True, exist_ok=True)
+        self.file = tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY, dir=settings.CACHE_ROOT, prefix="freeze-")
+        statement = pgsql.SQL(_SQL_READ_ITEMS).format(
+            project=self.project.pk, split=self.split, status=str(ItemStatus.VERIFIED)
+        )
+        with self.cursor.copy(statement) as copy:
+            blocks: list[bytes] = []  # one row each: written to the spool a few hundred at a time
+            for block in copy:
+                blocks.append(bytes(block))
+                if len(blocks) >= 512:
+                    self.file.write(b"".join(blocks))
+                    blocks = []
+            self.file.write(b"".join(blocks))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.file.close()
+
+    def rows(self) -> Iterator[tuple[int, str, Any, Any, Any]]:
+        """(item pk, external id, payload, tags, media) in release order, decoded."""
+        self.file.seek(0)
+        for pk, external_id, payload, tags, media in _copy_rows(self.file):
+            yield int(pk), external_id, _json(payload), _json(tags), _json(media)
+
+    def payloads(self) -> Iterator[Any]:
+        self.file.seek(0)
+        for row in _copy_rows(self.file):
+            yield _json(row[2])
+
+
+class _FrozenLines:
+    """Makes the export lines of the release from the spooled items, hashes them in release order
+    and encodes the release item rows for COPY. A line naming one path for two different files is
+    only noted here (`conflict`); the refusal is decided once the rows are written."""
+
+    def __init__(self, release: Release, *, project: Project, vocabulary: Any):
+        self.release, self.project, self.vocabulary = release, project, vocabulary
+        self.digest = checksum_start(protocol=project.protocol, split=release.split, option_seed=release.option_seed)
+        self.media_fields = MEDIA_FIELDS[project.protocol]
+        self.position = 0
+        self.conflict: int | None = None  # the first position whose line names a path twice, for two files
+
+    def copy_chunks(self, spool: _ItemSpool) -> Iterator[bytes]:
+        prefix = f"{self.release.pk}\t".encode()
+        make_line = export_line_maker(
+            self.project.protocol, split=self.release.split, seed=self.release.option_seed, vocabulary=self.vocabulary
+        )
+        digest, media_fields = self.digest, self.media_fields
+        chunk: list[bytes] = []
+        size = 0
+        for pk, external_id, payload, tags, item_media in spool.rows():
+            line = make_line(external_id, payload, tags)
+            media: dict[str, str] = {}
+            for path, sha in line_media(line, item_media, media_fields):
+                if media.setdefault(path, sha) != sha and self.conflict is None:
+                    self.conflict = self.position
+            text = canonical(line)
+            digest.update(text + b"\n")
+            # Canonical JSON holds no tab, newline or carriage return: only the backslash needs
+            # COPY's escape (annotation/importing/copy_spool.copy_text).
+            files = _MEDIA_JSON(media).encode("utf-8")
+            row = b"\t".join(
+                (
+                    str(pk).encode(),
+                    str(self.position).encode(),
+                    text.replace(b"\\", b"\\\\"),
+                    files.replace(b"\\", b"\\\\"),
+                )
+            )
+            chunk.append(prefix + row + b"\n")
+            size += len(row)
+            self.position += 1
+            if size >= FLUSH_BYTES:
+                yield b"".join(chunk)
+                chunk, size = [], 0
+        if chunk:
+            yield b"".join(chunk)
+
+
+def _media_checksum(cursor, release: Release, digest) -> tuple[str, bool, bool]:
+    """The checksum, ended with the release's media map as written (read back in path order);
+    whether some path names two different files, and whether some file has no stored copy (either
+    refuses the freeze: the checksum is then not kept)."""
+    conflict = unstored = False
+
+    def pairs() -> Iterator[tuple[str, str]]:
+        nonlocal conflict, unstored
+        with cursor.copy(pgsql.SQL(_SQL_MEDIA_PAIRS).format(release=release.pk)) as copy:
+            for path, low, high, stored in _copy_rows(_lines(copy)):
+                conflict = conflict or low != high
+                unstored = unstored or stored != "t"
+                yield path, low
+
+    return checksum_finish_sorted(digest, pairs()), conflict, unstored
+
+
+def _lines(copy) -> Iterator[bytes]:
+    """The rows of a ``COPY … TO STDOUT`` in progress, one line each (rows end with a newline)."""
+    rest = b""
+    for block in copy:
+        data = rest + bytes(block)
+        *rows, rest = data.split(b"\n")
+        for row in rows:
+            yield row + b"\n"
+    if rest:
+        yield rest
+
+
+def _refuse_media_conflict(spool: _ItemSpool, *, project: Project, split: str, vocabulary: Any) -> None:
+    """Replay the lines in release order to name the first two items that name one path for two
+    different files, as the refusal always has (only on this path does memory grow with the
+    number of media paths)."""
+    media_fields = MEDIA_FIELDS[project.protocol]
+    shipped: dict[str, tuple[str, str]] = {}  # relative path -> (sha256, the first item naming it)
+    for _, external_id, payload, tags, item_media in spool.rows():
+        line = export_line(
+            protocol=project.protocol,
+            external_id=external_id,
+            payload=payload,
+            split=split,
+            tags=tags,
+            seed=project.option_seed,
+            vocabulary=vocabulary,
+        )
+        for path, sha in line_media(line, item_media, media_fields):
+            first = shipped.setdefault(path, (sha, external_id))
+            if first[0] != sha:
+                raise ReleaseRefused(
+                    f"media: items {first[1]} and {external_id} name {path} for two different files; "
+                    "a release ships one file per path"
+                )
+    raise RuntimeError("the release items name one path for two files, but the replayed lines do not")
+
+
+def _check_stored(cursor, release: Release) -> None:
+    """Refuse the freeze when an item names a media hash with no stored file (its export could not
+    ship it)."""
+    cursor.execute(_SQL_UNSTORED, [release.pk])
+    missing, first = cursor.fetchone()
+    if missing:
+        raise ReleaseRefused(f"media: {missing} media file(s) have no stored copy (sha256 {first}, ...)")

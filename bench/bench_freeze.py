@@ -1,0 +1,440 @@
+"""Freezing a release: the set-based freeze against the item-by-item freeze it replaced, in one run.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/statelab_bench \
+        .venv/bin/python bench/bench_freeze.py --sizes 100000 300000 --rounds 2
+
+For each N: N verified items of one protocol (ChangeIt by default: the sample lines of
+``annotation.importing.samples``, four shared images; ``--distinct-media`` gives each item files of
+its own instead, so the release's media map has N entries) are imported into a fresh project with
+``import_items --verified``; then the project is frozen alternately by
+
+- **old**: the freeze as it was before (kept below as the baseline): items read through the ORM in
+  chunks of 2,000 after a separate pass for the protocol's vocabulary, the media map and the
+  one-file-per-path check held in a Python dict, release items written by one ``COPY`` per 2,000
+  rows;
+- **new**: ``annotation.releases.release_freeze`` as shipped: one ``COPY … TO STDOUT`` of the items
+  into a spool file, one ``COPY … FROM STDIN`` of the release items while the lines are made and
+  hashed, the media map and checks as statements over what was written;
+
+each freeze in a fresh subprocess (so peak RSS, ``ru_maxrss``, is its own; Django's start-up is
+outside the timed part), ``--rounds`` times each, old first. Besides wall-clock seconds it prints
+the CPU seconds (user + system) of the freezing process and of its PostgreSQL backend (read from
+the process table when the server runs on this machine): figures a machine shared with other work
+disturbs far less than the wall clock. After each round both releases are
+compared: equal checksums, and equal release items (item, position, payload, media) row by row —
+the script exits non-zero otherwise — then deleted. Use a scratch database: the script creates
+projects named bench-freeze-* and deletes them at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+
+# --- the old freeze (the baseline), as it was before the set-based one -------------------------
+
+
+def old_release_freeze(*, project, version: str, split: str = "test", user=None):
+    """The item-by-item freeze, kept only to be measured against (same checks, same lines, same
+    checksum; tests/annotation/test_freeze_set_based.py keeps its own copy as the reference)."""
+    import hashlib
+
+    from django.db import IntegrityError, connection, transaction
+
+    from annotation.audit.record import audit_record
+    from annotation.importing.copy_spool import copy_text
+    from annotation.interchange.checksum import LINES_AND_MEDIA
+    from annotation.interchange.frozen import line_media, project_snapshot
+    from annotation.models import AuditAction, Item, ItemStatus, MediaAsset, Release, ReleaseItem
+    from annotation.protocols import MEDIA_FIELDS, vocabulary
+    from annotation.releases import VERSION_RE, ReleaseRefused, export_line
+
+    chunk_size = 2000
+
+    def canonical(obj) -> bytes:
+        return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+    def check_stored(shas: set[str]) -> None:
+        stored: set[str] = set()
+        ordered = sorted(shas)
+        for start in range(0, len(ordered), chunk_size):
+            chunk = ordered[start : start + chunk_size]
+            stored.update(MediaAsset.objects.filter(sha256__in=chunk).values_list("sha256", flat=True))
+        missing = sorted(shas - stored)
+        if missing:
+            raise ReleaseRefused(f"media: {len(missing)} media file(s) have no stored copy (sha256 {missing[0]}, ...)")
+
+    class Writer:
+        def __init__(self, release):
+            self.release, self.position, self.buffer = release, 0, []
+
+        def add(self, item_pk: int, text: bytes, media: bytes) -> None:
+            line, files = copy_text(text.decode("utf-8")), copy_text(media.decode("utf-8"))
+            self.buffer.append(f"{self.release.pk}\t{item_pk}\t{self.position}\t{line}\t{files}\n")
+            self.position += 1
+            if len(self.buffer) >= chunk_size:
+                self.flush()
+
+        def flush(self) -> None:
+            if not self.buffer:
+                return
+            columns = "release_id, item_id, position, payload, media"
+            with connection.cursor() as cur:
+                with cur.cursor.copy(f'COPY "{ReleaseItem._meta.db_table}" ({columns}) FROM STDIN') as copy:
+                    copy.write("".join(self.buffer).encode("utf-8"))
+            self.buffer = []
+
+    with transaction.atomic():
+        if not VERSION_RE.match(version or ""):
+            raise ReleaseRefused("version: use letters, digits, '.', '_' or '-' (e.g. v1), at most 50 characters")
+        if Release.objects.filter(project=project, version=version).exists():
+            raise ReleaseRefused(f"version: release {version} exists already")
+        items = Item.objects.filter(project=project, split=split, status=ItemStatus.VERIFIED).order_by("external_id")
+        if not items.exists():
+            raise ReleaseRefused(f"split: no verified items in split {split!r}")
+        release_vocabulary = vocabulary(
+            project.protocol, items.values_list("payload", flat=True).iterator(chunk_size=chunk_size)
+        )
+        try:
+            with transaction.atomic():
+                release = Release.objects.create(
+                    project=project,
+                    version=version,
+                    split=split,
+                    created_by=user,
+                    option_seed=project.option_seed,
+                    checksum="",
+                    checksum_method=LINES_AND_MEDIA,
+                    frozen_project=project_snapshot(project),
+                )
+        except IntegrityError as exc:
+            raise ReleaseRefused(f"version: release {version} exists already") from exc
+        digest = hashlib.sha256()
+        digest.update(
+            canonical({"protocol": project.protocol, "split": split, "option_seed": project.option_seed}) + b"\n"
+        )
+        media_fields = MEDIA_FIELDS[project.protocol]
+        shipped: dict[str, tuple[str, str]] = {}
+        writer = Writer(release)
+        rows = items.values_list("id", "external_id", "payload", "tags", "media").iterator(chunk_size=chunk_size)
+        try:
+            for pk, external_id, payload, tags, item_media in rows:
+                line = export_line(
+                    protocol=project.protocol,
+                    external_id=external_id,
+                    payload=payload,
+                    split=split,
+                    tags=tags,
+                    seed=project.option_seed,
+                    vocabulary=release_vocabulary,
+                )
+                media: dict[str, str] = {}
+                for path, sha in line_media(line, item_media, media_fields):
+                    first = shipped.setdefault(path, (sha, external_id))
+                    if first[0] != sha:
+                        raise ReleaseRefused(
+                            f"media: items {first[1]} and {external_id} name {path} for two different files; "
+                            "a release ships one file per path"
+                        )
+                    media.setdefault(path, sha)
+                text = canonical(line)
+                digest.update(text + b"\n")
+                writer.add(pk, text, canonical(media))
+        finally:
+            rows.close()
+        writer.flush()
+        check_stored({sha for sha, _ in shipped.values()})
+        release.item_count = writer.position
+        digest.update(canonical({"media": {path: sha for path, (sha, _) in shipped.items()}}) + b"\n")
+        release.checksum = digest.hexdigest()
+        release.save(update_fields=["item_count", "checksum"])
+        audit_record(
+            action=AuditAction.FREEZE,
+            actor=user,
+            project=project,
+            obj=release,
+            details={"split": split, "items": release.item_count, "checksum": release.checksum},
+        )
+    return release
+
+
+# --- one freeze in a fresh process ------------------------------------------------------------
+
+
+def child(path: str, slug: str, version: str) -> None:
+    import resource
+
+    import django
+
+    django.setup()
+    from annotation.models import Project
+    from annotation.releases import release_freeze
+
+    project = Project.objects.get(slug=slug)
+    freeze = old_release_freeze if path == "old" else release_freeze
+    backend = server_cpu_reader()
+    before, server_before = resource.getrusage(resource.RUSAGE_SELF), backend()
+    start = time.perf_counter()
+    release = freeze(project=project, version=version)
+    seconds = time.perf_counter() - start
+    after, server_after = resource.getrusage(resource.RUSAGE_SELF), backend()
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    server = None if server_before is None or server_after is None else server_after - server_before
+    result = {"seconds": seconds, "cpu": cpu, "server_cpu": server, "rss": after.ru_maxrss * 1024}
+    print("RESULT " + json.dumps({**result, "checksum": release.checksum, "id": release.pk}))
+
+
+def server_cpu_reader():
+    """A function returning the CPU seconds (user + system) the freeze's PostgreSQL backend has
+    used so far, read from the process table when the server runs on this machine; None otherwise."""
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_backend_pid()")
+        pid = cur.fetchone()[0]
+    stat = Path(f"/proc/{pid}/stat")
+    ticks = os.sysconf("SC_CLK_TCK")
+
+    def read() -> float | None:
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        return (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+
+    return read
+
+
+def run_child(path: str, slug: str, version: str) -> dict:
+    proc = subprocess.run(
+        [sys.executable, __file__, "--child", path, slug, version], cwd=REPO, capture_output=True, text=True
+    )
+    if proc.returncode != 0:
+        sys.exit(proc.stderr[-3000:])
+    return json.loads(proc.stdout.strip().splitlines()[-1].removeprefix("RESULT "))
+
+
+# --- the parent -------------------------------------------------------------------------------
+
+
+def median(values: list):
+    return None if any(v is None for v in values) else statistics.median(values)
+
+
+def fmt_s(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f} s"
+
+
+def seed(work: Path, protocol: str, n: int) -> str:
+    from django.core.management import call_command
+
+    from annotation.importing.samples import sample_line, sample_media_paths, write_sample_media
+
+    data = work / f"data-{protocol}"
+    write_sample_media(data, protocol)
+    path = data / f"items-{n}.jsonl"
+    if not path.exists():
+        with open(path, "w", encoding="utf-8") as fh:
+            for i in range(n):
+                fh.write(json.dumps(sample_line(protocol, i, media=sample_media_paths(protocol, i))) + "\n")
+    slug = f"bench-freeze-{protocol}-{n}"
+    call_command("import_items", slug, str(path), "--protocol", protocol, "--create", "--verified", verbosity=0)
+    return slug
+
+
+def distinct_media(slug: str, protocol: str) -> None:
+    """Give every item a media file of its own at each single-path media field (a path and a hash
+    nobody else names, with a stored-asset row for the hash; no file is needed to freeze), so the
+    release ships as many media files as it has items."""
+    from django.db import connection
+
+    from annotation.models import Project
+    from annotation.protocols import MEDIA_FIELDS
+
+    project = Project.objects.get(slug=slug)
+    fields = [name for name, kind in MEDIA_FIELDS[protocol].items() if kind in ("image", "video")]
+    if not fields:
+        sys.exit(f"{protocol} has no single-path media field for --distinct-media")
+    with connection.cursor() as cur:
+        for name in fields:
+            cur.execute(
+                "UPDATE annotation_item SET "
+                "payload = payload || jsonb_build_object(%s::text, 'own/' || id || '-' || %s || '.png'), "
+                "media = media || jsonb_build_object(%s::text, encode(sha256(convert_to(id || %s, 'UTF8')), 'hex')) "
+                "WHERE project_id = %s",
+                [name, name, name, name, project.pk],
+            )
+            cur.execute(
+                "INSERT INTO annotation_mediaasset (sha256, kind, file, original_name, mime, size_bytes, created_at) "
+                "SELECT media->>%s, 'image', 'bench-freeze/' || (media->>%s), '', '', 0, now() "
+                "FROM annotation_item WHERE project_id = %s ON CONFLICT DO NOTHING",
+                [name, name, project.pk],
+            )
+
+
+def rows_differ(old_id: int, new_id: int) -> int:
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT count(*) FROM (SELECT * FROM annotation_releaseitem WHERE release_id = %s) a "
+            "FULL JOIN (SELECT * FROM annotation_releaseitem WHERE release_id = %s) b USING (position) "
+            "WHERE a.item_id IS DISTINCT FROM b.item_id OR a.payload IS DISTINCT FROM b.payload "
+            "OR a.media IS DISTINCT FROM b.media",
+            [old_id, new_id],
+        )
+        return cur.fetchone()[0]
+
+
+def export_bytes_equal(old_id: int, new_id: int) -> bool:
+    """The JSONL export lines (what every export reads: the release items' JSON text) byte for byte."""
+    import hashlib
+
+    from annotation.models import Release
+    from annotation.releases import release_line_texts
+
+    hashes = []
+    for pk in (old_id, new_id):
+        digest = hashlib.sha256()
+        for text in release_line_texts(Release.objects.get(pk=pk)):
+            digest.update(text.encode() + b"\n")
+        hashes.append(digest.hexdigest())
+    return hashes[0] == hashes[1]
+
+
+def drop_release(pk: int) -> None:
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute("DELETE FROM annotation_releaseitem WHERE release_id = %s", [pk])
+        cur.execute("DELETE FROM annotation_release WHERE id = %s", [pk])
+
+
+def vacuum_release_items() -> None:
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute("VACUUM annotation_releaseitem")
+
+
+def cleanup() -> None:
+    from django.db import connection
+
+    from annotation.models import Project
+
+    projects = list(Project.objects.filter(slug__startswith="bench-freeze-").values_list("id", flat=True))
+    if not projects:
+        return
+    with connection.cursor() as cur:
+        cur.execute(
+            "DELETE FROM annotation_releaseitem WHERE release_id IN "
+            "(SELECT id FROM annotation_release WHERE project_id = ANY(%s))",
+            [projects],
+        )
+        cur.execute("DELETE FROM annotation_release WHERE project_id = ANY(%s)", [projects])
+        cur.execute("DELETE FROM annotation_item WHERE project_id = ANY(%s)", [projects])
+    Project.objects.filter(id__in=projects).delete()
+    with connection.cursor() as cur:
+        cur.execute("DELETE FROM annotation_mediaasset WHERE file LIKE %s", ["bench-freeze/%"])
+    vacuum_release_items()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 300_000])
+    parser.add_argument("--protocol", default="changeit")
+    parser.add_argument("--rounds", type=int, default=2, help="old/new pairs per size, alternated")
+    parser.add_argument(
+        "--distinct-media", action="store_true", help="a media file of its own per item (default: four shared)"
+    )
+    parser.add_argument("--work-dir", type=Path, default=None, help="where generated files go (default: a temp dir)")
+    parser.add_argument("--child", nargs=3, metavar=("PATH", "SLUG", "VERSION"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(*args.child)
+        return
+    if "postgres" not in os.environ.get("DATABASE_URL", ""):
+        sys.exit("Set DATABASE_URL to a scratch PostgreSQL database.")
+    work = args.work_dir or Path(tempfile.mkdtemp(prefix="statelab-bench-freeze-"))
+    os.environ.setdefault("MEDIA_ROOT", str(work / "media"))
+    os.environ.setdefault("STATELAB_CACHE_ROOT", str(work / "cache"))
+    import django
+
+    django.setup()
+    cleanup()
+    table = []
+    try:
+        for n in args.sizes:
+            start = time.perf_counter()
+            slug = seed(work, args.protocol, n)
+            if args.distinct_media:
+                distinct_media(slug, args.protocol)
+            print(f"seeded {n:,} {args.protocol} items in {time.perf_counter() - start:.1f} s", flush=True)
+            runs: dict[str, list[dict]] = {"old": [], "new": []}
+            for k in range(args.rounds):
+                old = run_child("old", slug, f"old-{k}")
+                new = run_child("new", slug, f"new-{k}")
+                same_rows = rows_differ(old["id"], new["id"]) == 0
+                same_export = export_bytes_equal(old["id"], new["id"])
+                for name, r in (("old", old), ("new", new)):
+                    runs[name].append(r)
+                    print(
+                        f"  {n:>9,} {name}: {r['seconds']:6.2f} s  {n / r['seconds']:8,.0f} items/s  "
+                        f"CPU {r['cpu']:6.2f} s + PostgreSQL {fmt_s(r['server_cpu'])}  "
+                        f"peak RSS {r['rss'] / 2**20:5.0f} MiB",
+                        flush=True,
+                    )
+                print(
+                    f"  round {k + 1}: old/new {old['seconds'] / new['seconds']:.2f}×, checksums equal "
+                    f"{old['checksum'] == new['checksum']}, rows equal {same_rows}, export lines equal {same_export}",
+                    flush=True,
+                )
+                if old["checksum"] != new["checksum"] or not same_rows or not same_export:
+                    sys.exit("the two freezes differ")
+                drop_release(old["id"])
+                drop_release(new["id"])
+                vacuum_release_items()  # the next round writes into a table without the dead rows
+            table.append((n, runs))
+    finally:
+        cleanup()
+
+    media = "a media file per item" if args.distinct_media else "four shared media files"
+    print(f"\n{args.protocol}, {media}, medians of {args.rounds} alternated runs (each freeze in its own process)\n")
+    print(
+        "| items | path | wall s | items/s | process CPU s | PostgreSQL CPU s | CPU s in all | peak RSS | old / new |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for n, runs in table:
+        med = {
+            k: {f: median([r[f] for r in runs[k]]) for f in ("seconds", "cpu", "server_cpu")} for k in ("old", "new")
+        }
+        for k in ("old", "new"):
+            m, rss = med[k], max(r["rss"] for r in runs[k]) / 2**20
+            total = None if m["server_cpu"] is None else m["cpu"] + m["server_cpu"]
+            ratio = ""
+            if k == "new":
+                ratio = f"wall **{med['old']['seconds'] / m['seconds']:.2f}×**, "
+                ratio += f"process CPU {med['old']['cpu'] / m['cpu']:.2f}×"
+                if total is not None:
+                    ratio += f", CPU in all {(med['old']['cpu'] + med['old']['server_cpu']) / total:.2f}×"
+            print(
+                f"| {n:,} | {k} | {m['seconds']:.2f} | {n / m['seconds']:,.0f} | {m['cpu']:.2f} | "
+                f"{fmt_s(m['server_cpu'])} | {fmt_s(total)} | {rss:.0f} MiB | {ratio} |"
+            )
+    print(f"\nfiles in {work}")
+
+
+if __name__ == "__main__":
+    main()
