@@ -43,7 +43,11 @@ def project_agreement(*, project: Project, chunk_size: int = 5000) -> dict:
     """Progress and agreement of a project: items per status (gold apart), per annotator
     (annotations and median time from SQL, gold accuracy, pairwise agreement) and per workflow."""
     workflow = project.workflow
-    annotations = Annotation.objects.filter(item__project=project)
+    # An imported aggregated rating (the mean of several raters) is no one rater: left out of every
+    # figure below and counted apart.
+    every = Annotation.objects.filter(item__project=project)
+    aggregated = every.filter(aggregate_raters__isnull=False).count()
+    annotations = every.filter(aggregate_raters__isnull=True)
     workload = (
         annotations.values_list("annotator__username", "external_rater")
         .annotate(n=Count("id"), median_ms=_Median("time_spent_ms"))
@@ -108,5 +112,6 @@ def project_agreement(*, project: Project, chunk_size: int = 5000) -> dict:
         "status_counts": counts["status_counts"],
         "gold_items": counts["gold_items"],
         "annotators": annotators,
+        "aggregated_ratings_left_out": aggregated,
         "workflow": summary,
     }

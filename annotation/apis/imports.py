@@ -1,5 +1,11 @@
 """Imports through the API (researchers): the upload is staged and a worker imports it; 202 with
-the run to poll. A refused import ends `refused` with its "line N: field F: reason" list."""
+the run to poll. A refused import ends `refused` with its "line N: field F: reason" list.
+
+Several item files in one request (the field `files`, or several `file` parts) are imported in
+the request itself, all or nothing, in one transaction (annotation/importing/batch.py): 201 with
+one finished run per file, or 400 naming every refused file with its reasons and nothing written;
+413 when the files together are more than one request imports at once. A batch of one file in
+`files` is the quick way to import a small file: no queue, no polling."""
 
 from __future__ import annotations
 
@@ -11,6 +17,7 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from ..importing.batch import BatchRefused, BatchTooLarge, items_import_batch
 from ..importing.conversion import format_choices, format_refusal
 from ..importing.runs import import_run_data, import_run_queue
 from ..models import ImportKind, ImportRun, Role
@@ -32,6 +39,27 @@ class ItemUploadSerializer(UploadSerializer):
     )
     strict = serializers.BooleanField(
         default=False, required=False, help_text="refuse fields the protocol does not know instead of keeping them"
+    )
+
+
+class ItemImportOptionsSerializer(serializers.Serializer):
+    """What a batch of files is imported with (the same for every file of the request)."""
+
+    verified = serializers.BooleanField(default=False, required=False)
+    format = serializers.CharField(required=False, allow_blank=True, max_length=100)
+    strict = serializers.BooleanField(default=False, required=False)
+
+
+class ItemImportRequestSerializer(ItemUploadSerializer):
+    """The upload as documented: one `file` (queued, 202), or several files in `files` (or
+    several `file` parts) imported in the request, all or nothing (201 / 400)."""
+
+    file = serializers.FileField(required=False, help_text="one file, imported by a worker (202, poll the run)")
+    files = serializers.ListField(
+        child=serializers.FileField(),
+        required=False,
+        help_text="several files (or one), imported in this request in one transaction, all or nothing: 201 with "
+        "a run per file, or 400 naming each refused file; together at most IMPORT_BATCH_MAX_BYTES",
     )
 
 
@@ -79,6 +107,27 @@ class ImportRunSerializer(serializers.Serializer):
     page = serializers.CharField()
 
 
+class FileRefusedSerializer(serializers.Serializer):
+    index = serializers.IntegerField(help_text="the file's place in the request, from 0")
+    file_name = serializers.CharField()
+    error_count = serializers.IntegerField()
+    errors = serializers.ListField(child=serializers.CharField(), help_text='"line N: field F: reason"')
+    read_as = serializers.CharField(allow_null=True)
+
+
+class BatchImportSerializer(serializers.Serializer):
+    all_or_nothing = serializers.BooleanField()
+    files = serializers.IntegerField(help_text="files imported")
+    created = serializers.IntegerField(help_text="items created over all the files")
+    runs = ImportRunSerializer(many=True, help_text="one finished run per file, in the request's order")
+
+
+class BatchRefusedSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+    all_or_nothing = serializers.BooleanField()
+    files = FileRefusedSerializer(many=True, help_text="every refused file of the request")
+
+
 def queued(run: ImportRun) -> Response:
     response = Response(import_run_data(run), status=status.HTTP_202_ACCEPTED)
     response["Location"] = f"/api/imports/{run.pk}/"
@@ -88,8 +137,9 @@ def queued(run: ImportRun) -> Response:
 class ItemImportApi(APIView):
     """POST a file of items (multipart field `file`; `verified`, `format`, `strict` optional): the
     project's own .jsonl, .json or .zip, or a file (a folder as a .zip) in one of the protocol's
-    authors' formats; a worker imports it; 202 with the run to poll. GET lists the project's
-    recent import runs."""
+    authors' formats; a worker imports it; 202 with the run to poll. Several files (field `files`,
+    or several `file` parts) are imported in the request, all or nothing: 201 with a finished run
+    per file, 400 naming each refused file. GET lists the project's recent import runs."""
 
     parser_classes = [MultiPartParser, FormParser]
 
@@ -99,9 +149,17 @@ class ItemImportApi(APIView):
         runs = ImportRun.objects.filter(project=project).select_related("project", "created_by")[:50]
         return Response([import_run_data(run) for run in runs])
 
-    @extend_schema(request=ItemUploadSerializer, responses={202: ImportRunSerializer})
+    @extend_schema(
+        request=ItemImportRequestSerializer,
+        responses={202: ImportRunSerializer, 201: BatchImportSerializer, 400: BatchRefusedSerializer},
+    )
     def post(self, request, slug):
         project = get_project_for(request.user, slug, Role.RESEARCHER)
+        many, single = request.FILES.getlist("files"), request.FILES.getlist("file")
+        if many and single:
+            raise ValidationError({"files": ["send the files either in `files` or in `file`, not in both"]})
+        if many or len(single) > 1:
+            return self.batch(request, project, many or single)
         data = ItemUploadSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         fmt = data.validated_data.get("format") or None
@@ -118,6 +176,35 @@ class ItemImportApi(APIView):
                 strict=data.validated_data["strict"],
             )
         )
+
+    def batch(self, request, project, uploads: list) -> Response:
+        """Several files (or one in `files`): imported here, all or nothing."""
+        options = ItemImportOptionsSerializer(data=request.data)
+        options.is_valid(raise_exception=True)
+        fmt = options.validated_data.get("format") or None
+        if fmt is not None and (reason := format_refusal(project.protocol, fmt)):
+            raise ValidationError({"format": [reason]})
+        try:
+            runs = items_import_batch(
+                project=project,
+                user=request.user,
+                uploads=uploads,
+                verified=options.validated_data["verified"],
+                format_name=fmt,
+                strict=options.validated_data["strict"],
+            )
+        except BatchTooLarge as exc:
+            code = status.HTTP_400_BAD_REQUEST if exc.too_many else status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+            return Response({"files": [str(exc)]}, status=code)
+        except BatchRefused as exc:
+            return Response(exc.as_dict(), status=status.HTTP_400_BAD_REQUEST)
+        body = {
+            "all_or_nothing": True,
+            "files": len(runs),
+            "created": sum(run.report.get("created", 0) for run in runs),
+            "runs": [import_run_data(run) for run in runs],
+        }
+        return Response(body, status=status.HTTP_201_CREATED)
 
 
 class ItemImportFormatsApi(APIView):

@@ -41,6 +41,7 @@ from django.db.models import F
 
 from annotation.audit.record import audit_record
 from annotation.models import Annotation, AuditAction, Item, ItemStatus, Project
+from annotation.protocols import custom_workflow, workflow_context
 from annotation.results import RatingContext
 from annotation.verification import items_mark_disagreement, project_settings_to_mark
 from protocols import registry
@@ -101,6 +102,9 @@ def _check_line(project: Project, obj: Any, item_payload: dict | None) -> Checke
     if project.workflow == "rating":
         proto = registry.get(project.protocol)
         return check_rating(obj, RatingContext(criteria=proto.criteria, nullable=proto.nullable))
+    if (custom := custom_workflow(project.workflow)) is not None:  # a protocol's own form
+        found = custom.check_line(obj, workflow_context(project.protocol, item_payload or {}))
+        return found if isinstance(found, list) else CheckedAnnotation(*found)
     return check_qa_answer(obj, project.protocol, item_payload, project_settings=project.settings)
 
 
@@ -268,7 +272,7 @@ def annotations_import(
     `actor`'s import (of import run `run_id`); `progress` counts the reads of the file.
     `format_name` names the file's format (None: detected); `media_root` is what an authors'
     reader may need besides the file (e.g. the release folder a rating protocol's videos lie in)."""
-    if project.workflow not in ("rating", "qa"):
+    if project.workflow not in ("rating", "qa") and custom_workflow(project.workflow) is None:
         rating, qa = (" and ".join(registry.with_workflow(w)) for w in ("rating", "qa"))
         raise ImportRefused(
             [
@@ -295,6 +299,8 @@ def _import_lines(
 ) -> AnnotationImportReport:
     kind = "rating" if project.workflow == "rating" else "qa_answer"
     rater_field = "rater" if kind == "rating" else "annotator"
+    if (custom := custom_workflow(project.workflow)) is not None:
+        kind, rater_field = project.workflow, custom.IMPORT_RATER_FIELD
     try:
         source = DirectorySource(path, path.parent, max_bytes=0)
     except SourceError as exc:

@@ -112,6 +112,10 @@ def items_file(
         return
     formats = item_formats(protocol)
     forced = registry.get(protocol).format_named(format_name, "items") if format_name else None
+    if forced is None and (not formats or _plain_own_file(formats, path)):
+        # The project's own lines in a plain file: no working folder to make and remove.
+        yield ItemsFile(path=path, media_root=media_root)
+        return
     with import_workdir() as work:
         found = _find(formats, forced, path, work)
         if found is None:
@@ -130,6 +134,12 @@ def items_file(
             yield _convert(fmt, target, given_root=None, work=work, confine_to=unzipped)
         else:
             yield _convert(fmt, target, given_root=media_root, work=work, confine_to=media_root if confined else None)
+
+
+def _plain_own_file(formats: tuple[ReleaseFormat, ...], path: Path) -> bool:
+    """A file, not a zip, that none of the formats recognises: what `_find` reads as the
+    project's own without needing its working folder."""
+    return path.is_file() and not zipfile.is_zipfile(path) and _detect(formats, [path]) is None
 
 
 def _find(

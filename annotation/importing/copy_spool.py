@@ -6,16 +6,16 @@ lock that makes imports into one project take turns.
 
 from __future__ import annotations
 
+import functools
 import json
 import queue
 import tempfile
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
 from annotation.media.assets import MediaInfo
@@ -25,6 +25,8 @@ from .common import ImportRefused
 from .formats import CheckedItem
 
 SPOOL_CHUNK = 1024 * 1024
+# Rows a spooled (not live) import keeps in memory before its spool goes to a temporary file.
+SPOOL_MEMORY = 8 * 1024 * 1024
 # First key of the PostgreSQL advisory lock that serializes imports into one project ("STLI");
 # the second key is the project id.
 IMPORT_LOCK_CLASS = 0x53544C49
@@ -38,23 +40,32 @@ def lock_project_for_import(cursor, project: Project) -> None:
     until the first has committed (or rolled back), then compares against what is there: an
     identical file changes nothing. After IMPORT_LOCK_WAIT_S seconds of waiting it is refused
     with a clear message instead. PostgreSQL only; the caller skips it elsewhere.
+
+    The lock is tried first (free: one statement); a busy one is waited for by PostgreSQL itself
+    (`lock_timeout` set for that statement only, in a savepoint), so the next import starts the
+    moment the one before commits, not after a sleep.
     """
-    deadline = time.monotonic() + float(getattr(settings, "IMPORT_LOCK_WAIT_S", 600))
-    delay = 0.02
-    while True:
-        cursor.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", [IMPORT_LOCK_CLASS, project.pk])
-        if cursor.fetchone()[0]:
-            return
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise ImportRefused(
-                [
-                    f"file: field -: another import into project {project.slug} is still running; "
-                    "nothing was written, try again once it has finished"
-                ]
-            )
-        time.sleep(min(delay, left))
-        delay = min(delay * 2, 0.25)
+    cursor.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", [IMPORT_LOCK_CLASS, project.pk])
+    if cursor.fetchone()[0]:
+        return
+    wait_ms = max(1, int(float(getattr(settings, "IMPORT_LOCK_WAIT_S", 600)) * 1000))
+    try:
+        with transaction.atomic(using=cursor.db.alias):
+            cursor.execute("SELECT current_setting('lock_timeout')")
+            before = cursor.fetchone()[0]
+            cursor.execute("SELECT set_config('lock_timeout', %s, true)", [f"{wait_ms}ms"])
+            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [IMPORT_LOCK_CLASS, project.pk])
+            # Back to what it was for the rest of the import's transaction.
+            cursor.execute("SELECT set_config('lock_timeout', %s, true)", [before])
+    except OperationalError as exc:
+        if getattr(getattr(exc, "__cause__", None), "sqlstate", None) != "55P03":  # lock_not_available
+            raise
+        raise ImportRefused(
+            [
+                f"file: field -: another import into project {project.slug} is still running; "
+                "nothing was written, try again once it has finished"
+            ]
+        ) from exc
 
 
 def media_map(checked: CheckedItem, media: dict[str, MediaInfo]) -> dict[str, Any]:
@@ -97,6 +108,18 @@ def copy_constant(value: Any) -> str:
     return copy_text(str(value))
 
 
+@functools.cache
+def _copy_statement() -> tuple[list[str], str, str]:
+    """The COPY statement's columns, its SQL, and the rendered defaults of the columns the
+    importer does not set (annotation_count, any added later), after created_at and updated_at:
+    worked out once per process, not per import."""
+    others = [f for f in Item._meta.concrete_fields if not f.primary_key and f.name not in CopySpool.SET_BY_IMPORT]
+    columns = [*CopySpool.COLUMNS, "created_at", "updated_at", *(f.column for f in others)]
+    defaults = "".join("\t" + copy_constant(f.get_db_prep_save(f.get_default(), connection)) for f in others)
+    cols = ", ".join(f'"{c}"' for c in columns)
+    return columns, f'COPY "{Item._meta.db_table}" ({cols}) FROM STDIN', defaults
+
+
 class CopySpool:
     """Rows accepted by pass 1, encoded once for COPY, sent in 1 MiB chunks either to a live
     writer thread (see `LiveCopy`) or to a temporary file copied after pass 1. The write never
@@ -118,32 +141,30 @@ class CopySpool:
         "updated_at",
     )
 
-    def __init__(self, project: Project):
+    def __init__(self, project: Project, *, live: bool = True):
         now = timezone.now()
-        others = [f for f in Item._meta.concrete_fields if not f.primary_key and f.name not in self.SET_BY_IMPORT]
-        self.columns = [*self.COLUMNS, "created_at", "updated_at", *(f.column for f in others)]
-        # Fields the importer does not set (annotation_count, any added later) get their model
-        # default, rendered once.
-        constants = [now, now, *(f.get_db_prep_save(f.get_default(), connection) for f in others)]
-        self.suffix = "\t" + "\t".join(copy_constant(v) for v in constants) + "\n"
+        self.columns, self.sql, defaults = _copy_statement()
+        self.suffix = "\t" + copy_constant(now) + "\t" + copy_constant(now) + defaults + "\n"
         self.prefix = f"{project.pk}\t"
-        cols = ", ".join(f'"{c}"' for c in self.columns)
-        self.sql = f'COPY "{Item._meta.db_table}" ({cols}) FROM STDIN'
         self._media_json: dict[tuple, str] = {}
         self.rows = 0
         self._parts: list[str] = []  # rows of the chunk being built
         self._size = 0  # their length in characters
-        # Live mode: a writer thread with its own connection runs the COPY while pass 1 is still
-        # validating, so PostgreSQL parses and indexes rows on the other core. It needs every row
-        # it references (the project) committed, so it is used only outside an atomic block.
-        self.live = not connection.in_atomic_block
+        # Live mode (`live`, for large files: items.LIVE_COPY_MIN_BYTES): a writer thread with its
+        # own connection runs the COPY while pass 1 is still validating, so PostgreSQL parses and
+        # indexes rows on the other core. It needs every row it references (the project)
+        # committed, so it is never used inside an atomic block. Otherwise the rows wait in memory
+        # (on disk past SPOOL_MEMORY) and are copied on this connection after pass 1.
+        self.live = live and not connection.in_atomic_block
         if self.live:
             self.writer = LiveCopy(self.sql, project)
             self.writer.start()
             self._streaming = True
         else:
             Path(settings.CACHE_ROOT).mkdir(parents=True, exist_ok=True)
-            self.file = tempfile.TemporaryFile(dir=settings.CACHE_ROOT, prefix="import-spool-")
+            self.file = tempfile.SpooledTemporaryFile(
+                max_size=SPOOL_MEMORY, dir=settings.CACHE_ROOT, prefix="import-spool-"
+            )
 
     def lock_project(self, project: Project) -> None:
         """Hold the per-project import lock in the transaction that will write the rows."""
@@ -156,6 +177,18 @@ class CopySpool:
                 lock_project_for_import(cur, project)
 
     def add(self, checked: CheckedItem, media: dict[str, MediaInfo], status: str) -> None:
+        self.add_row(self.row(checked, media, status))
+
+    def add_row(self, row: str) -> None:
+        """A row encoded by `row`."""
+        self._parts.append(row)
+        self._size += len(row)
+        self.rows += 1
+        if self._size >= SPOOL_CHUNK:
+            self._emit()
+
+    def row(self, checked: CheckedItem, media: dict[str, MediaInfo], status: str) -> str:
+        """The item's row in COPY text format."""
         paths = checked.media_paths
         key = paths[0][1] if len(paths) == 1 else tuple([p for _f, p, _k in paths])
         media_json = self._media_json.get(key)
@@ -173,11 +206,7 @@ class CopySpool:
             f"{copy_text(checked.split)}\t{copy_text(json_encode(tags)) if tags else '[]'}\t"
             f"{'t' if checked.gold else 'f'}{self.suffix}"
         )
-        self._parts.append(row)
-        self._size += len(row)
-        self.rows += 1
-        if self._size >= SPOOL_CHUNK:
-            self._emit()
+        return row
 
     def _emit(self) -> None:
         if self._parts:

@@ -206,6 +206,8 @@ def _check_valid(compiled: tuple, obj: dict[str, Any], verified: bool, strict: b
         return None
     media: list[tuple[str, str, str]] = []
     for name, kind in media_fields:
+        if name not in payload:  # optional media (a protocol showing videos or images)
+            continue
         if kind == "images":
             media.extend([(name, p, "image") for p in payload[name]])
         else:
@@ -321,6 +323,8 @@ def _check_item_full(
 
     media: list[tuple[str, str, str]] = []
     for name, kind in proto.media_fields.items():
+        if name not in payload:  # optional media (a protocol showing videos or images)
+            continue
         if kind == "images":
             media.extend((name, p, "image") for p in payload[name])
         else:

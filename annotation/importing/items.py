@@ -6,18 +6,23 @@ items is checked once); ids are remembered as 8-byte hashes to find duplicates; 
 the project are compared, a chunk at a time, with what the line would store. If anything is
 wrong the import is refused with every error and nothing has been written.
 
-Pass 1 also encodes each accepted row in COPY text format. Outside a
-transaction (the command, the API, the upload page) those rows stream, while pass 1 is still
-validating, to ``COPY annotation_item FROM STDIN`` on a second connection owned by a writer
-thread, so the server parses and indexes on the other core; the writer's transaction stays open
-and is committed — together with the media rows — only once pass 1 found no error, and rolled
-back otherwise. Inside a caller's transaction the rows are spooled to a temporary file and
-copied on the caller's connection after pass 1. Media files stored for an import that then fails
-are deleted again, so a refused or failed import leaves no trace. Lines identical to items
-already in the project are skipped. Imports into one project take turns: the
-transaction that writes the rows first takes an advisory lock keyed on the project (see
-`copy_spool.lock_project_for_import`), and only then are existing ids looked at, so a second import of the
-same file waits and changes nothing (or, after IMPORT_LOCK_WAIT_S, is refused).
+Pass 1 also encodes each accepted row in COPY text format. A large file (LIVE_COPY_MIN_BYTES of
+item lines or more) outside a transaction (the command, the API's queued runs, the upload page)
+streams those rows, while pass 1 is still validating, to ``COPY annotation_item FROM STDIN`` on a
+second connection owned by a writer thread, so the server parses and indexes on the other core;
+the writer's transaction stays open and is committed — together with the media rows — only once
+pass 1 found no error, and rolled back otherwise. A smaller file, or any file inside a caller's
+transaction (a request's batch of files, batch.py), spools its rows (in memory up to a few MiB)
+and copies them on the caller's connection after pass 1, in one transaction that also holds the
+lock: no second connection, no thread, nothing a 1,000-line file would notice. Media files stored
+for an import that then fails are deleted again, so a refused or failed import leaves no trace.
+Lines identical to items already in the project are skipped. Imports into one project take turns:
+the transaction that writes the rows first takes an advisory lock keyed on the project (see
+`copy_spool.lock_project_for_import`), and only then are existing ids looked at, so a second import
+of the same file waits and changes nothing (or, after IMPORT_LOCK_WAIT_S, is refused). A small
+spooled file checks and encodes all its lines before it takes the lock (they wait in memory), so
+two small imports into one project check their files at the same time and take turns only for the
+comparison with the project's items and the write.
 
 Re-importing with ``verified`` promotes items already in the project with identical content
 from pending or annotated to verified (counted as `promoted`); discarded items stay discarded
@@ -36,20 +41,21 @@ know are kept in the item's ``extra`` and named once in the report; ``strict`` r
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from array import array
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models import BooleanField
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from annotation.audit.record import audit_record
 from annotation.media.assets import MediaInfo, MediaRefused, assets_store, delete_stored, inspect_media, known_media
-from annotation.models import AuditAction, Item, ItemStatus, Membership, Project, Role
+from annotation.models import AuditAction, Item, ItemStatus, Project
 from protocols import registry
 from protocols.fields import NUL_REASON, check_box_inside, nul_field
 
@@ -57,57 +63,17 @@ from .common import ErrorLog, ImportRefused, KeySeen, parse_json_line, report_du
 from .conversion import OWN_FORMAT, expected_shapes, items_file
 from .copy_spool import CopySpool, media_map
 from .formats import EXTRA, CheckedItem, check_item
+from .item_report import KEPT_NAMES_MAX, KEPT_NAMES_SHOWN, ItemImportReport, project_for_import  # noqa: F401
+from .media_cache import media_info_cached
 from .sources import ReadMeter, SourceError, open_source
 
 BATCH = 2000
 EXISTING_CHUNK = 1000
 # Names of kept fields remembered per import (a file whose every line has new ones stops there).
-KEPT_NAMES_MAX = 1000
-KEPT_NAMES_SHOWN = 50
 _LINE_PREFIX = re.compile(r"^line (\d+):")
-
-
-@dataclass
-class ItemImportReport:
-    lines: int = 0
-    created: int = 0
-    unchanged: int = 0
-    promoted: int = 0
-    media_files: int = 0
-    media_stored: int = 0
-    by_status: dict[str, int] = field(default_factory=dict)
-    header: dict[str, Any] | None = None
-    # The format read (conversion.OWN_FORMAT or an authors' format's name), and what its reader mapped.
-    format: str = OWN_FORMAT
-    format_label: str = ""
-    notes: list[str] = field(default_factory=list)
-    # Names of the fields kept in items' "extra" (the protocol does not know them), sorted.
-    kept_fields: list[str] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "lines": self.lines,
-            "created": self.created,
-            "unchanged": self.unchanged,
-            "promoted": self.promoted,
-            "media_files": self.media_files,
-            "media_stored": self.media_stored,
-            "by_status": self.by_status,
-            "format": self.format,
-            "format_label": self.format_label,
-            "notes": self.notes,
-            "kept_fields": self.kept_fields,
-            "kept": self.kept_sentence(),
-        }
-
-    def kept_sentence(self) -> str:
-        """The kept fields, named once: "kept 3 fields not in the protocol: dataset, frame_0, video_id"."""
-        names = self.kept_fields
-        if not names:
-            return ""
-        shown = ", ".join(names[:KEPT_NAMES_SHOWN]) + (", ..." if len(names) > KEPT_NAMES_SHOWN else "")
-        many = f"{len(names)}+" if len(names) >= KEPT_NAMES_MAX else str(len(names))
-        return f"kept {many} field{'s' if len(names) != 1 else ''} not in the protocol: {shown}"
+# Item lines from which an import outside a transaction streams its rows to a second connection
+# while validating (LiveCopy); below, the rows are copied after pass 1 on the importing connection.
+LIVE_COPY_MIN_BYTES = 4 * 1024 * 1024
 
 
 # The scanner json.loads uses (same options as its default decoder), called directly.
@@ -125,7 +91,9 @@ _STATUS_TEXT = {
 class _Validation:
     """State of pass 1."""
 
-    def __init__(self, project: Project, source, verified: bool, strict: bool = False):
+    def __init__(
+        self, project: Project, source, verified: bool, strict: bool = False, *, live: bool = False, defer: bool = False
+    ):
         self.project = project
         self.source = source
         self.verified = verified
@@ -135,16 +103,28 @@ class _Validation:
         self.media: dict[str, MediaInfo] = {}
         self.media_refused: dict[str, str] = {}
         self.ids = KeySeen()
-        self.pending_existing: list[tuple[int, CheckedItem, str]] = []
+        # (line, item, status, its COPY row when encoded before the lock was held)
+        self.pending_existing: list[tuple[int, CheckedItem, str, str | None]] = []
         self.promote = array("q")  # ids of identical existing items a verified import promotes
         self.report = ItemImportReport()
-        self.spool = CopySpool(project)  # accepted rows, encoded for COPY
+        self.spool = CopySpool(project, live=live)  # accepted rows, encoded for COPY
+        # `defer` (a small file, rows spooled): pass 1 checks and encodes every line before the
+        # project's import lock is taken, so imports into one project take turns only for the
+        # comparison with its items and the write; every line waits in `pending_existing` until then.
+        self.locked = False
+        self.check_existing = True
+        if not defer:
+            self.lock()
+
+    def lock(self) -> None:
+        """Take the project's import lock, then look whether the project holds items already."""
         try:  # before looking at existing ids: a concurrent import into the project finishes first
-            self.spool.lock_project(project)
+            self.spool.lock_project(self.project)
         except BaseException:
             self.spool.close()
             raise
-        self.check_existing = Item.objects.filter(project=project).exists()
+        self.locked = True
+        self.check_existing = Item.objects.filter(project=self.project).exists()
 
     def media_info(self, relpath: str, kind: str) -> MediaInfo | str:
         """Inspect a media path once per import; returns its info or the refusal reason."""
@@ -156,7 +136,15 @@ class _Validation:
             if reason is None:
                 try:
                     with self.source.local_path(relpath) as local:
-                        info = known_media(local, kind, name=relpath) or inspect_media(local, kind, name=relpath)
+                        info = media_info_cached(
+                            local,
+                            kind,
+                            relpath,
+                            stable=self.source.stable_media,
+                            compute=lambda: (
+                                known_media(local, kind, name=relpath) or inspect_media(local, kind, name=relpath)
+                            ),
+                        )
                 except MediaRefused as exc:
                     reason = str(exc)
             if reason is not None:
@@ -167,10 +155,13 @@ class _Validation:
             return f"is used as {kind} here but as {info.kind} elsewhere in the file"
         return info
 
-    def accept(self, checked: CheckedItem, status: str) -> None:
+    def accept(self, checked: CheckedItem, status: str, row: str | None = None) -> None:
         self.report.by_status[status] = self.report.by_status.get(status, 0) + 1
         if not self.errors.total:
-            self.spool.add(checked, self.media, status)
+            if row is None:
+                self.spool.add(checked, self.media, status)
+            else:
+                self.spool.add_row(row)
 
     def run(self) -> None:
         protocol = self.project.protocol
@@ -235,8 +226,10 @@ class _Validation:
                     errors.add(line, "bbox", reason)
                     continue
             status = _STATUS_TEXT[verified, checked.complete] if not checked.gold else _PENDING
-            if self.check_existing:
-                self.pending_existing.append((line, checked, status))
+            if not self.locked:  # deferred: encoded now, compared and written once the lock is held
+                self.pending_existing.append((line, checked, status, self.spool.row(checked, media, status)))
+            elif self.check_existing:
+                self.pending_existing.append((line, checked, status, None))
                 if len(self.pending_existing) >= EXISTING_CHUNK:
                     self.compare_existing()
             else:  # accept(), inlined
@@ -244,7 +237,12 @@ class _Validation:
                 if not errors.total:
                     spool_add(checked, media, status)
         report.lines = lines
-        self.compare_existing()
+        if not self.locked:
+            self.lock()
+        pending, self.pending_existing = self.pending_existing, []
+        for start in range(0, len(pending), EXISTING_CHUNK):
+            self.pending_existing = pending[start : start + EXISTING_CHUNK]
+            self.compare_existing()
         colliding = self.ids.colliding()
         if colliding:
             report_duplicates(self._id_lines(), colliding, self.errors, field_name="id", what="id")
@@ -264,8 +262,15 @@ class _Validation:
         promoted to verified when still pending or annotated), different content is refused."""
         if not self.pending_existing:
             return
-        by_id = {c.external_id: (line, c, status) for line, c, status in self.pending_existing}
-        rows = Item.objects.filter(project=self.project, external_id__in=list(by_id)).values_list(
+        if not self.check_existing:  # deferred lines of a project that held no items
+            for _line, checked, status, row in self.pending_existing:
+                self.accept(checked, status, row)
+            self.pending_existing = []
+            return
+        by_id = {c.external_id: (line, c, status) for line, c, status, _row in self.pending_existing}
+        # One array parameter, not a placeholder per id (a chunk is EXISTING_CHUNK ids).
+        wanted = RawSQL(f'"{Item._meta.db_table}"."external_id" = ANY(%s::text[])', (list(by_id),), BooleanField())
+        rows = Item.objects.filter(wanted, project=self.project).values_list(
             "pk", "external_id", "payload", "split", "tags", "media", "is_gold", "status"
         )
         existing: set[str] = set()
@@ -294,13 +299,18 @@ class _Validation:
                 self.report.promoted += 1
             else:
                 self.report.unchanged += 1
-        for _line, checked, status in self.pending_existing:
+        for _line, checked, status, row in self.pending_existing:
             if checked.external_id not in existing:
-                self.accept(checked, status)
+                self.accept(checked, status, row)
         self.pending_existing = []
 
 
-def _write(project: Project, source, validation: _Validation, audit: dict) -> ItemImportReport:
+def _write(
+    project: Project, source, validation: _Validation, audit: dict, *, stored: list[str] | None = None
+) -> ItemImportReport:
+    """Store the media, promote, audit and write the rows, all or nothing. The media files this
+    writes are deleted again if it fails; `stored` (a caller's transaction around several
+    imports, batch.py) also receives their names, for the caller to delete if it rolls back."""
     report = validation.report
     media = validation.media
     written: list[str] = []
@@ -345,6 +355,8 @@ def _write(project: Project, source, validation: _Validation, audit: dict) -> It
     except BaseException:
         delete_stored(written)
         raise
+    if stored is not None:
+        stored.extend(written)
     report.media_stored = len(written)
     report.created = report.lines - report.unchanged - report.promoted
     report.by_status = {k: v for k, v in report.by_status.items() if v}
@@ -372,13 +384,16 @@ def items_import(
     format_name: str | None = None,
     strict: bool = False,
     confined: bool = False,
+    stored: list[str] | None = None,
 ) -> ItemImportReport:
     """Import a JSONL, JSON or zip of item lines (+ media folder), or a file or folder in one of the
     protocol's authors' formats (detected, or `format_name`), into `project`, all or nothing;
     audited as `actor`'s import (of import run `run_id` when the import page or API made one).
     `progress` counts the reads of the items file once it is this import's turn. `strict`
     refuses fields the protocol does not know (otherwise kept in the item's extra). `confined`
-    (an upload): media come only from `media_root` or from inside the uploaded zip.
+    (an upload): media come only from `media_root` or from inside the uploaded zip. `stored`:
+    receives the names of the media files written (a caller's transaction that may still roll back
+    deletes them then).
 
     Raises ImportRefused with "line N: field F: reason" messages ("row N" for the Nth item an
     authors' file was converted to) when any line is invalid; nothing is written then.
@@ -396,6 +411,7 @@ def items_import(
                 strict=strict,
                 progress=progress,
                 audit={"actor": actor, "file": Path(path).name, "run": run_id, "format": read.format},
+                stored=stored,
             )
         except ImportRefused as exc:
             if read.converted:  # its line N is the Nth converted row, not a line of the authors' file
@@ -415,6 +431,7 @@ def _import_file(
     strict: bool,
     progress: ReadMeter | None,
     audit: dict,
+    stored: list[str] | None = None,
 ) -> ItemImportReport:
     try:
         source = open_source(path, media_root=media_root, max_bytes=settings.IMPORT_MAX_FILE_BYTES)
@@ -431,54 +448,21 @@ def _import_file(
             ]
         )
     try:
-        validation = _Validation(project, source, verified, strict)
-        try:
-            if progress is not None:  # pass 1 is the one read of the file
-                source.follow(progress, passes=1)
-            validation.run()
-            validation.report.header = source.header
-            if validation.errors:
-                raise validation.errors.refuse()
-            return _write(project, source, validation, audit)
-        finally:
-            validation.spool.close()
+        # A large file outside a transaction streams its rows to a writer thread while pass 1 runs;
+        # anything else is one transaction on this connection (the caller's, or opened here).
+        live = not connection.in_atomic_block and source.items_bytes() >= LIVE_COPY_MIN_BYTES
+        with contextlib.nullcontext() if live else transaction.atomic():
+            small = source.items_bytes() < LIVE_COPY_MIN_BYTES
+            validation = _Validation(project, source, verified, strict, live=live, defer=not live and small)
+            try:
+                if progress is not None:  # pass 1 is the one read of the file
+                    source.follow(progress, passes=1)
+                validation.run()
+                validation.report.header = source.header
+                if validation.errors:
+                    raise validation.errors.refuse()
+                return _write(project, source, validation, audit, stored=stored)
+            finally:
+                validation.spool.close()
     finally:
         source.close()
-
-
-def project_for_import(
-    *, slug: str, protocol: str | None, create: bool, option_seed: int | None = None, creator=None
-) -> tuple[Project, bool]:
-    """The project an import goes to, and whether this call created it; with `create`, make it
-    when missing (two imports creating the same project at once both get the one project).
-
-    The protocol, when given, must match the project's. A project created for a release export
-    takes the export's option seed, so re-frozen releases resolve the same option orders. A
-    project this call creates makes `creator` (import_items --actor) its admin, as the new-project
-    page makes its creator.
-    """
-    from annotation.protocols import PROTOCOLS
-
-    if protocol is not None and protocol not in PROTOCOLS:
-        raise ImportRefused([f"file: field protocol: unknown protocol {protocol!r}; use one of {', '.join(PROTOCOLS)}"])
-    project = Project.objects.filter(slug=slug).first()
-    created = False
-    if project is None:
-        if not create:
-            raise ImportRefused([f"file: field project: no project {slug!r} (use --create to make it)"])
-        if protocol is None:
-            raise ImportRefused(["file: field protocol: --protocol is required to create a project"])
-        with transaction.atomic():
-            project, created = Project.objects.get_or_create(
-                slug=slug,
-                defaults={
-                    "name": slug,
-                    "protocol": protocol,
-                    "option_seed": option_seed if option_seed is not None else 0,
-                },
-            )
-            if created and creator is not None:
-                Membership.objects.create(project=project, user=creator, role=Role.ADMIN)
-    if protocol is not None and project.protocol != protocol:
-        raise ImportRefused([f"file: field protocol: project {slug} uses protocol {project.protocol}, not {protocol}"])
-    return project, created

@@ -132,7 +132,7 @@ def import_run_queue(
     if format_name and kind == ImportKind.ITEMS and (reason := format_refusal(project.protocol, format_name)):
         raise ValueError(reason)
     requested = {"format": format_name or None, "strict": bool(strict)} if kind == ImportKind.ITEMS else None
-    name = (getattr(uploaded, "name", "") or "upload").replace("\x00", "").rsplit("/", 1)[-1][:255] or "upload"
+    name = upload_name(uploaded)
     suffix = ".zip" if name.lower().endswith(".zip") else ".jsonl"
     staged = copy_upload(uploaded, staging_root(), suffix=suffix)
     size = staged.stat().st_size
@@ -197,10 +197,19 @@ def progress_writer(queryset, meter: ReadMeter) -> RowWriter:
     return RowWriter(queryset, values=values, interval=PROGRESS_SECONDS, name="statelab-import-progress")
 
 
+def upload_name(uploaded) -> str:
+    """The name an upload is recorded under (its run's file_name): the client's, without folders."""
+    return (getattr(uploaded, "name", "") or "upload").replace("\x00", "").rsplit("/", 1)[-1][:255] or "upload"
+
+
+def safe_upload_name(file_name: str) -> str:
+    """The upload's name made safe as a file name of a working folder."""
+    return _UNSAFE_NAME.sub("_", Path(file_name).name).lstrip(".")[-100:] or "upload"
+
+
 def _as_uploaded(staged: Path, work: Path, file_name: str) -> Path:
     """The staged file under the name it was uploaded with (made safe), linked into `work`."""
-    name = _UNSAFE_NAME.sub("_", Path(file_name).name).lstrip(".")[-100:] or "upload"
-    named = work / name
+    named = work / safe_upload_name(file_name)
     try:
         os.link(staged, named)
     except OSError:  # another file system: a copy

@@ -99,6 +99,12 @@ class _ItemsFile:
     """The items of one file, JSONL or JSON document, as `lines()`; `header` from its content."""
 
     meter: ReadMeter | None = None
+    # Whether `local_path` gives the media file where it stays (a folder), not a temporary copy.
+    stable_media = False
+
+    def items_bytes(self) -> int:
+        """The size of the items file (uncompressed, in a zip)."""
+        return self._items_bytes()
 
     def _init_items(self) -> None:
         try:
@@ -136,6 +142,9 @@ class DirectorySource(_ItemsFile):
         if not self.media_root.is_dir():
             raise SourceError(f"media root {self.media_root} is not a folder")
         self._root_real = self.media_root.resolve()
+        # Media of a folder stay where they are, unless the folder is scratch space (an extracted
+        # upload under CACHE_ROOT, removed after its import).
+        self.stable_media = not self._root_real.is_relative_to(Path(settings.CACHE_ROOT).resolve())
         self.max_bytes = max_bytes
         self._init_items()
 

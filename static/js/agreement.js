@@ -97,6 +97,17 @@ function workflowFigures(el, titleEl, w) {
   }
 }
 
+// Imported aggregated ratings (means of several raters) are no one rater: left out of the figures, counted here.
+function aggregatedNote(root, left) {
+  let note = root.querySelector("[data-aggregated]");
+  if (!note) {
+    note = h("p", { class: "muted small", "data-aggregated": "" });
+    root.querySelector("[data-annotators]").after(note);
+  }
+  note.textContent = left ? `${left} aggregated rating${left === 1 ? "" : "s"} (imported means of several raters) not counted in these figures` : "";
+  note.hidden = !left;
+}
+
 async function load(root) {
   const slug = root.dataset.project;
   const notices = new Notices(root.querySelector("[data-notices]"));
@@ -105,6 +116,7 @@ async function load(root) {
     const done = statusCards(root.querySelector("[data-status]"), data.status_counts || {}, data.gold_items || 0);
     root.querySelector("[data-progress]").style.width = `${(done * 100).toFixed(1)}%`;
     annotatorTable(root.querySelector("[data-annotators]"), data.annotators || []);
+    aggregatedNote(root, data.aggregated_ratings_left_out || 0);
     workflowFigures(root.querySelector("[data-workflow-figures]"), root.querySelector("[data-workflow-title]"), data.workflow || {});
     root.dataset.loaded = "1";
   } catch (err) {

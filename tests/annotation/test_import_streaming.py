@@ -88,15 +88,17 @@ def test_200k_line_import_streams_in_flat_memory(tmp_path):
 
 
 def test_live_copy_rolls_back_when_a_late_line_is_bad(tmp_path, make_project, monkeypatch, _media_root):
-    """Outside a transaction rows stream to PostgreSQL while pass 1 runs; a bad last line must
-    still leave nothing behind (the writer's transaction is rolled back)."""
+    """Outside a transaction the rows of a large file stream to PostgreSQL while pass 1 runs; a bad
+    last line must still leave nothing behind (the writer's transaction is rolled back)."""
     from annotation.importing import ImportRefused, items_import
     from annotation.importing import copy_spool as importer
+    from annotation.importing import items as item_importer
     from annotation.models import MediaAsset
 
     started = []
     original_start = importer.LiveCopy.start
     monkeypatch.setattr(importer, "SPOOL_CHUNK", 4096)  # many chunks reach the server before the error
+    monkeypatch.setattr(item_importer, "LIVE_COPY_MIN_BYTES", 4096)  # "large": this file of 3,000 lines
     monkeypatch.setattr(importer.LiveCopy, "start", lambda self: (started.append(self), original_start(self))[1])
     project = make_project("live", "changeit")
     data = tmp_path / "data"
