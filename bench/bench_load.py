@@ -3,6 +3,7 @@
     .venv/bin/python bench/bench_load.py                       # 64 sessions, 60 s; baseline 8 sessions, 20 s
     .venv/bin/python bench/bench_load.py --seconds 30 --keep   # keep the database for a --reuse run
     .venv/bin/python bench/bench_load.py --reuse --seconds 30
+    .venv/bin/python bench/bench_load.py --previous e380a58    # the same loads against that commit's code too
 
 DATABASE_URL names the PostgreSQL server (default postgres://postgres@127.0.0.1:5432/postgres);
 the benchmark creates a database of its own there (--database, default statelab_bench_load),
@@ -28,6 +29,13 @@ Prints requests/s, p50 / p95 / p99 / max per endpoint (nearest rank) and errors,
 baseline (--baseline-sessions, same loop, same server, in the same run), then for --sessions,
 and the ratio between the two; then checks the database: every acknowledged (201 / 200) submit
 stored exactly once, nothing else stored for these annotators, no (item, annotator) twice.
+
+--previous REV compares two versions of the code in the same run: REV's tree (`git archive`, into
+a temporary folder; nothing in the checkout changes) runs under a second gunicorn, same settings,
+same virtual environment, same database (REV must share the current schema: the benchmark
+migrates with the current code), and each load runs against REV's server, then against the
+current one (--rounds times, alternated), fresh annotators each time, one server loaded at a
+time. Printed per endpoint: p95 current / previous, and the server CPU per request of each.
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -70,6 +79,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--database", default="statelab_bench_load")
     parser.add_argument("--reuse", action="store_true", help="keep an existing database and its items")
     parser.add_argument("--keep", action="store_true", help="do not drop the database at the end")
+    parser.add_argument(
+        "--previous", metavar="REV", help="also run every load against this commit's code (git archive), alternated"
+    )
+    parser.add_argument("--rounds", type=int, default=1, help="with --previous: previous/current alternations per load")
     return parser.parse_args()
 
 
@@ -96,7 +109,8 @@ def database_exists(name: str) -> bool:
         return conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone() is not None
 
 
-def start_gunicorn(port: int, workers: int) -> subprocess.Popen:
+def start_gunicorn(port: int, workers: int, tree: Path = ROOT) -> subprocess.Popen:
+    """gunicorn serving the code in `tree` (the checkout, or --previous's copy)."""
     import httpx
 
     proc = subprocess.Popen(
@@ -115,7 +129,7 @@ def start_gunicorn(port: int, workers: int) -> subprocess.Popen:
             "warning",
             "--no-control-socket",
         ],  # gunicorn 27's control socket is one path per user, shared by every instance
-        cwd=ROOT,
+        cwd=tree,
         env=dict(os.environ, DEBUG="0"),
         start_new_session=True,
     )
@@ -141,6 +155,17 @@ def stop_gunicorn(proc: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(5)
+
+
+def code_of(rev: str, into: Path) -> Path:
+    """The tree of commit `rev`, unpacked into `into` (git archive: the checkout is not touched)."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", rev], check=True, capture_output=True)
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    commit = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", rev], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    print(f"previous code: {rev} ({commit}), unpacked for its own gunicorn")
+    return into
 
 
 def tree_cpu_seconds(pid: int) -> float:
@@ -341,6 +366,9 @@ def main() -> None:
         admin_sql(f'CREATE DATABASE "{args.database}"')
     os.environ["DATABASE_URL"] = with_database(server_url(), args.database)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    import django
+
+    django.setup()  # before the models below are imported
 
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
@@ -351,15 +379,22 @@ def main() -> None:
     from bench.bench_queue import build  # noqa: E402  (sets Django up against DATABASE_URL)
 
     ok = True
-    server = None
+    servers: dict[str, subprocess.Popen] = {}
+    scratch = tempfile.TemporaryDirectory(prefix="bench-load-previous-") if args.previous else None
     try:
         t = time.perf_counter()
         call_command("migrate", verbosity=0)
         print(f"database {args.database}: migrated in {time.perf_counter() - t:.1f} s")
         project, _ = build(args.items, 0, True)
         connection.close()
-        server = start_gunicorn(args.port, args.workers)
-        base = f"http://127.0.0.1:{args.port}"
+        codes = ["current"]
+        if scratch is not None:
+            servers["previous"] = start_gunicorn(
+                args.port + 1, args.workers, code_of(args.previous, Path(scratch.name))
+            )
+            codes = ["previous", "current"]
+        servers["current"] = start_gunicorn(args.port, args.workers)
+        bases = {"current": f"http://127.0.0.1:{args.port}", "previous": f"http://127.0.0.1:{args.port + 1}"}
         print(
             f"gunicorn: {args.workers} sync workers; think time {args.think_min}-{args.think_max} s before "
             f"autosave and before submit; {args.items:,} items"
@@ -376,38 +411,61 @@ def main() -> None:
             connection.close()
             return out
 
-        Sessions(base, project.slug, people(2), args).run(2.0)  # the workers' first requests, off the record
-        results = {}
+        for code in codes:  # the workers' first requests, off the record
+            Sessions(bases[code], project.slug, people(2), args).run(2.0)
+        results: dict[tuple[str, str], dict] = {}
         for label, n, seconds in (
             ("baseline", args.baseline_sessions, args.baseline_seconds),
             ("load", args.sessions, args.seconds),
         ):
             if n <= 0 or seconds <= 0:
                 continue
-            sessions = Sessions(base, project.slug, people(n), args)
-            load_before, cpu_before = os.getloadavg()[0], tree_cpu_seconds(server.pid)
-            wall = sessions.run(seconds, min(args.client_processes, n))
-            cpu = tree_cpu_seconds(server.pid) - cpu_before
-            load = os.getloadavg()[0]
-            results[label] = sessions.report(
-                (
-                    f"{label}: {n} sessions, {seconds:.0f} s (load average {load_before:.1f} at the start, "
-                    f"{load:.1f} at the end)"
-                ),
-                wall,
-            )
-            print(
-                f"  gunicorn CPU {cpu:.1f} s = {cpu / max(1, sessions.requests) * 1000:.1f} ms per request "
-                f"({cpu / wall:.2f} cores); load generator "
-                f"{sessions.client_cpu / max(1, sessions.requests) * 1000:.1f} ms "
-                f"per request ({sessions.client_cpu / wall:.2f} cores, {min(args.client_processes, n)} processes)"
-            )
-            ok = check_stored(sessions) and ok
-        if "baseline" in results and "load" in results:
-            base, loaded = results["baseline"], results["load"]
+            runs: dict[str, list] = defaultdict(list)  # code -> [(sessions, wall, server cpu)]
+            for _round in range(args.rounds if scratch is not None else 1):
+                for code in codes:
+                    sessions = Sessions(bases[code], project.slug, people(n), args)
+                    server = servers[code]
+                    load_before, cpu_before = os.getloadavg()[0], tree_cpu_seconds(server.pid)
+                    wall = sessions.run(seconds, min(args.client_processes, n))
+                    cpu = tree_cpu_seconds(server.pid) - cpu_before
+                    load = os.getloadavg()[0]
+                    name = label if scratch is None else f"{label}, {code} code"
+                    sessions.report(
+                        (
+                            f"{name}: {n} sessions, {seconds:.0f} s (load average {load_before:.1f} at the start, "
+                            f"{load:.1f} at the end)"
+                        ),
+                        wall,
+                    )
+                    print(
+                        f"  gunicorn CPU {cpu:.1f} s = {cpu / max(1, sessions.requests) * 1000:.1f} ms per request "
+                        f"({cpu / wall:.2f} cores); load generator "
+                        f"{sessions.client_cpu / max(1, sessions.requests) * 1000:.1f} ms "
+                        f"per request ({sessions.client_cpu / wall:.2f} cores, "
+                        f"{min(args.client_processes, n)} processes)"
+                    )
+                    ok = check_stored(sessions) and ok
+                    runs[code].append((sessions, wall, cpu))
+            for code, done in runs.items():
+                results[(label, code)] = summary(done)
+            if scratch is not None:
+                before, after = results[(label, "previous")], results[(label, "current")]
+                print(
+                    f"\ncurrent / previous code, {n} sessions ({len(runs['current'])} run(s) each, pooled): "
+                    + ", ".join(
+                        f"{e} p95 {after['p95'][e] / before['p95'][e]:.2f}x ({before['p95'][e]:.1f} -> "
+                        f"{after['p95'][e]:.1f} ms)"
+                        for e in ENDPOINTS
+                        if e in after["p95"] and e in before["p95"]
+                    )
+                    + f"; server CPU per request {after['cpu_ms'] / before['cpu_ms']:.2f}x "
+                    f"({before['cpu_ms']:.2f} -> {after['cpu_ms']:.2f} ms)"
+                )
+        if ("baseline", "current") in results and ("load", "current") in results:
+            base, loaded = results[("baseline", "current")], results[("load", "current")]
             ideal = args.sessions / args.baseline_sessions
             print(
-                f"\nratio {args.sessions} / {args.baseline_sessions} sessions: requests/s "
+                f"\nratio {args.sessions} / {args.baseline_sessions} sessions (current code): requests/s "
                 f"{loaded['rps'] / base['rps']:.2f}x "
                 f"(ideal {ideal:.1f}x: think-time bound, latency flat); "
                 + ", ".join(
@@ -418,14 +476,32 @@ def main() -> None:
                 )
             )
     finally:
-        if server is not None:
+        for server in servers.values():
             stop_gunicorn(server)
+        if scratch is not None:
+            scratch.cleanup()
         connection.close()
         if not args.keep:
             t = time.perf_counter()
             admin_sql(f'DROP DATABASE IF EXISTS "{args.database}" WITH (FORCE)')
             print(f"dropped database {args.database} in {time.perf_counter() - t:.1f} s")
     sys.exit(0 if ok else 1)
+
+
+def summary(runs: list) -> dict:
+    """Requests/s, p95 per endpoint and server CPU per request over one or more runs (pooled)."""
+    from bench.bench_queue import percentile
+
+    latency: dict[str, list[float]] = defaultdict(list)
+    for sessions, _wall, _cpu in runs:
+        for name, values in sessions.latency.items():
+            latency[name].extend(values)
+    requests = sum(sessions.requests for sessions, _wall, _cpu in runs)
+    return {
+        "rps": requests / sum(wall for _sessions, wall, _cpu in runs),
+        "p95": {n: percentile(latency[n], 95) for n in ENDPOINTS if latency[n]},
+        "cpu_ms": sum(cpu for _sessions, _wall, cpu in runs) / max(1, requests) * 1000,
+    }
 
 
 if __name__ == "__main__":

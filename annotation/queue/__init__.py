@@ -12,7 +12,12 @@ annotator, one annotation per annotator and idempotency key.
 
 Modules: sql.py holds every hot-path statement (run by annotation/db.py), claim.py, task_ops.py
 and submit.py the services, rules.py what they share, errors.py what the services raise, quota.py the
-crowd participants' limits, gold.py the take-over that keeps one annotator's task from blocking a gold item.
+crowd participants' limits, gold.py the take-over that keeps one annotator's task from blocking a gold
+item, progress.py where an annotator stands (every claim's answer says it).
+
+One person, one answer per item: a crowd participant who joined two studies of a project has an
+account in each, and the claim never hands one of them an item the other answered or holds
+(sql.SIBLINGS).
 """
 
 from .claim import queue_claim_next

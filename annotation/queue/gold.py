@@ -11,9 +11,11 @@ constraint stays as it is.
 Nobody loses work by this: a gold task whose item went to someone else stays open to its annotator
 (task_ops._keep_active renews its clock without making it active again, submit stores the answer),
 and the database still stores at most one answer per annotator and item. A claimer never takes over
-a gold item they had a task on before (theirs would otherwise come back to them twice).
+a gold item they had a task on before (theirs would otherwise come back to them twice), nor
+one their crowd account in another study of the project had (the same person, sql.SIBLINGS).
 
-Rare (only when gold is wanted and none is free), so it is one ORM query, not a statement of sql.py.
+Rare (only when gold is wanted and none is free), so it is one ORM query (two more for a crowd
+account), not a statement of sql.py.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Subquery
 
 from ..models import Annotation, Item, ItemStatus, Project, Task, TaskStatus
+from .quota import sibling_accounts
 from .rules import MAX_ACTIVE_TASKS, claim_lock, lease_until
 
 
@@ -41,14 +44,17 @@ def gold_take_over(*, project: Project, user, now: datetime, exclude: tuple[int,
         >= MAX_ACTIVE_TASKS
     ):
         return None
+    # The claimer and, for a crowd participant, their accounts in the project's other studies
+    # (sql.SIBLINGS): one person answers a gold item once.
+    people = [user.pk, *sibling_accounts(project=project, user=user)]
     active_for_others = Task.objects.filter(
         item=OuterRef("pk"), status=TaskStatus.ACTIVE, lease_expires__gt=now
     ).exclude(annotator=user)
     item = (
         Item.objects.filter(project=project, is_gold=True, status=ItemStatus.PENDING)
         .filter(Exists(active_for_others))
-        .exclude(Exists(Task.objects.filter(item=OuterRef("pk"), annotator=user)))
-        .exclude(Exists(Annotation.objects.filter(item=OuterRef("pk"), annotator=user)))
+        .exclude(Exists(Task.objects.filter(item=OuterRef("pk"), annotator__in=people)))
+        .exclude(Exists(Annotation.objects.filter(item=OuterRef("pk"), annotator__in=people)))
         .annotate(lease_ends=Subquery(active_for_others.values("lease_expires")[:1]))
         .order_by("lease_ends", "pk")
         .select_for_update(skip_locked=True, of=("self",))

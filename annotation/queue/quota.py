@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import transaction
+from psycopg.types.numeric import Int8
 
-from ..models import Annotation, Item, ParticipantStatus, Project, StudyParticipant, Task, TaskStatus
+from .. import db
+from ..models import Annotation, CrowdAccount, Item, ParticipantStatus, Project, StudyParticipant, Task, TaskStatus
 from .rules import item_accepts_annotations, renew_active
 
 
@@ -36,6 +38,20 @@ def participation_of(*, project: Project, user) -> StudyParticipant | None:
     )
 
 
+def sibling_accounts(*, project: Project, user) -> list[int]:
+    """The user ids of the same crowd participant's accounts in the project's other studies (one
+    account per study: the same platform and participant id); none for anyone else. The queue's
+    claim reads them in its statement (sql.SIBLINGS); this is for the rare ORM paths (gold.py)."""
+    if getattr(user, "has_usable_password", None) is None or user.has_usable_password():
+        return []  # crowd accounts never have a password
+    own = CrowdAccount.objects.filter(user=user).values("platform", "external_id").first()
+    if own is None:
+        return []
+    return list(
+        CrowdAccount.objects.filter(study__project=project, **own).exclude(user=user).values_list("user_id", flat=True)
+    )
+
+
 def time_over(participant: StudyParticipant, now: datetime) -> bool:
     minutes = participant.study.time_limit_minutes
     return bool(minutes) and now >= participant.started_at + timedelta(minutes=minutes)
@@ -45,18 +61,36 @@ def tasks_done(*, project: Project, user) -> int:
     return Annotation.objects.filter(annotator=user, item__project=project).count()
 
 
+# A participant's standing in one statement (annotation/db.py runs it prepared, as the claim's):
+# their latest participation in a study of the project, that study's limits, their annotations
+# in the project and their live tasks there. No row: not a participant.
+CLAIM_LIMIT_SQL = """
+SELECT p.status, p.started_at, p.time_limit_minutes, p.tasks_per_participant,
+       (SELECT count(*) FROM annotation_annotation a JOIN annotation_item i ON i.id = a.item_id
+        WHERE a.annotator_id = %(user)s AND i.project_id = %(project)s),
+       (SELECT count(*) FROM annotation_task t JOIN annotation_item i ON i.id = t.item_id
+        WHERE t.annotator_id = %(user)s AND t.status = 'active' AND t.lease_expires > %(now)s
+          AND i.project_id = %(project)s)
+FROM (SELECT sp.status, sp.started_at, s.time_limit_minutes, s.tasks_per_participant
+      FROM annotation_studyparticipant sp JOIN annotation_study s ON s.id = sp.study_id
+      WHERE sp.user_id = %(user)s AND s.project_id = %(project)s
+      ORDER BY sp.started_at DESC, sp.id DESC
+      LIMIT 1) p
+"""
+
+
 def claim_limit(*, project: Project, user, now: datetime) -> ClaimLimit | None:
-    """None: no limit. Otherwise what this study participant may still claim."""
-    participant = participation_of(project=project, user=user)
-    if participant is None:
+    """None: no limit. Otherwise what this study participant may still claim (participation_of,
+    time_over, tasks_done and the live tasks, read in one statement)."""
+    if getattr(user, "has_usable_password", None) is None or user.has_usable_password():
+        return None  # crowd accounts never have a password: the common case asks nothing
+    found = db.rows(CLAIM_LIMIT_SQL, {"user": Int8(user.pk), "project": Int8(project.pk), "now": now})
+    if not found:
         return None
-    if participant.status == ParticipantStatus.REJECTED or time_over(participant, now):
+    ((status, started_at, minutes, per_participant, done, active),) = found
+    if status == ParticipantStatus.REJECTED or (minutes and now >= started_at + timedelta(minutes=minutes)):
         return ClaimLimit(0, keep_active=False)
-    active = Task.objects.filter(
-        annotator=user, status=TaskStatus.ACTIVE, lease_expires__gt=now, item__project=project
-    ).count()
-    left = participant.study.tasks_per_participant - tasks_done(project=project, user=user) - active
-    return ClaimLimit(left, keep_active=True)
+    return ClaimLimit(per_participant - done - active, keep_active=True)
 
 
 def active_task(*, project: Project, user, now: datetime, exclude: tuple[int, ...] = ()) -> Task | None:

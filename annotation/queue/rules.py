@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from django.db import connection
+from psycopg.types.numeric import Int8
 
+from .. import db
 from ..models import Item, ItemStatus, Project, Task
 from ..project_setup import DEFAULT_LEASE_SECONDS, project_setting
 
@@ -23,10 +24,13 @@ CLAIM_WINDOW = 64
 CLAIM_LOCK_CLASS = 0x53544C43
 
 
+CLAIM_LOCK_SQL = "SELECT pg_advisory_xact_lock(%(class)s::integer, %(user)s::integer)"
+
+
 def claim_lock(*, user) -> None:
-    """Serialize this user's claims until the transaction ends (see above)."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [CLAIM_LOCK_CLASS, user.pk])
+    """Serialize this user's claims until the transaction ends (see above); prepared, as the
+    claim's own statement (annotation/db.py)."""
+    db.rows(CLAIM_LOCK_SQL, {"class": Int8(CLAIM_LOCK_CLASS), "user": Int8(user.pk)})
 
 
 def lease_seconds(project: Project) -> int:

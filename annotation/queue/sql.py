@@ -11,7 +11,7 @@ from datetime import datetime
 
 from psycopg.types.numeric import Int8
 
-from ..models import Item, Project, Task
+from ..models import Item, Project, Role, Task
 from .rules import MAX_ACTIVE_TASKS
 
 
@@ -45,15 +45,32 @@ def _level(alias: str, count: int) -> str:
 CLAIM_SELECT = """SELECT {columns},
        EXISTS (SELECT 1 FROM annotation_task x WHERE x.item_id = i.id AND x.status = 'active') AS active_before
 FROM annotation_item i"""
-CLAIM_FILTERS = """
-  AND i.is_gold = {gold}
+# A crowd participant's other accounts in this project: one crowd account per study (annotation/
+# studies/models.py, CrowdAccount), so the same platform id in two studies of one project is two
+# users. An item one of them answered or holds is not handed to another (the same person would
+# answer it twice). An uncorrelated subquery: PostgreSQL runs it once per statement (an InitPlan),
+# one probe of the crowd account's user index that finds nothing for everyone but crowd accounts.
+# "Holds" counts expired tasks too: an expired task is still taken by submit while nobody else
+# holds its item (submit.py).
+SIBLINGS = """ARRAY(SELECT c2.user_id FROM annotation_crowdaccount c1
+             JOIN annotation_study s2 ON s2.project_id = %(project)s
+             JOIN annotation_crowdaccount c2 ON c2.study_id = s2.id AND c2.platform = c1.platform
+                                             AND c2.external_id = c1.external_id
+             WHERE c1.user_id = %(user)s AND c2.user_id <> c1.user_id)"""
+CLAIM_FILTERS = f"""
+  AND i.is_gold = {{gold}}
   AND i.id <> ALL(%(passed)s::bigint[])
   AND NOT EXISTS (SELECT 1 FROM annotation_task t
                   WHERE t.item_id = i.id AND t.status = 'active' AND t.lease_expires > %(now)s)
   AND NOT EXISTS (SELECT 1 FROM annotation_annotation a
                   WHERE a.item_id = i.id AND a.annotator_id = %(user)s)
   AND NOT EXISTS (SELECT 1 FROM annotation_task s
-                  WHERE s.item_id = i.id AND s.annotator_id = %(user)s AND s.status = 'skipped')"""
+                  WHERE s.item_id = i.id AND s.annotator_id = %(user)s AND s.status = 'skipped')
+  AND NOT EXISTS (SELECT 1 FROM annotation_annotation sa
+                  WHERE sa.item_id = i.id AND sa.annotator_id = ANY({SIBLINGS}))
+  AND NOT EXISTS (SELECT 1 FROM annotation_task st
+                  WHERE st.item_id = i.id AND st.annotator_id = ANY({SIBLINGS})
+                    AND st.status IN ('active', 'expired'))"""
 
 
 @functools.lru_cache(maxsize=64)
@@ -147,6 +164,7 @@ EXPIRE_LAPSED_TASK_SQL = (
 
 # --- working on and submitting a task ---------------------------------------------------------
 
+
 # Lock the item of the caller's own task (with its project), then the task: one statement, one
 # round trip. The item is locked inside `it`, which the outer join must read before it can lock
 # the task, so the global lock order holds. Both rows come back in their latest committed
@@ -155,7 +173,20 @@ EXPIRE_LAPSED_TASK_SQL = (
 # a submit a repeat) is read with the statement's snapshot, taken before any wait for the item
 # lock, so it can miss an annotation committed by the submit we waited for; the unique
 # constraints catch that case and submit.annotation_submit then runs again (see there).
-LOCK_OWN_TASK_SQL = f"""
+def _lock_own_task_sql(*, for_submit: bool) -> str:
+    extra = ""
+    if for_submit:
+        # The caller's role in the task's project, read as annotation/permissions.py reads it
+        # (_project_statement: a crowd account is an annotator of its study's project and nothing
+        # else).
+        extra = f""",
+       (SELECT CASE WHEN c.id IS NULL THEN m.role WHEN s.project_id = it.p_id THEN '{Role.ANNOTATOR.value}' END
+        FROM annotation_membership m
+        LEFT JOIN annotation_crowdaccount c ON c.user_id = m.user_id
+        LEFT JOIN annotation_study s ON s.id = c.study_id
+        WHERE m.project_id = it.p_id AND m.user_id = %(user)s
+        LIMIT 1) AS role"""
+    return f"""
 WITH it AS (
     SELECT {columns(Item, "i")}, {", ".join(f"p.{f.column} AS p_{f.column}" for f in Project._meta.concrete_fields)}
     FROM annotation_item i JOIN annotation_project p ON p.id = i.project_id
@@ -166,10 +197,17 @@ SELECT it.*, {columns(Task, "t")},
        ARRAY(SELECT a.id FROM annotation_annotation a
              WHERE (a.item_id = t.item_id AND a.annotator_id = t.annotator_id)
                 OR (a.annotator_id = t.annotator_id AND a.idempotency_key = %(key)s::text)
-             ORDER BY a.id) AS prior_ids
+             ORDER BY a.id) AS prior_ids{extra}
 FROM it JOIN annotation_task t ON t.id = %(task)s AND t.item_id = it.id
 FOR UPDATE OF t
 """
+
+
+LOCK_OWN_TASK_SQL = _lock_own_task_sql(for_submit=False)
+# Submit's one read of its task: LOCK_OWN_TASK_SQL with the caller's role in the project, so the
+# API checks the role with the task it locks, in the submit's own transaction (no separate
+# lookup of the task before it, annotation/apis/work.py TaskSubmitApi).
+SUBMIT_LOCK_SQL = _lock_own_task_sql(for_submit=True)
 PRIOR_IDS_SQL = """
 SELECT ARRAY(SELECT a.id FROM annotation_annotation a
              WHERE (a.item_id = %(item)s AND a.annotator_id = %(user)s)
@@ -182,15 +220,25 @@ N_PROJECT_COLUMNS = len(Project._meta.concrete_fields)
 
 # Store the annotation, mark the task submitted and count the annotation in one round trip (three
 # different tables, so the order of the CTEs does not matter); gold items are never counted.
+# The time stored is the server's (submit.py, active_ms): from the later of the task's claim
+# (%(started)s) and the annotator's previous submit to now, at most one lease (%(lease)s seconds),
+# in whole milliseconds. The previous submit is read here, after the item lock, with this
+# statement's snapshot (annotation_annotator_idx: annotator, created_at).
 STORE_SQL = """
 WITH stored AS (
     INSERT INTO annotation_annotation (item_id, annotator_id, external_rater, task_id, result, time_spent_ms,
                                        idempotency_key, source, with_suggestion, created_at)
-    VALUES (%(item)s, %(user)s, '', %(task)s, %(result)s::jsonb, %(ms)s, %(key)s::text, 'task',
+    VALUES (%(item)s, %(user)s, '', %(task)s, %(result)s::jsonb,
+            floor(least(greatest(0, extract(epoch FROM %(now)s::timestamptz - greatest(
+                %(started)s::timestamptz,
+                (SELECT max(b.created_at) FROM annotation_annotation b
+                 WHERE b.annotator_id = %(user)s AND b.source = 'task' AND b.created_at <= %(now)s)))),
+                %(lease)s::numeric) * 1000)::integer,
+            %(key)s::text, 'task',
             %(suggestable)s::boolean AND EXISTS (SELECT 1 FROM annotation_suggestion s
                                         WHERE s.item_id = %(item)s AND s.created_at <= %(now)s),
             %(now)s)
-    RETURNING id, with_suggestion
+    RETURNING id, with_suggestion, time_spent_ms
 ), submitted AS (
     UPDATE annotation_task SET status = 'submitted', updated_at = %(now)s WHERE id = %(task)s
 ), counted AS (
@@ -201,5 +249,6 @@ WITH stored AS (
     WHERE id = %(item)s AND NOT is_gold
     RETURNING annotation_count, status
 )
-SELECT stored.id, counted.annotation_count, counted.status, stored.with_suggestion FROM stored LEFT JOIN counted ON true
+SELECT stored.id, counted.annotation_count, counted.status, stored.with_suggestion, stored.time_spent_ms
+FROM stored LEFT JOIN counted ON true
 """

@@ -5,6 +5,7 @@ never taken from the client."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -51,47 +52,54 @@ def _same_result(workflow: str, item: Item, result, stored: dict) -> bool:
     return json.loads(json.dumps(validated.result)) == stored
 
 
-def active_ms(*, task: Task, user, project, now: datetime) -> int:
-    """The time the annotator spent on this task as the server saw it: from the later of its claim
-    and their previous submit (a page claims the next task while it shows the current one, so
-    counting from the claim alone would count those seconds twice; time on a skipped task goes to
-    the next submit, once) to now, at most one lease length of the project (a task left open is
-    not work). Crowd pay is computed from it (annotation/studies/table.py)."""
-    previous = (
-        Annotation.objects.filter(annotator=user, source="task", created_at__lte=now)
-        .order_by("-created_at")
-        .values_list("created_at", flat=True)
-        .first()
-    )
-    start = max(task.created_at, previous) if previous is not None else task.created_at
-    seconds = min(max(0.0, (now - start).total_seconds()), float(lease_seconds(project)))
-    return int(seconds * 1000)
+# active_ms, the time stored with an annotation: the time the annotator spent on this task as the
+# server saw it, from the later of its claim and their previous submit (a page claims the next task
+# while it shows the current one, so counting from the claim alone would count those seconds
+# twice; time on a skipped task goes to the next submit, once) to now, at most one lease length of
+# the project (a task left open is not work), in whole milliseconds. Crowd pay is computed from it
+# (annotation/studies/table.py). sql.STORE_SQL computes it while it stores the annotation.
 
 
 def annotation_submit(
     *,
     task_id: int,
     user,
-    result: dict,
+    result: dict | None = None,
     time_spent_ms: int = 0,
     idempotency_key: str | None = None,
     now: datetime | None = None,
+    role: str | None = None,
+    read_result: Callable[[], dict] | None = None,
 ) -> Submitted:
-    """Store the annotation of a claimed task, exactly once.
+    """Store the annotation of a claimed task, exactly once, in one transaction that reads the
+    task once (sql.SUBMIT_LOCK_SQL or LOCK_OWN_TASK_SQL) and stores it in one statement (STORE_SQL).
 
     `time_spent_ms` is the client's own count and is not used: the time stored is active_ms, the
     server's. A repeat (same key, same task, or a second tab) with the same answer returns the first
     annotation with created=False; with a different answer it raises AlreadySubmitted (nothing
     changes). Idempotency keys are per annotator. Raises ResultInvalid (nothing written),
     TaskNotFound or TaskConflict.
+
+    For the API: `role`, the role the caller needs in the task's project, checked with the task
+    (TaskNotFound without one, PermissionDenied with a lower one); `read_result`, in place of
+    `result`, called once that check passed (the request body is read then, so someone else's
+    task is a 404 whatever the body says; it may raise ResultInvalid).
     """
+    read = read_result if read_result is not None else (lambda: result)
+    answer: list = []  # read_result's answer, kept for the second try
+
+    def once() -> dict:
+        if not answer:
+            answer.append(read())
+        return answer[0]
+
     kwargs = dict(
         task_id=task_id,
         user=user,
-        result=result,
-        time_spent_ms=time_spent_ms,
+        result=once,
         idempotency_key=(idempotency_key or "").strip() or None,
         now=now or timezone.now(),
+        role=role,
     )
     try:
         return _submit(**kwargs)
@@ -110,10 +118,11 @@ def annotation_submit(
 
 @transaction.atomic
 def _submit(
-    *, task_id: int, user, result: dict, time_spent_ms: int, idempotency_key: str | None, now: datetime
+    *, task_id: int, user, result: Callable[[], dict], idempotency_key: str | None, now: datetime, role: str | None
 ) -> Submitted:
     key = idempotency_key
-    task, item = lock_own_task(task_id, user, idempotency_key=key)
+    task, item = lock_own_task(task_id, user, idempotency_key=key, role=role)
+    result = result()
     project = item.project
     workflow = project.workflow
     if not task.prior_ids and not (
@@ -148,18 +157,18 @@ def _submit(
     if not item_accepts_annotations(item):
         raise TaskConflict("This item already has all the annotations it needs; your answer was not saved.")
 
-    ms = active_ms(task=task, user=user, project=project, now=now)
     # The answer is blind unless the form offered a model suggestion for this item (conservative:
     # any suggestion stored by the time of the submit counts as seen).
     suggestable = shows_suggestions(project=project)
-    ((annotation_id, count, status, suggested),) = db.rows(
+    ((annotation_id, count, status, suggested, ms),) = db.rows(
         sql.STORE_SQL,
         {
             "item": Int8(item.pk),
             "user": Int8(user.pk),
             "task": Int8(task.pk),
             "result": json.dumps(validated.result),
-            "ms": ms,
+            "started": task.created_at,
+            "lease": Int8(lease_seconds(project)),
             "key": key,
             "now": now,
             "needed": project.annotations_per_item,

@@ -6,33 +6,58 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 from psycopg.types.numeric import Int8
 
 from .. import db
-from ..models import Item, Project, Task, TaskStatus
+from ..models import ROLE_RANK, Item, Project, Task, TaskStatus
 from . import sql
 from .errors import TaskConflict, TaskNotFound
 from .rules import item_accepts_annotations, lease_until
 
+_INT8 = range(-(2**63), 2**63)
 
-def lock_own_task(task_id: int, user, *, idempotency_key: str | None = None) -> tuple[Task, Item]:
+
+def lock_own_task(
+    task_id: int, user, *, idempotency_key: str | None = None, role: str | None = None
+) -> tuple[Task, Item]:
     """Lock the task's item, then the task (the global lock order); 404 for other people's tasks.
 
     The task comes with `prior_ids`: what makes a submit a repeat (sql.LOCK_OWN_TASK_SQL says which).
+    With `role`, the same statement reads the caller's role in the task's project
+    (sql.SUBMIT_LOCK_SQL), checked as annotation.permissions.require_role does: 404 without a
+    role there, 403 with a lower one. The API's submit checks the caller so, in its one read of
+    the task.
     """
-    rows = db.rows(sql.LOCK_OWN_TASK_SQL, {"task": Int8(task_id), "user": Int8(user.pk), "key": idempotency_key})
+    if task_id not in _INT8:
+        raise TaskNotFound("No such task.")  # no row can have it (the ORM answers such lookups so, too)
+    statement = sql.LOCK_OWN_TASK_SQL if role is None else sql.SUBMIT_LOCK_SQL
+    rows = db.rows(statement, {"task": Int8(task_id), "user": Int8(user.pk), "key": idempotency_key})
     if not rows:
         raise TaskNotFound("No such task.")
     (row,) = rows
     n, m = sql.N_ITEM_COLUMNS, sql.N_ITEM_COLUMNS + sql.N_PROJECT_COLUMNS
     item = db.instance(Item, row[:n])
     item.project = db.instance(Project, row[n:m])
+    if role is not None:
+        *row, have = row
+        _require_role(user, item.project, have, role)
     task = db.instance(Task, row[m:-1])
     task.prior_ids = row[-1]
     task.item = item
     return task, item
+
+
+def _require_role(user, project: Project, have: str | None, role: str) -> None:
+    """annotation.permissions.require_role on the role read with the task (superusers act as admin)."""
+    if user.is_superuser:
+        return
+    if have is None:
+        raise TaskNotFound("No such project.")
+    if ROLE_RANK[have] < ROLE_RANK[role]:
+        raise PermissionDenied(f"This needs the {role} role in project {project.slug}.")
 
 
 def _keep_active(task: Task, item: Item, now: datetime) -> None:

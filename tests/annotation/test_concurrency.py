@@ -14,7 +14,7 @@ import pytest
 from django.db import connection
 from django.db.models import Count
 
-from annotation.models import Annotation, Item, Review, Task
+from annotation.models import Annotation, Item, Review, Role, Task
 from annotation.queue import AlreadySubmitted, TaskConflict, annotation_submit, queue_claim_next
 from annotation.services import review_decide
 from tests.annotation.work_factories import make_items_fast, make_people
@@ -106,8 +106,12 @@ def test_32_annotators_claim_and_submit_until_the_queue_is_empty(make_project):
 def test_duplicated_submits_and_two_tabs_never_create_two_annotations(make_project):
     # 16 annotators with two tabs each (32 threads). A tab claims (the held task comes back to
     # both tabs), submits, retries the same submit with the same key, and races the other tab.
+    # The keyed tab submits as the API does (the role read with the task it locks, the answer
+    # read once that check passed: sql.SUBMIT_LOCK_SQL), the other as the services' callers do.
     people = make_people(16)
-    project = make_project("dup", "changeit", annotations_per_item=PER_ITEM)
+    project = make_project(
+        "dup", "changeit", members={u: Role.ANNOTATOR for u in people}, annotations_per_item=PER_ITEM
+    )
     make_items_fast(project, N_ITEMS)
     seen: dict[int, set[int]] = defaultdict(set)
     created = Counter()
@@ -117,9 +121,14 @@ def test_duplicated_submits_and_two_tabs_never_create_two_annotations(make_proje
         def run():
             while (task := next_task_or_none(project, user)) is not None:
                 key = f"{user.pk}:{task.pk}" if keyed else None
+                api = {"role": Role.ANNOTATOR, "read_result": lambda: {"outcome": "nothing_to_label"}} if keyed else {}
                 for _ in range(2):
                     out = annotation_submit(
-                        task_id=task.pk, user=user, result={"outcome": "nothing_to_label"}, idempotency_key=key
+                        task_id=task.pk,
+                        user=user,
+                        result=None if keyed else {"outcome": "nothing_to_label"},
+                        idempotency_key=key,
+                        **api,
                     )
                     with lock:
                         seen[task.pk].add(out.annotation.pk)
