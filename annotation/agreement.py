@@ -1,4 +1,5 @@
-"""Agreement statistics for the four workflows. Plain Python, no Django.
+"""Agreement statistics for the four workflows, and for a protocol's own form the values its module
+compares (annotation/protocols.py, "A workflow of its own"). Plain Python, no Django.
 
 Inputs are plain results as stored in `Annotation.result` (see annotation/results.py). Every
 function here is deterministic and side-effect free so the same numbers can be recomputed from
@@ -19,7 +20,14 @@ from typing import Any
 
 from protocols.normalize import answer_text, description_text
 
-from .protocols import quintuplet_choices, quintuplet_fields, rating_criteria, rating_gold_tolerance
+from .protocols import (
+    compared_values,
+    custom_workflow,
+    quintuplet_choices,
+    quintuplet_fields,
+    rating_criteria,
+    rating_gold_tolerance,
+)
 from .reliability import CoincidenceMatrix
 
 
@@ -184,7 +192,16 @@ def pair_agreement(workflow: str, r1: dict, r2: dict, *, protocol: str | None = 
         s1, s2 = r1.get("scores") or {}, r2.get("scores") or {}
         diffs = [abs(s1[c] - s2[c]) for c in s1 if s1.get(c) is not None and s2.get(c) is not None]
         return 1 - sum(diffs) / (4 * len(diffs)) if diffs else None
+    if custom_workflow(workflow) is not None:
+        return _custom_agreement(workflow, r1, r2, protocol)
     raise ValueError(f"unknown workflow {workflow!r}")
+
+
+def _custom_agreement(workflow: str, r1: dict, r2: dict, protocol: str | None) -> float | None:
+    """A protocol's own form: the share of the values both gave (its ``compared``) that are equal."""
+    v1, v2 = compared_values(workflow, r1, protocol), compared_values(workflow, r2, protocol)
+    both = [k for k in v1 if v1[k] is not None and v2.get(k) is not None]
+    return sum(v1[k] == v2[k] for k in both) / len(both) if both else None
 
 
 def results_agree(workflow: str, results: Sequence[dict], *, protocol: str | None = None) -> bool:
@@ -226,6 +243,8 @@ def _field_values(workflow: str, result: dict, protocol: str | None = None) -> d
         return {"answer": result.get("answer"), "flags": result.get("flags", [])}
     if workflow == "rating":
         return {f"scores.{c}": v for c, v in (result.get("scores") or {}).items()}
+    if custom_workflow(workflow) is not None:
+        return compared_values(workflow, result, protocol)
     raise ValueError(f"unknown workflow {workflow!r}")
 
 
@@ -305,6 +324,8 @@ def gold_correct(
             or (v is not None and scores.get(c) is not None and abs(scores[c] - v) <= tolerance)
             for c, v in gold.items()
         )
+    if custom_workflow(workflow) is not None:
+        return None  # a protocol's own form has no gold answers (yet)
     raise ValueError(f"unknown workflow {workflow!r}")
 
 
@@ -323,9 +344,14 @@ class ProjectAgreement:
     """
 
     def __init__(self, workflow: str, criteria: Sequence[str] | None = None, *, protocol: str | None = None):
-        if workflow not in ("box", "qa", "quintuplet", "rating"):
+        # A protocol's own form: nominal α per value its module compares (annotation/protocols.py).
+        self.custom = None if workflow in ("box", "qa", "quintuplet", "rating") else custom_workflow(workflow)
+        if workflow not in ("box", "qa", "quintuplet", "rating") and self.custom is None:
             raise ValueError(f"unknown workflow {workflow!r}")
+        self.protocol = protocol
         self.workflow = workflow
+        if self.custom is not None and criteria is None:
+            criteria = tuple(compared_values(workflow, {}, protocol))
         # A quintuplet project's fields: its protocol's; by default every quintuplet protocol's.
         self.fields = quintuplet_fields(protocol) if workflow == "quintuplet" else ()
         # A rating project's criteria: its protocol's; by default the rating form's (every rating protocol's).
@@ -348,7 +374,7 @@ class ProjectAgreement:
             if workflow == "quintuplet":
                 score = _quintuplet_agreement(ra, rb, self.fields)
             else:
-                score = pair_agreement(workflow, ra, rb)
+                score = pair_agreement(workflow, ra, rb, protocol=self.protocol)
             if score is not None:
                 self._annotator_sum[a] += score
                 self._annotator_sum[b] += score
@@ -378,8 +404,13 @@ class ProjectAgreement:
                 for name in self.fields:
                     self.field_agree[name] += quintuplet_field_value(a, name) == quintuplet_field_value(b, name)
         else:
+            custom = self.custom
+            values = [compared_values(workflow, r, self.protocol) for r in results] if custom else None
             for criterion in self.criteria:
-                unit = [(r.get("scores") or {}).get(criterion) for r in results]
+                if values is not None:
+                    unit = [v.get(criterion) for v in values]
+                else:
+                    unit = [(r.get("scores") or {}).get(criterion) for r in results]
                 if sum(v is not None for v in unit) >= 2:
                     self.rated_items[criterion] += 1
                     self.coincidences[criterion].add_unit(unit)
@@ -412,8 +443,9 @@ class ProjectAgreement:
                 "fields": {f: (round(self.field_agree[f] / pairs, 4) if pairs else None) for f in self.fields},
             }
         out: dict[str, Any] = {}
+        level = "nominal" if self.custom is not None else "ordinal"
         for criterion in self.criteria:
-            alpha = self.coincidences[criterion].alpha("ordinal")
+            alpha = self.coincidences[criterion].alpha(level)
             out[criterion] = {
                 "alpha": None if alpha is None else round(alpha, 4),
                 "n_items": self.rated_items[criterion],

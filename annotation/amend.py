@@ -20,7 +20,7 @@ from django.utils import timezone
 from .audit.record import audit_record
 from .models import Annotation, AnnotationRevision, AuditAction, Item, ItemStatus, Project, Review, Suggestion
 from .project_setup import project_setting
-from .protocols import rating_criteria
+from .protocols import custom_workflow, rating_criteria
 from .queue.errors import TaskConflict, TaskNotFound
 from .results import validate_result
 from .selectors import annotator_item_payload, result_context_for, shows_suggestions
@@ -45,7 +45,8 @@ def _summary(workflow: str, result: dict, criteria: tuple[str, ...] = ()) -> str
         scores = result.get("scores") or {}
         ordered = [scores[c] for c in criteria if c in scores]  # (jsonb keeps its own key order)
         return " ".join("N/A" if v is None else str(v) for v in ordered)
-    return ""
+    custom = custom_workflow(workflow)  # a protocol's own form (annotation/protocols.py)
+    return custom.summary(result) if custom is not None else ""
 
 
 def own_recent_annotations(*, user, project: Project, limit: int = RECENT_LIMIT) -> list[dict]:
@@ -83,7 +84,7 @@ def own_annotation_for_amending(*, user, annotation_id: int) -> dict:
     item = annotation.item
     return {
         "id": annotation.pk,
-        "item": annotator_item_payload(item=item),
+        "item": annotator_item_payload(item=item, annotator=user),
         "result": annotation.result,
         "submitted_at": annotation.created_at,
         "amendable": item.status in OPEN_STATUSES and not item.reviews.exists(),

@@ -28,7 +28,7 @@ from itertools import combinations
 from typing import Any
 
 from . import agreement
-from .protocols import rating_criteria
+from .protocols import custom_workflow, rating_criteria
 
 logger = logging.getLogger(__name__)
 
@@ -106,13 +106,24 @@ def thresholds_from(settings: dict | None, *, project: str = "") -> Thresholds:
     return Thresholds(**clean)
 
 
+class _Thresholds(dict):
+    """Workflow -> its thresholds; a protocol's own form has none."""
+
+    def __missing__(self, workflow: str) -> tuple[str, ...]:
+        if custom_workflow(workflow) is None:
+            raise KeyError(workflow)
+        return ()
+
+
 # Which thresholds apply to which workflow (QA items are marked whenever their answers differ).
-THRESHOLDS_OF_WORKFLOW: dict[str, tuple[str, ...]] = {
-    "rating": ("rating_spread",),
-    "box": ("box_iou",),
-    "quintuplet": ("quintuplet_fields",),
-    "qa": (),
-}
+THRESHOLDS_OF_WORKFLOW: dict[str, tuple[str, ...]] = _Thresholds(
+    {
+        "rating": ("rating_spread",),
+        "box": ("box_iou",),
+        "quintuplet": ("quintuplet_fields",),
+        "qa": (),
+    }
+)
 
 
 def thresholds_clean(values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
@@ -226,6 +237,11 @@ def find_disagreement(
         fields = _qa(annotations)
     elif workflow == "quintuplet":
         fields = _quintuplet(annotations, thresholds)
+    elif (custom := custom_workflow(workflow)) is not None:
+        # A protocol's own form marks what its module says (annotation/protocols.py); without a
+        # ``disagreement`` of its own, differing answers are data, not a case for a reviewer.
+        found = getattr(custom, "disagreement", None)
+        fields = found(annotations) if found is not None else []
     else:
         raise ValueError(f"unknown workflow {workflow!r}")
     return {"fields": fields} if fields else None

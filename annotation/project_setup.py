@@ -415,10 +415,8 @@ def disagreement_setting_clean(*, workflow: str, values: Any) -> tuple[dict[str,
     if not isinstance(values, dict):
         return {}, {"disagreement": 'A JSON object of thresholds, e.g. {"box_iou": 0.5}.'}
     names = THRESHOLDS_OF_WORKFLOW[workflow]
-    errors = {
-        str(name): f"Not a threshold of {Workflow(workflow).label} projects."
-        for name in sorted(set(values) - set(names), key=str)
-    }
+    kind = Workflow(workflow).label if workflow in Workflow.values else workflow  # or a protocol's own form
+    errors = {str(name): f"Not a threshold of {kind} projects." for name in sorted(set(values) - set(names), key=str)}
     clean, refused = thresholds_clean({name: values[name] for name in names if name in values})
     errors.update(refused)
     return clean, errors

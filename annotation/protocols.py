@@ -29,6 +29,8 @@ __all__ = [
     "qa_shape",
     "quintuplet_choices",
     "quintuplet_fields",
+    "compared_values",
+    "custom_workflow",
     "rating_criteria",
     "rating_gold_tolerance",
     "resolve_queries",
@@ -114,3 +116,46 @@ def resolve_queries(
     """The queries of one item with their option orders and correct answers:
     {query_key: {"options": [...], "answer": ...}} (protocols.base.Protocol.resolve_queries)."""
     return registry.get(protocol).resolve_queries(item_id, payload, seed=seed, vocabulary=vocabulary)
+
+
+# --- a workflow of its own ----------------------------------------------------------------
+#
+# A protocol whose items need another form than the four (quintuplet, box, qa, rating) sets
+# ``workflow`` to its form's name and ``workflow_module`` to a module of its package that
+# implements the form (protocols/base.py). The shared layer asks ``custom_workflow(workflow)``
+# and calls the module; it never names the protocol. The module provides, all plain Python:
+#   LABEL, TEMPLATE, SCRIPT         the annotate page: its title, template (extending
+#                                   annotation/work/_workbench.html) and ES module (static path)
+#   IMPORT_RATER_FIELD              the field naming who answered, in an imported annotation line
+#   form(protocol) -> dict          project-wide facts added to the page's form description
+#   context(protocol, payload)      what validate and check_line need of one item
+#   annotator_view(payload, media, *, seed, item_id, annotator) -> dict   what the annotator's
+#                                   item holds instead of the media fields (media: field -> asset)
+#   validate(result, context) -> (stored result, errors by field)   a submit's and an edit's check
+#   check_line(obj, context) -> (item, rater, result) | [FieldError] an imported annotation line
+#   compared(result, context) -> {name: nominal value | None}        what annotators agree on
+#   summary(result) -> str          one line of an answer for lists
+
+
+def custom_workflow(workflow: str) -> Any:
+    """The module implementing a protocol's own form named ``workflow`` (see above); None for the
+    four built-in forms and for a name no registered protocol brings."""
+    for name in registry.with_workflow(workflow):
+        proto = registry.get(name)
+        if proto.workflow_module:
+            return proto._submodule(proto.workflow_module)
+    return None
+
+
+def workflow_context(protocol: str, payload: Mapping[str, Any]) -> Any:
+    """What a protocol's own form checks one item's answers against (``context`` of its module)."""
+    proto = registry.get(protocol)
+    return custom_workflow(proto.workflow).context(proto, payload)
+
+
+def compared_values(workflow: str, result: Mapping[str, Any], protocol: str | None = None) -> dict[str, Any]:
+    """What annotators of a protocol's own form agree on in one answer ({name: nominal value or
+    None}, its module's ``compared``): under ``protocol``'s context, or, for a caller that holds
+    only the workflow, under the first registered protocol's with that form."""
+    name = protocol or registry.with_workflow(workflow)[0]
+    return custom_workflow(workflow).compared(result or {}, workflow_context(name, {}))

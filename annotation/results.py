@@ -1,4 +1,5 @@
-"""Validation of a submitted annotation result, one function per workflow. Plain Python, no Django.
+"""Validation of a submitted annotation result, one function per workflow (a protocol's own form
+validates with its module: annotation/protocols.py, "A workflow of its own"). Plain Python, no Django.
 
 Each validator returns the cleaned result (the exact JSON stored, in annotation.canonical's
 form, the same as an import stores) or raises `ResultInvalid`
@@ -19,7 +20,7 @@ from protocols.fields import rating_score_errors
 from protocols.normalize import answer_text
 
 from . import canonical
-from .protocols import BOX_OUTCOMES, LETTERS, QA_FLAGS, quintuplet_choices, quintuplet_fields
+from .protocols import BOX_OUTCOMES, LETTERS, QA_FLAGS, custom_workflow, quintuplet_choices, quintuplet_fields
 
 MAX_TEXT = 500
 
@@ -387,4 +388,10 @@ def validate_result(workflow: str, result: Any, context: Any = None) -> Validate
         return validate_qa(result, context)
     if workflow == "rating":
         return validate_rating(result, context)
+    custom = custom_workflow(workflow)
+    if custom is not None:  # a protocol's own form (annotation/protocols.py, "A workflow of its own")
+        clean, errors = custom.validate(result, context)
+        if errors:
+            raise ResultInvalid(errors)
+        return Validated(clean)
     raise ValueError(f"unknown workflow {workflow!r}")

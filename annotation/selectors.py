@@ -20,7 +20,7 @@ from .disagreement import FIELD_LABELS, field_label, find_disagreement, threshol
 from .models import Item, ItemReopening, ItemStatus, Project
 from .permissions import projects_visible_to, role_in
 from .project_setup import project_setting
-from .protocols import LETTERS, QA_FLAGS, qa_shape
+from .protocols import LETTERS, QA_FLAGS, custom_workflow, qa_shape, workflow_context
 from .review_history import review_history
 from .selectors_agreement import item_status_counts
 from .verification import item_imported_labels
@@ -178,6 +178,8 @@ def result_context_for(*, item):
     if workflow == "rating":
         proto = registry.get(project.protocol)
         return RatingContext(criteria=proto.criteria, nullable=proto.nullable)
+    if custom_workflow(workflow) is not None:  # a protocol's own form (annotation/protocols.py)
+        return workflow_context(project.protocol, item.payload or {})
     return None
 
 
@@ -203,6 +205,8 @@ def workflow_form(*, project) -> dict:
         ]
     elif project.workflow == "quintuplet":
         form["fields"] = list(proto.result_fields)
+    elif (custom := custom_workflow(project.workflow)) is not None:
+        form.update(custom.form(proto))
     return form
 
 
@@ -210,9 +214,10 @@ def _media_names(project) -> tuple[str, ...]:
     return tuple(registry.get(project.protocol).media_fields)
 
 
-def annotator_item_payload(*, item) -> dict:
+def annotator_item_payload(*, item, annotator=None) -> dict:
     """The annotator-safe view of an item: an allow-list of the protocol's media fields and shown
-    fields, and what the workflow's form needs."""
+    fields, and what the workflow's form needs. ``annotator``: whose assignment it is (a protocol's
+    own form may draw per assignment, e.g. the order of two outputs)."""
     from .models import Suggestion
 
     project = item.project
@@ -226,6 +231,12 @@ def annotator_item_payload(*, item) -> dict:
         out[name] = (value or []) if kind == "images" else value
     for name in proto.annotator_fields:
         out[name] = payload.get(name)
+    if (custom := custom_workflow(workflow)) is not None:  # a protocol's own form: what replaces the media
+        media = {name: out.pop(name, None) for name in proto.media_fields}
+        who = None if annotator is None else str(annotator.pk)
+        return out | custom.annotator_view(
+            payload, media, seed=project.option_seed, item_id=str(item.pk), annotator=who
+        )
 
     def suggestions():
         # Machine-made answers, newest first: the pages pre-fill from the first one. Built only for
@@ -282,41 +293,19 @@ def annotator_progress(*, project, user, current_item_id: int) -> dict:
     and the figures never tell a gold item apart (near the end `left` may hold gold items the
     draw does not offer again). A crowd participant has at most their study's tasks left
     (annotation/queue/quota.py)."""
-    from .models import Annotation, StudyParticipant
-
-    done = Annotation.objects.filter(annotator=user, item__project=project).count()
-    waiting = Q(is_gold=False, annotation_count__lt=project.annotations_per_item)
-    if project_setting(project.settings, "gold_share", 0.0, project=project.slug):
-        waiting |= Q(is_gold=True)
     # Counted up to PROGRESS_CAP items: every claim asks, so a project of a million pending items
-    # must not pay a full count; beyond the cap the page says "10000+ left".
-    open_items = (
-        Item.objects.filter(waiting, project=project, status=ItemStatus.PENDING)
-        .exclude(pk=current_item_id)
-        .exclude(annotations__annotator=user)
-        .values("pk")[:PROGRESS_CAP]
-        .count()
-    )
-    capped = open_items >= PROGRESS_CAP
-    left = 1 + open_items
-    if not user.has_usable_password():  # crowd accounts only: the common case asks nothing more
-        quota = (
-            StudyParticipant.objects.filter(user=user, study__project=project)
-            .order_by("-started_at", "-pk")
-            .values_list("study__tasks_per_participant", flat=True)
-            .first()
-        )
-        if quota is not None:
-            left = max(1, min(left, quota - done))
-            capped = capped and left > PROGRESS_CAP
-    return {"done": done, "left": left, "capped": capped}
+    # must not pay a full count; beyond the cap the page says "10000+ left". One prepared
+    # statement (annotation/queue/progress.py).
+    from .queue.progress import annotator_progress as progress
+
+    return progress(project=project, user=user, current_item_id=current_item_id, cap=PROGRESS_CAP)
 
 
 def task_view(*, task) -> dict:
     """The JSON an annotator gets for a held task."""
     return {
         "task": task.pk,
-        "item": annotator_item_payload(item=task.item),
+        "item": annotator_item_payload(item=task.item, annotator=task.annotator),
         "draft": task.draft or {},
         "version": task.draft_version,
         "lease_expires": task.lease_expires.isoformat(),

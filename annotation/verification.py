@@ -57,6 +57,7 @@ def apply_result_to_payload(workflow: str, payload: dict, result: dict, *, proto
 
 # What apply_result_to_payload may write into a payload, and of that what a raw item (imported
 # without labels) never carries: a box item's state and a QA question and options define the task.
+# A protocol's own form (annotation/protocols.py) writes nothing: its answers stay as annotations.
 DECISION_FIELDS = {
     "quintuplet": agreement.QUINTUPLET_FIELDS,
     "box": ("bbox", "outcome", "state"),
@@ -76,9 +77,11 @@ def payload_before_decision(workflow: str, payload: dict, review, *, protocol: s
     payload = payload or {}
     before = review.payload_before
     if before is None:
-        return {k: v for k, v in payload.items() if k not in ANSWER_FIELDS[workflow]}
+        return {k: v for k, v in payload.items() if k not in ANSWER_FIELDS.get(workflow, ())}
     applied = apply_result_to_payload(workflow, before, review.result, protocol=protocol)
-    written = {k for k in DECISION_FIELDS[workflow] if (k in before, before.get(k)) != (k in applied, applied.get(k))}
+    written = {
+        k for k in DECISION_FIELDS.get(workflow, ()) if (k in before, before.get(k)) != (k in applied, applied.get(k))
+    }
     out = {k: v for k, v in payload.items() if k not in written}
     out.update({k: before[k] for k in written if k in before})
     return out
@@ -97,7 +100,7 @@ def item_auto_verify(*, item: Item) -> None:
     if workflow == "qa" and annotations.filter(with_suggestion=True).exists():
         return  # annotators agreeing on a pre-filled model answer is no blind consensus: a reviewer decides
     results = list(annotations.order_by("pk").values_list("result", flat=True))
-    if not agreement.results_agree(workflow, results):
+    if not agreement.results_agree(workflow, results, protocol=item.project.protocol):
         return
     merged = agreement.consensus_result(workflow, results)
     before = item.payload

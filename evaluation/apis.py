@@ -3,17 +3,17 @@ latex (and markdown for leaderboards) give the tables the page downloads, as tex
 
 from __future__ import annotations
 
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.models import Role
+from annotation.models import Release, Role
 from annotation.permissions import get_project_for
 
-from . import paired, ranking, tables
+from . import leaderboard, paired, power, ranking, tables
 from .board_access import board_or_404, report_or_404, wants_details
 from .views import CONTENT_TYPES
 
@@ -100,3 +100,58 @@ class CorrelationApi(APIView):
             fmt = params.validated_data["fmt"]
             return _text(tables.render_correlation(report, fmt, details=wants_details(request)), fmt)
         return Response(report if wants_details(request) else tables.correlation_public(report))
+
+
+POWER_FORMATS = ("json", "markdown")
+
+
+class PowerApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        release = serializers.CharField(
+            required=False, allow_blank=True, help_text="the pilot release (default: the newest)"
+        )
+        judge = serializers.CharField(required=False, allow_blank=True, help_text="video rating: a judge's scores")
+        half_width = serializers.CharField(
+            required=False,
+            allow_blank=True,
+            help_text="target half-width of the 95 % interval, in the board's points (default 2 percentage points, "
+            "0.02 on a 0-1 board)",
+        )
+        difference = serializers.CharField(
+            required=False,
+            allow_blank=True,
+            help_text="with baseline: the difference to detect at 80 % power (default 5 points, 0.05 on a 0-1 board)",
+        )
+        metric = serializers.CharField(
+            required=False, allow_blank=True, help_text="the metric of the paired plan and markdown (default: headline)"
+        )
+        baseline = serializers.CharField(
+            required=False, allow_blank=True, help_text="a row's model name: adds paired units needed against it"
+        )
+        fmt = serializers.ChoiceField(choices=POWER_FORMATS, default="json", required=False)
+
+    @extend_schema(
+        parameters=[InputSerializer],
+        responses=_responses(POWER_FORMATS),
+        summary="Items (and raters, and paired units) needed for a target precision, from the board as a pilot",
+    )
+    def get(self, request, slug: str):
+        project = get_project_for(request.user, slug, Role.RESEARCHER)
+        params = self.InputSerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        data = params.validated_data
+        release, judge = data.get("release") or None, data.get("judge") or None
+        try:
+            asked = power.parse(project.protocol, data)
+            plan = power.cached_plan(project, asked, release_version=release, judge=judge)
+        except power.PowerInputError as exc:  # the field names itself once, as the key
+            raise serializers.ValidationError({exc.field: [str(exc).removeprefix(f"{exc.field}: ")]})
+        except paired.UnknownBaseline as exc:
+            raise serializers.ValidationError({paired.PARAMETER: [str(exc)]})
+        except Release.DoesNotExist:
+            raise Http404("No such release.")
+        except leaderboard.LeaderboardError as exc:
+            raise Http404(str(exc))
+        if data["fmt"] == "markdown":
+            return _text(power.render_markdown(plan), "markdown")
+        return Response(plan)

@@ -53,7 +53,8 @@ def board(project: Project, release: str | None, judge: str | None = None, rank_
 
 
 def report(project: Project, release: str | None) -> dict:
-    return cached("corr", project, release, "", lambda: correlation.build(project, release_version=release))
+    # "two-way": reports cached before the two-way system intervals existed are never served.
+    return cached("corr", project, release, "two-way", lambda: correlation.build(project, release_version=release))
 
 
 def warm(project_id: int, release_id: int | None) -> list[str]:

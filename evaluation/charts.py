@@ -65,6 +65,8 @@ def leaderboard_bars(
     full = Decimal(100) if percent else Decimal(1)
     cells = [row_value(row, key) for row in rows]
     highest = max((v for value, ci in cells for v in (value, *(ci or ())) if v is not None), default=None)
+    if not percent and highest is not None and highest > full:  # an open scale (ratings): no full end
+        full = Decimal("Infinity")
     if scale_max is not None:
         end = Decimal(repr(float(scale_max)))
         step = end / 4
@@ -118,7 +120,7 @@ def leaderboard_bars(
         )
     unit = " %" if percent else ""
     note = f"axis 0–{_tick(end)}{unit}" + (
-        "" if end == full else f", fitted to the values (full scale 0–{_tick(full)}{unit})"
+        "" if end == full or not full.is_finite() else f", fitted to the values (full scale 0–{_tick(full)}{unit})"
     )
     body.append(f'<text class="axis-note" x="{label_w}" y="{axis_y + 30}" {FONT} fill="#555">{escape(note)}</text>')
     return _svg(width, height + 26, body, f"Leaderboard: {label or key}")

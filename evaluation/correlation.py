@@ -14,6 +14,10 @@ With details, each judge also has ``system`` = {"kendall_tau_b" (the same value)
 criterion's mean alone), and each human entry has "n" (items rated by at least two raters) and a
 "ci" for its three statistics. Every interval is a 95 % percentile bootstrap resampling items
 (videos): generator means, leave-one-rater-out averages and alpha are recomputed per resample.
+The system-level entries also carry "ci_two_way", a two-way bootstrap that resamples items and
+systems (generators drawn with replacement, as a study of other generators would), which is the
+honest interval when few systems are ranked, and a "warning" (with details; ``system_warning``
+beside the headline figure) when fewer than MIN_SYSTEMS (10) generators are ranked.
 
 Aggregated ratings (annotation.models.Annotation ``aggregate_raters``: a study's published means
 of several raters, an item's only human rating) are the Human score of their items like any
@@ -56,7 +60,7 @@ def _human_means(
     return out
 
 
-def _aggregated_raters(items: list) -> dict[int, set[str]]:
+def aggregated_raters(items: list) -> dict[int, set[str]]:
     """item pk -> the rater keys (selectors.rater_key) of its aggregated ratings."""
     out: dict[int, set[str]] = defaultdict(set)
     rows = selectors.annotations_for(items).filter(aggregate_raters__isnull=False)
@@ -130,10 +134,50 @@ def _mean_over_criteria(per_criterion: list[np.ndarray]) -> np.ndarray:
         return np.where(cnt > 0, np.where(have, stacked, 0.0).sum(axis=0) / np.maximum(cnt, 1), np.nan)
 
 
-def _system_entry(point: stats.Correlation, samples: np.ndarray) -> dict[str, Any]:
-    entry: dict[str, Any] = {"kendall_tau_b": point.value, "n": point.n, "ci": None}
+MIN_SYSTEMS = 10  # fewer generators ranked: the system-level figure carries a warning
+
+
+def few_systems_warning(n: int) -> str:
+    return (
+        f"only {n} systems ranked: a rank correlation over fewer than {MIN_SYSTEMS} systems moves a lot with one "
+        "system more or less; read it with its two-way interval (items and systems resampled)"
+    )
+
+
+def system_draws(n_gen: int, n_boot: int, seed: int) -> np.ndarray:
+    """(n_boot, n_gen) times each generator is drawn in the systems half of the two-way bootstrap:
+    n_gen draws with replacement per resample (a stream of its own, independent of the items')."""
+    rng = np.random.default_rng([seed, 1])
+    if n_gen == 0:
+        return np.zeros((n_boot, 0), dtype=np.int64)
+    return rng.multinomial(n_gen, np.full(n_gen, 1.0 / n_gen), size=n_boot)
+
+
+def _tau_over_drawn_generators(h: np.ndarray, j: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """tau-b per resample over a sample holding m[r, g] copies of generator g: pairs of distinct
+    generators count m_g · m_h times; two copies of one generator tie on both sides, so they drop out
+    of tau-b's numerator and both halves of its denominator (as SciPy counts a repeated vector).
+    NaN when fewer than MIN_PAIRS distinct generators with values on both sides are drawn."""
+    ok = np.isfinite(h) & np.isfinite(j) & (m > 0)
+    h0, j0 = np.where(ok, h, 0.0), np.where(ok, j, 0.0)
+    weight = np.where(ok, m, 0).astype(np.float64)
+    pair = weight[:, :, None] * weight[:, None, :]
+    sx = np.sign(h0[:, :, None] - h0[:, None, :])
+    sy = np.sign(j0[:, :, None] - j0[:, None, :])
+    num = (pair * sx * sy).sum(axis=(1, 2))
+    den = (pair * sx * sx).sum(axis=(1, 2)) * (pair * sy * sy).sum(axis=(1, 2))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tau = np.where(den > 0, num / np.sqrt(np.where(den > 0, den, 1.0)), np.nan)
+    return np.where(ok.sum(axis=1) >= stats.MIN_PAIRS, tau, np.nan)
+
+
+def _system_entry(point: stats.Correlation, samples: np.ndarray, two_way: np.ndarray) -> dict[str, Any]:
+    entry: dict[str, Any] = {"kendall_tau_b": point.value, "n": point.n, "ci": None, "ci_two_way": None}
     if point.value is not None:
         entry["ci"] = percentile_ci(samples)
+        entry["ci_two_way"] = percentile_ci(two_way)
+        if point.n < MIN_SYSTEMS:
+            entry["warning"] = few_systems_warning(point.n)
     if point.note:
         entry["note"] = f"{point.note} (generators)"
     return entry
@@ -147,8 +191,10 @@ def system_agreement(
     n_boot: int,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """System-level tau-b overall and per criterion (``human``'s keys), each with n (generators) and a
-    bootstrap CI over items."""
+    """System-level tau-b overall and per criterion (``human``'s keys), each with n (generators), a
+    bootstrap CI over items ("ci") and a two-way one over items and systems ("ci_two_way": each
+    resample reweights the items as "ci" does and draws the generators with replacement,
+    ``system_draws``), and a "warning" when fewer than MIN_SYSTEMS generators are ranked."""
     criteria = tuple(human)
     names = sorted(set(generators))
     codes = np.array([names.index(g) for g in generators], dtype=np.int64)
@@ -158,22 +204,28 @@ def system_agreement(
     for c in criteria:
         gh, gj = _generator_means(human[c], generators), _generator_means(judge[c], generators)
         per_point[c] = stats.kendall_tau_b([gh[g] for g in names], [gj[g] for g in names])
-    overall_s = np.full(n_boot, np.nan)
+    overall_s, overall_2 = np.full(n_boot, np.nan), np.full(n_boot, np.nan)
     per_s = {c: np.full(n_boot, np.nan) for c in criteria}
+    per_2 = {c: np.full(n_boot, np.nan) for c in criteria}
+    drawn = system_draws(len(names), n_boot, seed)
     if generators:
         for start, w in stats.resample_weights(len(generators), n_boot, seed):
             b = w.shape[0]
+            m = drawn[start : start + b]
             hs, js = [], []
             for c in criteria:
                 h = _resampled_generator_means(human[c], codes, len(names), w)
                 j = _resampled_generator_means(judge[c], codes, len(names), w)
                 per_s[c][start : start + b] = _tau_over_generators(h, j)
+                per_2[c][start : start + b] = _tau_over_drawn_generators(h, j, m)
                 hs.append(h)
                 js.append(j)
-            overall_s[start : start + b] = _tau_over_generators(_mean_over_criteria(hs), _mean_over_criteria(js))
+            mh, mj = _mean_over_criteria(hs), _mean_over_criteria(js)
+            overall_s[start : start + b] = _tau_over_generators(mh, mj)
+            overall_2[start : start + b] = _tau_over_drawn_generators(mh, mj, m)
     return {
-        "overall": _system_entry(overall, overall_s),
-        "per_criterion": {c: _system_entry(per_point[c], per_s[c]) for c in criteria},
+        "overall": _system_entry(overall, overall_s, overall_2),
+        "per_criterion": {c: _system_entry(per_point[c], per_s[c], per_2[c]) for c in criteria},
     }
 
 
@@ -216,13 +268,15 @@ def build(project: Project, *, release_version: str | None = None, n_boot: int =
         }
         if system["overall"].get("note"):
             entry["system_note"] = system["overall"]["note"]
-        entry["system"] = {k: v for k, v in system["overall"].items() if k != "note"}
+        if system["overall"].get("warning"):
+            entry["system_warning"] = system["overall"]["warning"]
+        entry["system"] = {k: v for k, v in system["overall"].items() if k not in ("note", "warning")}
         entry["system_per_criterion"] = system["per_criterion"]
         judges.append(entry)
     judges.sort(key=lambda j: (-(mean_tau(j) if mean_tau(j) is not None else -2.0), j["judge"]))
 
     # Per-rater statistics: each rater's own scores only, never a study's published means.
-    aggregated = _aggregated_raters(items)
+    aggregated = aggregated_raters(items)
     n_aggregated = sum(1 for key in keys if key in aggregated)
     own = {key: [(r, s) for r, s in entries if r not in aggregated.get(key, ())] for key, entries in ratings.items()}
     per_rater_units = sum(1 for key in keys if own.get(key))

@@ -18,6 +18,7 @@ from decimal import Decimal
 from typing import Any
 
 from annotation.models import Project
+from inference.selectors import job_cost, job_cost_per_correct
 from protocols import registry
 from protocols.kit import clustered
 from protocols.kit.bootstrap import N_BOOT
@@ -47,6 +48,31 @@ class RowScores:
     name: str
     matrix: ItemMatrix
     units: Sequence[answer_sets.ScoringItem]
+    job: Any = None  # the inference job of a model's row (its tokens and cost); None for Random and Human
+
+
+def correct_count(protocol: str, matrix: ItemMatrix) -> int | None:
+    """How many answers the protocol scores correct: the numerator of its headline metric (the
+    first of its ranking) summed over the counted rows; None where its figures are not proportions
+    of right answers (ratings) or the headline is not a matrix column."""
+    head = (registry.get(protocol).ranking or (None,))[0]
+    if not registry.get(protocol).percent or head not in matrix.keys:
+        return None
+    j = matrix.column(head)
+    return int(matrix.num[matrix.den[:, j] > 0, j].sum())
+
+
+def usage_of(protocol: str, job, matrix: ItemMatrix) -> dict[str, Any]:
+    """A model row's tokens, cost and cost per correct answer (inference.selectors)."""
+    cost = job_cost(job)
+    correct = correct_count(protocol, matrix)
+    return {
+        "prompt_tokens": job.prompt_tokens,
+        "completion_tokens": job.completion_tokens,
+        "cost_usd": cost,
+        "correct": correct,
+        "cost_per_correct_usd": job_cost_per_correct(cost, correct),
+    }
 
 
 def cluster_key(protocol: str) -> clustered.ClusterKey:
@@ -111,13 +137,15 @@ def row_scores(
     the paired comparisons (evaluation/paired.py) compare."""
     protocol = project.protocol
     seed = (release.option_seed if release is not None else project.option_seed) + RANDOM_SEED_OFFSET
+    if registry.get(protocol).board == "votes":
+        raise LeaderboardError("a board rated from pairwise votes has no item scores to compare row by row")
     if registry.get(protocol).board == "generators":
         return _generator_rows(protocol, project, release, items, judge=judge, seed=seed), None
     if judge is not None:
         raise LeaderboardError("--judge applies to video-rating projects only")
     scoring = registry.get(protocol).scoring
     rows = [
-        RowScores(selectors.job_name(job), scoring.score(items, selectors.job_answers(job)), items)
+        RowScores(selectors.job_name(job), scoring.score(items, selectors.job_answers(job)), items, job)
         for job in selectors.latest_finished_jobs(project, release)
     ]
     if items:
@@ -150,10 +178,15 @@ def build(
     """``rank_by``: one of ranking.choices(protocol) (ranking.UnknownRanking otherwise); the default's when None."""
     rank_by = ranking.resolve(project.protocol, rank_by)
     release = selectors.release_for(project, release_version)
-    items = selectors.scoring_items(project, release)
     protocol = project.protocol
+    if registry.get(protocol).board == "votes":
+        return _vote_board(project, release, judge=judge, rank_by=rank_by)
+    items = selectors.scoring_items(project, release)
     scored, human = row_scores(project, release, items, judge=judge)
     rows = [_row(r.name, protocol, answer_sets.finish(protocol, r.matrix, n_boot=n_boot), r.units) for r in scored]
+    for row, r in zip(rows, scored):
+        if r.job is not None:
+            row["usage"] = usage_of(protocol, r.job, r.matrix)
     key = cluster_key(protocol)
     board = {
         "project": project.slug,
@@ -165,6 +198,29 @@ def build(
     if human is not None:
         board["human"] = human
     # Leaderboard order (ranking.py): every page, chart, API answer and download keeps it.
+    return ranking.reordered(board, rank_by)
+
+
+def _vote_board(project: Project, release, *, judge: str | None, rank_by: str) -> dict[str, Any]:
+    """A board whose rows are rated from the human votes of a pairwise form (``Protocol.board ==
+    "votes"``): the protocol's scoring module's ``vote_board`` over the votes on the release's
+    items (or, live, the verified and annotated items'). No model answers, no Random row."""
+    if judge is not None:
+        raise LeaderboardError("--judge applies to video-rating projects only")
+    protocol = project.protocol
+    items = selectors.vote_items(project, release)
+    found = registry.get(protocol).scoring.vote_board(items, selectors.votes_by_item(items))
+    key = cluster_key(protocol)
+    board = {
+        "project": project.slug,
+        "release": release.version if release is not None else None,
+        "protocol": protocol,
+        "cluster_key": list(key) if isinstance(key, tuple) else key,
+        "rows": found["rows"],
+        "pairwise": found["pairwise"],
+    }
+    if found["notes"]:
+        board["notes"] = found["notes"]
     return ranking.reordered(board, rank_by)
 
 
@@ -217,7 +273,10 @@ def row_for_job(job, *, n_boot: int = 200) -> dict[str, Any]:
     """
     items = selectors.scoring_items(job.project, job.release)
     scored = answer_sets.score(job.protocol, items, selectors.job_answers(job), n_boot=n_boot)
-    return _jsonable(_row(selectors.job_name(job), job.protocol, scored, items))
+    row = _jsonable(_row(selectors.job_name(job), job.protocol, scored, items))
+    # The job's count of correct answers: inference keeps it for the job page's cost per correct answer.
+    row["correct"] = correct_count(job.protocol, scored.matrix)
+    return row
 
 
 def job_metrics(job) -> dict[str, Any]:

@@ -30,7 +30,7 @@ class UnknownBaseline(ValueError):
     """A baseline that is no row of the board; the message names the rows there are."""
 
 
-def _unit_scores(
+def unit_scores(
     protocol: str, row: leaderboard.RowScores, column: int, by_cluster: bool
 ) -> dict[Hashable, tuple[float, Hashable]]:
     """unit id -> (the row's score there, the unit's cluster), counted cells only."""
@@ -73,11 +73,11 @@ def compare_rows(
     by_cluster = registry.get(protocol).board == "generators"
     scale = 100.0 if answer_sets.is_percent(protocol) else 1.0
     places = registry.get(protocol).places
-    base = _unit_scores(protocol, base_row, column, by_cluster)
+    base = unit_scores(protocol, base_row, column, by_cluster)
     for row in rows:
         if row.name == baseline:
             continue
-        own = _unit_scores(protocol, row, column, by_cluster)
+        own = unit_scores(protocol, row, column, by_cluster)
         shared = [uid for uid in own if uid in base]
         codes, _ = clustered.cluster_codes([base[uid][1] for uid in shared])
         result = paired_stats.compare(
@@ -119,6 +119,8 @@ def in_board_order(result: dict[str, Any], board: dict[str, Any]) -> dict[str, A
 def with_comparisons(project: Project, board: dict[str, Any], *, judge: str | None, baseline: str) -> dict[str, Any]:
     """The board (as board_cache serves it) with "paired" added, computed once per state of the data."""
     names = [row["model"] for row in board["rows"]]
+    if registry.get(project.protocol).board == "votes":  # ratings fitted from votes: no item scores to pair
+        raise UnknownBaseline(f"{PARAMETER}: a board rated from pairwise votes has no paired comparisons")
     if baseline not in names:  # refused before any scoring
         raise UnknownBaseline(
             f"{PARAMETER}: {baseline!r} is not a row of this board; its rows: {', '.join(names) or 'none'}"

@@ -251,3 +251,25 @@ def data_fingerprint(project: Project, release_version: str | None) -> str:
         f"{project.pk}:{project.created_at.isoformat()}:{release_version}:{jobs}:{anns}:{rel}:{live}:"
         f"{project.option_seed}"
     )
+
+
+def vote_items(project: Project, release: Release | None) -> list[ScoringItem]:
+    """The items whose human votes make a votes board (``Protocol.board == "votes"``): the
+    release's, or without one every item with its annotations in (verified or annotated): votes
+    differing is what a pairwise study measures, so an item need not wait for a reviewer."""
+    if release is not None:
+        return scoring_items(project, release)
+    rows = (
+        Item.objects.filter(project=project, status__in=[ItemStatus.VERIFIED, ItemStatus.ANNOTATED], is_gold=False)
+        .order_by("pk")
+        .values_list("pk", "external_id", "payload")
+    )
+    return [ScoringItem(key=pk, external_id=ext, payload=payload or {}, resolved={}) for pk, ext, payload in rows]
+
+
+def votes_by_item(items: list[ScoringItem]) -> dict[int, list[tuple[str, dict]]]:
+    """item pk -> [(rater key, stored answer)] of every annotation of the items."""
+    out: dict[int, list[tuple[str, dict]]] = defaultdict(list)
+    for row in annotations_for(items).values("item_id", "result", "annotator_id", "external_rater"):
+        out[row["item_id"]].append((rater_key(row), row["result"] or {}))
+    return dict(out)

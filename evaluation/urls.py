@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from . import judges, views
 
 app_name = "evaluation"
 
@@ -10,6 +10,8 @@ urlpatterns = [
         "projects/<slug:slug>/leaderboard/download/<str:fmt>/", views.leaderboard_download, name="leaderboard-download"
     ),
     path("projects/<slug:slug>/correlation/", views.correlation_page, name="correlation"),
+    path("projects/<slug:slug>/power/", views.power_page, name="power"),
+    path("projects/<slug:slug>/judges/", judges.judges_page, name="judges"),
     path(
         "projects/<slug:slug>/correlation/download/<str:fmt>/", views.correlation_download, name="correlation-download"
     ),

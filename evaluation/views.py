@@ -12,7 +12,7 @@ from annotation.models import Release, Role
 from annotation.permissions import get_project_for
 from protocols import registry
 
-from . import charts, correlation, leaderboard, metric_names, paired, ranking, selectors, tables
+from . import charts, correlation, leaderboard, metric_names, paired, power, ranking, selectors, tables
 from .board_access import board_or_404, release_and_judge, report_or_404, wants_details
 from .board_access import rank_by as requested_ranking
 from .scoring import answer_sets
@@ -95,11 +95,17 @@ def leaderboard_page(request, slug: str):
             cells = []
             for key in tab["keys"]:
                 value, ci = tables.row_value(row, key)
+                se, se_clustered, design_effect = tables.row_errors(row, key) if tab["id"] == "main" else (None,) * 3
                 cells.append(
                     {
                         "value": value,
-                        "text": "–" if value is None else f"{value:.{places}f}",
+                        # a count (battles, ties) is an integer, printed as one
+                        "text": "–" if value is None else _cell_text(value, places),
                         "ci": "" if not ci else f"[{ci[0]:.{places}f}, {ci[1]:.{places}f}]",
+                        # the main table's standard errors (naive, clustered) and design effect
+                        "se": None if se is None else f"{se:.{places + 1}f}",
+                        "se_clustered": None if se_clustered is None else f"{se_clustered:.{places + 1}f}",
+                        "design_effect": None if design_effect is None else f"{design_effect:.3f}",
                     }
                 )
             tab["rows"].append({"row": row, "cells": cells})
@@ -133,6 +139,7 @@ def leaderboard_page(request, slug: str):
             "judge": judge,
             "judges": judges,
             "generators": generators,
+            "pairwise": registry.get(protocol).board == "votes",  # the judges page reads votes boards
             "query": request.GET.urlencode(),
             "formats": ["csv", "json", "latex", "markdown", "svg"],
             "bar_svg": charts.leaderboard_bars(board, headline, label=metric_names.metric_name(protocol, headline)),
@@ -140,8 +147,17 @@ def leaderboard_page(request, slug: str):
             # ?baseline=: the paired comparisons (templates/evaluation/_paired.html shows them)
             "paired": board.get("paired"),
             "paired_places": places,
+            "cluster_key": ", ".join(key) if isinstance(key := board.get("cluster_key"), list) else key,
         },
     )
+
+
+def _cell_text(value, places: int) -> str:
+    """A cell's text: a count (an int, e.g. a votes board's battles) as a whole number, any other
+    value with the protocol's decimals."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return f"{value:.{places}f}"
 
 
 def _baselines(board, has_chance: bool) -> list[tuple[str, str]]:
@@ -222,6 +238,8 @@ def correlation_page(request, slug: str):
                 for r in rows
             ],
             "heatmap_svg": charts.heatmap(report),
+            # one warning for the page when a judge's system level ranks fewer than 10 generators
+            "few_systems": next((j["system_warning"] for j in report["judges"] if j.get("system_warning")), None),
             "release": release,
             "query": request.GET.urlencode(),
         },
@@ -249,3 +267,56 @@ def correlation_download(request, slug: str, fmt: str):
     return _download(
         tables.render_correlation(report_or_404(project, release), fmt, details=wants_details(request)), fmt, name
     )
+
+
+@login_required
+def power_page(request, slug: str):
+    """Items (and raters, and paired units) a study needs for a target precision, from this board
+    as a pilot (evaluation/power.py). A bad form value re-renders the form with a 400 naming it."""
+    project = get_project_for(request.user, slug, Role.RESEARCHER)
+    protocol = project.protocol
+    release, judge = release_and_judge(request)
+    board = board_or_404(project, release, judge)  # the rows and metrics the form offers (cached)
+    error, plan = None, None
+    try:
+        asked = power.parse(protocol, request.GET)
+        plan = power.cached_plan(project, asked, release_version=release, judge=judge)
+    except (power.PowerInputError, paired.UnknownBaseline) as exc:
+        error = str(exc)
+    except Release.DoesNotExist:
+        raise Http404("No such release.")
+    except leaderboard.LeaderboardError as exc:
+        raise Http404(str(exc))
+    metrics = list(board["rows"][0].get("se") or {}) if board["rows"] else []
+    default_width, default_difference = power.defaults(protocol)
+    generators = registry.get(protocol).board == "generators"
+    context = {
+        "project": project,
+        "board": board,
+        "plan": plan,
+        "error": error,
+        "form": {
+            "half_width": request.GET.get("half_width") or f"{default_width:g}",
+            "difference": request.GET.get("difference") or f"{default_difference:g}",
+            "metric": plan["metric"] if plan else request.GET.get("metric") or "",
+            "baseline": request.GET.get(paired.PARAMETER) or "",
+        },
+        "metrics": [(k, metric_names.metric_name(protocol, k)) for k in metrics],
+        "unit": power.unit_name(protocol),
+        "top": f"{power.scale_max(protocol):g}",
+        "places": tables.places_for(protocol) + 1,
+        "releases": list(project.releases.order_by("-created_at").values_list("version", flat=True)),
+        "release": release,
+        "judge": judge,
+        "judges": [
+            selectors.job_name(j)
+            for j in selectors.latest_finished_jobs(project, selectors.release_for(project, release))
+        ]
+        if generators
+        else [],
+        "cluster_key": ", ".join(key) if isinstance(key := board.get("cluster_key"), list) else key,
+        "query": request.GET.urlencode(),
+    }
+    if plan is not None:
+        context.update(power.page_tables(plan))
+    return render(request, "evaluation/power.html", context, status=400 if error else 200)

@@ -7,7 +7,8 @@ registry (protocols.registry.get(name)) for this object and read its facts or ca
 
 What a protocol says, in the order the platform uses it:
 - item side: ``media_fields`` (payload field -> "image" | "video" | "images"), the workflow form
-  it is annotated in (``workflow``: quintuplet, box, qa or rating) and the fields that form's
+  it is annotated in (``workflow``: quintuplet, box, qa or rating, or a form of its own named by
+  ``workflow_module``) and the fields that form's
   result holds (``result_fields`` for quintuplets, ``criteria`` / ``nullable`` / labels / rubric
   for ratings), ``answer_shape`` for QA forms, ``default_annotations_per_item``, the project
   settings it reads (``settings_keys``);
@@ -75,7 +76,10 @@ class Protocol:
 
     name: ClassVar[str] = ""
     label: ClassVar[str] = ""  # the human name of projects' protocol choice
-    workflow: ClassVar[str] = ""  # quintuplet | box | qa | rating
+    workflow: ClassVar[str] = ""  # quintuplet | box | qa | rating, or the name of the protocol's own form
+    # A form of its own: the name of a module of the package implementing it (see "A workflow of
+    # its own" in annotation/protocols.py); None: the protocol is annotated in one of the four forms.
+    workflow_module: ClassVar[str | None] = None
     media_fields: ClassVar[dict[str, str]] = {}
     # The item line's fields and their checks (protocols/fields.py ItemFields; the protocol's fields.py).
     item_fields: ClassVar[Any] = None
@@ -112,7 +116,9 @@ class Protocol:
     places: ClassVar[int] = 2  # printed decimals: percent with two unless the protocol says otherwise
     percent: ClassVar[bool] = True
     human_row: ClassVar[bool] = False  # blind answers make a Human row
-    board: ClassVar[str] = "models"  # "models", or "generators" (rows per payload["generator"])
+    # "models", "generators" (rows per payload["generator"]) or "votes" (rows from the human votes of
+    # a pairwise form: the scoring module's ``vote_board(items, votes)``)
+    board: ClassVar[str] = "models"
     # the payload field grouping items for clustered errors (protocols/kit/clustered.py): a name, a
     # dotted path ("extra.video_id") or a tuple of them; None: every item stands alone
     cluster_key: ClassVar[str | tuple[str, ...] | None] = None

@@ -21,6 +21,7 @@ BUILT_IN = (
     "protocols.visualtrans",
     "protocols.m3verse",
     "protocols.oscbench",
+    "protocols.arena",
 )
 
 _loaded: dict[str, Protocol] = {}

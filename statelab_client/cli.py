@@ -3,7 +3,7 @@
     statelab --url URL --token TOKEN COMMAND ...   (or STATELAB_URL / STATELAB_TOKEN)
 
 Commands: whoami, projects, import, releases, freeze, export, job launch|wait|cancel,
-leaderboard, correlation (statelab COMMAND --help for each). Data goes to stdout (or -o FILE),
+leaderboard, power, correlation (statelab COMMAND --help for each). Data goes to stdout (or -o FILE),
 progress and messages to stderr (--quiet: no progress bars).
 
 Exit status:
@@ -284,6 +284,20 @@ def cmd_correlation(client: StateLabClient, args: argparse.Namespace) -> int:
     return _write_table(report, args)
 
 
+def cmd_power(client: StateLabClient, args: argparse.Namespace) -> int:
+    plan = client.power(
+        args.project,
+        release=args.release,
+        judge=args.judge,
+        half_width=args.half_width,
+        difference=args.difference,
+        metric=args.metric,
+        baseline=args.baseline,
+        fmt=args.format,
+    )
+    return _write_table(plan, args)
+
+
 def _write_table(data: Any, args: argparse.Namespace) -> int:
     text = json.dumps(data, indent=2, ensure_ascii=False) + "\n" if args.format == "json" else data
     if args.output:
@@ -419,6 +433,28 @@ def build_parser() -> argparse.ArgumentParser:
         help="another ranking where the protocol has one (video rating: criteria_mean; "
         "default: the paper's headline metric)",
     )
+    sub.add_argument("-o", "--output")
+
+    sub = command(
+        "power",
+        cmd_power,
+        "items (and raters) needed for a target interval half-width, with the project's board as the pilot",
+    )
+    sub.add_argument("project")
+    sub.add_argument("--release", help="the pilot release (default: the newest)")
+    sub.add_argument("--judge", help="plan from this judge's scores (video rating projects)")
+    sub.add_argument(
+        "--half-width",
+        type=float,
+        metavar="X",
+        help="half-width of the 95 %% interval in the board's points (default 2; 0.02 on a 0-1 board)",
+    )
+    sub.add_argument("--baseline", metavar="MODEL", help="add the units needed to detect a difference from it")
+    sub.add_argument(
+        "--difference", type=float, metavar="D", help="the difference to detect at 80 %% power (default 5; 0.05)"
+    )
+    sub.add_argument("--metric", help="the metric of the tables (default: the board's headline)")
+    sub.add_argument("--format", default="markdown", choices=["markdown", "json"])
     sub.add_argument("-o", "--output")
 
     sub = command("correlation", cmd_correlation, "human-judge correlation of a video rating project")

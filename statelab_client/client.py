@@ -14,13 +14,12 @@ from typing import IO, Any, Literal, TypedDict
 
 import httpx
 
+from .analysis import Analysis
 from .media import media_named, zip_with_media
 
 ImportStatus = Literal["queued", "running", "finished", "refused", "failed"]
 JobStatus = Literal["queued", "running", "finished", "failed", "cancelled"]
 ExportFormat = Literal["json", "jsonl", "zip", "hf", "coco", "coco_zip"]
-LeaderboardFormat = Literal["json", "csv", "latex", "markdown"]
-CorrelationFormat = Literal["json", "csv", "latex"]
 
 IMPORT_DONE = ("finished", "refused", "failed")
 JOB_ACTIVE = ("queued", "running")
@@ -230,7 +229,7 @@ def download_name(response: httpx.Response, fallback: str) -> str:
     return name or fallback
 
 
-class StateLabClient:
+class StateLabClient(Analysis):
     """client = StateLabClient("https://statelab.example.org", token="...")
 
     Every method raises ApiError for an error status and ConnectionFailed when the server cannot
@@ -454,42 +453,3 @@ class StateLabClient:
             if timeout is not None and time.monotonic() - started > timeout:
                 raise TimeoutError(f"job {job_id} still {progress['status']} after {timeout:g} s")
             time.sleep(poll)
-
-    # --- analysis -------------------------------------------------------------------------
-
-    def leaderboard(
-        self,
-        slug: str,
-        *,
-        release: str | None = None,
-        judge: str | None = None,
-        fmt: LeaderboardFormat = "json",
-        details: bool = False,
-        rank_by: str | None = None,
-    ) -> Any:
-        """The board as JSON data (fmt="json"), else the table as text (csv, latex, markdown).
-        `rank_by` picks another ranking where the protocol has one (video rating: "criteria_mean")."""
-        params = {
-            "release": release or "",
-            "judge": judge or "",
-            "fmt": fmt,
-            **({"details": "1"} if details else {}),
-            **({"rank_by": rank_by} if rank_by else {}),
-        }
-        return self._analysis(f"/api/projects/{slug}/leaderboard/", params, fmt)
-
-    def correlation(
-        self,
-        slug: str,
-        *,
-        release: str | None = None,
-        fmt: CorrelationFormat = "json",
-        details: bool = False,
-    ) -> Any:
-        """Human-judge correlation (video rating projects): JSON data, or csv / latex text."""
-        params = {"release": release or "", "fmt": fmt, **({"details": "1"} if details else {})}
-        return self._analysis(f"/api/projects/{slug}/correlation/", params, fmt)
-
-    def _analysis(self, path: str, params: dict[str, str], fmt: str) -> Any:
-        response = self._request("GET", path, params=params)
-        return response.json() if fmt == "json" else response.text

@@ -380,6 +380,20 @@ ROUTES: dict[str, Route] = {
         get(200, query="fmt=latex"),
         wrong("POST"),
     ),
+    # The power page and its API: a bad target is a 400 naming it, for whoever is let in.
+    "evaluation:power": page(slug, member(Role.RESEARCHER), get(200), get(400, query="half_width=abc")),
+    "api-power": api(
+        slug,
+        member(Role.RESEARCHER),
+        get(200),
+        get(200, query="fmt=markdown&half_width=1.5"),
+        get(400, query="half_width=0"),
+        wrong("POST"),
+    ),
+    # MLLM judges of a pairwise project: the page says when a project is not one; the API answers
+    # 404 naming the protocol, and a 400 for a Likert project the caller cannot compare with.
+    "evaluation:judges": page(slug, member(Role.RESEARCHER), get(200), get(400, query="likert=nowhere")),
+    "api-judges": api(slug, member(Role.RESEARCHER), get(404), get(400, query="likert=nowhere"), wrong("POST")),
     # Media: stored assets for any member of a project using them, the upload area for
     # researchers anywhere, anything else for superusers only.
     "media": Route(

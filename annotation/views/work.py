@@ -13,15 +13,30 @@ from django.views.decorators.http import require_GET
 
 from ..models import Item, Role, Workflow
 from ..permissions import get_project_for, has_role
+from ..protocols import custom_workflow
 from ..selectors import item_kept_fields, workflow_form
 from ..studies.table import finish_url_for
 
-WORKFLOW_PAGES = {
-    Workflow.QUINTUPLET: ("annotation/work/quintuplet.html", "js/quintuplet.js", "Quintuplet labeling"),
-    Workflow.BOX: ("annotation/work/box.html", "js/box.js", "Box and state"),
-    Workflow.QA: ("annotation/work/qa.html", "js/qa.js", "Blind QA verification"),
-    Workflow.RATING: ("annotation/work/rating.html", "js/rating.js", "Video rating"),
-}
+
+class _WorkflowPages(dict):
+    """Workflow -> (template, ES module, title) of its annotate page; a protocol's own form brings
+    its own (annotation/protocols.py, "A workflow of its own")."""
+
+    def __missing__(self, workflow: str) -> tuple[str, str, str]:
+        custom = custom_workflow(workflow)
+        if custom is None:
+            raise KeyError(workflow)
+        return custom.TEMPLATE, custom.SCRIPT, custom.LABEL
+
+
+WORKFLOW_PAGES = _WorkflowPages(
+    {
+        Workflow.QUINTUPLET: ("annotation/work/quintuplet.html", "js/quintuplet.js", "Quintuplet labeling"),
+        Workflow.BOX: ("annotation/work/box.html", "js/box.js", "Box and state"),
+        Workflow.QA: ("annotation/work/qa.html", "js/qa.js", "Blind QA verification"),
+        Workflow.RATING: ("annotation/work/rating.html", "js/rating.js", "Video rating"),
+    }
+)
 
 
 def _context(request, project, page: str, **extra) -> dict:

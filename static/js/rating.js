@@ -5,29 +5,11 @@
 // must cover the whole video (seeking or dragging the scrubber to the end does not count).
 // The criteria, their labels and the rubric come with the item (annotation/selectors.py
 // annotator_item_payload: criteria [{key, label, allows_na, rubric}], rubric, rubric_text).
-import { h, mediaUrl, startWorkbench, videoPlayer } from "./workbench.js";
+import { coversWhole, h, mediaUrl, startWorkbench, videoPlayer } from "./workbench.js";
 
 /** The item's criteria as [{key, label, nullable, help}]. */
 export function criteriaOf(item) {
   return item.criteria.map((c) => ({ key: c.key, label: c.label, nullable: c.allows_na, help: c.rubric }));
-}
-
-/**
- * Whether the played ranges cover [0, duration], allowing gaps up to `tolerance` seconds (a frame
- * step, the last frame's rounding). `ranges` is a TimeRanges or a list of [start, end].
- */
-export function coversWhole(ranges, duration, tolerance) {
-  if (!duration || !isFinite(duration)) return false;
-  const list = [];
-  if (Array.isArray(ranges)) list.push(...ranges.map(([a, b]) => [a, b]));
-  else for (let i = 0; i < ranges.length; i++) list.push([ranges.start(i), ranges.end(i)]);
-  list.sort((x, y) => x[0] - y[0]);
-  let reached = 0;
-  for (const [start, end] of list) {
-    if (start > reached + tolerance) return false;
-    reached = Math.max(reached, end);
-  }
-  return reached >= duration - tolerance;
 }
 
 /** The rubric dialog's body: the project's one rubric text (rubric_text, if any), then the

@@ -10,6 +10,7 @@ import { Notices } from "./workbench/notices.js";
 import { Shortcuts } from "./workbench/shortcuts.js";
 import { disagreementPanel, queueOrder } from "./review_disagreement.js";
 import { boxAdjudicator } from "./review_box.js";
+import { choiceEditor, choiceItemText, choiceMedia, choiceRows } from "./review_choices.js";
 
 const COLORS = ["#ffd400", "#00c2ff", "#ff5ca8", "#7cff6b", "#ff8c1a", "#b388ff"];
 
@@ -105,6 +106,7 @@ function fieldRows(workflow, data) {
   const labels = data.field_labels;
   const form = data.form;
   const label = (key, fallback) => labels[key] || fallback;
+  if (form.review) return choiceRows(form.review, data.item.payload || {});
   if (workflow === "quintuplet") return form.fields.map((f) => [f, label(f, f.replace("_", " ")), (r) => r[f]]);
   if (workflow === "box") {
     return [
@@ -118,6 +120,7 @@ function fieldRows(workflow, data) {
 }
 
 function truthOf(workflow, payload, form) {
+  if (form.review) return null; // answers of a protocol's own form: the item holds none
   if (workflow === "quintuplet") return Object.fromEntries(form.fields.map((f) => [f, payload[f]]));
   if (workflow === "box") {
     // The import format stores "nothing to label" / "cannot determine" in bbox itself.
@@ -151,6 +154,7 @@ function boxPreview(url, boxes) {
 function renderMedia(workflow, item, annotations, boxAdj, form) {
   const media = item.media;
   if (boxAdj) return boxAdj.el;
+  if (form.review) return choiceMedia(item, form.review); // a protocol's own form describes its review
   if (workflow === "box") {
     const url = mediaUrl(media, form.media[0].field);
     const boxes = annotations.map((a, i) => ({ bbox: a.result.bbox, color: COLORS[i % COLORS.length], label: a.annotator }));
@@ -175,6 +179,7 @@ function renderMedia(workflow, item, annotations, boxAdj, form) {
 }
 
 function itemText(workflow, payload, form) {
+  if (form.review) return choiceItemText(payload, form.review);
   if (workflow === "qa") {
     // The item's other plain fields (its format and metadata), whatever the protocol names them.
     const shown = new Set(["question", "options", "answer", ...form.media.map((m) => m.field)]);
@@ -194,6 +199,7 @@ function editor(workflow, item, base, boxAdj, form) {
   const read = [];
   const row = (label, input, sub = false) => rows.push(h("label", { class: sub ? "sub" : "" }, label), input);
   if (boxAdj) return { el: h("div", { class: "editor" }, boxAdj.controls), read: () => boxAdj.read() };
+  if (form.review) return choiceEditor(form.review, item.payload || {}, base);
   if (workflow === "quintuplet") {
     for (const f of ["state_a", "state_b", "change"]) {
       const input = h("input", { type: "text", name: f, value: base[f] || "" });

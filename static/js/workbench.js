@@ -21,7 +21,7 @@ export { h, sleep, uuid } from "./workbench/dom.js";
 export { ApiError, NetworkError, api, apiList, csrfToken, describeError, errorField } from "./workbench/api.js";
 export { Shortcuts, isTyping } from "./workbench/shortcuts.js";
 export { Notices } from "./workbench/notices.js";
-export { mediaList, mediaOf, mediaUrl, pageForm, preloadMedia, videoPlayer, zoomableImage } from "./workbench/media.js";
+export { coversWhole, mediaList, mediaOf, mediaUrl, pageForm, preloadMedia, videoPlayer, zoomableImage } from "./workbench/media.js";
 export { Workbench } from "./workbench/task_loop.js";
 import { AmendBench } from "./workbench/amend.js";
 import { startWorkbench as startTaskLoop } from "./workbench/task_loop.js";

@@ -40,15 +40,19 @@ def test_demo_sets_up_every_workflow_and_is_idempotent(tmp_path, capsys):
     assert authenticate(HttpRequest(), username="admin", password="admin-demo").is_superuser
     first = census()
     assert first["projects"] == [
+        ("demo-arena", "arena"),
         ("demo-changeit", "changeit"),
         ("demo-m3verse", "m3verse"),
         ("demo-oscbench", "oscbench"),
         ("demo-status", "status"),
         ("demo-visualtrans", "visualtrans"),
     ]
-    # 32 items per QA or box project (4 raw, 4 labeled, 24 verified), 30 OSCBench videos (6 raw);
-    # imported human work: 3 raters x 24 videos, 2 blind answers x 24 questions in two projects.
-    assert first["item_count"] == 4 * 32 + 30 and first["members"] == 35 and first["ratings"] == 72 + 2 * 48
+    # 32 items per QA or box project (4 raw, 4 labeled, 24 verified), 30 OSCBench videos (6 raw),
+    # 30 arena pairs (6 raw); imported human work: 3 raters x 24 videos, 2 blind answers x 24
+    # questions in two projects, 3 raters' votes on 24 arena pairs.
+    assert first["item_count"] == 4 * 32 + 30 + 30
+    assert first["members"] == 35 + 7, first["members"]  # the arena: its 3 raters and the 4 demo people
+    assert first["ratings"] == 72 + 2 * 48 + 3 * 24, first["ratings"]
     assert authenticate(HttpRequest(), username="lead", password="lead-demo").is_superuser is False
     assert set(Membership.objects.filter(user__username="lead").values_list("role", flat=True)) == {"admin"}
     for slug in ("demo-status", "demo-changeit", "demo-visualtrans", "demo-m3verse"):
@@ -57,6 +61,7 @@ def test_demo_sets_up_every_workflow_and_is_idempotent(tmp_path, capsys):
         )
         assert set(statuses) == {"pending", "annotated", "verified"}
     assert [(slug, version, n) for slug, version, n, _ in first["releases"]] == [
+        ("demo-arena", "v1", 24),
         ("demo-changeit", "v1", 24),
         ("demo-m3verse", "v1", 24),
         ("demo-oscbench", "v1", 24),

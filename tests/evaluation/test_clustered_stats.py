@@ -14,10 +14,9 @@ from django.template.loader import render_to_string
 from annotation.models import Role
 from protocols.kit import clustered, paired
 from protocols.kit.matrix import ItemMatrix
-from tests.helpers.files import write_predictions
 from tests.helpers.items import run_command
 
-from .factories import make_release
+from .factories import COUNTING_ITEMS, counting_board
 
 # --- standard errors ----------------------------------------------------------------------------
 
@@ -167,30 +166,15 @@ def test_paired_bootstrap_resamples_whole_clusters():
 
 # --- the board, the API and the command ---------------------------------------------------------
 
-N_ITEMS = 16
-RIGHT = {"bad": 2, "mid": 4, "good": N_ITEMS}  # each model is right on the first k items
+N_ITEMS = COUNTING_ITEMS
 
 
 @pytest.fixture
-def counting_project(make_project, make_user, tmp_path):
-    """16 VisualTrans counting questions, two per scene; three models imported."""
+def counting_project(make_project, make_user):
+    """16 VisualTrans counting questions, two per scene; three models imported (factories.counting_board)."""
     researcher = make_user("res")
     project = make_project("vtc", "visualtrans", members={researcher: Role.RESEARCHER})
-    payloads = {
-        f"q{i}": {
-            "images": [f"s{i // 2}/a.png", f"s{i // 2}/b.png"],
-            "question": f"How many cups in scene {i // 2}?",
-            "format": "count",
-            "answer": i,
-            "subtask": "quantitative",
-            "scene": f"scene{i // 2}",
-        }
-        for i in range(N_ITEMS)
-    }
-    make_release(project, payloads)
-    for model, k in RIGHT.items():
-        lines = [{"item": f"q{i}", "query": "qa", "answer": str(i if i < k else i + 100)} for i in range(N_ITEMS)]
-        run_command("import_predictions", "vtc", write_predictions(tmp_path, lines, f"{model}.jsonl"), "--model", model)
+    counting_board(project)
     return project
 
 

@@ -89,31 +89,67 @@ def test_status_import_then_leaderboard_json(make_project, tmp_path):
     ci50 = json.loads(run_command("leaderboard", "st", "--details", "--boot", "50"))["rows"][0]["ci"]
     cell = {k: f"{v:.2f} [{ci50[k][0]:.2f}, {ci50[k][1]:.2f}]" for k, v in m1["metrics"].items()}
     assert cell["acc_ir"] == "100.00 [100.00, 100.00]"
-    md = run_command("leaderboard", "st", "--format", "markdown", "--boot", "50").splitlines()
+    # Markdown and LaTeX, read by people, name the columns ("acc_osi" -> "Acc OSI"); CSV keeps the keys.
+    text = run_command("leaderboard", "st", "--format", "markdown", "--boot", "50")
+    md, errors_caption, errors_table = text.split("\n\n")
+    md = md.splitlines()
     assert md[0] == (
-        "| Model | Rank | n | Parse failures | acc_osi | acc_ir | acc_sci | oa | racc_osi | racc_ir | racc_sci | roa |"
+        "| Model | Rank | n | Parse failures | Acc OSI | Acc IR | Acc SCI | OA | RAcc OSI | RAcc IR | RAcc SCI | ROA |"
     )
     assert md[2] == "| m1 | 1 | 4 | 1 | " + " | ".join(cell[k] for k in m1["metrics"]) + " |"
     assert md[-1] == "| Chance |  |  |  | 50.00 | 50.00 | 50.00 | 50.00 | 25.00 | 25.00 | 25.00 | 1.56 |"
+    # Then the standard errors, naive / clustered (design effect), of the metrics that are means of item
+    # scores; the items have no source video here, so each is its own cluster.
+    assert errors_caption == (
+        "Standard errors of the means, naive / clustered by extra.video_id, design effect in parentheses; "
+        "metrics derived from several means have none"
+    )
+    errors_lines = errors_table.splitlines()
+    with_errors = [k for k in m1["metrics"] if m1["se"].get(k) is not None]
+    assert with_errors == list(m1["metrics"])  # every STATUS metric is a mean of item scores
+    names = {
+        "acc_osi": "Acc OSI",
+        "acc_ir": "Acc IR",
+        "acc_sci": "Acc SCI",
+        "oa": "OA",
+        "racc_osi": "RAcc OSI",
+        "racc_ir": "RAcc IR",
+        "racc_sci": "RAcc SCI",
+        "roa": "ROA",
+    }
+    assert errors_lines[0] == "| Model | " + " | ".join(names[k] for k in with_errors) + " |"
+    m1_errors = errors_lines[2].strip("| ").split(" | ")
+    assert m1_errors[0] == "m1"
+    for key, text in zip(with_errors, m1_errors[1:]):
+        se, se_clustered, design_effect = m1["se"][key], m1["se_clustered"][key], m1["design_effect"][key]
+        expected = f"{se:.3f} / " + ("–" if se_clustered is None else f"{se_clustered:.3f}")
+        assert text == expected + ("" if design_effect is None else f" ({design_effect:.3f})"), key
     latex = run_command("leaderboard", "st", "--format", "latex", "--boot", "50")
-    assert "Model & Rank & n & Parse failures & acc\\_osi" in latex
+    assert "Model & Rank & n & Parse failures & Acc OSI & Acc IR" in latex
+    assert "Model & Acc OSI" in latex.split(r"\end{table}")[1]  # the standard errors' table
     assert "m1 & 1 & 4 & 1 & " + " & ".join(cell[k] for k in m1["metrics"]) + r" \\" in latex
     assert (
         r"\midrule" + "\n" + r"Chance &  &  &  & 50.00 & 50.00 & 50.00 & 50.00 & 25.00 & 25.00 & 25.00 & 1.56 \\"
         in latex
     )
     csv_lines = run_command("leaderboard", "st", "--format", "csv", "--boot", "50").splitlines()
-    assert csv_lines[0].startswith("model,rank,n,parse_failures,acc_osi,acc_osi_ci_lo,acc_osi_ci_hi,acc_ir,")
-    assert csv_lines[1].startswith(
-        f"m1,1,4,1,87.50,{ci50['acc_osi'][0]:.2f},{ci50['acc_osi'][1]:.2f},100.00,100.00,100.00,"
+    assert csv_lines[0].startswith(
+        "model,rank,n,parse_failures,acc_osi,acc_osi_ci_lo,acc_osi_ci_hi,acc_osi_se,acc_osi_se_clustered,"
+        "acc_osi_design_effect,acc_ir,"
     )
-    assert csv_lines[-1] == "Chance,,,," + ",".join(f"{c},," for c in ["50.00"] * 4 + ["25.00"] * 3 + ["1.56"])
+    osi = [m1[name]["acc_osi"] for name in ("se", "se_clustered", "design_effect")]
+    assert csv_lines[1].startswith(
+        f"m1,1,4,1,87.50,{ci50['acc_osi'][0]:.2f},{ci50['acc_osi'][1]:.2f},"
+        + ",".join("" if v is None else f"{v:.3f}" for v in osi)
+        + ",100.00,100.00,100.00,"
+    )
+    assert csv_lines[-1] == "Chance,,,," + ",".join(f"{c},,,,," for c in ["50.00"] * 4 + ["25.00"] * 3 + ["1.56"])
 
     # One breakdown tab in every format; an unknown one is refused with the names that exist.
     md = run_command(
         "leaderboard", "st", "--format", "markdown", "--boot", "50", "--breakdown", "category:positional"
     ).splitlines()
-    assert md[0].endswith("| acc_osi | acc_ir | acc_sci | oa | racc_osi | racc_ir | racc_sci | roa |")
+    assert md[0].endswith("| Acc OSI | Acc IR | Acc SCI | OA | RAcc OSI | RAcc IR | RAcc SCI | ROA |")
     assert md[2].startswith("| m1 | 1 | 4 | 1 | 75.00 [")  # it0, it1: OSI 3/4
     assert md[-1].endswith("| 50.00 | 50.00 | 50.00 | 50.00 | 25.00 | 25.00 | 25.00 | 1.56 |")
     latex = run_command("leaderboard", "st", "--format", "latex", "--boot", "50", "--breakdown", "difference:slight")
@@ -244,7 +280,8 @@ def test_oscbench_generators_judge_and_correlation(make_project, tmp_path):
     assert set(report["human"]["realism"]) >= {"loo_kendall_tau_b", "loo_spearman_rho", "krippendorff_alpha"}
     # Details: system level per criterion and overall with n (generators) and an interval; the
     # human reference with n (videos rated twice or more) and intervals.
-    assert j["system"] == {"kendall_tau_b": None, "n": 2, "ci": None}
+    assert j["system"] == {"kendall_tau_b": None, "n": 2, "ci": None, "ci_two_way": None}
+    assert "system_warning" not in j  # no figure, no warning: the note says why
     assert j["system_per_criterion"]["object"]["n"] == 2 and "too few" in j["system_per_criterion"]["object"]["note"]
     assert report["human"]["object"]["n"] == 8
     assert report["human"]["object"]["ci"]["krippendorff_alpha"] == [1.0, 1.0]
@@ -252,7 +289,8 @@ def test_oscbench_generators_judge_and_correlation(make_project, tmp_path):
 
     csv_text = run_command("correlation", "osc", "--format", "csv", "--boot", "50")
     assert csv_text.splitlines()[0] == (
-        "source,criterion,kendall_tau_b,spearman_rho,n,tau_ci_lo,tau_ci_hi,rho_ci_lo,rho_ci_hi,krippendorff_alpha,note"
+        "source,criterion,kendall_tau_b,spearman_rho,n,tau_ci_lo,tau_ci_hi,rho_ci_lo,rho_ci_hi,"
+        "tau_two_way_ci_lo,tau_two_way_ci_hi,krippendorff_alpha,note"
     )
     assert "\\begin{tabular}" in run_command("correlation", "osc", "--format", "latex", "--boot", "50")
     assert Annotation.objects.count() == 24 and Item.objects.count() == 8

@@ -10,6 +10,7 @@ MODULES = [
     "protocols.kit.items",
     "protocols.kit.clustered",
     "protocols.kit.paired",
+    "protocols.kit.power",
     "protocols.kit.pairwise",
     "protocols.kit.releases",
     "protocols.kit.csv_cells",

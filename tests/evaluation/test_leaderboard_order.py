@@ -134,15 +134,21 @@ def test_status_table_chart_api_and_downloads_share_the_roa_order(client, status
     # metric keeps the leaderboard's order).
     base = "/projects/order/leaderboard/download"
     assert csv_order(client.get(f"{base}/csv/").content.decode()) == list(zip(ROA_ORDER, ["1", "1", "1", "4", "4"]))
-    latex = client.get(f"{base}/latex/").content.decode()
+    latex, latex_errors = client.get(f"{base}/latex/").content.decode().split(r"\end{table}")[:2]
     body = [
         line.split(" & ")[:2]
         for line in latex.splitlines()
         if " & " in line and not line.startswith(("Model", "Chance"))
     ]
     assert body == [["zeta-tied", "1"], ["alpha-twin", "1"], ["rigorous", "1"], ["Random", "4"], ["broad", "4"]]
-    md = client.get(f"{base}/markdown/").content.decode().splitlines()[2:-1]
-    assert [line.split(" | ")[0].lstrip("| ") for line in md] == ROA_ORDER
+    # the second table, the standard errors, keeps the order
+    assert [
+        line.split(" & ")[0] for line in latex_errors.splitlines() if " & " in line and not line.startswith("Model")
+    ] == ROA_ORDER
+    md, md_caption, md_errors = client.get(f"{base}/markdown/").content.decode().split("\n\n")
+    assert [line.split(" | ")[0].lstrip("| ") for line in md.splitlines()[2:-1]] == ROA_ORDER
+    assert md_caption.startswith("Standard errors of the means, naive / clustered")
+    assert [line.split(" | ")[0].lstrip("| ") for line in md_errors.splitlines()[2:]] == ROA_ORDER
     assert [r["model"] for r in json.loads(client.get(f"{base}/json/").content)["rows"]] == ROA_ORDER
     svg = client.get(f"{base}/svg/").content.decode()
     assert chart_order(svg) == ROA_ORDER and "<title>Leaderboard: ROA</title>" in svg
@@ -202,8 +208,10 @@ def test_oscbench_generators_rank_by_the_state_change_score_not_its_accuracy_hal
     lines = client.get("/projects/oscorder/leaderboard/download/csv/").content.decode()
     assert [m for m, _ in csv_order(lines)] == order
     assert lines.splitlines()[0].endswith(
-        ",aesthetics,aesthetics_ci_lo,aesthetics_ci_hi,criteria_mean,criteria_mean_ci_lo,"
-        "criteria_mean_ci_hi,state_change,state_change_ci_lo,state_change_ci_hi"
+        ",aesthetics,aesthetics_ci_lo,aesthetics_ci_hi,aesthetics_se,aesthetics_se_clustered,aesthetics_design_effect,"
+        "criteria_mean,criteria_mean_ci_lo,criteria_mean_ci_hi,criteria_mean_se,criteria_mean_se_clustered,"
+        "criteria_mean_design_effect,state_change,state_change_ci_lo,state_change_ci_hi,state_change_se,"
+        "state_change_se_clustered,state_change_design_effect"
     )
 
 
@@ -297,11 +305,11 @@ def test_oscbench_ranks_by_the_state_change_score_or_by_the_mean_of_criteria(cli
     response = client.get(f"{base}/csv/?rank_by=criteria_mean")
     assert response["Content-Disposition"] == 'attachment; filename="oscrank-leaderboard-v1-by-criteria_mean.csv"'
     assert csv_order(response.content.decode()) == [(r["model"], str(r["rank"])) for r in by_mean["rows"]]
-    latex = client.get(f"{base}/latex/?rank_by=criteria_mean").content.decode()
+    latex = client.get(f"{base}/latex/?rank_by=criteria_mean").content.decode().split(r"\end{table}")[0]
     assert [
         line.split(" & ")[0] for line in latex.splitlines() if " & " in line and not line.startswith("Model")
     ] == mean_order
-    md = client.get(f"{base}/markdown/?rank_by=criteria_mean").content.decode().splitlines()[2:]
+    md = client.get(f"{base}/markdown/?rank_by=criteria_mean").content.decode().split("\n\n")[0].splitlines()[2:]
     assert [line.split(" | ")[0].lstrip("| ") for line in md] == mean_order
     assert [
         r["model"] for r in json.loads(client.get(f"{base}/json/?rank_by=criteria_mean").content)["rows"]

@@ -42,6 +42,7 @@ def test_headline_metrics_are_the_papers():
         "visualtrans": "overall",
         "m3verse": "overall",
         "oscbench": "state_change",
+        "arena": "rating",  # the pairwise votes' Bradley-Terry rating (no paper; the arena's own)
     }
     assert ranking.ranking_keys("status") == ("roa", "oa")
 

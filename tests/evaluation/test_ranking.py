@@ -160,6 +160,7 @@ def test_each_protocol_has_its_default_and_oscbench_the_mean_of_criteria_besides
         "visualtrans": ["overall"],
         "m3verse": ["overall"],
         "oscbench": ["state_change", "criteria_mean"],
+        "arena": ["rating"],
     }
     assert ranking.resolve("oscbench", None) == ranking.resolve("oscbench", "") == "state_change"
     assert ranking.ranking_keys("oscbench", "criteria_mean") == (

@@ -17,6 +17,7 @@ MODULES = [
     "protocols.visualtrans.prompts",
     "protocols.m3verse.prompts",
     "protocols.oscbench.prompts",
+    "protocols.arena.prompts",
     "protocols.m3verse.multistage",
 ]
 SOURCES = [ROOT / (m.replace(".", "/") + ".py") for m in MODULES]

@@ -1,5 +1,5 @@
 // An item's images and videos: their URLs as the API sends them, preloading the next task's
-// media, and the zoomable image and video player widgets.
+// media, the zoomable image and video player widgets, and whether a video was played through.
 import { h, sleep } from "./dom.js";
 
 const preloaded = new Map(); // url -> element kept alive so the browser keeps the bytes around
@@ -100,4 +100,22 @@ export function videoPlayer(url, label, { loop = false, muted = false } = {}) {
   video.loop = loop;
   video.muted = muted;
   return { video, figure: h("figure", { class: "media-figure video" }, video, label ? h("figcaption", {}, label) : null) };
+}
+
+/**
+ * Whether the played ranges cover [0, duration], allowing gaps up to `tolerance` seconds (a frame
+ * step, the last frame's rounding). `ranges` is a TimeRanges or a list of [start, end].
+ */
+export function coversWhole(ranges, duration, tolerance) {
+  if (!duration || !isFinite(duration)) return false;
+  const list = [];
+  if (Array.isArray(ranges)) list.push(...ranges.map(([a, b]) => [a, b]));
+  else for (let i = 0; i < ranges.length; i++) list.push([ranges.start(i), ranges.end(i)]);
+  list.sort((x, y) => x[0] - y[0]);
+  let reached = 0;
+  for (const [start, end] of list) {
+    if (start > reached + tolerance) return false;
+    reached = Math.max(reached, end);
+  }
+  return reached >= duration - tolerance;
 }

@@ -1,4 +1,5 @@
-"""Render leaderboards and correlation tables as JSON, CSV, LaTeX and Markdown. No Django."""
+"""Leaderboards as JSON, CSV, LaTeX and Markdown, with their standard errors and paired comparisons
+(evaluation/leaderboard.py, evaluation/paired.py). No Django."""
 
 from __future__ import annotations
 
@@ -7,24 +8,11 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from protocols import registry
 from protocols.kit.csv_cells import csv_writer
 
-from .scoring import answer_sets
-
-DASH = "–"
-
-
-def _fmt(value: Any, places: int) -> str:
-    if value is None:
-        return DASH
-    if isinstance(value, float):
-        return f"{value:.{places}f}"
-    return str(value)
-
-
-def places_for(protocol: str) -> int:
-    return registry.get(protocol).places
+from .. import metric_names
+from ..scoring import answer_sets
+from .text import DASH, fmt_value, latex_escape, latex_table, places_for
 
 
 class UnknownBreakdown(ValueError):
@@ -59,6 +47,36 @@ def leaderboard_columns(
 def _header(key: str, breakdown: str | None) -> str:
     """Column name: a breakdown's keys print as their metric ("acc_osi"), the tab names them."""
     return key[len(breakdown) + 1 :] if breakdown and key.startswith(breakdown + ":") else key
+
+
+def _label(protocol: str, key: str, breakdown: str | None) -> str:
+    """The column's human name in the tables people read (Markdown, LaTeX): "acc_osi" -> "Acc OSI";
+    a breakdown's column names its metric (the caption or tab names the group). CSV and JSON keep
+    the keys, for programs."""
+    return metric_names.metric_name(protocol, _header(key, breakdown))
+
+
+# The standard errors of a main-table metric (evaluation/leaderboard.py), in the order they print.
+ERROR_KEYS = ("se", "se_clustered", "design_effect")
+
+
+def row_errors(row: dict[str, Any], key: str) -> tuple[Any, Any, Any]:
+    """(se, se_clustered, design_effect) of a main metric in one row; None where it has none (a
+    derived metric, a breakdown, a board cached before the errors existed)."""
+    return tuple((row.get(name) or {}).get(key) for name in ERROR_KEYS)  # type: ignore[return-value]
+
+
+def _has_errors(board: dict[str, Any], keys: Sequence[str]) -> bool:
+    return any(v is not None for row in board["rows"] for k in keys for v in row_errors(row, k))
+
+
+def errors_text(row: dict[str, Any], key: str, places: int, dash: str = DASH) -> str:
+    """ "1.234 / 1.802 (2.14)": naive / clustered standard error (design effect); ``dash`` without."""
+    se, se_clustered, design_effect = row_errors(row, key)
+    if se is None:
+        return dash
+    text = f"{se:.{places}f} / " + (dash if se_clustered is None else f"{se_clustered:.{places}f}")
+    return text + (f" ({design_effect:.3f})" if design_effect is not None else "")
 
 
 def row_value(row: dict[str, Any], key: str) -> tuple[Any, Any]:
@@ -121,72 +139,40 @@ def _with_ci(value: Any, ci: Sequence[float] | None, places: int, dash: str = DA
     """ "59.03 [54.20, 63.90]"; the value alone when there is no interval."""
     if value is None:
         return dash
-    text = _fmt(value, places)
+    text = fmt_value(value, places)
     return text if not ci else f"{text} [{ci[0]:.{places}f}, {ci[1]:.{places}f}]"
 
 
 def leaderboard_csv(board: dict[str, Any], keys: Sequence[str] | None = None, *, breakdown: str | None = None) -> str:
     keys = leaderboard_columns(board, keys, breakdown)
     places = places_for(board["protocol"])
+    # The main table's metrics carry their standard errors (se, se_clustered, design_effect) after
+    # the interval; a breakdown tab has none.
+    errors = breakdown is None
+    suffixes = ("", "_ci_lo", "_ci_hi") + (tuple(f"_{name}" for name in ERROR_KEYS) if errors else ())
     buf = io.StringIO()
     w = csv_writer(buf, lineterminator="\n")
-    w.writerow(
-        ["model", "rank", "n", "parse_failures"]
-        + [c for k in keys for h in [_header(k, breakdown)] for c in (h, f"{h}_ci_lo", f"{h}_ci_hi")]
-    )
+    columns = [f"{_header(k, breakdown)}{suffix}" for k in keys for suffix in suffixes]
+    w.writerow(["model", "rank", "n", "parse_failures"] + columns)
     for row in board["rows"]:
         cells = [row["model"], row.get("rank") if row.get("rank") is not None else "", row["n"], row["parse_failures"]]
         for k in keys:
             value, ci = row_value(row, k)
             cells += ["" if value is None else f"{value:.{places}f}"]
             cells += ["", ""] if not ci else [f"{ci[0]:.{places}f}", f"{ci[1]:.{places}f}"]
+            if errors:
+                se, se_clustered, design_effect = row_errors(row, k)
+                cells += [
+                    "" if se is None else f"{se:.{places + 1}f}",
+                    "" if se_clustered is None else f"{se_clustered:.{places + 1}f}",
+                    "" if design_effect is None else f"{design_effect:.3f}",
+                ]
         w.writerow(cells)
     chance = _chance(board, keys)
     if chance is not None:
-        w.writerow(["Chance", "", "", ""] + [c for v in chance for c in ("" if v is None else str(v), "", "")])
+        pad = [""] * (len(suffixes) - 1)
+        w.writerow(["Chance", "", "", ""] + [c for v in chance for c in ("" if v is None else str(v), *pad)])
     return buf.getvalue()
-
-
-def _latex_escape(text: str) -> str:
-    for a, b in (
-        ("\\", r"\textbackslash{}"),
-        ("&", r"\&"),
-        ("%", r"\%"),
-        ("_", r"\_"),
-        ("#", r"\#"),
-        ("$", r"\$"),
-        ("{", r"\{"),
-        ("}", r"\}"),
-    ):
-        text = text.replace(a, b)
-    return text
-
-
-def _latex_cell(value: Any, places: int) -> str:
-    return "--" if value is None else _fmt(value, places)
-
-
-def latex_table(
-    header: Sequence[str], rows: Sequence[Sequence[str]], caption: str, footer: Sequence[Sequence[str]] = ()
-) -> str:
-    cols = "l" + "r" * (len(header) - 1)
-    lines = [
-        r"\begin{table}[t]",
-        r"\centering",
-        rf"\caption{{{_latex_escape(caption)}}}",
-        rf"\begin{{tabular}}{{{cols}}}",
-        r"\toprule",
-        " & ".join(_latex_escape(h) for h in header) + r" \\",
-        r"\midrule",
-    ]
-    for r in rows:
-        lines.append(" & ".join(r) + r" \\")
-    if footer:
-        lines.append(r"\midrule")
-        for r in footer:
-            lines.append(" & ".join(r) + r" \\")
-    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
-    return "\n".join(lines)
 
 
 def _caption(board: dict[str, Any], breakdown: str | None) -> str:
@@ -200,7 +186,7 @@ def leaderboard_latex(board: dict[str, Any], keys: Sequence[str] | None = None, 
     places = places_for(board["protocol"])
     rows = [
         [
-            _latex_escape(r["model"]),
+            latex_escape(r["model"]),
             "--" if r.get("rank") is None else str(r["rank"]),
             str(r["n"]),
             str(r["parse_failures"]),
@@ -210,8 +196,29 @@ def leaderboard_latex(board: dict[str, Any], keys: Sequence[str] | None = None, 
     ]
     chance = _chance(board, keys)
     footer = [["Chance", "", "", ""] + ["--" if v is None else str(v) for v in chance]] if chance is not None else []
-    header = ["Model", "Rank", "n", "Parse failures"] + [_header(k, breakdown) for k in keys]
-    return latex_table(header, rows, _caption(board, breakdown), footer)
+    header = ["Model", "Rank", "n", "Parse failures"] + [_label(board["protocol"], k, breakdown) for k in keys]
+    table = latex_table(header, rows, _caption(board, breakdown), footer)
+    if breakdown is None and _has_errors(board, keys):
+        table += "\n" + _errors_latex(board, keys, places + 1)
+    return table
+
+
+def _errors_caption(board: dict[str, Any]) -> str:
+    key = board.get("cluster_key")
+    clusters = ", ".join(key) if isinstance(key, list) else key
+    by = f"clustered by {clusters}" if clusters else "clustered (each item its own cluster)"
+    return (
+        f"{board['project']}: standard errors of the means, naive / {by}, design effect in parentheses; "
+        "metrics derived from several means have none"
+    )
+
+
+def _errors_latex(board: dict[str, Any], keys: Sequence[str], places: int) -> str:
+    """The second table of a LaTeX board: each metric's se / se_clustered (design effect)."""
+    keys = [k for k in keys if any(row_errors(row, k)[0] is not None for row in board["rows"])]
+    header = ["Model"] + [_label(board["protocol"], k, None) for k in keys]
+    rows = [[latex_escape(r["model"])] + [errors_text(r, k, places, dash="--") for k in keys] for r in board["rows"]]
+    return latex_table(header, rows, _errors_caption(board))
 
 
 def leaderboard_markdown(
@@ -219,18 +226,36 @@ def leaderboard_markdown(
 ) -> str:
     keys = leaderboard_columns(board, keys, breakdown)
     places = places_for(board["protocol"])
-    header = ["Model", "Rank", "n", "Parse failures"] + [_header(k, breakdown) for k in keys]
+    header = ["Model", "Rank", "n", "Parse failures"] + [_label(board["protocol"], k, breakdown) for k in keys]
     out = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
     for r in board["rows"]:
-        cells = [r["model"].replace("|", "\\|"), _fmt(r.get("rank"), 0), str(r["n"]), str(r["parse_failures"])]
+        cells = [r["model"].replace("|", "\\|"), fmt_value(r.get("rank"), 0), str(r["n"]), str(r["parse_failures"])]
         cells += [_with_ci(*row_value(r, k), places) for k in keys]
         out.append("| " + " | ".join(cells) + " |")
     chance = _chance(board, keys)
     if chance is not None:
         out.append("| " + " | ".join(["Chance", "", "", ""] + [DASH if v is None else str(v) for v in chance]) + " |")
+    if breakdown is None and _has_errors(board, keys):
+        out += ["", *errors_markdown(board, keys, places + 1)]
     if board.get("paired") and breakdown is None:
         out += ["", *paired_markdown(board["paired"], places)]
     return "\n".join(out) + "\n"
+
+
+def errors_markdown(board: dict[str, Any], keys: Sequence[str], places: int) -> list[str]:
+    """Lines of the standard-error table: per row and metric, se / se_clustered (design effect)."""
+    keys = [k for k in keys if any(row_errors(row, k)[0] is not None for row in board["rows"])]
+    header = ["Model"] + [_label(board["protocol"], k, None) for k in keys]
+    lines = [
+        "S" + _errors_caption(board)[len(board["project"]) + 3 :],
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join(["---"] + ["---:"] * len(keys)) + "|",
+    ]
+    for r in board["rows"]:
+        cells = [r["model"].replace("|", "\\|")] + [errors_text(r, k, places) for k in keys]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
 
 
 def _p(value: float | None) -> str:
@@ -274,166 +299,4 @@ def render_leaderboard(
         return leaderboard_latex(board, keys, breakdown=breakdown)
     if fmt == "markdown":
         return leaderboard_markdown(board, keys, breakdown=breakdown)
-    raise ValueError(f"unknown format {fmt!r}")
-
-
-# --- correlation ----------------------------------------------------------------------------
-
-
-def correlation_rows(report: dict[str, Any]) -> list[list[Any]]:
-    """Flat rows: source, criterion, kendall_tau_b, spearman_rho, n, tau ci lo/hi, rho ci lo/hi, alpha, note.
-
-    Per judge: one row per criterion, "system" (generators ranked by the mean over criteria) and
-    "system:<criterion>" (ranked by that criterion), n = generators; human rows: n = items rated
-    by at least two raters, intervals of the leave-one-rater-out averages.
-    """
-    rows = []
-    for j in report["judges"]:
-        for c in report["criteria"]:
-            e = j["per_criterion"][c]
-            ci = e.get("ci") or {}
-            tci, rci = ci.get("kendall_tau_b") or [None, None], ci.get("spearman_rho") or [None, None]
-            rows.append(
-                [j["judge"], c, e["kendall_tau_b"], e["spearman_rho"], e["n"], *tci, *rci, None, e.get("note", "")]
-            )
-        system = j.get("system") or {}
-        sci = system.get("ci") or [None, None]
-        rows.append(
-            [
-                j["judge"],
-                "system",
-                j["system_kendall_tau_b"],
-                None,
-                system.get("n"),
-                *sci,
-                None,
-                None,
-                None,
-                j.get("system_note", ""),
-            ]
-        )
-        for c, e in (j.get("system_per_criterion") or {}).items():
-            eci = e.get("ci") or [None, None]
-            rows.append(
-                [j["judge"], f"system:{c}", e["kendall_tau_b"], None, e["n"], *eci, None, None, None, e.get("note", "")]
-            )
-    for c in report["criteria"]:
-        h = report["human"][c]
-        ci = h.get("ci") or {}
-        tci, rci = ci.get("loo_kendall_tau_b") or [None, None], ci.get("loo_spearman_rho") or [None, None]
-        rows.append(
-            [
-                "human (leave-one-rater-out)",
-                c,
-                h["loo_kendall_tau_b"],
-                h["loo_spearman_rho"],
-                h.get("n"),
-                *tci,
-                *rci,
-                h["krippendorff_alpha"],
-                h.get("note", ""),
-            ]
-        )
-    return rows
-
-
-CORRELATION_HEADER = [
-    "source",
-    "criterion",
-    "kendall_tau_b",
-    "spearman_rho",
-    "n",
-    "tau_ci_lo",
-    "tau_ci_hi",
-    "rho_ci_lo",
-    "rho_ci_hi",
-    "krippendorff_alpha",
-    "note",
-]
-
-
-def correlation_csv(report: dict[str, Any]) -> str:
-    buf = io.StringIO()
-    w = csv_writer(buf, lineterminator="\n")
-    w.writerow(CORRELATION_HEADER)
-    for r in correlation_rows(report):
-        w.writerow(["" if v is None else (f"{v:.4f}" if isinstance(v, float) else v) for v in r])
-    return buf.getvalue()
-
-
-def correlation_latex(report: dict[str, Any]) -> str:
-    # Header cells carry math on purpose: escape the criterion names, never the math after them.
-    header = ["Judge"] + [f"{_latex_escape(c)} $\\tau_b$" for c in report["criteria"]] + ["System $\\tau_b$"]
-    rows = []
-    for j in report["judges"]:
-        rows.append(
-            [_latex_escape(j["judge"])]
-            + [_latex_cell(j["per_criterion"][c]["kendall_tau_b"], 3) for c in report["criteria"]]
-            + [_latex_cell(j["system_kendall_tau_b"], 3)]
-        )
-    rows.append(
-        ["Human (LOO)"] + [_latex_cell(report["human"][c]["loo_kendall_tau_b"], 3) for c in report["criteria"]] + ["--"]
-    )
-    rows.append(
-        [r"Krippendorff $\alpha$"]
-        + [_latex_cell(report["human"][c]["krippendorff_alpha"], 3) for c in report["criteria"]]
-        + ["--"]
-    )
-    table = latex_table(["H"] * len(header), rows, "Judge-human agreement (Kendall tau-b per criterion)")
-    head_line = " & ".join(header) + r" \\"
-    return table.replace(" & ".join(["H"] * len(header)) + r" \\", head_line)
-
-
-def correlation_public(report: dict[str, Any]) -> dict[str, Any]:
-    """The public JSON shape of the correlation report; a statistic that is null carries a "note" saying why (too few
-    items, one side constant). Project, release and the rest come with details."""
-
-    def pick(entry: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
-        out = {k: entry[k] for k in keys}
-        if entry.get("note"):
-            out["note"] = entry["note"]
-        return out
-
-    return {
-        "criteria": list(report["criteria"]),
-        "judges": [
-            {
-                "judge": j["judge"],
-                "per_criterion": {
-                    c: pick(e, ("kendall_tau_b", "spearman_rho", "n", "ci")) for c, e in j["per_criterion"].items()
-                },
-                "system_kendall_tau_b": j["system_kendall_tau_b"],
-                **({"system_note": j["system_note"]} if j.get("system_note") else {}),
-            }
-            for j in report["judges"]
-        ],
-        "human": {
-            c: pick(h, ("loo_kendall_tau_b", "loo_spearman_rho", "krippendorff_alpha"))
-            for c, h in report["human"].items()
-        },
-    }
-
-
-def correlation_notes(report: dict[str, Any]) -> list[str]:
-    """Why each null statistic is null, one line each (printed to stderr by the command)."""
-    notes = []
-    for j in report["judges"]:
-        for c, e in j["per_criterion"].items():
-            if e.get("note"):
-                notes.append(f"{j['judge']} / {c}: {e['note']}")
-        if j.get("system_note"):
-            notes.append(f"{j['judge']} / system: {j['system_note']}")
-    for c, h in report["human"].items():
-        if h.get("note"):
-            notes.append(f"human / {c}: {h['note']}")
-    return notes
-
-
-def render_correlation(report: dict[str, Any], fmt: str, *, details: bool = False) -> str:
-    if fmt == "json":
-        return json.dumps(report if details else correlation_public(report), indent=2, ensure_ascii=False)
-    if fmt == "csv":
-        return correlation_csv(report)
-    if fmt == "latex":
-        return correlation_latex(report)
     raise ValueError(f"unknown format {fmt!r}")
