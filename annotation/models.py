@@ -193,6 +193,9 @@ class Item(models.Model):
     is_gold = models.BooleanField(default=False)
     # Denormalised count of submitted annotations, kept in the same transaction as each insert.
     annotation_count = models.PositiveIntegerField(default=0)
+    # Order within a queue level (lower first). 0 for every item unless its protocol matches pairs
+    # (protocols/base.py ``matchmaking_module``): annotation/queue/ranks.py refreshes it from the votes.
+    queue_rank = models.IntegerField(default=0, db_default=0)
     # Set when the item becomes annotated and its annotations disagree beyond the project's
     # thresholds (annotation/disagreement.py): {"fields": [...]}; null when they agree. Such items
     # come first in the review queue.
@@ -205,7 +208,7 @@ class Item(models.Model):
             models.UniqueConstraint(fields=["project", "external_id"], name="item_unique_project_external_id"),
         ]
         indexes = [
-            models.Index(fields=["project", "status", "annotation_count", "id"], name="item_queue_idx"),
+            models.Index(fields=["project", "status", "annotation_count", "queue_rank", "id"], name="item_queue_idx"),
             models.Index(fields=["project", "split", "status"], name="item_split_status_idx"),
         ]
 

@@ -80,6 +80,10 @@ class Protocol:
     # A form of its own: the name of a module of the package implementing it (see "A workflow of
     # its own" in annotation/protocols.py); None: the protocol is annotated in one of the four forms.
     workflow_module: ClassVar[str | None] = None
+    # Matchmaking: a module of the package whose ``item_priorities(items, votes, open_keys=, seed=)``
+    # ranks the open items (annotation/queue/ranks.py writes the ranks the queue hands items out
+    # by within a level); None: items go in id order.
+    matchmaking_module: ClassVar[str | None] = None
     media_fields: ClassVar[dict[str, str]] = {}
     # The item line's fields and their checks (protocols/fields.py ItemFields; the protocol's fields.py).
     item_fields: ClassVar[Any] = None
@@ -180,6 +184,10 @@ class Protocol:
     @property
     def samples(self) -> ModuleType | None:
         return self._submodule(self.samples_module) if self.samples_module else None
+
+    @property
+    def matchmaking(self) -> ModuleType | None:
+        return self._submodule(self.matchmaking_module) if self.matchmaking_module else None
 
     @property
     def lmms(self) -> ModuleType | None:

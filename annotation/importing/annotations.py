@@ -42,6 +42,7 @@ from django.db.models import F
 from annotation.audit.record import audit_record
 from annotation.models import Annotation, AuditAction, Item, ItemStatus, Project
 from annotation.protocols import custom_workflow, workflow_context
+from annotation.queue.ranks import queue_ranks_refresh_soon
 from annotation.results import RatingContext
 from annotation.verification import items_mark_disagreement, project_settings_to_mark
 from protocols import registry
@@ -446,6 +447,8 @@ def _import_lines(
                 "format": report.format,
             },
         )
+        if report.created:
+            queue_ranks_refresh_soon(project=project)  # imported votes re-rank a pair-matching queue
     report.items_touched = len(touched)
     report.by_kind = {kind: report.created}
     return report

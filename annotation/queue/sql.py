@@ -27,17 +27,21 @@ def ids(values) -> list[Int8]:
 # --- claim ------------------------------------------------------------------------------------
 
 
-# The queue is item_queue_idx: (project, status, annotation_count, id). A "level" is the items
-# with one annotation count. Each level is read as a row-comparison range on that index in the
+# The queue is item_queue_idx: (project, status, annotation_count, queue_rank, id). A "level" is
+# the items with one annotation count; within a level items go by queue_rank (0 for all unless the
+# protocol matches pairs, ranks.py), then id. Each level is read as a row-comparison range on that index in the
 # index's own order, so only that index can serve it: the walk starts at the level's first row
 # and stops at the first free one, however many items the project has, and done items are never
 # read. (With plain equalities and ORDER BY id the planner may prefer the primary key and crawl
 # through every done item.)
+RANK_MIN = -(2**31)  # the smallest queue_rank (an integer column): every rank of a level is above it
+
+
 def _level(alias: str, count: int) -> str:
     c = int(count)
     return (
-        f"({alias}.project_id, {alias}.status, {alias}.annotation_count, {alias}.id) "
-        f"> (%(project)s, 'pending', {c}, 0) "
+        f"({alias}.project_id, {alias}.status, {alias}.annotation_count, {alias}.queue_rank, {alias}.id) "
+        f"> (%(project)s, 'pending', {c}, {RANK_MIN}, 0) "
         f"AND ({alias}.project_id, {alias}.status, {alias}.annotation_count) < (%(project)s, 'pending', {c + 1})"
     )
 
@@ -87,16 +91,16 @@ def claim_sql(count: int, window: int | None, gold: bool | None = None) -> str:
     if window is None:
         return f"""{select}
 WHERE {_level("i", count)}{filters}
-ORDER BY i.project_id, i.status, i.annotation_count, i.id
+ORDER BY i.project_id, i.status, i.annotation_count, i.queue_rank, i.id
 LIMIT 1
 FOR UPDATE OF i SKIP LOCKED"""
     return f"""{select}
-JOIN (SELECT w.project_id, w.status, w.annotation_count, w.id FROM annotation_item w
+JOIN (SELECT w.project_id, w.status, w.annotation_count, w.queue_rank, w.id FROM annotation_item w
       WHERE {_level("w", count)}
-      ORDER BY w.project_id, w.status, w.annotation_count, w.id
+      ORDER BY w.project_id, w.status, w.annotation_count, w.queue_rank, w.id
       LIMIT {int(window)}) win ON win.id = i.id
 WHERE i.project_id = %(project)s AND i.status = 'pending' AND i.annotation_count = win.annotation_count{filters}
-ORDER BY win.project_id, win.status, win.annotation_count, win.id
+ORDER BY win.project_id, win.status, win.annotation_count, win.queue_rank, win.id
 LIMIT 1
 FOR UPDATE OF i SKIP LOCKED"""
 

@@ -21,6 +21,7 @@ from ..selectors import result_context_for, shows_suggestions
 from ..verification import item_auto_verify, item_mark_disagreement, project_settings_to_mark
 from . import sql
 from .errors import AlreadySubmitted, TaskConflict
+from .ranks import queue_ranks_refresh_soon
 from .rules import item_accepts_annotations, lease_seconds
 from .task_ops import lock_own_task
 
@@ -200,4 +201,5 @@ def _submit(
             item_mark_disagreement(item=item)
             if project_setting(project.settings, "auto_verify", False, project=project.slug):
                 item_auto_verify(item=item)
+    queue_ranks_refresh_soon(project=project)  # a protocol that matches pairs re-ranks (ranks.py)
     return Submitted(annotation, True, validated.warnings)

@@ -35,6 +35,7 @@ class Arena(Protocol):
     workflow = "pairwise"
     # The form of its own (workflow.py): the apps reach it through annotation/protocols.py.
     workflow_module = "workflow"
+    matchmaking_module = "matchmaking"  # the queue hands out the most informative pairs first
     media_fields = {"video_a": "video", "video_b": "video", "image_a": "image", "image_b": "image"}
     item_fields = ITEM_FIELDS
     annotator_fields = ("prompt",)
@@ -51,6 +52,8 @@ class Arena(Protocol):
     # An MLLM judge asks each pair twice, sides swapped (prompts.py JUDGE_KEYS; judging.py reads them).
     query_keys = ("judge_ab", "judge_ba")
     spec = "docs/protocols/arena.md"
+    # The raters a researcher left out of the board (integrity.py, evaluation/rater_exclusion.py).
+    settings_keys = ("arena_excluded_raters",)
 
     def resolve_queries(
         self, item_id: str, payload: Mapping[str, Any], *, seed: int, vocabulary: Any = None
