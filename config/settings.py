@@ -287,7 +287,7 @@ if REDIS_URL:
     # seconds instead of holding a web worker until gunicorn's timeout.
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "config.cache.RedisCache",  # Django's, one client per pool (config/cache.py)
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": "statelab",
             "OPTIONS": {"socket_connect_timeout": 3, "socket_timeout": 5},
