@@ -324,8 +324,10 @@ def gold_correct(
             or (v is not None and scores.get(c) is not None and abs(scores[c] - v) <= tolerance)
             for c, v in gold.items()
         )
-    if custom_workflow(workflow) is not None:
-        return None  # a protocol's own form has no gold answers (yet)
+    if (custom := custom_workflow(workflow)) is not None:
+        # A protocol's own form checks its gold answers if it has any (its module's gold_correct).
+        check = getattr(custom, "gold_correct", None)
+        return None if check is None else check(payload, result)
     raise ValueError(f"unknown workflow {workflow!r}")
 
 

@@ -131,7 +131,7 @@ def annotation_amend(*, annotation_id: int, user, result, time_spent_ms: int = 0
     annotation = Annotation.objects.select_for_update().get(pk=annotation_id)
     _refuse_reviewed(item)
     project = item.project
-    validated = validate_result(project.workflow, result, result_context_for(item=item))
+    validated = validate_result(project.workflow, result, result_context_for(item=item, annotator=user))
     if json.loads(json.dumps(validated.result)) == annotation.result:
         return Amended(annotation, False, validated.warnings)
     last = annotation.revisions.order_by("-replaced_at", "-pk").values_list("replaced_at", flat=True).first()

@@ -215,6 +215,13 @@ def _disagreement_clean(value: Any, errors: dict[str, str], *, protocol: str) ->
     return None if refused else clean
 
 
+def _excluded_raters_clean(value: Any, errors: dict[str, str]) -> list[str] | None:
+    """arena_excluded_raters, read by evaluation/rater_exclusion.py (loaded on first use: SciPy)."""
+    from protocols.arena.integrity import excluded_raters_clean
+
+    return excluded_raters_clean(value, errors)
+
+
 @dataclass(frozen=True)
 class SettingRule:
     clean: Callable[..., Any]  # (value, errors) -> clean value, or None with the error in errors
@@ -242,6 +249,8 @@ SETTING_RULES: dict[str, SettingRule] = {
     "disagreement": SettingRule(_disagreement_clean, takes_protocol=True),
     "license": SettingRule(license_clean),
     "citation": SettingRule(citation_clean),
+    # The raters a researcher left out of the arena board (evaluation/rater_exclusion.py).
+    "arena_excluded_raters": SettingRule(_excluded_raters_clean, key="arena_excluded_raters"),
 }
 
 

@@ -128,13 +128,15 @@ def resolve_queries(
 #                                   annotation/work/_workbench.html) and ES module (static path)
 #   IMPORT_RATER_FIELD              the field naming who answered, in an imported annotation line
 #   form(protocol) -> dict          project-wide facts added to the page's form description
-#   context(protocol, payload)      what validate and check_line need of one item
+#   context(protocol, payload, *, assignment)   what validate and check_line need of one item
+#                                   (assignment: seed, item_id, annotator of an annotator's own answer)
 #   annotator_view(payload, media, *, seed, item_id, annotator) -> dict   what the annotator's
 #                                   item holds instead of the media fields (media: field -> asset)
 #   validate(result, context) -> (stored result, errors by field)   a submit's and an edit's check
 #   check_line(obj, context) -> (item, rater, result) | [FieldError] an imported annotation line
 #   compared(result, context) -> {name: nominal value | None}        what annotators agree on
 #   summary(result) -> str          one line of an answer for lists
+#   gold_correct(payload, result) -> bool | None   optional: an answer against a gold item's known one
 
 
 def custom_workflow(workflow: str) -> Any:
@@ -147,10 +149,12 @@ def custom_workflow(workflow: str) -> Any:
     return None
 
 
-def workflow_context(protocol: str, payload: Mapping[str, Any]) -> Any:
-    """What a protocol's own form checks one item's answers against (``context`` of its module)."""
+def workflow_context(protocol: str, payload: Mapping[str, Any], *, assignment: dict[str, Any] | None = None) -> Any:
+    """What a protocol's own form checks one item's answers against (``context`` of its module).
+    ``assignment`` ({"seed", "item_id", "annotator"}, as ``annotator_view`` got them) when an
+    annotator's own answer is checked: the form may check it against what that annotator was shown."""
     proto = registry.get(protocol)
-    return custom_workflow(proto.workflow).context(proto, payload)
+    return custom_workflow(proto.workflow).context(proto, payload, assignment=assignment)
 
 
 def compared_values(workflow: str, result: Mapping[str, Any], protocol: str | None = None) -> dict[str, Any]:

@@ -156,7 +156,7 @@ def qa_suggested_answer(*, shape: dict, answer):
     return letters[0] if len(letters) == 1 else None
 
 
-def result_context_for(*, item):
+def result_context_for(*, item, annotator=None):
     """What results.validate_result needs to check a result for this item."""
     from .results import BoxContext, QAContext, QuintupletContext, RatingContext
 
@@ -179,7 +179,10 @@ def result_context_for(*, item):
         proto = registry.get(project.protocol)
         return RatingContext(criteria=proto.criteria, nullable=proto.nullable)
     if custom_workflow(workflow) is not None:  # a protocol's own form (annotation/protocols.py)
-        return workflow_context(project.protocol, item.payload or {})
+        assignment = None
+        if annotator is not None:  # the annotator's own answer: checked against what they were shown
+            assignment = {"seed": project.option_seed, "item_id": str(item.pk), "annotator": str(annotator.pk)}
+        return workflow_context(project.protocol, item.payload or {}, assignment=assignment)
     return None
 
 

@@ -12,6 +12,7 @@ not pay for scoring.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -20,7 +21,7 @@ from django.core.cache import cache
 from annotation.models import Project, Release
 from protocols import registry
 
-from . import correlation, leaderboard, ranking, selectors
+from . import correlation, leaderboard, ranking, rater_exclusion, selectors
 from .scoring import answer_sets
 
 CACHE_SECONDS = 24 * 3600  # a key never goes stale (it names the data); this only bounds memory
@@ -44,6 +45,9 @@ def board(project: Project, release: str | None, judge: str | None = None, rank_
     # The ordering and the columns are part of the key: a board cached in another order or with
     # other columns (an older definition, still in Redis after a deploy) is never served.
     extra = f"{judge}:{ranking.signature(protocol, rank_by)}:cols:{','.join(answer_sets.main_keys(protocol))}:se"
+    # The raters left out of an arena board (project settings, not in the data fingerprint): a
+    # change of the list is a new key, so the board is fitted again at once.
+    extra += f":screen:excluded={json.dumps(rater_exclusion.excluded_raters(project))}"
     if rank_by == ranking.default_choice(protocol):
         return cached(
             "lb", project, release, extra, lambda: leaderboard.build(project, release_version=release, judge=judge)

@@ -24,7 +24,7 @@ from protocols.kit import clustered
 from protocols.kit.bootstrap import N_BOOT
 from protocols.kit.matrix import ItemMatrix
 
-from . import ranking, selectors
+from . import ranking, rater_exclusion, selectors
 from .scoring import answer_sets
 
 RANDOM_SEED_OFFSET = (
@@ -209,7 +209,9 @@ def _vote_board(project: Project, release, *, judge: str | None, rank_by: str) -
         raise LeaderboardError("--judge applies to video-rating projects only")
     protocol = project.protocol
     items = selectors.vote_items(project, release)
-    found = registry.get(protocol).scoring.vote_board(items, selectors.votes_by_item(items))
+    # The rater screen, and the votes less those of the raters a researcher excluded (rater_exclusion.py).
+    votes, screen = rater_exclusion.screened(project, items, selectors.votes_by_item(items))
+    found = registry.get(protocol).scoring.vote_board(items, votes)
     key = cluster_key(protocol)
     board = {
         "project": project.slug,
@@ -219,8 +221,10 @@ def _vote_board(project: Project, release, *, judge: str | None, rank_by: str) -
         "rows": found["rows"],
         "pairwise": found["pairwise"],
     }
-    if found["notes"]:
-        board["notes"] = found["notes"]
+    notes = found["notes"] + screen.pop("screen_notes", [])
+    if notes:
+        board["notes"] = notes
+    board.update(screen)
     return ranking.reordered(board, rank_by)
 
 

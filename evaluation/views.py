@@ -10,6 +10,7 @@ from django.shortcuts import render
 
 from annotation.models import Release, Role
 from annotation.permissions import get_project_for
+from inference.selectors import usd
 from protocols import registry
 
 from . import charts, correlation, leaderboard, metric_names, paired, power, ranking, selectors, tables
@@ -90,6 +91,8 @@ def leaderboard_page(request, slug: str):
             }
             for k, name in zip(tab["keys"], names)
         ]
+        # Tokens, cost and cost per correct answer after the main table's metrics, where some row has a price.
+        tab["usage"] = tab["id"] == "main" and tables.has_cost(board)
         tab["rows"] = []
         for row in board["rows"]:
             cells = []
@@ -108,7 +111,7 @@ def leaderboard_page(request, slug: str):
                         "design_effect": None if design_effect is None else f"{design_effect:.3f}",
                     }
                 )
-            tab["rows"].append({"row": row, "cells": cells})
+            tab["rows"].append({"row": row, "cells": cells, "usage": _usage_cells(row) if tab["usage"] else []})
     releases = list(project.releases.order_by("-created_at").values_list("version", flat=True))
     generators = registry.get(protocol).board == "generators"  # rows are generators, scored by people or a judge
     judges = []
@@ -132,7 +135,8 @@ def leaderboard_page(request, slug: str):
             "default_ranking": rank_by == ranking.default_choice(protocol),
             "legend": [
                 (metric_names.metric_name(protocol, k), metric_names.metric_definition(protocol, k)) for k in keys
-            ],
+            ]
+            + (USAGE_LEGEND if tabs[0]["usage"] else []),
             "baselines": _baselines(board, any(t["chance"] for t in tabs)),
             "releases": releases,
             "release": release,
@@ -158,6 +162,36 @@ def _cell_text(value, places: int) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     return f"{value:.{places}f}"
+
+
+# The legend's lines for the usage columns (shown where some row has a price).
+USAGE_LEGEND = [
+    ("Tokens", "Tokens the model's endpoint reported for the job's requests, prompt plus reply (hover: in / out)."),
+    (
+        "Cost",
+        "What those tokens cost at the endpoint's prices per million tokens, in USD; cached answers cost nothing.",
+    ),
+    ("Cost per correct answer", "The cost over the number of answers scored correct on the headline metric."),
+]
+
+
+def _usage_cells(row) -> list[dict]:
+    """A main-table row's Tokens, Cost and Cost per correct answer cells ({value, text, title});
+    "–" where unknown (Random, Human, imported answers, an endpoint with no price, nothing correct)."""
+    usage = row.get("usage") or {}
+    tokens = tables.usage_tokens(row)
+    cost, per_correct, correct = usage.get("cost_usd"), usage.get("cost_per_correct_usd"), usage.get("correct")
+    return [
+        {"value": None, "text": "–", "title": ""}
+        if tokens is None
+        else {"value": sum(tokens), "text": f"{sum(tokens):,}", "title": f"{tokens[0]:,} in, {tokens[1]:,} out"},
+        {"value": cost, "text": usd(cost), "title": ""},
+        {
+            "value": per_correct,
+            "text": usd(per_correct),
+            "title": "" if per_correct is None else f"{correct:,} correct answer{'' if correct == 1 else 's'}",
+        },
+    ]
 
 
 def _baselines(board, has_chance: bool) -> list[tuple[str, str]]:

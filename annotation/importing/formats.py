@@ -69,7 +69,9 @@ def _stored_form(proto: Protocol):
     """Rewrites a valid payload's values into the stored form: a known QA answer as
     annotation.canonical stores it ("b" -> "B", ["C", "A"] -> ["A", "C"]), expected scores in
     criteria order."""
-    gold_answer = tuple(proto.item_fields.gold_answer)
+    # Expected scores (a rating protocol's gold answer) are stored in criteria order; another form's
+    # gold answer (e.g. a pairwise form's better side) is stored as given.
+    gold_answer = tuple(proto.item_fields.gold_answer) if proto.workflow == "rating" else ()
     answers = "answer" in proto.item_fields.labels
 
     def rewrite(payload: dict[str, Any]) -> None:

@@ -144,7 +144,7 @@ def _submit(
             return _repeat(stored, workflow)
         raise AlreadySubmitted(stored)
 
-    validated: Validated = validate_result(workflow, result, result_context_for(item=item))
+    validated: Validated = validate_result(workflow, result, result_context_for(item=item, annotator=user))
 
     if task.status == TaskStatus.SKIPPED:
         raise TaskConflict("You skipped this task; load the next one.")

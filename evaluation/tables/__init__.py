@@ -18,10 +18,12 @@ from .leaderboard import (
     ERROR_KEYS,
     OPTIONAL_BOARD_KEYS,
     ROW_KEYS,
+    USAGE_COLUMNS,
     UnknownBreakdown,
     breakdown_keys,
     errors_markdown,
     errors_text,
+    has_cost,
     leaderboard_breakdown,
     leaderboard_columns,
     leaderboard_csv,
@@ -33,6 +35,8 @@ from .leaderboard import (
     render_leaderboard,
     row_errors,
     row_value,
+    usage_cells,
+    usage_tokens,
 )
 from .text import DASH, fmt_value, latex_escape, latex_table, places_for
 
@@ -43,6 +47,7 @@ __all__ = [
     "ERROR_KEYS",
     "OPTIONAL_BOARD_KEYS",
     "ROW_KEYS",
+    "USAGE_COLUMNS",
     "UnknownBreakdown",
     "breakdown_keys",
     "correlation_csv",
@@ -53,6 +58,7 @@ __all__ = [
     "errors_markdown",
     "errors_text",
     "fmt_value",
+    "has_cost",
     "latex_escape",
     "latex_table",
     "leaderboard_breakdown",
@@ -68,4 +74,6 @@ __all__ = [
     "render_leaderboard",
     "row_errors",
     "row_value",
+    "usage_cells",
+    "usage_tokens",
 ]

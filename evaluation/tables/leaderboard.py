@@ -93,10 +93,46 @@ def _chance(board: dict[str, Any], keys: Sequence[str]) -> list | None:
     return values if any(v is not None for v in values) else None
 
 
-ROW_KEYS = ("model", "n", "parse_failures", "metrics", "ci", "se", "se_clustered", "design_effect")
+ROW_KEYS = ("model", "n", "parse_failures", "metrics", "ci", "se", "se_clustered", "design_effect", "usage")
 BOARD_KEYS = ("project", "release", "protocol", "cluster_key", "rows")
 # Present only when asked for: the paired comparisons against a baseline (evaluation/paired.py).
-OPTIONAL_BOARD_KEYS = ("paired",)
+# An arena board's rater screen and the raters excluded from it (evaluation/rater_exclusion.py).
+OPTIONAL_BOARD_KEYS = ("paired", "rater_screen", "excluded_raters", "excluded_votes")
+
+
+# A model row's tokens and cost (evaluation/leaderboard.py: usage_of), as the main table's CSV
+# columns after the metrics; only on a board where some row has a price (has_cost).
+USAGE_COLUMNS = ("tokens_in", "tokens_out", "cost_usd", "cost_per_correct_usd")
+
+
+def has_cost(board: dict[str, Any]) -> bool:
+    """Whether some row's tokens have a price (its endpoint's): only then do the page and the CSV
+    show tokens and cost. Random, Human, imported answers and unpriced endpoints have none."""
+    return any((row.get("usage") or {}).get("cost_usd") is not None for row in board["rows"])
+
+
+def usage_tokens(row: dict[str, Any]) -> tuple[int, int] | None:
+    """(tokens in, tokens out) of a row, or None where unknown: no job (Random, Human), or no tokens
+    and no price (imported answers, whose tokens nobody counted). A priced job whose answers all
+    came from the cache did use 0 tokens."""
+    usage = row.get("usage") or {}
+    tokens_in, tokens_out = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    if tokens_in is None or tokens_out is None or (not tokens_in and not tokens_out and usage.get("cost_usd") is None):
+        return None
+    return tokens_in, tokens_out
+
+
+def usage_cells(row: dict[str, Any]) -> list[str]:
+    """The row's USAGE_COLUMNS: tokens in and out, cost and cost per correct answer in USD to the
+    micro-dollar; empty where unknown (usage_tokens; no price; nothing correct)."""
+    usage = row.get("usage") or {}
+    cost, per_correct = usage.get("cost_usd"), usage.get("cost_per_correct_usd")
+    tokens = usage_tokens(row)
+    return [
+        *(("", "") if tokens is None else (str(tokens[0]), str(tokens[1]))),
+        "" if cost is None else f"{cost:.6f}",
+        "" if per_correct is None else f"{per_correct:.6f}",
+    ]
 
 
 def leaderboard_public(board: dict[str, Any]) -> dict[str, Any]:
@@ -149,11 +185,12 @@ def leaderboard_csv(board: dict[str, Any], keys: Sequence[str] | None = None, *,
     # The main table's metrics carry their standard errors (se, se_clustered, design_effect) after
     # the interval; a breakdown tab has none.
     errors = breakdown is None
+    usage = breakdown is None and has_cost(board)
     suffixes = ("", "_ci_lo", "_ci_hi") + (tuple(f"_{name}" for name in ERROR_KEYS) if errors else ())
     buf = io.StringIO()
     w = csv_writer(buf, lineterminator="\n")
     columns = [f"{_header(k, breakdown)}{suffix}" for k in keys for suffix in suffixes]
-    w.writerow(["model", "rank", "n", "parse_failures"] + columns)
+    w.writerow(["model", "rank", "n", "parse_failures"] + columns + (list(USAGE_COLUMNS) if usage else []))
     for row in board["rows"]:
         cells = [row["model"], row.get("rank") if row.get("rank") is not None else "", row["n"], row["parse_failures"]]
         for k in keys:
@@ -167,11 +204,12 @@ def leaderboard_csv(board: dict[str, Any], keys: Sequence[str] | None = None, *,
                     "" if se_clustered is None else f"{se_clustered:.{places + 1}f}",
                     "" if design_effect is None else f"{design_effect:.3f}",
                 ]
-        w.writerow(cells)
+        w.writerow(cells + (usage_cells(row) if usage else []))
     chance = _chance(board, keys)
     if chance is not None:
         pad = [""] * (len(suffixes) - 1)
-        w.writerow(["Chance", "", "", ""] + [c for v in chance for c in ("" if v is None else str(v), *pad)])
+        cells = [c for v in chance for c in ("" if v is None else str(v), *pad)]
+        w.writerow(["Chance", "", "", ""] + cells + ([""] * len(USAGE_COLUMNS) if usage else []))
     return buf.getvalue()
 
 

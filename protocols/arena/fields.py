@@ -55,4 +55,7 @@ ITEM_FIELDS = fields.ItemFields(
     labels={},
     labels_required=(),
     cross=_pair_checks,
+    # A gold pair's known better side (only on a gold item, and required there): the rater screen
+    # (integrity.py) and the crowd studies' gold checks (workflow.gold_correct) read it.
+    gold_answer={"gold_winner": fields.choice(SIDES)},
 )

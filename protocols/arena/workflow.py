@@ -44,10 +44,16 @@ class Context:
     """What a vote on an item of the project may be about: the protocol's criteria, headline first."""
 
     criteria: tuple[str, ...] = VOTE_CRITERIA
+    # The order this annotator was shown (an annotator's own answer); None: a reviewer's edit or an
+    # import, which are in the item's terms.
+    shown: str | None = None
 
 
-def context(protocol: Any, payload: Mapping[str, Any]) -> Context:
-    return Context(criteria=tuple(protocol.criteria))
+def context(protocol: Any, payload: Mapping[str, Any], *, assignment: Mapping[str, Any] | None = None) -> Context:
+    shown = None
+    if assignment is not None:
+        shown = shown_order(assignment["seed"], assignment["item_id"], assignment["annotator"])
+    return Context(criteria=tuple(protocol.criteria), shown=shown)
 
 
 def shown_order(seed: int, item_id: str, annotator: str | None) -> str:
@@ -153,6 +159,11 @@ def _validate_screen(result: dict[str, Any], ctx: Context) -> tuple[dict[str, An
     if order not in ORDERS:
         errors["shown"] = f"Give the order the outputs were shown in: one of {', '.join(ORDERS)}; got {order!r}."
         order = None
+    elif ctx.shown is not None and order != ctx.shown:
+        # The server drew the sides; a form that says otherwise (stale or altered) would store
+        # every vote the wrong way round.
+        errors["shown"] = f"The outputs were shown to you as {ctx.shown!r}, not {order!r}; reload the task."
+        order = None
     votes = result.get("votes")
     if not isinstance(votes, dict):
         errors["votes"] = "Give the votes as an object criterion -> left, right, tie or both_bad."
@@ -255,3 +266,9 @@ def summary(result: Mapping[str, Any]) -> str:
     for criterion, vote in (result.get("criteria") or {}).items():
         text += f"; {CRITERION_LABELS.get(criterion, criterion)}: {words.get(str(vote), '?')}"
     return text
+
+
+def gold_correct(payload: Mapping[str, Any], result: Mapping[str, Any]) -> bool | None:
+    """A vote on a gold pair against its known better side (``gold_winner``); None on other items."""
+    known = payload.get("gold_winner")
+    return None if known is None else result.get("winner") == known

@@ -62,3 +62,43 @@ tabs.forEach((button) => {
 document.querySelectorAll("select[data-autosubmit]").forEach((select) => {
   select.addEventListener("change", () => select.form.submit());
 });
+
+// Arena boards: exclude a rater from the board (or include them again) through the API, then
+// show the board fitted again. The API names what it refused; that text is shown as it is.
+const raterScreen = document.getElementById("lb-rater-screen");
+if (raterScreen) {
+  const error = document.getElementById("lb-exclusion-error");
+  raterScreen.addEventListener("click", async (event) => {
+    const button = event.target.closest("button.lb-exclude");
+    if (!button) return;
+    button.disabled = true;
+    error.hidden = true;
+    try {
+      const response = await fetch(raterScreen.dataset.exclusionsUrl, {
+        method: "POST",
+        credentials: "same-origin",
+        headers: {
+          "Content-Type": "application/json",
+          "X-CSRFToken": raterScreen.querySelector("input[name=csrfmiddlewaretoken]").value,
+        },
+        body: JSON.stringify({ rater: button.dataset.rater, excluded: button.dataset.excluded === "true" }),
+      });
+      if (response.ok) {
+        window.location.reload();
+        return;
+      }
+      let text = `The change was refused (${response.status}).`;
+      try {
+        const body = await response.json();
+        if (body.errors) text = Object.entries(body.errors).map(([k, v]) => `${k}: ${v}`).join(" ");
+        else if (body.detail) text = body.detail;
+      } catch (_) { /* not JSON: keep the status */ }
+      error.textContent = text;
+      error.hidden = false;
+    } catch (_) {
+      error.textContent = "The server could not be reached; nothing changed.";
+      error.hidden = false;
+    }
+    button.disabled = false;
+  });
+}

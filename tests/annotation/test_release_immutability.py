@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 from django.test import Client
+from PIL import Image
 
 from annotation.amend import annotation_amend
 from annotation.importing import ImportRefused, items_import
-from annotation.importing.samples import write_sample_dataset
+from annotation.importing.samples import make_video, write_sample_dataset
 from annotation.interchange.checksum import zip_checksum
 from annotation.interchange.lmms_eval import lmms_export
 from annotation.models import AuditEvent, Item, ItemStatus, Project, Release, Role
@@ -107,6 +108,16 @@ def other_project_media(make_project, tmp_path, protocol) -> dict:
     """The media of an item of another project, imported from other bytes."""
     other = make_project(f"other-{protocol}", protocol)
     path = write_sample_dataset(tmp_path / "other", protocol, 1, start=40, distinct=1)
+    # Other bytes at the same paths (the sample drawings repeat across projects): a changed pixel
+    # in each image, another scene in each video.
+    for media in sorted((tmp_path / "other").rglob("*")):
+        if media.suffix == ".png" or media.suffix in (".jpg", ".jpeg"):
+            with Image.open(media) as picture:
+                changed = picture.convert("RGB")
+            changed.putpixel((0, 0), (1, 2, 3))
+            changed.save(media)
+        elif media.suffix == ".mp4":
+            make_video(media, 11)
     items_import(project=other, path=path, verified=True)
     return Item.objects.get(project=other).media
 
@@ -120,6 +131,8 @@ def test_no_edit_after_the_freeze_changes_any_export(protocol, make_project, mak
     assert zip_checksum(io.BytesIO(before["zip"]), MEDIA_FIELDS[protocol]) == release.checksum
     stolen = other_project_media(make_project, tmp_path, protocol)
     items = list(Item.objects.filter(project=project).order_by("external_id"))
+    # The stolen media really are other files (a form that took them would change the item's).
+    assert all(stolen != item.media for item in items[:2])
 
     # The admin's item form, as the project's researcher and as a superuser: content is read only.
     for who, item in ((researcher, items[0]), (root, items[1])):

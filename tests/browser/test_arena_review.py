@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from annotation.importing.samples import make_video
-from annotation.models import Item, ItemStatus, Review, Role
+from annotation.models import Item, ItemStatus, Project, Review, Role
+from protocols.arena import workflow
 from tests.protocols.arena.helpers import MODEL_NAMES, make_pair
 
 from .work_helpers import annotate_through_queue, served_media_root, store
@@ -39,7 +40,11 @@ def arena(settings, make_user, make_project, tmp_path):
         name="Duel",
     )
     item = make_pair(project, "p0", distinct_clips(tmp_path, 0), models=(ALPHA, BETA))
-    # Screen terms, as the form submits them: rater1 saw b on the left and preferred it.
+    # Screen terms, as the form submits them: rater1 saw b on the left and preferred it. The server
+    # draws the sides from (option seed, item, annotator): a seed giving rater1 "ba" is picked.
+    seed = next(s for s in range(100) if workflow.shown_order(s, str(item.pk), str(r1.pk)) == "ba")
+    Project.objects.filter(pk=project.pk).update(option_seed=seed)
+    project.refresh_from_db()
     annotate_through_queue(project, r1, [{"shown": "ba", "votes": {"overall": "left", "state_change": "tie"}}])
     annotate_through_queue(project, r2, [{"winner": "a"}])
     item.refresh_from_db()

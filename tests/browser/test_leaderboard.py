@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from annotation.models import Role
-from inference.services import predictions_import
+from inference.models import InferenceJob
+from inference.services import endpoint_create, predictions_import
 from protocols.oscbench import CRITERIA
 from tests.evaluation.factories import make_release, rate
 from tests.helpers.items import osc_payload, status_payload
@@ -34,9 +35,15 @@ def test_leaderboard_sort_and_download(page, login, live_server, make_user, make
         for q in r
     ]
     predictions_import(project=project, lines=bad, model_name="contrarian", release=release)
+    # oracle's answers came from a priced endpoint: 40,000 · $2.5 + 4,000 · $10 per million tokens = $0.14.
+    endpoint = endpoint_create(name="oracle", backend="random", price_per_1m_input=2.5, price_per_1m_output=10)
+    InferenceJob.objects.filter(model_name="oracle").update(
+        endpoint=endpoint, prompt_tokens=40_000, completion_tokens=4_000
+    )
 
     login(page, "res")
     page.goto(f"{live_server.url}/projects/stb/leaderboard/")
+    assert page.locator('#panel-main tr[data-model="oracle"] td.lb-usage').nth(1).inner_text() == "$0.14"
     main = page.locator("#panel-main tbody tr")
     assert main.count() == 3
 

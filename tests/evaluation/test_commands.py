@@ -59,10 +59,11 @@ def test_status_import_then_leaderboard_json(make_project, tmp_path):
     assert board["cluster_key"] == "extra.video_id"
     assert (board["project"], board["release"], board["protocol"]) == ("st", "v1", "status")
     assert [r["model"] for r in board["rows"]] == ["m1", "Random"]
-    assert all(
-        list(r) == ["model", "n", "parse_failures", "metrics", "ci", "se", "se_clustered", "design_effect"]
-        for r in board["rows"]
-    )
+    # a model's row also carries its tokens and cost ("usage"); Random has none
+    assert [list(r) for r in board["rows"]] == [
+        ["model", "n", "parse_failures", "metrics", "ci", "se", "se_clustered", "design_effect", "usage"],
+        ["model", "n", "parse_failures", "metrics", "ci", "se", "se_clustered", "design_effect"],
+    ]
     detailed = json.loads(run_command("leaderboard", "st", "--release", "v1", "--details", "--boot", "200"))
     assert detailed["rows"][0]["metrics"] == board["rows"][0]["metrics"]
     m1 = detailed["rows"][0]

@@ -144,3 +144,20 @@ def test_the_vote_words_are_the_pairwise_kit_outcomes():
 
     assert WINNERS == OUTCOMES
     assert registry.get("arena").workflow_module == "workflow"
+
+
+def test_a_vote_claiming_other_sides_than_the_server_drew_is_refused(arena):
+    """The server drew the sides: a stale or altered form reporting the other order would store
+    every vote the wrong way round, so it is refused and nothing is stored."""
+    project, people, items, media = arena
+    client = session_client(people[0])
+    data = claim(client)
+    wrong = "ba" if data["item"]["shown"] == "ab" else "ab"
+    r = client.post(
+        f"/api/tasks/{data['task']}/submit/",
+        {"result": {"shown": wrong, "votes": {"overall": "left"}}},
+        format="json",
+    )
+    assert r.status_code == 400, r.content
+    assert "shown" in json.dumps(r.json()) and wrong in json.dumps(r.json())
+    assert not Annotation.objects.filter(item_id=data["item"]["id"]).exists()
