@@ -85,13 +85,19 @@ def vote_board(
     if len(set(a) | set(b)) < 2:
         return {"rows": [], "pairwise": None, "notes": ["no votes on verified items yet"]}
     try:
-        fitted = ratings(a, b, outcome)
+        fitted = ratings(a, b, outcome, flip=True)
     except ValueError as exc:
         notes.append(f"no ratings: {exc}")
         rows, figures = _counts_only(a, b, outcome), None
     else:
         rows = fitted.rows()
         figures = {k: v for k, v in fitted.to_json().items() if k != "rows"}
+        flip = fitted.flip
+        if flip is not None and flip.votes is not None:
+            notes.append(
+                f"{flip.votes} vote{'s' if flip.votes != 1 else ''} would have to change for {flip.challenger} "
+                f"to rate above {flip.top}"
+            )
     by_model = {row["model"]: row for row in rows}
     for row in rows:
         row.update(parse_failures=0, se={}, se_clustered={}, design_effect={}, breakdowns={})

@@ -160,3 +160,16 @@ def test_a_board_without_a_finite_fit_says_why(settings, tmp_path, make_project)
     ]
     empty = make_project("empty", "arena")
     assert leaderboard.build(empty)["rows"] == []
+
+
+def test_the_board_says_how_many_votes_would_flip_the_top_model(project):
+    """The kit's flip search (protocols/kit/pairwise/flip.py) runs on the board's headline fit: the
+    count is in the figures and in the board's notes, and changing that many votes (as it lists)
+    does lift the challenger above the top model."""
+    items = [type("I", (), {"key": i, "payload": {"model_a": a, "model_b": b}}) for i, (a, b) in enumerate(VOTES)]
+    votes = {i: [("r", {"winner": v}) for v in VOTES[pair]] for i, pair in enumerate(VOTES)}
+    found = scoring.vote_board(items, votes)
+    flip = found["pairwise"]["flip"]
+    assert flip["votes"] >= 1 and flip["top"] != flip["challenger"]
+    assert f"{flip['votes']} vote" in " ".join(found["notes"]) and flip["challenger"] in " ".join(found["notes"])
+    assert sum(change["votes"] for change in flip["changes"]) == flip["votes"]
