@@ -1,5 +1,6 @@
 """MLLM judges of a pairwise (arena) project against its human votes: the page and API "Judges"
-(docs/protocols/arena.md, "MLLM judges"; the statistics: protocols/arena/judging.py).
+(docs/protocols/arena.md, "MLLM judges"; the statistics: the protocol's ``judging_module``,
+protocols/arena/judging.py for the arena).
 
 A *judge* is every finished job of one endpoint (or imported model name) on the release (or, with
 no release, on the live items): its K runs, oldest first. Each run asked every pair twice, sides
@@ -38,7 +39,6 @@ from annotation.permissions import get_project_for, projects_with_role
 from annotation.selectors import media_urls_for
 from inference.models import InferenceJob, JobMode, JobStatus
 from protocols import registry
-from protocols.arena import judging
 
 from . import board_cache, leaderboard, metric_names, selectors
 
@@ -57,7 +57,9 @@ class LikertError(ValueError):
 
 
 def is_pairwise(project: Project) -> bool:
-    return registry.get(project.protocol).board == "votes"
+    """Whether the project's protocol judges pairs (it brings a ``judging_module``: protocols/base.py)."""
+    proto = registry.get(project.protocol)
+    return proto.board == "votes" and proto.judging is not None
 
 
 def _judge_runs(project: Project, release: Release | None) -> dict[str, list[InferenceJob]]:
@@ -83,6 +85,7 @@ def build(project: Project, *, release_version: str | None = None) -> dict[str, 
             f"judges of pairs apply to projects rated from pairwise votes (arena); project {project.slug} is "
             f"{project.protocol}"
         )
+    judging = registry.get(project.protocol).judging
     release = selectors.release_for(project, release_version) if release_version is not None else None
     items = selectors.vote_items(project, release)
     keys = {it.key for it in items}
@@ -185,7 +188,9 @@ def ranking_comparison(arena_board: dict[str, Any], likert_board: dict[str, Any]
         "metric_name": metric_names.metric_name(protocol, metric),
         "systems": [{"model": m, "rating": arena[m], "likert": likert[m]} for m in common],
         "n": len(common),
-        "kendall_tau_b": judging.kendall_tau([arena[m] for m in common], [likert[m] for m in common]),
+        "kendall_tau_b": registry.get(arena_board["protocol"]).judging.kendall_tau(
+            [arena[m] for m in common], [likert[m] for m in common]
+        ),
     }
     if len(common) < MIN_SYSTEMS:
         out["warning"] = (

@@ -84,6 +84,9 @@ class Protocol:
     # ranks the open items (annotation/queue/ranks.py writes the ranks the queue hands items out
     # by within a level); None: items go in id order.
     matchmaking_module: ClassVar[str | None] = None
+    # Pairwise judges: a module of the package with the judge statistics the "Judges" page reads
+    # (evaluation/judges.py: human_majority, run_asks, judge_report, kendall_tau); None: no such page.
+    judging_module: ClassVar[str | None] = None
     media_fields: ClassVar[dict[str, str]] = {}
     # The item line's fields and their checks (protocols/fields.py ItemFields; the protocol's fields.py).
     item_fields: ClassVar[Any] = None
@@ -184,6 +187,10 @@ class Protocol:
     @property
     def samples(self) -> ModuleType | None:
         return self._submodule(self.samples_module) if self.samples_module else None
+
+    @property
+    def judging(self) -> ModuleType | None:
+        return self._submodule(self.judging_module) if self.judging_module else None
 
     @property
     def matchmaking(self) -> ModuleType | None:

@@ -36,6 +36,7 @@ class Arena(Protocol):
     # The form of its own (workflow.py): the apps reach it through annotation/protocols.py.
     workflow_module = "workflow"
     matchmaking_module = "matchmaking"  # the queue hands out the most informative pairs first
+    judging_module = "judging"  # the statistics of pairwise MLLM judges (the "Judges" page)
     media_fields = {"video_a": "video", "video_b": "video", "image_a": "image", "image_b": "image"}
     item_fields = ITEM_FIELDS
     annotator_fields = ("prompt",)
