@@ -32,6 +32,7 @@ from protocols.kit.releases import (
     copy_media,
     first_bytes,
     media_parts,
+    read_json,
     starts_with_array,
 )
 
@@ -171,16 +172,7 @@ def _label(value: Any) -> float | int | None:
 def _vbench_rows(path: Path) -> tuple[str, list[dict[str, Any]]]:
     path = Path(path)
     name = path.name
-    try:
-        rows = json.loads(path.read_bytes().decode("utf-8-sig"))
-    except OSError as exc:
-        raise FormatRefused(f"{name}: cannot be read ({exc.strerror or exc}); expected {VBENCH_EXPECTED}") from exc
-    except UnicodeDecodeError as exc:
-        raise FormatRefused(f"{name}: not UTF-8 text (byte {exc.start}); expected {VBENCH_EXPECTED}") from exc
-    except json.JSONDecodeError as exc:
-        raise FormatRefused(
-            f"{name}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); expected {VBENCH_EXPECTED}"
-        ) from exc
+    rows = read_json(path, VBENCH_EXPECTED)
     if not isinstance(rows, list) or not rows:
         found = "an empty array" if rows == [] else f"a JSON {type(rows).__name__}"
         raise FormatRefused(f"{name}: {found} found; expected {VBENCH_EXPECTED}")

@@ -26,6 +26,7 @@ the same report.
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -86,6 +87,22 @@ def first_bytes(path: Path, n: int = 4096) -> bytes:
             return fh.read(n)
     except OSError:
         return b""
+
+
+def read_json(path: Path, expected: str) -> Any:
+    """A JSON file as its authors publish it (UTF-8, a byte-order mark allowed); FormatRefused
+    naming the file, what was wrong with it and ``expected`` when it cannot be read or parsed."""
+    name = Path(path).name
+    try:
+        return json.loads(Path(path).read_bytes().decode("utf-8-sig"))
+    except OSError as exc:
+        raise FormatRefused(f"{name}: cannot be read ({exc.strerror or exc}); expected {expected}") from exc
+    except UnicodeDecodeError as exc:
+        raise FormatRefused(f"{name}: not UTF-8 text (byte {exc.start}); expected {expected}") from exc
+    except json.JSONDecodeError as exc:
+        raise FormatRefused(
+            f"{name}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); expected {expected}"
+        ) from exc
 
 
 def starts_with_array(path: Path) -> bool:

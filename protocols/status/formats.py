@@ -29,7 +29,14 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from protocols.fields import check_media_path
-from protocols.kit.releases import Conversion, FormatRefused, ReleaseFormat, first_bytes, starts_with_array
+from protocols.kit.releases import (
+    Conversion,
+    FormatRefused,
+    ReleaseFormat,
+    first_bytes,
+    read_json,
+    starts_with_array,
+)
 
 RELEASE_FILE = "STATUS_Bench.json"
 IMAGE_DIR = "images"
@@ -183,16 +190,7 @@ class StatusBench(ReleaseFormat):
                 f"{Path(path).name}: a folder without {RELEASE_FILE} (nor Bench/{RELEASE_FILE}); expected {EXPECTED}"
             )
         name = found.name
-        try:
-            rows = json.loads(found.read_bytes().decode("utf-8-sig"))
-        except OSError as exc:
-            raise FormatRefused(f"{name}: cannot be read ({exc.strerror or exc}); expected {EXPECTED}") from exc
-        except UnicodeDecodeError as exc:
-            raise FormatRefused(f"{name}: not UTF-8 text (byte {exc.start}); expected {EXPECTED}") from exc
-        except json.JSONDecodeError as exc:
-            raise FormatRefused(
-                f"{name}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); expected {EXPECTED}"
-            ) from exc
+        rows = read_json(found, EXPECTED)
         if not isinstance(rows, list):
             raise FormatRefused(f"{name}: {_describe(rows)} found; expected {EXPECTED}")
         if not rows:
