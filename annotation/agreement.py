@@ -175,6 +175,8 @@ def __getattr__(name: str) -> Any:
 
 
 def _quintuplet_agreement(r1: dict, r2: dict, fields: Sequence[str]) -> float | None:
+    # Only the fields both answers hold: a labelling pass's answers hold just the fields it asked.
+    fields = [f for f in fields if f in r1 and f in r2]
     if not fields:
         return None
     return sum(quintuplet_field_value(r1, f) == quintuplet_field_value(r2, f) for f in fields) / len(fields)

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from .apis import amend, audit, imports, members, project_settings, projects, releases, studies, work
+from .apis import amend, audit, fill_pass, imports, members, project_settings, projects, releases, studies, work
 
 urlpatterns = [
     path("me/", projects.MeApi.as_view(), name="api-me"),
@@ -13,6 +13,7 @@ urlpatterns = [
         project_settings.ProjectThresholdsApi.as_view(),
         name="api-project-thresholds",
     ),
+    path("projects/<slug:slug>/fill-pass/", fill_pass.FillPassApi.as_view(), name="api-fill-pass"),
     path("projects/<slug:slug>/members/", members.MemberListApi.as_view(), name="api-members"),
     path("projects/<slug:slug>/members/csv/", members.MemberCsvApi.as_view(), name="api-members-csv"),
     path("projects/<slug:slug>/members/<int:user_id>/", members.MemberApi.as_view(), name="api-member"),

@@ -126,6 +126,11 @@ class Project(models.Model):
     def workflow(self) -> str:
         return WORKFLOW_OF_PROTOCOL[self.protocol]
 
+    @property
+    def fill_fields(self) -> tuple[str, ...]:
+        """The label fields a labelling pass may fill in this project (its protocol's; annotation/fill_pass.py)."""
+        return tuple(registry.get(self.protocol).fill_fields)
+
 
 class Membership(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
@@ -200,6 +205,9 @@ class Item(models.Model):
     # thresholds (annotation/disagreement.py): {"fields": [...]}; null when they agree. Such items
     # come first in the review queue.
     disagreement = models.JSONField(null=True, blank=True)
+    # A labelling pass (annotation/fill_pass.py) asked for these label fields only (the protocol's
+    # ``fill_fields`` the item lacked): its form, its answers and their review hold just these; [] otherwise.
+    fill_fields = models.JSONField(default=list, blank=True, db_default=[])
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -431,59 +439,9 @@ class ImportRun(TrackedRun):
         return f"{self.project.slug} import #{self.pk} ({self.status})"
 
 
-class AuditAction(models.TextChoices):
-    IMPORT = "import", "Import"
-    VERIFY = "verify", "Verify"
-    EDIT = "edit", "Edit and verify"
-    DISCARD = "discard", "Discard"
-    FREEZE = "freeze", "Freeze release"
-    EXPORT = "export", "Export release"
-    LAUNCH = "launch", "Launch inference job"
-    CANCEL = "cancel", "Cancel inference job"
-    RETRY = "retry", "Retry inference job"
-    MEMBER_ADD = "member_add", "Add member"
-    MEMBER_CHANGE = "member_change", "Change member role"
-    MEMBER_REMOVE = "member_remove", "Remove member"
-    MEMBER_INVITE = "member_invite", "Create invite link"
-    INVITE_REVOKE = "invite_revoke", "Revoke invite link"
-    PROJECT_CREATE = "project_create", "Create project"
-    AMEND = "amend", "Amend own annotation"
-    STUDY_OPEN = "study_open", "Open crowd study"
-    STUDY_CLOSE = "study_close", "Close crowd study"
-    STUDY_APPROVE = "study_approve", "Approve study participant"
-    STUDY_REJECT = "study_reject", "Reject study participant"
-    REVIEW_REOPEN = "review_reopen", "Send verified item back to review"
-    PROJECT_SETTINGS = "project_settings", "Change project settings"
-    ADMIN_CHANGE = "admin_change", "Change in the admin"
-    ADMIN_DELETE = "admin_delete", "Delete in the admin"
-
-
-class AuditEvent(models.Model):
-    """Who did what to which object, when: written by the service that made the change, in its
-    transaction (annotation/audit/record.py); read by the project's researchers (annotation/audit/trail.py)."""
-
-    at = models.DateTimeField(default=timezone.now)
-    actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
-    )
-    actor_name = models.CharField(max_length=150, blank=True)  # kept when the account is deleted
-    project = models.ForeignKey(Project, on_delete=models.SET_NULL, null=True, blank=True, related_name="audit_events")
-    action = models.CharField(max_length=20, choices=AuditAction.choices)
-    object_type = models.CharField(max_length=100)
-    object_id = models.CharField(max_length=64, blank=True)
-    object_repr = models.CharField(max_length=200, blank=True)
-    details = models.JSONField(default=dict, blank=True)
-
-    class Meta:
-        ordering = ["-at", "-pk"]
-        indexes = [
-            models.Index(fields=["project", "-at", "-id"], name="audit_project_at_idx"),
-            models.Index(fields=["project", "action", "-at"], name="audit_project_action_at_idx"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.at:%Y-%m-%d %H:%M:%S} {self.actor_name or '-'} {self.action} {self.object_repr}"
-
+# The audit trail's model lives in audit/models.py (with the audit code), re-exported here.
+from .audit.models import AuditAction as AuditAction  # noqa: E402
+from .audit.models import AuditEvent as AuditEvent  # noqa: E402
 
 # Crowd-rater studies: their models live in studies/models.py (with the studies code), re-exported here.
 # The redundant aliases mark them as re-exports: Django loads the app's models from this module.

@@ -20,6 +20,7 @@ from protocols.fields import rating_score_errors
 from protocols.normalize import answer_text
 
 from . import canonical
+from .fill_form import FillContext, fill_validate
 from .protocols import BOX_OUTCOMES, LETTERS, QA_FLAGS, custom_workflow, quintuplet_choices, quintuplet_fields
 
 MAX_TEXT = 500
@@ -160,6 +161,8 @@ _STATE_ONLY = {
 
 def quintuplet_warnings(result: dict[str, Any]) -> dict[str, str]:
     warnings: dict[str, str] = {}
+    if "change" not in result:  # a labelling pass's answer: no text to check (fill_form.py)
+        return warnings
     for name in ("state_a", "state_b"):
         words = re.findall(r"[a-z]+", str(result.get(name, "")).lower())
         content = [w for w in words if w not in _NOT_VERB_START]
@@ -380,6 +383,11 @@ def validate_rating(result: Any, ctx: RatingContext) -> Validated:
 
 
 def validate_result(workflow: str, result: Any, context: Any = None) -> Validated:
+    if isinstance(context, FillContext):  # an item of a labelling pass: only the fields it asks (fill_form.py)
+        clean, errors = fill_validate(result, context)
+        if errors:
+            raise ResultInvalid(errors)
+        return Validated(clean)
     if workflow == "quintuplet":
         return validate_quintuplet(result, context)
     if workflow == "box":

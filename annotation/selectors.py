@@ -17,6 +17,7 @@ from protocols.fields import BOX_OUTCOMES
 
 from .agreement import field_disagreements
 from .disagreement import FIELD_LABELS, field_label, find_disagreement, thresholds_from
+from .fill_form import fill_annotator_view, fill_context, fill_review_form
 from .models import Item, ItemReopening, ItemStatus, Project
 from .permissions import projects_visible_to, role_in
 from .project_setup import project_setting
@@ -160,6 +161,8 @@ def result_context_for(*, item, annotator=None):
     """What results.validate_result needs to check a result for this item."""
     from .results import BoxContext, QAContext, QuintupletContext, RatingContext
 
+    if (fill := fill_context(item)) is not None:  # a labelling pass asks only its fields
+        return fill
     project = item.project
     workflow = project.workflow
     if workflow == "quintuplet":
@@ -192,11 +195,12 @@ def _media_label(field: str, kind: str) -> str:
     return (field[len(prefix) :] if field.startswith(prefix) else field).replace("_", " ").capitalize()
 
 
-def workflow_form(*, project) -> dict:
+def workflow_form(*, project, review: bool = False) -> dict:
     """What a project's workflow form and its review and agreement pages show alike, from the
     protocol: the media fields in order ({field, kind, label}) and, for a rating form, the criteria
     ({key, label, allows_na}); for a quintuplet form the result's fields. Project-wide facts only
-    (never an item's), so a page carrying them cannot tell a gold item from another."""
+    (never an item's), so a page carrying them cannot tell a gold item from another. ``review``:
+    the review page's, with what a protocol's own form adds for reviewers (its ``review_form``)."""
     proto = registry.get(project.protocol)
     form: dict = {
         "workflow": project.workflow,
@@ -210,6 +214,8 @@ def workflow_form(*, project) -> dict:
         form["fields"] = list(proto.result_fields)
     elif (custom := custom_workflow(project.workflow)) is not None:
         form.update(custom.form(proto))
+        if review and hasattr(custom, "review_form"):
+            form.update(custom.review_form(proto))
     return form
 
 
@@ -249,7 +255,9 @@ def annotator_item_payload(*, item, annotator=None) -> dict:
             return Suggestion.objects.none()
         return Suggestion.objects.filter(item=item).order_by("-created_at", "-pk")
 
-    if workflow == "quintuplet":
+    if item.fill_fields:  # a labelling pass: the fields asked and the item's texts, no suggestion
+        out["fill"], out["suggestions"] = fill_annotator_view(item), []
+    elif workflow == "quintuplet":
         out["suggestions"] = [{"source": s.source, "machine_made": True, "result": s.result} for s in suggestions()]
     elif workflow == "box":
         # Not blind: the annotator confirms the listed state or corrects it from the candidates.
@@ -457,12 +465,14 @@ def item_review_detail(*, item) -> dict:
         # The form's shape for this item (a reviewer sees the truth anyway): media, criteria,
         # fields, and for a QA item the answer it takes ({format, n_options, multiple}).
         "form": {
-            **workflow_form(project=project),
+            **(form := workflow_form(project=project, review=True)),
             **(
                 qa_shape(protocol=project.protocol, payload=item.payload, project_settings=project.settings)
                 if project.workflow == "qa"
                 else {}
             ),
+            # A labelling pass's item: reviewed as choices of the fields it asked (fill_form.py).
+            **({"review": fill_review_form(item, form["media"])} if item.fill_fields else {}),
         },
         # Why a verified item is back in review (a participant's rejection took what it rested on).
         "reopened": (

@@ -12,6 +12,7 @@ from protocols import registry
 
 from .audit.record import audit_record
 from .canonical import payload_answer
+from .fill_form import fill_merge
 from .models import Annotation, AuditAction, ExcludedAnnotation, Item, ItemStatus, Review, ReviewDecision
 from .protocols import qa_shape
 from .queue.errors import TaskConflict, TaskNotFound
@@ -57,6 +58,14 @@ def _validate_review_edit(item: Item, result) -> dict:
     # A box edit's state is one of the item's candidate labels (its state, its distractors, the
     # project's state_labels for its object), as for annotators: no free text enters a release.
     return validate_result(workflow, result, result_context_for(item=item)).result
+
+
+def _settled_payload(item: Item, applied: dict) -> dict:
+    """The payload once `applied` settled the item: a labelling pass's item takes the fields it
+    asked (fill_form.py), any other its workflow's answer (verification.apply_result_to_payload)."""
+    if item.fill_fields:
+        return fill_merge(item.payload, applied, item.fill_fields)
+    return apply_result_to_payload(item.project.workflow, item.payload, applied, protocol=item.project.protocol)
 
 
 def _edit_source(item: Item, annotation_id: int | None) -> int | None:
@@ -124,7 +133,7 @@ def review_decide(
         if labels is None:
             raise ResultInvalid({"imported": "This item carries no imported labels to accept."})
         applied = labels["result"]
-        item.payload = apply_result_to_payload(workflow, item.payload, applied, protocol=item.project.protocol)
+        item.payload = _settled_payload(item, applied)
         item.status = ItemStatus.VERIFIED
     elif decision == ReviewDecision.ACCEPT:
         accepted = Annotation.objects.filter(pk=annotation_id, item=item).first() if annotation_id else None
@@ -135,7 +144,7 @@ def review_decide(
             if applied.get("answer") is None:
                 raise ResultInvalid({"annotation": "This annotation has no answer; edit the answer instead."})
             applied = {"answer": applied["answer"]}
-        item.payload = apply_result_to_payload(workflow, item.payload, applied, protocol=item.project.protocol)
+        item.payload = _settled_payload(item, applied)
         item.status = ItemStatus.VERIFIED
     elif decision == ReviewDecision.EDIT:
         errors: dict[str, str] = {}
@@ -149,7 +158,7 @@ def review_decide(
             errors.update(exc.errors)
         if errors:  # a bad result and a bad annotation are named in one answer
             raise ResultInvalid(errors)
-        item.payload = apply_result_to_payload(workflow, item.payload, applied, protocol=item.project.protocol)
+        item.payload = _settled_payload(item, applied)
         item.status = ItemStatus.VERIFIED
     elif decision == ReviewDecision.DISCARD:
         item.status = ItemStatus.DISCARDED

@@ -2,13 +2,27 @@
 
 from django.urls import path, re_path
 
-from .views import account, amend, audit, home, imports, media, members, project_settings, releases, studies, work
+from .views import (
+    account,
+    amend,
+    audit,
+    fill_pass,
+    home,
+    imports,
+    media,
+    members,
+    project_settings,
+    releases,
+    studies,
+    work,
+)
 
 urlpatterns = [
     path("", home.home, name="home"),
     path("projects/new/", members.project_new, name="io-project-new"),  # before projects/<slug>/ ("new" is reserved)
     path("projects/<slug:slug>/members/", members.project_members, name="io-members"),
     path("projects/<slug:slug>/settings/", project_settings.project_settings, name="io-project-settings"),
+    path("projects/<slug:slug>/settings/labelling-pass/", fill_pass.fill_pass_page, name="io-fill-pass"),
     path("invites/<str:token>/", members.invite_page, name="io-invite"),
     path("projects/<slug:slug>/my-work/<int:annotation_id>/", amend.amend, name="work-amend"),
     path("projects/<slug:slug>/", home.project_overview, name="io-project"),

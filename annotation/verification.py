@@ -14,6 +14,7 @@ from django.db import connection
 from . import agreement
 from .canonical import payload_answer
 from .disagreement import find_disagreement, thresholds_from
+from .fill_form import fill_merge
 from .models import (
     Annotation,
     AuditAction,
@@ -33,7 +34,8 @@ def apply_result_to_payload(workflow: str, payload: dict, result: dict, *, proto
     out = dict(payload or {})
     if workflow == "quintuplet":
         for name in agreement.QUINTUPLET_FIELDS:
-            out[name] = result[name]
+            if name in result:  # a labelling pass's answer holds only the fields it asked (fill_form.py)
+                out[name] = result[name]
     elif workflow == "box":
         # The import format (the box protocol's spec page, importing/formats.py) keeps both kinds of answer in
         # `bbox`: a box, or "nothing_to_label" / "cannot_determine", so a verified item exports
@@ -104,7 +106,10 @@ def item_auto_verify(*, item: Item) -> None:
         return
     merged = agreement.consensus_result(workflow, results)
     before = item.payload
-    item.payload = apply_result_to_payload(workflow, item.payload, merged, protocol=item.project.protocol)
+    if item.fill_fields:  # a labelling pass: the fields it asked join the payload (fill_form.py)
+        item.payload = fill_merge(item.payload, merged, item.fill_fields)
+    else:
+        item.payload = apply_result_to_payload(workflow, item.payload, merged, protocol=item.project.protocol)
     item.status = ItemStatus.VERIFIED
     item.save(update_fields=["payload", "status", "updated_at"])
     Review.objects.create(

@@ -66,8 +66,28 @@ def letter(index: int) -> str:
 
 def shuffled(options: list[Any], rng: random.Random) -> list[Any]:
     out = list(options)
-    rng.shuffle(out)
+    shuffle(out, rng)
     return out
+
+
+def shuffle(x: list[Any], rng: random.Random) -> None:
+    """``rng.shuffle(x)``: the same swaps from the same draws, without a method call per swap.
+
+    For a plain random.Random, shuffle's ``_randbelow(n)`` is ``getrandbits(n.bit_length())``
+    redrawn while it is ``>= n``; that loop is written out here (tests/annotation/test_freeze_resolvers.py
+    compares it with the standard library's for many seeds and lengths). Any other generator
+    shuffles itself."""
+    if type(rng) is not random.Random:
+        rng.shuffle(x)
+        return
+    getrandbits = rng.getrandbits
+    for i in range(len(x) - 1, 0, -1):
+        n = i + 1
+        k = n.bit_length()
+        j = getrandbits(k)
+        while j >= n:
+            j = getrandbits(k)
+        x[i], x[j] = x[j], x[i]
 
 
 class Protocol:
@@ -87,6 +107,16 @@ class Protocol:
     # Pairwise judges: a module of the package with the judge statistics the "Judges" page reads
     # (evaluation/judges.py: human_majority, run_asks, judge_report, kendall_tau); None: no such page.
     judging_module: ClassVar[str | None] = None
+    # Project settings of the protocol's own: a module of the package whose ``SETTING_CHECKS`` maps
+    # each of its keys (also listed in ``settings_keys``) to ``clean(value, errors)`` (the clean
+    # value, or None with the reason in errors); annotation/project_setup.py checks and reads them as
+    # it does the shared keys. None: the protocol reads shared settings only.
+    settings_module: ClassVar[str | None] = None
+    # A votes board's rater screen and the raters a researcher excludes from it (evaluation/
+    # rater_exclusion.py): a module with ``EXCLUDED_SETTING`` (the project setting holding the
+    # excluded rater keys), ``rater_key_valid(key)``, ``screen(items, votes)`` (rows with
+    # ``rater`` and ``to_json()``) and ``without_raters(votes, excluded)``; None: no rater screen.
+    rater_screen_module: ClassVar[str | None] = None
     media_fields: ClassVar[dict[str, str]] = {}
     # The item line's fields and their checks (protocols/fields.py ItemFields; the protocol's fields.py).
     item_fields: ClassVar[Any] = None
@@ -109,6 +139,10 @@ class Protocol:
     # the values each allows (in the form's order; gold items are checked on these)
     result_fields: ClassVar[tuple[str, ...]] = ()
     result_choices: ClassVar[dict[str, tuple[str, ...]]] = {}
+    # Closed label fields (of ``result_choices``) that a labelling pass may fill on verified items
+    # that lack them (annotation/fill_pass.py): annotators answer just these, reviewers verify, and
+    # the values join the item's payload. (): no such pass for this protocol.
+    fill_fields: ClassVar[tuple[str, ...]] = ()
     # rating forms: criteria (in the form's order), those that may be N/A, labels, default rubric
     criteria: ClassVar[tuple[str, ...]] = ()
     nullable: ClassVar[tuple[str, ...]] = ()
@@ -195,6 +229,17 @@ class Protocol:
     @property
     def matchmaking(self) -> ModuleType | None:
         return self._submodule(self.matchmaking_module) if self.matchmaking_module else None
+
+    @property
+    def rater_screen(self) -> ModuleType | None:
+        return self._submodule(self.rater_screen_module) if self.rater_screen_module else None
+
+    def setting_check(self, key: str) -> Any:
+        """The check of one of the protocol's own project settings (``settings_module``):
+        ``clean(value, errors)``, or None when the protocol brings none for ``key``."""
+        if not self.settings_module or key not in self.settings_keys:
+            return None
+        return self._submodule(self.settings_module).SETTING_CHECKS.get(key)
 
     @property
     def lmms(self) -> ModuleType | None:

@@ -109,6 +109,7 @@ def cmd_import(client: StateLabClient, args: argparse.Namespace) -> int:
         annotations=args.annotations,
         format=args.format,
         strict=args.strict,
+        update=args.update,
         on_bytes=lambda sent, total: upload.update(
             sent / total if total else 1.0, f"{human_bytes(sent)} of {human_bytes(total)}"
         ),
@@ -142,7 +143,7 @@ def _import_outcome(run: ImportRun, *, as_json: bool) -> int:
 
 
 # Report entries printed on lines of their own after the counts.
-_REPORT_TEXT = ("format", "format_label", "notes", "kept_fields", "kept")
+_REPORT_TEXT = ("format", "format_label", "notes", "kept_fields", "kept", "updated_items")
 
 
 def _print_import_report(report: dict[str, Any]) -> None:
@@ -162,6 +163,8 @@ def _print_import_report(report: dict[str, Any]) -> None:
         print(f"- {note}")
     if report.get("kept"):
         print(report["kept"])
+    for updated in report.get("updated_items") or []:
+        print(f"updated {updated['id']}: {', '.join(updated['fields'])}")
 
 
 def cmd_releases(client: StateLabClient, args: argparse.Namespace) -> int:
@@ -370,6 +373,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub.add_argument(
         "--strict", action="store_true", help="refuse fields the protocol does not know instead of keeping them"
+    )
+    sub.add_argument(
+        "--update",
+        action="store_true",
+        help="items whose id the project holds with other content take the file's content (a later release of "
+        "the same file); without it such lines are refused",
     )
     sub.add_argument("--annotations", action="store_true", help="the file holds human annotations, not items")
     sub.add_argument("--no-wait", action="store_true", help="print the run id and return at once")

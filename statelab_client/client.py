@@ -47,6 +47,7 @@ class ImportRun(TypedDict):
     verified: bool
     format: str | None  # the format the upload named; None: detected (servers before formats: absent)
     strict: bool
+    update: bool  # existing items with other content were to be updated (servers before it: absent)
     read_as: str | None  # the format the file was read as, once known
     file_name: str
     file_bytes: int
@@ -286,6 +287,7 @@ class StateLabClient(Analysis):
         annotations: bool = False,
         format: str | None = None,
         strict: bool = False,
+        update: bool = False,
         on_bytes: Callable[[int, int], None] | None = None,
         on_zip: Callable[[int, int], None] | None = None,
     ) -> ImportRun:
@@ -293,9 +295,10 @@ class StateLabClient(Analysis):
         or, with annotations=True, ratings/answers) and return the queued run (the server imports
         it in the background). A folder (an authors' release laid out in folders) is sent as a zip
         of its contents. `format` names the items' format (None: the server detects it); `strict`
-        refuses fields the protocol does not know. A .jsonl file of items whose lines name files
-        beside it (relative paths inside its folder) is sent as a zip of the file and those files
-        (statelab_client/media.py); `on_zip(done, total)` counts the files zipped."""
+        refuses fields the protocol does not know; `update` lets items whose id the project holds
+        with other content take the file's content (a later release of the file). A .jsonl file
+        of items whose lines name files beside it (relative paths inside its folder) is sent as a
+        zip of the file and those files (statelab_client/media.py); `on_zip(done, total)` counts the files zipped."""
         path = Path(path)
         media = media_named(path) if path.is_file() and path.suffix == ".jsonl" and not annotations else []
         if media or path.is_dir():
@@ -309,6 +312,7 @@ class StateLabClient(Analysis):
                     annotations=annotations,
                     format=format,
                     strict=strict,
+                    update=update,
                     on_bytes=on_bytes,
                 )
         endpoint = "annotation-imports" if annotations else "imports"
@@ -320,6 +324,8 @@ class StateLabClient(Analysis):
                 data = {"verified": "true" if verified else "false", "strict": "true" if strict else "false"}
                 if format:
                     data["format"] = format
+                if update:
+                    data["update"] = "true"
             return self._json(
                 "POST",
                 f"/api/projects/{slug}/{endpoint}/",

@@ -218,6 +218,10 @@ ROUTES: dict[str, Route] = {
             Case(slug, member(Role.ADMIN), (post(400, data={"form": "project"}),), "project form"),
         ),
     ),
+    # The labelling pass page (annotation/fill_pass.py): a field no pass fills is refused (400).
+    "io-fill-pass": page(
+        slug, member(Role.RESEARCHER), get(200), post(400, data={"fields": "state_a"}), wrong("DELETE")
+    ),
     "io-invite": page(lambda w: {"token": w.invite_token}, signed_in, get(410), post(410)),
     "work-amend": page(
         lambda w: {"slug": w.mine.slug, "annotation_id": w.annotation.pk}, own_task, get(200), wrong("POST")
@@ -318,6 +322,9 @@ ROUTES: dict[str, Route] = {
     # A box threshold for a quintuplet project: refused (400), nothing changes.
     "api-project-thresholds": api(
         slug, member(Role.RESEARCHER), get(200), Try("PATCH", frozenset({400}), data={"box_iou": 0.4}), wrong("DELETE")
+    ),
+    "api-fill-pass": api(
+        slug, member(Role.RESEARCHER), get(200), post(400, data={"fields": ["state_a"]}), wrong("DELETE")
     ),
     "api-item-import": api(slug, member(Role.RESEARCHER), get(200), post(400, multipart=True), wrong("DELETE")),
     "api-item-import-formats": api(slug, member(Role.RESEARCHER), get(200), wrong("POST")),

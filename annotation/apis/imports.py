@@ -23,6 +23,12 @@ from ..importing.runs import import_run_data, import_run_queue
 from ..models import ImportKind, ImportRun, Role
 from ..permissions import get_project_for
 
+UPDATE_HELP = (
+    "items whose id the project holds with other content take the file's content (a later release of the same "
+    "file; counted as updated, with the fields that changed), in the same all-or-nothing import; otherwise such "
+    "lines are refused"
+)
+
 
 class UploadSerializer(serializers.Serializer):
     file = serializers.FileField()
@@ -40,6 +46,7 @@ class ItemUploadSerializer(UploadSerializer):
     strict = serializers.BooleanField(
         default=False, required=False, help_text="refuse fields the protocol does not know instead of keeping them"
     )
+    update = serializers.BooleanField(default=False, required=False, help_text=UPDATE_HELP)
 
 
 class ItemImportOptionsSerializer(serializers.Serializer):
@@ -48,6 +55,7 @@ class ItemImportOptionsSerializer(serializers.Serializer):
     verified = serializers.BooleanField(default=False, required=False)
     format = serializers.CharField(required=False, allow_blank=True, max_length=100)
     strict = serializers.BooleanField(default=False, required=False)
+    update = serializers.BooleanField(default=False, required=False, help_text=UPDATE_HELP)
 
 
 class ItemImportRequestSerializer(ItemUploadSerializer):
@@ -75,6 +83,7 @@ class ImportRunSerializer(serializers.Serializer):
     verified = serializers.BooleanField()
     format = serializers.CharField(allow_null=True, help_text="the format the upload named; null: detected")
     strict = serializers.BooleanField()
+    update = serializers.BooleanField(help_text="the upload asked existing items with other content to be updated")
     read_as = serializers.CharField(allow_null=True, help_text="the format the file was read as, once known")
     file_name = serializers.CharField()
     file_bytes = serializers.IntegerField()
@@ -135,7 +144,7 @@ def queued(run: ImportRun) -> Response:
 
 
 class ItemImportApi(APIView):
-    """POST a file of items (multipart field `file`; `verified`, `format`, `strict` optional): the
+    """POST a file of items (multipart field `file`; `verified`, `format`, `strict`, `update` optional): the
     project's own .jsonl, .json or .zip, or a file (a folder as a .zip) in one of the protocol's
     authors' formats; a worker imports it; 202 with the run to poll. Several files (field `files`,
     or several `file` parts) are imported in the request, all or nothing: 201 with a finished run
@@ -174,6 +183,7 @@ class ItemImportApi(APIView):
                 verified=data.validated_data["verified"],
                 format_name=fmt,
                 strict=data.validated_data["strict"],
+                update=data.validated_data["update"],
             )
         )
 
@@ -192,6 +202,7 @@ class ItemImportApi(APIView):
                 verified=options.validated_data["verified"],
                 format_name=fmt,
                 strict=options.validated_data["strict"],
+                update=options.validated_data["update"],
             )
         except BatchTooLarge as exc:
             code = status.HTTP_400_BAD_REQUEST if exc.too_many else status.HTTP_413_REQUEST_ENTITY_TOO_LARGE

@@ -129,6 +129,7 @@ def items_import_batch(
     verified: bool = False,
     format_name: str | None = None,
     strict: bool = False,
+    update: bool = False,
 ) -> list[ImportRun]:
     """Import the uploaded files (Django UploadedFile) into `project` in one transaction, in the
     order given; returns one finished ImportRun per file. Raises BatchRefused, having written
@@ -137,7 +138,7 @@ def items_import_batch(
     if format_name and (reason := format_refusal(project.protocol, format_name)):
         raise ValueError(reason)
     batch_check_size(uploads)
-    requested = {"format": format_name or None, "strict": bool(strict)}
+    requested = {"format": format_name or None, "strict": bool(strict), **({"update": True} if update else {})}
     actor = user if getattr(user, "is_authenticated", False) else None
     media_root = import_media_root()
     stored: list[str] = []  # media files written; deleted again if the transaction rolls back
@@ -173,6 +174,7 @@ def items_import_batch(
                             run_id=run.pk,
                             format_name=format_name or None,
                             strict=bool(strict),
+                            update=bool(update),
                             confined=True,
                             stored=stored,
                         )

@@ -23,6 +23,12 @@ class ItemImportReport:
     created: int = 0
     unchanged: int = 0
     promoted: int = 0
+    # Existing items whose content an import that updates replaced, and the first of them with the
+    # fields that changed: [{"id": ..., "fields": ["payload", ...]}] (item_update.py).
+    # (in the report's dict only for an import asked to update)
+    update: bool = False
+    updated: int = 0
+    updated_items: list[dict[str, Any]] = field(default_factory=list)
     media_files: int = 0
     media_stored: int = 0
     by_status: dict[str, int] = field(default_factory=dict)
@@ -40,6 +46,7 @@ class ItemImportReport:
             "created": self.created,
             "unchanged": self.unchanged,
             "promoted": self.promoted,
+            **({"updated": self.updated, "updated_items": self.updated_items} if self.update else {}),
             "media_files": self.media_files,
             "media_stored": self.media_stored,
             "by_status": self.by_status,

@@ -24,6 +24,11 @@ spooled file checks and encodes all its lines before it takes the lock (they wai
 two small imports into one project check their files at the same time and take turns only for the
 comparison with the project's items and the write.
 
+Lines whose id the project holds with other content are refused, unless the import is asked to
+``update``: then those items take the line's content, in the same transaction as the rest
+(item_update.py says what happens to their status, annotations and releases; counted as
+`updated`, with the fields that changed).
+
 Re-importing with ``verified`` promotes items already in the project with identical content
 from pending or annotated to verified (counted as `promoted`); discarded items stay discarded
 (a reviewer's decision wins) and verified ones are left alone. Gold items (``"gold": true``,
@@ -31,7 +36,7 @@ complete lines only) are imported pending, whatever ``verified`` says: the annot
 offers only pending gold items, and their answers never make them done.
 
 Memory holds one chunk of lines plus one entry per distinct media file, never the whole file
-(plus 8 bytes per promoted item).
+(plus 8 bytes per promoted item, and the new content of each item an update replaces).
 
 The file may also be in one of the authors' formats of the project's protocol, detected or named
 (``format_name``): it is converted to item lines first (annotation/importing/conversion.py), and
@@ -64,6 +69,7 @@ from .conversion import OWN_FORMAT, expected_shapes, items_file
 from .copy_spool import CopySpool, media_map
 from .formats import EXTRA, CheckedItem, check_item
 from .item_report import KEPT_NAMES_MAX, KEPT_NAMES_SHOWN, ItemImportReport, project_for_import  # noqa: F401
+from .item_update import ItemUpdate, apply_updates, new_status, shown_updates, update_message
 from .media_cache import media_info_cached
 from .sources import ReadMeter, SourceError, open_source
 
@@ -92,12 +98,22 @@ class _Validation:
     """State of pass 1."""
 
     def __init__(
-        self, project: Project, source, verified: bool, strict: bool = False, *, live: bool = False, defer: bool = False
+        self,
+        project: Project,
+        source,
+        verified: bool,
+        strict: bool = False,
+        *,
+        live: bool = False,
+        defer: bool = False,
+        update: bool = False,
     ):
         self.project = project
         self.source = source
         self.verified = verified
         self.strict = strict
+        self.update = update
+        self.updates: list[ItemUpdate] = []  # existing items whose content an update replaces
         self.kept: set[str] = set()
         self.errors = ErrorLog()
         self.media: dict[str, MediaInfo] = {}
@@ -259,7 +275,8 @@ class _Validation:
 
     def compare_existing(self) -> None:
         """Lines whose id exists already: identical content is skipped (or, in a verified import,
-        promoted to verified when still pending or annotated), different content is refused."""
+        promoted to verified when still pending or annotated), different content is refused, or,
+        in an import that updates, replaces the item's (written with the rest, item_update.py)."""
         if not self.pending_existing:
             return
         if not self.check_existing:  # deferred lines of a project that held no items
@@ -271,29 +288,30 @@ class _Validation:
         # One array parameter, not a placeholder per id (a chunk is EXISTING_CHUNK ids).
         wanted = RawSQL(f'"{Item._meta.db_table}"."external_id" = ANY(%s::text[])', (list(by_id),), BooleanField())
         rows = Item.objects.filter(wanted, project=self.project).values_list(
-            "pk", "external_id", "payload", "split", "tags", "media", "is_gold", "status"
+            "pk", "external_id", "payload", "split", "tags", "media", "is_gold", "status", "annotation_count"
         )
         existing: set[str] = set()
-        for pk, external_id, payload, split, tags, media, is_gold, status in rows:
+        for pk, external_id, payload, split, tags, media, is_gold, status, n_annotations in rows:
             existing.add(external_id)
-            line, checked, _status_ = by_id[external_id]
+            line, checked, line_status = by_id[external_id]
+            new_media = media_map(checked, self.media)
             differ = [
                 name
                 for name, same in (
                     ("payload", payload == checked.payload),
                     ("split", split == checked.split),
                     ("tags", tags == checked.tags),
-                    ("media", media == media_map(checked, self.media)),
+                    ("media", media == new_media),
                     ("gold", is_gold == checked.gold),
                 )
                 if not same
             ]
-            if differ:
-                self.errors.add(
-                    line,
-                    "id",
-                    f"item {external_id!r} already exists in the project with different content ({', '.join(differ)})",
-                )
+            if differ and self.update:
+                after = new_status(line_status=line_status, old_status=status, annotation_count=n_annotations)
+                self.updates.append(ItemUpdate(pk, external_id, checked, new_media, after, differ))
+                self.report.updated += 1
+            elif differ:
+                self.errors.add(line, "id", update_message(external_id, differ))
             elif self.verified and not is_gold and status in _PROMOTABLE:
                 self.promote.append(pk)
                 self.report.promoted += 1
@@ -324,6 +342,7 @@ def _write(
             project=project,  # the project owns what its import brought (annotation/media/access.py)
         )
         _promote(validation.promote)
+        apply_updates(validation.updates)
         # In the import's transaction (the COPY writer's, in live mode): recorded only if it commits.
         audit_record(
             action=AuditAction.IMPORT,
@@ -336,9 +355,12 @@ def _write(
                 "run": audit["run"],
                 "verified": validation.verified,
                 "lines": report.lines,
-                "created": report.lines - report.unchanged - report.promoted,
+                "created": report.lines - report.unchanged - report.promoted - report.updated,
                 "unchanged": report.unchanged,
                 "promoted": report.promoted,
+                # An import that updates: how many items it replaced, and which fields of the first ones.
+                **({"update": True, "updated": report.updated} if validation.update else {}),
+                **({"updated_items": shown_updates(validation.updates)} if validation.updates else {}),
                 # What an authors' format or the kept fields add, only where there is something to say.
                 **({"format": audit["format"]} if audit["format"] != OWN_FORMAT else {}),
                 **({"kept_fields": report.kept_fields[:KEPT_NAMES_SHOWN]} if report.kept_fields else {}),
@@ -358,7 +380,8 @@ def _write(
     if stored is not None:
         stored.extend(written)
     report.media_stored = len(written)
-    report.created = report.lines - report.unchanged - report.promoted
+    report.created = report.lines - report.unchanged - report.promoted - report.updated
+    report.update, report.updated_items = validation.update, shown_updates(validation.updates)
     report.by_status = {k: v for k, v in report.by_status.items() if v}
     return report
 
@@ -385,6 +408,7 @@ def items_import(
     strict: bool = False,
     confined: bool = False,
     stored: list[str] | None = None,
+    update: bool = False,
 ) -> ItemImportReport:
     """Import a JSONL, JSON or zip of item lines (+ media folder), or a file or folder in one of the
     protocol's authors' formats (detected, or `format_name`), into `project`, all or nothing;
@@ -393,7 +417,8 @@ def items_import(
     refuses fields the protocol does not know (otherwise kept in the item's extra). `confined`
     (an upload): media come only from `media_root` or from inside the uploaded zip. `stored`:
     receives the names of the media files written (a caller's transaction that may still roll back
-    deletes them then).
+    deletes them then). `update`: lines whose id the project holds with other content replace
+    that content (item_update.py) instead of being refused.
 
     Raises ImportRefused with "line N: field F: reason" messages ("row N" for the Nth item an
     authors' file was converted to) when any line is invalid; nothing is written then.
@@ -412,6 +437,7 @@ def items_import(
                 progress=progress,
                 audit={"actor": actor, "file": Path(path).name, "run": run_id, "format": read.format},
                 stored=stored,
+                update=update,
             )
         except ImportRefused as exc:
             if read.converted:  # its line N is the Nth converted row, not a line of the authors' file
@@ -432,6 +458,7 @@ def _import_file(
     progress: ReadMeter | None,
     audit: dict,
     stored: list[str] | None = None,
+    update: bool = False,
 ) -> ItemImportReport:
     try:
         source = open_source(path, media_root=media_root, max_bytes=settings.IMPORT_MAX_FILE_BYTES)
@@ -453,7 +480,9 @@ def _import_file(
         live = not connection.in_atomic_block and source.items_bytes() >= LIVE_COPY_MIN_BYTES
         with contextlib.nullcontext() if live else transaction.atomic():
             small = source.items_bytes() < LIVE_COPY_MIN_BYTES
-            validation = _Validation(project, source, verified, strict, live=live, defer=not live and small)
+            validation = _Validation(
+                project, source, verified, strict, live=live, defer=not live and small, update=update
+            )
             try:
                 if progress is not None:  # pass 1 is the one read of the file
                     source.follow(progress, passes=1)

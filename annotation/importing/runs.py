@@ -123,6 +123,7 @@ def import_run_queue(
     verified: bool = False,
     format_name: str | None = None,
     strict: bool = False,
+    update: bool = False,
 ) -> ImportRun:
     """Stage an uploaded file and queue its import; returns the run (already done when eager).
     `format_name` (items): one of the protocol's item formats (conversion.format_choices), None to
@@ -131,7 +132,9 @@ def import_run_queue(
         raise ValueError(f"kind must be one of {', '.join(ImportKind.values)}")
     if format_name and kind == ImportKind.ITEMS and (reason := format_refusal(project.protocol, format_name)):
         raise ValueError(reason)
-    requested = {"format": format_name or None, "strict": bool(strict)} if kind == ImportKind.ITEMS else None
+    requested = None
+    if kind == ImportKind.ITEMS:  # `update` recorded only when asked (runs made before it have none)
+        requested = {"format": format_name or None, "strict": bool(strict), **({"update": True} if update else {})}
     name = upload_name(uploaded)
     suffix = ".zip" if name.lower().endswith(".zip") else ".jsonl"
     staged = copy_upload(uploaded, staging_root(), suffix=suffix)
@@ -242,6 +245,7 @@ def _import(run: ImportRun, meter: ReadMeter) -> str:
                     progress=meter,
                     format_name=requested.get("format"),
                     strict=bool(requested.get("strict")),
+                    update=bool(requested.get("update")),
                     confined=True,
                 )
     except ImportRefused as exc:
@@ -311,6 +315,7 @@ def import_run_data(run: ImportRun) -> dict:
         "verified": run.verified,
         "format": requested.get("format"),
         "strict": bool(requested.get("strict")),
+        "update": bool(requested.get("update")),
         "read_as": report.get("format_label") or stored.get("read_as"),
         "file_name": run.file_name,
         "file_bytes": run.file_bytes,

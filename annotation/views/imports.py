@@ -39,6 +39,7 @@ def project_import(request, slug):
                 verified=request.POST.get("verified") == "on",
                 format_name=fmt if kind == ImportKind.ITEMS else None,
                 strict=request.POST.get("strict") == "on",
+                update=request.POST.get("update") == "on",
             )
             return redirect("io-import-run", slug=project.slug, run_id=run.pk)
     context["runs"] = ImportRun.objects.filter(project=project).select_related("created_by")[:20]

@@ -18,6 +18,10 @@ itself) holds:
   2 action, 3 end state.
 
 One item per frame whose second is labelled 1 or 3, per category that labels its video.
+
+A release exports back in this shape (``write``, writing.py): the frames, the per-second labels,
+the state names, and StateLab's boxes and verified state names in a file of its own beside them
+(``statelab_boxes.json``), which ``read`` applies when it finds it.
 """
 
 from __future__ import annotations
@@ -26,13 +30,15 @@ import ast
 import csv
 import re
 from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from protocols.kit.releases import Conversion, FormatRefused, ReleaseFormat
 
 from .crops import Located, locate_files
+from .writing import apply_boxes, write_release
 
 FULL = "ChangeIT-Frames-Full"
 SUBSET = "ChangeIT-Subset-Images"
@@ -283,9 +289,21 @@ class ChangeItFrames(ReleaseFormat):
     name = "changeit-frames"
     label = "ChangeIt-Frames release (brown-palm/object-states) with ChangeIt per-second labels (soCzech/ChangeIt)"
     kind = "items"
+    writes = True
 
     def detect(self, path: Path) -> bool:
         return path.is_dir() and release_root(path) is not None
+
+    def write(
+        self,
+        lines: Iterable[Mapping[str, Any]],
+        out_dir: Path,
+        *,
+        open_media: Callable[[str], BinaryIO] | None = None,
+    ) -> list[Path]:
+        return write_release(
+            lines, out_dir, open_media=open_media, full=FULL, subset=SUBSET, crops=CROPS, golden_tag=GOLDEN_TAG
+        )
 
     def read(self, path: Path, *, media_root: Path | None = None) -> Conversion:
         root = release_root(path) if path.is_dir() else None
@@ -330,6 +348,8 @@ class ChangeItFrames(ReleaseFormat):
             notes.append(f"{_count(twice, 'frame')} in both {SUBSET} and {FULL}: the subset's copy read")
         if other:
             notes.append(f"{_count(other, 'file')} in the frame folders not named frame_NNNN.jpg, ignored")
+        if (applied := apply_boxes(lines, root, phases)) is not None:
+            notes.append(applied)
         return Conversion(lines=lines, media_root=reader.base, notes=notes)
 
 

@@ -84,6 +84,9 @@ class Status(Protocol):
     settings_keys = ("suggestions",)
     result_fields = RESULT_FIELDS
     result_choices = {"category": CATEGORIES, "difference": DIFFERENCES}
+    # The authors' release carries neither: a labelling pass fills them on the imported items, which
+    # brings back the paper's breakdown tables (docs/protocols/status.md).
+    fill_fields = ("category", "difference")
     metrics = METRICS
     # ROA: the paper measures VLMs "in terms of the proposed ROA metric"; its breakdown tables print
     # only rigorous accuracies, and its "highest among open-weight VLMs" (Qwen2.5-VL, 5.45) holds for

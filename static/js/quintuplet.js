@@ -58,7 +58,69 @@ function suggestionOf(item) {
   return s ? { source: s.source, result: s.result } : null;
 }
 
+// Keyboard keys of the closed fields' values (a labelling pass's choices reuse them where they match).
+const KEYS = Object.fromEntries([...CATEGORIES, ...DIFFERENCES].map(([value, , key]) => [value, key]));
+
+/** A labelling pass's item (`item.fill`, annotation/fill_form.py): the pair, the item's label texts
+ * as context, and one radio group per field asked; the answer holds just those fields. */
+function mountFill(container, item, draft, ctx) {
+  const { fields, context } = item.fill;
+  const radios = {};
+  const used = new Set();
+  const groups = fields.map(({ field, label, choices }) => {
+    radios[field] = [];
+    return h("fieldset", { class: "radios", id: `q-${field}`, dataset: { fillField: field } }, h("legend", {}, label),
+      choices.map(({ value, label: text }, i) => {
+        const radio = h("input", { type: "radio", name: field, value, checked: (draft || {})[field] === value });
+        radio.addEventListener("change", () => ctx.changed());
+        radios[field].push(radio);
+        let key = KEYS[value];
+        if (!key || used.has(key)) key = String(used.size + 1);
+        used.add(key);
+        const pick = () => {
+          if (!radio.checked) {
+            radio.checked = true;
+            radio.dispatchEvent(new Event("change"));
+          }
+        };
+        ctx.shortcuts.register(key, `${label}: ${text}`, pick, { group: "Labelling pass" });
+        return h("label", { class: "radio" }, radio, ` ${text} `, h("kbd", {}, key.toUpperCase()));
+      }));
+  });
+  const shown = (value) => (Array.isArray(value) ? h("ul", {}, value.map((v) => h("li", {}, String(v)))) : String(value));
+  const images = ctx.form.media.map((m) => zoomableImage(mediaUrl(item, m.field), `Image ${m.label}`, m.label));
+  container.append(
+    h("div", { class: "quintuplet", "data-fill-pass": "" },
+      h("div", { class: "pair" }, images),
+      h("form", { class: "card quintuplet-form", onsubmit: (e) => e.preventDefault() },
+        h("p", { class: "muted small" }, "Labelling pass: this item's descriptions are already verified. Choose only the fields below."),
+        h("dl", { class: "fill-context", "data-fill-context": "" }, context.flatMap(({ field, label, value }) => [
+          h("dt", {}, label), h("dd", { dataset: { field } }, shown(value)),
+        ])),
+        h("div", { class: "radio-row" }, groups),
+      ),
+    ),
+  );
+  const checked = (name) => (radios[name].find((r) => r.checked) || {}).value || "";
+  requestAnimationFrame(() => (radios[fields[0].field].find((r) => r.checked) || radios[fields[0].field][0]).focus());
+  return {
+    draft() {
+      return Object.fromEntries(fields.map(({ field }) => [field, checked(field)]));
+    },
+    collect() {
+      for (const { field, label } of fields) {
+        if (!checked(field)) return { error: `Pick the ${label.toLowerCase()}.`, field };
+      }
+      return { result: Object.fromEntries(fields.map(({ field }) => [field, checked(field)])) };
+    },
+    focusField(name) {
+      if (radios[name]) radios[name][0].focus();
+    },
+  };
+}
+
 function mount(container, item, draft, ctx) {
+  if (item.fill) return mountFill(container, item, draft, ctx);
   const suggestion = suggestionOf(item);
   const hasDraft = draft && Object.keys(draft).some((k) => !k.startsWith("_"));
   // Fill from the draft when the annotator already worked on it; else from the model's suggestion.

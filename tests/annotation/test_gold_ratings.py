@@ -76,6 +76,7 @@ def test_gold_oscbench_items_import_pending_with_their_expected_scores(make_proj
     changed = write_lines(media / "changed.jsonl", [osc_line(0, gold=True, gold_scores={**GOLD, "object": 3})])
     assert refused(project, changed) == [
         "line 1: field id: item 'oscbench-00000' already exists in the project with different content (payload)"
+        "; import with update (import_items --update) to replace the content of existing items"
     ]
 
 

@@ -167,8 +167,10 @@ def test_every_refused_file_is_named(world):
     assert refused["broken.jsonl"]["errors"][0].startswith("line 1: field -: invalid JSON")
     # The same ids as the file before it, with other content: refused against the earlier file's items.
     assert refused["same-ids.jsonl"]["errors"] == [
-        "line 1: field id: item 'changeit-00000' already exists in the project with different content (split)",
-        "line 2: field id: item 'changeit-00001' already exists in the project with different content (split)",
+        "line 1: field id: item 'changeit-00000' already exists in the project with different content (split)"
+        "; import with update (import_items --update) to replace the content of existing items",
+        "line 2: field id: item 'changeit-00001' already exists in the project with different content (split)"
+        "; import with update (import_items --update) to replace the content of existing items",
     ]
     assert state() == before
 

@@ -300,6 +300,7 @@ def test_existing_id_with_different_content_is_refused(status_project, status_me
     path = write_lines(status_media / "two.jsonl", [status_line(1), changed])
     assert refused(status_project, path) == [
         "line 2: field id: item 'status-00000' already exists in the project with different content (payload)"
+        "; import with update (import_items --update) to replace the content of existing items"
     ]
     assert list(Item.objects.values_list("id", "payload", "updated_at")) == before
     assert MediaAsset.objects.count() == assets
@@ -639,6 +640,7 @@ def test_verified_reimport_promotes_nothing_when_refused(status_project, data_di
     bad = write_lines(data_dir / "bad.jsonl", [json.loads(lines[0]), json.loads(lines[1]), changed])
     assert refused(status_project, bad, verified=True) == [
         "line 3: field id: item 'status-00002' already exists in the project with different content (payload)"
+        "; import with update (import_items --update) to replace the content of existing items"
     ]
     assert set(Item.objects.values_list("status", flat=True)) == {"annotated"}
 
@@ -663,6 +665,7 @@ def test_gold_items_are_flagged_and_offered_pending(status_project, status_media
     flipped = write_lines(status_media / "flip.jsonl", [status_line(0)])
     assert refused(status_project, flipped) == [
         "line 1: field id: item 'status-00000' already exists in the project with different content (gold)"
+        "; import with update (import_items --update) to replace the content of existing items"
     ]
 
 

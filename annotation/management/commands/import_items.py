@@ -1,5 +1,5 @@
 """python manage.py import_items <project> <path> --protocol P [--media-root DIR] [--create] [--verified]
-       [--format NAME] [--strict] [--actor USERNAME]
+       [--format NAME] [--strict] [--update] [--actor USERNAME]
 
 The path is JSONL, a JSON release export ({header..., "items": [...]}) or a JSON array of items,
 a zip, a Hugging Face dataset folder written by `export_release --format hf`, or a file or
@@ -9,6 +9,12 @@ item's extra and named once in the report; --strict refuses them instead. A rele
 (either format, or a zip with release.json) carries its option seed: a project created for it
 with --create takes that seed (and, without --protocol, the export's protocol), so freezing the
 imported items again gives the same checksum.
+
+A line whose id the project holds with other content is refused, unless --update: then the item
+takes the line's content (payload, split, tags, media, gold) in the same all-or-nothing import, and
+the report counts it as updated, naming the fields that changed (annotation/importing/item_update.py
+says what becomes of its status and annotations; frozen releases never change). This is how a later
+release of an authors' file whose ids come from the content (VisualTrans) corrects the items.
 
 --actor names who the import is recorded under in the audit trail: a researcher or admin of the
 project, or, for a project that --create makes, someone who may create projects in the app (they
@@ -74,6 +80,12 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--strict", action="store_true", help="refuse fields the protocol does not know instead of keeping them"
+        )
+        parser.add_argument(
+            "--update",
+            action="store_true",
+            help="items whose id the project holds with other content take the file's content (a later release "
+            "of the same file) instead of refusing the import",
         )
         add_actor_argument(parser)
 
@@ -141,6 +153,7 @@ class Command(BaseCommand):
                 actor=opts["actor"],
                 format_name=opts["format_name"],
                 strict=opts["strict"],
+                update=opts["update"],
             )
         except BaseException as exc:
             # Only while it is still empty: a concurrent import may have filled the project meanwhile.
@@ -157,9 +170,14 @@ class Command(BaseCommand):
         statuses = ", ".join(f"{k} {v}" for k, v in sorted(report.by_status.items())) or "none"
         self.stdout.write(
             f"{project.slug}: {report.lines} lines, {report.created} items created ({statuses}), "
-            f"{report.unchanged} unchanged, {report.promoted} promoted to verified; "
-            f"{report.media_files} media files, {report.media_stored} newly stored"
+            f"{report.unchanged} unchanged, {report.promoted} promoted to verified"
+            + (f", {report.updated} updated" if opts["update"] else "")
+            + f"; {report.media_files} media files, {report.media_stored} newly stored"
         )
+        for updated in report.updated_items:
+            self.stdout.write(f"updated {updated['id']}: {', '.join(updated['fields'])}")
+        if report.updated > len(report.updated_items):
+            self.stdout.write(f"(the first {len(report.updated_items)} of {report.updated} updated items)")
         if report.format_label and report.format != OWN_FORMAT:
             self.stdout.write(f"read as {report.format}: {report.format_label}")
         for note in report.notes:

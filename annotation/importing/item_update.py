@@ -1,0 +1,90 @@
+"""Items an import replaces (``update``): lines whose id the project holds already with other
+content, when the import was asked to update them (``import_items --update``, the API's and the
+page's ``update``). Without it such a line is refused (items.py `_Validation.compare_existing`).
+
+What an update does, in the import's one transaction (all or nothing with the rest of the file):
+
+- the item's content becomes the line's: payload, split, tags, media and gold flag; its id, its
+  human annotations (and their count), its tasks and its place in earlier releases stay;
+- its status becomes the one the line would get as a new item (`new_status`): verified in a
+  verified import of a complete line, annotated for a complete line otherwise, pending for an
+  incomplete or gold line; two exceptions: a discarded item stays discarded (a reviewer's
+  decision wins), and an item whose human annotations were collected (annotated or verified,
+  with annotations) does not fall back to pending: it is annotated, back in the review queue;
+- frozen releases never change: a release holds its own copy of each item (ReleaseItem), so an
+  export of a release frozen before the update is byte for byte what it was.
+
+The report counts the updated items and names, for the first UPDATED_SHOWN of them, which of
+the fields changed; the audit event of the import records the same.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.utils import timezone
+
+from annotation.models import Item, ItemStatus
+
+from .formats import CheckedItem
+
+UPDATED_SHOWN = 50
+BATCH = 1000
+# The fields compare_existing compares, in the order the report names them.
+CONTENT_FIELDS = ("payload", "split", "tags", "media", "gold")
+_KEPT = (ItemStatus.DISCARDED.value,)
+_REVIEWED = (ItemStatus.ANNOTATED.value, ItemStatus.VERIFIED.value)
+
+
+@dataclass
+class ItemUpdate:
+    """One existing item an import replaces."""
+
+    pk: int
+    external_id: str
+    checked: CheckedItem
+    media: dict
+    status: str
+    changed: list[str]
+
+
+def new_status(*, line_status: str, old_status: str, annotation_count: int) -> str:
+    """The status of an updated item (the module's docstring says why)."""
+    if old_status in _KEPT:
+        return old_status
+    if line_status == ItemStatus.PENDING.value and old_status in _REVIEWED and annotation_count > 0:
+        return ItemStatus.ANNOTATED.value
+    return line_status
+
+
+def update_message(external_id: str, changed: list[str]) -> str:
+    """The refusal of a line whose id exists with other content, in an import without update."""
+    return (
+        f"item {external_id!r} already exists in the project with different content ({', '.join(changed)}); "
+        "import with update (import_items --update) to replace the content of existing items"
+    )
+
+
+def shown_updates(updates: list[ItemUpdate]) -> list[dict]:
+    """The first UPDATED_SHOWN updates as the report and the audit name them."""
+    return [{"id": u.external_id, "fields": list(u.changed)} for u in updates[:UPDATED_SHOWN]]
+
+
+def apply_updates(updates: list[ItemUpdate]) -> None:
+    """Write the updates, in the caller's transaction (the import's)."""
+    now = timezone.now()
+    for start in range(0, len(updates), BATCH):
+        rows = [
+            Item(
+                pk=u.pk,
+                payload=u.checked.payload,
+                split=u.checked.split,
+                tags=list(u.checked.tags),
+                media=u.media,
+                is_gold=u.checked.gold,
+                status=u.status,
+                updated_at=now,
+            )
+            for u in updates[start : start + BATCH]
+        ]
+        Item.objects.bulk_update(rows, ["payload", "split", "tags", "media", "is_gold", "status", "updated_at"])
