@@ -127,7 +127,10 @@ def resolve_queries(
 #   LABEL, TEMPLATE, SCRIPT         the annotate page: its title, template (extending
 #                                   annotation/work/_workbench.html) and ES module (static path)
 #   IMPORT_RATER_FIELD              the field naming who answered, in an imported annotation line
-#   form(protocol) -> dict          project-wide facts added to the page's form description
+#   form(protocol) -> dict          project-wide facts added to the annotate page's form description
+#                                   (what an annotator needs only: never a model field's name)
+#   review_form(protocol) -> dict   optional: what the review page adds to it (e.g. "review": how
+#                                   static/js/review_choices.js shows and edits an answer)
 #   context(protocol, payload, *, assignment)   what validate and check_line need of one item
 #                                   (assignment: seed, item_id, annotator of an annotator's own answer)
 #   annotator_view(payload, media, *, seed, item_id, annotator) -> dict   what the annotator's
@@ -137,6 +140,10 @@ def resolve_queries(
 #   compared(result, context) -> {name: nominal value | None}        what annotators agree on
 #   summary(result) -> str          one line of an answer for lists
 #   gold_correct(payload, result) -> bool | None   optional: an answer against a gold item's known one
+#   viewing_check(result, context, *, payload, media, settings, seconds) -> {field: reason}
+#                                   optional: an annotator's submit refused for too little viewing
+#                                   (seconds: the server's time on the task; media: field -> asset;
+#                                   settings: the protocol's own project settings as read)
 
 
 def custom_workflow(workflow: str) -> Any:

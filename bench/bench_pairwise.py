@@ -1,7 +1,7 @@
 """Pairwise ratings (protocols.kit.pairwise) on an arena-sized vote set, beside a plain implementation.
 
 Run: .venv/bin/python bench/bench_pairwise.py [--battles 140000] [--models 25] [--rounds 1000]
-                                              [--plain-rounds 100] [--seed 0]
+                                              [--plain-rounds 100] [--prompts 2000] [--seed 0]
 
 Data: seeded, simulated from the model itself: log-strengths drawn from N(0, 0.7²) (about ±250 Elo
 points between the extremes), Davidson's tie parameter 0.5 (a fifth of the votes between equals are
@@ -9,7 +9,9 @@ ties), 30 % of ties recorded as "both bad", pairs drawn uniformly, sides at rand
 vote, as an arena's votes table would hand them over.
 
 Timed, ours: counting the votes per (pair, outcome); the fit with its sandwich intervals
-(``rate(method="sandwich")``, ranks, win-rate matrix included); ``rounds`` multinomial bootstrap
+(``rate(method="sandwich")``, ranks, win-rate matrix included); the same with the votes clustered by
+prompt (``--prompts`` prompts, each vote's drawn uniformly; grouping the votes per (prompt, pair)
+included) against the plain sandwich measured in the same run; ``rounds`` multinomial bootstrap
 rounds (``rate(method="bootstrap")``); the flip count (``votes_to_flip_top``).
 
 Timed, plain (the FastChat shape): plain Bradley–Terry by logistic regression over the expanded
@@ -91,6 +93,7 @@ def main() -> None:
     parser.add_argument("--models", type=int, default=25)
     parser.add_argument("--rounds", type=int, default=1000)
     parser.add_argument("--plain-rounds", type=int, default=100)
+    parser.add_argument("--prompts", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
@@ -101,6 +104,11 @@ def main() -> None:
     )
     print(f"  {counts.first.size} pairs")
     board, t_sandwich = timed("ours: fit + sandwich intervals + ranks + matrix", lambda: pairwise.rate(counts))
+    prompt = np.random.default_rng([args.seed, 5]).integers(0, args.prompts, a.shape[0])
+    clustered, t_clustered = timed(
+        f"ours: the same, clustered by prompt ({args.prompts} prompts)",
+        lambda: pairwise.rate(counts, clusters=pairwise.vote_clusters(counts, a, b, outcome, prompt.tolist())),
+    )
     boot, t_boot = timed(
         f"ours: fit + {args.rounds} bootstrap rounds",
         lambda: pairwise.rate(counts, method="bootstrap", rounds=args.rounds, seed=args.seed),
@@ -127,6 +135,9 @@ def main() -> None:
     print(f"tie parameter nu {board.nu:.4f} (simulated 0.5): sandwich [{nu_s}], bootstrap [{nu_b}]")
     print(f"flip #1: {flip.votes} votes ({flip.top} -> {flip.challenger}); unbounded rounds {boot.unbounded_rounds}")
     print()
+    print(f"clustered sandwich / plain sandwich time:   {t_clustered / t_sandwich:8.2f}x")
+    ratio = clustered.se_clustered / clustered.se
+    print(f"  se_clustered / se per model (prompts drawn at random, so near 1): {ratio.min():.3f} to {ratio.max():.3f}")
     print(f"sandwich board vs one plain fit:            {t_plain / t_sandwich:8.1f}x faster")
     extrapolated = "" if args.plain_rounds == args.rounds else f" (plain extrapolated from {args.plain_rounds} rounds)"
     print(f"{args.rounds} bootstrap rounds vs plain:          {t_plain_full / t_boot:8.1f}x faster{extrapolated}")

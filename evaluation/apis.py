@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 from annotation.models import Release, Role
 from annotation.permissions import get_project_for
 
-from . import leaderboard, paired, power, ranking, tables
+from . import leaderboard, paired, power, ranking, tables, vote_intervals
 from .board_access import board_or_404, report_or_404, wants_details
 from .views import CONTENT_TYPES
 
@@ -43,6 +43,18 @@ class LeaderboardApi(APIView):
             "(the mean of the eight criteria, as the paper's Figure 3)",
         )
         fmt = serializers.ChoiceField(choices=LEADERBOARD_FORMATS, default="json", required=False)
+        ci = serializers.CharField(
+            required=False,
+            allow_blank=True,
+            help_text="a board rated from pairwise votes: the ratings' interval, sandwich (default: cluster-robust, "
+            "votes clustered by the protocol's cluster key) or bootstrap (multinomial redraws of the battle counts)",
+        )
+        rounds = serializers.CharField(
+            required=False,
+            allow_blank=True,
+            help_text=f"with ci=bootstrap: the bootstrap rounds, {vote_intervals.MIN_ROUNDS} to "
+            f"{vote_intervals.MAX_ROUNDS} (default 1000)",
+        )
         baseline = serializers.CharField(
             required=False,
             allow_blank=True,
@@ -63,13 +75,19 @@ class LeaderboardApi(APIView):
             rank_by = ranking.resolve(project.protocol, params.validated_data.get("rank_by") or None)
         except ranking.UnknownRanking as exc:
             raise serializers.ValidationError({ranking.PARAMETER: [str(exc)]})
+        try:
+            intervals = vote_intervals.parse(
+                project.protocol, params.validated_data.get("ci"), params.validated_data.get("rounds")
+            )
+        except vote_intervals.IntervalChoiceError as exc:
+            raise serializers.ValidationError({exc.field: [exc.message]})
         judge = params.validated_data.get("judge") or None
         baseline = params.validated_data.get("baseline") or None
         if baseline is not None and params.validated_data["fmt"] not in ("json", "markdown"):
             raise serializers.ValidationError(
                 {paired.PARAMETER: [f"comes with fmt json or markdown, not {params.validated_data['fmt']}"]}
             )
-        board = board_or_404(project, params.validated_data.get("release") or None, judge, rank_by)
+        board = board_or_404(project, params.validated_data.get("release") or None, judge, rank_by, intervals)
         if baseline is not None:
             try:
                 board = paired.with_comparisons(project, board, judge=judge, baseline=baseline)

@@ -8,12 +8,18 @@ from django.http import Http404
 
 from annotation.models import Release
 
-from . import board_cache, correlation, leaderboard, ranking
+from . import board_cache, correlation, leaderboard, ranking, vote_intervals
 
 
-def board_or_404(project, release: str | None, judge: str | None, rank_by: str | None = None):
+def board_or_404(
+    project,
+    release: str | None,
+    judge: str | None,
+    rank_by: str | None = None,
+    intervals: vote_intervals.IntervalChoice = vote_intervals.DEFAULT,
+):
     try:
-        return board_cache.board(project, release, judge, rank_by)
+        return board_cache.board(project, release, judge, rank_by, intervals)
     except Release.DoesNotExist:
         raise Http404("No such release.")
     except leaderboard.LeaderboardError as exc:
@@ -35,6 +41,16 @@ def wants_details(request) -> bool:
 
 def release_and_judge(request):
     return request.GET.get("release") or None, request.GET.get("judge") or None
+
+
+def interval_choice(request, project) -> vote_intervals.IntervalChoice:
+    """The interval a votes board shows (?ci=, ?rounds=); vote_intervals.IntervalChoiceError (a 400
+    for the caller) for a choice the board cannot give."""
+    return vote_intervals.parse(
+        project.protocol,
+        request.GET.get(vote_intervals.CI_PARAMETER),
+        request.GET.get(vote_intervals.ROUNDS_PARAMETER),
+    )
 
 
 def rank_by(request, project) -> str:

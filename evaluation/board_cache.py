@@ -21,7 +21,7 @@ from django.core.cache import cache
 from annotation.models import Project, Release
 from protocols import registry
 
-from . import correlation, leaderboard, ranking, rater_exclusion, selectors
+from . import correlation, leaderboard, ranking, rater_exclusion, selectors, vote_intervals
 from .scoring import answer_sets
 
 CACHE_SECONDS = 24 * 3600  # a key never goes stale (it names the data); this only bounds memory
@@ -37,9 +37,16 @@ def cached(kind: str, project: Project, release: str | None, extra: str, build: 
     return value
 
 
-def board(project: Project, release: str | None, judge: str | None = None, rank_by: str | None = None) -> dict:
+def board(
+    project: Project,
+    release: str | None,
+    judge: str | None = None,
+    rank_by: str | None = None,
+    intervals: vote_intervals.IntervalChoice = vote_intervals.DEFAULT,
+) -> dict:
     """The board in the order of ranking ``rank_by`` (the protocol's default when None;
-    ranking.UnknownRanking for a name the protocol has not)."""
+    ranking.UnknownRanking for a name the protocol has not), a votes board with the interval
+    ``intervals`` picks (vote_intervals.py; part of the key)."""
     protocol = project.protocol
     rank_by = ranking.resolve(protocol, rank_by)
     # The ordering and the columns are part of the key: a board cached in another order or with
@@ -48,12 +55,23 @@ def board(project: Project, release: str | None, judge: str | None = None, rank_
     # The raters left out of an arena board (project settings, not in the data fingerprint): a
     # change of the list is a new key, so the board is fitted again at once.
     extra += f":screen:excluded={json.dumps(rater_exclusion.excluded_raters(project))}"
+    extra += f":ci={intervals.signature()}"
     if rank_by == ranking.default_choice(protocol):
         return cached(
-            "lb", project, release, extra, lambda: leaderboard.build(project, release_version=release, judge=judge)
+            "lb",
+            project,
+            release,
+            extra,
+            lambda: leaderboard.build(project, release_version=release, judge=judge, intervals=intervals),
         )
     # Another ranking: the default board's rows, scored once, in that ranking's order.
-    return cached("lb", project, release, extra, lambda: ranking.reordered(board(project, release, judge), rank_by))
+    return cached(
+        "lb",
+        project,
+        release,
+        extra,
+        lambda: ranking.reordered(board(project, release, judge, None, intervals), rank_by),
+    )
 
 
 def report(project: Project, release: str | None) -> dict:

@@ -2,18 +2,26 @@
 (docs/protocols/arena.md, "MLLM judges"; the statistics: the protocol's ``judging_module``,
 protocols/arena/judging.py for the arena).
 
-A *judge* is every finished job of one endpoint (or imported model name) on the release (or, with
-no release, on the live items): its K runs, oldest first. Each run asked every pair twice, sides
+The data: the release ``?release=`` names, else the project's newest release (the one the
+leaderboard and the ranking comparison read too), else, for a project without any release, the live
+items (verified or annotated) and the jobs run on them; ``data`` in the JSON says which.
+
+A *judge* is every finished job of one endpoint (or imported model name) on that release (or on
+the live items): its K runs, oldest first. Each run asked every pair twice, sides
 swapped. Per judge the report gives swap consistency and position bias (pooled over its runs),
 and its verdicts (median-of-K with K > 1) against the human majority: accuracy on the items with
 a non-tie majority and Cohen's κ; with K > 1 its stability. ``disagreements`` lists the pairs
 where a judge's verdict and the human majority differ.
 
 With ``likert=<slug>`` (a video-rating project the caller is a researcher of, whose boards rank
-generators), the arena's ratings and that project's headline Likert scores of the models both
-rank are compared by Kendall's τ-b, with a warning under MIN_SYSTEMS systems.
+generators), the arena's ratings (this report's release) and that project's headline Likert scores
+(its newest release) of the models both rank are compared by Kendall's τ-b, with a warning under
+MIN_SYSTEMS systems and two intervals (``tau_intervals``): "ci" redraws each system's two scores
+from their boards' sampling error (normal, sd = the row's clustered standard error: the arena's
+cluster-robust sandwich, the Likert mean's by prompt), and "ci_two_way" also draws the systems with
+replacement (evaluation/correlation.py's systems half), which is the one to read with few systems.
 
-JSON: {"project", "release", "protocol", "items", "with_majority", "judges": [{"judge", "k", "jobs",
+JSON: {"project", "release", "data", "protocol", "items", "with_majority", "judges": [{"judge", "k", "jobs",
 "prompt_versions", "swap_consistency", "position_bias", "agreement", "stability", "runs"}],
 "disagreements": [{"judge", "item", "external_id", "prompt", "model_a", "model_b", "human",
 "votes", "judge_verdict", "asks"}], "ranking_comparison" (with likert)}.
@@ -24,6 +32,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
+import numpy as np
 from django.contrib.auth.decorators import login_required
 from django.db.models import F
 from django.http import Http404
@@ -39,8 +48,9 @@ from annotation.permissions import get_project_for, projects_with_role
 from annotation.selectors import media_urls_for
 from inference.models import InferenceJob, JobMode, JobStatus
 from protocols import registry
+from protocols.kit.bootstrap import N_BOOT, percentile_ci
 
-from . import board_cache, leaderboard, metric_names, selectors
+from . import board_cache, correlation, leaderboard, metric_names, selectors
 
 MIN_SYSTEMS = 10
 PAGE_DISAGREEMENTS = 200  # the page lists this many; the API all
@@ -86,7 +96,7 @@ def build(project: Project, *, release_version: str | None = None) -> dict[str, 
             f"{project.protocol}"
         )
     judging = registry.get(project.protocol).judging
-    release = selectors.release_for(project, release_version) if release_version is not None else None
+    release = selectors.release_for(project, release_version)  # the newest when none is named
     items = selectors.vote_items(project, release)
     keys = {it.key for it in items}
     votes = selectors.votes_by_item(items)
@@ -141,6 +151,7 @@ def build(project: Project, *, release_version: str | None = None) -> dict[str, 
     return {
         "project": project.slug,
         "release": release.version if release is not None else None,
+        "data": _data_words(release_version, release),
         "protocol": project.protocol,
         "items": len(items),
         "with_majority": sum(m is not None for m in majority.values()),
@@ -149,9 +160,18 @@ def build(project: Project, *, release_version: str | None = None) -> dict[str, 
     }
 
 
+def _data_words(asked: str | None, release: Release | None) -> str:
+    if release is None:
+        return "live items (verified or annotated): the project has no release yet"
+    if asked is None:
+        return f"release {release.version}, the newest"
+    return f"release {release.version}"
+
+
 def report(project: Project, release: str | None) -> dict[str, Any]:
     """``build``, cached per state of the project's data (board_cache)."""
-    return board_cache.cached("judges", project, release, "v1", lambda: build(project, release_version=release))
+    # "v2": without ?release= the report reads the newest release (v1 read the live items).
+    return board_cache.cached("judges", project, release, "v2", lambda: build(project, release_version=release))
 
 
 def likert_choices(user) -> list[Project]:
@@ -183,7 +203,9 @@ def ranking_comparison(arena_board: dict[str, Any], likert_board: dict[str, Any]
     }
     common = sorted(set(arena) & set(likert), key=lambda m: (-arena[m], m))
     out: dict[str, Any] = {
+        "arena_release": arena_board.get("release"),
         "likert_project": likert_board["project"],
+        "likert_release": likert_board.get("release"),
         "metric": metric,
         "metric_name": metric_names.metric_name(protocol, metric),
         "systems": [{"model": m, "rating": arena[m], "likert": likert[m]} for m in common],
@@ -192,18 +214,67 @@ def ranking_comparison(arena_board: dict[str, Any], likert_board: dict[str, Any]
             [arena[m] for m in common], [likert[m] for m in common]
         ),
     }
+    out["tau_intervals"] = tau_intervals(
+        [_row_sd(arena_board, m, "rating") for m in common],
+        [_row_sd(likert_board, m, metric) for m in common],
+        [arena[m] for m in common],
+        [likert[m] for m in common],
+    )
     if len(common) < MIN_SYSTEMS:
         out["warning"] = (
             f"only {len(common)} models are ranked on both boards: a τ over fewer than {MIN_SYSTEMS} systems "
-            "moves a lot with one model more or less"
+            "moves a lot with one model more or less; read it with its two-way interval (systems resampled)"
         )
     return out
+
+
+def _row_sd(board: dict[str, Any], model: str, metric: str) -> float | None:
+    """The sampling sd of a row's ``metric``: its clustered standard error, else its plain one, else
+    its 95 % interval's half-width / 1.96; None when the row has none of them."""
+    row = next(r for r in board["rows"] if r["model"] == model)
+    for errors in ("se_clustered", "se"):
+        value = (row.get(errors) or {}).get(metric)
+        if value is not None:
+            return float(value)
+    ci = (row.get("ci") or {}).get(metric)
+    return None if not ci else (float(ci[1]) - float(ci[0])) / (2 * 1.959964)
+
+
+def tau_intervals(
+    arena_sd: list[float | None],
+    likert_sd: list[float | None],
+    arena: list[float],
+    likert: list[float],
+    *,
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """{"ci", "ci_two_way", "n_boot", "without_error"}: percentile intervals of τ-b over ``n_boot``
+    redraws of the systems' scores, each score drawn from N(value, sd²) on its own board (a system
+    without an sd keeps its value; ``without_error`` counts those scores), and, for "ci_two_way",
+    the systems also drawn with replacement (correlation.system_draws). None where τ is undefined
+    in too many redraws (fewer than three systems)."""
+    n = len(arena)
+    rng = np.random.default_rng([seed, 2])
+    sd_a = np.array([0.0 if s is None else s for s in arena_sd], dtype=float)
+    sd_l = np.array([0.0 if s is None else s for s in likert_sd], dtype=float)
+    h = np.asarray(arena, dtype=float)[None, :] + rng.standard_normal((n_boot, n)) * sd_a
+    j = np.asarray(likert, dtype=float)[None, :] + rng.standard_normal((n_boot, n)) * sd_l
+    drawn = correlation.system_draws(n, n_boot, seed)
+    items_only = correlation._tau_over_drawn_generators(h, j, np.ones((n_boot, n), dtype=np.int64))
+    two_way = correlation._tau_over_drawn_generators(h, j, drawn)
+    return {
+        "ci": percentile_ci(items_only) if n >= 3 else None,
+        "ci_two_way": percentile_ci(two_way) if n >= 3 else None,
+        "n_boot": n_boot,
+        "without_error": sum(s is None for s in arena_sd) + sum(s is None for s in likert_sd),
+    }
 
 
 def _comparison(user, project: Project, release: str | None, slug: str) -> dict[str, Any]:
     other = likert_project(user, slug)
     try:
-        arena_board = board_cache.board(project, release)
+        arena_board = board_cache.board(project, release)  # the newest release when None, as the report
         likert_board = board_cache.board(other, None)
     except leaderboard.LeaderboardError as exc:
         raise LikertError(f"{LIKERT_PARAMETER}: {exc}") from None

@@ -24,8 +24,8 @@ from protocols.kit import clustered
 from protocols.kit.bootstrap import N_BOOT
 from protocols.kit.matrix import ItemMatrix
 
-from . import ranking, rater_exclusion, selectors
-from .scoring import answer_sets
+from . import ranking, rater_exclusion, selectors, vote_intervals
+from .scoring import answer_sets, choice_arrays
 
 RANDOM_SEED_OFFSET = (
     7919  # Random rows: seeded from the release's option seed, offset so they differ from option orders
@@ -84,10 +84,16 @@ def unit_clusters(protocol: str, units: Sequence[answer_sets.ScoringItem]) -> li
     return clustered.cluster_labels([u.payload for u in units], [u.key for u in units], cluster_key(protocol))
 
 
-def _standard_errors(protocol: str, matrix: ItemMatrix, units: Sequence[answer_sets.ScoringItem], keys) -> dict:
-    codes, _ = clustered.cluster_codes(unit_clusters(protocol, units))
+def _standard_errors(
+    protocol: str, matrix: ItemMatrix, units: Sequence[answer_sets.ScoringItem], keys, codes=None
+) -> dict:
+    if codes is None:
+        codes, _ = clustered.cluster_codes(unit_clusters(protocol, units))
     scale = 100.0 if answer_sets.is_percent(protocol) else 1.0
-    return clustered.matrix_standard_errors(matrix, codes, keys, scale=scale)
+    # Only the columns asked for (not every breakdown's): the same figures, a fraction of the memory.
+    cols = [matrix.column(k) for k in keys if k in matrix.keys]
+    main = ItemMatrix(keys=tuple(matrix.keys[j] for j in cols), num=matrix.num[:, cols], den=matrix.den[:, cols])
+    return clustered.matrix_standard_errors(main, codes, keys, scale=scale)
 
 
 def _rounded(value: float | None, places: int) -> float | None:
@@ -95,10 +101,15 @@ def _rounded(value: float | None, places: int) -> float | None:
 
 
 def _row(
-    name: str, protocol: str, scored: answer_sets.ScoredAnswers, units: Sequence[answer_sets.ScoringItem]
+    name: str,
+    protocol: str,
+    scored: answer_sets.ScoredAnswers,
+    units: Sequence[answer_sets.ScoringItem],
+    codes=None,
 ) -> dict[str, Any]:
+    """``codes``: the units' cluster codes where known already (the array form), else from ``units``."""
     keys = answer_sets.main_keys(protocol)
-    errors = _standard_errors(protocol, scored.matrix, units, keys)
+    errors = _standard_errors(protocol, scored.matrix, units, keys, codes)
     places = registry.get(protocol).places + 1
     row = {
         "model": name,
@@ -129,6 +140,10 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def random_seed(project: Project, release) -> int:
+    return (release.option_seed if release is not None else project.option_seed) + RANDOM_SEED_OFFSET
+
+
 def row_scores(
     project: Project, release, items: Sequence[answer_sets.ScoringItem], *, judge: str | None
 ) -> tuple[list[RowScores], dict[str, int] | None]:
@@ -136,7 +151,7 @@ def row_scores(
     and the Human row's counts (None where the protocol has no Human row): what ``build`` prints and
     the paired comparisons (evaluation/paired.py) compare."""
     protocol = project.protocol
-    seed = (release.option_seed if release is not None else project.option_seed) + RANDOM_SEED_OFFSET
+    seed = random_seed(project, release)
     if registry.get(protocol).board == "votes":
         raise LeaderboardError("a board rated from pairwise votes has no item scores to compare row by row")
     if registry.get(protocol).board == "generators":
@@ -174,16 +189,29 @@ def build(
     judge: str | None = None,
     n_boot: int = N_BOOT,
     rank_by: str | None = None,
+    intervals: vote_intervals.IntervalChoice = vote_intervals.DEFAULT,
 ) -> dict[str, Any]:
-    """``rank_by``: one of ranking.choices(protocol) (ranking.UnknownRanking otherwise); the default's when None."""
+    """``rank_by``: one of ranking.choices(protocol) (ranking.UnknownRanking otherwise); the default's when None.
+    ``intervals``: a votes board's interval (vote_intervals.py); other boards take the default only."""
     rank_by = ranking.resolve(project.protocol, rank_by)
     release = selectors.release_for(project, release_version)
     protocol = project.protocol
     if registry.get(protocol).board == "votes":
-        return _vote_board(project, release, judge=judge, rank_by=rank_by)
-    items = selectors.scoring_items(project, release)
-    scored, human = row_scores(project, release, items, judge=judge)
-    rows = [_row(r.name, protocol, answer_sets.finish(protocol, r.matrix, n_boot=n_boot), r.units) for r in scored]
+        return _vote_board(project, release, judge=judge, rank_by=rank_by, intervals=intervals)
+    # A frozen release of a protocol with an array form is read as arrays (evaluation/scoring/
+    # choice_arrays.py), the same scores as the records below without an object per answer.
+    arrays = None
+    if judge is None and choice_arrays.array_form(protocol):
+        jobs = [(selectors.job_name(job), job) for job in selectors.latest_finished_jobs(project, release)]
+        arrays = choice_arrays.board_rows(protocol, release, jobs, seed=random_seed(project, release))
+    if arrays is not None:
+        scored, human, codes = [RowScores(name, m, (), job) for name, m, job in arrays[0]], None, arrays[1]
+    else:
+        items = selectors.scoring_items(project, release)
+        (scored, human), codes = row_scores(project, release, items, judge=judge), None
+    rows = [
+        _row(r.name, protocol, answer_sets.finish(protocol, r.matrix, n_boot=n_boot), r.units, codes) for r in scored
+    ]
     for row, r in zip(rows, scored):
         if r.job is not None:
             row["usage"] = usage_of(protocol, r.job, r.matrix)
@@ -201,7 +229,9 @@ def build(
     return ranking.reordered(board, rank_by)
 
 
-def _vote_board(project: Project, release, *, judge: str | None, rank_by: str) -> dict[str, Any]:
+def _vote_board(
+    project: Project, release, *, judge: str | None, rank_by: str, intervals: vote_intervals.IntervalChoice
+) -> dict[str, Any]:
     """A board whose rows are rated from the human votes of a pairwise form (``Protocol.board ==
     "votes"``): the protocol's scoring module's ``vote_board`` over the votes on the release's
     items (or, live, the verified and annotated items'). No model answers, no Random row."""
@@ -211,7 +241,7 @@ def _vote_board(project: Project, release, *, judge: str | None, rank_by: str) -
     items = selectors.vote_items(project, release)
     # The rater screen, and the votes less those of the raters a researcher excluded (rater_exclusion.py).
     votes, screen = rater_exclusion.screened(project, items, selectors.votes_by_item(items))
-    found = registry.get(protocol).scoring.vote_board(items, votes)
+    found = registry.get(protocol).scoring.vote_board(items, votes, **intervals.options())
     key = cluster_key(protocol)
     board = {
         "project": project.slug,

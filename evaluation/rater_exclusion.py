@@ -1,18 +1,19 @@
-"""Raters left out of an arena board: the per-rater consistency screen (protocols/arena/integrity.py)
-shown with the board, and a researcher's exclusion (or re-inclusion) of a rater, recorded in the
-audit trail.
+"""Raters left out of a votes board: the per-rater consistency screen of a protocol that has one
+(its ``rater_screen_module``, protocols/base.py) shown with the board, and a researcher's exclusion
+(or re-inclusion) of a rater, recorded in the audit trail. This module names no protocol.
 
 The excluded raters' keys ("user:<id>", "ext:<name>": selectors.rater_key) are kept in the project's
-settings under ``arena_excluded_raters`` (integrity.EXCLUDED_SETTING; the protocol lists it in its
-settings_keys). Every board of the project (live and per release) is fitted without their votes;
-the board's cache key names the list (board_cache.board), so a change gives a new board at once.
+settings under the screen module's ``EXCLUDED_SETTING`` (the protocol lists it in its settings_keys
+and checks it: annotation/setting_rules.py). Every board of the project (live and per release) is
+fitted without their votes; the board's cache key names the list (board_cache.board), so a change
+gives a new board at once.
 The screen is always of every rater's votes, excluded ones included, so their figures stay in view.
 
 Service: ``rater_exclusion_set`` (one change per call, audited with the actor, the rater and the
 rater's screen figures on the live board at the time). API: POST
 /api/projects/<slug>/arena/raters/exclusions/ {"rater": "<key>", "excluded": true|false}: 400 naming
 a bad body or a rater with no vote in the project, 404 for a project the caller may not see or one
-that is not an arena project, 403 below the researcher role.
+whose protocol has no rater screen, 403 below the researcher role.
 """
 
 from __future__ import annotations
@@ -36,11 +37,9 @@ from annotation.models import Annotation, AuditAction, Project, Role
 from annotation.permissions import get_project_for
 from annotation.project_setup import project_setting
 from protocols import registry
-from protocols.arena import integrity
 
 from . import selectors
 
-SETTING = integrity.EXCLUDED_SETTING
 BODY_KEYS = ("rater", "excluded")
 
 
@@ -56,17 +55,23 @@ class NotAnArena(LookupError):
     pass
 
 
+def screen_module(protocol: str) -> Any:
+    """The protocol's rater screen (``rater_screen_module``), None for a protocol without one."""
+    return registry.get(protocol).rater_screen
+
+
 def applies(protocol: str) -> bool:
-    """Whether the protocol's boards have the rater screen (it reads the exclusion setting)."""
-    return SETTING in registry.get(protocol).settings_keys
+    """Whether the protocol's boards have the rater screen."""
+    return registry.get(protocol).rater_screen_module is not None
 
 
 def excluded_raters(project: Project) -> list[str]:
     """The project's excluded rater keys, sorted (none for a protocol without the screen, or
     where the stored value is refused: project_setting logs it)."""
-    if not applies(project.protocol):
+    screen = screen_module(project.protocol)
+    if screen is None:
         return []
-    return list(project_setting(project.settings, "arena_excluded_raters", [], project=project.slug))
+    return list(project_setting(project.settings, screen.EXCLUDED_SETTING, [], project=project.slug))
 
 
 def rater_labels(keys: Sequence[str]) -> dict[str, str]:
@@ -87,7 +92,8 @@ def screened(
     ``rater_screen`` (every rater's screen row, with ``label`` and ``excluded``), ``excluded_raters``
     (keys with labels), ``excluded_votes`` and a note. Nothing changes for a protocol without the
     screen."""
-    if not applies(project.protocol):
+    integrity = screen_module(project.protocol)
+    if integrity is None:
         return votes, {}
     excluded = excluded_raters(project)
     extra: dict[str, Any] = {}
@@ -123,6 +129,7 @@ def _has_voted(project: Project, rater: str) -> bool:
 
 def _screen_row(project: Project, rater: str) -> dict[str, Any] | None:
     """The rater's screen figures on the live board now (None: no screened vote there)."""
+    integrity = screen_module(project.protocol)
     items = selectors.vote_items(project, None)
     try:
         rows = integrity.screen(items, selectors.votes_by_item(items))
@@ -131,14 +138,15 @@ def _screen_row(project: Project, rater: str) -> dict[str, Any] | None:
     return next((r.to_json() for r in rows if r.rater == rater), None)
 
 
-def body_errors(data: Any) -> dict[str, str]:
-    """What is wrong with a request body (none: it names a rater and true or false)."""
+def body_errors(data: Any, integrity: Any) -> dict[str, str]:
+    """What is wrong with a request body (none: it names a rater and true or false); ``integrity``:
+    the project's rater screen module, which knows a rater key's shape (None: any text)."""
     if not isinstance(data, dict):
         return {"body": 'A JSON object: {"rater": "<rater key>", "excluded": true or false}.'}
     errors = {str(k): f"Not a field; the fields are {', '.join(BODY_KEYS)}." for k in data if k not in BODY_KEYS}
     if "rater" not in data:
         errors["rater"] = "Required: a rater key from the board's rater screen, e.g. user:12 or ext:r7."
-    elif not integrity.rater_key_valid(data["rater"]):
+    elif integrity is not None and not integrity.rater_key_valid(data["rater"]):
         errors["rater"] = (
             f"Got {data['rater']!r}; expected a rater key: user:<id> or ext:<name> (up to 200 characters)."
         )
@@ -156,13 +164,16 @@ def rater_exclusion_set(*, project: Project, actor, rater: Any, excluded: Any) -
     rater, the new list and the rater's screen figures on the live board); asking for what is
     stored already changes nothing. Raises ExclusionRefused (bad fields; nothing written) and
     NotAnArena. Returns {"rater", "excluded", "changed", "excluded_raters", "screen"}."""
-    errors = body_errors({"rater": rater, "excluded": excluded})
+    integrity = screen_module(project.protocol)
+    errors = body_errors({"rater": rater, "excluded": excluded}, integrity)
     if errors:
         raise ExclusionRefused(errors)
-    if not applies(project.protocol):
+    if integrity is None:
         raise NotAnArena(
-            f"project {project.slug} is a {project.protocol} project; rater exclusions are for arena boards"
+            f"project {project.slug} is a {project.protocol} project, whose boards have no rater screen; "
+            "rater exclusions are for arena boards (pairwise votes)"
         )
+    setting = integrity.EXCLUDED_SETTING
     # One change at a time; NO KEY UPDATE leaves rows referring to the project (audit events) free.
     project = Project.objects.select_for_update(no_key=True).get(pk=project.pk)
     current = excluded_raters(project)
@@ -177,9 +188,9 @@ def rater_exclusion_set(*, project: Project, actor, rater: Any, excluded: Any) -
         return {**out, "excluded_raters": current}
     settings = dict(project.settings) if isinstance(project.settings, dict) else {}
     if wanted:
-        settings[SETTING] = wanted
+        settings[setting] = wanted
     else:
-        settings.pop(SETTING, None)
+        settings.pop(setting, None)
     project.settings = settings
     project.save(update_fields=["settings"])
     audit_record(
@@ -188,7 +199,7 @@ def rater_exclusion_set(*, project: Project, actor, rater: Any, excluded: Any) -
         project=project,
         obj=project,
         details={
-            "setting": SETTING,
+            "setting": setting,
             "rater": rater,
             "rater_label": rater_labels([rater])[rater],
             "excluded": excluded,
@@ -219,7 +230,7 @@ class RaterExclusionApi(APIView):
     )
     def post(self, request, slug: str):
         project = get_project_for(request.user, slug, Role.RESEARCHER)
-        errors = body_errors(request.data)
+        errors = body_errors(request.data, screen_module(project.protocol))
         if errors:
             return bad_request(errors)
         try:

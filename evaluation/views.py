@@ -13,8 +13,8 @@ from annotation.permissions import get_project_for
 from inference.selectors import usd
 from protocols import registry
 
-from . import charts, correlation, leaderboard, metric_names, paired, power, ranking, selectors, tables
-from .board_access import board_or_404, release_and_judge, report_or_404, wants_details
+from . import charts, correlation, leaderboard, metric_names, paired, power, ranking, selectors, tables, vote_intervals
+from .board_access import board_or_404, interval_choice, release_and_judge, report_or_404, wants_details
 from .board_access import rank_by as requested_ranking
 from .scoring import answer_sets
 
@@ -50,9 +50,12 @@ def leaderboard_page(request, slug: str):
     release, judge = release_and_judge(request)
     try:
         rank_by = requested_ranking(request, project)
+        intervals = interval_choice(request, project)
     except ranking.UnknownRanking as exc:
         return _bad_ranking(exc)
-    board = board_or_404(project, release, judge, rank_by)
+    except vote_intervals.IntervalChoiceError as exc:
+        return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
+    board = board_or_404(project, release, judge, rank_by, intervals)
     baseline = request.GET.get(paired.PARAMETER) or None
     if baseline is not None:
         try:
@@ -152,6 +155,9 @@ def leaderboard_page(request, slug: str):
             "paired": board.get("paired"),
             "paired_places": places,
             "cluster_key": ", ".join(key) if isinstance(key := board.get("cluster_key"), list) else key,
+            # a votes board's interval (?ci=, ?rounds=: vote_intervals.py), picked on the page
+            "interval": intervals,
+            "interval_rounds": (vote_intervals.MIN_ROUNDS, vote_intervals.MAX_ROUNDS),
         },
     )
 
@@ -224,9 +230,12 @@ def leaderboard_download(request, slug: str, fmt: str):
     release, judge = release_and_judge(request)
     try:
         rank_by = requested_ranking(request, project)
+        intervals = interval_choice(request, project)
     except ranking.UnknownRanking as exc:
         return _bad_ranking(exc)
-    board = board_or_404(project, release, judge, rank_by)
+    except vote_intervals.IntervalChoiceError as exc:
+        return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
+    board = board_or_404(project, release, judge, rank_by, intervals)
     name = f"{project.slug}-leaderboard" + (f"-{board['release']}" if board["release"] else "")
     if rank_by != ranking.default_choice(project.protocol):
         name += f"-by-{rank_by}"

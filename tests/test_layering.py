@@ -336,3 +336,53 @@ def definitions(name: str) -> list[str]:
 )
 def test_shared_pieces_are_defined_once(name, home):
     assert definitions(name) == (home if isinstance(home, list) else [home])
+
+
+# --- the shared layer names no protocol -------------------------------------------------------------
+# A protocol is one package under protocols/ (one that defines `protocol`); the shared layer
+# (annotation, evaluation, inference, config, background) reaches it through the registry and the
+# hooks of protocols/base.py, never by importing it; its pages' files live in its package
+# (protocols/<name>/templates/<name>/, protocols/<name>/static/<name>/: config/protocol_assets.py).
+SHARED = ("annotation", "evaluation", "inference", "config", "background")
+
+
+def protocol_packages(root: Path = ROOT) -> tuple[str, ...]:
+    """The protocol packages under protocols/: folders whose __init__.py assigns `protocol`."""
+    found = []
+    for init in sorted((root / "protocols").glob("*/__init__.py")):
+        tree = ast.parse(init.read_text(encoding="utf-8"))
+        if any(
+            isinstance(n, ast.Assign) and any(getattr(t, "id", None) == "protocol" for t in n.targets)
+            for n in tree.body
+        ):
+            found.append(init.parent.name)
+    return tuple(found)
+
+
+def test_the_protocol_packages_are_found():
+    assert {"status", "oscbench", "arena"} <= set(protocol_packages())
+    assert "kit" not in protocol_packages()
+
+
+@pytest.mark.parametrize("package", [p for p in SHARED if p in PACKAGES])
+def test_the_shared_layer_imports_no_protocol(package):
+    names = protocol_packages()
+    bad = []
+    for path in sorted((ROOT / package).rglob("*.py")):
+        for module in imported_modules(path):
+            parts = module.split(".")
+            if parts[0] == "protocols" and len(parts) > 1 and parts[1] in names:
+                bad.append(f"{path.relative_to(ROOT)}: {module}")
+    assert bad == []
+
+
+def test_a_protocols_page_files_live_in_its_own_folder():
+    """No shared template or static file is named after a protocol's form, and a protocol's own
+    templates/ and static/ hold one folder named after the protocol."""
+    for name in protocol_packages():
+        package = ROOT / "protocols" / name
+        for sub in ("templates", "static"):
+            if (package / sub).is_dir():
+                assert [p.name for p in (package / sub).iterdir()] == [name], f"protocols/{name}/{sub}"
+    shared = [p.stem for p in (ROOT / "templates").rglob("*.html")] + [p.stem for p in (ROOT / "static").rglob("*.js")]
+    assert set(shared) & set(protocol_packages()) == set()

@@ -17,6 +17,7 @@ from .gold import gold_take_over
 from .rules import claim_lock, claim_passes, item_accepts_annotations, lease_until, renew_active
 
 _AGAIN = object()
+_CAPPED = object()  # the user reached the project's annotator_cap: no new claim (quota.cap_left)
 
 
 def queue_claim_next(
@@ -38,19 +39,23 @@ def queue_claim_next(
         return quota.active_task(project=project, user=user, now=now, exclude=exclude) if limit.keep_active else None
     want_gold = (rng or random).random() < project_setting(project.settings, "gold_share", 0.0, project=project.slug)
     ignore: list[int] = list(exclude)  # active tasks not to hand out again: shown by the caller, or gone
+    cap, capped = quota.annotator_cap(project), []
 
     def claim(passes: tuple) -> Task | None:
         while (
-            task := _claim(project=project, user=user, now=now, exclude=exclude, ignore=ignore, passes=passes)
+            task := _claim(project=project, user=user, now=now, exclude=exclude, ignore=ignore, passes=passes, cap=cap)
         ) is _AGAIN:
             pass
+        if task is _CAPPED:  # only the user's active tasks are handed back
+            capped.append(True)
+            return quota.active_task(project=project, user=user, now=now, exclude=exclude)
         return task
 
     if want_gold:
         # Gold first: a free gold item, else one in someone else's task (gold.py: one annotator's
         # task never blocks a gold item), else the draw falls through to the ordinary items.
         task = claim(tuple(claim_passes(project, want_gold=True)[:1]))
-        if task is None:
+        if task is None and not capped:
             task = gold_take_over(project=project, user=user, now=now, exclude=exclude)
         if task is not None:
             return task
@@ -66,6 +71,7 @@ def _claim(
     exclude: tuple[int, ...],
     ignore: list[int],
     passes: tuple[tuple[int, bool, int | None], ...],
+    cap: int | None = None,
 ):
     """One transaction of queue_claim_next; _AGAIN when it must commit and start over.
 
@@ -75,6 +81,8 @@ def _claim(
     found gone or expired) is committed, which releases every lock, and a fresh transaction goes on.
     """
     claim_lock(user=user)
+    if cap is not None and quota.cap_left(project=project, user=user, cap=cap) <= 0:
+        return _CAPPED
     lease = lease_until(project, now)
     passed: list[int] = []  # items locked but not claimable
     has_item_locks = False

@@ -1,4 +1,5 @@
-"""Per-annotator limits on claiming, for crowd-study participants (annotation/studies/).
+"""Per-annotator limits on claiming: for crowd-study participants (annotation/studies/), and a
+project's ``annotator_cap`` for everyone (``cap_left``, below).
 
 A participant does at most their study's `tasks_per_participant` tasks, and none after their
 time limit or once rejected. claim.queue_claim_next asks `claim_limit` before it claims; everyone
@@ -17,6 +18,7 @@ from psycopg.types.numeric import Int8
 
 from .. import db
 from ..models import Annotation, CrowdAccount, Item, ParticipantStatus, Project, StudyParticipant, Task, TaskStatus
+from ..project_setup import project_setting
 from .rules import item_accepts_annotations, renew_active
 
 
@@ -93,6 +95,29 @@ def claim_limit(*, project: Project, user, now: datetime) -> ClaimLimit | None:
     return ClaimLimit(per_participant - done - active, keep_active=True)
 
 
+# annotator_cap (a project setting, every protocol): how many answers one annotator may give in the
+# project. Their answers there and their live tasks there count (a task is an answer on its way),
+# read by ``cap_left`` under the claim's per-user lock (rules.claim_lock), so two claims racing
+# from two tabs never pass the cap together.
+CAP_COUNT_SQL = """
+SELECT (SELECT count(*) FROM annotation_annotation a JOIN annotation_item i ON i.id = a.item_id
+        WHERE a.annotator_id = %(user)s AND i.project_id = %(project)s)
+     + (SELECT count(*) FROM annotation_task t JOIN annotation_item i ON i.id = t.item_id
+        WHERE t.annotator_id = %(user)s AND t.status = 'active' AND i.project_id = %(project)s)
+"""
+
+
+def annotator_cap(project: Project) -> int | None:
+    """The project's cap of answers per annotator (None: none)."""
+    return project_setting(project.settings, "annotator_cap", None, project=project.slug)
+
+
+def cap_left(*, project: Project, user, cap: int) -> int:
+    """How many more items the user may claim under the project's cap (<= 0: none)."""
+    ((used,),) = db.rows(CAP_COUNT_SQL, {"user": Int8(user.pk), "project": Int8(project.pk)})
+    return cap - used
+
+
 def active_task(*, project: Project, user, now: datetime, exclude: tuple[int, ...] = ()) -> Task | None:
     """An active task of the user that the caller does not show, its lease renewed (the part of
     a claim that stays open when the quota is used up). One item lock per transaction."""
@@ -122,3 +147,13 @@ def _take_active(project: Project, task_pk: int, item_pk: int, now: datetime) ->
         return None
     task.item = item
     return renew_active(task, item, now)
+
+
+def queue_done_headers(project: Project, user) -> dict[str, str]:
+    """Why a claim found nothing, as headers of its 204 answer: ``StateLab-Queue-Done`` when the
+    user reached the project's annotator_cap; none otherwise."""
+    cap = annotator_cap(project)
+    if cap is None or cap_left(project=project, user=user, cap=cap) > 0:
+        return {}
+    noun = "answer" if cap == 1 else "answers"
+    return {"StateLab-Queue-Done": f"You reached this project's cap of {cap} {noun}."}

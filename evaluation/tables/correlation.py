@@ -111,25 +111,45 @@ def correlation_csv(report: dict[str, Any]) -> str:
     return buf.getvalue()
 
 
+def _latex_interval(ci: list[float] | None) -> str:
+    return "--" if not ci or any(v is None for v in ci) else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
 def correlation_latex(report: dict[str, Any]) -> str:
     # Header cells carry math on purpose: escape the criterion names, never the math after them.
-    header = ["Judge"] + [f"{latex_escape(c)} $\\tau_b$" for c in report["criteria"]] + ["System $\\tau_b$"]
+    # The system tau's two-way interval (items and systems resampled) has a column of its own, as
+    # in the CSV (tau_two_way_ci_lo / _hi); a dagger marks a tau over fewer than 10 systems.
+    header = (
+        ["Judge"]
+        + [f"{latex_escape(c)} $\\tau_b$" for c in report["criteria"]]
+        + ["System $\\tau_b$", "System 95\\% CI (two-way)"]
+    )
     rows = []
+    few = False
     for j in report["judges"]:
+        warned = bool(j.get("system_warning"))
+        few = few or warned
         rows.append(
             [latex_escape(j["judge"])]
             + [latex_cell(j["per_criterion"][c]["kendall_tau_b"], 3) for c in report["criteria"]]
-            + [latex_cell(j["system_kendall_tau_b"], 3)]
+            + [latex_cell(j["system_kendall_tau_b"], 3) + ("$^\\dagger$" if warned else "")]
+            + [_latex_interval((j.get("system") or {}).get("ci_two_way"))]
         )
     rows.append(
-        ["Human (LOO)"] + [latex_cell(report["human"][c]["loo_kendall_tau_b"], 3) for c in report["criteria"]] + ["--"]
+        ["Human (LOO)"]
+        + [latex_cell(report["human"][c]["loo_kendall_tau_b"], 3) for c in report["criteria"]]
+        + ["--", "--"]
     )
     rows.append(
         [r"Krippendorff $\alpha$"]
         + [latex_cell(report["human"][c]["krippendorff_alpha"], 3) for c in report["criteria"]]
-        + ["--"]
+        + ["--", "--"]
     )
-    table = latex_table(["H"] * len(header), rows, "Judge-human agreement (Kendall tau-b per criterion)")
+    caption = "Judge-human agreement (Kendall tau-b per criterion; system tau-b over generators with its two-way"
+    caption += " interval, items and systems resampled)"
+    if few:
+        caption += "; dagger: fewer than 10 systems ranked"
+    table = latex_table(["H"] * len(header), rows, caption)
     head_line = " & ".join(header) + r" \\"
     return table.replace(" & ".join(["H"] * len(header)) + r" \\", head_line)
 

@@ -53,8 +53,11 @@ class Arena(Protocol):
     # An MLLM judge asks each pair twice, sides swapped (prompts.py JUDGE_KEYS; judging.py reads them).
     query_keys = ("judge_ab", "judge_ba")
     spec = "docs/protocols/arena.md"
-    # The raters a researcher left out of the board (integrity.py, evaluation/rater_exclusion.py).
-    settings_keys = ("arena_excluded_raters",)
+    # Its own project settings (project_settings.py): the raters a researcher left out of the board
+    # (integrity.py, evaluation/rater_exclusion.py) and the least viewing time of a vote (viewing.py).
+    settings_keys = ("arena_excluded_raters", "arena_min_view_seconds")
+    settings_module = "project_settings"
+    rater_screen_module = "integrity"  # the per-rater consistency screen and exclusions of the board
 
     def resolve_queries(
         self, item_id: str, payload: Mapping[str, Any], *, seed: int, vocabulary: Any = None

@@ -13,9 +13,10 @@ between equally rated models carry no expected winner and are left out.
 The fit is the board's (protocols/kit/pairwise/), from every rater's votes (one rater among many
 moves it little); votes that admit no finite fit screen gold pairs only. Spec: docs/protocols/arena.md.
 
-A researcher may exclude raters from the board (evaluation/rater_exclusion.py): their keys are
-kept in the project's settings under ``EXCLUDED_SETTING`` (checked by ``excluded_raters_clean``),
-and ``without_raters`` leaves their votes out of what the board is fitted on. The screen itself is
+A researcher may exclude raters from the board (evaluation/rater_exclusion.py, which reaches this
+module as the protocol's ``rater_screen_module``): their keys are kept in the project's settings
+under ``EXCLUDED_SETTING`` (checked by project_settings.py), and ``without_raters`` leaves their
+votes out of what the board is fitted on. The screen itself is
 always of every rater's votes, so an excluded rater's figures stay in view.
 """
 
@@ -31,13 +32,11 @@ from scipy import stats
 from protocols.kit.paired import holm
 
 from .fields import HEADLINE_CRITERION, SIDES, WINNERS
+from .project_settings import EXCLUDED_SETTING, excluded_raters_clean, rater_key_valid  # noqa: F401 (the hook's names)
 from .scoring import battles, ratings
 
 LEVEL = 0.05  # Holm-adjusted p below which a rater is flagged
 MIN_VOTES = 10  # raters with fewer screened votes are listed but never flagged
-EXCLUDED_SETTING = "arena_excluded_raters"  # project setting: rater keys left out of the board
-MAX_RATER_KEY = 200  # "user:<id>" or "ext:<the imported rater's name>"
-MAX_EXCLUDED = 10_000
 
 
 @dataclass(frozen=True)
@@ -165,31 +164,6 @@ def _fit_ratings(items: Sequence[Any], votes) -> dict[str, float] | None:
     except ValueError:
         return None
     return {model: float(r) for model, r in zip(fitted.models, np.asarray(fitted.rating), strict=True)}
-
-
-def excluded_raters_clean(value: Any, errors: dict[str, str]) -> list[str] | None:
-    """The ``arena_excluded_raters`` setting: a list of rater keys ("user:<id>", "ext:<name>"),
-    without repeats, as stored (sorted); None with the reason in ``errors`` otherwise."""
-    if not isinstance(value, list) or len(value) > MAX_EXCLUDED:
-        errors[EXCLUDED_SETTING] = f'A list of rater keys (up to {MAX_EXCLUDED}), e.g. ["user:12", "ext:r7"].'
-        return None
-    bad = [k for k in value if not rater_key_valid(k)]
-    if bad:
-        errors[EXCLUDED_SETTING] = (
-            f"{', '.join(repr(k) for k in bad[:5])}: not a rater key; expected user:<id> or ext:<name>."
-        )
-        return None
-    return sorted(set(value))
-
-
-def rater_key_valid(key: Any) -> bool:
-    """Whether ``key`` has the shape of a rater key: "user:<id>" or "ext:<name>" (up to 200 characters)."""
-    if not isinstance(key, str) or not 0 < len(key) <= MAX_RATER_KEY:
-        return False
-    kind, sep, rest = key.partition(":")
-    if not sep or not rest:
-        return False
-    return (kind == "user" and rest.isascii() and rest.isdigit()) or kind == "ext"
 
 
 def without_raters(

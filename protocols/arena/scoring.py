@@ -7,6 +7,13 @@ item's ``model_a`` and ``model_b``, its ``winner`` the outcome ("both bad" a tie
 counted apart). The headline ratings are from the votes on the outputs as a whole; each further
 criterion voted on gets its own ratings as a breakdown (``criterion:<name>:rating``), where its
 votes admit a finite fit.
+
+Intervals: by default the cluster-robust sandwich, the votes clustered by the protocol's
+``cluster_key`` (the prompt: every vote on one prompt's outputs in one cluster, a vote whose item
+has no prompt a cluster of its own); each row also carries ``se`` (the plain sandwich, votes
+independent), ``se_clustered`` and ``design_effect`` of its rating. ``ci="bootstrap"`` asks for the
+multinomial bootstrap instead (``rounds`` redraws of the battle counts, seed 0), which treats votes
+as independent. Definitions: docs/statistics.md.
 """
 
 from __future__ import annotations
@@ -14,7 +21,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from protocols.kit import pairwise
+from protocols.kit import clustered, pairwise
+from protocols.kit.bootstrap import N_BOOT
 
 from .fields import HEADLINE_CRITERION, VOTE_CRITERIA, WINNERS
 
@@ -43,11 +51,50 @@ def battles(
     return a, b, outcome
 
 
-def ratings(model_a: Sequence[str], model_b: Sequence[str], outcome: Sequence[str], **options: Any):
-    """The kit's Ratings of one set of battles (its models in name order); ValueError when the
-    votes admit no finite rating, naming why."""
+def battle_clusters(
+    items: Iterable[Any],
+    votes: Mapping[Any, Sequence[tuple[str, Mapping[str, Any]]]],
+    criterion: str,
+    key: clustered.ClusterKey,
+) -> list[Any]:
+    """The cluster label of every vote ``battles`` returns, in its order: the vote's item's value
+    under ``key`` (clustered.cluster_labels: an item without one is a cluster of its own)."""
+    labels = []
+    for item in items:
+        label = clustered.cluster_labels([item.payload], [item.key], key)[0]
+        for _rater, result in votes.get(item.key, ()):
+            vote = (
+                result.get("winner")
+                if criterion == HEADLINE_CRITERION
+                else (result.get("criteria") or {}).get(criterion)
+            )
+            if vote in WINNERS:
+                labels.append(label)
+    return labels
+
+
+def ratings(
+    model_a: Sequence[str],
+    model_b: Sequence[str],
+    outcome: Sequence[str],
+    *,
+    clusters: Sequence[Any] | None = None,
+    **options: Any,
+):
+    """The kit's Ratings of one set of battles (its models in name order), with the cluster-robust
+    sandwich when ``clusters`` gives each vote's cluster label; ValueError when the votes admit no
+    finite rating, naming why."""
     models = sorted(set(model_a) | set(model_b))
-    return pairwise.rate(pairwise.from_battles(models, list(model_a), list(model_b), list(outcome)), **options)
+    a, b, o = list(model_a), list(model_b), list(outcome)
+    counts = pairwise.from_battles(models, a, b, o)
+    grouped = None if clusters is None else pairwise.vote_clusters(counts, a, b, o, list(clusters))
+    return pairwise.rate(counts, clusters=grouped, **options)
+
+
+def _default_cluster_key() -> clustered.ClusterKey:
+    from . import protocol  # the package is loaded before its submodules
+
+    return protocol.cluster_key
 
 
 def _counts_only(model_a, model_b, outcome) -> list[dict[str, Any]]:
@@ -76,21 +123,32 @@ def vote_board(
     votes: Mapping[Any, Sequence[tuple[str, Mapping[str, Any]]]],
     *,
     criteria: Sequence[str] = VOTE_CRITERIA,
+    ci: str = "sandwich",
+    rounds: int = N_BOOT,
+    cluster_key: clustered.ClusterKey | str = "protocol",
 ) -> dict[str, Any]:
     """{"rows": leaderboard rows, "pairwise": the fit's figures (tie parameter, win-rate and battle
-    matrices, method), "notes": [...]} (see the module). Rows carry ``model``, ``n`` (battles),
-    ``metrics`` (rating, win_rate, battles, ties, both_bad), ``ci`` (rating) and ``breakdowns``."""
+    matrices, method, clusters), "notes": [...]} (see the module). Rows carry ``model``, ``n``
+    (battles), ``metrics`` (rating, win_rate, battles, ties, both_bad), ``ci`` (rating), ``se``,
+    ``se_clustered``, ``design_effect`` (rating) and ``breakdowns``. ``ci``: "sandwich" or
+    "bootstrap" (``rounds``); ``cluster_key``: the payload field clustering the votes (the
+    protocol's by default; None: votes independent)."""
+    key = _default_cluster_key() if cluster_key == "protocol" else cluster_key
+    options: dict[str, Any] = {"method": ci}
+    if ci == "bootstrap":
+        options["rounds"] = rounds
     a, b, outcome = battles(items, votes, HEADLINE_CRITERION)
     notes: list[str] = []
     if len(set(a) | set(b)) < 2:
         return {"rows": [], "pairwise": None, "notes": ["no votes on verified items yet"]}
+    labels = None if key is None else battle_clusters(items, votes, HEADLINE_CRITERION, key)
     try:
-        fitted = ratings(a, b, outcome, flip=True)
+        fitted = ratings(a, b, outcome, clusters=labels, flip=True, **options)
     except ValueError as exc:
         notes.append(f"no ratings: {exc}")
         rows, figures = _counts_only(a, b, outcome), None
     else:
-        rows = fitted.rows()
+        rows = [{**row, **fitted.errors(row["model"])} for row in fitted.rows()]
         figures = {k: v for k, v in fitted.to_json().items() if k != "rows"}
         flip = fitted.flip
         if flip is not None and flip.votes is not None:
@@ -100,7 +158,9 @@ def vote_board(
             )
     by_model = {row["model"]: row for row in rows}
     for row in rows:
-        row.update(parse_failures=0, se={}, se_clustered={}, design_effect={}, breakdowns={})
+        row.update(parse_failures=0, breakdowns={})
+        for errors in ("se", "se_clustered", "design_effect"):
+            row.setdefault(errors, {})
     for criterion in criteria:
         if criterion == HEADLINE_CRITERION:
             continue
@@ -108,7 +168,9 @@ def vote_board(
         if not co:
             continue
         try:
-            per = ratings(ca, cb, co)
+            per = ratings(
+                ca, cb, co, clusters=None if key is None else battle_clusters(items, votes, criterion, key), **options
+            )
         except ValueError as exc:
             notes.append(f"no {criterion} ratings: {exc}")
             continue

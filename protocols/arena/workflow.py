@@ -12,7 +12,9 @@ never the payload's ``model_a`` / ``model_b``, its media field names or anything
 side to a model.
 
 The form submits its votes in screen terms, ``{"shown": "ba", "votes": {"overall": "left",
-"state_change": "tie"}}``; ``validate`` stores them in the item's terms, ``{"winner": "b",
+"state_change": "tie"}, "played": {"left": 4.0, "right": 4.0}}`` (``played``: the seconds of each
+video the form played, which the server checks against its own clock and does not store:
+viewing.py); ``validate`` stores them in the item's terms, ``{"winner": "b",
 "criteria": {"state_change": "tie"}, "shown": "ba"}``, the shape an imported vote has too (without
 ``shown``: ``{"winner": "a"}``). Every stored answer is therefore about ``a`` and ``b``.
 """
@@ -27,10 +29,14 @@ from protocols.base import seeded_rng
 from protocols.fields import FieldError
 
 from .fields import CRITERION_LABELS, HEADLINE_CRITERION, VOTE_CRITERIA, WINNERS, media_kind
+from .viewing import check as _viewing_check
+from .viewing import played_errors
 
 LABEL = "Pairwise comparison"
-TEMPLATE = "annotation/work/arena.html"
-SCRIPT = "js/arena.js"
+# The page's template and ES module live in this package (templates/arena/, static/arena/), found
+# by the shared layer's loader and finder over every protocol's folders (config/protocol_assets.py).
+TEMPLATE = "arena/work.html"
+SCRIPT = "arena/arena.js"
 # The field naming who voted, in an imported vote line.
 IMPORT_RATER_FIELD = "rater"
 # A vote in screen terms: the output on the left won, the one on the right, a tie, both bad.
@@ -72,25 +78,36 @@ REVIEW_CHOICES = (
 SHOWN_LABELS = {"ab": "A left, B right", "ba": "B left, A right"}
 
 
+def _criteria(protocol: Any) -> list[dict[str, Any]]:
+    return [
+        {"key": c, "label": CRITERION_LABELS.get(c, c), "required": c == HEADLINE_CRITERION} for c in protocol.criteria
+    ]
+
+
 def form(protocol: Any) -> dict[str, Any]:
-    """The project-wide facts of the page's form, which the shared layer adds to its description
-    (annotation/selectors.py ``workflow_form``):
+    """The project-wide facts of the annotate page's form, which the shared layer adds to its
+    description (annotation/selectors.py ``workflow_form``); what an annotator needs and nothing
+    else (no media field of the item's, no model field):
 
     - ``criteria``, ``votes``: what a vote may be about (headline first) and its screen words;
     - ``media``: the annotator's item's media fields, ``left`` and ``right`` (what annotator_view
-      gives in place of the payload's), so the workbench preloads the next task's two outputs;
-    - ``review``: how the review page shows and edits an answer (static/js/review_choices.js), in
-      the item's terms with the models named: the payload's media fields, the item's text fields,
-      one choice field per criterion (``path`` into the stored answer) and the sides shown.
+      gives in place of the payload's), so the workbench preloads the next task's two outputs.
     """
-    criteria = [
-        {"key": c, "label": CRITERION_LABELS.get(c, c), "required": c == HEADLINE_CRITERION} for c in protocol.criteria
-    ]
-    choices = [{"value": v, "label": text} for v, text in REVIEW_CHOICES]
     return {
-        "criteria": criteria,
+        "criteria": _criteria(protocol),
         "votes": list(SCREEN_VOTES),
         "media": [{"field": side, "kind": "output", "label": side.capitalize()} for side in ("left", "right")],
+    }
+
+
+def review_form(protocol: Any) -> dict[str, Any]:
+    """What the review page adds to the form (``workflow_form(review=True)``; never sent to an
+    annotator): ``review``, how it shows and edits an answer (static/js/review_choices.js), in the
+    item's terms with the models named: the payload's media fields, the item's text fields, one
+    choice field per criterion (``path`` into the stored answer) and the sides shown."""
+    criteria = _criteria(protocol)
+    choices = [{"value": v, "label": text} for v, text in REVIEW_CHOICES]
+    return {
         "review": {
             "media": [
                 {"field": f"{kind}_{side}", "kind": kind, "label": f"{side.upper()} · {{model_{side}}}"}
@@ -153,8 +170,10 @@ def validate(result: Any, ctx: Context) -> tuple[dict[str, Any], dict[str, str]]
 
 def _validate_screen(result: dict[str, Any], ctx: Context) -> tuple[dict[str, Any], dict[str, str]]:
     errors: dict[str, str] = {}
-    for key in sorted(set(result) - {"votes", "shown"}):
+    for key in sorted(set(result) - {"votes", "shown", "played"}):
         errors[key] = "Unknown field."
+    if "played" in result:  # what the form played of each side: checked by viewing_check, not stored
+        errors.update(played_errors(result["played"]))
     order = result.get("shown")
     if order not in ORDERS:
         errors["shown"] = f"Give the order the outputs were shown in: one of {', '.join(ORDERS)}; got {order!r}."
@@ -266,6 +285,21 @@ def summary(result: Mapping[str, Any]) -> str:
     for criterion, vote in (result.get("criteria") or {}).items():
         text += f"; {CRITERION_LABELS.get(criterion, criterion)}: {words.get(str(vote), '?')}"
     return text
+
+
+def viewing_check(
+    result: Any,
+    ctx: Context,
+    *,
+    payload: Mapping[str, Any],
+    media: Mapping[str, Any],
+    settings: Mapping[str, Any],
+    seconds: float,
+) -> dict[str, str]:
+    """Errors by field of an annotator's vote that came too soon or without both outputs played
+    (viewing.py): ``seconds`` the server's time since the task was shown, ``media`` the payload's
+    media fields as served, ``settings`` the protocol's project settings as read."""
+    return _viewing_check(result, payload=payload, media=media, settings=settings, seconds=seconds, shown=ctx.shown)
 
 
 def gold_correct(payload: Mapping[str, Any], result: Mapping[str, Any]) -> bool | None:

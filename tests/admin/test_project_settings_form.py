@@ -33,7 +33,8 @@ def root(make_user):
 QUINTUPLET_ETC = "Only STATUS Bench (quintuplets), VisualTrans (image QA), M3-Verse (video-pair QA) projects read it."
 NO_KEY = (
     "Not a project setting; the settings are gold_share, lease_seconds, auto_verify, suggestions, rubric, "
-    "state_labels, multiple, disagreement, license, citation, arena_excluded_raters."
+    "state_labels, multiple, disagreement, license, citation, annotator_cap, arena_excluded_raters, "
+    "arena_min_view_seconds."
 )
 
 

@@ -22,7 +22,14 @@ MODELS = ("gen-strong", "gen-middle", "gen-weak", "gen-new")
 def arena(settings, tmp_path, make_user, make_project):
     settings.MEDIA_ROOT = tmp_path / "media"
     voter = make_user("voter")
-    project = make_project("duel", "arena", members={voter: Role.ANNOTATOR}, annotations_per_item=3, option_seed=5)
+    project = make_project(
+        "duel",
+        "arena",
+        members={voter: Role.ANNOTATOR},
+        annotations_per_item=3,
+        option_seed=5,
+        settings={"arena_min_view_seconds": 0},  # the vote comes at once, through the API
+    )
     media = clips(tmp_path)
     # Three known models met often (their pairs are settled); "gen-new" has never been voted on.
     settled = [(MODELS[0], MODELS[1]), (MODELS[1], MODELS[2]), (MODELS[0], MODELS[2])]

@@ -38,6 +38,8 @@ def arena(settings, make_user, make_project, tmp_path):
         annotations_per_item=2,
         option_seed=5,
         name="Duel",
+        # The votes below come through the queue at once; the viewing checks are test_arena.py's.
+        settings={"arena_min_view_seconds": 0},
     )
     item = make_pair(project, "p0", distinct_clips(tmp_path, 0), models=(ALPHA, BETA))
     # Screen terms, as the form submits them: rater1 saw b on the left and preferred it. The server

@@ -68,6 +68,7 @@ def test_correlation_latex_typesets_tau_b():
     }
     latex = tables.correlation_latex(report)
     head = next(line for line in latex.splitlines() if line.startswith("Judge &"))
-    assert head == r"Judge & osc\_accuracy $\tau_b$ & scene $\tau_b$ & System $\tau_b$ \\"
+    assert head == r"Judge & osc\_accuracy $\tau_b$ & scene $\tau_b$ & System $\tau_b$ & System 95\% CI (two-way) \\"
     assert r"\tau\_b" not in latex
-    assert r"judge\_1 & 0.250 & -- & 0.500 \\" in latex
+    # No "system" entry (no two-way interval): a dash in the interval's column.
+    assert r"judge\_1 & 0.250 & -- & 0.500 & -- \\" in latex

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Project, Release
-from evaluation import leaderboard, paired, ranking, tables
+from evaluation import leaderboard, paired, ranking, tables, vote_intervals
 from protocols.kit.bootstrap import N_BOOT
 
 
@@ -19,6 +19,19 @@ class Command(BaseCommand):
             "--details", action="store_true", help="json: add rank, breakdowns and diagnostics to each row"
         )
         parser.add_argument("--boot", type=int, default=N_BOOT, help="bootstrap resamples")
+        parser.add_argument(
+            "--ci",
+            default=None,
+            choices=["sandwich", "bootstrap"],
+            help="a board rated from pairwise votes: the ratings' interval, sandwich (default: cluster-robust, "
+            "votes clustered by the protocol's cluster key) or bootstrap (multinomial redraws of the battle counts)",
+        )
+        parser.add_argument(
+            "--rounds",
+            default=None,
+            help=f"with --ci bootstrap: the bootstrap rounds, {vote_intervals.MIN_ROUNDS} to "
+            f"{vote_intervals.MAX_ROUNDS} (default 1000)",
+        )
         parser.add_argument(
             "--rank-by",
             default=None,
@@ -43,18 +56,26 @@ class Command(BaseCommand):
             ),
         )
 
-    def handle(self, *args, project, release, judge, format, boot, details, breakdown, rank_by, baseline, **options):
+    def handle(
+        self, *args, project, release, judge, format, boot, details, breakdown, rank_by, baseline, ci, rounds, **options
+    ):
         try:
             proj = Project.objects.get(slug=project)
         except Project.DoesNotExist:
             raise CommandError(f"no project {project!r}")
+        try:
+            intervals = vote_intervals.parse(proj.protocol, ci, rounds)
+        except vote_intervals.IntervalChoiceError as exc:
+            raise CommandError(f"--{exc}")
         if baseline is not None and (format not in ("json", "markdown") or breakdown is not None):
             raise CommandError(
                 f"--baseline prints with the main table in --format json or markdown, not {format}"
                 + (" with --breakdown" if breakdown is not None else "")
             )
         try:
-            board = leaderboard.build(proj, release_version=release, judge=judge, n_boot=boot, rank_by=rank_by)
+            board = leaderboard.build(
+                proj, release_version=release, judge=judge, n_boot=boot, rank_by=rank_by, intervals=intervals
+            )
             if baseline is not None:
                 if baseline not in [row["model"] for row in board["rows"]]:
                     names = ", ".join(row["model"] for row in board["rows"]) or "none"

@@ -1,5 +1,6 @@
-"""Intervals on the ratings: sandwich (robust) by default, the multinomial bootstrap on request, and
-the rank read from how the intervals overlap. Definitions: docs/statistics.md.
+"""Intervals on the ratings: sandwich (robust; cluster-robust when the votes come with clusters) by
+default, the multinomial bootstrap on request, and the rank read from how the intervals overlap.
+Definitions: docs/statistics.md.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import numpy as np
 
 from ..bootstrap import percentile_ci
 from . import likelihood
+from .clusters import VoteClusters
 from .counts import PairCounts
 
 ELO = 400.0 / np.log(10.0)  # rating points per unit of log-strength
@@ -31,17 +33,26 @@ def centring(k: int) -> np.ndarray:
 class Sandwich:
     rating_cov: np.ndarray  # (K, K) on the centred Elo scale
     eta_se: float | None  # standard error of log(nu); None when the data hold no tie (nu = 0)
+    # The cluster-robust sandwich (votes summed per cluster first), when clusters were given:
+    rating_cov_clustered: np.ndarray | None = None
+    eta_se_clustered: float | None = None
+    clusters: int | None = None
 
 
-def sandwich(counts: PairCounts, theta: np.ndarray, eta: float, *, ref: int) -> Sandwich:
+def sandwich(
+    counts: PairCounts, theta: np.ndarray, eta: float, *, ref: int, clusters: VoteClusters | None = None
+) -> Sandwich:
     """H^-1 B H^-1 on the free parameters (theta without ``ref``'s, and log nu when there are ties),
     H the information and B the sum over votes of the score's outer product; then mapped to the
-    centred ratings by the delta method (the centring is linear, so the map is exact)."""
+    centred ratings by the delta method (the centring is linear, so the map is exact).
+
+    With ``clusters`` (clusters.py) also the cluster-robust sandwich: B_c = C / (C - 1) times the sum
+    over the C clusters of (the cluster's summed vote scores)(the same)^T, on the same bread."""
     k = counts.n_models
     w, lo, t = (x[None, :].astype(float) for x in (counts.wins, counts.losses, counts.fit_ties))
     design = likelihood.Design.of(counts)
     terms = likelihood.pair_terms(design, theta[None, :], np.array([eta]), w, lo, t)
-    m, pt = terms.p_win - terms.p_loss, terms.p_tie
+    m, pt = terms.p_win[0] - terms.p_loss[0], terms.p_tie[0]
     # One vote's score in (a, eta) for each outcome: the observed indicators minus their expectations.
     a_win, a_loss, a_tie = 1.0 - m, -1.0 - m, -m
     e_win = e_loss = -pt
@@ -56,12 +67,39 @@ def sandwich(counts: PairCounts, theta: np.ndarray, eta: float, *, ref: int) -> 
     has_ties = bool(np.isfinite(eta))
     free = np.array([i for i in range(k) if i != ref] + ([k] if has_ties else []))
     bread = np.linalg.inv(info[np.ix_(free, free)])
-    cov_free = bread @ meat[np.ix_(free, free)] @ bread
-    cov = np.zeros((k + 1, k + 1))
-    cov[np.ix_(free, free)] = cov_free
     c = centring(k)
-    rating_cov = c @ cov[:k, :k] @ c.T
-    return Sandwich(rating_cov=rating_cov, eta_se=float(np.sqrt(cov[k, k])) if has_ties else None)
+
+    def carried(b: np.ndarray) -> tuple[np.ndarray, float | None]:
+        cov = np.zeros((k + 1, k + 1))
+        cov[np.ix_(free, free)] = bread @ b[np.ix_(free, free)] @ bread
+        return c @ cov[:k, :k] @ c.T, float(np.sqrt(cov[k, k])) if has_ties else None
+
+    rating_cov, eta_se = carried(meat)
+    if clusters is None:
+        return Sandwich(rating_cov=rating_cov, eta_se=eta_se)
+    n_c = clusters.n_clusters
+    if n_c < 2:
+        return Sandwich(rating_cov=rating_cov, eta_se=eta_se, clusters=n_c)
+    p = clusters.pair
+    # Each (cluster, pair) row's summed score in (a, eta), then on (theta_first, theta_second, eta).
+    s_a = clusters.wins * a_win[p] + clusters.losses * a_loss[p] + clusters.ties * a_tie[p]
+    s_e = clusters.wins * e_win[p] + clusters.losses * e_loss[p] + clusters.ties * e_tie[p]
+    width = k + 1
+    base = clusters.cluster * width
+    scores = np.bincount(
+        np.concatenate([base + counts.first[p], base + counts.second[p], base + k]),
+        weights=np.concatenate([0.5 * s_a, -0.5 * s_a, s_e]),
+        minlength=n_c * width,
+    ).reshape(n_c, width)
+    meat_clustered = n_c / (n_c - 1) * (scores.T @ scores)
+    rating_cov_c, eta_se_c = carried(meat_clustered)
+    return Sandwich(
+        rating_cov=rating_cov,
+        eta_se=eta_se,
+        rating_cov_clustered=rating_cov_c,
+        eta_se_clustered=eta_se_c,
+        clusters=n_c,
+    )
 
 
 @dataclass(frozen=True)

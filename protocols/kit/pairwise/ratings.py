@@ -12,6 +12,7 @@ from scipy.stats import norm
 
 from ..bootstrap import CI_LEVEL, N_BOOT
 from . import intervals, likelihood
+from .clusters import VoteClusters
 from .counts import PairCounts
 from .flip import Flip, votes_to_flip_top
 
@@ -23,7 +24,7 @@ class Ratings:
     models: tuple[str, ...]
     rating: np.ndarray  # (K,) Elo scale, mean 1000
     ci: np.ndarray  # (K, 2)
-    se: np.ndarray | None  # (K,) sandwich standard errors (None for the bootstrap)
+    se: np.ndarray | None  # (K,) sandwich standard errors, votes independent (whatever the method)
     rank: np.ndarray  # (K,) by interval overlap
     nu: float  # Davidson's tie parameter (0 when no vote is a tie)
     nu_ci: list[float] | None
@@ -38,6 +39,9 @@ class Ratings:
     seed: int | None = None
     unbounded_rounds: int | None = None
     flip: Flip | None = None
+    se_clustered: np.ndarray | None = None  # (K,) cluster-robust sandwich errors, when clusters were given
+    clusters: int | None = None  # how many clusters the votes fell in (None: no clusters given)
+    eta_se: float | None = None  # sandwich standard error of log(nu) (clustered when clustered)
 
     def order(self) -> list[int]:
         """Model indices by rating, best first (name breaks an exact tie)."""
@@ -65,6 +69,21 @@ class Ratings:
             )
         return out
 
+    def errors(self, model: str) -> dict[str, Any]:
+        """The leaderboard row's standard errors of ``model``'s rating (three decimals): ``se`` (the
+        plain sandwich, votes independent), and ``se_clustered`` and ``design_effect`` = (se_clustered
+        / se)^2 when clusters were given; each as {"rating": value}."""
+        m = self.models.index(model)
+        if self.se is None:
+            return {}
+        se = float(self.se[m])
+        out: dict[str, Any] = {"se": {"rating": round(se, 3)}, "se_clustered": {}, "design_effect": {}}
+        if self.se_clustered is not None:
+            clustered = float(self.se_clustered[m])
+            out["se_clustered"]["rating"] = round(clustered, 3)
+            out["design_effect"]["rating"] = round((clustered / se) ** 2, 3) if se > 0 else None
+        return out
+
     def to_json(self) -> dict[str, Any]:
         order = self.order()
         rate = self.win_rate_matrix[np.ix_(order, order)]
@@ -84,6 +103,12 @@ class Ratings:
                 "battles": self.battle_matrix[np.ix_(order, order)].tolist(),
             },
         }
+        if self.clusters is not None:
+            # Which errors the intervals are: clustered when two or more clusters hold the votes.
+            result["clusters"] = self.clusters
+            result["interval_errors"] = (
+                "clustered" if self.method == "sandwich" and self.se_clustered is not None else "independent"
+            )
         if self.method == "bootstrap":
             result["bootstrap"] = {"rounds": self.rounds, "seed": self.seed, "unbounded_rounds": self.unbounded_rounds}
         if self.flip is not None:
@@ -105,11 +130,15 @@ def rate(
     seed: int = 0,
     level: float = CI_LEVEL,
     flip: bool = False,
+    clusters: VoteClusters | None = None,
 ) -> Ratings:
     """Fit Bradley–Terry with Davidson ties to ``counts`` and put the board together.
 
     ``method`` "sandwich" (default) or "bootstrap" (``rounds`` multinomial redraws from ``seed``);
-    ``flip`` also searches for the votes that would have to change to flip #1 (flip.py).
+    ``clusters`` (clusters.py: the votes by prompt, say) makes the sandwich interval the
+    cluster-robust one and adds ``se_clustered`` (with fewer than two clusters it stays the plain
+    one); the plain sandwich's ``se`` is computed whatever the method. ``flip`` also searches for the
+    votes that would have to change to flip #1 (flip.py).
     Raises ValueError naming the models when the votes admit no finite rating."""
     if method not in METHODS:
         raise ValueError(f"interval method {method!r} is not one of {', '.join(METHODS)}")
@@ -124,17 +153,18 @@ def rate(
     theta, eta = fit.theta[0], float(fit.eta[0])
     rating = intervals.to_ratings(theta)
     extra: dict[str, Any] = {}
-    se = None
+    robust = intervals.sandwich(counts, theta, eta, ref=ref, clusters=clusters)
+    se = np.sqrt(np.clip(np.diag(robust.rating_cov), 0.0, None))
+    se_clustered = None
+    eta_se = robust.eta_se
+    if robust.rating_cov_clustered is not None:
+        se_clustered = np.sqrt(np.clip(np.diag(robust.rating_cov_clustered), 0.0, None))
+        eta_se = robust.eta_se_clustered
     if method == "sandwich":
-        robust = intervals.sandwich(counts, theta, eta, ref=ref)
-        se = np.sqrt(np.clip(np.diag(robust.rating_cov), 0.0, None))
+        shown = se if se_clustered is None else se_clustered
         z = float(norm.ppf(0.5 + level / 2))
-        ci = np.stack([rating - z * se, rating + z * se], axis=1)
-        nu_ci = (
-            None
-            if robust.eta_se is None
-            else [float(np.exp(eta - z * robust.eta_se)), float(np.exp(eta + z * robust.eta_se))]
-        )
+        ci = np.stack([rating - z * shown, rating + z * shown], axis=1)
+        nu_ci = None if eta_se is None else [float(np.exp(eta - z * eta_se)), float(np.exp(eta + z * eta_se))]
     else:
         samples = intervals.bootstrap(counts, theta, eta, ref=ref, rounds=rounds, seed=seed)
         ci, nu_ci = intervals.bootstrap_cis(samples, level)
@@ -158,5 +188,8 @@ def rate(
         level=level,
         loglik=float(fit.loglik[0]),
         flip=votes_to_flip_top(counts, theta, eta, ref=ref) if flip else None,
+        se_clustered=se_clustered,
+        clusters=None if clusters is None else clusters.n_clusters,
+        eta_se=eta_se,
         **extra,
     )

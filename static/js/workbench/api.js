@@ -69,6 +69,13 @@ let clockOffsetMs = 0;
  * second). Times the server sends (a lease's end) plus this are times on this browser's clock,
  * however wrong either clock is.
  */
+// Why the last empty answer (204) had nothing for this annotator, when the server said
+// (StateLab-Queue-Done: e.g. a project's cap on answers per annotator); "" when it did not.
+let queueDone = "";
+export function queueDoneReason() {
+  return queueDone;
+}
+
 export function serverClockOffset() {
   return clockOffsetMs;
 }
@@ -106,7 +113,10 @@ export async function api(method, url, { body, headers = {}, retries = 0, keepal
       await sleep(RETRY_DELAYS_MS[Math.min(attempt, RETRY_DELAYS_MS.length - 1)]);
       continue;
     }
-    if (response.status === 204) return null;
+    if (response.status === 204) {
+      queueDone = response.headers.get("StateLab-Queue-Done") || "";
+      return null;
+    }
     const text = await response.text();
     let data = null;
     if (text) {

@@ -2,7 +2,7 @@
 // and after a submit or skip claim the next. Drafts, the lease and submitting are layers over the
 // loop (drafts.js, lease.js, submit.js): Workbench = withSubmit(withLease(withDrafts(TaskLoop))).
 import { onLogout } from "../session.js";
-import { api } from "./api.js";
+import { api, queueDoneReason } from "./api.js";
 import { h } from "./dom.js";
 import { withDrafts } from "./drafts.js";
 import { leaseEndsAt, withLease } from "./lease.js";
@@ -141,10 +141,12 @@ class TaskLoop {
       window.location.assign(this.root.dataset.finishUrl);
       return;
     }
+    const reason = queueDoneReason();
     this.workspace.replaceChildren(
       h("section", { class: "card done", "data-queue-empty": "" },
         h("h2", {}, "Nothing left for you in this project"),
-        h("p", {}, "Every item has its annotations, or the remaining ones are in someone else's task. Check again later."),
+        h("p", { "data-queue-reason": reason ? "" : null },
+          reason || "Every item has its annotations, or the remaining ones are in someone else's task. Check again later."),
         h("button", { type: "button", class: "primary", onclick: () => this.claim() }, "Check again")),
     );
     this.taskEl.textContent = "none left";

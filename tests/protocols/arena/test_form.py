@@ -10,7 +10,7 @@ import pytest
 from django.conf import settings
 
 from annotation.models import Annotation, MediaAsset, Role
-from annotation.selectors import workflow_form
+from annotation.selectors import item_review_detail, workflow_form
 from protocols import registry
 from protocols.arena import workflow
 from tests.helpers.clients import session_client
@@ -26,8 +26,14 @@ SIDE_FIELDS = ("video_a", "video_b", "image_a", "image_b", "model_a", "model_b")
 def arena(settings, tmp_path, make_user, make_project):
     settings.MEDIA_ROOT = tmp_path / "media"
     people = [make_user(f"voter{i}") for i in range(3)]
+    # No viewing time asked (test_viewing.py checks it): these votes come at once, through the API.
     project = make_project(
-        "duel", "arena", members={p: Role.ANNOTATOR for p in people}, annotations_per_item=3, option_seed=11
+        "duel",
+        "arena",
+        members={p: Role.ANNOTATOR for p in people},
+        annotations_per_item=3,
+        option_seed=11,
+        settings={"arena_min_view_seconds": 0},
     )
     media = clips(tmp_path)
     items = [make_pair(project, f"pair-{i}", media) for i in range(8)]
@@ -67,7 +73,10 @@ def test_the_page_names_no_model(arena, client):
     r = client.get("/projects/duel/annotate/")
     assert r.status_code == 200
     html = r.content.decode()
-    assert "js/arena.js" in html and "Pairwise comparison" in html
+    # The template and the module come from the protocol's own folder (protocols/arena/templates,
+    # protocols/arena/static), served at /static/ like the shared ones.
+    assert 'src="/static/arena/arena.js"' in html and "Pairwise comparison" in html
+    assert client.get("/static/arena/arena.js").status_code == 200
     for name in MODEL_NAMES:
         assert name not in html
 
@@ -102,7 +111,13 @@ def test_sides_are_drawn_per_assignment_and_the_vote_is_stored_about_a_and_b(are
 
 def test_a_vote_on_images_and_refusals_name_the_field(arena, tmp_path, make_project):
     project, people, _items, _media = arena
-    pics = make_project("pics", "arena", members={people[0]: Role.ANNOTATOR}, annotations_per_item=1)
+    pics = make_project(
+        "pics",
+        "arena",
+        members={people[0]: Role.ANNOTATOR},
+        annotations_per_item=1,
+        settings={"arena_min_view_seconds": 0},
+    )
     make_pair(pics, "img-0", pictures(tmp_path), kind="image")
     client = session_client(people[0])
     data = claim(client, "pics")
@@ -161,3 +176,22 @@ def test_a_vote_claiming_other_sides_than_the_server_drew_is_refused(arena):
     assert r.status_code == 400, r.content
     assert "shown" in json.dumps(r.json()) and wrong in json.dumps(r.json())
     assert not Annotation.objects.filter(item_id=data["item"]["id"]).exists()
+
+
+def test_the_annotators_form_description_holds_no_field_of_the_items_sides(arena, client):
+    """The annotate page's form (and the claim's JSON) carries what an annotator needs: criteria,
+    screen votes, the left/right media; never the payload's media or model fields, nor the review
+    description. The review API's form has it (a reviewer may see the models)."""
+    project, people, items, _media = arena
+    client.force_login(people[0])
+    html = client.get("/projects/duel/annotate/").content.decode()
+    island = html[html.index('id="workflow-form"') :]
+    form = json.loads(island[island.index(">") + 1 : island.index("</script>")])
+    assert set(form) == {"workflow", "media", "criteria", "votes"}
+    assert [m["field"] for m in form["media"]] == ["left", "right"]
+    text = json.dumps(form) + json.dumps(claim(session_client(people[0])))
+    for name in SIDE_FIELDS:
+        assert name not in text
+    assert workflow_form(project=project) == form
+    review = item_review_detail(item=items[0])["form"]  # what the review API answers with
+    assert [m["field"] for m in review["review"]["media"]] == ["video_a", "video_b", "image_a", "image_b"]

@@ -19,7 +19,13 @@ pytestmark = pytest.mark.django_db
 def arena(settings, tmp_path, make_user, make_project):
     settings.MEDIA_ROOT = tmp_path / "media"
     voter, lead = make_user("voter"), make_user("lead")
-    project = make_project("pages", "arena", members={voter: Role.ANNOTATOR, lead: Role.ADMIN}, annotations_per_item=1)
+    project = make_project(
+        "pages",
+        "arena",
+        members={voter: Role.ANNOTATOR, lead: Role.ADMIN},
+        annotations_per_item=1,
+        settings={"arena_min_view_seconds": 0},  # a vote at once through the API (test_viewing.py)
+    )
     item = make_pair(project, "p0", clips(tmp_path))
     client = session_client(voter)
     task = client.post("/api/projects/pages/tasks/next/", {}, format="json").json()

@@ -7,8 +7,10 @@
 // ({key, label, required}, the first the vote on the whole).
 // Videos play together (one play/pause for both) and the votes unlock once both played through
 // (the ranges the browser really played cover each video; seeking does not count); images unlock
-// them once both are shown.
-import { coversWhole, h, mediaUrl, startWorkbench } from "./workbench.js";
+// them once both are shown. A vote on videos also reports the seconds of each the browser played
+// (`played`: {left, right}); the server checks them, and the time since the task was shown,
+// against its own clock (protocols/arena/viewing.py).
+import { coversWhole, h, mediaUrl, startWorkbench } from "../js/workbench.js";
 
 const SCREEN_VOTES = [
   { vote: "left", key: "arrowleft", label: "← Left is better", short: "left" },
@@ -32,6 +34,9 @@ function mount(container, item, draft, ctx) {
   const shown = item.shown;
   const votes = screenVotes(draft, shown, criteria);
   const watched = { left: Boolean(draft.watched?.left), right: Boolean(draft.watched?.right) };
+  // Seconds played of each video: what a saved draft had (a reload starts the videos afresh) or
+  // what the browser played since, whichever is more.
+  const playedBefore = { left: Number(draft.played?.left) || 0, right: Number(draft.played?.right) || 0 };
   let focusIndex = Math.max(0, criteria.findIndex((c) => !(c.key in votes)));
   const isVideo = item.kind === "video";
 
@@ -48,6 +53,15 @@ function mount(container, item, draft, ctx) {
   });
 
   const bothSeen = () => watched.left && watched.right;
+  const playedSeconds = () => {
+    const out = {};
+    for (const s of sides) {
+      let sum = 0;
+      if (isVideo) for (let i = 0; i < s.el.played.length; i++) sum += s.el.played.end(i) - s.el.played.start(i);
+      out[s.side] = Math.round(Math.max(playedBefore[s.side], sum) * 100) / 100;
+    }
+    return out;
+  };
   const updateWatched = () => {
     for (const s of sides) {
       s.mark.textContent = watched[s.side] ? "✓ " + (isVideo ? "watched" : "shown") : isVideo ? "not watched through yet" : "loading";
@@ -186,7 +200,7 @@ function mount(container, item, draft, ctx) {
 
   return {
     draft() {
-      return { votes: { ...votes }, shown, watched: { ...watched } };
+      return { votes: { ...votes }, shown, watched: { ...watched }, ...(isVideo ? { played: playedSeconds() } : {}) };
     },
     blocked() {
       if (!bothSeen()) return isVideo ? "Watch both videos through before voting." : "Wait until both images are shown.";
@@ -195,7 +209,8 @@ function mount(container, item, draft, ctx) {
     collect() {
       const headline = criteria[0];
       if (!(headline.key in votes)) return { error: `Vote on “${headline.label}”: ← left, → right, T tie or B both bad.`, field: `votes.${headline.key}` };
-      return { result: { shown, votes: Object.fromEntries(criteria.filter((c) => c.key in votes).map((c) => [c.key, votes[c.key]])) } };
+      const chosen = Object.fromEntries(criteria.filter((c) => c.key in votes).map((c) => [c.key, votes[c.key]]));
+      return { result: { shown, votes: chosen, ...(isVideo ? { played: playedSeconds() } : {}) } };
     },
     focusField(name) {
       const index = criteria.findIndex((c) => `votes.${c.key}` === name);
