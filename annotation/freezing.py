@@ -144,6 +144,19 @@ SPOOL_MEMORY = 8 * 1024 * 1024  # a spool larger than this goes to a temporary f
 _COPY_ESCAPE = re.compile(r"\\(.)", re.DOTALL)
 _COPY_CODES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
 _JSON_DECODE = json.JSONDecoder().decode  # what json.loads (and Django's JSONField) decode with
+# The decoder's scanner alone: PostgreSQL writes a jsonb value with no whitespace around it, so
+# the two whitespace matches `decode` adds are skipped (anything else is decoded in full).
+_JSON_SCAN = json.JSONDecoder().scan_once
+# The canonical serialization (annotation.interchange.checksum.canonical) by the C encoder made
+# once, without the circular-reference check a tree decoded from JSON cannot need; the module's
+# own function where the C encoder is missing.
+_C_CANONICAL = (
+    json.encoder.c_make_encoder(
+        None, json.JSONEncoder().default, json.encoder.encode_basestring, None, ":", ",", True, False, True
+    )
+    if json.encoder.c_make_encoder is not None
+    else None
+)
 _MEDIA_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
@@ -164,7 +177,19 @@ def _copy_rows(source: Iterable[bytes]) -> Iterator[list[str | None]]:
 def _json(text: str | None) -> Any:
     if text is None:
         return None
-    return [] if text == "[]" else _JSON_DECODE(text)
+    if text == "[]":
+        return []
+    try:
+        value, end = _JSON_SCAN(text, 0)
+    except StopIteration:
+        end = -1
+    return value if end == len(text) else _JSON_DECODE(text)
+
+
+def _canonical(obj: Any) -> bytes:
+    if _C_CANONICAL is None:
+        return canonical(obj)
+    return "".join(_C_CANONICAL(obj, 0)).encode("utf-8")
 
 
 class _ItemSpool:
@@ -231,7 +256,7 @@ class _FrozenLines:
             for path, sha in line_media(line, item_media, media_fields):
                 if media.setdefault(path, sha) != sha and self.conflict is None:
                     self.conflict = self.position
-            text = canonical(line)
+            text = _canonical(line)
             digest.update(text + b"\n")
             # Canonical JSON holds no tab, newline or carriage return: only the backslash needs
             # COPY's escape (annotation/importing/copy_spool.copy_text).

@@ -8,13 +8,15 @@ For each N: N verified items of one protocol (ChangeIt by default: the sample li
 its own instead, so the release's media map has N entries) are imported into a fresh project with
 ``import_items --verified``; then the project is frozen alternately by
 
-- **old**: the freeze as it was before (kept below as the baseline): items read through the ORM in
-  chunks of 2,000 after a separate pass for the protocol's vocabulary, the media map and the
-  one-file-per-path check held in a Python dict, release items written by one ``COPY`` per 2,000
-  rows;
+- **old**: the freeze as it was before (kept in bench/freeze_baseline.py as the baseline): items
+  read through the ORM in chunks of 2,000 after a separate pass for the protocol's vocabulary, the
+  media map and the one-file-per-path check held in a Python dict, release items written by one
+  ``COPY`` per 2,000 rows, the option orders drawn by the resolvers as they were
+  (``use_old_resolvers``: the standard library's shuffle, ChangeIt's pool of other labels rebuilt
+  for every item);
 - **new**: ``annotation.releases.release_freeze`` as shipped: one ``COPY … TO STDOUT`` of the items
   into a spool file, one ``COPY … FROM STDIN`` of the release items while the lines are made and
-  hashed, the media map and checks as statements over what was written;
+  hashed, the media map and checks as statements over what was written, the resolvers as they are;
 
 each freeze in a fresh subprocess (so peak RSS, ``ru_maxrss``, is its own; Django's start-up is
 outside the timed part), ``--rounds`` times each, old first. Besides wall-clock seconds it prints
@@ -24,6 +26,9 @@ disturbs far less than the wall clock. After each round both releases are
 compared: equal checksums, and equal release items (item, position, payload, media) row by row —
 the script exits non-zero otherwise — then deleted. Use a scratch database: the script creates
 projects named bench-freeze-* and deletes them at the end.
+
+``--resolver-objects 4 44 150`` times ChangeIt's ``resolve_queries`` alone instead (no database),
+as before and as now, over vocabularies of that many objects with three states each.
 """
 
 from __future__ import annotations
@@ -42,133 +47,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
-
-# --- the old freeze (the baseline), as it was before the set-based one -------------------------
-
-
-def old_release_freeze(*, project, version: str, split: str = "test", user=None):
-    """The item-by-item freeze, kept only to be measured against (same checks, same lines, same
-    checksum; tests/annotation/test_freeze_set_based.py keeps its own copy as the reference)."""
-    import hashlib
-
-    from django.db import IntegrityError, connection, transaction
-
-    from annotation.audit.record import audit_record
-    from annotation.importing.copy_spool import copy_text
-    from annotation.interchange.checksum import LINES_AND_MEDIA
-    from annotation.interchange.frozen import line_media, project_snapshot
-    from annotation.models import AuditAction, Item, ItemStatus, MediaAsset, Release, ReleaseItem
-    from annotation.protocols import MEDIA_FIELDS, vocabulary
-    from annotation.releases import VERSION_RE, ReleaseRefused, export_line
-
-    chunk_size = 2000
-
-    def canonical(obj) -> bytes:
-        return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-
-    def check_stored(shas: set[str]) -> None:
-        stored: set[str] = set()
-        ordered = sorted(shas)
-        for start in range(0, len(ordered), chunk_size):
-            chunk = ordered[start : start + chunk_size]
-            stored.update(MediaAsset.objects.filter(sha256__in=chunk).values_list("sha256", flat=True))
-        missing = sorted(shas - stored)
-        if missing:
-            raise ReleaseRefused(f"media: {len(missing)} media file(s) have no stored copy (sha256 {missing[0]}, ...)")
-
-    class Writer:
-        def __init__(self, release):
-            self.release, self.position, self.buffer = release, 0, []
-
-        def add(self, item_pk: int, text: bytes, media: bytes) -> None:
-            line, files = copy_text(text.decode("utf-8")), copy_text(media.decode("utf-8"))
-            self.buffer.append(f"{self.release.pk}\t{item_pk}\t{self.position}\t{line}\t{files}\n")
-            self.position += 1
-            if len(self.buffer) >= chunk_size:
-                self.flush()
-
-        def flush(self) -> None:
-            if not self.buffer:
-                return
-            columns = "release_id, item_id, position, payload, media"
-            with connection.cursor() as cur:
-                with cur.cursor.copy(f'COPY "{ReleaseItem._meta.db_table}" ({columns}) FROM STDIN') as copy:
-                    copy.write("".join(self.buffer).encode("utf-8"))
-            self.buffer = []
-
-    with transaction.atomic():
-        if not VERSION_RE.match(version or ""):
-            raise ReleaseRefused("version: use letters, digits, '.', '_' or '-' (e.g. v1), at most 50 characters")
-        if Release.objects.filter(project=project, version=version).exists():
-            raise ReleaseRefused(f"version: release {version} exists already")
-        items = Item.objects.filter(project=project, split=split, status=ItemStatus.VERIFIED).order_by("external_id")
-        if not items.exists():
-            raise ReleaseRefused(f"split: no verified items in split {split!r}")
-        release_vocabulary = vocabulary(
-            project.protocol, items.values_list("payload", flat=True).iterator(chunk_size=chunk_size)
-        )
-        try:
-            with transaction.atomic():
-                release = Release.objects.create(
-                    project=project,
-                    version=version,
-                    split=split,
-                    created_by=user,
-                    option_seed=project.option_seed,
-                    checksum="",
-                    checksum_method=LINES_AND_MEDIA,
-                    frozen_project=project_snapshot(project),
-                )
-        except IntegrityError as exc:
-            raise ReleaseRefused(f"version: release {version} exists already") from exc
-        digest = hashlib.sha256()
-        digest.update(
-            canonical({"protocol": project.protocol, "split": split, "option_seed": project.option_seed}) + b"\n"
-        )
-        media_fields = MEDIA_FIELDS[project.protocol]
-        shipped: dict[str, tuple[str, str]] = {}
-        writer = Writer(release)
-        rows = items.values_list("id", "external_id", "payload", "tags", "media").iterator(chunk_size=chunk_size)
-        try:
-            for pk, external_id, payload, tags, item_media in rows:
-                line = export_line(
-                    protocol=project.protocol,
-                    external_id=external_id,
-                    payload=payload,
-                    split=split,
-                    tags=tags,
-                    seed=project.option_seed,
-                    vocabulary=release_vocabulary,
-                )
-                media: dict[str, str] = {}
-                for path, sha in line_media(line, item_media, media_fields):
-                    first = shipped.setdefault(path, (sha, external_id))
-                    if first[0] != sha:
-                        raise ReleaseRefused(
-                            f"media: items {first[1]} and {external_id} name {path} for two different files; "
-                            "a release ships one file per path"
-                        )
-                    media.setdefault(path, sha)
-                text = canonical(line)
-                digest.update(text + b"\n")
-                writer.add(pk, text, canonical(media))
-        finally:
-            rows.close()
-        writer.flush()
-        check_stored({sha for sha, _ in shipped.values()})
-        release.item_count = writer.position
-        digest.update(canonical({"media": {path: sha for path, (sha, _) in shipped.items()}}) + b"\n")
-        release.checksum = digest.hexdigest()
-        release.save(update_fields=["item_count", "checksum"])
-        audit_record(
-            action=AuditAction.FREEZE,
-            actor=user,
-            project=project,
-            obj=release,
-            details={"split": split, "items": release.item_count, "checksum": release.checksum},
-        )
-    return release
-
+from freeze_baseline import old_release_freeze, resolver_bench, use_old_resolvers  # noqa: E402
 
 # --- one freeze in a fresh process ------------------------------------------------------------
 
@@ -184,6 +63,8 @@ def child(path: str, slug: str, version: str) -> None:
 
     project = Project.objects.get(slug=slug)
     freeze = old_release_freeze if path == "old" else release_freeze
+    if path == "old":
+        use_old_resolvers()
     backend = server_cpu_reader()
     before, server_before = resource.getrusage(resource.RUSAGE_SELF), backend()
     start = time.perf_counter()
@@ -360,10 +241,20 @@ def main() -> None:
         "--distinct-media", action="store_true", help="a media file of its own per item (default: four shared)"
     )
     parser.add_argument("--work-dir", type=Path, default=None, help="where generated files go (default: a temp dir)")
+    parser.add_argument(
+        "--resolver-objects", type=int, nargs="+", default=None, help="time ChangeIt's resolver alone (no database)"
+    )
     parser.add_argument("--child", nargs=3, metavar=("PATH", "SLUG", "VERSION"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(*args.child)
+        return
+    if args.resolver_objects:
+        import django
+
+        django.setup()
+        for objects in args.resolver_objects:
+            resolver_bench(objects)
         return
     if "postgres" not in os.environ.get("DATABASE_URL", ""):
         sys.exit("Set DATABASE_URL to a scratch PostgreSQL database.")

@@ -22,6 +22,9 @@ with an API token and its own HTTP client, looping until --seconds have passed:
                at most 3 times, after a 5xx or a transport error)
 
 A cycle under way when the time is up is finished, so every session ends with nothing held.
+Before anything is measured every gunicorn worker has served requests (load_server.warm_workers:
+a worker's first request may import the whole URLconf, over a second of CPU, which a run that
+happened to meet it would count as load).
 The sessions are threads spread over --client-processes forked load-generator processes (default
 4; 64 threads in one interpreter queue for its lock and add their wait to the latencies); the
 CPU that gunicorn's processes and the load generator used per request is printed too.
@@ -43,7 +46,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import signal
 import statistics
 import subprocess
 import sys
@@ -53,10 +55,21 @@ import time
 import uuid
 from collections import Counter, defaultdict
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.load_server import (  # noqa: E402
+    admin_sql,
+    code_of,
+    database_exists,
+    server_url,
+    start_gunicorn,
+    stop_gunicorn,
+    tree_cpu_seconds,
+    warm_workers,
+    with_database,
+)
 
 BOX = {"bbox": [10, 20, 30, 40], "state": "whole apple"}
 ENDPOINTS = ("claim", "autosave", "submit")
@@ -84,109 +97,6 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument("--rounds", type=int, default=1, help="with --previous: previous/current alternations per load")
     return parser.parse_args()
-
-
-def server_url() -> str:
-    return os.environ.get("DATABASE_URL") or "postgres://postgres@127.0.0.1:5432/postgres"
-
-
-def with_database(url: str, name: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(path=f"/{name}"))
-
-
-def admin_sql(statement: str) -> None:
-    import psycopg
-
-    with psycopg.connect(with_database(server_url(), "postgres"), autocommit=True) as conn:
-        conn.execute(statement)
-
-
-def database_exists(name: str) -> bool:
-    import psycopg
-
-    with psycopg.connect(with_database(server_url(), "postgres"), autocommit=True) as conn:
-        return conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone() is not None
-
-
-def start_gunicorn(port: int, workers: int, tree: Path = ROOT) -> subprocess.Popen:
-    """gunicorn serving the code in `tree` (the checkout, or --previous's copy)."""
-    import httpx
-
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "config.wsgi:application",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--workers",
-            str(workers),
-            "--timeout",
-            "120",
-            "--log-level",
-            "warning",
-            "--no-control-socket",
-        ],  # gunicorn 27's control socket is one path per user, shared by every instance
-        cwd=tree,
-        env=dict(os.environ, DEBUG="0"),
-        start_new_session=True,
-    )
-    deadline = time.time() + 90
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError("gunicorn exited")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/api/me/", timeout=2).status_code in (401, 403):
-                return proc
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    os.killpg(proc.pid, signal.SIGKILL)
-    raise RuntimeError("gunicorn did not start")
-
-
-def stop_gunicorn(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(5)
-
-
-def code_of(rev: str, into: Path) -> Path:
-    """The tree of commit `rev`, unpacked into `into` (git archive: the checkout is not touched)."""
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", rev], check=True, capture_output=True)
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
-    commit = subprocess.run(
-        ["git", "-C", str(ROOT), "rev-parse", "--short", rev], check=True, capture_output=True, text=True
-    ).stdout.strip()
-    print(f"previous code: {rev} ({commit}), unpacked for its own gunicorn")
-    return into
-
-
-def tree_cpu_seconds(pid: int) -> float:
-    """User + system CPU of a process and its descendants (Linux /proc): gunicorn's master and workers."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    parent, cpu = {}, {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            fields = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parent[int(entry)] = int(fields[1])
-        cpu[int(entry)] = (int(fields[11]) + int(fields[12])) / ticks
-    tree, frontier = {pid}, [pid]
-    while frontier:
-        kids = [p for p, pp in parent.items() if pp in frontier and p not in tree]
-        tree.update(kids)
-        frontier = kids
-    return sum(cpu.get(p, 0.0) for p in tree)
 
 
 class Sessions:
@@ -386,6 +296,10 @@ def main() -> None:
         call_command("migrate", verbosity=0)
         print(f"database {args.database}: migrated in {time.perf_counter() - t:.1f} s")
         project, _ = build(args.items, 0, True)
+        with connection.cursor() as cursor:
+            # Statistics as a database in use has them: otherwise autovacuum takes them in the middle
+            # of a run, and each server plans its prepared statements on whichever it found first.
+            cursor.execute("ANALYZE annotation_item, annotation_task, annotation_annotation")
         connection.close()
         codes = ["current"]
         if scratch is not None:
@@ -411,7 +325,8 @@ def main() -> None:
             connection.close()
             return out
 
-        for code in codes:  # the workers' first requests, off the record
+        for code in codes:  # the workers' first requests, off the record: every worker, then the loop
+            warm_workers(args.port + (code == "previous"), args.workers, people(1)[0][1])
             Sessions(bases[code], project.slug, people(2), args).run(2.0)
         results: dict[tuple[str, str], dict] = {}
         for label, n, seconds in (

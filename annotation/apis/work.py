@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ..models import Item, ItemStatus, Role
-from ..permissions import get_project_for, get_task_project_for, require_role
+from ..permissions import get_project_for, require_role
 from ..queue import (
     AlreadySubmitted,
     TaskConflict,
@@ -26,6 +26,7 @@ from ..queue import (
     task_save_draft,
     task_skip,
 )
+from ..queue.quota import queue_done_headers
 from ..results import ResultInvalid
 from ..selectors import (
     annotation_view,
@@ -127,10 +128,6 @@ class WorkApi(APIView):
             exc = Http404(str(exc))
         return super().handle_exception(exc)
 
-    def own_task_project(self, request, task_id: int):
-        """The project of the caller's own task, checking they still annotate in it (404 otherwise)."""
-        return get_task_project_for(request.user, task_id, Role.ANNOTATOR)
-
 
 class TaskNextApi(WorkApi):
     class InputSerializer(serializers.Serializer):
@@ -154,7 +151,7 @@ class TaskNextApi(WorkApi):
         data = _parse(self.InputSerializer, request.data or {})
         task = queue_claim_next(project=project, user=request.user, exclude=tuple(data["exclude"]))
         if task is None:
-            return Response(status=status.HTTP_204_NO_CONTENT)
+            return Response(status=status.HTTP_204_NO_CONTENT, headers=queue_done_headers(project, request.user))
         return Response(task_view(task=task))
 
 
@@ -178,9 +175,14 @@ class TaskDraftApi(WorkApi):
         "the current version); renews the lease",
     )
     def put(self, request, task_id: int):
-        self.own_task_project(request, task_id)
-        data = _parse(self.InputSerializer, request.data)
-        task = task_save_draft(task_id=task_id, user=request.user, draft=data["draft"], version=data["version"])
+        def read_input() -> tuple[dict, int]:
+            # Read once the service has checked the task and the caller's role (404 / 403 first).
+            data = _parse(self.InputSerializer, request.data)
+            return data["draft"], data["version"]
+
+        # One transaction, one read of the task: the role is checked with the task the save locks
+        # (annotation/queue/task_ops.py lock_own_task), as the submit does.
+        task = task_save_draft(task_id=task_id, user=request.user, role=Role.ANNOTATOR, read_input=read_input)
         return Response(
             {"task": task.pk, "version": task.draft_version, "lease_expires": task.lease_expires.isoformat()}
         )
@@ -189,8 +191,7 @@ class TaskDraftApi(WorkApi):
 class TaskRenewApi(WorkApi):
     @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT, 409: ErrorOut}, summary="Renew the task's lease")
     def post(self, request, task_id: int):
-        self.own_task_project(request, task_id)
-        task = task_renew(task_id=task_id, user=request.user)
+        task = task_renew(task_id=task_id, user=request.user, role=Role.ANNOTATOR)  # one read of the task
         return Response({"task": task.pk, "lease_expires": task.lease_expires.isoformat()})
 
 
@@ -238,8 +239,7 @@ class TaskSubmitApi(WorkApi):
 class TaskSkipApi(WorkApi):
     @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT, 409: ErrorOut}, summary="Skip the task")
     def post(self, request, task_id: int):
-        self.own_task_project(request, task_id)
-        task = task_skip(task_id=task_id, user=request.user)
+        task = task_skip(task_id=task_id, user=request.user, role=Role.ANNOTATOR)  # one read of the task
         return Response({"task": task.pk, "status": task.status})
 
 

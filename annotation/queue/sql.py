@@ -177,13 +177,22 @@ EXPIRE_LAPSED_TASK_SQL = (
 # a submit a repeat) is read with the statement's snapshot, taken before any wait for the item
 # lock, so it can miss an annotation committed by the submit we waited for; the unique
 # constraints catch that case and submit.annotation_submit then runs again (see there).
-def _lock_own_task_sql(*, for_submit: bool) -> str:
+def _lock_own_task_sql(*, priors: bool, role: bool) -> str:
+    """The statement above; `priors`: with prior_ids (submit's); `role`: with the caller's role in
+    the task's project (the API's). Columns: the item's, the project's, the task's, then prior_ids
+    and role where asked for (task_ops.lock_own_task reads them back)."""
     extra = ""
-    if for_submit:
+    if priors:
+        extra += """,
+       ARRAY(SELECT a.id FROM annotation_annotation a
+             WHERE (a.item_id = t.item_id AND a.annotator_id = t.annotator_id)
+                OR (a.annotator_id = t.annotator_id AND a.idempotency_key = %(key)s::text)
+             ORDER BY a.id) AS prior_ids"""
+    if role:
         # The caller's role in the task's project, read as annotation/permissions.py reads it
         # (_project_statement: a crowd account is an annotator of its study's project and nothing
         # else).
-        extra = f""",
+        extra += f""",
        (SELECT CASE WHEN c.id IS NULL THEN m.role WHEN s.project_id = it.p_id THEN '{Role.ANNOTATOR.value}' END
         FROM annotation_membership m
         LEFT JOIN annotation_crowdaccount c ON c.user_id = m.user_id
@@ -197,21 +206,25 @@ WITH it AS (
     WHERE i.id = (SELECT o.item_id FROM annotation_task o WHERE o.id = %(task)s AND o.annotator_id = %(user)s)
     FOR UPDATE OF i
 )
-SELECT it.*, {columns(Task, "t")},
-       ARRAY(SELECT a.id FROM annotation_annotation a
-             WHERE (a.item_id = t.item_id AND a.annotator_id = t.annotator_id)
-                OR (a.annotator_id = t.annotator_id AND a.idempotency_key = %(key)s::text)
-             ORDER BY a.id) AS prior_ids{extra}
+SELECT it.*, {columns(Task, "t")}{extra}
 FROM it JOIN annotation_task t ON t.id = %(task)s AND t.item_id = it.id
 FOR UPDATE OF t
 """
 
 
-LOCK_OWN_TASK_SQL = _lock_own_task_sql(for_submit=False)
+@functools.lru_cache(maxsize=8)
+def lock_own_task_sql(*, priors: bool, role: bool) -> str:
+    """LOCK_OWN_TASK_SQL (priors, no role: the services' submit), SUBMIT_LOCK_SQL (both: the API's
+    submit, one read of its task that also checks the caller), and without priors the statement of
+    renew, autosave and skip (with the role: the API's, which reads its task once, too)."""
+    return _lock_own_task_sql(priors=priors, role=role)
+
+
+LOCK_OWN_TASK_SQL = lock_own_task_sql(priors=True, role=False)
 # Submit's one read of its task: LOCK_OWN_TASK_SQL with the caller's role in the project, so the
 # API checks the role with the task it locks, in the submit's own transaction (no separate
 # lookup of the task before it, annotation/apis/work.py TaskSubmitApi).
-SUBMIT_LOCK_SQL = _lock_own_task_sql(for_submit=True)
+SUBMIT_LOCK_SQL = lock_own_task_sql(priors=True, role=True)
 PRIOR_IDS_SQL = """
 SELECT ARRAY(SELECT a.id FROM annotation_annotation a
              WHERE (a.item_id = %(item)s AND a.annotator_id = %(user)s)
@@ -255,4 +268,26 @@ WITH stored AS (
 )
 SELECT stored.id, counted.annotation_count, counted.status, stored.with_suggestion, stored.time_spent_ms
 FROM stored LEFT JOIN counted ON true
+"""
+
+
+# A completing submit's read of the thresholds in force (submit._settings_to_mark), after the
+# project's marking lock (verification.py).
+PROJECT_SETTINGS_SQL = "SELECT p.settings FROM annotation_project p WHERE p.id = %(project)s"
+
+
+# Renew, autosave and skip write their task back in one prepared statement (the ORM's save built
+# and compiled an UPDATE on every call); the caller holds the task's row lock (lock_own_task).
+# RETURNING: annotation/db.py reads a result from every statement it runs.
+TASK_KEEP_SQL = """
+UPDATE annotation_task SET status = %(status)s::text, lease_expires = %(lease)s, updated_at = %(now)s
+WHERE id = %(task)s
+RETURNING id
+"""
+TASK_DRAFT_SQL = """
+UPDATE annotation_task
+SET status = %(status)s::text, lease_expires = %(lease)s, draft = %(draft)s::jsonb,
+    draft_version = %(version)s::integer, updated_at = %(now)s
+WHERE id = %(task)s
+RETURNING id
 """

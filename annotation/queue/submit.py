@@ -9,21 +9,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 from psycopg.types.numeric import Int8
 
 from .. import db
-from ..models import Annotation, Item, ItemStatus, Task, TaskStatus
+from ..models import Annotation, Item, ItemStatus, Project, Task, TaskStatus
 from ..project_setup import project_setting
 from ..results import ResultInvalid, Validated, quintuplet_warnings, validate_result
 from ..selectors import result_context_for, shows_suggestions
-from ..verification import item_auto_verify, item_mark_disagreement, project_settings_to_mark
+from ..verification import item_auto_verify, item_mark_disagreement, project_marking_lock_shared
 from . import sql
 from .errors import AlreadySubmitted, TaskConflict
 from .ranks import queue_ranks_refresh_soon
 from .rules import item_accepts_annotations, lease_seconds
 from .task_ops import lock_own_task
+from .viewing import viewing_refusal
 
 
 @dataclass
@@ -59,6 +60,15 @@ def _same_result(workflow: str, item: Item, result, stored: dict) -> bool:
 # twice; time on a skipped task goes to the next submit, once) to now, at most one lease length of
 # the project (a task left open is not work), in whole milliseconds. Crowd pay is computed from it
 # (annotation/studies/table.py). sql.STORE_SQL computes it while it stores the annotation.
+
+
+def _settings_to_mark(project) -> dict:
+    """verification.project_settings_to_mark, its read a prepared statement (sql.PROJECT_SETTINGS_SQL):
+    the project's settings as committed once the marking lock is held shared, read in a statement
+    of their own after it (so with a snapshot taken after any wait for it)."""
+    project_marking_lock_shared(project_id=project.pk)
+    ((settings,),) = db.rows(sql.PROJECT_SETTINGS_SQL, {"project": Int8(project.pk)})
+    return Project._meta.get_field("settings").from_db_value(settings, None, connection)  # as the ORM reads it
 
 
 def annotation_submit(
@@ -176,6 +186,9 @@ def _submit(
             "suggestable": suggestable,
         },
     )
+    # A form that asks for viewing time checks it against the server's time (viewing.py); a refusal
+    # rolls this transaction back.
+    viewing_refusal(item=item, user=user, result=result, seconds=ms / 1000)
     annotation = Annotation(
         pk=annotation_id,
         item=item,
@@ -196,7 +209,7 @@ def _submit(
             # Under the thresholds in force when this commits, not those read with the item: a
             # threshold change at this moment commits first or re-marks this item after. Lock
             # order: item, task, then the project's marking lock (shared; verification.py).
-            project.settings = project_settings_to_mark(project=project)
+            project.settings = _settings_to_mark(project)
             # Disagreeing annotators: marked for adjudication, first in the review queue.
             item_mark_disagreement(item=item)
             if project_setting(project.settings, "auto_verify", False, project=project.slug):

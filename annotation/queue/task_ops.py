@@ -4,6 +4,7 @@ whose lease nobody renewed."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime
 
 from django.core.exceptions import PermissionDenied
@@ -21,20 +22,23 @@ _INT8 = range(-(2**63), 2**63)
 
 
 def lock_own_task(
-    task_id: int, user, *, idempotency_key: str | None = None, role: str | None = None
+    task_id: int, user, *, idempotency_key: str | None = None, role: str | None = None, priors: bool = True
 ) -> tuple[Task, Item]:
     """Lock the task's item, then the task (the global lock order); 404 for other people's tasks.
 
-    The task comes with `prior_ids`: what makes a submit a repeat (sql.LOCK_OWN_TASK_SQL says which).
-    With `role`, the same statement reads the caller's role in the task's project
-    (sql.SUBMIT_LOCK_SQL), checked as annotation.permissions.require_role does: 404 without a
-    role there, 403 with a lower one. The API's submit checks the caller so, in its one read of
-    the task.
+    With `priors` the task comes with `prior_ids`: what makes a submit a repeat
+    (sql.LOCK_OWN_TASK_SQL says which); renew, autosave and skip need none. With `role`, the same
+    statement reads the caller's role in the task's project (sql.SUBMIT_LOCK_SQL), checked as
+    annotation.permissions.require_role does: 404 without a role there, 403 with a lower one. The
+    API checks the caller so, in its one read of the task.
     """
     if task_id not in _INT8:
         raise TaskNotFound("No such task.")  # no row can have it (the ORM answers such lookups so, too)
-    statement = sql.LOCK_OWN_TASK_SQL if role is None else sql.SUBMIT_LOCK_SQL
-    rows = db.rows(statement, {"task": Int8(task_id), "user": Int8(user.pk), "key": idempotency_key})
+    statement = sql.lock_own_task_sql(priors=priors, role=role is not None)
+    params = {"task": Int8(task_id), "user": Int8(user.pk)}
+    if priors:
+        params["key"] = idempotency_key
+    rows = db.rows(statement, params)
     if not rows:
         raise TaskNotFound("No such task.")
     (row,) = rows
@@ -44,8 +48,11 @@ def lock_own_task(
     if role is not None:
         *row, have = row
         _require_role(user, item.project, have, role)
-    task = db.instance(Task, row[m:-1])
-    task.prior_ids = row[-1]
+    if priors:
+        *row, prior_ids = row
+    task = db.instance(Task, row[m:])
+    if priors:
+        task.prior_ids = prior_ids
     task.item = item
     return task, item
 
@@ -85,30 +92,57 @@ def _keep_active(task: Task, item: Item, now: datetime) -> None:
     raise TaskConflict("You skipped this task; load the next one.")
 
 
+def _store(task: Task, now: datetime, *, draft: bool = False) -> None:
+    """Write the task back (its row is locked): status and lease, with `draft` the draft and its
+    version too; one prepared statement (sql.TASK_KEEP_SQL / TASK_DRAFT_SQL)."""
+    task.updated_at = now
+    params = {"task": Int8(task.pk), "status": task.status, "lease": task.lease_expires, "now": now}
+    if draft:
+        params.update(draft=json.dumps(task.draft), version=task.draft_version)
+    db.rows(sql.TASK_DRAFT_SQL if draft else sql.TASK_KEEP_SQL, params)
+
+
 @transaction.atomic
-def task_renew(*, task_id: int, user, now: datetime | None = None) -> Task:
+def task_renew(*, task_id: int, user, now: datetime | None = None, role: str | None = None) -> Task:
+    """Renew the task's lease. `role`: as lock_own_task's (the API's check, with the one read)."""
     now = now or timezone.now()
-    task, item = lock_own_task(task_id, user)
+    task, item = lock_own_task(task_id, user, role=role, priors=False)
     _keep_active(task, item, now)
-    task.save(update_fields=["status", "lease_expires", "updated_at"])
+    _store(task, now)
     return task
 
 
 @transaction.atomic
-def task_save_draft(*, task_id: int, user, draft: dict, version: int, now: datetime | None = None) -> Task:
+def task_save_draft(
+    *,
+    task_id: int,
+    user,
+    draft: dict | None = None,
+    version: int | None = None,
+    now: datetime | None = None,
+    role: str | None = None,
+    read_input: Callable[[], tuple[dict, int]] | None = None,
+) -> Task:
     """Autosave. `version` is the draft version the client last saw; the save makes it version + 1.
 
     A stale version gets TaskConflict, except a replay of the save that made the current version
     (same draft at version + 1), which returns the task unchanged.
+
+    One read of the task, in the save's transaction. For the API: `role` as lock_own_task's, and
+    `read_input`, in place of `draft` and `version`, called once that check passed (the body is
+    read then, so someone else's task is a 404 whatever the body says; it may raise ResultInvalid,
+    and nothing is written).
     """
     now = now or timezone.now()
-    task, item = lock_own_task(task_id, user)
+    task, item = lock_own_task(task_id, user, role=role, priors=False)
+    if read_input is not None:
+        draft, version = read_input()
     if version + 1 == task.draft_version and json.loads(json.dumps(draft)) == task.draft:
         # The same save replayed (a client retry after the first one committed but its answer
         # was lost): answer as the first time did, keeping the task active as any save does.
         if task.status == TaskStatus.ACTIVE:
             _keep_active(task, item, now)
-            task.save(update_fields=["lease_expires", "updated_at"])
+            _store(task, now)
         return task
     if version != task.draft_version:
         raise TaskConflict(
@@ -120,19 +154,20 @@ def task_save_draft(*, task_id: int, user, draft: dict, version: int, now: datet
     _keep_active(task, item, now)
     task.draft = draft
     task.draft_version += 1
-    task.save(update_fields=["status", "lease_expires", "draft", "draft_version", "updated_at"])
+    _store(task, now, draft=True)
     return task
 
 
 @transaction.atomic
-def task_skip(*, task_id: int, user) -> Task:
-    task, _item = lock_own_task(task_id, user)
+def task_skip(*, task_id: int, user, role: str | None = None, now: datetime | None = None) -> Task:
+    now = now or timezone.now()
+    task, _item = lock_own_task(task_id, user, role=role, priors=False)
     if task.status == TaskStatus.SKIPPED:
         return task
     if task.status == TaskStatus.SUBMITTED:
         raise TaskConflict("This task was already submitted; it cannot be skipped.")
     task.status = TaskStatus.SKIPPED
-    task.save(update_fields=["status", "updated_at"])
+    _store(task, now)
     return task
 
 

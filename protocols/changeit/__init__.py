@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
-from protocols.base import Protocol, seeded_rng
+from protocols.base import Protocol, seeded_rng, shuffle
 
 from .boxes import payload_box_in_pixels
 from .fields import ITEM_FIELDS
@@ -56,26 +56,42 @@ def vocabulary(payloads: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:
 
 
 def candidates(payload: Mapping[str, Any], strategy: str, vocab: dict[str, list[str]], rng: random.Random) -> list[str]:
+    """The item's true state and up to nine other labels, in a seeded order: first the labels the
+    strategy names (the object's other states, or the item's distractors), then the labels of the
+    other objects (in code point order, shuffled), the whole list shuffled at the end."""
     truth = payload["state"]
     obj = payload["object"]
     picked: list[str] = [truth]
-    if strategy == "standard":
-        first = [s for s in vocab.get(obj, []) if s != truth]
-    else:
-        first = [s for s in payload.get("distractors", []) if s != truth]
+    first = vocab.get(obj, []) if strategy == "standard" else payload.get("distractors", [])
     for label in first:
         if len(picked) >= N_CANDIDATES:
             break
-        if label not in picked:
+        if label != truth and label not in picked:
             picked.append(label)
-    others = sorted({s for o, states in vocab.items() if o != obj for s in states} - set(picked))
-    rng.shuffle(others)
-    for label in others:
-        if len(picked) >= N_CANDIDATES:
-            break
-        picked.append(label)
-    rng.shuffle(picked)
+    others = [s for s in _other_labels(vocab, obj) if s not in picked]
+    shuffle(others, rng)
+    picked.extend(others[: N_CANDIDATES - len(picked)])
+    shuffle(picked, rng)
     return picked
+
+
+# The labels of the objects other than one, sorted and without repeats, for the vocabulary last
+# asked about: a release resolves every item with one vocabulary, so they are found once per
+# object, not once per item. Vocabularies are not changed once made (the job and the release keep
+# them as they are).
+_OTHERS: tuple[Any, dict[str, tuple[str, ...]]] = (None, {})
+
+
+def _other_labels(vocab: dict[str, list[str]], obj: str) -> tuple[str, ...]:
+    global _OTHERS
+    known, pools = _OTHERS
+    if known is not vocab:
+        pools = {}
+        _OTHERS = (vocab, pools)
+    pool = pools.get(obj)
+    if pool is None:
+        pool = pools[obj] = tuple(sorted({s for o, states in vocab.items() if o != obj for s in states}))
+    return pool
 
 
 class ChangeIt(Protocol):

@@ -533,6 +533,7 @@ def test_claim_and_submit_run_as_prepared_statements_with_their_generic_plan(mak
         )
         plans = cursor.fetchall()
     assert plans == [
+        ("SELECT p.set", 3, 0),  # a completing submit's thresholds (annotations_per_item=1: every one)
         ("SELECT p.sta", 3, 0),
         ("SELECT pg_ad", 3, 0),
         ("WITH it AS (", 3, 0),
