@@ -233,7 +233,9 @@ class _Reader:
         """A path of the release relative to the media root."""
         return (self.prefix / p.relative_to(self.root)).as_posix()
 
-    def line(self, category: str, video: str, number: int, label: int, folder: str, frame: Path) -> dict[str, Any]:
+    def line(
+        self, category: str, video: str, number: int, label: int, folder: str, frame: Path, labels: str = ""
+    ) -> dict[str, Any]:
         ours, key = PHASES[label]
         phases = self.phases[category]
         choices = phases[key]
@@ -248,6 +250,11 @@ class _Reader:
             "phase": ours,
             "folder": folder,
         }
+        if labels:
+            # The video's whole per-second label file, one digit per second from 0 (background 0,
+            # initial 1, action 2, end 3), so an export writes the authors' file back exactly,
+            # the seconds that are no item of the release included (protocols/changeit/writing.py).
+            extra["video_labels"] = labels
         tags = []
         if folder == SUBSET:
             tags.append(GOLDEN_TAG)
@@ -330,10 +337,11 @@ class ChangeItFrames(ReleaseFormat):
             if video not in frames:
                 continue
             seconds = read_seconds(label_file, f"{labels_shown}/{category}/{label_file.name}")
+            labels = "".join(str(seconds.get(s, 0)) for s in range(max(seconds, default=-1) + 1))
             for number, (folder, frame) in sorted(frames[video].items()):
                 label = seconds.get(number - 1)
                 if label in PHASES:
-                    lines.append(reader.line(category, video, number, label, folder, frame))
+                    lines.append(reader.line(category, video, number, label, folder, frame, labels))
                 else:
                     reader.tally.skipped["with no label for their second" if label is None else LABELS[label]] += 1
         if not lines:

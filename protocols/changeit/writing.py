@@ -8,9 +8,10 @@ authors' scripts, which name their paths from the checkout, run in ``out_dir`` u
   ``ChangeIT-Frames-Full/<video>/frame_NNNN.jpg`` (the others): the frames, copied as frozen;
 - ``utils/annotations/<category>/<video>.fps1.csv`` (where the authors' ``utils/dicts.py`` reads
   them): ``second,label`` rows, no header, one per second from 0 to the video's last item frame's
-  second, as ChangeIt's files are; an item's second carries 1 (initial state) or 3 (end state)
-  after its verified state name; a second that is no item of the release (background or action:
-  the release's items do not carry those) is written 0;
+  second (or to the end of the authors' file the items were read from), as ChangeIt's files are;
+  an item's second carries 1 (initial state) or 3 (end state) after its verified state name; a
+  second that is no item of the release takes its label from the authors' file as read
+  (``extra.video_labels``, one digit per second, kept by the reader), else 0 (background);
 - ``utils/classification_states.py``: the dicts ``q`` and ``a`` as Python literals, the way the
   authors' code imports them; ``a`` rebuilt from the items (the state proposed for each phase,
   the names a phase offered, the distractors), ``q`` the same names in one list per category;
@@ -60,6 +61,7 @@ class _Frame:
     choices: list[str]
     bbox: list[float] | None
     tags: list[str] = field(default_factory=list)
+    video_labels: str = ""  # the authors' per-second labels of the video as read, one digit each
 
     @property
     def frame_name(self) -> str:
@@ -102,6 +104,7 @@ def _placed(line: Mapping[str, Any], full: str, subset: str, golden_tag: str) ->
         choices=choices,
         bbox=bbox,
         tags=tags,
+        video_labels=labels if isinstance(labels := extra.get("video_labels"), str) and labels.isdigit() else "",
     )
 
 
@@ -159,6 +162,7 @@ def write_release(
     root = out_dir / RELEASE_FOLDER
     written: list[Path] = []
     seconds: dict[tuple[str, str], dict[int, tuple[int, str]]] = {}
+    read_labels: dict[tuple[str, str], str] = {}
     images: dict[Path, str] = {}
     for f in frames:
         label = _label(f, names[f.category])
@@ -170,6 +174,8 @@ def write_release(
                 "labelled both initial and end state"
             )
         per_video[second] = (label, f.ident)
+        if f.video_labels:
+            read_labels.setdefault((f.category, f.video), f.video_labels)
         dest = root.joinpath(f.folder, *media_parts(f.video), f.frame_name)
         if images.setdefault(dest, f.image) != f.image:
             raise FormatRefused(f"item {f.ident}: frame {dest.relative_to(root)} is another item's with another image")
@@ -180,8 +186,11 @@ def write_release(
     for (category, video), labelled in sorted(seconds.items()):
         target = root.joinpath(LABEL_FOLDER, *media_parts(category), f"{video}.fps1.csv")
         target.parent.mkdir(parents=True, exist_ok=True)
-        last = max(labelled)
-        rows = "".join(f"{s},{labelled[s][0] if s in labelled else 0}\n" for s in range(last + 1))
+        base = read_labels.get((category, video), "")
+        rows = "".join(
+            f"{s},{labelled[s][0] if s in labelled else (base[s] if s < len(base) else 0)}\n"
+            for s in range(max(max(labelled) + 1, len(base)))
+        )
         target.write_text(rows, encoding="utf-8", newline="")
         written.append(target)
     written.append(_write_states(root / STATE_FILE, names))

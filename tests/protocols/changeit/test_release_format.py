@@ -77,6 +77,8 @@ def test_items_are_the_state_frames_with_state_distractors_and_provenance(checko
             "label": 3,
             "phase": "end",
             "folder": "ChangeIT-Frames-Full",
+            # The video's label file as read, one digit per second (the export writes it back).
+            "video_labels": "0112330",
             "crop": "ChangeIT-Subset-Crop/vid_A/cropped_frame_0006.jpg",
         },
     }
@@ -256,6 +258,7 @@ def test_the_converted_release_imports_raw_items_and_one_boxed(checkout, tmp_pat
         "second",
         "state_choices",
         "video",
+        "video_labels",
     ]
     assert MediaAsset.objects.count() == 8
     assert set(MediaAsset.objects.values_list("width", "height")) == {(48, 36)}

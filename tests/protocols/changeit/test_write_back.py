@@ -119,9 +119,15 @@ def test_the_export_is_what_the_authors_code_reads(checkout, tmp_path, make_proj
         "candle": {"initial": ["unlit candle"], "terminal": ["lighted candle"]},
     }
     assert states["q"]["apple"] == ["whole apple", "peeled apple", "cut apple"]
-    # Label files as ChangeIt's: "second,label" rows, no header, every second from 0.
+    # Label files as ChangeIt's: "second,label" rows, no header, every second from 0; the seconds
+    # that are no item (the action second 3, the background seconds 0 and 6) as the authors' file
+    # had them, so the file comes back byte for byte.
     label_file = out / "object-states/utils/annotations/candle/vid_A.fps1.csv"
-    assert label_file.read_bytes() == b"0,0\n1,1\n2,1\n3,0\n4,3\n5,3\n"
+    assert label_file.read_bytes() == b"0,0\n1,1\n2,1\n3,2\n4,3\n5,3\n6,0\n"
+    for category, video in (("candle", "vid_A"), ("apple", "-vid_B"), ("beer", "vid_C")):
+        original = checkout / f"object-states/annotations/{category}/{video}.fps1.csv"
+        exported = out / f"object-states/utils/annotations/{category}/{video}.fps1.csv"
+        assert exported.read_bytes() == original.read_bytes(), (category, video)
     # The golden subset's frame, looked up as the authors' script does: second 4 of vid_A, end state.
     assert authors_golden(out) == {"vid_A_frame_0005.jpg": (3, "candle")}
     # Every exported frame, looked up the same way, carries its item's phase and category.
@@ -171,7 +177,7 @@ def test_a_reviewed_state_and_box_travel_back(checkout, tmp_path, make_project):
     out = tmp_path / "export"
     authors_export(release, "changeit-frames", out)
 
-    assert (out / "object-states/utils/annotations/apple/-vid_B.fps1.csv").read_text() == "0,1\n1,0\n2,3\n"
+    assert (out / "object-states/utils/annotations/apple/-vid_B.fps1.csv").read_text() == "0,1\n1,2\n2,3\n"
     line = {x["id"]: x for x in FMT.read(out).lines}["apple/-vid_B/frame_0003"]
     assert (line["state"], line["bbox"]) == ("cut apple", [2, 3, 10, 12])
     assert line["distractors"] == ["whole apple", "peeled apple"]
@@ -196,3 +202,28 @@ def test_the_command_writes_the_folder_and_refuses_lines_without_provenance(chec
             "export_release", "cf", "v3", "--format", "changeit-frames", "-o", str(tmp_path / "x"), stdout=StringIO()
         )
     assert not (tmp_path / "x").exists()
+
+
+def test_lines_without_the_read_labels_write_background_between_items(tmp_path):
+    """Items made elsewhere (no extra.video_labels): the seconds between items are background (0)."""
+    lines = [
+        {
+            "id": "candle/vid_Q/frame_0001",
+            "image": "f/vid_Q/frame_0001.jpg",
+            "object": "candle",
+            "state": "unlit candle",
+            "distractors": ["lighted candle"],
+            "extra": {"category": "candle", "video": "vid_Q", "frame": 1, "phase": "initial"},
+        },
+        {
+            "id": "candle/vid_Q/frame_0004",
+            "image": "f/vid_Q/frame_0004.jpg",
+            "object": "candle",
+            "state": "lighted candle",
+            "distractors": ["unlit candle"],
+            "extra": {"category": "candle", "video": "vid_Q", "frame": 4, "phase": "end"},
+        },
+    ]
+    FMT.write(lines, tmp_path)
+    written = tmp_path / "object-states/utils/annotations/candle/vid_Q.fps1.csv"
+    assert written.read_text() == "0,1\n1,0\n2,0\n3,3\n"
