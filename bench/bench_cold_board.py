@@ -1,26 +1,28 @@
 """Cold and warm STATUS boards, PostgreSQL to the finished board, through the production code.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/statelab_bench REDIS_URL=redis://127.0.0.1:6379/11 \
-        .venv/bin/python bench/bench_cold_board.py --items 1000000
+        .venv/bin/python bench/bench_cold_board.py --items 1000000 --models 2
 
-Loads N STATUS items, a frozen release of them and one finished job with 6N predictions (1 %
+Loads N STATUS items, a frozen release of them and M finished jobs with 6N predictions each (1 %
 failed, 10 % of the OSI pairs seen in the other option order, first-token log-probs on the OSI and
-IR queries) into the configured database with ``COPY``, then builds the board (one model row and
-the Random row, 48 columns with 95 % bootstrap intervals each) with ``leaderboard.build``:
+IR queries) into the configured database with ``COPY``, then builds the board (M model rows and the
+Random row, 48 columns with 95 % bootstrap intervals each) with ``leaderboard.build``:
 
-- cold, new reader: ``evaluation.selectors`` as shipped (plain rows through server-side cursors,
-  JSON decoded in bulk, the garbage collector paused while reading);
-- cold, old reader: the same build with the ORM readers the board used before (kept here only, as
-  the baseline: release items through ``select_related`` model instances, predictions through
-  ``values_list``);
+- cold, arrays: the board as shipped for a frozen STATUS release (evaluation/scoring/choice_arrays.py:
+  packed columns into numpy, scored by ``score_columns``);
+- cold, records: the same build through the record readers (``evaluation.selectors``: plain rows
+  through server-side cursors, one ``ModelAnswer`` per prediction), which every board used before
+  and which boards without an array form still use (``--skip-records`` leaves it out);
+- cold, ORM: the record path with the ORM readers used before that, kept here only
+  (``--skip-orm`` leaves it out: at 1M items it needs about 10 GB);
 - warm: ``board_cache.board`` once to fill the cache, then again (a cache hit).
 
 Each cold build runs in a forked child, so its peak RSS (ru_maxrss, from wait4) is its own;
-"read" is the time spent inside the two readers, the rest is scoring and intervals. Both cold
-boards must be identical (the script exits non-zero otherwise). PostgreSQL's own buffers are warm
-after the load (the bench cannot drop the server's caches); "cold" means nothing of the board is
-cached by StateLab. Use a scratch database: the script creates a project named bench-cold-* and
-deletes it at the end.
+"read" is the time spent inside the readers, the rest is scoring and intervals. Every cold board
+must be identical to the arrays' (the script exits non-zero otherwise). PostgreSQL's own buffers are
+warm after the load (the bench cannot drop the server's caches); "cold" means nothing of the board
+is cached by StateLab. Use a scratch database: the script creates a project named bench-cold-* and
+deletes it at the end (``--keep`` keeps it and ``--project`` reuses one).
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from django.utils import timezone  # noqa: E402
 
 from annotation.models import Project, Release  # noqa: E402
 from evaluation import board_cache, leaderboard, selectors  # noqa: E402
+from evaluation.scoring import choice_arrays  # noqa: E402
 from evaluation.scoring.answer_sets import ModelAnswer, ScoringItem  # noqa: E402
 from inference.models import InferenceJob, JobMode, JobStatus, Prediction, PredictionStatus  # noqa: E402
 from inference.selectors import job_items  # noqa: E402
@@ -102,13 +105,10 @@ def _resolved(i: int, sci2: int, sci4: int) -> dict:
     }
 
 
-def load(n: int) -> tuple[Project, Release, InferenceJob]:
+def load(n: int, models: int) -> Project:
     rng = np.random.default_rng(0)
     cats, diffs = rng.integers(0, len(CATEGORIES), n), rng.integers(0, len(DIFFERENCES), n)
     sci2, sci4 = rng.integers(0, 2, n), rng.integers(0, 4, n)
-    wrong, failed = rng.random((n, 6)) < 0.35, rng.random((n, 6)) < 0.01
-    swapped = rng.random(n) < 0.10
-    lp = np.log(rng.uniform(0.05, 0.95, size=(n, 4)))
     slug = f"bench-cold-{os.getpid()}"
     project = Project.objects.create(slug=slug, name=slug, protocol="status")
     now = timezone.now().isoformat()
@@ -141,10 +141,23 @@ def load(n: int) -> tuple[Project, Release, InferenceJob]:
             for i in range(n)
         ),
     )
+    for m in range(models):
+        _load_job(project, release, ids, m, sci2, sci4, now)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE annotation_item, annotation_releaseitem, inference_prediction")
+    return project
+
+
+def _load_job(project, release, ids, m: int, sci2, sci4, now: str) -> None:
+    n = len(ids)
+    rng = np.random.default_rng(100 + m)
+    wrong, failed = rng.random((n, 6)) < 0.25 + 0.1 * m, rng.random((n, 6)) < 0.01
+    swapped = rng.random(n) < 0.10
+    lp = np.log(rng.uniform(0.05, 0.95, size=(n, 4)))
     job = InferenceJob.objects.create(
         project=project,
         release=release,
-        model_name="bench-model",
+        model_name=f"bench-model-{m}",
         protocol="status",
         mode=JobMode.IMPORTED,
         status=JobStatus.FINISHED,
@@ -176,9 +189,6 @@ def load(n: int) -> tuple[Project, Release, InferenceJob]:
         " FROM STDIN",
         predictions(),
     )
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE annotation_item, annotation_releaseitem, inference_prediction")
-    return project, release, job
 
 
 def drop(project: Project) -> None:
@@ -247,56 +257,85 @@ def timed_readers(read_items, read_answers, spent: dict):
     return items, answers
 
 
-def cold_build(project_pk: int, old: bool):
+def cold_build(project_pk: int, mode: str):
+    """One cold build in a child: (board, seconds in the readers), wall seconds, peak RSS."""
+
     def run():
         spent = {"read": 0.0}
-        read_items, read_answers = (
-            (old_scoring_items, old_job_answers) if old else (selectors.scoring_items, selectors.job_answers)
-        )
-        selectors.scoring_items, selectors.job_answers = timed_readers(read_items, read_answers, spent)
+        if mode == "arrays":
+            choice_arrays.release_items, choice_arrays.job_answers = timed_readers(
+                choice_arrays.release_items, choice_arrays.job_answers, spent
+            )
+        else:
+            choice_arrays.array_form = lambda protocol: False
+            read_items, read_answers = (
+                (old_scoring_items, old_job_answers)
+                if mode == "orm"
+                else (selectors.scoring_items, selectors.job_answers)
+            )
+            selectors.scoring_items, selectors.job_answers = timed_readers(read_items, read_answers, spent)
         board = leaderboard.build(Project.objects.get(pk=project_pk), release_version="v1")
         return board, spent["read"]
 
     return in_child(run)
 
 
+LABELS = {"arrays": "arrays (shipped)", "records": "records (selectors)", "orm": "ORM (old, bench only)"}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--items", type=int, default=1_000_000)
-    parser.add_argument("--skip-old", action="store_true", help="leave out the old reader (no ratio)")
+    parser.add_argument("--models", type=int, default=2)
+    parser.add_argument("--skip-records", action="store_true", help="leave out the record readers")
+    parser.add_argument("--skip-orm", action="store_true", help="leave out the ORM readers")
+    parser.add_argument("--project", type=int, help="reuse a loaded bench project (its pk) instead of loading")
+    parser.add_argument("--keep", action="store_true", help="keep the loaded project (for --project)")
     args = parser.parse_args()
-    n = args.items
-    print(f"STATUS cold board: {n:,} items, {6 * n:,} predictions", flush=True)
-    t = time.perf_counter()
-    project, _release, _job = load(n)
-    print(f"  load (COPY, not part of any figure): {time.perf_counter() - t:.1f} s", flush=True)
+    if args.project:
+        project = Project.objects.get(pk=args.project)
+        n = Release.objects.get(project=project, version="v1").item_count
+        models = InferenceJob.objects.filter(project=project).count()
+        print(f"STATUS cold board: {n:,} items, {models} models x {6 * n:,} predictions (loaded before)")
+    else:
+        n, models = args.items, args.models
+        print(f"STATUS cold board: {n:,} items, {models} models x {6 * n:,} predictions", flush=True)
+        t = time.perf_counter()
+        project = load(n, models)
+        print(f"  load (COPY, not part of any figure): {time.perf_counter() - t:.1f} s  project pk {project.pk}")
     base_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    modes = ["arrays"] + ([] if args.skip_records else ["records"]) + ([] if args.skip_orm else ["orm"])
+    results = {}
     try:
-        (new_board, new_read), new_s, new_rss = cold_build(project.pk, old=False)
-        columns = len(new_board["rows"][0]["ci"]) + len(new_board["rows"][0]["breakdowns"])
-        print(f"  rows {len(new_board['rows'])}, columns with intervals per row {columns}")
-        print(
-            f"  cold, new reader (plain rows): {new_s:7.2f} s  (read {new_read:6.2f} s,"
-            f" score {new_s - new_read:6.2f} s)"
-            f"  peak RSS {new_rss / 2**20:7.0f} MiB",
-            flush=True,
-        )
-        if not args.skip_old:
-            (old_board, old_read), old_s, old_rss = cold_build(project.pk, old=True)
+        for mode in modes:
+            (board, read), seconds, rss = cold_build(project.pk, mode)
+            results[mode] = (seconds, read, rss)
+            if mode == "arrays":
+                reference = json.dumps(board, sort_keys=True)
+                columns = len(board["rows"][0]["ci"]) + len(board["rows"][0]["breakdowns"])
+                print(f"  rows {len(board['rows'])}, columns with intervals per row {columns}")
+            same = json.dumps(board, sort_keys=True) == reference
             print(
-                f"  cold, old reader (ORM):        {old_s:7.2f} s  (read {old_read:6.2f} s, score"
-                f" {old_s - old_read:6.2f} s)  peak RSS {old_rss / 2**20:7.0f} MiB",
+                f"  cold, {LABELS[mode]:22s} {seconds:7.2f} s  (read {read:6.2f} s, score {seconds - read:6.2f} s)"
+                f"  peak RSS {rss / 2**20:7.0f} MiB  board identical to the arrays': {same}",
                 flush=True,
             )
-            same = json.dumps(old_board, sort_keys=True) == json.dumps(new_board, sort_keys=True)
-            print(
-                f"  ratio old/new: total {old_s / new_s:.2f}x, read {old_read / new_read:.2f}x,"
-                f" peak RSS {old_rss / new_rss:.2f}x; boards identical: {same}"
-            )
             if not same:
-                sys.exit("the two readers gave different boards")
+                sys.exit(f"the {mode} board differs from the arrays' board")
+        new_s, new_read, new_rss = results["arrays"]
+        for mode in modes[1:]:
+            s_, read, rss = results[mode]
+            print(
+                f"  {mode} / arrays: total {s_ / new_s:.2f}x, read {read / new_read:.2f}x, score"
+                f" {(s_ - read) / (new_s - new_read):.2f}x, peak RSS {rss / new_rss:.2f}x"
+            )
         project = Project.objects.get(pk=project.pk)
-        _, fill_s, _ = in_child(lambda: board_cache.board(Project.objects.get(pk=project.pk), "v1") and None)
+
+        def fill():
+            board_cache.cache.get = lambda key, default=None: default  # a miss, even on a reused project
+            return board_cache.board(Project.objects.get(pk=project.pk), "v1") and None
+
+        _, fill_s, _ = in_child(fill)
         warm = []
         for _ in range(5):
             t = time.perf_counter()
@@ -304,11 +343,12 @@ def main() -> None:
             warm.append(time.perf_counter() - t)
         print(
             f"  cache fill (cold, through board_cache): {fill_s:.2f} s;"
-            f" warm (hit): median {np.median(warm) * 1e3:.1f} ms"
+            f" warm (hit): median {np.median(warm) * 1e3:.1f} ms; cold arrays / warm {new_s / np.median(warm):,.0f}x"
         )
         print(f"  bench process before the builds: {base_rss / 2**20:.0f} MiB (each child starts from it)")
     finally:
-        drop(project)
+        if not args.keep:
+            drop(project)
 
 
 if __name__ == "__main__":

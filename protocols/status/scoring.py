@@ -16,6 +16,7 @@ import numpy as np
 from protocols.base import LETTERS
 from protocols.kit.answers import normalize_letter
 from protocols.kit.bootstrap import N_BOOT
+from protocols.kit.choice_columns import ChoiceAnswers, ChoiceItems, label_values
 from protocols.kit.items import ModelAnswer, ScoringItem, remap_index, seen_letter
 from protocols.kit.matrix import ItemMatrix, bootstrap_cis, percent, printed_means
 from protocols.status import CATEGORIES, CHANCE, DIFFERENCES, QUERIES  # noqa: F401 (CHANCE: read here too)
@@ -277,3 +278,53 @@ def random_answer_set(items: Sequence[ScoringItem], *, rng: np.random.Generator)
             options = list(spec.get("options") or [])
             out[(item.key, q)] = ModelAnswer(LETTERS[next(it)], options)
     return out
+
+
+# --- the board's array form (protocols/kit/choice_columns.py) ------------------------------
+# The same scores as ``score`` and ``random_answer_set`` + ``score``, from arrays read straight from
+# the database (evaluation/scoring/arrays.py) instead of records and answer objects.
+
+COLUMN_LABELS = {"category": CATEGORIES, "difference": DIFFERENCES}  # payload fields read as label codes
+LOGPROB_COLUMNS = 4  # the OSI and IR queries: their log P(A) feeds the reassigned accuracies
+
+
+def column_answer(ans: ModelAnswer, options: list, column: int) -> tuple[int, bool, float]:
+    """One stored answer that the array reader could not map by itself (an answer that is not a
+    bare letter, an option order other than the release's, odd log-probs): (letter code in the
+    release's order, whether log-probs count, log P(release option A)), as ``_status_scan`` reads it."""
+    code = _status_code(ans, options)
+    logprobs = ans.logprobs
+    if column >= LOGPROB_COLUMNS or not logprobs:
+        return code, False, float("nan")
+    seen = ans.options
+    seen_a = "A" if not seen or seen == options else seen_letter(0, seen, options)
+    return code, True, logprob_of_a(logprobs, seen_a) if seen_a else float("nan")
+
+
+def score_columns(items: ChoiceItems, answers: ChoiceAnswers) -> ItemMatrix:
+    """``score`` of the same items and answers, given as arrays."""
+    if items.queries != QUERIES:
+        raise ValueError(f"STATUS columns must be {QUERIES}, got {items.queries}")
+    matrix = item_matrix(
+        items.truth,
+        answers.predicted,
+        categories=label_values(items.labels["category"], CATEGORIES),
+        differences=label_values(items.labels["difference"], DIFFERENCES),
+    )
+    has = answers.has_logprobs[:, :LOGPROB_COLUMNS]
+    if has.any():
+        matrix.diagnostics["reassigned"] = reassigned(np.where(has, answers.logprob_a[:, :LOGPROB_COLUMNS], np.nan))
+    return matrix
+
+
+def random_columns(items: ChoiceItems, *, rng: np.random.Generator) -> ChoiceAnswers:
+    """``random_answer_set``'s draws as arrays: one draw per query in item and stored query order,
+    over the query's options, seen in the release's order."""
+    order = np.asarray(items.key_order, dtype=np.intp)
+    sizes = items.n_options[:, order].astype(np.int64).ravel()
+    picks = rng.integers(0, np.maximum(sizes, 1)).reshape(items.n, len(order)) if sizes.size else sizes
+    predicted = np.full(items.truth.shape, -1, dtype=np.int8)
+    shown = items.n_options[:, order]
+    predicted[:, order] = np.where(picks < shown, picks, -1).reshape(items.n, len(order))
+    empty = np.zeros(items.truth.shape, dtype=bool)
+    return ChoiceAnswers(predicted=predicted, has_logprobs=empty, logprob_a=np.full(items.truth.shape, np.nan))
