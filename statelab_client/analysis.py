@@ -27,15 +27,18 @@ class Analysis:
         fmt: LeaderboardFormat = "json",
         details: bool = False,
         rank_by: str | None = None,
+        baseline: str | None = None,
     ) -> Any:
         """The board as JSON data (fmt="json"), else the table as text (csv, latex, markdown).
-        `rank_by` picks another ranking where the protocol has one (video rating: "criteria_mean")."""
+        `rank_by` picks another ranking where the protocol has one (video rating: "criteria_mean");
+        `baseline` (a row's model, json and markdown) adds every other row's paired comparison with it."""
         params = {
             "release": release or "",
             "judge": judge or "",
             "fmt": fmt,
             **({"details": "1"} if details else {}),
             **({"rank_by": rank_by} if rank_by else {}),
+            **({"baseline": baseline} if baseline else {}),
         }
         return self._analysis(f"/api/projects/{slug}/leaderboard/", params, fmt)
 

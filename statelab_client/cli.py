@@ -27,7 +27,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from .client import ApiError, ConnectionFailed, ImportRun, JobProgress, StateLabClient
+from .client import AUTHORS_FORMATS, ApiError, ConnectionFailed, ImportRun, JobProgress, StateLabClient
 from .progress import Progress, human_bytes
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_REFUSED, EXIT_AUTH, EXIT_SERVER = 0, 1, 2, 3, 4, 5
@@ -278,6 +278,7 @@ def cmd_leaderboard(client: StateLabClient, args: argparse.Namespace) -> int:
         fmt=args.format,
         details=args.details,
         rank_by=args.rank_by,
+        baseline=args.baseline,
     )
     return _write_table(board, args)
 
@@ -402,8 +403,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument(
         "--format",
         default="json",
-        choices=["json", "jsonl", "zip", "hf", "coco", "coco_zip"],
-        help="json (default), jsonl, zip (with the media), hf (zipped dataset folder); coco, coco_zip for box projects",
+        metavar="FORMAT",
+        help="json (default), jsonl, zip (with the media), hf (zipped dataset folder); coco, coco_zip for box "
+        "projects; or the project's authors' format, a zip of the paper's own files: "
+        + ", ".join(AUTHORS_FORMATS)
+        + " (the server says which its project's protocol writes)",
     )
 
     job = command("job", None, "launch an inference job and follow it; wait for or cancel one")
@@ -441,6 +445,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--rank-by",
         help="another ranking where the protocol has one (video rating: criteria_mean; "
         "default: the paper's headline metric)",
+    )
+    sub.add_argument(
+        "--baseline",
+        metavar="MODEL",
+        help="compare every other row with this model's on the ranking metric (paired difference, interval and "
+        "Holm-adjusted p); json and markdown",
     )
     sub.add_argument("-o", "--output")
 

@@ -1,8 +1,9 @@
 """The OSCBench authors' files (docs/protocols/oscbench.md, "The authors' files"), read as the
 project's own lines (protocols/kit/releases.py). Plain Python (no Django).
 
-- ``oscbench-prompts`` (items): the prompt splits, the taxonomy and one folder of generated videos
-  per generator (release_layout.py): an item per video.
+- ``oscbench-prompts`` (items, writes): the prompt splits, the taxonomy and one folder of generated
+  videos per generator (release_layout.py): an item per video; a release is written back in that
+  layout by writing.py.
 - ``oscbench-mean3`` (annotations): the human rating files ``evaluations-<i>-mean3.json``, each
   video's scores the mean of its three raters, imported as aggregated ratings.
 - ``oscbench-mllm-eval`` (predictions): the judge script's output, one object per video, as
@@ -17,14 +18,16 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from protocols.kit.answers import parse_judge
 from protocols.kit.releases import Conversion, FormatRefused, ReleaseFormat, first_bytes
 
 from .fields import AUTHOR_CODES, CRITERIA, NULLABLE, SCENARIOS
 from .release_layout import Layout, is_release_root, item_id, locate, read_layout, read_taxonomy, video_root
+from .writing import write_release
 
 MAX_LISTED = 5  # examples a note or a refusal names before "…"
 _CODES = ", ".join(f"{code} → {criterion}" for code, criterion in AUTHOR_CODES.items())
@@ -54,9 +57,19 @@ class PromptSplits(ReleaseFormat):
     name = "oscbench-prompts"
     label = "OSCBench prompt splits, taxonomy and generated videos (hanxjing/OSCBench-code)"
     kind = "items"
+    writes = True
 
     def detect(self, path: Path) -> bool:
         return Path(path).is_dir() and is_release_root(Path(path))
+
+    def write(
+        self,
+        lines: Iterable[Mapping[str, Any]],
+        out_dir: Path,
+        *,
+        open_media: Callable[[str], BinaryIO] | None = None,
+    ) -> list[Path]:
+        return write_release(lines, Path(out_dir), open_media=open_media)
 
     def read(self, path: Path, *, media_root: Path | None = None) -> Conversion:
         path = Path(path)
