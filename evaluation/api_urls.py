@@ -8,8 +8,8 @@ urlpatterns = [
     path("projects/<slug:slug>/power/", apis.PowerApi.as_view(), name="api-power"),
     path("projects/<slug:slug>/judges/", judges.JudgesApi.as_view(), name="api-judges"),
     path(
-        "projects/<slug:slug>/arena/raters/exclusions/",
+        "projects/<slug:slug>/raters/exclusions/",
         rater_exclusion.RaterExclusionApi.as_view(),
-        name="api-arena-rater-exclusions",
+        name="api-rater-exclusions",
     ),
 ]

@@ -1,6 +1,8 @@
-"""MLLM judges of a pairwise (arena) project against its human votes: the page and API "Judges"
-(docs/protocols/arena.md, "MLLM judges"; the statistics: the protocol's ``judging_module``,
-protocols/arena/judging.py for the arena).
+"""MLLM judges of a pairwise project against its human votes: the page and API "Judges" for a
+project whose protocol brings a ``judging_module`` (protocols/base.py), which holds the statistics
+and says what of an item the page shows (e.g. docs/protocols/arena.md, "MLLM judges"). This module
+names no protocol; a project of a protocol without the hook gets a 404 (the API) or a note (the
+page) saying that its protocol has no pairwise judges.
 
 The data: the release ``?release=`` names, else the project's newest release (the one the
 leaderboard and the ranking comparison read too), else, for a project without any release, the live
@@ -14,12 +16,12 @@ a non-tie majority and Cohen's κ; with K > 1 its stability. ``disagreements`` l
 where a judge's verdict and the human majority differ.
 
 With ``likert=<slug>`` (a video-rating project the caller is a researcher of, whose boards rank
-generators), the arena's ratings (this report's release) and that project's headline Likert scores
+generators), this board's headline ratings (this report's release) and that project's headline Likert scores
 (its newest release) of the models both rank are compared by Kendall's τ-b, with a warning under
 MIN_SYSTEMS systems and two intervals (``tau_intervals``): "ci" redraws each system's two scores
-from their boards' sampling error (normal, sd = the row's clustered standard error: the arena's
-cluster-robust sandwich, the Likert mean's by prompt), and "ci_two_way" also draws the systems with
-replacement (evaluation/correlation.py's systems half), which is the one to read with few systems.
+from their boards' sampling error (normal, sd = the row's clustered standard error: the pairwise
+board's cluster-robust sandwich, the Likert mean's by prompt), and "ci_two_way" also draws the
+systems with replacement (evaluation/correlation.py's systems half), which is the one to read with few systems.
 
 JSON: {"project", "release", "data", "protocol", "items", "with_majority", "judges": [{"judge", "k", "jobs",
 "prompt_versions", "swap_consistency", "position_bias", "agreement", "stability", "runs"}],
@@ -59,7 +61,7 @@ VERDICT_WORDS = {"a": "a better", "b": "b better", "tie": "tie", "both_bad": "bo
 
 
 class NotPairwise(ValueError):
-    """The project's board is not rated from pairwise votes: no judges of pairs to report."""
+    """The project's protocol has no pairwise judges (no ``judging_module``): nothing to report."""
 
 
 class LikertError(ValueError):
@@ -67,9 +69,15 @@ class LikertError(ValueError):
 
 
 def is_pairwise(project: Project) -> bool:
-    """Whether the project's protocol judges pairs (it brings a ``judging_module``: protocols/base.py)."""
-    proto = registry.get(project.protocol)
-    return proto.board == "votes" and proto.judging is not None
+    """Whether the project's protocol has pairwise judges (it brings a ``judging_module``: protocols/base.py)."""
+    return registry.get(project.protocol).judging_module is not None
+
+
+def not_pairwise_message(project: Project) -> str:
+    return (
+        f"this project's protocol has no pairwise judges: project {project.slug} is {project.protocol}, "
+        "whose protocol brings no judging_module"
+    )
 
 
 def _judge_runs(project: Project, release: Release | None) -> dict[str, list[InferenceJob]]:
@@ -89,12 +97,9 @@ def _judge_runs(project: Project, release: Release | None) -> dict[str, list[Inf
 
 def build(project: Project, *, release_version: str | None = None) -> dict[str, Any]:
     """The report of the module docstring (without ``ranking_comparison``). NotPairwise for a
-    project whose board is not rated from votes; Release.DoesNotExist for an unknown release."""
+    project whose protocol has no pairwise judges; Release.DoesNotExist for an unknown release."""
     if not is_pairwise(project):
-        raise NotPairwise(
-            f"judges of pairs apply to projects rated from pairwise votes (arena); project {project.slug} is "
-            f"{project.protocol}"
-        )
+        raise NotPairwise(not_pairwise_message(project))
     judging = registry.get(project.protocol).judging
     release = selectors.release_for(project, release_version)  # the newest when none is named
     items = selectors.vote_items(project, release)
@@ -139,9 +144,7 @@ def build(project: Project, *, release_version: str | None = None) -> dict[str, 
                     "judge": name,
                     "item": key,
                     "external_id": by_key[key].external_id,
-                    "prompt": payload.get("prompt"),
-                    "model_a": payload.get("model_a"),
-                    "model_b": payload.get("model_b"),
+                    **{field: payload.get(field) for field in judging.PAIR_FIELDS},
                     "human": majority[key],
                     "votes": dict(Counter(w for w in winners[key] if w in VERDICT_WORDS)),
                     "judge_verdict": found["verdicts"][key],
@@ -190,34 +193,38 @@ def likert_project(user, slug: str) -> Project:
     )
 
 
-def ranking_comparison(arena_board: dict[str, Any], likert_board: dict[str, Any]) -> dict[str, Any]:
-    """Kendall's τ-b between the arena ratings and the Likert board's headline scores of the
-    models ranked on both boards (rows without a value are left out)."""
+def ranking_comparison(pairs_board: dict[str, Any], likert_board: dict[str, Any]) -> dict[str, Any]:
+    """Kendall's τ-b between the pairwise board's headline ratings (its protocol's first ranking
+    metric) and the Likert board's headline scores of the models ranked on both boards (rows
+    without a value are left out). The JSON keeps the names it was published with
+    (``arena_release``, ``systems[].rating``)."""
     protocol = likert_board["protocol"]
     metric = registry.get(protocol).ranking[0]
-    arena = {
-        r["model"]: float(r["metrics"]["rating"]) for r in arena_board["rows"] if r["metrics"].get("rating") is not None
+    pairs_protocol = registry.get(pairs_board["protocol"])
+    rated = pairs_protocol.ranking[0]
+    rated_scores = {
+        r["model"]: float(r["metrics"][rated]) for r in pairs_board["rows"] if r["metrics"].get(rated) is not None
     }
     likert = {
         r["model"]: float(r["metrics"][metric]) for r in likert_board["rows"] if r["metrics"].get(metric) is not None
     }
-    common = sorted(set(arena) & set(likert), key=lambda m: (-arena[m], m))
+    common = sorted(set(rated_scores) & set(likert), key=lambda m: (-rated_scores[m], m))
     out: dict[str, Any] = {
-        "arena_release": arena_board.get("release"),
+        "arena_release": pairs_board.get("release"),
         "likert_project": likert_board["project"],
         "likert_release": likert_board.get("release"),
         "metric": metric,
         "metric_name": metric_names.metric_name(protocol, metric),
-        "systems": [{"model": m, "rating": arena[m], "likert": likert[m]} for m in common],
+        "systems": [{"model": m, "rating": rated_scores[m], "likert": likert[m]} for m in common],
         "n": len(common),
-        "kendall_tau_b": registry.get(arena_board["protocol"]).judging.kendall_tau(
-            [arena[m] for m in common], [likert[m] for m in common]
+        "kendall_tau_b": pairs_protocol.judging.kendall_tau(
+            [rated_scores[m] for m in common], [likert[m] for m in common]
         ),
     }
     out["tau_intervals"] = tau_intervals(
-        [_row_sd(arena_board, m, "rating") for m in common],
+        [_row_sd(pairs_board, m, rated) for m in common],
         [_row_sd(likert_board, m, metric) for m in common],
-        [arena[m] for m in common],
+        [rated_scores[m] for m in common],
         [likert[m] for m in common],
     )
     if len(common) < MIN_SYSTEMS:
@@ -241,9 +248,9 @@ def _row_sd(board: dict[str, Any], model: str, metric: str) -> float | None:
 
 
 def tau_intervals(
-    arena_sd: list[float | None],
+    pairs_sd: list[float | None],
     likert_sd: list[float | None],
-    arena: list[float],
+    rated_scores: list[float],
     likert: list[float],
     *,
     n_boot: int = N_BOOT,
@@ -254,11 +261,11 @@ def tau_intervals(
     without an sd keeps its value; ``without_error`` counts those scores), and, for "ci_two_way",
     the systems also drawn with replacement (correlation.system_draws). None where τ is undefined
     in too many redraws (fewer than three systems)."""
-    n = len(arena)
+    n = len(rated_scores)
     rng = np.random.default_rng([seed, 2])
-    sd_a = np.array([0.0 if s is None else s for s in arena_sd], dtype=float)
+    sd_a = np.array([0.0 if s is None else s for s in pairs_sd], dtype=float)
     sd_l = np.array([0.0 if s is None else s for s in likert_sd], dtype=float)
-    h = np.asarray(arena, dtype=float)[None, :] + rng.standard_normal((n_boot, n)) * sd_a
+    h = np.asarray(rated_scores, dtype=float)[None, :] + rng.standard_normal((n_boot, n)) * sd_a
     j = np.asarray(likert, dtype=float)[None, :] + rng.standard_normal((n_boot, n)) * sd_l
     drawn = correlation.system_draws(n, n_boot, seed)
     items_only = correlation._tau_over_drawn_generators(h, j, np.ones((n_boot, n), dtype=np.int64))
@@ -267,36 +274,32 @@ def tau_intervals(
         "ci": percentile_ci(items_only) if n >= 3 else None,
         "ci_two_way": percentile_ci(two_way) if n >= 3 else None,
         "n_boot": n_boot,
-        "without_error": sum(s is None for s in arena_sd) + sum(s is None for s in likert_sd),
+        "without_error": sum(s is None for s in pairs_sd) + sum(s is None for s in likert_sd),
     }
 
 
 def _comparison(user, project: Project, release: str | None, slug: str) -> dict[str, Any]:
     other = likert_project(user, slug)
     try:
-        arena_board = board_cache.board(project, release)  # the newest release when None, as the report
+        pairs_board = board_cache.board(project, release)  # the newest release when None, as the report
         likert_board = board_cache.board(other, None)
     except leaderboard.LeaderboardError as exc:
         raise LikertError(f"{LIKERT_PARAMETER}: {exc}") from None
-    return ranking_comparison(arena_board, likert_board)
+    return ranking_comparison(pairs_board, likert_board)
 
 
 # --- the page and the API ---------------------------------------------------------------------
 
 
-def _media_of(keys: list[int]) -> dict[int, dict[str, dict | None]]:
-    """item pk -> {"a": media entry, "b": media entry} (url, kind) of the pairs' outputs."""
+def _media_of(judging: Any, keys: list[int]) -> dict[int, dict[str, dict | None]]:
+    """item pk -> {side: media entry (url, kind)} of the pairs' outputs, the sides as the protocol's
+    judging module finds them (``side_media``)."""
     items = list(Item.objects.filter(pk__in=keys).only("pk", "media"))
     urls = media_urls_for(items=items)
-    out = {}
-    for item in items:
-        media = item.media or {}
-        pair = {}
-        for side in ("a", "b"):
-            sha = media.get(f"video_{side}") or media.get(f"image_{side}")
-            pair[side] = urls.get(sha) if sha else None
-        out[item.pk] = pair
-    return out
+    return {
+        item.pk: {side: urls.get(sha) if sha else None for side, sha in judging.side_media(item.media or {}).items()}
+        for item in items
+    }
 
 
 @login_required
@@ -305,7 +308,13 @@ def judges_page(request, slug: str):
     project = get_project_for(request.user, slug, Role.RESEARCHER)
     release = request.GET.get("release") or None
     likert = request.GET.get(LIKERT_PARAMETER) or ""
-    context: dict[str, Any] = {"project": project, "release": release, "pairwise": is_pairwise(project)}
+    context: dict[str, Any] = {
+        "project": project,
+        "release": release,
+        "pairwise": is_pairwise(project),
+        # a board ranking generators by ratings: its judges are on the correlation page
+        "rates_generators": registry.get(project.protocol).board == "generators",
+    }
     status = 200
     other = None
     if likert:
@@ -320,7 +329,7 @@ def judges_page(request, slug: str):
         except Release.DoesNotExist:
             raise Http404("No such release.")
         shown = found["disagreements"][:PAGE_DISAGREEMENTS]
-        media = _media_of([d["item"] for d in shown])
+        media = _media_of(registry.get(project.protocol).judging, [d["item"] for d in shown])
         context.update(
             report=found,
             disagreements=[
@@ -357,7 +366,7 @@ class JudgesApi(APIView):
             required=False,
             allow_blank=True,
             help_text="the slug of a video-rating project you are a researcher of: adds ranking_comparison, "
-            "Kendall's tau-b between this arena's ratings and that board's headline scores of the same models",
+            "Kendall's tau-b between this board's ratings and that board's headline scores of the same models",
         )
 
     @extend_schema(

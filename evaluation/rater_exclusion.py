@@ -11,9 +11,9 @@ The screen is always of every rater's votes, excluded ones included, so their fi
 
 Service: ``rater_exclusion_set`` (one change per call, audited with the actor, the rater and the
 rater's screen figures on the live board at the time). API: POST
-/api/projects/<slug>/arena/raters/exclusions/ {"rater": "<key>", "excluded": true|false}: 400 naming
-a bad body or a rater with no vote in the project, 404 for a project the caller may not see or one
-whose protocol has no rater screen, 403 below the researcher role.
+/api/projects/<slug>/raters/exclusions/ {"rater": "<key>", "excluded": true|false}: 400 naming a bad
+body or a rater with no vote in the project, 404 for a project the caller may not see or one whose
+protocol has no rater screen (no ``rater_screen_module``), 403 below the researcher role.
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ class ExclusionRefused(ValueError):
         self.errors = errors
 
 
-class NotAnArena(LookupError):
-    pass
+class NoRaterScreen(LookupError):
+    """The project's protocol has no rater screen (no ``rater_screen_module``): nothing to exclude from."""
 
 
 def screen_module(protocol: str) -> Any:
@@ -119,6 +119,14 @@ def screened(
     return kept, extra
 
 
+def no_screen_message(project: Project) -> str:
+    """Why a project has no raters to exclude: its protocol brings no rater screen."""
+    return (
+        f"this project's protocol has no rater screen: project {project.slug} is {project.protocol}, "
+        "whose protocol brings no rater_screen_module, so its boards have no raters to exclude"
+    )
+
+
 def _has_voted(project: Project, rater: str) -> bool:
     kind, _, rest = rater.partition(":")
     votes = Annotation.objects.filter(item__project=project)
@@ -158,21 +166,18 @@ def body_errors(data: Any, integrity: Any) -> dict[str, str]:
 
 @transaction.atomic
 def rater_exclusion_set(*, project: Project, actor, rater: Any, excluded: Any) -> dict[str, Any]:
-    """Exclude ``rater`` from the project's arena boards (``excluded`` true) or count them again
+    """Exclude ``rater`` from the project's votes boards (``excluded`` true) or count them again
     (false). A rater is excluded only when they have voted in the project; one already in the list
     can always be included again. A change is recorded in the audit trail (project_settings: the
     rater, the new list and the rater's screen figures on the live board); asking for what is
     stored already changes nothing. Raises ExclusionRefused (bad fields; nothing written) and
-    NotAnArena. Returns {"rater", "excluded", "changed", "excluded_raters", "screen"}."""
+    NoRaterScreen. Returns {"rater", "excluded", "changed", "excluded_raters", "screen"}."""
     integrity = screen_module(project.protocol)
+    if integrity is None:
+        raise NoRaterScreen(no_screen_message(project))
     errors = body_errors({"rater": rater, "excluded": excluded}, integrity)
     if errors:
         raise ExclusionRefused(errors)
-    if integrity is None:
-        raise NotAnArena(
-            f"project {project.slug} is a {project.protocol} project, whose boards have no rater screen; "
-            "rater exclusions are for arena boards (pairwise votes)"
-        )
     setting = integrity.EXCLUDED_SETTING
     # One change at a time; NO KEY UPDATE leaves rows referring to the project (audit events) free.
     project = Project.objects.select_for_update(no_key=True).get(pk=project.pk)
@@ -226,18 +231,22 @@ class RaterExclusionApi(APIView):
     @extend_schema(
         request=InputSerializer,
         responses={200: OpenApiTypes.OBJECT, 400: ErrorOut, 403: ErrorOut, 404: ErrorOut},
-        summary="Exclude a rater from the project's arena boards, or include them again (audited)",
+        summary="Exclude a rater from the project's votes boards, or include them again (audited); "
+        "for a protocol with a rater screen",
     )
     def post(self, request, slug: str):
         project = get_project_for(request.user, slug, Role.RESEARCHER)
-        errors = body_errors(request.data, screen_module(project.protocol))
+        integrity = screen_module(project.protocol)
+        if integrity is None:
+            raise Http404(no_screen_message(project))
+        errors = body_errors(request.data, integrity)
         if errors:
             return bad_request(errors)
         try:
             outcome = rater_exclusion_set(
                 project=project, actor=request.user, rater=request.data["rater"], excluded=request.data["excluded"]
             )
-        except NotAnArena as exc:
+        except NoRaterScreen as exc:
             raise Http404(str(exc)) from None
         except ExclusionRefused as exc:
             return bad_request(exc.errors)

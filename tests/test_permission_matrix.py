@@ -401,9 +401,9 @@ ROUTES: dict[str, Route] = {
     # 404 naming the protocol, and a 400 for a Likert project the caller cannot compare with.
     "evaluation:judges": page(slug, member(Role.RESEARCHER), get(200), get(400, query="likert=nowhere")),
     "api-judges": api(slug, member(Role.RESEARCHER), get(404), get(400, query="likert=nowhere"), wrong("POST")),
-    # Excluding a rater from an arena board: an empty body is refused (400 naming the rater) for
-    # whoever is let in, before the protocol is looked at; nothing changes.
-    "api-arena-rater-exclusions": api(slug, member(Role.RESEARCHER), post(400, data={}), wrong("GET")),
+    # Excluding a rater from a board with a rater screen: the matrix's project is of a protocol
+    # without one, so whoever is let in gets 404 naming that, before the body is read; nothing changes.
+    "api-rater-exclusions": api(slug, member(Role.RESEARCHER), post(404, data={}), wrong("GET")),
     # Media: stored assets for any member of a project using them, the upload area for
     # researchers anywhere, anything else for superusers only.
     "media": Route(

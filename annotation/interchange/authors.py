@@ -29,7 +29,8 @@ from django.http import StreamingHttpResponse
 from protocols import registry
 from protocols.kit.releases import FormatRefused, ReleaseFormat
 
-from ..models import Release
+from ..models import Annotation, Release
+from ..project_setup import project_setting
 from ..releases import release_export_record, release_lines, release_media_opener
 from .stream_zip import StreamSink
 
@@ -78,10 +79,34 @@ def authors_export(release: Release, name: str, out_dir: Path) -> dict:
     return {"format": fmt.name, "items": release.item_count, "files": len(written)}
 
 
+def release_votes(release: Release) -> dict[str, list[dict]]:
+    """Item id -> the stored answers collected on the release's items now (what a writer with
+    ``writes_votes`` writes as the human labels; the votes a board of the release reads), less
+    those of raters excluded from the project's boards (the protocol's ``rater_screen_module``)."""
+    project = release.project
+    screen = registry.get(project.protocol).rater_screen
+    excluded = (
+        set(project_setting(project.settings, screen.EXCLUDED_SETTING, [], project=project.slug))
+        if screen is not None
+        else set()
+    )
+    rows = (
+        Annotation.objects.filter(item__release_items__release=release)
+        .order_by("item_id", "id")
+        .values_list("item__external_id", "annotator_id", "external_rater", "result")
+    )
+    out: dict[str, list[dict]] = {}
+    for external_id, annotator, external, result in rows:
+        if (f"user:{annotator}" if annotator is not None else f"ext:{external}") not in excluded:
+            out.setdefault(external_id, []).append(result or {})
+    return out
+
+
 def _write(release: Release, fmt: ReleaseFormat, folder: Path) -> list[Path]:
     lines = release_lines(release)
+    extra = {"votes": release_votes(release)} if getattr(fmt, "writes_votes", False) else {}
     try:
-        return list(fmt.write(lines, folder, open_media=release_media_opener(release)))
+        return list(fmt.write(lines, folder, open_media=release_media_opener(release), **extra))
     except _WRITER_FAULTS as exc:
         raise AuthorsExportError(
             f"release {release.version} cannot be written as {fmt.label or fmt.name}: {exc}"

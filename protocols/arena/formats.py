@@ -13,15 +13,20 @@ project's own annotation lines (protocols/kit/releases.py). Plain Python (no Dja
   ``human_anno[m][n] = 1`` says the humans preferred m's video, ``0`` n's, ``0.5`` equal quality.
   Each pair of models an instance compares is one arena item (``model_a`` the model named first in
   ``human_anno``); its label is one vote of the rater ``vbench-human``. Everything else of the
-  instance is kept under ``extra.vbench`` and written back: a file read and exported unchanged is
-  the same bytes when it is laid out as VBench's own JSON files are (4-space indent, no final
+  instance is kept under ``extra.vbench`` and written back. The export writes the votes collected
+  in StateLab (each pair's majority on the headline criterion, ``collected_label``; the export
+  hands them over because the writer says ``writes_votes``), the published label where a pair has
+  none; any arena item with a prompt, two models and their outputs is written, those without
+  VBench provenance as instances of their prompt. A file read and exported with nothing collected
+  is the same bytes when it is laid out as VBench's own JSON files are (4-space indent, no final
   newline), else the same JSON value.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -300,52 +305,133 @@ class VBenchHumanAnno(ReleaseFormat):
         ]
         return Conversion(lines=lines, media_root=root, notes=notes)
 
+    # The export hands this writer the release's collected votes (annotation/interchange/authors.py).
+    writes_votes = True
+
     def write(
         self,
         lines: Iterable[Mapping[str, Any]],
         out_dir: Path,
         *,
         open_media: Callable[[str], BinaryIO] | None = None,
+        votes: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
     ) -> list[Path]:
-        """One ``<file>.json`` per VBench file the items came from, instances in their order, each
-        rebuilt from its pairs (the prompt and video paths as the items hold them now, the labels as
-        published); with ``open_media``, the videos at their paths. Items without VBench
-        provenance (``extra.vbench``) refuse the whole release before a file is written."""
-        files: dict[str, dict[int, dict[str, Any]]] = {}
+        """VBench's files of a release: human_anno holds the votes collected on each pair (``votes``:
+        item id -> its stored answers; the headline criterion's majority, ``collected_label``), else
+        the labels published with the item (``extra.vbench``). An item read from a VBench file goes
+        back to its file and instance (the prompt and video paths as the items hold them now); any
+        other item joins an instance of its prompt in ``<category>.json`` (``human_anno.json``
+        without a category; a second instance of the prompt where a model's output differs),
+        instances in the order their prompts first come, and only with votes
+        collected (a pair nobody voted on has no label to write; an instance without one is left
+        out). With ``open_media``, the videos at their paths. A release with no label to write, or
+        an item without a prompt, models or outputs, is refused before a file is written."""
+        votes = votes or {}
+        files: dict[str, dict[Any, dict[str, Any]]] = {}
         media: dict[str, str] = {}
         for line in lines:
+            collected = collected_label(votes.get(str(line.get("id")), ()))
             source = (line.get("extra") or {}).get("vbench")
-            if not isinstance(source, dict):
-                raise FormatRefused(
-                    f"item {line.get('id')!r} was not read from a VBench human_anno file (no extra.vbench); "
-                    "the VBench writer writes back the items of such files only"
-                )
-            name = str(source["file"])
+            a, b = line.get("model_a"), line.get("model_b")
+            outputs = {a: line.get("video_a") or line.get("image_a"), b: line.get("video_b") or line.get("image_b")}
+            if isinstance(source, dict):
+                name, key = str(source["file"]), int(source["instance"])
+                fresh = {"source": source, "prompt": line["prompt"], "videos": dict(source["videos"]), "labels": {}}
+                published = source.get("labels") or {}
+                forward, backward = published.get("a_over_b"), published.get("b_over_a")
+                if collected is not None and collected != source.get("winner"):
+                    forward, backward = WINNER_LABEL[collected], 1 - WINNER_LABEL[collected]
+            else:
+                _refuse_bare(line, outputs)
+                category = line.get("category")
+                name = f"{category}.json" if isinstance(category, str) and category else "human_anno.json"
+                key = _instance_key(files.get(name, {}), line["prompt"], outputs)
+                fresh = {"source": None, "prompt": line["prompt"], "videos": {}, "labels": {}}
+                forward = backward = None
+                if collected is not None:
+                    forward, backward = WINNER_LABEL[collected], 1 - WINNER_LABEL[collected]
             media_parts(name)
-            instance = files.setdefault(name, {}).setdefault(
-                int(source["instance"]),
-                {"source": source, "prompt": line["prompt"], "videos": dict(source["videos"]), "labels": {}},
+            instance = files.setdefault(name, {}).setdefault(key, fresh)
+            for model, rel in outputs.items():
+                if rel:
+                    instance["videos"][model] = rel
+                    media[rel] = rel
+            instance["labels"][(a, b)] = forward
+            instance["labels"][(b, a)] = backward
+        rows_of = {name: _rows(instances) for name, instances in files.items()}
+        if not any(rows_of.values()):
+            raise FormatRefused(
+                "no label to write: no vote was collected on the release's pairs and none of its items came "
+                "from a VBench human_anno file with published labels"
             )
-            a, b = line["model_a"], line["model_b"]
-            for model, field in ((a, "video_a"), (b, "video_b")):
-                if line.get(field):
-                    instance["videos"][model] = line[field]
-                    media[line[field]] = line[field]
-            labels = source.get("labels") or {}
-            instance["labels"][(a, b)] = labels.get("a_over_b")
-            instance["labels"][(b, a)] = labels.get("b_over_a")
         out_dir = Path(out_dir)
         written = []
-        for name, instances in files.items():
-            rows = [_vbench_row(instances[n]) for n in sorted(instances)]
+        for name, rows in rows_of.items():
+            if not rows:
+                continue
             target = out_dir / name
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(json.dumps(rows, indent=4, ensure_ascii=False), encoding="utf-8")
             written.append(target)
         if open_media is not None:
+            shown = {rel for rows in rows_of.values() for row in rows for rel in row["videos"].values()}
             for rel in media:
-                written.append(copy_media(open_media, rel, out_dir / Path(*media_parts(rel))))
+                if rel in shown:
+                    written.append(copy_media(open_media, rel, out_dir / Path(*media_parts(rel))))
         return written
+
+
+def _instance_key(instances: Mapping[Any, Mapping[str, Any]], prompt: str, outputs: Mapping[Any, Any]) -> tuple:
+    """The new instance a pair joins: the first of its prompt where neither model has another
+    output already (VBench holds one video per model and prompt), else a new one."""
+    n = 0
+    while (key := ("prompt", prompt, n)) in instances:
+        videos = instances[key]["videos"]
+        if all(videos.get(model, rel) == rel for model, rel in outputs.items()):
+            break
+        n += 1
+    return key
+
+
+def collected_label(answers: Iterable[Mapping[str, Any]]) -> str | None:
+    """The winner a pair's collected votes give (their headline criterion, ``winner``): the verdict
+    most votes gave; "tie" where two verdicts share the most votes (VBench's 0.5, no preference);
+    "both bad" is written as a tie, VBench having no such label. None: no vote."""
+    counts = Counter(
+        "tie" if x.get("winner") == "both_bad" else x.get("winner")
+        for x in answers
+        if isinstance(x, Mapping) and x.get("winner") in WINNERS
+    )
+    if not counts:
+        return None
+    (best, most), *rest = counts.most_common()
+    return "tie" if rest and rest[0][1] == most else best
+
+
+def _refuse_bare(line: Mapping[str, Any], outputs: Mapping[Any, Any]) -> None:
+    """An item without VBench provenance needs a prompt, two named models and both outputs."""
+    missing = [k for k in ("prompt", "model_a", "model_b") if not isinstance(line.get(k), str) or not line.get(k)]
+    if not missing and len(outputs) < 2:
+        missing.append("two different models")
+    missing += [f"the output of {m!r}" for m, rel in outputs.items() if isinstance(m, str) and not rel]
+    if missing:
+        raise FormatRefused(
+            f"item {line.get('id')!r} has no {', '.join(missing)}; a VBench instance needs the prompt, the two "
+            "models' names and their outputs (video_a/video_b or image_a/image_b)"
+        )
+
+
+def _rows(instances: Mapping[Any, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A file's instances as VBench rows: those read from the file in their order, then the new ones
+    in the order their prompts came (a new instance without a label is left out)."""
+    read = sorted((k, v) for k, v in instances.items() if isinstance(k, int))
+    new = [v for k, v in instances.items() if not isinstance(k, int)]
+    rows = [_vbench_row(instance) for _n, instance in read]
+    for instance in new:
+        row = _new_row(instance)
+        if row["human_anno"]:
+            rows.append(row)
+    return rows
 
 
 def _vbench_row(instance: Mapping[str, Any]) -> dict[str, Any]:
@@ -356,6 +442,14 @@ def _vbench_row(instance: Mapping[str, Any]) -> dict[str, Any]:
     }
     values = {"prompt_en": instance["prompt"], "videos": instance["videos"], "human_anno": anno}
     return {key: values[key] if key in values else source["fields"][key] for key in source["keys"]}
+
+
+def _new_row(instance: Mapping[str, Any]) -> dict[str, Any]:
+    anno: dict[str, dict[str, Any]] = {}
+    for (outer, inner), value in instance["labels"].items():
+        if value is not None:
+            anno.setdefault(outer, {})[inner] = value
+    return {"prompt_en": instance["prompt"], "videos": instance["videos"], "human_anno": anno}
 
 
 class VBenchHumanAnnoVotes(ReleaseFormat):

@@ -39,6 +39,14 @@ from .prompts import JUDGE_KEYS, SHOWN, verdict
 
 SCORE = {"a": 1, "tie": 0, "both_bad": 0, "b": -1}
 SIDES_WON = ("a", "b")
+# Hooks of the shared judges page (evaluation/judges.py): what its list of disagreements shows of
+# an item's payload, and where an item's two outputs are in its media.
+PAIR_FIELDS = ("prompt", "model_a", "model_b")
+
+
+def side_media(media: Mapping[str, Any]) -> dict[str, Any]:
+    """side ("a", "b") -> the media key of that side's output (its video, else its image; None)."""
+    return {side: media.get(f"video_{side}") or media.get(f"image_{side}") for side in SIDES_WON}
 
 
 def run_asks(answers: Iterable[tuple[Any, str, Any]]) -> dict[Any, dict[str, str | None]]:

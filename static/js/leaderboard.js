@@ -63,7 +63,7 @@ document.querySelectorAll("select[data-autosubmit]").forEach((select) => {
   select.addEventListener("change", () => select.form.submit());
 });
 
-// Arena boards: exclude a rater from the board (or include them again) through the API, then
+// Boards with a rater screen (the protocol's rater_screen_module): exclude a rater from the board (or include them again) through the API, then
 // show the board fitted again. The API names what it refused; that text is shown as it is.
 const raterScreen = document.getElementById("lb-rater-screen");
 if (raterScreen) {

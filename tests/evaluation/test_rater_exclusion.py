@@ -20,7 +20,7 @@ from .arena_raters import HONEST, N_ITEMS, STRONG, WEAK, seed_votes, strong_wins
 
 pytestmark = pytest.mark.django_db
 
-URL = "/api/projects/{}/arena/raters/exclusions/"
+URL = "/api/projects/{}/raters/exclusions/"
 
 
 @pytest.fixture
@@ -191,7 +191,13 @@ def test_who_may_exclude(arena, make_user, make_project):
     boss = make_user("boss")
     other = make_project("statuses", "status", members={boss: Role.RESEARCHER})
     r = session_client(boss).post(URL.format(other.slug), {"rater": "ext:h0", "excluded": True}, format="json")
-    assert r.status_code == 404 and "rater exclusions are for arena boards" in r.json()["detail"]
+    assert r.status_code == 404
+    assert "this project's protocol has no rater screen: project statuses is status" in r.json()["detail"]
+    # A bad body there gets the same 404: the protocol is looked at first, so the body is not read.
+    r = session_client(boss).post(URL.format(other.slug), {"rater": 7}, format="json")
+    assert r.status_code == 404 and "has no rater screen" in r.json()["detail"]
+    with pytest.raises(rater_exclusion.NoRaterScreen, match="protocol has no rater screen"):
+        rater_exclusion.rater_exclusion_set(project=other, actor=boss, rater="ext:h0", excluded=True)
     assert not AuditEvent.objects.filter(action="project_settings").exists()
     project.refresh_from_db()
     assert "arena_excluded_raters" not in project.settings

@@ -14,6 +14,7 @@ import pytest
 
 from annotation.importing import annotations_import, items_import
 from annotation.importing.samples import make_video
+from annotation.interchange.authors import authors_export
 from annotation.models import Annotation
 from annotation.releases import release_freeze, release_lines, release_media_opener
 from protocols.arena import formats
@@ -115,8 +116,97 @@ def test_a_file_that_breaks_the_shape_is_refused_naming_what_and_where(tmp_path)
     assert "an empty array found" in refused(tmp_path, [])
 
 
-def test_an_item_made_in_the_project_is_not_written_as_vbench(tmp_path):
-    line = {"id": "ours", "prompt": "p", "model_a": "x", "model_b": "y", "video_a": "a.mp4", "video_b": "b.mp4"}
-    with pytest.raises(FormatRefused, match="'ours' was not read from a VBench human_anno file"):
-        ITEMS.write([line], tmp_path / "out")
+def _ours(ext: str, prompt: str, a: str, b: str) -> dict:
+    return {
+        "id": ext,
+        "prompt": prompt,
+        "model_a": a,
+        "model_b": b,
+        "video_a": f"{a}/{ext}.mp4",
+        "video_b": f"{b}/{ext}.mp4",
+        "category": "ours",
+    }
+
+
+def test_items_made_in_the_project_are_written_with_their_collected_votes(tmp_path):
+    lines = [_ours("p1", "cut the apple", "m1", "m2"), _ours("p2", "cut the apple", "m3", "m1")]
+    lines.append(_ours("p3", "open the box", "m2", "m3"))  # nobody voted: no label, no instance
+    votes = {
+        "p1": [{"winner": "a"}, {"winner": "a", "criteria": {"state_change": "b"}}, {"winner": "b"}],
+        "p2": [{"winner": "both_bad"}, {"winner": "b"}],  # 1 : 1, no majority -> equal quality
+    }
+    ITEMS.write(lines, tmp_path / "out", votes=votes)
+    rows = json.loads((tmp_path / "out" / "ours.json").read_text(encoding="utf-8"))
+    assert rows == [
+        {
+            "prompt_en": "cut the apple",
+            "videos": {"m1": "m1/p1.mp4", "m2": "m2/p1.mp4"},
+            "human_anno": {"m1": {"m2": 1}, "m2": {"m1": 0}},
+        },
+        {  # m1's output differs from p1's: a second instance of the prompt (one video per model there)
+            "prompt_en": "cut the apple",
+            "videos": {"m3": "m3/p2.mp4", "m1": "m1/p2.mp4"},
+            "human_anno": {"m3": {"m1": 0.5}, "m1": {"m3": 0.5}},
+        },
+    ]
+    # What VBench's shape reads back: the majority votes again, one per pair.
+    again = {
+        (x["model_a"], x["model_b"]): x["extra"]["vbench"]["winner"]
+        for x in ITEMS.read(tmp_path / "out" / "ours.json").lines
+    }
+    assert again == {("m1", "m2"): "a", ("m3", "m1"): "tie"}
+
+
+@pytest.mark.parametrize(
+    "answers, label",
+    [
+        ([], None),
+        ([{"winner": "b"}], "b"),
+        ([{"winner": "a"}, {"winner": "tie"}, {"winner": "a"}], "a"),
+        ([{"winner": "a"}, {"winner": "b"}], "tie"),
+        ([{"winner": "both_bad"}, {"winner": "both_bad"}, {"winner": "a"}], "tie"),
+        ([{"criteria": {"state_change": "a"}}], None),
+    ],
+)
+def test_the_collected_label_is_the_majority(answers, label):
+    assert formats.collected_label(answers) == label
+
+
+def test_a_release_with_nothing_to_write_is_refused(tmp_path):
+    with pytest.raises(FormatRefused, match="no label to write: no vote was collected"):
+        ITEMS.write([_ours("p1", "p", "x", "y")], tmp_path / "out", votes={})
+    line = {"id": "bare", "prompt": "p", "model_a": "x", "model_b": "y", "video_a": "a.mp4"}
+    with pytest.raises(FormatRefused, match="item 'bare' has no the output of 'y'"):
+        ITEMS.write([line], tmp_path / "out", votes={"bare": [{"winner": "a"}]})
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.django_db
+def test_the_export_writes_the_votes_collected_in_statelab(make_project, tmp_path, settings):
+    settings.MEDIA_ROOT = tmp_path / "media"
+    project = make_project("vb2", "arena", annotations_per_item=1)
+    path = with_videos(tmp_path)
+    items_import(project=project, path=path, verified=True)
+    release = release_freeze(project=project, version="v1")
+    # Nothing collected: the published labels, byte for byte.
+    authors_export(release, "vbench-human-anno", tmp_path / "plain")
+    assert (tmp_path / "plain" / FIXTURE.name).read_bytes() == FIXTURE.read_bytes()
+    # Two raters collected here reverse the published "lavie over modelscope" of instance 0.
+    votes = tmp_path / "votes.jsonl"
+    pair = "vbench_object_class-0000-lavie-vs-modelscope"
+    votes.write_text(
+        "\n".join(json.dumps({"item": pair, "rater": r, "winner": "b"}) for r in ("r1", "r2")), encoding="utf-8"
+    )
+    assert annotations_import(project=project, path=votes).created == 2
+    authors_export(release, "vbench-human-anno", tmp_path / "voted")
+    rows = json.loads((tmp_path / "voted" / FIXTURE.name).read_text(encoding="utf-8"))
+    published = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    assert rows[0]["human_anno"]["lavie"]["modelscope"] == 0 and rows[0]["human_anno"]["modelscope"]["lavie"] == 1
+    rows[0]["human_anno"]["lavie"]["modelscope"], rows[0]["human_anno"]["modelscope"]["lavie"] = 1, 0
+    assert rows == published  # nothing else moved
+    # An excluded rater's votes are left out: one "b" vote against none is still a "b".
+    project.settings = {**project.settings, "arena_excluded_raters": ["ext:r1"]}
+    project.save(update_fields=["settings"])
+    authors_export(release, "vbench-human-anno", tmp_path / "screened")
+    rows = json.loads((tmp_path / "screened" / FIXTURE.name).read_text(encoding="utf-8"))
+    assert rows[0]["human_anno"]["lavie"]["modelscope"] == 0
