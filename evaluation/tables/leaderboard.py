@@ -8,6 +8,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from protocols import registry
 from protocols.kit.csv_cells import csv_writer
 
 from .. import metric_names
@@ -245,6 +246,11 @@ def _errors_caption(board: dict[str, Any]) -> str:
     key = board.get("cluster_key")
     clusters = ", ".join(key) if isinstance(key, list) else key
     by = f"clustered by {clusters}" if clusters else "clustered (each item its own cluster)"
+    if registry.get(board["protocol"]).board == "votes":  # ratings fitted from votes, not means of items
+        return (
+            f"{board['project']}: standard errors of the ratings, sandwich with votes independent / {by}, "
+            "design effect in parentheses"
+        )
     return (
         f"{board['project']}: standard errors of the means, naive / {by}, design effect in parentheses; "
         "metrics derived from several means have none"
