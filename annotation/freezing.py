@@ -1,7 +1,8 @@
 """Freezing a release (annotation/releases.py describes releases, their lines and checksum):
 set-based, one ``COPY … TO STDOUT`` reads a split's verified items into a spool, one ``COPY … FROM
-STDIN`` writes the release items while their export lines are made and hashed, and statements over
-what was written give the media map the checksum ends with and the media checks."""
+STDIN`` writes the release items while their export lines are made and hashed; the media map the
+checksum ends with is kept while writing when it is small (MEDIA_MAP_PATHS) and otherwise read back
+by a statement over what was written, as are the media checks."""
 
 from __future__ import annotations
 
@@ -62,10 +63,10 @@ def release_freeze(*, project: Project, version: str, split: str = "test", user=
 
     Set-based: one ``COPY … TO STDOUT`` reads the items (into a spool file, so memory stays flat),
     one ``COPY … FROM STDIN`` writes every release item while the lines are made and hashed, and
-    the media map the checksum ends with, the media checks and the stored-file check are
-    statements over what was written. The lines, their order and the checksum are those of the
-    item-by-item freeze this replaced (tests/annotation/test_freeze_set_based.py keeps it as the
-    reference)."""
+    the media map the checksum ends with is kept meanwhile (at most MEDIA_MAP_PATHS paths; a
+    larger one, the media checks and the stored-file check are statements over what was
+    written). The lines, their order and the checksum are those of the item-by-item freeze this
+    replaced (tests/annotation/test_freeze_set_based.py keeps it as the reference)."""
     if not VERSION_RE.match(version or ""):
         raise ReleaseRefused("version: use letters, digits, '.', '_' or '-' (e.g. v1), at most 50 characters")
     if Release.objects.filter(project=project, version=version).exists():
@@ -93,7 +94,10 @@ def release_freeze(*, project: Project, version: str, split: str = "test", user=
         with cursor.cursor.copy(_SQL_WRITE_ITEMS) as copy:
             for chunk in lines.copy_chunks(spool):
                 copy.write(chunk)
-        checksum, conflict, unstored = _media_checksum(cursor.cursor, release, lines.digest)
+        if lines.shipped is not None:  # the media map was small enough to keep while writing
+            checksum, conflict, unstored = _kept_media_checksum(cursor.cursor, lines)
+        else:
+            checksum, conflict, unstored = _media_checksum(cursor.cursor, release, lines.digest)
         if conflict or lines.conflict is not None:
             _refuse_media_conflict(spool, project=project, split=split, vocabulary=release_vocabulary)
         if unstored:
@@ -141,6 +145,11 @@ _SQL_UNSTORED = (
     f'WHERE NOT EXISTS (SELECT 1 FROM "{_ASSETS}" a WHERE a.sha256 = s.sha)'
 )
 SPOOL_MEMORY = 8 * 1024 * 1024  # a spool larger than this goes to a temporary file under CACHE_ROOT
+# The media map is kept in memory while the lines are written up to this many paths (a release
+# sharing a few files, the usual case, needs no statement reading the media back); a release
+# naming more paths is read back by _SQL_MEDIA_PAIRS instead, so memory stays bounded.
+MEDIA_MAP_PATHS = 50_000
+_SQL_STORED = f'SELECT count(DISTINCT sha256) FROM "{_ASSETS}" WHERE sha256 = ANY(%s)'
 _COPY_ESCAPE = re.compile(r"\\(.)", re.DOTALL)
 _COPY_CODES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
 _JSON_DECODE = json.JSONDecoder().decode  # what json.loads (and Django's JSONField) decode with
@@ -241,13 +250,17 @@ class _FrozenLines:
         self.media_fields = MEDIA_FIELDS[project.protocol]
         self.position = 0
         self.conflict: int | None = None  # the first position whose line names a path twice, for two files
+        # path -> the SHA-256 of its first line, while at most MEDIA_MAP_PATHS (then None), and
+        # whether two lines name one path for two different files.
+        self.shipped: dict[str, str] | None = {}
+        self.shipped_conflict = False
 
     def copy_chunks(self, spool: _ItemSpool) -> Iterator[bytes]:
         prefix = f"{self.release.pk}\t".encode()
         make_line = export_line_maker(
             self.project.protocol, split=self.release.split, seed=self.release.option_seed, vocabulary=self.vocabulary
         )
-        digest, media_fields = self.digest, self.media_fields
+        digest, media_fields, shipped = self.digest, self.media_fields, self.shipped
         chunk: list[bytes] = []
         size = 0
         for pk, external_id, payload, tags, item_media in spool.rows():
@@ -256,6 +269,12 @@ class _FrozenLines:
             for path, sha in line_media(line, item_media, media_fields):
                 if media.setdefault(path, sha) != sha and self.conflict is None:
                     self.conflict = self.position
+            if shipped is not None:
+                for path, sha in media.items():
+                    if shipped.setdefault(path, sha) != sha:
+                        self.shipped_conflict = True
+                if len(shipped) > MEDIA_MAP_PATHS:
+                    shipped = self.shipped = None
             text = _canonical(line)
             digest.update(text + b"\n")
             # Canonical JSON holds no tab, newline or carriage return: only the backslash needs
@@ -294,6 +313,18 @@ def _media_checksum(cursor, release: Release, digest) -> tuple[str, bool, bool]:
                 yield path, low
 
     return checksum_finish_sorted(digest, pairs()), conflict, unstored
+
+
+def _kept_media_checksum(cursor, lines: _FrozenLines) -> tuple[str, bool, bool]:
+    """`_media_checksum` from the media map kept while the lines were written (the same pairs in
+    the same code point order of the path), with one statement for whether every file is stored."""
+    shipped = lines.shipped or {}
+    shas = sorted(set(shipped.values()))
+    unstored = False
+    if shas:
+        cursor.execute(_SQL_STORED, [shas])
+        unstored = cursor.fetchone()[0] != len(shas)
+    return checksum_finish_sorted(lines.digest, sorted(shipped.items())), lines.shipped_conflict, unstored
 
 
 def _lines(copy) -> Iterator[bytes]:

@@ -385,7 +385,8 @@ class Release(models.Model):
 class ReleaseItem(models.Model):
     """A frozen copy of one verified item as it entered the release (payload + resolved options)."""
 
-    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="release_items")
+    # No index of its own: both unique constraints below lead with the release (migration 0026).
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="release_items", db_index=False)
     item = models.ForeignKey(Item, on_delete=models.PROTECT, related_name="release_items")
     position = models.PositiveIntegerField()
     payload = models.JSONField()
