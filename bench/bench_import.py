@@ -33,6 +33,11 @@ Small imports over HTTP, side by side with Label Studio (`--http-batches 100`, i
   posted as 1,000 tasks per `POST /api/projects/{id}/import`, then stopped. --no-peer skips it;
   if it cannot be installed or started the run says why and compares with the figure recorded
   in bench/README.md instead. StateLab and the peer run alternately, --rounds times.
+- `--previous REV`: a second gunicorn serves this checkout with the import path of commit REV
+  (annotation/importing/, protocols/fields.py, protocols/<name>/fields.py, protocols/changeit/boxes.py),
+  its `files` modes run right before the current code's in every round (the queued mode is the
+  current code's only).
+The HTTP part lives in bench/import_http.py, the peer in bench/peer_labelstudio.py.
 """
 
 from __future__ import annotations
@@ -40,7 +45,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -50,11 +54,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 LABEL_STUDIO_IMPORT_PER_S = 1733  # measured on this machine class, see the shared peer notes
 LABEL_STUDIO_EXPORT_100K_S = 488
-# Label Studio 1.23.2 importing 100 x 1,000 tasks over HTTP, recorded side by side on 2026-11-23
-# (bench/README.md, "Small imports"): the comparison when the peer cannot run here.
-LABEL_STUDIO_HTTP_BATCHES_PER_S = 3333
-LABEL_STUDIO_VERSION = "1.23.2"
-PEERS = REPO / "bench" / ".peers"
 
 CHILD = r"""
 import resource, sys, time
@@ -142,378 +141,6 @@ def export_run(path: Path, n: int) -> dict:
     return out
 
 
-# --- small imports over HTTP, side by side with Label Studio --------------------------------------
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_http(url: str, ok, proc: subprocess.Popen, seconds: float, headers: dict | None = None) -> None:
-    import httpx
-
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"exited with {proc.returncode}")
-        try:
-            if ok(httpx.get(url, timeout=5, headers=headers or {}).status_code):
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    raise RuntimeError(f"no answer from {url} within {seconds:.0f} s")
-
-
-def stop(proc: subprocess.Popen | None) -> None:
-    if proc is None or proc.poll() is not None:
-        return
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
-def batch_lines(protocol_lines, start: int, n: int) -> bytes:
-    return ("\n".join(json.dumps(line) for line in protocol_lines(start, n)) + "\n").encode()
-
-
-def changeit_lines(start: int, n: int):
-    from annotation.importing.samples import sample_line, sample_media_paths
-
-    for i in range(start, start + n):
-        yield sample_line("changeit", i, media=sample_media_paths("changeit", i))
-
-
-class StateLabServer:
-    """gunicorn (sync workers) serving this checkout for the run, and a researcher's token."""
-
-    def __init__(self, workers: int, celery: bool):
-        from django.contrib.auth import get_user_model
-        from rest_framework.authtoken.models import Token
-
-        user, _ = get_user_model().objects.get_or_create(username="bench-importer")
-        self.token = Token.objects.get_or_create(user=user)[0].key
-        self.user = user
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        env = dict(os.environ, DEBUG="0")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "config.wsgi:application", "-w", str(workers)]
-            + ["-b", f"127.0.0.1:{self.port}", "--log-level", "warning"],
-            cwd=REPO,
-            env=env,
-        )
-        self.worker = None
-        try:
-            wait_http(f"{self.base}/api/me/", lambda code: code in (401, 403), self.proc, 60)
-            if celery:
-                self.worker = subprocess.Popen(
-                    [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "default", "-c", "1"]
-                    + ["--loglevel", "warning", "-n", f"bench-import-{self.port}@%h"],
-                    cwd=REPO,
-                    env=env,
-                )
-        except BaseException:
-            self.close()
-            raise
-
-    def project(self, slug: str):
-        from annotation.models import Membership, Project, Role
-
-        project = Project.objects.create(slug=slug, name=slug, protocol="changeit")
-        Membership.objects.create(project=project, user=self.user, role=Role.RESEARCHER)
-        return project
-
-    def close(self) -> None:
-        stop(self.worker)
-        stop(self.proc)
-
-
-def in_clients(n_clients: int, requests: list, make_client, send) -> float:
-    """Seconds for `n_clients` threads, each with its own client, to send every request (taken in
-    order from a shared list); the first failure is raised."""
-    import threading
-
-    queue_lock = threading.Lock()
-    todo = list(enumerate(requests))
-    failures: list[BaseException] = []
-
-    def client_loop() -> None:
-        try:
-            with make_client() as client:
-                while not failures:
-                    with queue_lock:
-                        if not todo:
-                            return
-                        k, request = todo.pop(0)
-                    send(client, k, request)
-        except BaseException as exc:  # noqa: BLE001 - re-raised below
-            failures.append(exc)
-
-    threads = [threading.Thread(target=client_loop) for _ in range(n_clients)]
-    start = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    seconds = time.perf_counter() - start
-    if failures:
-        raise failures[0]
-    return seconds
-
-
-def statelab_http(
-    server: StateLabServer, bodies: list[bytes], mode: str, per_request: int, tag: str, clients: int = 1
-) -> float:
-    """Seconds to import `bodies` over HTTP into a new project: `files` (per_request files a
-    request, imported in the request) or `queued` (one `file` a request, polled to its end)."""
-    import httpx
-
-    from annotation.models import Item
-
-    project = server.project(f"bench-http-{mode}-{tag}")
-    url = f"/api/projects/{project.slug}/imports/"
-
-    def make_client():
-        return httpx.Client(base_url=server.base, headers={"Authorization": f"Token {server.token}"}, timeout=300)
-
-    def send_files(client, k: int, group: list[bytes]) -> None:
-        files = [("files", (f"part-{k}-{j}.jsonl", body)) for j, body in enumerate(group)]
-        r = client.post(url, files=files)
-        if r.status_code != 201:
-            raise RuntimeError(f"StateLab import: {r.status_code} {r.text[:500]}")
-
-    def send_queued(client, k: int, body: bytes) -> None:
-        r = client.post(url, files=[("file", (f"part-{k}.jsonl", body))])
-        if r.status_code != 202:
-            raise RuntimeError(f"StateLab import: {r.status_code} {r.text[:500]}")
-        run = r.json()
-        while not run["done"]:
-            time.sleep(0.005)
-            run = client.get(run["url"]).json()
-        if run["status"] != "finished":
-            raise RuntimeError(f"StateLab import run {run['id']}: {run['status']} {run['errors'][:3]}")
-
-    if mode == "files":
-        groups = [bodies[k : k + per_request] for k in range(0, len(bodies), per_request)]
-        seconds = in_clients(clients, groups, make_client, send_files)
-    else:
-        seconds = in_clients(clients, bodies, make_client, send_queued)
-    expected = sum(body.count(b"\n") for body in bodies)
-    if (got := Item.objects.filter(project=project).count()) != expected:
-        raise RuntimeError(f"StateLab imported {got} items, expected {expected}")
-    return seconds
-
-
-LS_CONFIG = """<View>
-  <Image name="image" value="$image"/>
-  <TextArea name="state" toName="image"/>
-  <RectangleLabels name="bbox" toName="image"><Label value="object"/></RectangleLabels>
-</View>"""
-
-
-class LabelStudio:
-    """Label Studio in its own virtual environment, started for the run on a free port with a
-    temporary data directory; stopped (and its database dropped) by close()."""
-
-    TOKEN = "bench0import0token0" + "0" * 21
-
-    def __init__(self, database: str | None):
-        self.venv = PEERS / f"label-studio-{LABEL_STUDIO_VERSION}"
-        self.exe = self.venv / "bin" / "label-studio"
-        self.database = database
-        self.data = Path(tempfile.mkdtemp(prefix="bench-label-studio-"))
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.proc = None
-
-    def install(self) -> None:
-        if self.exe.exists():
-            return
-        print(f"installing Label Studio {LABEL_STUDIO_VERSION} into {self.venv} (once) ...", flush=True)
-        PEERS.mkdir(parents=True, exist_ok=True)
-        subprocess.run([sys.executable, "-m", "venv", str(self.venv)], check=True)
-        subprocess.run(
-            [str(self.venv / "bin" / "python"), "-m", "pip", "install", "-q", f"label-studio=={LABEL_STUDIO_VERSION}"],
-            check=True,
-            timeout=1800,
-        )
-
-    def _db_env(self) -> dict:
-        if not self.database:
-            return {}
-        from django.conf import settings
-
-        db = settings.DATABASES["default"]
-        return {
-            "DJANGO_DB": "default",
-            "POSTGRE_NAME": self.database,
-            "POSTGRE_USER": db.get("USER") or "postgres",
-            "POSTGRE_PASSWORD": db.get("PASSWORD") or "",
-            "POSTGRE_HOST": db.get("HOST") or "127.0.0.1",
-            "POSTGRE_PORT": str(db.get("PORT") or 5432),
-        }
-
-    def _database(self, sql: str) -> None:
-        from django.db import connection
-
-        with connection.cursor() as cur:
-            cur.execute(sql)
-
-    def start(self) -> None:
-        self.install()
-        if self.database:
-            self._database(f'DROP DATABASE IF EXISTS "{self.database}"')
-            self._database(f'CREATE DATABASE "{self.database}"')
-        env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DJANGO_SETTINGS_MODULE", "SECRET_KEY")}
-        env.update(
-            LABEL_STUDIO_BASE_DATA_DIR=str(self.data),
-            LATEST_VERSION_CHECK="false",
-            COLLECT_ANALYTICS="false",
-            DEBUG="false",
-            **self._db_env(),
-        )
-        self.log = open(self.data / "server.log", "wb")
-        self.proc = subprocess.Popen(
-            [str(self.exe), "start", "--no-browser", "--internal-host", "127.0.0.1", "--port", str(self.port)]
-            + ["--username", "bench@example.org", "--password", "bench-password-1"]
-            + ["--user-token", self.TOKEN, "--enable-legacy-api-token"],
-            cwd=self.data,
-            env=env,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            wait_http(f"{self.base}/api/projects/", lambda code: code == 200, self.proc, 1200, self.headers)
-        except RuntimeError as exc:
-            tail = (self.data / "server.log").read_text(errors="replace")[-1500:]
-            raise RuntimeError(f"{exc}; its log ends: {tail}") from exc
-
-    @property
-    def headers(self) -> dict:
-        return {"Authorization": f"Token {self.TOKEN}"}
-
-    def import_batches(self, tasks: list[list[dict]], tag: str, clients: int = 1) -> float:
-        import httpx
-
-        def make_client():
-            return httpx.Client(base_url=self.base, headers=self.headers, timeout=600)
-
-        with make_client() as client:
-            r = client.post("/api/projects/", json={"title": f"bench-{tag}", "label_config": LS_CONFIG})
-            r.raise_for_status()
-            project = r.json()["id"]
-
-        def send(client, _k: int, batch: list[dict]) -> None:
-            r = client.post(f"/api/projects/{project}/import", json=batch)
-            if r.status_code != 201:
-                raise RuntimeError(f"Label Studio import: {r.status_code} {r.text[:500]}")
-
-        seconds = in_clients(clients, tasks, make_client, send)
-        with make_client() as client:
-            count = client.get(f"/api/projects/{project}/").json().get("task_number")
-        expected = sum(len(batch) for batch in tasks)
-        if count != expected:
-            raise RuntimeError(f"Label Studio holds {count} tasks, expected {expected}")
-        return seconds
-
-    def close(self) -> None:
-        stop(self.proc)
-        if getattr(self, "log", None):
-            self.log.close()
-        if self.database:
-            try:
-                self._database(f'DROP DATABASE IF EXISTS "{self.database}"')
-            except Exception as exc:  # noqa: BLE001 - reported, the run's figures stand
-                print(f"could not drop {self.database}: {exc}", flush=True)
-        shutil.rmtree(self.data, ignore_errors=True)
-
-
-def http_runs(args) -> list[tuple[str, float, float]]:
-    """(what, items/s, seconds) of every HTTP round, StateLab's and Label Studio's alternated."""
-    from annotation.importing.runs import import_media_root
-    from annotation.importing.samples import write_sample_media
-
-    write_sample_media(import_media_root(), "changeit")
-    n, size = args.http_batches, args.batch_size
-    bodies = [batch_lines(changeit_lines, k * size, size) for k in range(n)]
-    # The peer gets the same items as tasks: their fields as data, the image as a URL of its own.
-    tasks = [
-        [
-            {"data": {**line, "image": f"/data/local-files/?d={line['image']}"}}
-            for line in changeit_lines(k * size, size)
-        ]
-        for k in range(n)
-    ]
-    items = n * size
-    celery = bool(os.environ.get("REDIS_URL")) and not args.no_queued
-    modes = [("files", 1), ("files", args.files_per_request)] + ([("queued", 1)] if celery else [])
-    peer = None
-    peer_note = ""
-    if not args.no_peer:
-        peer = LabelStudio(args.peer_database)
-        try:
-            print(f"starting Label Studio {LABEL_STUDIO_VERSION} ...", flush=True)
-            peer.start()
-        except Exception as exc:  # noqa: BLE001 - the run goes on without the peer, saying why
-            peer.close()
-            peer = None
-            peer_note = f"Label Studio {LABEL_STUDIO_VERSION} could not be installed or started here: {exc}"
-            print(peer_note, flush=True)
-    else:
-        peer_note = "Label Studio skipped (--no-peer)"
-    results: list[tuple[str, float, float]] = []
-    server = StateLabServer(args.http_workers, celery)
-    try:
-        # Each server process loads its code on its first import: not what is measured.
-        warm = [batch_lines(changeit_lines, items + k * 10, 10) for k in range(4 * args.http_workers)]
-        statelab_http(server, warm, "files", 1, "warm")
-        if celery:
-            statelab_http(server, warm[:2], "queued", 1, "warm")
-        if peer is not None:
-            peer.import_batches([[{"data": {"image": "/data/local-files/?d=img/c0.png"}}]] * 4, "warm")
-        for r in range(args.rounds):
-            for clients in args.clients:
-                ways = f"{clients} client{'s' if clients != 1 else ''}"
-                for mode, per in modes:
-                    seconds = statelab_http(server, bodies, mode, per, f"{r}-{per}-{clients}", clients)
-                    what = f"StateLab, {n} x {size:,} lines, " + (
-                        f"{per} file(s) per request (`files`)" if mode == "files" else "queued `file` + polling"
-                    )
-                    results.append((f"{what}, {ways}", items / seconds, seconds))
-                    print(f"round {r + 1}: {what}, {ways}: {seconds:.2f} s, {items / seconds:,.0f} items/s", flush=True)
-                if peer is not None:
-                    seconds = peer.import_batches(tasks, f"{r}-{clients}", clients)
-                    what = f"Label Studio {LABEL_STUDIO_VERSION}, {n} x {size:,} tasks, one request each, {ways}"
-                    results.append((what, items / seconds, seconds))
-                    print(f"round {r + 1}: {what}: {seconds:.2f} s, {items / seconds:,.0f} items/s", flush=True)
-    finally:
-        server.close()
-        if peer is not None:
-            peer.close()
-
-    # Every StateLab figure against Label Studio's best in this run (any client count), or against
-    # the recorded figure when the peer could not run.
-    peer_rates = [rate for what, rate, _ in results if what.startswith("Label Studio")]
-    if peer_rates:
-        reference, source = max(peer_rates), "Label Studio's best in this run"
-    else:
-        reference, source = LABEL_STUDIO_HTTP_BATCHES_PER_S, "Label Studio's recorded figure (bench/README.md)"
-        print(f"\n{peer_note}\ncomparing with {source}: {reference:,} items/s", flush=True)
-    print(f"\n| measurement | items/s | time | vs {source} ({reference:,.0f}/s) |")
-    print("|---|---|---|---|")
-    for what, rate, seconds in results:
-        print(f"| {what} | {rate:,.0f} | {seconds:.2f} s | {rate / reference:.1f}× |")
-    return results
-
-
 def cleanup() -> None:
     from django.db import connection
 
@@ -550,6 +177,12 @@ def main() -> None:
     parser.add_argument("--no-peer", action="store_true", help="leave Label Studio out of the HTTP rounds")
     parser.add_argument("--no-queued", action="store_true", help="leave the queued (Celery) mode out")
     parser.add_argument(
+        "--previous",
+        metavar="REV",
+        default=None,
+        help="also run the `files` modes with the import code of this commit on this checkout, alternated",
+    )
+    parser.add_argument(
         "--peer-database",
         default=None,
         help="PostgreSQL database for Label Studio, created and dropped (else SQLite)",
@@ -574,6 +207,8 @@ def main() -> None:
     rows = []
     try:
         if args.http_batches:
+            from import_http import http_runs
+
             http_runs(args)
         for n in args.sizes:
             path = write_jsonl(data / f"items-{n}.jsonl", n)

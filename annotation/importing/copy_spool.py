@@ -83,6 +83,22 @@ def media_map(checked: CheckedItem, media: dict[str, MediaInfo]) -> dict[str, An
 # json.dumps's output with its default options, without the per-call set-up and the circular
 # reference check (a decoded JSON line holds no cycles).
 json_encode = json.JSONEncoder(check_circular=False).encode
+# The same output from the C encoder made once (JSONEncoder.encode builds it anew on every call):
+# for the dicts and lists of a row, never a bare string (its encode has its own fast path).
+_C_ENCODE = (
+    json.encoder.c_make_encoder(
+        None, json.JSONEncoder().default, json.encoder.encode_basestring_ascii, None, ": ", ", ", False, False, True
+    )
+    if json.encoder.c_make_encoder is not None
+    else None
+)
+
+
+def json_container(value: dict | list) -> str:
+    """`json_encode` of a dict or a list (the payload, the tags of a row)."""
+    if _C_ENCODE is None:
+        return json_encode(value)
+    return "".join(_C_ENCODE(value, 0))
 
 
 def copy_text(value: str) -> str:
@@ -197,13 +213,13 @@ class CopySpool:
                 self._media_json.clear()
             media_json = self._media_json[key] = copy_text(json_encode(media_map(checked, media)))
         # JSON text holds no raw tab or newline: only its backslashes need escaping for COPY.
-        payload = json_encode(checked.payload)
+        payload = json_container(checked.payload)
         if "\\" in payload:
             payload = payload.replace("\\", "\\\\")
         tags = checked.tags
         row = (
             f"{self.prefix}{copy_text(checked.external_id)}\t{payload}\t{media_json}\t{status}\t"
-            f"{copy_text(checked.split)}\t{copy_text(json_encode(tags)) if tags else '[]'}\t"
+            f"{copy_text(checked.split)}\t{copy_text(json_container(tags)) if tags else '[]'}\t"
             f"{'t' if checked.gold else 'f'}{self.suffix}"
         )
         return row

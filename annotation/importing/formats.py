@@ -86,9 +86,12 @@ def _stored_form(proto: Protocol):
 
 # Per protocol object, what `_check_valid` walks: (required (name, check) pairs, allowed keys,
 # optional and label checks by key, label names, labels required of a complete item, cross check,
-# rewrite into the stored form, media fields, gold answer fields). Built on first use, so the
+# rewrite into the stored form, media fields, gold answer fields, every allowed key -> its check
+# or None, the rewrite again or None where it changes nothing). Built on first use, so the
 # registry as it is then (a test's own protocols too) is what counts.
 _compiled: dict[Protocol, tuple] = {}
+# What `_check_valid` finds for a key the protocol does not know (kept in extra, or strict: refused).
+_UNKNOWN = object()
 
 
 def _compile(protocol: str) -> tuple:
@@ -96,16 +99,22 @@ def _compile(protocol: str) -> tuple:
     table = _compiled.get(proto)
     if table is None:
         spec = proto.item_fields
+        allowed = frozenset(spec.all_fields | set(COMMON_KEYS) | set(EXPORT_ONLY_KEYS))
+        others = {**spec.optional, **spec.labels, **spec.gold_answer}
+        rewrite = _stored_form(proto)
+        rewrites = "answer" in spec.labels or (proto.workflow == "rating" and bool(spec.gold_answer))
         table = _compiled[proto] = (
             tuple(spec.required.items()),
-            frozenset(spec.all_fields | set(COMMON_KEYS) | set(EXPORT_ONLY_KEYS)),
-            {**spec.optional, **spec.labels, **spec.gold_answer},
+            allowed,
+            others,
             tuple(spec.labels),
             spec.labels_required,
             spec.cross,
-            _stored_form(proto),
+            rewrite,
             tuple(proto.media_fields.items()),
             tuple(spec.gold_answer),
+            {key: others.get(key) for key in allowed},
+            rewrite if rewrites else None,
         )
     return table
 
@@ -131,7 +140,7 @@ def check_item(
 
 def _check_valid(compiled: tuple, obj: dict[str, Any], verified: bool, strict: bool) -> CheckedItem | None:
     """`_check_item_full` for a line without errors: the same CheckedItem, or None at any error."""
-    required, allowed, others, labels, labels_required, cross, canon, media_fields, gold_answer = compiled
+    required, _allowed, _others, labels, labels_required, cross, _, media_fields, gold_answer, keyed, canon = compiled
     get = obj.get
     external_id = get("id")
     if (
@@ -168,16 +177,18 @@ def _check_valid(compiled: tuple, obj: dict[str, Any], verified: bool, strict: b
                 return None
             payload[name] = check(value)
         for key, value in obj.items():
-            check = others.get(key)
-            if check is not None:
+            check = keyed.get(key, _UNKNOWN)
+            if check is None:  # a common or required key, checked above
+                continue
+            if check is not _UNKNOWN:
                 if value is not None:
                     payload[key] = check(value)
-            elif key not in allowed:
-                if strict:
-                    return None
-                if extra is None:
-                    extra = {}
-                extra[key] = value
+                continue
+            if strict:
+                return None
+            if extra is None:
+                extra = {}
+            extra[key] = value
     except fields.Invalid:
         return None
     if extra is not None:
@@ -197,7 +208,8 @@ def _check_valid(compiled: tuple, obj: dict[str, Any], verified: bool, strict: b
                 return None
     if cross is not None and cross(payload):
         return None
-    canon(payload)
+    if canon is not None:
+        canon(payload)
     known = complete
     for name in gold_answer:
         if name in payload:

@@ -28,6 +28,10 @@ from annotation.models import Item, ItemStatus
 
 from .formats import CheckedItem
 
+# Statuses a verified re-import promotes to verified (items.py), and the ids per UPDATE.
+PROMOTABLE = (ItemStatus.PENDING.value, ItemStatus.ANNOTATED.value)
+PROMOTE_BATCH = 2000
+
 UPDATED_SHOWN = 50
 BATCH = 1000
 # The fields compare_existing compares, in the order the report names them.
@@ -88,3 +92,13 @@ def apply_updates(updates: list[ItemUpdate]) -> None:
             for u in updates[start : start + BATCH]
         ]
         Item.objects.bulk_update(rows, ["payload", "split", "tags", "media", "is_gold", "status", "updated_at"])
+
+
+def promote_verified(ids) -> None:
+    """A verified re-import: identical items still pending or annotated become verified (`ids`: an
+    array of item ids)."""
+    now = timezone.now()
+    for start in range(0, len(ids), PROMOTE_BATCH):
+        Item.objects.filter(
+            pk__in=list(ids[start : start + PROMOTE_BATCH]), status__in=PROMOTABLE, is_gold=False
+        ).update(status=ItemStatus.VERIFIED, updated_at=now)

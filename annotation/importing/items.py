@@ -56,7 +56,6 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import BooleanField
 from django.db.models.expressions import RawSQL
-from django.utils import timezone
 
 from annotation.audit.record import audit_record
 from annotation.media.assets import MediaInfo, MediaRefused, assets_store, delete_stored, inspect_media, known_media
@@ -69,11 +68,11 @@ from .conversion import OWN_FORMAT, expected_shapes, items_file
 from .copy_spool import CopySpool, media_map
 from .formats import EXTRA, CheckedItem, check_item
 from .item_report import KEPT_NAMES_MAX, KEPT_NAMES_SHOWN, ItemImportReport, project_for_import  # noqa: F401
-from .item_update import ItemUpdate, apply_updates, new_status, shown_updates, update_message
+from .item_update import PROMOTABLE as _PROMOTABLE
+from .item_update import ItemUpdate, apply_updates, new_status, promote_verified, shown_updates, update_message
 from .media_cache import media_info_cached
 from .sources import ReadMeter, SourceError, open_source
 
-BATCH = 2000
 EXISTING_CHUNK = 1000
 # Names of kept fields remembered per import (a file whose every line has new ones stops there).
 _LINE_PREFIX = re.compile(r"^line (\d+):")
@@ -85,7 +84,6 @@ LIVE_COPY_MIN_BYTES = 4 * 1024 * 1024
 # The scanner json.loads uses (same options as its default decoder), called directly.
 _json_scan = json.JSONDecoder().scan_once
 _PENDING = ItemStatus.PENDING.value
-_PROMOTABLE = (ItemStatus.PENDING.value, ItemStatus.ANNOTATED.value)
 _STATUS_TEXT = {
     (True, True): ItemStatus.VERIFIED.value,
     (True, False): ItemStatus.VERIFIED.value,
@@ -129,6 +127,7 @@ class _Validation:
         # comparison with its items and the write; every line waits in `pending_existing` until then.
         self.locked = False
         self.check_existing = True
+        self.check_existing_first = not defer
         if not defer:
             self.lock()
 
@@ -140,7 +139,12 @@ class _Validation:
             self.spool.close()
             raise
         self.locked = True
-        self.check_existing = Item.objects.filter(project=self.project).exists()
+        if not self.check_existing_first and len(self.pending_existing) <= EXISTING_CHUNK:
+            # Every line waits for one comparison with the project's items: that one query finds
+            # nothing in an empty project, so asking first whether it is empty would only add one.
+            self.check_existing = True
+        else:
+            self.check_existing = Item.objects.filter(project=self.project).exists()
 
     def media_info(self, relpath: str, kind: str) -> MediaInfo | str:
         """Inspect a media path once per import; returns its info or the refusal reason."""
@@ -341,7 +345,7 @@ def _write(
             written=written,
             project=project,  # the project owns what its import brought (annotation/media/access.py)
         )
-        _promote(validation.promote)
+        promote_verified(validation.promote)
         apply_updates(validation.updates)
         # In the import's transaction (the COPY writer's, in live mode): recorded only if it commits.
         audit_record(
@@ -370,10 +374,9 @@ def _write(
     try:
         if spool.live:
             spool.commit(store_media)  # rows are in already; media, promotions and commit in the writer's transaction
-        else:
-            with transaction.atomic():
-                store_media()
-                spool.copy_into_db()
+        else:  # always inside _import_file's transaction (or the caller's): no savepoint of its own
+            store_media()
+            spool.copy_into_db()
     except BaseException:
         delete_stored(written)
         raise
@@ -384,15 +387,6 @@ def _write(
     report.update, report.updated_items = validation.update, shown_updates(validation.updates)
     report.by_status = {k: v for k, v in report.by_status.items() if v}
     return report
-
-
-def _promote(ids: array) -> None:
-    """A verified re-import: identical items still pending or annotated become verified."""
-    now = timezone.now()
-    for start in range(0, len(ids), BATCH):
-        Item.objects.filter(pk__in=list(ids[start : start + BATCH]), status__in=_PROMOTABLE, is_gold=False).update(
-            status=ItemStatus.VERIFIED, updated_at=now
-        )
 
 
 def items_import(
@@ -409,6 +403,7 @@ def items_import(
     confined: bool = False,
     stored: list[str] | None = None,
     update: bool = False,
+    savepoint: bool = True,
 ) -> ItemImportReport:
     """Import a JSONL, JSON or zip of item lines (+ media folder), or a file or folder in one of the
     protocol's authors' formats (detected, or `format_name`), into `project`, all or nothing;
@@ -418,7 +413,9 @@ def items_import(
     (an upload): media come only from `media_root` or from inside the uploaded zip. `stored`:
     receives the names of the media files written (a caller's transaction that may still roll back
     deletes them then). `update`: lines whose id the project holds with other content replace
-    that content (item_update.py) instead of being refused.
+    that content (item_update.py) instead of being refused. `savepoint=False`: a caller inside
+    a transaction that it rolls back whole when this raises (batch.py) spares the import its own
+    savepoint (two statements).
 
     Raises ImportRefused with "line N: field F: reason" messages ("row N" for the Nth item an
     authors' file was converted to) when any line is invalid; nothing is written then.
@@ -438,6 +435,7 @@ def items_import(
                 audit={"actor": actor, "file": Path(path).name, "run": run_id, "format": read.format},
                 stored=stored,
                 update=update,
+                savepoint=savepoint,
             )
         except ImportRefused as exc:
             if read.converted:  # its line N is the Nth converted row, not a line of the authors' file
@@ -459,6 +457,7 @@ def _import_file(
     audit: dict,
     stored: list[str] | None = None,
     update: bool = False,
+    savepoint: bool = True,
 ) -> ItemImportReport:
     try:
         source = open_source(path, media_root=media_root, max_bytes=settings.IMPORT_MAX_FILE_BYTES)
@@ -478,7 +477,9 @@ def _import_file(
         # A large file outside a transaction streams its rows to a writer thread while pass 1 runs;
         # anything else is one transaction on this connection (the caller's, or opened here).
         live = not connection.in_atomic_block and source.items_bytes() >= LIVE_COPY_MIN_BYTES
-        with contextlib.nullcontext() if live else transaction.atomic():
+        # Inside a caller's transaction that is rolled back whole on any failure, no savepoint.
+        nested = connection.in_atomic_block and not savepoint
+        with contextlib.nullcontext() if live or nested else transaction.atomic():
             small = source.items_bytes() < LIVE_COPY_MIN_BYTES
             validation = _Validation(
                 project, source, verified, strict, live=live, defer=not live and small, update=update

@@ -85,8 +85,22 @@ def payload_box_in_pixels(payload: MutableMapping[str, Any], width: int | None, 
         return None
     if width is None or height is None:
         return f"box units {units}: the image's size is unknown" if units == NORMALISED else None
+    if units == PIXELS and (width > TINY_SIDE or height > TINY_SIDE) and not _within_unit(box):
+        # What box_in_pixels returns for a pixel box that is not refused, without its checks of
+        # the units and the generator over the box: the importer's every line takes this path.
+        payload["bbox"] = list(box)
+        return None
     try:
         payload["bbox"] = box_in_pixels(box, width, height, units)
     except Invalid as exc:
         return exc.reason
     return None
+
+
+def _within_unit(box: list[Any]) -> bool:
+    """Every number of the box lies within 0–1 (`box_in_pixels`'s test for a normalised box given
+    as pixels)."""
+    for v in box:
+        if not 0 <= v <= 1:
+            return False
+    return True
