@@ -128,10 +128,13 @@ if _database_url:
     # tests/test_faults.py). Celery workers open a new one for every Celery task (Celery's Django
     # fixup closes them before and after each one).
     DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=60, conn_health_checks=True)}
+    # Django's backend with a health check that polls the connection's socket instead of sending
+    # SELECT 1 to PostgreSQL in every request (config/postgresql/base.py says what it sees).
+    DATABASES["default"]["ENGINE"] = "config.postgresql"
 else:
     DATABASES = {
         "default": {
-            "ENGINE": "django.db.backends.postgresql",
+            "ENGINE": "config.postgresql",
             "NAME": "statelab",
             "USER": "postgres",
             "HOST": str(EMBEDDED_POSTGRES_DIR),

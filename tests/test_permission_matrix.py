@@ -56,6 +56,7 @@ from annotation.models import (
     TaskStatus,
 )
 from inference.models import InferenceJob, JobStatus
+from tests.helpers.lanes import through_lanes
 
 # (The marker also makes pytest-django set up the test database the module's world is built in.)
 pytestmark = pytest.mark.django_db
@@ -680,8 +681,12 @@ def other_sessions() -> list[str]:
 def client_as(w: World, who: str, mode: str) -> Client:
     # 5xx come back as responses (and show up as mismatches) instead of aborting the walk.
     if mode == TOKEN:
-        return Client(
-            raise_request_exception=False, headers={"Authorization": f"Token {w.tokens[who]}"} if who != ANON else {}
+        # Served as gunicorn serves them: API requests with a token take the token lane (config/lanes.py).
+        return through_lanes(
+            Client(
+                raise_request_exception=False,
+                headers={"Authorization": f"Token {w.tokens[who]}"} if who != ANON else {},
+            )
         )
     client = Client(raise_request_exception=False)
     if who != ANON:

@@ -11,6 +11,8 @@ from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
+from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -129,7 +131,25 @@ class WorkApi(APIView):
         return super().handle_exception(exc)
 
 
-class TaskNextApi(WorkApi):
+class JsonAnswers(DefaultContentNegotiation):
+    """The task endpoints answer JSON, whatever the Accept header asks for: their clients are the
+    workbench and API clients, all reading JSON, and no other rendering of a task exists. Saves
+    weighing the header against DRF's renderers on every request of the annotation loop (where a
+    header no renderer met got 406, it gets the JSON). Bodies are parsed as before."""
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        renderer = renderers[0]
+        return renderer, renderer.media_type
+
+
+class TaskWorkApi(WorkApi):
+    """The annotation loop's endpoints (claim, autosave, renew, submit, skip): JSON only."""
+
+    renderer_classes = (JSONRenderer,)
+    content_negotiation_class = JsonAnswers
+
+
+class TaskNextApi(TaskWorkApi):
     class InputSerializer(serializers.Serializer):
         class Meta:
             ref_name = "TaskNextInput"
@@ -155,7 +175,7 @@ class TaskNextApi(WorkApi):
         return Response(task_view(task=task))
 
 
-class TaskDraftApi(WorkApi):
+class TaskDraftApi(TaskWorkApi):
     class InputSerializer(serializers.Serializer):
         class Meta:
             ref_name = "TaskDraftInput"
@@ -188,14 +208,14 @@ class TaskDraftApi(WorkApi):
         )
 
 
-class TaskRenewApi(WorkApi):
+class TaskRenewApi(TaskWorkApi):
     @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT, 409: ErrorOut}, summary="Renew the task's lease")
     def post(self, request, task_id: int):
         task = task_renew(task_id=task_id, user=request.user, role=Role.ANNOTATOR)  # one read of the task
         return Response({"task": task.pk, "lease_expires": task.lease_expires.isoformat()})
 
 
-class TaskSubmitApi(WorkApi):
+class TaskSubmitApi(TaskWorkApi):
     class InputSerializer(serializers.Serializer):
         class Meta:
             ref_name = "TaskSubmitInput"
@@ -236,7 +256,7 @@ class TaskSubmitApi(WorkApi):
         )
 
 
-class TaskSkipApi(WorkApi):
+class TaskSkipApi(TaskWorkApi):
     @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT, 409: ErrorOut}, summary="Skip the task")
     def post(self, request, task_id: int):
         task = task_skip(task_id=task_id, user=request.user, role=Role.ANNOTATOR)  # one read of the task
