@@ -165,6 +165,13 @@ def validate(result: Any, ctx: Context) -> tuple[dict[str, Any], dict[str, str]]
         return {}, {"result": "The result must be a JSON object."}
     if "votes" in result:
         return _validate_screen(result, ctx)
+    if ctx.shown is not None:
+        # An annotator's own vote: the annotator saw left and right, never which output is a, so a
+        # vote about a and b could only be a guess (or a replay of another rater's answer).
+        return {}, {
+            "votes": 'Vote on what you were shown: {"shown": "ab" or "ba", "votes": {criterion: left, right, '
+            "tie or both_bad}}; a vote about a and b is for imports and reviewers."
+        }
     return _validate_item_terms(result, ctx)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from annotation.importing.samples import make_video
-from annotation.models import Item, ItemStatus, Project, Review, Role
+from annotation.models import Annotation, Item, ItemStatus, Project, Review, Role
 from protocols.arena import workflow
 from tests.protocols.arena.helpers import MODEL_NAMES, make_pair
 
@@ -48,7 +48,11 @@ def arena(settings, make_user, make_project, tmp_path):
     Project.objects.filter(pk=project.pk).update(option_seed=seed)
     project.refresh_from_db()
     annotate_through_queue(project, r1, [{"shown": "ba", "votes": {"overall": "left", "state_change": "tie"}}])
-    annotate_through_queue(project, r2, [{"winner": "a"}])
+    # rater2 preferred a, on whichever side the server showed it.
+    shown = workflow.shown_order(seed, str(item.pk), str(r2.pk))
+    annotate_through_queue(
+        project, r2, [{"shown": shown, "votes": {"overall": "left" if shown[0] == "a" else "right"}}]
+    )
     item.refresh_from_db()
     assert item.status == ItemStatus.ANNOTATED
     return project, item
@@ -73,7 +77,8 @@ def test_the_reviewer_reads_each_raters_votes_and_picks_the_winner(page, login, 
 
     assert cells("overall") == [f"B better ({BETA})", f"A better ({ALPHA})"]
     assert cells("state_change") == ["Tie", "—"]
-    assert cells("shown") == ["B left, A right", "—"]
+    r2_shown = Annotation.objects.get(item=item, annotator__username="rater2").result["shown"]
+    assert cells("shown") == ["B left, A right", workflow.SHOWN_LABELS[r2_shown]]
     assert page.locator('tr[data-field="overall"]').get_attribute("class") == "disagree"
 
     # The merged answer: a winner per criterion, in the item's terms.

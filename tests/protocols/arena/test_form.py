@@ -178,6 +178,26 @@ def test_a_vote_claiming_other_sides_than_the_server_drew_is_refused(arena):
     assert not Annotation.objects.filter(item_id=data["item"]["id"]).exists()
 
 
+def test_an_annotators_vote_about_a_and_b_is_refused(arena):
+    """An annotator saw left and right, never which output is a: a vote in the item's terms (the
+    shape of imports and reviewers' edits) is refused from the annotator, and nothing is stored;
+    the same vote in screen terms is taken."""
+    project, people, items, media = arena
+    client = session_client(people[0])
+    data = claim(client)
+    url = f"/api/tasks/{data['task']}/submit/"
+    r = client.post(url, {"result": {"winner": "a"}}, format="json")
+    assert r.status_code == 400, r.content
+    assert "Vote on what you were shown" in json.dumps(r.json())
+    assert not Annotation.objects.filter(item_id=data["item"]["id"]).exists()
+    r = client.post(url, {"result": {"shown": data["item"]["shown"], "votes": {"overall": "tie"}}}, format="json")
+    assert r.status_code == 201, r.content
+    assert Annotation.objects.get(item_id=data["item"]["id"]).result == {
+        "winner": "tie",
+        "shown": data["item"]["shown"],
+    }
+
+
 def test_the_annotators_form_description_holds_no_field_of_the_items_sides(arena, client):
     """The annotate page's form (and the claim's JSON) carries what an annotator needs: criteria,
     screen votes, the left/right media; never the payload's media or model fields, nor the review
