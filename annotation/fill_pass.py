@@ -78,7 +78,12 @@ def fill_pass_fields(project: Project, fields: Any = None) -> tuple[str, ...]:
 
 def _lacks(field: str) -> Q:
     """Items whose payload lacks `field` (no key, null or empty), as _missing reads one payload."""
-    return Q(**{f"payload__{field}__isnull": True}) | Q(**{f"payload__{field}": None}) | Q(**{f"payload__{field}": ""})
+    return (
+        Q(**{f"payload__{field}__isnull": True})
+        | Q(**{f"payload__{field}": None})
+        | Q(**{f"payload__{field}": ""})
+        | Q(**{f"payload__{field}": []})
+    )
 
 
 def fill_pass_plan(*, project: Project, fields: Any = None) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,7 +119,10 @@ def _scratch_folder() -> Path:
     first use and kept (a request's files are written, imported and deleted one at a time, so
     the folder holds at most the file being imported). Making and removing a folder per file
     cost a few milliseconds each on this disk, what a 1,000-line file notices."""
-    return Path(settings.CACHE_ROOT) / "request-uploads" / f"{os.getpid()}-{threading.get_ident()}"
+    # The host name too: CACHE_ROOT may be a volume that several containers share, and process ids
+    # repeat across containers.
+    name = f"{socket.gethostname()}-{os.getpid()}-{threading.get_ident()}"
+    return Path(settings.CACHE_ROOT) / "request-uploads" / name
 
 
 def _write_upload(uploaded, folder: Path, name: str) -> Path:
@@ -127,7 +131,7 @@ def _write_upload(uploaded, folder: Path, name: str) -> Path:
     try:
         out = open(path, "wb")
     except FileNotFoundError:  # first use of the folder (or a cache folder emptied since)
-        folder.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         out = open(path, "wb")
     with out:
         for chunk in uploaded.chunks():
@@ -167,21 +171,22 @@ def items_import_batch(
             now = timezone.now()
             for index, uploaded in enumerate(uploads):
                 name = upload_name(uploaded)
-                path = _write_upload(uploaded, folder, name)
-                run = ImportRun.objects.create(
-                    project=project,
-                    created_by=actor,
-                    kind=ImportKind.ITEMS,
-                    verified=bool(verified),
-                    file_name=name,
-                    file_bytes=path.stat().st_size,
-                    status=RunStatus.RUNNING,
-                    attempts=1,
-                    worker="request",
-                    started_at=now,
-                    heartbeat_at=now,
-                )
-                try:
+                path = folder / safe_upload_name(name)
+                try:  # the upload is deleted again whatever happens (finally, below)
+                    _write_upload(uploaded, folder, name)
+                    run = ImportRun.objects.create(
+                        project=project,
+                        created_by=actor,
+                        kind=ImportKind.ITEMS,
+                        verified=bool(verified),
+                        file_name=name,
+                        file_bytes=path.stat().st_size,
+                        status=RunStatus.RUNNING,
+                        attempts=1,
+                        worker="request",
+                        started_at=now,
+                        heartbeat_at=now,
+                    )
                     with transaction.atomic() if savepoint else contextlib.nullcontext():
                         report = items_import(
                             project=project,

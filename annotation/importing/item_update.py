@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.db import transaction
 from django.utils import timezone
 
 from annotation.models import Item, ItemStatus
@@ -50,6 +51,7 @@ class ItemUpdate:
     media: dict
     status: str
     changed: list[str]
+    line_status: str = ""  # the status the line would give a new item (new_status)
 
 
 def new_status(*, line_status: str, old_status: str, annotation_count: int) -> str:
@@ -75,23 +77,51 @@ def shown_updates(updates: list[ItemUpdate]) -> list[dict]:
 
 
 def apply_updates(updates: list[ItemUpdate]) -> None:
-    """Write the updates, in the caller's transaction (the import's)."""
+    """Write the updates, in the caller's transaction (the import's). The rows are locked first
+    (in id order, as every other writer of items locks them) and the status is worked out again
+    from what they hold then: a reviewer's discard, a submit or a labelling pass that came in
+    after the import compared the items is not overwritten with a status read before it. The
+    item's content is the line's now, so a labelling pass on its old content ends
+    (``fill_fields`` cleared)."""
+    if not updates:
+        return
     now = timezone.now()
-    for start in range(0, len(updates), BATCH):
-        rows = [
-            Item(
-                pk=u.pk,
-                payload=u.checked.payload,
-                split=u.checked.split,
-                tags=list(u.checked.tags),
-                media=u.media,
-                is_gold=u.checked.gold,
-                status=u.status,
-                updated_at=now,
+    with transaction.atomic():
+        for start in range(0, len(updates), BATCH):
+            chunk = sorted(updates[start : start + BATCH], key=lambda u: u.pk)
+            current = dict(
+                (pk, (status, count))
+                for pk, status, count in Item.objects.select_for_update()
+                .filter(pk__in=[u.pk for u in chunk])
+                .order_by("pk")
+                .values_list("pk", "status", "annotation_count")
             )
-            for u in updates[start : start + BATCH]
-        ]
-        Item.objects.bulk_update(rows, ["payload", "split", "tags", "media", "is_gold", "status", "updated_at"])
+            rows = []
+            for u in chunk:
+                if u.pk not in current:  # deleted meanwhile: nothing to update
+                    continue
+                status, count = current[u.pk]
+                after = (
+                    new_status(line_status=u.line_status, old_status=status, annotation_count=count)
+                    if u.line_status
+                    else u.status
+                )
+                rows.append(
+                    Item(
+                        pk=u.pk,
+                        payload=u.checked.payload,
+                        split=u.checked.split,
+                        tags=list(u.checked.tags),
+                        media=u.media,
+                        is_gold=u.checked.gold,
+                        status=after,
+                        fill_fields=[],
+                        updated_at=now,
+                    )
+                )
+            Item.objects.bulk_update(
+                rows, ["payload", "split", "tags", "media", "is_gold", "status", "fill_fields", "updated_at"]
+            )
 
 
 def promote_verified(ids) -> None:

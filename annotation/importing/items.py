@@ -312,7 +312,7 @@ class _Validation:
             ]
             if differ and self.update:
                 after = new_status(line_status=line_status, old_status=status, annotation_count=n_annotations)
-                self.updates.append(ItemUpdate(pk, external_id, checked, new_media, after, differ))
+                self.updates.append(ItemUpdate(pk, external_id, checked, new_media, after, differ, line_status))
                 self.report.updated += 1
             elif differ:
                 self.errors.add(line, "id", update_message(external_id, differ))

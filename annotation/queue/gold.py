@@ -26,7 +26,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Subquery
 
 from ..models import Annotation, Item, ItemStatus, Project, Task, TaskStatus
-from .quota import sibling_accounts
+from .quota import annotator_cap, cap_left, sibling_accounts
 from .rules import MAX_ACTIVE_TASKS, claim_lock, lease_until
 
 
@@ -38,6 +38,10 @@ def gold_take_over(*, project: Project, user, now: datetime, exclude: tuple[int,
     task ends.
     Serialized with the user's other claims (rules.claim_lock)."""
     claim_lock(user=user)
+    # The project's cap, read again under the lock: another claim of the user's may have taken the
+    # last place since this claim's own check.
+    if (cap := annotator_cap(project)) is not None and cap_left(project=project, user=user, cap=cap) <= 0:
+        return None
     if (
         exclude
         and Task.objects.filter(annotator=user, status=TaskStatus.ACTIVE, pk__in=exclude, item__project=project).count()

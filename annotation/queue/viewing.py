@@ -15,6 +15,7 @@ from ..project_setup import project_setting
 from ..protocols import custom_workflow
 from ..results import ResultInvalid
 from ..selectors import _media_field, media_urls_for, result_context_for
+from .rules import lease_seconds
 
 
 def viewing_refusal(*, item, user, result: Any, seconds: float) -> None:
@@ -23,6 +24,10 @@ def viewing_refusal(*, item, user, result: Any, seconds: float) -> None:
     project = item.project
     check = getattr(custom_workflow(project.workflow), "viewing_check", None)
     if check is None or getattr(item, "fill_fields", None):  # a labelling pass asks other fields
+        return
+    if seconds >= lease_seconds(project):
+        # The measured time stops at one lease (queue/sql.py): an annotator who spent all of it on
+        # the task watched as long as the server can tell, whatever the form requires.
         return
     proto = registry.get(project.protocol)
     settings = {key: project_setting(project.settings, key, None, project=project.slug) for key in proto.settings_keys}

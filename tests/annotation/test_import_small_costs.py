@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import random
+import socket
 from pathlib import Path
 
 import pytest
@@ -79,6 +81,11 @@ def test_a_one_file_request_takes_no_savepoint_and_one_look_at_the_projects_item
     # Uploads are written one at a time into this thread's folder and deleted after their import.
     folder = Path(settings.CACHE_ROOT) / "request-uploads"
     assert folder.is_dir() and not [p for p in folder.rglob("*") if p.is_file()]
+    # One folder per host, process and thread (containers sharing the volume repeat process ids),
+    # readable by this user only.
+    (mine,) = folder.iterdir()
+    assert mine.name.startswith(f"{socket.gethostname()}-{os.getpid()}-")
+    assert mine.stat().st_mode & 0o777 == 0o700
 
 
 def test_a_refused_single_file_leaves_nothing_and_a_later_request_imports(api):

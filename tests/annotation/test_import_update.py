@@ -259,3 +259,24 @@ def test_a_large_file_updates_in_the_live_writers_transaction(tmp_path, make_pro
     item = Item.objects.get(project=project, external_id=target)
     assert (item.payload["state"], item.tags) == ("a corrected state", ["fixed"])
     assert Item.objects.filter(project=project).count() == 320
+
+
+def test_a_change_made_after_the_comparison_is_not_overwritten(tmp_path, monkeypatch):
+    """The status is worked out again from the locked rows when the update is written: a reviewer's
+    discard (or a labelling pass) that lands after the import compared the items wins over the
+    status read before it, and the pass on the old content ends."""
+    run(str(imported(tmp_path, "r1", first_release())), "--create", "--verified")
+    item = Item.objects.get(project__slug="vt", external_id=count_id())
+    compare = item_importer._Validation.compare_existing
+
+    def compare_then_discard(self):
+        compare(self)
+        # What a reviewer does between the comparison and the write.
+        Item.objects.filter(pk=item.pk).update(status=ItemStatus.DISCARDED, fill_fields=["answer"])
+
+    monkeypatch.setattr(item_importer._Validation, "compare_existing", compare_then_discard)
+    said = run(str(imported(tmp_path, "r2", second_release())), "--update", "--verified")
+
+    assert ", 1 updated;" in said, said
+    item.refresh_from_db()
+    assert (item.status, item.payload["answer"], item.fill_fields) == (ItemStatus.DISCARDED, 4, [])

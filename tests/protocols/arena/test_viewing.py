@@ -103,3 +103,21 @@ def test_the_setting_is_checked_by_its_key():
         assert "arena_min_view_seconds" in errors and repr(bad) in errors["arena_min_view_seconds"]
     _clean, errors = project_settings_check(protocol="status", settings={"arena_min_view_seconds": 3})
     assert errors == {"arena_min_view_seconds": "Only Arena (pairwise votes) projects read it."}
+
+
+def test_a_minimum_longer_than_the_lease_asks_no_more_than_the_whole_lease(voter, make_project, tmp_path):
+    """The server's measured time stops at one lease: a vote after the whole lease is taken even
+    when the project's minimum (or a long video) asks for more; one second less is refused."""
+    from annotation.models import Item
+    from annotation.queue.viewing import viewing_refusal
+    from annotation.results import ResultInvalid
+
+    project = _project(make_project, voter, tmp_path, "long", kind="image", arena_min_view_seconds=3600)
+    item = Item.objects.get(project=project)
+    from protocols.arena import workflow
+
+    order = workflow.shown_order(project.option_seed, str(item.pk), str(voter.pk))
+    result = {"shown": order, "votes": {"overall": "left"}}
+    with pytest.raises(ResultInvalid):
+        viewing_refusal(item=item, user=voter, result=result, seconds=599)
+    viewing_refusal(item=item, user=voter, result=result, seconds=600)  # the default lease: no refusal
