@@ -8,7 +8,7 @@ For each N: N verified items of one protocol (ChangeIt by default: the sample li
 its own instead, so the release's media map has N entries) are imported into a fresh project with
 ``import_items --verified``; then the project is frozen alternately by
 
-- **old**: the freeze as it was before (kept in bench/freeze_baseline.py as the baseline): items
+- **old**: the freeze as it was before (tests/annotation/freeze_reference.py, through bench/freeze_baseline.py): items
   read through the ORM in chunks of 2,000 after a separate pass for the protocol's vocabulary, the
   media map and the one-file-per-path check held in a Python dict, release items written by one
   ``COPY`` per 2,000 rows, the option orders drawn by the resolvers as they were

@@ -1,6 +1,7 @@
 """The option orders a freeze writes come from the protocols' ``resolve_queries``; they were made
 faster (protocols/base.py ``shuffle``, ChangeIt's candidate pools found once per vocabulary) and
-must stay the orders they were. The references below are the code as it was before."""
+must stay the orders they were. The reference is the code as it was before
+(tests/annotation/freeze_reference.py)."""
 
 from __future__ import annotations
 
@@ -10,36 +11,14 @@ import pytest
 
 from protocols import registry
 from protocols.base import seeded_rng, shuffle, shuffled
-from protocols.changeit import N_CANDIDATES, STRATEGIES
-
-
-def _reference_candidates(payload, strategy, vocab, rng) -> list[str]:
-    truth = payload["state"]
-    obj = payload["object"]
-    picked: list[str] = [truth]
-    if strategy == "standard":
-        first = [s for s in vocab.get(obj, []) if s != truth]
-    else:
-        first = [s for s in payload.get("distractors", []) if s != truth]
-    for label in first:
-        if len(picked) >= N_CANDIDATES:
-            break
-        if label not in picked:
-            picked.append(label)
-    others = sorted({s for o, states in vocab.items() if o != obj for s in states} - set(picked))
-    rng.shuffle(others)
-    for label in others:
-        if len(picked) >= N_CANDIDATES:
-            break
-        picked.append(label)
-    rng.shuffle(picked)
-    return picked
+from protocols.changeit import STRATEGIES
+from tests.annotation.freeze_reference import reference_candidates
 
 
 def _reference_changeit(item_id, payload, *, seed, vocab):
     out = {}
     for strategy in STRATEGIES:
-        cands = _reference_candidates(payload, strategy, vocab, random.Random(f"{seed}:{item_id}:changeit:{strategy}"))
+        cands = reference_candidates(payload, strategy, vocab, random.Random(f"{seed}:{item_id}:changeit:{strategy}"))
         for condition in ("full", "crop"):
             out[f"state:{strategy}:{condition}"] = {"options": cands, "answer": cands.index(payload["state"]) + 1}
     return out
