@@ -229,7 +229,7 @@ CACHE_ROOT = Path(os.environ.get("STATELAB_CACHE_ROOT", DATA_DIR / "cache"))
 IMPORT_MEDIA_ROOT = os.environ.get("IMPORT_MEDIA_ROOT") or None
 # The benchmark protocols, one package each (protocols/base.py describes the interface): the
 # built-in ones are listed once, in protocols/registry.py; a deployment adds its own here, e.g.
-# STATELAB_PROTOCOLS = [*BUILT_IN_PROTOCOLS, "mylab.protocols.arena"].
+# STATELAB_PROTOCOLS = [*BUILT_IN_PROTOCOLS, "mylab.protocols.tidiness"].
 STATELAB_PROTOCOLS = list(BUILT_IN_PROTOCOLS)
 # The scorer inference's results.json asks for (inference never imports evaluation itself).
 STATELAB_JOB_METRICS = "evaluation.leaderboard.job_metrics"

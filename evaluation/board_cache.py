@@ -52,7 +52,7 @@ def board(
     # The ordering and the columns are part of the key: a board cached in another order or with
     # other columns (an older definition, still in Redis after a deploy) is never served.
     extra = f"{judge}:{ranking.signature(protocol, rank_by)}:cols:{','.join(answer_sets.main_keys(protocol))}:se"
-    # The raters left out of an arena board (project settings, not in the data fingerprint): a
+    # The raters left out of a pairwise board (project settings, not in the data fingerprint): a
     # change of the list is a new key, so the board is fitted again at once.
     extra += f":screen:excluded={json.dumps(rater_exclusion.excluded_raters(project))}"
     extra += f":ci={intervals.signature()}"

@@ -1,6 +1,6 @@
 """MLLM judges of a pairwise project against its human votes: the page and API "Judges" for a
 project whose protocol brings a ``judging_module`` (protocols/base.py), which holds the statistics
-and says what of an item the page shows (e.g. docs/protocols/arena.md, "MLLM judges"). This module
+and says what of an item the page shows (the protocol's spec page in docs/protocols/ describes it). This module
 names no protocol; a project of a protocol without the hook gets a 404 (the API) or a note (the
 page) saying that its protocol has no pairwise judges.
 
@@ -196,8 +196,9 @@ def likert_project(user, slug: str) -> Project:
 def ranking_comparison(pairs_board: dict[str, Any], likert_board: dict[str, Any]) -> dict[str, Any]:
     """Kendall's τ-b between the pairwise board's headline ratings (its protocol's first ranking
     metric) and the Likert board's headline scores of the models ranked on both boards (rows
-    without a value are left out). The JSON keeps the names it was published with
-    (``arena_release``, ``systems[].rating``)."""
+    without a value are left out). ``pairs_release`` and ``pairs_label`` name the pairwise board's
+    release and its protocol; the release is also under ``<protocol>_release``, the name the JSON
+    was published with, and the ratings stay ``systems[].rating``."""
     protocol = likert_board["protocol"]
     metric = registry.get(protocol).ranking[0]
     pairs_protocol = registry.get(pairs_board["protocol"])
@@ -210,7 +211,9 @@ def ranking_comparison(pairs_board: dict[str, Any], likert_board: dict[str, Any]
     }
     common = sorted(set(rated_scores) & set(likert), key=lambda m: (-rated_scores[m], m))
     out: dict[str, Any] = {
-        "arena_release": pairs_board.get("release"),
+        "pairs_release": pairs_board.get("release"),
+        "pairs_label": pairs_protocol.label,
+        f"{pairs_board['protocol']}_release": pairs_board.get("release"),
         "likert_project": likert_board["project"],
         "likert_release": likert_board.get("release"),
         "metric": metric,

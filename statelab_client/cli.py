@@ -27,7 +27,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from .client import AUTHORS_FORMATS, ApiError, ConnectionFailed, ImportRun, JobProgress, StateLabClient
+from .client import ApiError, ConnectionFailed, ImportRun, JobProgress, StateLabClient
 from .progress import Progress, human_bytes
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_REFUSED, EXIT_AUTH, EXIT_SERVER = 0, 1, 2, 3, 4, 5
@@ -405,9 +405,8 @@ def build_parser() -> argparse.ArgumentParser:
         default="json",
         metavar="FORMAT",
         help="json (default), jsonl, zip (with the media), hf (zipped dataset folder); coco, coco_zip for box "
-        "projects; or the project's authors' format, a zip of the paper's own files: "
-        + ", ".join(AUTHORS_FORMATS)
-        + " (the server says which its project's protocol writes)",
+        "projects; or the name of an authors' format the project's protocol writes, a zip of the paper's own "
+        "files (given a format the project does not export to, the server names those it does)",
     )
 
     job = command("job", None, "launch an inference job and follow it; wait for or cancel one")

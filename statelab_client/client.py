@@ -20,17 +20,6 @@ from .media import media_named, zip_with_media
 ImportStatus = Literal["queued", "running", "finished", "refused", "failed"]
 JobStatus = Literal["queued", "running", "finished", "failed", "cancelled"]
 ExportFormat = Literal["json", "jsonl", "zip", "hf", "coco", "coco_zip"]
-# The papers' authors' formats a release exports back to (a zip of their files), by the names the
-# server's export_release --format and ?fmt= take; a project's protocol writes one of them.
-AUTHORS_FORMATS = (
-    "status-bench",
-    "changeit-frames",
-    "visualtrans",
-    "m3verse-pipeline",
-    "oscbench-prompts",
-    "vbench-human-anno",
-)
-
 IMPORT_DONE = ("finished", "refused", "failed")
 JOB_ACTIVE = ("queued", "running")
 
@@ -392,7 +381,7 @@ class StateLabClient(Analysis):
         """Stream the release to `dest` (a file, or a folder to put the server's file name in;
         default: that name in the working directory) in chunks; returns the path written. The
         file appears only once complete (written to a .part file, then renamed). `fmt` is one of the
-        project's own formats or an authors' format of its protocol (AUTHORS_FORMATS: a zip of the
+        project's own formats or the name of an authors' format its protocol writes (a zip of the
         paper's own files); the server refuses one the project does not export to, naming those it does."""
         path = f"/api/projects/{slug}/releases/{version}/export/"
         try:

@@ -1,5 +1,5 @@
 """Queue ranks: the order items are handed out in within a queue level, for protocols that match
-pairs (protocols/base.py ``matchmaking_module``, e.g. the arena's active sampling).
+pairs (protocols/base.py ``matchmaking_module``, e.g. a pairwise protocol's active sampling).
 
 Every item's ``queue_rank`` is 0 unless its protocol has a matchmaking module; the claim walks a
 level by (queue_rank, id) (sql.py). After votes arrive (a submit, an import of votes) a refresh is

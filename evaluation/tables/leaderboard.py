@@ -97,7 +97,7 @@ def _chance(board: dict[str, Any], keys: Sequence[str]) -> list | None:
 ROW_KEYS = ("model", "n", "parse_failures", "metrics", "ci", "se", "se_clustered", "design_effect", "usage")
 BOARD_KEYS = ("project", "release", "protocol", "cluster_key", "rows")
 # Present only when asked for: the paired comparisons against a baseline (evaluation/paired.py).
-# An arena board's rater screen and the raters excluded from it (evaluation/rater_exclusion.py).
+# A pairwise board's rater screen and the raters excluded from it (evaluation/rater_exclusion.py).
 OPTIONAL_BOARD_KEYS = ("paired", "rater_screen", "excluded_raters", "excluded_votes")
 
 

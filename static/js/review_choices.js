@@ -1,4 +1,4 @@
-// Review of a protocol's own form whose answers are choices (e.g. the arena's votes): the form
+// Review of a protocol's own form whose answers are choices (e.g. pairwise votes): the form
 // description the server sends (`form.review`, from the protocol's workflow module `form`,
 // annotation/protocols.py "A workflow of its own") says which media to show, which item fields to
 // print, and which fields of a stored answer are choices. Nothing here names a protocol.

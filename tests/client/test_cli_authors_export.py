@@ -12,9 +12,7 @@ import pytest
 from annotation.importing import items_import
 from annotation.releases import release_freeze
 from inference.services import predictions_import
-from protocols import registry
 from statelab_client import cli
-from statelab_client.client import AUTHORS_FORMATS
 from tests.evaluation.factories import make_release
 from tests.helpers.files import write_lines
 from tests.helpers.items import status_payload
@@ -28,11 +26,6 @@ def run_main(capsys, world, *args: str) -> tuple[int, str, str]:
     code = cli.main(["--url", world["url"], "--token", world["token"], "--quiet", *args])
     out, err = capsys.readouterr()
     return code, out, err
-
-
-def test_the_client_names_every_authors_format_the_server_writes():
-    written = {f.name for p in registry.protocols() for f in p.formats if f.kind == "items" and f.writes}
-    assert set(AUTHORS_FORMATS) == written
 
 
 def test_a_release_downloads_in_its_authors_format(capsys, api_world, make_project):

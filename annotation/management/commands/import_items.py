@@ -14,7 +14,7 @@ A line whose id the project holds with other content is refused, unless --update
 takes the line's content (payload, split, tags, media, gold) in the same all-or-nothing import, and
 the report counts it as updated, naming the fields that changed (annotation/importing/item_update.py
 says what becomes of its status and annotations; frozen releases never change). This is how a later
-release of an authors' file whose ids come from the content (VisualTrans) corrects the items.
+release of an authors' file whose ids come from the content corrects the items.
 
 --actor names who the import is recorded under in the audit trail: a researcher or admin of the
 project, or, for a project that --create makes, someone who may create projects in the app (they

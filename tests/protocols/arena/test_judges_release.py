@@ -75,7 +75,8 @@ def test_without_release_the_report_reads_the_newest_release(arena, make_project
             rate(ext, osc, f"r{r}", {c: level[payload["generator"]] for c in CRITERIA})
     found = _get(client, f"/api/projects/{project.slug}/judges/?likert={osc.slug}")["ranking_comparison"]
     board = _get(client, f"/api/projects/{project.slug}/leaderboard/?release=v1&details=1")
-    assert found["arena_release"] == "v1" == board["release"]
+    assert found["arena_release"] == found["pairs_release"] == "v1" == board["release"]
+    assert found["pairs_label"] == "Arena (pairwise votes)"
     assert found["likert_release"] is not None
     rating = {r["model"]: r["metrics"]["rating"] for r in board["rows"]}
     assert {s["model"]: s["rating"] for s in found["systems"]} == rating
