@@ -13,7 +13,8 @@ There are two rules, because two different things are compared:
 - **description text** (``description_text``): two annotators' free-text descriptions of the same
   thing (a quintuplet's two states, its change and the change's distractors). Case, all
   punctuation and the articles a / an / the are ignored, so "The closed jar." and "closed jar"
-  agree (docs/protocols/status.md § "Agreement"). Never used to score an answer.
+  agree (the "Agreement" section of the spec page of a protocol that uses it, docs/protocols/). Never
+  used to score an answer.
 
 lmms-eval task folders carry a standalone copy of the answer rule
 (annotation/interchange/lmms_task_utils.py), kept identical by tests.

@@ -56,8 +56,8 @@ class ReleaseFormat:
     """One file format of a paper's authors. Subclasses set the class attributes and implement
     ``detect`` and ``read`` (and ``write`` where ``writes``)."""
 
-    name: ClassVar[str] = ""  # the --format value, e.g. "status-bench"
-    label: ClassVar[str] = ""  # human name: "STATUS_Bench.json (mmaiLab/STATUS_Bench)"
+    name: ClassVar[str] = ""  # the --format value, e.g. "<paper>-bench"
+    label: ClassVar[str] = ""  # human name: the file's name and the authors' repository
     kind: ClassVar[str] = "items"  # items | annotations | predictions
     writes: ClassVar[bool] = False  # a release exports back in this format
 
