@@ -89,11 +89,11 @@ def normalize_qa_answer(answer: Any) -> Hashable:
     as sorted tuples of their ``answer_text`` forms (protocols.normalize: the answer rule that
     scoring uses too, so a blind answer that agrees with the truth here is right on the board).
 
-    Stored answers share one form (annotation.canonical), but a comparison still needs a key: an
-    M3-Verse truth is a list where a single-answer submit is one letter, and set answers match
-    whatever their order and case. Raw spellings ("b", "A, C", "07") are still read alike, so the
-    figures recomputed in a notebook from a frozen release's export (which keeps the spelling it
-    was frozen with) are the platform's."""
+    Stored answers share one form (annotation.canonical), but a comparison still needs a key: a
+    truth stored as a list of letters (multi-answer questions) meets a single-answer submit of one
+    letter, and set answers match whatever their order and case. Raw spellings ("b", "A, C", "07")
+    are still read alike, so the figures recomputed in a notebook from a frozen release's export
+    (which keeps the spelling it was frozen with) are the platform's."""
     if answer is None:
         return None
     if isinstance(answer, bool):

@@ -52,7 +52,7 @@ def _validate_review_edit(item: Item, result) -> dict:
         clean = validate_result("qa", answer_part, ctx).result
         if clean["answer"] is None:
             raise ResultInvalid({"answer": "A verified item needs an answer."})
-        # The item's known answer in its stored form (an M3-Verse answer is a list of letters).
+        # The item's known answer in its stored form (a multi-answer question stores a list of letters).
         clean["answer"] = payload_answer(item.project.protocol, {**item.payload, **fixes, "answer": clean["answer"]})
         return {**fixes, "answer": clean["answer"]}
     # A box edit's state is one of the item's candidate labels (its state, its distractors, the

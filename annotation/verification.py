@@ -51,7 +51,7 @@ def apply_result_to_payload(workflow: str, payload: dict, result: dict, *, proto
             if name in result:
                 out[name] = result[name]
         out["answer"] = result["answer"]
-        if protocol:  # the known answer's stored form (an M3-Verse answer is a list of letters)
+        if protocol:  # the known answer's stored form (a multi-answer question stores a list of letters)
             out["answer"] = payload_answer(protocol, out)
     # Ratings stay as annotations: the item payload carries no answer.
     return out
