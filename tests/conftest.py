@@ -12,9 +12,9 @@ import shutil
 import pytest
 from django.conf import settings
 
-# Fixtures shared by several folders: a real Redis broker for worker tests, and a real S3-protocol
-# server (moto) with a fresh bucket for the storage tests.
-pytest_plugins = ["tests.inference.worker", "tests.s3_server"]
+# Fixtures shared by several folders: a real Redis broker for worker tests, a real S3-protocol
+# server (moto) with a fresh bucket for the storage tests, and the fault tests' private stack.
+pytest_plugins = ["tests.inference.worker", "tests.s3_server", "tests.helpers.fault_stack"]
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API runs an event loop
 

@@ -1,5 +1,6 @@
-"""Faults: PostgreSQL and Redis stopped and started again under annotation traffic and during an
-inference job, on private instances the tests start (tests/faults/), never the shared servers.
+"""Faults: PostgreSQL and Redis stopped and started again under annotation traffic, on private
+instances the tests start (tests/faults/, the stack: tests/helpers/fault_stack.py), never the shared
+servers. (An inference job under the same restarts: tests/test_faults_inference_job.py.)
 
 StateLab runs as production runs it: gunicorn with sync workers, DEBUG=0, its own SECRET_KEY, no
 shortened timeouts; Redis with its append-only file as docker-compose.yml runs it. PostgreSQL is
@@ -9,82 +10,31 @@ a client that gets a 503 waits and repeats the same request (a submit with the s
 Idempotency-Key). What must hold:
 - while a server is down, requests answer 503 with Retry-After (JSON under /api/, a short page
   elsewhere), never 500; the annotation flow does not need Redis at all;
-- once it is back, requests succeed again without restarting gunicorn (or the worker), and a
+- once it is back, requests succeed again without restarting gunicorn, and a
   request sent after PostgreSQL is back gets no 503: a gunicorn worker whose persistent
   connection the restart broke finds that out before using it (CONN_HEALTH_CHECKS);
 - every annotation the client saw acknowledged (201 / 200) is stored exactly once, nothing more
-  is stored, and (item, annotator) is never duplicated;
-- an inference job that sees the restarts finishes with one prediction per (item, query).
+  is stored, and (item, annotator) is never duplicated.
 """
 
 from __future__ import annotations
 
-import json
 import random
 import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import httpx
-import psycopg
 import pytest
 from django.conf import settings
 
-from tests.faults.instances import (
-    CeleryBeat,
-    CeleryWorker,
-    Gunicorn,
-    PrivatePostgres,
-    PrivateRedis,
-    manage,
-    python_module,
-    stack_env,
-    wait_until,
-)
+from tests.faults.instances import wait_until
+from tests.helpers.fault_stack import DOWN_SECONDS, Stack
 
 pytestmark = [pytest.mark.slow]
 
 BOX = {"bbox": [10, 20, 30, 40], "state": "whole apple"}
-DOWN_SECONDS = 3.0
-
-
-@dataclass
-class Stack:
-    pg: PrivatePostgres
-    redis: PrivateRedis
-    env: dict
-    workdir: Path
-    web: Gunicorn
-    seeded: dict
-
-    def sql(self, statement: str, params=()) -> list[tuple]:
-        with psycopg.connect(self.pg.url(), autocommit=True, connect_timeout=5) as conn:
-            return conn.execute(statement, params).fetchall()
-
-
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("faults")
-    pg, redis_server, web = PrivatePostgres(), PrivateRedis(appendonly=True), None
-    started = time.monotonic()
-    try:
-        pg.init()
-        redis_server.start()
-        env = stack_env(pg, redis_server, workdir)
-        manage(env, "migrate", "--noinput")
-        seeded = json.loads(
-            python_module(env, "tests.faults.seed", "annotation", "--items", "4000", "--annotators", "8")
-        )
-        web = Gunicorn(env, workdir / "gunicorn.log", access_log=workdir / "access.log")
-        print(f"\nprivate stack up in {time.monotonic() - started:.1f} s (initdb, migrate, seed, gunicorn)")
-        yield Stack(pg, redis_server, env, workdir, web, seeded)
-    finally:
-        if web is not None:
-            web.stop()
-        redis_server.destroy()
-        pg.destroy()
 
 
 def signed_in(stack: Stack) -> httpx.Client:
@@ -439,103 +389,3 @@ def test_redis_stopped_under_annotation_traffic(stack):
         assert page.headers["content-type"].startswith("text/html")
     assert (session.get(board_api).status_code, session.get(board_page).status_code) == before
     assert_stored_exactly_once(stack, traffic)
-
-
-# ---- an inference job under restarts -------------------------------------------------------------
-
-
-def job_state(stack: Stack, job_id: int):
-    try:
-        return stack.sql(
-            "SELECT status, total_queries, done_queries, failed_queries FROM inference_inferencejob WHERE id = %s",
-            (job_id,),
-        )[0]
-    except psycopg.OperationalError:
-        return None
-
-
-def done_queries(stack: Stack, job_id: int) -> int:
-    return (job_state(stack, job_id) or ("", 0, 0, 0))[2]
-
-
-# What a connection broken by a server restart says when it is used (psycopg 3, libpq, Django).
-BROKEN_CONNECTION = (
-    "terminating connection due to administrator command",
-    "server closed the connection unexpectedly",
-    "the connection is lost",
-    "connection already closed",
-    "the connection is closed",
-)
-# How psycopg 3 words a failed attempt to open a connection. An attempt made while the server shuts
-# down can be refused with the same "terminating connection due to administrator command" (its new
-# backend is told to stop during start-up): that is a connection the task never had, not one the
-# restart broke, and a loaded machine makes it likely (seen in a clean-clone CI run).
-CONNECT_FAILED = "connection failed: "
-
-
-def tasks_retried_on_a_broken_connection(worker_log: Path) -> dict[str, str]:
-    """The tasks that the worker's log shows retried because a connection they had open broke: id to reason."""
-    retried = {}
-    for line in worker_log.read_text(errors="replace").splitlines():
-        head, sep, reason = line.partition("] retry: ")
-        if sep and CONNECT_FAILED not in reason and any(text in reason for text in BROKEN_CONNECTION):
-            retried.setdefault(head.rsplit("[", 1)[-1], reason)
-    return retried
-
-
-def test_redis_and_postgres_restarted_during_an_inference_job(stack, tmp_path):
-    """A real worker and beat (production settings: the runs watchdog included) run an API-judge
-    job against the local OpenAI stand-in; PostgreSQL is stopped mid-chunk and started again,
-    then Redis (the broker, with its AOF as docker-compose.yml runs it) is killed and started
-    again. The job must end `finished` with one prediction per (item, query)."""
-    from tests.inference.openai_standin import StandIn
-
-    standin = StandIn(latency=0.3, faults=False).start()
-    worker = beat = None
-    try:
-        seeded = json.loads(
-            python_module(
-                stack.env,
-                "tests.faults.seed",
-                "job",
-                "--items",
-                "40",
-                "--base-url",
-                standin.base_url,
-                "--workdir",
-                str(tmp_path / "images"),
-            )
-        )
-        job = seeded["job"]
-        worker = CeleryWorker(stack.env, tmp_path / "worker.log")
-        beat = CeleryBeat(stack.env, tmp_path)
-        wait_until(lambda: done_queries(stack, job) >= 8, 90, "the job to make progress")
-        stack.pg.stop("fast")
-        time.sleep(DOWN_SECONDS)
-        stack.pg.start()
-        at = done_queries(stack, job)
-        # The queued chunks go on at once; only the one in flight may wait for the watchdog (run
-        # lapse 45 s, a pass every 15 s), which the final wait leaves time for.
-        wait_until(lambda: done_queries(stack, job) >= at + 8, 30, "progress after the PostgreSQL restart")
-        stack.redis.stop()
-        time.sleep(DOWN_SECONDS)
-        stack.redis.start()
-        wait_until(
-            lambda: (job_state(stack, job) or ("",))[0] in ("finished", "failed", "cancelled"),
-            90,
-            f"the job to end (worker log {tmp_path / 'worker.log'})",
-        )
-        rows = stack.sql("SELECT item_id, query, status FROM inference_prediction WHERE job_id = %s", (job,))
-        assert sorted((i, q) for i, q, _ in rows) == sorted((i, "qa") for i in seeded["items"])
-        assert {s for _, _, s in rows} == {"ok"}
-        assert job_state(stack, job) == ("finished", 40, 40, 0)
-        # The worker reconnects after the PostgreSQL restart without a task failing on a connection
-        # the restart broke (Celery's Django fixup closes connections before and after each task):
-        # only the one chunk in flight at the stop (concurrency 1) may meet it, and is retried.
-        broken = tasks_retried_on_a_broken_connection(tmp_path / "worker.log")
-        assert len(broken) <= 1, broken
-    finally:
-        for process in (beat, worker):
-            if process is not None:
-                process.stop()
-        standin.stop()

@@ -1,0 +1,35 @@
+"""Fixtures of the annotation tests: the folder an item import reads (data_dir), a status project
+with the two images its sample lines name (status_project, status_media) and an OSCBench project
+(osc_project)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from annotation.importing.samples import make_image
+
+
+@pytest.fixture
+def data_dir(tmp_path) -> Path:
+    d = tmp_path / "data"
+    d.mkdir()
+    return d
+
+
+@pytest.fixture
+def status_project(make_project):
+    return make_project("st", "status")
+
+
+@pytest.fixture
+def status_media(data_dir) -> Path:
+    make_image(data_dir / "img/a.png", 0, 0)
+    make_image(data_dir / "img/b.png", 0, 2)
+    return data_dir
+
+
+@pytest.fixture
+def osc_project(make_project):
+    return make_project("osc", "oscbench")
