@@ -10,6 +10,10 @@ Random row, 48 columns with 95 % bootstrap intervals each) with ``leaderboard.bu
 
 - cold, arrays: the board as shipped for a frozen STATUS release (evaluation/scoring/choice_arrays.py:
   packed columns into numpy, scored by ``score_columns``);
+- cold, arrays before (``--before REV``): the same, with the array readers (packed.py,
+  choice_answers.py, choice_arrays.py) as they were at the commit REV, read with ``git show`` and
+  loaded in the build's child only; e.g. the readers of the JSON columns before the parsed columns
+  (inference/models.py, Prediction) were read;
 - cold, records: the same build through the record readers (``evaluation.selectors``: plain rows
   through server-side cursors, one ``ModelAnswer`` per prediction), which every board used before
   and which boards without an array form still use (``--skip-records`` leaves it out);
@@ -32,8 +36,10 @@ import json
 import os
 import pickle
 import resource
+import subprocess
 import sys
 import time
+import types
 
 import numpy as np
 
@@ -257,14 +263,46 @@ def timed_readers(read_items, read_answers, spent: dict):
     return items, answers
 
 
-def cold_build(project_pk: int, mode: str):
+BEFORE_MODULES = ("packed", "choice_answers", "choice_arrays")  # evaluation/scoring/, in import order
+
+
+def sources_at(rev: str) -> dict[str, str]:
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return {
+        name: subprocess.run(
+            ["git", "show", f"{rev}:evaluation/scoring/{name}.py"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout
+        for name in BEFORE_MODULES
+    }
+
+
+def load_before(sources: dict[str, str]):
+    """The array readers from ``sources`` in place of the shipped ones (in a build's child only);
+    returns the old choice_arrays module, which leaderboard.build then calls."""
+    import evaluation.scoring as package
+
+    module = None
+    for name in BEFORE_MODULES:
+        full = f"evaluation.scoring.{name}"
+        module = types.ModuleType(full)
+        module.__package__ = "evaluation.scoring"
+        module.__file__ = f"<{name} before>"
+        sys.modules[full] = module
+        setattr(package, name, module)
+        exec(compile(sources[name], module.__file__, "exec"), module.__dict__)
+    leaderboard.choice_arrays = module
+    return module
+
+
+def cold_build(project_pk: int, mode: str, before: dict[str, str] | None = None):
     """One cold build in a child: (board, seconds in the readers), wall seconds, peak RSS."""
 
     def run():
         spent = {"read": 0.0}
-        if mode == "arrays":
-            choice_arrays.release_items, choice_arrays.job_answers = timed_readers(
-                choice_arrays.release_items, choice_arrays.job_answers, spent
+        if mode in ("arrays", "before"):
+            readers = load_before(before) if mode == "before" else choice_arrays
+            readers.release_items, readers.job_answers = timed_readers(
+                readers.release_items, readers.job_answers, spent
             )
         else:
             choice_arrays.array_form = lambda protocol: False
@@ -280,7 +318,54 @@ def cold_build(project_pk: int, mode: str):
     return in_child(run)
 
 
-LABELS = {"arrays": "arrays (shipped)", "records": "records (selectors)", "orm": "ORM (old, bench only)"}
+def _backend_cpu() -> float | None:
+    """CPU seconds (user + system) of this connection's PostgreSQL backend, when the server runs on
+    this machine (read from /proc); None otherwise."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_readers(project_pk: int, mode: str, before: dict[str, str] | None):
+    """The array readers alone, one after another on one connection (inside a transaction: no
+    parallel reads), in a child: [(reader, wall s, server CPU s, client CPU s)]. CPU seconds hardly
+    move with the other load on the machine, wall seconds do."""
+    from django.db import transaction
+
+    def run():
+        readers = load_before(before) if mode == "before" else choice_arrays
+        release = Release.objects.get(project_id=project_pk, version="v1")
+        out = []
+
+        def measure(label, fn):
+            server, client, wall = _backend_cpu(), time.process_time(), time.perf_counter()
+            result = fn()
+            after = _backend_cpu()
+            spent = None if server is None or after is None else after - server
+            out.append((label, time.perf_counter() - wall, spent, time.process_time() - client))
+            return result
+
+        with transaction.atomic():
+            items, hashes, _ = measure("items", lambda: readers.release_items("status", release))
+            for job in InferenceJob.objects.filter(release=release).order_by("pk"):
+                measure(f"job {job.pk}", lambda job=job: readers.job_answers("status", job, items, hashes))
+        return out
+
+    return in_child(run)[0]
+
+
+LABELS = {
+    "arrays": "arrays (shipped)",
+    "before": "arrays (--before)",
+    "records": "records (selectors)",
+    "orm": "ORM (old, bench only)",
+}
 
 
 def main() -> None:
@@ -291,6 +376,10 @@ def main() -> None:
     parser.add_argument("--skip-orm", action="store_true", help="leave out the ORM readers")
     parser.add_argument("--project", type=int, help="reuse a loaded bench project (its pk) instead of loading")
     parser.add_argument("--keep", action="store_true", help="keep the loaded project (for --project)")
+    parser.add_argument("--cpu", action="store_true", help="only: CPU seconds of each reader, arrays vs --before")
+    parser.add_argument("--load-only", action="store_true", help="load, keep and stop (then --project)")
+    parser.add_argument("--before", metavar="REV", help="also build with the array readers as they were at REV")
+    parser.add_argument("--rounds", type=int, default=1, help="build arrays (and --before) this many times, alternated")
     args = parser.parse_args()
     if args.project:
         project = Project.objects.get(pk=args.project)
@@ -303,14 +392,30 @@ def main() -> None:
         t = time.perf_counter()
         project = load(n, models)
         print(f"  load (COPY, not part of any figure): {time.perf_counter() - t:.1f} s  project pk {project.pk}")
+        if args.load_only:
+            return
     base_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    modes = ["arrays"] + ([] if args.skip_records else ["records"]) + ([] if args.skip_orm else ["orm"])
-    results = {}
+    before = sources_at(args.before) if args.before else None
+    if args.cpu:
+        for _ in range(args.rounds):
+            for mode in ["arrays"] + (["before"] if before else []):
+                for label, wall, server, client in cpu_readers(project.pk, mode, before):
+                    server_s = "n/a" if server is None else f"{server:6.2f} s"
+                    print(
+                        f"  {LABELS[mode]:18s} {label:8s} wall {wall:6.2f} s  server CPU {server_s}  client CPU"
+                        f" {client:6.2f} s",
+                        flush=True,
+                    )
+        return
+    arrays = ["arrays"] + (["before"] if before else [])
+    modes = arrays * args.rounds + ([] if args.skip_records else ["records"]) + ([] if args.skip_orm else ["orm"])
+    results: dict[str, list] = {}
+    reference = None
     try:
         for mode in modes:
-            (board, read), seconds, rss = cold_build(project.pk, mode)
-            results[mode] = (seconds, read, rss)
-            if mode == "arrays":
+            (board, read), seconds, rss = cold_build(project.pk, mode, before)
+            results.setdefault(mode, []).append((seconds, read, rss))
+            if reference is None:
                 reference = json.dumps(board, sort_keys=True)
                 columns = len(board["rows"][0]["ci"]) + len(board["rows"][0]["breakdowns"])
                 print(f"  rows {len(board['rows'])}, columns with intervals per row {columns}")
@@ -322,12 +427,15 @@ def main() -> None:
             )
             if not same:
                 sys.exit(f"the {mode} board differs from the arrays' board")
-        new_s, new_read, new_rss = results["arrays"]
-        for mode in modes[1:]:
-            s_, read, rss = results[mode]
+        new_s, new_read, new_rss = np.median(results["arrays"], axis=0)
+        for mode in results:
+            if mode == "arrays":
+                continue
+            s_, read, rss = np.median(results[mode], axis=0)
             print(
-                f"  {mode} / arrays: total {s_ / new_s:.2f}x, read {read / new_read:.2f}x, score"
-                f" {(s_ - read) / (new_s - new_read):.2f}x, peak RSS {rss / new_rss:.2f}x"
+                f"  {mode} / arrays (medians of {len(results[mode])} and {len(results['arrays'])}): total"
+                f" {s_ / new_s:.2f}x, read {read / new_read:.2f}x, score {(s_ - read) / (new_s - new_read):.2f}x,"
+                f" peak RSS {rss / new_rss:.2f}x"
             )
         project = Project.objects.get(pk=project.pk)
 

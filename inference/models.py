@@ -183,6 +183,19 @@ class Prediction(models.Model):
     # logged it (its format, the file's line or row, its target, its per-sample metric values),
     # next to StateLab's own score of the reply (docs/inference.md, "Other tools' outputs").
     source = models.JSONField(null=True, blank=True)
+    # What a cold board reads of the reply (evaluation/scoring/choice_answers.py), kept in plain
+    # columns so the board reads no JSON: PostgreSQL computes them from status, answer, options and
+    # logprobs on every insert and update, whoever writes (ORM, COPY, raw SQL), by the trigger that
+    # inference/migrations/0011_prediction_parsed_columns.py creates; whatever is written here by
+    # hand is replaced. Null: a row not filled yet, which the board reads from the JSON instead.
+    # answer_code: the answer's letter (A=0 ... Z=25); -1 failed; -2 anything else (not a bare
+    # letter, null). logprob_kind: 0 no log-probs; 1 log P(A) is a number (logprob_a); 2 "A" absent
+    # or null (probability 0); 3 anything else. options_hash: PostgreSQL's hashtextextended of the
+    # stored order's JSON text (0 for none).
+    answer_code = models.SmallIntegerField(null=True, blank=True, editable=False)
+    logprob_kind = models.SmallIntegerField(null=True, blank=True, editable=False)
+    logprob_a = models.FloatField(null=True, blank=True, editable=False)
+    options_hash = models.BigIntegerField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

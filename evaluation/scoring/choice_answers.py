@@ -1,11 +1,14 @@
 """One job's answers to a release as arrays (evaluation/scoring/choice_arrays.py reads the items).
 
 Pass 1 reads every prediction of the job as packed columns (evaluation/scoring/packed.py): the query's
-column, the answer as a letter code, the hash of the option order stored with it and log P(A). A
-prediction whose stored order hashes like the release's list, or like an empty value (no order
-stored), is mapped right there. Pass 2 reads, for the predictions seen in another order only, the
-hash of each option shown and the log-probs of the letters A-D, and maps letters by matching option
-hashes (the first match, as ``list.index`` does). What neither pass can map (an answer that is not
+column, the answer as a letter code, the hash of the option order stored with it and log P(A), from
+the plain columns PostgreSQL fills when a prediction is written (inference/models.py, Prediction:
+answer_code, logprob_kind, logprob_a, options_hash), so no JSON is read; a row stored before them
+and not filled yet is read from its JSON by the same expressions. A prediction whose stored order
+hashes like the release's list, or like an empty value (no order stored), is mapped right there.
+Pass 2 reads, for the predictions seen in another order only (by primary key), the hash of each
+option shown and the log-probs of the letters A-D, and maps letters by matching option hashes (the
+first match, as ``list.index`` does). What neither pass can map (an answer that is not
 a bare letter, odd log-probs, more than ``MAX_SHOWN`` options in another order) is read as JSON and
 mapped by the protocol's ``column_answer``: the record path's own reading. Hashes are PostgreSQL's
 64-bit ``hashtextextended`` of jsonb's canonical text (equal texts are equal values; equal values
@@ -33,6 +36,7 @@ ROWS_PER_READ = 1_000_000  # predictions per packed read (about 26 MB): memory s
 MAX_SHOWN = 4  # options per query matched by hash in pass 2
 FALSY_JSON = ("[]", "{}", '""', "0", "false", "null")  # JSON values Python reads as false: no order stored
 _ORDER_HASH = "coalesce(hashtextextended(({})::text, 0), 0)"  # a stored option list's; the release's alike
+PARSED_COLUMNS = ("answer_code", "logprob_kind", "logprob_a", "options_hash")  # inference/models.py, Prediction
 _TEXT_MAX = 300  # a JSON number this short reads as a float8 (no overflow) exactly as Python reads it
 
 
@@ -73,24 +77,42 @@ def _pass1_fields(queries: tuple[str, ...]) -> list[tuple[str, str, str]]:
     """Item id; (query column + 1) * 256 + (answer code + 2) * 4 + log-prob kind in one int2; the
     stored order's hash; log P(A). Answer code: -1 none or failed, -2 not a bare letter (read in
     Python). Log-prob kind: 0 no log-probs (a false JSON value), 1/2 as ``_logprob_fields`` for A,
-    3 read in Python."""
+    3 read in Python. Each value is the row's parsed column (inference/models.py, Prediction: filled
+    when the row is written), or, in a row not filled yet, the same expression over its JSON (only
+    evaluated there: ``coalesce`` stops at the first non-null argument)."""
     if len(queries) > 120:
         raise ValueError("more queries than the packed column holds")
-    ok = _lit(str(PredictionStatus.OK))
-    kind, value = _logprob_fields("la", "ta", "")
-    column = f"coalesce(array_position({_lit(list(queries))}::text[], query), 0)"
-    answer = f"CASE WHEN status <> {ok} THEN -1 ELSE {letter_code('at', -2)} END"
-    logprobs = (
-        "CASE coalesce(jsonb_typeof(logprobs), 'null') WHEN 'null' THEN 0"
-        f" WHEN 'object' THEN CASE WHEN logprobs = '{{}}'::jsonb THEN 0 ELSE {kind[2]} END"
-        f" ELSE CASE WHEN logprobs IN ({', '.join(_lit(v) + '::jsonb' for v in FALSY_JSON)}) THEN 0 ELSE 3 END END"
-    )
+    parsed = {name: f"coalesce({name}, {expr})" for name, expr in parsed_expressions().items()}
     return [
         ("id", "i8", "item_id"),
-        ("c", "i2", f"{column} * 256 + ({answer} + 2) * 4 + {logprobs}"),
-        ("h", "i8", _ORDER_HASH.format("options")),
-        ("lp", "f8", value[2]),
+        ("pid", "i8", "id"),
+        (
+            "c",
+            "i2",
+            f"coalesce(array_position({_lit(list(queries))}::text[], query), 0) * 256"
+            f" + ({parsed['answer_code']} + 2) * 4 + {parsed['logprob_kind']}",
+        ),
+        ("h", "i8", parsed["options_hash"]),
+        ("lp", "f8", parsed["logprob_a"]),
     ]
+
+
+def parsed_expressions() -> dict[str, str]:
+    """SQL over a prediction's JSON giving each parsed column's value: what the trigger of
+    inference/migrations/0011_prediction_parsed_columns.py stores, the reading of a row not filled."""
+    ok = _lit(str(PredictionStatus.OK))
+    kind, value = _logprob_fields("(logprobs->'A')", "(logprobs->>'A')", "")
+    letter = letter_code("(answer #>> '{}')", -2)
+    return {
+        "answer_code": f"CASE WHEN status <> {ok} THEN -1 ELSE {letter} END",
+        "logprob_kind": (
+            "CASE coalesce(jsonb_typeof(logprobs), 'null') WHEN 'null' THEN 0"
+            f" WHEN 'object' THEN CASE WHEN logprobs = '{{}}'::jsonb THEN 0 ELSE {kind[2]} END"
+            f" ELSE CASE WHEN logprobs IN ({', '.join(_lit(v) + '::jsonb' for v in FALSY_JSON)}) THEN 0 ELSE 3 END END"
+        ),
+        "logprob_a": value[2],
+        "options_hash": _ORDER_HASH.format("options"),
+    }
 
 
 def _unpacked(c: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -136,10 +158,9 @@ def job_answers(protocol: str, job: InferenceJob, items: ChoiceItems, hashes: np
         logprob_a=np.full(shape, np.nan),
     )
     fields = _pass1_fields(items.queries)
-    # OFFSET 0: the subquery's columns are computed once per row, not inlined into every use.
     source = (
-        f"SELECT item_id, query, status, answer #>> '{{}}' AS at, options, logprobs, {_letter_columns('A')}"
-        " FROM inference_prediction WHERE job_id = %s AND id BETWEEN %s AND %s OFFSET 0"
+        f"SELECT id, item_id, query, status, answer, options, logprobs, {', '.join(PARSED_COLUMNS)}"
+        " FROM inference_prediction WHERE job_id = %s AND id BETWEEN %s AND %s"
     )
     order = np.argsort(items.item_ids, kind="stable")
     sorted_ids = items.item_ids[order]
@@ -151,19 +172,19 @@ def job_answers(protocol: str, job: InferenceJob, items: ChoiceItems, hashes: np
         q, a, k = _unpacked(cols["c"])
         keep = (rows >= 0) & (q >= 0)
         ii, qq = rows[keep], q[keep].astype(np.intp)
-        a, k, h, lp = a[keep], k[keep], cols["h"][keep], cols["lp"][keep]
+        a, k, h, lp, pid = a[keep], k[keep], cols["h"][keep], cols["lp"][keep], cols["pid"][keep]
         del cols
         python = (a == -2) | (k == 3)
         same = (h == hashes[ii, qq]) | np.isin(h, falsy)
         odd.append(np.stack([ii[python], qq[python]], axis=1))
         other = ~python & ~same
-        permuted.append(np.stack([ii[other], qq[other], a[other], k[other]], axis=1))
+        permuted.append(np.stack([ii[other], qq[other], a[other], k[other], pid[other]], axis=1))
         fine = ~python & same
         ii, qq, a, k, lp = ii[fine], qq[fine], a[fine], k[fine], lp[fine]
         out.predicted[ii, qq] = np.where((a >= 0) & (a < items.n_options[ii, qq]), a, -1)
         out.has_logprobs[ii, qq] = k > 0
         out.logprob_a[ii, qq] = np.where(k == 1, lp, np.where(k == 2, -np.inf, np.nan))
-    moved = np.concatenate(permuted) if permuted else np.zeros((0, 4), dtype=np.int64)
+    moved = np.concatenate(permuted) if permuted else np.zeros((0, 5), dtype=np.int64)
     python_rows = [np.concatenate(odd)] if odd else []
     if moved.shape[0]:
         python_rows.append(_reordered(job, items, moved, out))
@@ -176,14 +197,17 @@ def job_answers(protocol: str, job: InferenceJob, items: ChoiceItems, hashes: np
 
 
 def _element_hashes(prefix: str, expr: str) -> list[tuple[str, str, str]]:
-    """Shown options (-1: not a list of strings only) and the hash of each of the first ``MAX_SHOWN``."""
-    strings = f"NOT jsonb_path_exists({expr}, '$[*] ? (@.type() != \"string\")')"
+    """Shown options (-1: not a list of at most ``MAX_SHOWN`` strings, the only lists matched by
+    hash) and the hash of each of the first ``MAX_SHOWN``. ``expr``: a column of the source."""
+    strings = " AND ".join(
+        f"({e} >= jsonb_array_length({expr}) OR jsonb_typeof({expr}->{e}) = 'string')" for e in range(MAX_SHOWN)
+    )
     return [
         (
             f"{prefix}n",
             "i2",
-            f"CASE WHEN jsonb_typeof({expr}) = 'array' THEN CASE WHEN {strings}"
-            f" THEN jsonb_array_length({expr}) ELSE -1 END ELSE -1 END",
+            f"CASE WHEN jsonb_typeof({expr}) = 'array' THEN CASE WHEN jsonb_array_length({expr}) <= {MAX_SHOWN}"
+            f" AND {strings} THEN jsonb_array_length({expr}) ELSE -1 END ELSE -1 END",
         ),
         *((f"{prefix}e{e}", "i8", f"coalesce(hashtextextended({expr}->>{e}, 0), 0)") for e in range(MAX_SHOWN)),
     ]
@@ -196,36 +220,29 @@ def _first_match(shown: np.ndarray, n_shown: np.ndarray, target: np.ndarray) -> 
 
 
 def _reordered(job: InferenceJob, items: ChoiceItems, moved: np.ndarray, out: ChoiceAnswers) -> np.ndarray:
-    """Pass 2: the answers seen in another option order, mapped by option hashes; returns the
-    (row, column) pairs left to read as JSON."""
+    """Pass 2: the answers seen in another option order (``moved``: row, column, answer code,
+    log-prob kind, prediction id), mapped by option hashes; returns the (row, column) pairs left to
+    read as JSON."""
     ids = np.unique(items.item_ids[moved[:, 0]])
     queries = list(items.queries)
     seen_fields = [
-        ("id", "i8", "item_id"),
-        ("q", "i2", f"coalesce(array_position({_lit(queries)}::text[], query), 0) - 1"),
+        ("pid", "i8", "id"),
         *_element_hashes("s", "options"),
         *(f for x in LETTERS[:MAX_SHOWN] for f in _logprob_fields(f"l{x.lower()}", f"t{x.lower()}", x)),
     ]
-    # Exactly the moved (item, query) pairs, through the (job, item, query) unique index.
-    pairs = np.unique(items.item_ids[moved[:, 0]] * (len(queries) + 1) + moved[:, 1])
+    # Exactly the moved predictions, by primary key.
     seen = read_packed(
         seen_fields,
-        f"SELECT item_id, query, options, {_letter_columns(LETTERS[:MAX_SHOWN])} FROM inference_prediction"
-        " JOIN unnest(%s::int8[], %s::text[]) AS w (item_id, query) USING (item_id, query)"
-        " WHERE job_id = %s OFFSET 0",
-        [
-            (pairs // (len(queries) + 1)).tolist(),
-            [queries[int(j)] for j in pairs % (len(queries) + 1)],
-            job.pk,
-        ],
+        f"SELECT id, options, {_letter_columns(LETTERS[:MAX_SHOWN])} FROM inference_prediction"
+        " WHERE id = ANY(%s) AND job_id = %s OFFSET 0",
+        [np.unique(moved[:, 4]).tolist(), job.pk],
     )
     used = sorted({int(j) for j in np.unique(moved[:, 1])})  # the release's lists of these queries only
-    release_fields = [("id", "i8", "item_id")] + [
-        f for j in used for f in _element_hashes(f"r{j}", f"(payload->'resolved'->{_lit(queries[j])}->'options')")
-    ]
+    release_fields = [("id", "i8", "item_id")] + [f for j in used for f in _element_hashes(f"r{j}", f"o{j}")]
+    lists = ", ".join(f"payload->'resolved'->{_lit(queries[j])}->'options' AS o{j}" for j in used)
     release = read_packed(
         release_fields,
-        "SELECT item_id, payload FROM annotation_releaseitem WHERE release_id = %s AND item_id = ANY(%s)",
+        f"SELECT item_id, {lists} FROM annotation_releaseitem WHERE release_id = %s AND item_id = ANY(%s) OFFSET 0",
         [job.release_id, ids.tolist()],
     )
     blank = np.zeros(release["id"].shape, dtype=np.int64)
@@ -235,10 +252,8 @@ def _reordered(job: InferenceJob, items: ChoiceItems, moved: np.ndarray, out: Ch
             release.update({f"r{j}e{e}": blank for e in range(MAX_SHOWN)})
     # Rows of ``seen`` and ``release`` for each moved answer.
     ii, qq, a, k = (moved[:, c] for c in range(4))
-    width = len(queries) + 1
-    seen_keys = seen["id"] * width + seen["q"] + 1
-    seen_order = np.argsort(seen_keys, kind="stable")
-    s_row = seen_order[np.searchsorted(seen_keys[seen_order], items.item_ids[ii] * width + qq + 1)]
+    seen_order = np.argsort(seen["pid"], kind="stable")
+    s_row = seen_order[np.searchsorted(seen["pid"][seen_order], moved[:, 4])]
     rel_order = np.argsort(release["id"], kind="stable")
     r_row = rel_order[np.searchsorted(release["id"][rel_order], items.item_ids[ii])]
     n_seen = seen["sn"][s_row]
