@@ -149,6 +149,9 @@ SPOOL_MEMORY = 8 * 1024 * 1024  # a spool larger than this goes to a temporary f
 # sharing a few files, the usual case, needs no statement reading the media back); a release
 # naming more paths is read back by _SQL_MEDIA_PAIRS instead, so memory stays bounded.
 MEDIA_MAP_PATHS = 50_000
+# Decoded tags and made media columns kept for the rows that repeat them (most items of a release
+# share their tags and files); past this many distinct ones the memo starts again.
+DECODED_KEPT = 1024
 _SQL_STORED = f'SELECT count(DISTINCT sha256) FROM "{_ASSETS}" WHERE sha256 = ANY(%s)'
 _COPY_ESCAPE = re.compile(r"\\(.)", re.DOTALL)
 _COPY_CODES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
@@ -229,9 +232,23 @@ class _ItemSpool:
 
     def rows(self) -> Iterator[tuple[int, str, Any, Any, Any]]:
         """(item pk, external id, payload, tags, media) in release order, decoded."""
+        for pk, external_id, payload, tags, media in self.raw_media_rows():
+            yield pk, external_id, payload, tags, _json(media)
+
+    def raw_media_rows(self) -> Iterator[tuple[int, str, Any, Any, str | None]]:
+        """`rows` with the media column as PostgreSQL wrote it (text, or None). Tags are decoded
+        once per distinct text (at most DECODED_KEPT kept): the value is shared by the rows with
+        that text, so it is read, never changed (export_line_maker copies it into the line)."""
         self.file.seek(0)
+        decoded: dict[str | None, Any] = {}
         for pk, external_id, payload, tags, media in _copy_rows(self.file):
-            yield int(pk), external_id, _json(payload), _json(tags), _json(media)
+            if tags in decoded:
+                tag_list = decoded[tags]
+            else:
+                if len(decoded) >= DECODED_KEPT:
+                    decoded.clear()
+                tag_list = decoded[tags] = _json(tags)
+            yield int(pk), external_id, _json(payload), tag_list, media
 
     def payloads(self) -> Iterator[Any]:
         self.file.seek(0)
@@ -260,35 +277,38 @@ class _FrozenLines:
         make_line = export_line_maker(
             self.project.protocol, split=self.release.split, seed=self.release.option_seed, vocabulary=self.vocabulary
         )
-        digest, media_fields, shipped = self.digest, self.media_fields, self.shipped
+        digest, media_fields = self.digest, self.media_fields
+        # (the item's media text, the line's value at each media field) -> the line's media
+        # column, already escaped for COPY, and whether the line names one path for two files.
+        # The pairs of a kept entry were added to the map when it was made, so a line that finds
+        # it adds nothing new (at most DECODED_KEPT entries: lines with files of their own do not
+        # repeat).
+        columns: dict[tuple, tuple[bytes, bool]] = {}
         chunk: list[bytes] = []
         size = 0
-        for pk, external_id, payload, tags, item_media in spool.rows():
+        for pk, external_id, payload, tags, media_text in spool.raw_media_rows():
             line = make_line(external_id, payload, tags)
-            media: dict[str, str] = {}
-            for path, sha in line_media(line, item_media, media_fields):
-                if media.setdefault(path, sha) != sha and self.conflict is None:
-                    self.conflict = self.position
-            if shipped is not None:
-                for path, sha in media.items():
-                    if shipped.setdefault(path, sha) != sha:
-                        self.shipped_conflict = True
-                if len(shipped) > MEDIA_MAP_PATHS:
-                    shipped = self.shipped = None
+            key = (media_text, *[line.get(name) for name in media_fields])
+            try:
+                column = columns.get(key)
+            except TypeError:  # a list of paths: not a key, the column is made for this line alone
+                column, key = None, None
+            if column is None:
+                column = self._media_column(line, _json(media_text))
+                if key is not None:
+                    if len(columns) >= DECODED_KEPT:
+                        columns.clear()
+                    columns[key] = column
+            files, conflict = column
+            if conflict and self.conflict is None:
+                self.conflict = self.position
             text = _canonical(line)
-            digest.update(text + b"\n")
+            digest.update(text)
+            digest.update(b"\n")
             # Canonical JSON holds no tab, newline or carriage return: only the backslash needs
             # COPY's escape (annotation/importing/copy_spool.copy_text).
-            files = _MEDIA_JSON(media).encode("utf-8")
-            row = b"\t".join(
-                (
-                    str(pk).encode(),
-                    str(self.position).encode(),
-                    text.replace(b"\\", b"\\\\"),
-                    files.replace(b"\\", b"\\\\"),
-                )
-            )
-            chunk.append(prefix + row + b"\n")
+            row = b"%d\t%d\t%s\t%s\n" % (pk, self.position, text.replace(b"\\", b"\\\\"), files)
+            chunk.append(prefix + row)
             size += len(row)
             self.position += 1
             if size >= FLUSH_BYTES:
@@ -296,6 +316,23 @@ class _FrozenLines:
                 chunk, size = [], 0
         if chunk:
             yield b"".join(chunk)
+
+    def _media_column(self, line: dict, item_media: Any) -> tuple[bytes, bool]:
+        """The line's media map as the release item's media column (COPY text), whether it names
+        one path for two files; its pairs join the media map kept for the checksum."""
+        media: dict[str, str] = {}
+        conflict = False
+        for path, sha in line_media(line, item_media, self.media_fields):
+            if media.setdefault(path, sha) != sha:
+                conflict = True
+        shipped = self.shipped
+        if shipped is not None:
+            for path, sha in media.items():
+                if shipped.setdefault(path, sha) != sha:
+                    self.shipped_conflict = True
+            if len(shipped) > MEDIA_MAP_PATHS:
+                self.shipped = None
+        return _MEDIA_JSON(media).encode("utf-8").replace(b"\\", b"\\\\"), conflict
 
 
 def _media_checksum(cursor, release: Release, digest) -> tuple[str, bool, bool]:

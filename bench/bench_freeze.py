@@ -27,6 +27,10 @@ compared: equal checksums, and equal release items (item, position, payload, med
 the script exits non-zero otherwise — then deleted. Use a scratch database: the script creates
 projects named bench-freeze-* and deletes them at the end.
 
+``--previous REV`` adds a third freeze to every round, between old and new: commit REV's own
+set-based freeze, its files unpacked by ``git archive`` and run by its own bench_freeze.py (so the
+gain of the latest change is measured in the same run); its release must equal the new one too.
+
 ``--resolver-objects 4 44 150`` times ChangeIt's ``resolve_queries`` alone instead (no database),
 as before and as now, over vocabularies of that many objects with three states each.
 """
@@ -98,16 +102,28 @@ def server_cpu_reader():
     return read
 
 
-def run_child(path: str, slug: str, version: str) -> dict:
-    proc = subprocess.run(
-        [sys.executable, __file__, "--child", path, slug, version], cwd=REPO, capture_output=True, text=True
-    )
+def run_child(path: str, slug: str, version: str, tree: Path | None = None) -> dict:
+    """One freeze in a fresh process: by this checkout, or (`tree`) by another commit's files as
+    its own bench_freeze.py runs them (the "new" freeze of that commit)."""
+    here = tree or REPO
+    command = [sys.executable, str(here / "bench" / "bench_freeze.py"), "--child", path, slug, version]
+    proc = subprocess.run(command, cwd=here, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(proc.stderr[-3000:])
     return json.loads(proc.stdout.strip().splitlines()[-1].removeprefix("RESULT "))
 
 
 # --- the parent -------------------------------------------------------------------------------
+
+
+def previous_tree(rev: str, work: Path) -> Path:
+    """The files of commit `rev` (``git archive``), unpacked under `work`."""
+    tree = work / f"previous-{rev}"
+    if not tree.exists():
+        tree.mkdir(parents=True)
+        archive = subprocess.run(["git", "archive", rev], cwd=REPO, capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    return tree
 
 
 def median(values: list):
@@ -244,6 +260,12 @@ def main() -> None:
     parser.add_argument(
         "--resolver-objects", type=int, nargs="+", default=None, help="time ChangeIt's resolver alone (no database)"
     )
+    parser.add_argument(
+        "--previous",
+        metavar="REV",
+        default=None,
+        help="also freeze with commit REV's set-based freeze (its files unpacked by git archive), between old and new",
+    )
     parser.add_argument("--child", nargs=3, metavar=("PATH", "SLUG", "VERSION"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -265,6 +287,8 @@ def main() -> None:
 
     django.setup()
     cleanup()
+    tree = previous_tree(args.previous, work) if args.previous else None
+    paths = ("old", "previous", "new") if tree else ("old", "new")
     table = []
     try:
         for n in args.sizes:
@@ -273,13 +297,21 @@ def main() -> None:
             if args.distinct_media:
                 distinct_media(slug, args.protocol)
             print(f"seeded {n:,} {args.protocol} items in {time.perf_counter() - start:.1f} s", flush=True)
-            runs: dict[str, list[dict]] = {"old": [], "new": []}
+            runs: dict[str, list[dict]] = {name: [] for name in paths}
             for k in range(args.rounds):
                 old = run_child("old", slug, f"old-{k}")
+                prev = run_child("new", slug, f"previous-{k}", tree) if tree else None
                 new = run_child("new", slug, f"new-{k}")
                 same_rows = rows_differ(old["id"], new["id"]) == 0
                 same_export = export_bytes_equal(old["id"], new["id"])
-                for name, r in (("old", old), ("new", new)):
+                if prev is not None:
+                    same_rows = same_rows and rows_differ(prev["id"], new["id"]) == 0
+                    same_export = same_export and export_bytes_equal(prev["id"], new["id"])
+                    if prev["checksum"] != new["checksum"]:
+                        sys.exit("the previous and the new freeze differ")
+                for name, r in (("old", old), ("previous", prev), ("new", new)):
+                    if r is None:
+                        continue
                     runs[name].append(r)
                     print(
                         f"  {n:>9,} {name}: {r['seconds']:6.2f} s  {n / r['seconds']:8,.0f} items/s  "
@@ -288,14 +320,17 @@ def main() -> None:
                         flush=True,
                     )
                 print(
-                    f"  round {k + 1}: old/new {old['seconds'] / new['seconds']:.2f}×, checksums equal "
+                    f"  round {k + 1}: old/new {old['seconds'] / new['seconds']:.2f}×"
+                    + (f", previous/new {prev['seconds'] / new['seconds']:.2f}×" if prev else "")
+                    + ", checksums equal "
                     f"{old['checksum'] == new['checksum']}, rows equal {same_rows}, export lines equal {same_export}",
                     flush=True,
                 )
                 if old["checksum"] != new["checksum"] or not same_rows or not same_export:
                     sys.exit("the two freezes differ")
-                drop_release(old["id"])
-                drop_release(new["id"])
+                for r in (old, prev, new):
+                    if r is not None:
+                        drop_release(r["id"])
                 vacuum_release_items()  # the next round writes into a table without the dead rows
             table.append((n, runs))
     finally:
@@ -308,18 +343,20 @@ def main() -> None:
     )
     print("|---|---|---|---|---|---|---|---|---|")
     for n, runs in table:
-        med = {
-            k: {f: median([r[f] for r in runs[k]]) for f in ("seconds", "cpu", "server_cpu")} for k in ("old", "new")
-        }
-        for k in ("old", "new"):
+        med = {k: {f: median([r[f] for r in runs[k]]) for f in ("seconds", "cpu", "server_cpu")} for k in runs}
+        for k in runs:
             m, rss = med[k], max(r["rss"] for r in runs[k]) / 2**20
             total = None if m["server_cpu"] is None else m["cpu"] + m["server_cpu"]
             ratio = ""
-            if k == "new":
-                ratio = f"wall **{med['old']['seconds'] / m['seconds']:.2f}×**, "
-                ratio += f"process CPU {med['old']['cpu'] / m['cpu']:.2f}×"
+            for base in ("old", "previous") if k == "new" else ():
+                if base not in med:
+                    continue
+                b = med[base]
+                ratio += f"{base}/new: wall **{b['seconds'] / m['seconds']:.2f}×**, "
+                ratio += f"process CPU {b['cpu'] / m['cpu']:.2f}×"
                 if total is not None:
-                    ratio += f", CPU in all {(med['old']['cpu'] + med['old']['server_cpu']) / total:.2f}×"
+                    ratio += f", CPU in all {(b['cpu'] + b['server_cpu']) / total:.2f}×"
+                ratio += "; " if base == "old" and "previous" in med else ""
             print(
                 f"| {n:,} | {k} | {m['seconds']:.2f} | {n / m['seconds']:,.0f} | {m['cpu']:.2f} | "
                 f"{fmt_s(m['server_cpu'])} | {fmt_s(total)} | {rss:.0f} MiB | {ratio} |"

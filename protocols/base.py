@@ -73,21 +73,30 @@ def shuffled(options: list[Any], rng: random.Random) -> list[Any]:
 def shuffle(x: list[Any], rng: random.Random) -> None:
     """``rng.shuffle(x)``: the same swaps from the same draws, without a method call per swap.
 
-    For a plain random.Random, shuffle's ``_randbelow(n)`` is ``getrandbits(n.bit_length())``
-    redrawn while it is ``>= n``; that loop is written out here (tests/annotation/test_freeze_resolvers.py
-    compares it with the standard library's for many seeds and lengths). Any other generator
-    shuffles itself."""
+    For a plain random.Random, shuffle's ``_randbelow(i + 1)`` is ``getrandbits((i + 1).bit_length())``
+    redrawn while it is ``> i``; that loop is written out here, its steps (i and the bit count) read
+    from a table made once per length (tests/annotation/test_freeze_resolvers.py compares it with
+    the standard library's for many seeds and lengths). Any other generator shuffles itself."""
     if type(rng) is not random.Random:
         rng.shuffle(x)
         return
     getrandbits = rng.getrandbits
-    for i in range(len(x) - 1, 0, -1):
-        n = i + 1
-        k = n.bit_length()
+    for i, k in _SHUFFLE_STEPS.get(len(x)) or _shuffle_steps(len(x)):
         j = getrandbits(k)
-        while j >= n:
+        while j > i:
             j = getrandbits(k)
         x[i], x[j] = x[j], x[i]
+
+
+# length -> ((i, (i + 1).bit_length()) for i from length - 1 down to 1): the steps of a shuffle.
+_SHUFFLE_STEPS: dict[int, tuple[tuple[int, int], ...]] = {}
+
+
+def _shuffle_steps(length: int) -> tuple[tuple[int, int], ...]:
+    steps = tuple((i, (i + 1).bit_length()) for i in range(length - 1, 0, -1))
+    if length <= 4096:  # the lengths option lists have; a longer list's table is not kept
+        _SHUFFLE_STEPS[length] = steps
+    return steps
 
 
 class Protocol:
