@@ -320,7 +320,9 @@ def task_view(*, task) -> dict:
         "draft": task.draft or {},
         "version": task.draft_version,
         "lease_expires": task.lease_expires.isoformat(),
-        "progress": annotator_progress(project=task.item.project, user=task.annotator, current_item_id=task.item_id),
+        # The claim's statement may have read it already (annotation/queue/claim.py).
+        "progress": getattr(task, "claim_progress", None)
+        or annotator_progress(project=task.item.project, user=task.annotator, current_item_id=task.item_id),
     }
 
 

@@ -6,12 +6,14 @@ adjudication when it becomes annotated (item_mark_disagreement), so a reviewer s
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from django.db import connection
+from psycopg.types.numeric import Int8
 
-from . import agreement
+from . import agreement, db
 from .canonical import payload_answer
 from .disagreement import find_disagreement, thresholds_from
 from .fill_form import fill_merge
@@ -210,20 +212,41 @@ def items_mark_disagreement(*, project, item_ids: Iterable[int], chunk_size: int
     return marked
 
 
-def item_mark_disagreement(*, item: Item) -> dict | None:
+# item_mark_disagreement's statements, prepared (annotation/db.py): a completing submit runs them
+# many times a second, and the ORM built and compiled its queries on every call.
+ITEM_ANSWERS_SQL = """
+SELECT (SELECT json_agg(json_build_array(a.id, a.result) ORDER BY a.id)::text
+        FROM annotation_annotation a WHERE a.item_id = %(item)s)
+"""
+ITEM_DISAGREEMENT_SQL = """
+UPDATE annotation_item SET disagreement = %(found)s::jsonb WHERE id = %(item)s RETURNING id
+"""
+
+
+def item_answers(text: str | None) -> list[tuple[int, dict]]:
+    """(annotation id, result) in id order, from ITEM_ANSWERS_SQL's column (also read by the
+    submit's statement after the marking lock, queue/sql.py MARK_READ_SQL)."""
+    return [(pk, result) for pk, result in json.loads(text)] if text else []
+
+
+def item_mark_disagreement(*, item: Item, answers: Sequence[tuple[int, dict]] | None = None) -> dict | None:
     """Mark one item as items_mark_disagreement does (the caller holds the item, locked, with its
-    current status, and item.project with the settings in force: a submit reads them with
-    project_settings_to_mark, an amendment or a reopening under the project row's lock) and return
-    what was stored: one read of its annotations, one write if changed."""
+    current status, and item.project with the settings in force: a submit reads them, with the
+    item's `answers`, after the marking lock, an amendment or a reopening under the project row's
+    lock) and return what was stored: one read of its annotations (none when the caller passes
+    `answers`: (annotation id, result) in id order), one write if changed."""
     found = None
     if item.status == ItemStatus.ANNOTATED and not item.is_gold:
         project = item.project
-        annotations = list(Annotation.objects.filter(item_id=item.pk).order_by("pk").values_list("pk", "result"))
+        if answers is None:
+            ((text,),) = db.rows(ITEM_ANSWERS_SQL, {"item": Int8(item.pk)})
+            answers = item_answers(text)
         found = find_disagreement(
-            project.workflow, annotations, thresholds_from(project.settings, project=project.slug)
+            project.workflow, list(answers), thresholds_from(project.settings, project=project.slug)
         )
     if found != item.disagreement:
-        Item.objects.filter(pk=item.pk).update(disagreement=found)
+        # None is SQL NULL (as the ORM's update wrote it), never a JSON null.
+        db.rows(ITEM_DISAGREEMENT_SQL, {"item": Int8(item.pk), "found": None if found is None else json.dumps(found)})
         item.disagreement = found
     return found
 

@@ -23,9 +23,11 @@ from ..queue import (
     TaskConflict,
     TaskNotFound,
     annotation_submit,
+    queue_claim_for,
     queue_claim_next,
     task_renew,
     task_save_draft,
+    task_save_draft_plain,
     task_skip,
 )
 from ..queue.quota import queue_done_headers
@@ -71,6 +73,52 @@ def _parse(serializer_class, data) -> dict:
         }
         raise ResultInvalid(errors)
     return serializer.validated_data
+
+
+# The annotation loop's bodies, checked without DRF's serializers where they are plainly what
+# the serializer accepts (the serializer is built and its fields copied on every request). Each
+# check answers None for anything else, and the view then runs the serializer, which answers
+# exactly as always: these accept a subset of what it accepts and return what it would.
+def _body(request) -> tuple[object, Exception | None]:
+    """(request.data, None), or (None, the exception reading it raised): a view raises it where it
+    reads the body (after the role check), as reading request.data there would have."""
+    try:
+        return request.data, None
+    except Exception as exc:  # a parse error, an unsupported type, a body too big: raised later
+        return None, exc
+
+
+def _whole(value, low: int, high: int) -> bool:
+    return type(value) is int and low <= value <= high  # not bool, not "3", not 3.0: the serializer's
+
+
+def _plain_exclude(data) -> tuple[int, ...] | None:
+    """TaskNextApi.InputSerializer's `exclude` from a plain JSON body."""
+    if type(data) is not dict:
+        return None
+    if "exclude" not in data:
+        return ()
+    exclude = data["exclude"]
+    if type(exclude) is not list or len(exclude) > 10 or not all(_whole(x, 1, BIGINT_MAX) for x in exclude):
+        return None
+    return tuple(exclude)
+
+
+def _plain_draft(data) -> tuple[dict, int] | None:
+    """TaskDraftApi.InputSerializer's (draft, version) from a plain JSON body."""
+    if type(data) is not dict or type(data.get("draft")) is not dict or not _whole(data.get("version"), 0, 2**31 - 1):
+        return None
+    return data["draft"], data["version"]
+
+
+def _plain_result(data, key: str | None) -> dict | None:
+    """TaskSubmitApi.InputSerializer's `result` from a plain JSON body (None for a JSON null too:
+    the serializer refuses that), with an Idempotency-Key the view accepts."""
+    if type(data) is not dict or data.get("result") is None or (key is not None and len(key) > 200):
+        return None
+    if "time_spent_ms" in data and not _whole(data["time_spent_ms"], 0, 2_000_000_000):
+        return None
+    return data["result"]
 
 
 TaskOut = inline_serializer(
@@ -167,9 +215,18 @@ class TaskNextApi(TaskWorkApi):
         summary="Claim the next task (or get your active one)",
     )
     def post(self, request, slug: str):
-        project = get_project_for(request.user, slug, Role.ANNOTATOR)
-        data = _parse(self.InputSerializer, request.data or {})
-        task = queue_claim_next(project=project, user=request.user, exclude=tuple(data["exclude"]))
+        data, failed = _body(request)
+        exclude = None if failed else _plain_exclude(data or {})
+        if exclude is not None:
+            # The claim's first statement reads the project and the caller's role (404 / 403 as
+            # get_project_for), with its lock (annotation/queue/claim.py queue_claim_for).
+            project, task = queue_claim_for(slug=slug, user=request.user, role=Role.ANNOTATOR, exclude=exclude)
+        else:  # the role first, then the body, which the serializer answers
+            project = get_project_for(request.user, slug, Role.ANNOTATOR)
+            if failed:
+                raise failed
+            data = _parse(self.InputSerializer, data or {})
+            task = queue_claim_next(project=project, user=request.user, exclude=tuple(data["exclude"]))
         if task is None:
             return Response(status=status.HTTP_204_NO_CONTENT, headers=queue_done_headers(project, request.user))
         return Response(task_view(task=task))
@@ -195,9 +252,22 @@ class TaskDraftApi(TaskWorkApi):
         "the current version); renews the lease",
     )
     def put(self, request, task_id: int):
+        body, failed = _body(request)
+        plain = None if failed else _plain_draft(body)
+        if plain is not None:
+            # The plain case, one statement: the caller's active task at the version they saw,
+            # their role checked in it (annotation/queue/task_ops.py task_save_draft_plain).
+            saved = task_save_draft_plain(
+                task_id=task_id, user=request.user, draft=plain[0], version=plain[1], role=Role.ANNOTATOR
+            )
+            if saved is not None:
+                return Response({"task": task_id, "version": saved[0], "lease_expires": saved[1].isoformat()})
+
         def read_input() -> tuple[dict, int]:
             # Read once the service has checked the task and the caller's role (404 / 403 first).
-            data = _parse(self.InputSerializer, request.data)
+            if failed:
+                raise failed
+            data = _parse(self.InputSerializer, body)
             return data["draft"], data["version"]
 
         # One transaction, one read of the task: the role is checked with the task the save locks
@@ -232,11 +302,17 @@ class TaskSubmitApi(TaskWorkApi):
     )
     def post(self, request, task_id: int):
         key = request.headers.get("Idempotency-Key")
+        body, failed = _body(request)
+        plain = None if failed else _plain_result(body, key)
 
         def read_result() -> dict:
             # Read once the service has checked the task and the caller's role (404 / 403 first,
             # as everywhere; the time the client counted is not used: the server measures it).
-            data = _parse(self.InputSerializer, request.data)
+            if plain is not None:
+                return plain
+            if failed:
+                raise failed
+            data = _parse(self.InputSerializer, body)
             if key is not None and len(key) > 200:
                 raise ResultInvalid({"Idempotency-Key": "At most 200 characters."})
             return data["result"]

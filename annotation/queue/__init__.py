@@ -20,10 +20,10 @@ account in each, and the claim never hands one of them an item the other answere
 (sql.SIBLINGS).
 """
 
-from .claim import queue_claim_next
+from .claim import queue_claim_for, queue_claim_next
 from .errors import AlreadySubmitted, TaskConflict, TaskNotFound
 from .submit import Submitted, annotation_submit
-from .task_ops import task_renew, task_save_draft, task_skip, tasks_expire_stale
+from .task_ops import task_renew, task_save_draft, task_save_draft_plain, task_skip, tasks_expire_stale
 
 __all__ = [
     "AlreadySubmitted",
@@ -31,9 +31,11 @@ __all__ = [
     "TaskConflict",
     "TaskNotFound",
     "annotation_submit",
+    "queue_claim_for",
     "queue_claim_next",
     "task_renew",
     "task_save_draft",
+    "task_save_draft_plain",
     "task_skip",
     "tasks_expire_stale",
 ]

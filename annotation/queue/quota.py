@@ -81,18 +81,29 @@ FROM (SELECT sp.status, sp.started_at, s.time_limit_minutes, s.tasks_per_partici
 """
 
 
-def claim_limit(*, project: Project, user, now: datetime) -> ClaimLimit | None:
-    """None: no limit. Otherwise what this study participant may still claim (participation_of,
-    time_over, tasks_done and the live tasks, read in one statement)."""
-    if getattr(user, "has_usable_password", None) is None or user.has_usable_password():
-        return None  # crowd accounts never have a password: the common case asks nothing
-    found = db.rows(CLAIM_LIMIT_SQL, {"user": Int8(user.pk), "project": Int8(project.pk), "now": now})
-    if not found:
+def is_crowd(user) -> bool:
+    """Whether the user may be a study participant: crowd accounts never have a password."""
+    return not (getattr(user, "has_usable_password", None) is None or user.has_usable_password())
+
+
+def limit_of(row, now: datetime) -> ClaimLimit | None:
+    """claim_limit from CLAIM_LIMIT_SQL's columns (all NULL, or no row: not a participant)."""
+    if not row or row[0] is None:
         return None
-    ((status, started_at, minutes, per_participant, done, active),) = found
+    status, started_at, minutes, per_participant, done, active = row
     if status == ParticipantStatus.REJECTED or (minutes and now >= started_at + timedelta(minutes=minutes)):
         return ClaimLimit(0, keep_active=False)
     return ClaimLimit(per_participant - done - active, keep_active=True)
+
+
+def claim_limit(*, project: Project, user, now: datetime) -> ClaimLimit | None:
+    """None: no limit. Otherwise what this study participant may still claim (participation_of,
+    time_over, tasks_done and the live tasks, read in one statement). The claim reads the same
+    with its lock (queue/sql.py CLAIM_OPEN_SQL)."""
+    if not is_crowd(user):
+        return None  # crowd accounts never have a password: the common case asks nothing
+    found = db.rows(CLAIM_LIMIT_SQL, {"user": Int8(user.pk), "project": Int8(project.pk), "now": now})
+    return limit_of(found[0] if found else None, now)
 
 
 # annotator_cap (a project setting, every protocol): how many answers one annotator may give in the

@@ -11,8 +11,10 @@ from datetime import datetime
 
 from psycopg.types.numeric import Int8
 
-from ..models import Item, Project, Role, Task
-from .rules import MAX_ACTIVE_TASKS
+from ..models import ROLE_RANK, Item, Project, Role, Task
+from ..setting_rules import DEFAULT_LEASE_SECONDS, LEASE_RANGE
+from .progress import PROGRESS_PARTS
+from .rules import CLAIM_LOCK_CLASS, MAX_ACTIVE_TASKS
 
 
 def columns(model, alias: str) -> str:
@@ -22,6 +24,19 @@ def columns(model, alias: str) -> str:
 
 def ids(values) -> list[Int8]:
     return [Int8(v) for v in values]
+
+
+def role_sql(project: str) -> str:
+    """The caller's (%(user)s) role in the project whose id is `project`, an SQL expression, read
+    as annotation/permissions.py reads it (_project_statement: a crowd account is an annotator of
+    its study's project and nothing else); NULL for none."""
+    annotator = Role.ANNOTATOR.value
+    return f"""(SELECT CASE WHEN c.id IS NULL THEN m.role WHEN s.project_id = {project} THEN '{annotator}' END
+        FROM annotation_membership m
+        LEFT JOIN annotation_crowdaccount c ON c.user_id = m.user_id
+        LEFT JOIN annotation_study s ON s.id = c.study_id
+        WHERE m.project_id = {project} AND m.user_id = %(user)s
+        LIMIT 1)"""
 
 
 # --- claim ------------------------------------------------------------------------------------
@@ -128,9 +143,15 @@ def claim_next_sql(passes: tuple[tuple[int, bool, int | None], ...]) -> str:
     them is one the caller shows or already dealt with (%(ignore)s) and fewer than MAX_ACTIVE_TASKS are
     shown. `ins` creates the task; the partial unique index (one active task per item) is the final
     guard: a conflict (a lapsed task on the item, or one renewed meanwhile) inserts nothing and the
-    caller decides. One row always: the active tasks, the new task id (or NULL), the item (or NULLs).
+    caller decides. One row always: the active tasks, the new task id (or NULL), the item (or NULLs),
+    then where the caller stands once it holds the new task (progress.PROGRESS_PARTS for that item,
+    NULLs without one: read here, not in a statement of its own after the claim).
     """
     ctes = ",\n".join(f"p{n} AS ({claim_sql(count, window, gold)})" for n, (count, gold, window) in enumerate(passes))
+    progress = ",\n       ".join(
+        f"CASE WHEN (SELECT ins.id FROM ins) IS NOT NULL THEN {part.format(current='cand.id')} END"
+        for part in PROGRESS_PARTS
+    )
     union = " UNION ALL ".join(f"SELECT * FROM p{n}" for n in range(len(passes)))
     return f"""WITH mine AS (
     SELECT t.id, t.item_id, t.created_at FROM annotation_task t JOIN annotation_item h ON h.id = t.item_id
@@ -154,8 +175,43 @@ ins AS (
 SELECT (SELECT array_agg(mine.id ORDER BY mine.created_at, mine.id) FROM mine),
        (SELECT array_agg(mine.item_id ORDER BY mine.created_at, mine.id) FROM mine),
        (SELECT ins.id FROM ins),
-       cand.*
+       cand.*,
+       {progress}
 FROM (SELECT 1) one LEFT JOIN cand ON true"""
+
+
+# The first statement of a claim's first transaction (claim._Claim.open): the claim's per-user
+# lock (rules.claim_lock) and a crowd participant's standing (quota.CLAIM_LIMIT_SQL, asked only
+# for password-less accounts: %(crowd)s), and for the API, which names the project by its slug,
+# the project and the caller's role in it (as annotation/permissions.py get_project_for reads
+# them). Its snapshot is taken before any wait for the lock, as the separate statements' were
+# (they ran before the transaction); the claim's own statement comes after the lock.
+def _claim_limit(project: str) -> str:
+    return f"""LEFT JOIN LATERAL (
+    SELECT sp.status, sp.started_at, s.time_limit_minutes, s.tasks_per_participant,
+           (SELECT count(*) FROM annotation_annotation a JOIN annotation_item i ON i.id = a.item_id
+            WHERE a.annotator_id = %(user)s AND i.project_id = {project}),
+           (SELECT count(*) FROM annotation_task t JOIN annotation_item i ON i.id = t.item_id
+            WHERE t.annotator_id = %(user)s AND t.status = 'active' AND t.lease_expires > %(now)s
+              AND i.project_id = {project})
+    FROM annotation_studyparticipant sp JOIN annotation_study s ON s.id = sp.study_id
+    WHERE %(crowd)s::boolean AND sp.user_id = %(user)s AND s.project_id = {project}
+    ORDER BY sp.started_at DESC, sp.id DESC
+    LIMIT 1) lim ON true"""
+
+
+_LOCK = f"pg_advisory_xact_lock({CLAIM_LOCK_CLASS}, %(user)s::integer)"
+N_LIMIT_COLUMNS = 6
+# Columns: the lock's (void), then the participation's N_LIMIT_COLUMNS (NULLs: none).
+CLAIM_OPEN_SQL = f"""SELECT {_LOCK} IS NULL, lim.*
+FROM (SELECT 1) one
+{_claim_limit("%(project)s")}"""
+# Columns: the project's, the caller's role in it, the lock's, the participation's. No row: no
+# such project.
+CLAIM_OPEN_PROJECT_SQL = f"""SELECT {columns(Project, "p")}, {role_sql("p.id")}, {_LOCK} IS NULL, lim.*
+FROM annotation_project p
+{_claim_limit("p.id")}
+WHERE p.slug = %(slug)s"""
 
 
 # Lazy reclaim, run when the claim locked an item whose task lapsed: the lapsed task gives the
@@ -189,16 +245,8 @@ def _lock_own_task_sql(*, priors: bool, role: bool) -> str:
                 OR (a.annotator_id = t.annotator_id AND a.idempotency_key = %(key)s::text)
              ORDER BY a.id) AS prior_ids"""
     if role:
-        # The caller's role in the task's project, read as annotation/permissions.py reads it
-        # (_project_statement: a crowd account is an annotator of its study's project and nothing
-        # else).
         extra += f""",
-       (SELECT CASE WHEN c.id IS NULL THEN m.role WHEN s.project_id = it.p_id THEN '{Role.ANNOTATOR.value}' END
-        FROM annotation_membership m
-        LEFT JOIN annotation_crowdaccount c ON c.user_id = m.user_id
-        LEFT JOIN annotation_study s ON s.id = c.study_id
-        WHERE m.project_id = it.p_id AND m.user_id = %(user)s
-        LIMIT 1) AS role"""
+       {role_sql("it.p_id")} AS role"""
     return f"""
 WITH it AS (
     SELECT {columns(Item, "i")}, {", ".join(f"p.{f.column} AS p_{f.column}" for f in Project._meta.concrete_fields)}
@@ -266,14 +314,26 @@ WITH stored AS (
     WHERE id = %(item)s AND NOT is_gold
     RETURNING annotation_count, status
 )
-SELECT stored.id, counted.annotation_count, counted.status, stored.with_suggestion, stored.time_spent_ms
+SELECT stored.id, counted.annotation_count, counted.status, stored.with_suggestion, stored.time_spent_ms,
+       CASE WHEN counted.status = 'annotated'
+            THEN pg_advisory_xact_lock_shared(%(marking)s::integer, %(project)s::integer) IS NULL END
 FROM stored LEFT JOIN counted ON true
 """
+# The last column: a submit that completes its item takes the project's marking lock, shared, in
+# the same statement (verification.py: after the item and task locks, before the thresholds are
+# read); MARK_READ_SQL then reads them in a statement of its own, so with a snapshot taken after
+# any wait for the lock.
 
 
-# A completing submit's read of the thresholds in force (submit._settings_to_mark), after the
-# project's marking lock (verification.py).
-PROJECT_SETTINGS_SQL = "SELECT p.settings FROM annotation_project p WHERE p.id = %(project)s"
+# A completing submit's read, after the project's marking lock (taken by STORE_SQL): the
+# thresholds in force and the item's annotations, (id, result) in id order, as
+# verification.item_mark_disagreement reads them (its ITEM_ANSWERS_SQL).
+MARK_READ_SQL = """
+SELECT p.settings,
+       (SELECT json_agg(json_build_array(a.id, a.result) ORDER BY a.id)::text
+        FROM annotation_annotation a WHERE a.item_id = %(item)s)
+FROM annotation_project p WHERE p.id = %(project)s
+"""
 
 
 # Renew, autosave and skip write their task back in one prepared statement (the ORM's save built
@@ -290,4 +350,52 @@ SET status = %(status)s::text, lease_expires = %(lease)s, draft = %(draft)s::jso
     draft_version = %(version)s::integer, updated_at = %(now)s
 WHERE id = %(task)s
 RETURNING id
+"""
+
+
+def _roles_from(role: str) -> str:
+    """The roles at least `role`, as an SQL list of literals (ROLE_RANK)."""
+    return ", ".join(f"'{r.value}'" for r, rank in ROLE_RANK.items() if rank >= ROLE_RANK[role])
+
+
+def _lease_seconds_sql(settings: str) -> str:
+    """rules.lease_seconds of a project's stored `settings` in SQL, where it is plain: the default
+    when the key is missing (or the settings are NULL), the stored number when it is a whole
+    number within LEASE_RANGE written as digits. NULL for anything else (a value the setting's
+    check would clean or refuse, with a logged warning): the caller then takes the Python path."""
+    lease = f"{settings}->'lease_seconds'"
+    low, high = LEASE_RANGE
+    return f"""CASE
+        WHEN {settings} IS NULL OR jsonb_typeof({settings}) = 'null' THEN {int(DEFAULT_LEASE_SECONDS)}
+        WHEN jsonb_typeof({settings}) <> 'object' THEN NULL
+        WHEN {lease} IS NULL OR jsonb_typeof({lease}) = 'null' THEN {int(DEFAULT_LEASE_SECONDS)}
+        WHEN jsonb_typeof({lease}) = 'number' AND ({lease} #>> '{{}}') ~ '^[0-9]{{1,9}}$'
+             AND ({lease} #>> '{{}}')::integer BETWEEN {int(low)} AND {int(high)}
+            THEN ({lease} #>> '{{}}')::integer
+    END"""
+
+
+@functools.lru_cache(maxsize=8)
+def draft_save_sql(role: str) -> str:
+    """Autosave's plain case in one statement (task_ops.task_save_draft_plain): the caller's
+    active task, at the draft version the client saw, saved and its lease renewed, when the
+    caller has at least `role` in its project (or %(superuser)s) and the project's lease is plain
+    (_lease_seconds_sql). The item is locked first, then the task (the queue's lock order), as
+    lock_own_task_sql does; the task's conditions are checked again on its latest version after
+    any wait (READ COMMITTED). No row: nothing written, and the caller runs the whole path."""
+    return f"""
+WITH it AS (
+    SELECT i.id, {_lease_seconds_sql("p.settings")} AS seconds, {role_sql("p.id")} AS role
+    FROM annotation_item i JOIN annotation_project p ON p.id = i.project_id
+    WHERE i.id = (SELECT o.item_id FROM annotation_task o WHERE o.id = %(task)s AND o.annotator_id = %(user)s)
+    FOR UPDATE OF i
+)
+UPDATE annotation_task t
+SET draft = %(draft)s::jsonb, draft_version = t.draft_version + 1,
+    lease_expires = %(now)s::timestamptz + make_interval(secs => it.seconds), updated_at = %(now)s
+FROM it
+WHERE t.id = %(task)s AND t.item_id = it.id AND t.annotator_id = %(user)s
+  AND t.status = 'active' AND t.draft_version = %(version)s::integer
+  AND it.seconds IS NOT NULL AND (%(superuser)s::boolean OR it.role IN ({_roles_from(role)}))
+RETURNING t.draft_version, it.seconds
 """

@@ -18,7 +18,7 @@ from ..models import Annotation, Item, ItemStatus, Project, Task, TaskStatus
 from ..project_setup import project_setting
 from ..results import ResultInvalid, Validated, quintuplet_warnings, validate_result
 from ..selectors import result_context_for, shows_suggestions
-from ..verification import item_auto_verify, item_mark_disagreement, project_marking_lock_shared
+from ..verification import MARKING_LOCK_CLASS, item_answers, item_auto_verify, item_mark_disagreement
 from . import sql
 from .errors import AlreadySubmitted, TaskConflict
 from .ranks import queue_ranks_refresh_soon
@@ -62,13 +62,15 @@ def _same_result(workflow: str, item: Item, result, stored: dict) -> bool:
 # (annotation/studies/table.py). sql.STORE_SQL computes it while it stores the annotation.
 
 
-def _settings_to_mark(project) -> dict:
-    """verification.project_settings_to_mark, its read a prepared statement (sql.PROJECT_SETTINGS_SQL):
-    the project's settings as committed once the marking lock is held shared, read in a statement
-    of their own after it (so with a snapshot taken after any wait for it)."""
-    project_marking_lock_shared(project_id=project.pk)
-    ((settings,),) = db.rows(sql.PROJECT_SETTINGS_SQL, {"project": Int8(project.pk)})
-    return Project._meta.get_field("settings").from_db_value(settings, None, connection)  # as the ORM reads it
+def _to_mark(project, item) -> list[tuple[int, dict]]:
+    """What a submit that completed `item` marks it with: the project's settings as committed once
+    the marking lock is held shared (sql.STORE_SQL took it), into project.settings, and the item's
+    annotations (returned), read in one prepared statement of their own after it (so with a
+    snapshot taken after any wait for the lock), as verification.project_settings_to_mark and
+    item_mark_disagreement would read them."""
+    ((settings, answers),) = db.rows(sql.MARK_READ_SQL, {"project": Int8(project.pk), "item": Int8(item.pk)})
+    project.settings = Project._meta.get_field("settings").from_db_value(settings, None, connection)  # as the ORM
+    return item_answers(answers)
 
 
 def annotation_submit(
@@ -171,7 +173,7 @@ def _submit(
     # The answer is blind unless the form offered a model suggestion for this item (conservative:
     # any suggestion stored by the time of the submit counts as seen).
     suggestable = shows_suggestions(project=project)
-    ((annotation_id, count, status, suggested, ms),) = db.rows(
+    ((annotation_id, count, status, suggested, ms, _marking),) = db.rows(
         sql.STORE_SQL,
         {
             "item": Int8(item.pk),
@@ -184,6 +186,8 @@ def _submit(
             "now": now,
             "needed": project.annotations_per_item,
             "suggestable": suggestable,
+            "marking": Int8(MARKING_LOCK_CLASS),
+            "project": Int8(project.pk),
         },
     )
     # A form that asks for viewing time checks it against the server's time (viewing.py); a refusal
@@ -208,10 +212,11 @@ def _submit(
         if item.status == ItemStatus.ANNOTATED:
             # Under the thresholds in force when this commits, not those read with the item: a
             # threshold change at this moment commits first or re-marks this item after. Lock
-            # order: item, task, then the project's marking lock (shared; verification.py).
-            project.settings = _settings_to_mark(project)
+            # order: item, task, then the project's marking lock (shared; verification.py), which
+            # STORE_SQL took.
+            answers = _to_mark(project, item)
             # Disagreeing annotators: marked for adjudication, first in the review queue.
-            item_mark_disagreement(item=item)
+            item_mark_disagreement(item=item, answers=answers)
             if project_setting(project.settings, "auto_verify", False, project=project.slug):
                 item_auto_verify(item=item)
     queue_ranks_refresh_soon(project=project)  # a protocol that matches pairs re-ranks (ranks.py)

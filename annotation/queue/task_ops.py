@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
@@ -47,7 +47,7 @@ def lock_own_task(
     item.project = db.instance(Project, row[n:m])
     if role is not None:
         *row, have = row
-        _require_role(user, item.project, have, role)
+        require_role(user, item.project, have, role)
     if priors:
         *row, prior_ids = row
     task = db.instance(Task, row[m:])
@@ -57,8 +57,9 @@ def lock_own_task(
     return task, item
 
 
-def _require_role(user, project: Project, have: str | None, role: str) -> None:
-    """annotation.permissions.require_role on the role read with the task (superusers act as admin)."""
+def require_role(user, project: Project, have: str | None, role: str) -> None:
+    """annotation.permissions.require_role on the role read with the task or the project (superusers
+    act as admin; the claim's statement reads it too, claim.py)."""
     if user.is_superuser:
         return
     if have is None:
@@ -156,6 +157,36 @@ def task_save_draft(
     task.draft_version += 1
     _store(task, now, draft=True)
     return task
+
+
+def task_save_draft_plain(
+    *, task_id: int, user, draft: dict, version: int, role: str, now: datetime | None = None
+) -> tuple[int, datetime] | None:
+    """The API's autosave in its plain case, in one statement outside any transaction of its own
+    (sql.draft_save_sql): the caller's active task, saved at the version the client saw, its
+    lease renewed; the caller's role checked as lock_own_task checks it. Returns (the new version,
+    the lease) once saved; None when anything is not plain (another's task, a role too low, a
+    stale version or a replay, a task no longer active, a lease setting the statement does not
+    read), having written nothing: the caller then runs task_save_draft, which answers each of
+    those as always. `draft` and `version` must be what the API's input serializer accepts."""
+    if task_id not in _INT8:
+        return None
+    now = now or timezone.now()
+    found = db.rows(
+        sql.draft_save_sql(role),
+        {
+            "task": Int8(task_id),
+            "user": Int8(user.pk),
+            "superuser": bool(user.is_superuser),
+            "draft": json.dumps(draft),
+            "version": Int8(version),
+            "now": now,
+        },
+    )
+    if not found:
+        return None
+    ((saved, seconds),) = found
+    return saved, now + timedelta(seconds=seconds)  # the lease written: lease_until with those seconds
 
 
 @transaction.atomic

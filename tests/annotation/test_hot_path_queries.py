@@ -1,12 +1,17 @@
-"""What the annotators' hot path sends to PostgreSQL (issue 23): every statement of a request is
-seen where psycopg sends it (the queue's prepared statements and the token lookup bypass Django's
+"""What the annotators' hot path sends to PostgreSQL: every statement of a request is seen where
+psycopg sends it (the queue's prepared statements and the token lookup bypass Django's
 query log), and the ORM's share of them through Django's own CaptureQueriesContext.
 
-A submit and an autosave each read their task once, in the transaction that writes it, with the
-caller's role read by that same statement (annotation/queue/sql.py lock_own_task_sql): the
-token lookup, one read, one write, and nothing built by the ORM. Renew and skip, the same. The
-refusals stay what they were: someone else's task 404 whatever the body says, a lost role 404,
-bad input 400 with nothing written.
+A claim is the token lookup, then one transaction: its first statement takes the claim's lock and
+reads the project, the caller's role and a crowd participant's standing, its second claims the
+item and reads where the caller stands (annotation/queue/claim.py). An autosave in its plain case
+is the token lookup and one statement, which checks the caller's role and the version, saves and
+renews the lease (annotation/queue/sql.py draft_save_sql). A submit reads its task once, with
+the caller's role, and stores in one more statement; one that completes its item reads the
+thresholds and the item's annotations in one statement after the marking lock, which the store
+took (nothing built by the ORM). Renew and skip read their task once. The refusals stay what
+they were: someone else's task 404 whatever the body says, a lost role 404, bad input 400 with
+nothing written. The counts below fail if any of these statements comes back.
 
 Transactional test database: the test's own transaction would hide the request's.
 """
@@ -21,6 +26,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from annotation.disagreement import find_disagreement, thresholds_from
 from annotation.models import Annotation, Membership, Task
 from tests.annotation.work_factories import make_item, make_people, valid_result
 from tests.helpers.clients import token_client
@@ -81,19 +87,19 @@ def queue_transactions(seen) -> dict[int, list[str]]:
     return out
 
 
-def test_autosave_reads_its_task_once_and_writes_it_once(claimed):
+def test_autosave_is_one_statement(claimed):
     _project, _a, _b, client, task = claimed
     body = {"draft": {"bbox": [1, 2, 3, 4]}, "version": task["version"]}
     with sent() as (seen, orm):
         r = client.put(f"/api/tasks/{task['task']}/draft/", body, format="json")
     assert r.status_code == 200, r.content
     assert r.json()["version"] == task["version"] + 1
-    (queue,) = queue_transactions(seen).values()  # one transaction: the read and the write
-    assert len([s for s in queue if TASK_READ.search(s)]) == 1, queue  # the task read once (locked)
-    assert len(queue) == 2, queue  # ... and written once
+    (queue,) = queue_transactions(seen).values()  # one statement: the read (locked) and the write
+    assert len(queue) == 1 and len(TASK_READ.findall(queue[0])) == 1, queue
+    assert queue[0].lstrip().startswith("WITH it AS") and "UPDATE annotation_task" in queue[0]
     assert "annotation_membership" in queue[0]  # the role is read with the task, no lookup before it
-    # Everything the request sent: the token lookup, the read, the write; nothing from the ORM.
-    assert len(data(seen)) == 3, data(seen)
+    # Everything the request sent: the token lookup and that statement; nothing from the ORM.
+    assert len(data(seen)) == 2, data(seen)
     assert orm_queries(orm) == []
     stored = Task.objects.get(pk=task["task"])
     assert (stored.draft, stored.draft_version, stored.status) == (
@@ -102,15 +108,63 @@ def test_autosave_reads_its_task_once_and_writes_it_once(claimed):
         "active",
     )
     assert stored.lease_expires.isoformat() == r.json()["lease_expires"]
+    assert (stored.lease_expires - stored.updated_at).total_seconds() == 600  # the project's lease
 
-    # A replay of that save is answered as the first time, again with one read; a stale one is 409.
+    # A replay of that save is answered as the first time: the statement writes nothing (the
+    # version moved on), and the whole path answers, reading the task once; a stale one is 409.
     with sent() as (seen, orm):
         again = client.put(f"/api/tasks/{task['task']}/draft/", body, format="json")
     assert again.status_code == 200 and again.json()["version"] == task["version"] + 1
-    assert len(queue_transactions(seen)) == 1 and orm_queries(orm) == []
+    plain, whole = queue_transactions(seen).values()
+    assert len(plain) == 1 and len([s for s in whole if TASK_READ.search(s)]) == 1, (plain, whole)
+    assert orm_queries(orm) == []
     stale = client.put(f"/api/tasks/{task['task']}/draft/", {"draft": {"x": 1}, "version": 0}, format="json")
     assert stale.status_code == 409 and stale.json()["version"] == task["version"] + 1
     assert Task.objects.get(pk=task["task"]).draft == {"bbox": [1, 2, 3, 4]}
+
+
+def test_autosave_with_a_lease_setting_the_statement_does_not_read_takes_the_whole_path(claimed):
+    """lease_seconds stored as 900.0 (JSON): the setting's check cleans it to 900, which the
+    statement leaves to the Python path; the save lands with that lease all the same."""
+    project, _a, _b, client, task = claimed
+    project.settings = {**(project.settings or {}), "lease_seconds": 900.0}
+    project.save(update_fields=["settings"])
+    with sent() as (seen, _orm):
+        r = client.put(f"/api/tasks/{task['task']}/draft/", {"draft": {"x": 1}, "version": 0}, format="json")
+    assert r.status_code == 200, r.content
+    assert len(queue_transactions(seen)) == 2  # the statement wrote nothing, the whole path saved
+    stored = Task.objects.get(pk=task["task"])
+    assert (stored.draft, stored.draft_version) == ({"x": 1}, 1)
+    assert (stored.lease_expires - stored.updated_at).total_seconds() == 900
+
+
+def test_claim_is_the_token_lookup_and_two_statements_in_one_transaction(make_project):
+    (a,) = make_people(1)
+    project = make_project("boxes", "changeit", members={a: "annotator"}, annotations_per_item=2)
+    for _ in range(3):
+        make_item(project)
+    client = token_client(a)
+    with sent() as (seen, orm):
+        r = client.post("/api/projects/boxes/tasks/next/", {}, format="json")
+    assert r.status_code == 200, r.content
+    (queue,) = queue_transactions(seen).values()
+    # The lock with the project, the role and the participant's standing; then the claim, which
+    # also reads the progress: no statement of their own for the project, the quota or the progress.
+    assert len(queue) == 2, queue
+    assert queue[0].lstrip().startswith("SELECT p.id") and "pg_advisory_xact_lock" in queue[0]
+    assert "annotation_membership" in queue[0] and "annotation_studyparticipant" in queue[0]
+    assert queue[1].lstrip().startswith("WITH mine AS") and "LIMIT $" in queue[1]  # the progress's cap
+    # Besides: the token lookup, and the item's images (the ORM's one query, for the payload).
+    orm_sent = orm_queries(orm)
+    assert len(orm_sent) == 1 and "annotation_mediaasset" in orm_sent[0], orm_sent
+    assert len(data(seen)) == 3 + len(orm_sent), [x[1][:200] for x in data(seen)]
+    assert r.json()["progress"] == {"done": 0, "left": 3, "capped": False}
+    # The claimed task is handed back as such on a reload (the first statement, then the claim's).
+    again = client.post("/api/projects/boxes/tasks/next/", {}, format="json")
+    assert again.status_code == 200 and again.json()["task"] == r.json()["task"]
+    # Someone else's project, an unknown one: 404 as before, nothing claimed.
+    assert client.post("/api/projects/nowhere/tasks/next/", {}, format="json").status_code == 404
+    assert Task.objects.filter(annotator=a).count() == 1
 
 
 def test_submit_sends_the_token_lookup_one_read_and_one_write(claimed):
@@ -131,6 +185,30 @@ def test_submit_sends_the_token_lookup_one_read_and_one_write(claimed):
     assert len(orm_sent) == 1 and "annotation_mediaasset" in orm_sent[0], orm_sent
     assert len(data(seen)) == 3 + len(orm_sent), [x[1][:300] for x in data(seen)]
     assert Annotation.objects.get().annotator == a
+
+
+@pytest.mark.parametrize("variant, marked", [(0, False), (60, True)])
+def test_a_completing_submit_reads_thresholds_and_annotations_in_one_statement(claimed, variant, marked):
+    project, a, b, client, task = claimed
+    r = client.post(f"/api/tasks/{task['task']}/submit/", {"result": valid_result("box")}, format="json")
+    assert r.status_code == 201, r.content
+    other = token_client(b)
+    second = other.post("/api/projects/boxes/tasks/next/", {}, format="json").json()
+    with sent() as (seen, orm):
+        r = other.post(f"/api/tasks/{second['task']}/submit/", {"result": valid_result("box", variant)}, format="json")
+    assert r.status_code == 201, r.content
+    (queue,) = queue_transactions(seen).values()
+    # The read, the store (which takes the marking lock), the thresholds with the annotations, and
+    # an UPDATE of the item's mark only where it changes (a disagreement: boxes 60 px apart, IoU 1/3).
+    assert len(queue) == 3 + marked, queue
+    assert "pg_advisory_xact_lock_shared" in queue[1]
+    assert queue[2].lstrip().startswith("SELECT p.settings") and "annotation_annotation" in queue[2]
+    assert all("annotation_annotation" not in q for q in orm_queries(orm))  # no ORM read of them
+    item = Annotation.objects.get(pk=r.json()["id"]).item
+    answers = list(Annotation.objects.filter(item=item).order_by("pk").values_list("pk", "result"))
+    assert item.status == "annotated" and len(answers) == 2
+    assert item.disagreement == find_disagreement("box", answers, thresholds_from(project.settings))
+    assert (item.disagreement is not None) == marked
 
 
 def test_renew_and_skip_read_their_task_once(claimed):

@@ -515,8 +515,8 @@ def test_a_held_task_whose_item_was_settled_is_dropped_on_the_next_claim(make_pr
 
 @pytest.mark.skipif(os.environ.get("DATABASE_PREPARE", "1") == "0", reason="prepared statements turned off")
 def test_claim_and_submit_run_as_prepared_statements_with_their_generic_plan(make_project, people):
-    # The hot path is the claim's lock and statement and two submit statements per call (and,
-    # for these password-less accounts, the crowd quota's statement, queue/quota.py), each
+    # The hot path is the claim's lock (with the crowd quota's standing, for these password-less
+    # accounts: queue/sql.py CLAIM_OPEN_SQL) and statement and two submit statements per call, each
     # prepared and planned once per connection: PostgreSQL must reuse the generic plan, never re-plan.
     from django.db import connection
 
@@ -534,7 +534,6 @@ def test_claim_and_submit_run_as_prepared_statements_with_their_generic_plan(mak
         plans = cursor.fetchall()
     assert plans == [
         ("SELECT p.set", 3, 0),  # a completing submit's thresholds (annotations_per_item=1: every one)
-        ("SELECT p.sta", 3, 0),
         ("SELECT pg_ad", 3, 0),
         ("WITH it AS (", 3, 0),
         ("WITH mine AS", 3, 0),
