@@ -84,6 +84,11 @@ def assert_canonical_answer(protocol: str, value, options: list, fmt: str | None
 def test_model_reply_parses_to_a_canonical_answer_or_none(protocol, fmt, raw, options):
     value = answers.parse_answer(protocol, "q", raw, options, fmt=fmt)
     assert_canonical_answer(protocol, value, options, fmt)
+    # The parser an import resolves once per protocol reads every reply the same way.
+    unshown = options[:1]
+    assert answers.answer_parser(protocol)("q", raw, options, fmt=fmt, unshown=unshown) == answers.parse_answer(
+        protocol, "q", raw, options, fmt=fmt, unshown=unshown
+    )
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from protocols import registry
-from protocols.kit.answers import parse_answer
+from protocols.kit.answers import answer_parser
 from protocols.kit.bootstrap import N_BOOT
 from protocols.kit.items import ModelAnswer, ScoringItem
 from protocols.kit.matrix import ItemMatrix
@@ -102,6 +102,7 @@ def score_blind_answers(
     answers: dict[tuple, ModelAnswer] = {}
     owner: list[int] = []
     answered_items = 0
+    parse_answer = answer_parser(protocol)
     for item in items:
         given = list(blind.get(item.key, ()))
         if not given:
@@ -116,7 +117,7 @@ def score_blind_answers(
             value = None
             if raw not in (None, "", []):
                 fmt = spec.get("format") or item.payload.get("format")
-                value = parse_answer(protocol, "qa", raw, spec.get("options") or [], fmt=fmt)
+                value = parse_answer("qa", raw, spec.get("options") or [], fmt=fmt)
             answers[(key, "qa")] = ModelAnswer(value)
         answered_items += 1
     per_answer = registry.get(protocol).scoring.score(rows, answers)

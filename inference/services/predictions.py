@@ -18,7 +18,7 @@ from annotation.audit.record import audit_record
 from annotation.models import AuditAction, Item, Project, Release
 from annotation.protocols import QUERY_KEYS
 from protocols import registry
-from protocols.kit.answers import answer_type_error, parse_answer
+from protocols.kit.answers import answer_parser, answer_type_error
 
 from ..models import InferenceJob, JobMode, JobStatus, Prediction, PredictionStatus
 from ..selectors import job_items
@@ -201,6 +201,7 @@ def parse_prediction_lines(
             by_external
         )
     keys = set(QUERY_KEYS[project.protocol])
+    parse_answer = answer_parser(project.protocol)  # the protocol looked up once, not per line
     errors: list[tuple[int, str]] = []
     parsed: list[ParsedLine] = []
     seen: dict[tuple, int] = {}
@@ -258,11 +259,7 @@ def parse_prediction_lines(
             continue
         options = list(spec.get("options") or [])
         unshown = spec.get("unshown") or ()
-        answer = (
-            None
-            if raw in (None, "", [])
-            else parse_answer(project.protocol, query, raw, options, fmt=fmt, unshown=unshown)
-        )
+        answer = None if raw in (None, "", []) else parse_answer(query, raw, options, fmt=fmt, unshown=unshown)
         truth = spec.get("answer")
         parsed.append(
             ParsedLine(

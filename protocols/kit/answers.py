@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from protocols import registry
@@ -367,6 +367,25 @@ def parse_answer(
     if kind == "qa":
         return parse_qa(raw, options, fmt=fmt, unshown=unshown)
     return PARSERS[kind](raw, options, fmt=fmt, criteria=found.criteria, unshown=unshown)
+
+
+def answer_parser(protocol: str) -> Callable[..., Any]:
+    """``parse_answer`` with the protocol looked up once: ``parser(query, raw, options, fmt=None,
+    unshown=())`` gives what ``parse_answer(protocol, query, raw, options, ...)`` gives. For a loop
+    over one protocol's outputs (an import of predictions, a set of blind answers), where the
+    registry lookup per output would cost as much as a bare letter's parse."""
+    found = registry.get(protocol)
+    kind = found.answer_kind
+    if kind == "choice":
+        return lambda query, raw, options, *, fmt=None, unshown=(): parse_choice(raw, options, unshown=unshown)
+    if kind == "candidate":
+        return lambda query, raw, options, *, fmt=None, unshown=(): parse_candidate_number(raw, options)
+    if kind == "qa":
+        return lambda query, raw, options, *, fmt=None, unshown=(): parse_qa(raw, options, fmt=fmt, unshown=unshown)
+    parser, criteria = PARSERS[kind], found.criteria
+    return lambda query, raw, options, *, fmt=None, unshown=(): parser(
+        raw, options, fmt=fmt, criteria=criteria, unshown=unshown
+    )
 
 
 def parse_qa(raw: Any, options: list, *, fmt: str | None = None, unshown: Iterable[Any] = ()) -> Any:
