@@ -18,6 +18,9 @@ answer whoever reads the upload later: Django views and DRF both find it already
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.core.files.uploadhandler import TemporaryFileUploadHandler
@@ -141,16 +144,54 @@ class InputLimitsMiddleware:
         return None
 
 
+def unstorable_value(value: Any, path: str = "") -> tuple[str, str] | None:
+    """(field, what is wrong) for the first value PostgreSQL's jsonb cannot hold although Python's
+    JSON reader accepts it: a number too large for a float (``1e400`` reads as infinity) or a
+    string, key or value, with half of a surrogate pair (``"\\ud800"``); None when every value
+    can be stored."""
+    stack = [(value, path)]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, str):
+            try:
+                node.encode("utf-8")
+            except UnicodeEncodeError:
+                return where or "-", "a lone surrogate (\\ud800-\\udfff), which is not a character"
+        elif isinstance(node, float):
+            if not math.isfinite(node):
+                return where or "-", "a number out of range (a finite number is expected)"
+        elif isinstance(node, dict):
+            for key, child in node.items():
+                name = f"{where}.{key}" if where else str(key)
+                try:
+                    str(key).encode("utf-8")
+                except UnicodeEncodeError:
+                    return name.encode("utf-8", "replace").decode(), "a key with a lone surrogate"
+                stack.append((child, name))
+        elif isinstance(node, list):
+            stack.extend((child, f"{where}[{i}]") for i, child in reversed(list(enumerate(node))))
+    return None
+
+
 class NulFreeJSONParser(JSONParser):
-    """DRF's JSON parser, refusing a body that holds a NUL byte in any string (400 naming the field)."""
+    """DRF's JSON parser, refusing a body that holds a NUL byte in any string, a lone surrogate or
+    a number out of a float's range (400 naming the field), or that nests too deep to read."""
 
     def parse(self, stream, media_type=None, parser_context=None):
-        data = super().parse(stream, media_type, parser_context)
+        try:
+            data = super().parse(stream, media_type, parser_context)
+        except RecursionError:
+            raise ParseError("JSON parse error - the body nests too deep to read") from None
         where = nul_field(data)
         if where is not None:
             raise ParseError(
                 f"JSON field {where.replace(chr(0), '?')} contains a NUL byte (\\u0000), which is never valid input"
             )
+        found = unstorable_value(data)
+        if found is not None:
+            where, problem = found
+            where = where.encode("utf-8", "replace").decode()
+            raise ParseError(f"JSON field {where} holds {problem}")
         return data
 
 

@@ -94,7 +94,7 @@ _SHUFFLE_STEPS: dict[int, tuple[tuple[int, int], ...]] = {}
 
 def _shuffle_steps(length: int) -> tuple[tuple[int, int], ...]:
     steps = tuple((i, (i + 1).bit_length()) for i in range(length - 1, 0, -1))
-    if length <= 4096:  # the lengths option lists have; a longer list's table is not kept
+    if length <= 256:  # the lengths option lists have (tables for all: ~33k pairs); a longer list's is not kept
         _SHUFFLE_STEPS[length] = steps
     return steps
 

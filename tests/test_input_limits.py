@@ -13,7 +13,7 @@ from django.http.multipartparser import MultiPartParser
 from rest_framework.test import APIClient
 
 from annotation.input_limits import CappedUploadHandler, UploadTooLarge
-from annotation.models import ImportRun, Item, Role, Task
+from annotation.models import Annotation, ImportRun, Item, Role, Task
 from tests.annotation.work_factories import make_item, make_people
 
 pytestmark = pytest.mark.django_db
@@ -273,6 +273,38 @@ def test_a_nul_in_a_json_body_is_a_400_naming_the_field(work):
     assert draft.json()["detail"].startswith("JSON field draft.note[1] contains a NUL byte")
     assert submit.json()["detail"].startswith("JSON field result.state contains a NUL byte")
     assert Task.objects.get(pk=task).draft in ({}, None)
+
+
+@pytest.mark.parametrize(
+    "body,field,says",
+    [
+        ('{"draft": {"x": 1e400}, "version": 0}', "draft.x", "a number out of range"),
+        ('{"draft": {"x": [-1e400]}, "version": 0}', "draft.x[0]", "a number out of range"),
+        ('{"draft": {"note": "a\\ud800b"}, "version": 0}', "draft.note", "a lone surrogate"),
+        ('{"draft": {"\\udfff": 1}, "version": 0}', "draft.?", "a key with a lone surrogate"),
+    ],
+)
+def test_a_value_jsonb_cannot_hold_is_a_400_naming_the_field(work, body, field, says):
+    """Python's JSON reader takes 1e400 (as infinity) and half of a surrogate pair; PostgreSQL's
+    jsonb refuses both, which was a 500 once a draft or a result reached the database."""
+    _project, a, _r = work
+    task = a.post("/api/projects/w/tasks/next/").json()["task"]
+    for url in (f"/api/tasks/{task}/draft/", f"/api/tasks/{task}/submit/"):
+        sent = body if url.endswith("draft/") else body.replace('"draft"', '"result"').replace(', "version": 0', "")
+        response = a.generic("PUT" if url.endswith("draft/") else "POST", url, sent, content_type="application/json")
+        assert response.status_code == 400, (url, response.content)
+        named = field if url.endswith("draft/") else field.replace("draft", "result")
+        assert response.json()["detail"].startswith(f"JSON field {named} holds {says}")
+    assert Task.objects.get(pk=task).draft in ({}, None)
+    assert not Annotation.objects.exists()
+
+
+def test_a_body_nested_too_deep_is_a_400(work):
+    _project, a, _r = work
+    task = a.post("/api/projects/w/tasks/next/").json()["task"]
+    deep = '{"draft": ' + "[" * 5000 + "]" * 5000 + ', "version": 0}'
+    response = a.generic("PUT", f"/api/tasks/{task}/draft/", deep, content_type="application/json")
+    assert response.status_code == 400 and "nests too deep" in response.json()["detail"]
 
 
 def test_a_nul_in_a_form_field_is_a_400(client, researcher):

@@ -252,8 +252,12 @@ def _reordered(job: InferenceJob, items: ChoiceItems, moved: np.ndarray, out: Ch
             release.update({f"r{j}e{e}": blank for e in range(MAX_SHOWN)})
     # Rows of ``seen`` and ``release`` for each moved answer.
     ii, qq, a, k = (moved[:, c] for c in range(4))
+    if not len(seen["pid"]):  # every moved prediction gone since pass 1 (a job's retry deletes them)
+        return np.stack([ii, qq], axis=1)
     seen_order = np.argsort(seen["pid"], kind="stable")
-    s_row = seen_order[np.searchsorted(seen["pid"][seen_order], moved[:, 4])]
+    at = np.minimum(np.searchsorted(seen["pid"][seen_order], moved[:, 4]), len(seen_order) - 1)
+    s_row = seen_order[at]
+    gone = seen["pid"][s_row] != moved[:, 4]  # deleted between the passes: read as JSON, not a neighbour
     rel_order = np.argsort(release["id"], kind="stable")
     r_row = rel_order[np.searchsorted(release["id"][rel_order], items.item_ids[ii])]
     n_seen = seen["sn"][s_row]
@@ -262,7 +266,7 @@ def _reordered(job: InferenceJob, items: ChoiceItems, moved: np.ndarray, out: Ch
     rel = np.stack(
         [np.choose(qq, [release[f"r{j}e{e}"][r_row] for j in range(len(queries))]) for e in range(MAX_SHOWN)], axis=1
     )
-    python = (n_seen < 0) | (n_seen > MAX_SHOWN) | (n_rel < 0) | (n_rel > MAX_SHOWN)
+    python = gone | (n_seen < 0) | (n_seen > MAX_SHOWN) | (n_rel < 0) | (n_rel > MAX_SHOWN)
     # The answer's letter: the option shown there, found in the release's list (first match).
     valid = (a >= 0) & (a < n_seen)
     target = shown[np.arange(len(a)), np.clip(a, 0, MAX_SHOWN - 1)]
