@@ -1,9 +1,11 @@
 """Who may do what, for every URL pattern: a permission matrix generated from the URL configuration.
 
-`ROUTES` below has one entry per named URL pattern (the admin is one class, `ADMIN_URLS`): how to
+`ROUTES` has one entry per named URL pattern (the admin is one class, `ADMIN_NAMESPACE`): how to
 fill its arguments from a seeded world, which methods to try, who is let in, and what a person
 who is let in gets. The walk over `get_resolver()` fails, naming the pattern, when a pattern has no
-entry (or an entry no pattern): a new route cannot ship without saying who may use it.
+entry (or an entry no pattern): a new route cannot ship without saying who may use it. The table
+is tests/helpers/permission_routes.py (a new route's entry goes there), its rules and identities
+tests/helpers/permission_rules.py, the seeded world tests/helpers/permission_world.py.
 
 Identities: anonymous, a signed-in non-member, the project's annotator / reviewer / researcher /
 admin member, a superuser, a researcher of another project, and two crowd accounts of one platform
@@ -27,10 +29,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from django.apps import apps
@@ -38,384 +36,28 @@ from django.contrib import admin
 from django.db import connection
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
-from django.utils import timezone
-from rest_framework.authtoken.models import Token
 
-from annotation.models import (
-    Annotation,
-    ImportRun,
-    Item,
-    ItemStatus,
-    MediaAsset,
-    Membership,
-    Project,
-    ProjectAsset,
-    ProjectInvite,
-    Role,
-    Task,
-    TaskStatus,
-)
-from inference.models import InferenceJob, JobStatus
+from annotation.models import Annotation, ImportRun, Item, MediaAsset, Membership, Project
+from inference.models import InferenceJob
 from tests.helpers.lanes import through_lanes
+from tests.helpers.permission_routes import ROUTES
+from tests.helpers.permission_rules import (
+    ADMIN,
+    ANON,
+    IDENTITIES,
+    LOGIN,
+    OTHER,
+    RESEARCHER,
+    SESSION,
+    SUPERUSER,
+    TOKEN,
+    Rule,
+    Try,
+)
+from tests.helpers.permission_world import World, build_world
 
 # (The marker also makes pytest-django set up the test database the module's world is built in.)
 pytestmark = pytest.mark.django_db
-
-# ---------------------------------------------------------------------------------------------
-# Identities
-
-SESSION, TOKEN = "session", "token"
-ANON, STRANGER, ANNOTATOR, REVIEWER, RESEARCHER, ADMIN, SUPERUSER, OTHER = (
-    "anonymous",
-    "non-member",
-    "annotator",
-    "reviewer",
-    "researcher",
-    "admin",
-    "superuser",
-    "other-researcher",
-)
-# Crowd accounts (annotation/studies/): an annotator of their own study's project and nothing else.
-CROWD, CROWD_ELSEWHERE = "crowd", "crowd-of-other-project"
-IDENTITIES = (ANON, STRANGER, ANNOTATOR, REVIEWER, RESEARCHER, ADMIN, SUPERUSER, OTHER, CROWD, CROWD_ELSEWHERE)
-CROWD_PID = "5f0c1d2e3f4a5b6c7d8e9f00"  # the same Prolific id in both studies: two accounts
-MEMBER_ROLE = {ANNOTATOR: Role.ANNOTATOR, REVIEWER: Role.REVIEWER, RESEARCHER: Role.RESEARCHER, ADMIN: Role.ADMIN}
-RANK = {Role.ANNOTATOR: 0, Role.REVIEWER: 1, Role.RESEARCHER: 2, Role.ADMIN: 3}
-LOGIN = "/accounts/login/?next="
-
-# ---------------------------------------------------------------------------------------------
-# Who is let in (a rule answers "ok", 403 or 404 for a signed-in identity)
-
-Rule = Callable[[str], object]
-
-
-def member(role: str, *, crowd_study_here: bool = True) -> Rule:
-    """Project-scoped: non-members 404, members below `role` 403; superusers act as admin. The crowd
-    account is an annotator of the project its study is in (`mine`), of no other project."""
-
-    def rule(who: str):
-        if who == SUPERUSER:
-            return "ok"
-        if who == CROWD:  # an annotator of its study's project, whatever else its rows say
-            if not crowd_study_here:
-                return 404
-            return "ok" if role == Role.ANNOTATOR else 403
-        if who not in MEMBER_ROLE:
-            return 404
-        return "ok" if RANK[MEMBER_ROLE[who]] >= RANK[role] else 403
-
-    return rule
-
-
-def own_task(who: str):
-    """A task is reachable only by the annotator who holds it; anyone else (superusers too): 404."""
-    return "ok" if who == ANNOTATOR else 404
-
-
-def signed_in(who: str):
-    return "ok"
-
-
-def researcher_anywhere(who: str):
-    """The shared upload area: researchers (or admins) of any project; other signed-in users 403."""
-    return "ok" if who in (RESEARCHER, ADMIN, SUPERUSER, OTHER) else 403
-
-
-def superuser_only(who: str):
-    return "ok" if who == SUPERUSER else 404
-
-
-# ---------------------------------------------------------------------------------------------
-# The table
-
-
-@dataclass(frozen=True)
-class Try:
-    method: str
-    ok: frozenset  # what an identity that is let in gets
-    data: object = None  # body (JSON for the API, form fields for pages)
-    rule: Rule | None = None  # overrides the case's rule (a wrong method: any signed-in user gets 405)
-    query: str = ""
-    multipart: bool = False  # an upload endpoint: the body goes as multipart form data
-
-
-def get(*ok: int, query: str = "") -> Try:
-    return Try("GET", frozenset(ok), query=query)
-
-
-def post(*ok: int, data=None, multipart: bool = False) -> Try:
-    return Try("POST", frozenset(ok), data=data if data is not None else {}, multipart=multipart)
-
-
-def put(*ok: int, data=None) -> Try:
-    return Try("PUT", frozenset(ok), data=data if data is not None else {})
-
-
-def wrong(method: str) -> Try:
-    """A method the route does not serve: 405 for anyone signed in, before any project check."""
-    return Try(method, frozenset({405}), data={} if method != "GET" else None, rule=signed_in)
-
-
-@dataclass(frozen=True)
-class Case:
-    kwargs: Callable[[World], dict]
-    rule: Rule
-    tries: tuple[Try, ...]
-    label: str = ""
-
-
-@dataclass(frozen=True)
-class Route:
-    kind: str  # "page" (session only; a token alone is anonymous), "api" (session and token), "public"
-    cases: tuple[Case, ...]
-
-
-def page(kwargs, rule, *tries, label="") -> Route:
-    return Route("page", (Case(kwargs, rule, tries, label),))
-
-
-def api(kwargs, rule, *tries, label="") -> Route:
-    return Route("api", (Case(kwargs, rule, tries, label),))
-
-
-def public(*tries) -> Route:
-    """Open to everyone, anonymous included."""
-    return Route("public", (Case(lambda w: {}, signed_in, tries),))
-
-
-def slug(w):
-    return {"slug": w.mine.slug}
-
-
-def osc_slug(w):
-    return {"slug": w.osc.slug}
-
-
-NO_ARGS = lambda w: {}  # noqa: E731
-INVALID = {"version": ""}
-
-ROUTES: dict[str, Route] = {
-    # Accounts and API documentation
-    "login": public(get(200)),
-    "logout": public(wrong("GET")),  # POST would end the identity's session (and its token)
-    "api-schema": public(get(200)),
-    "api-docs": public(get(200)),
-    "api-redoc": public(get(200)),
-    "healthz": public(get(200)),  # database, Redis and live workers: no sign-in, no secrets (config/health.py)
-    # Annotation pages
-    "home": page(NO_ARGS, signed_in, get(200)),
-    "io-project": page(slug, member(Role.ANNOTATOR), get(200)),
-    # Project setup (annotation/views/members.py): creating needs a researcher/admin role somewhere
-    # (or staff); the members page is the project's researchers'; an invite link (expired here:
-    # 410, nothing joins) is for anyone signed in; amending is the annotator's own (others 404).
-    "io-project-new": page(NO_ARGS, researcher_anywhere, get(200), post(400, data={}), wrong("DELETE")),
-    "io-members": page(slug, member(Role.RESEARCHER), get(200), post(400, data={}), wrong("DELETE")),
-    # The project settings page (disagreement thresholds; the world's project compares quintuplet
-    # fields, and none ticked is refused). Its project form is the project admins' (no name: refused).
-    "io-project-settings": Route(
-        "page",
-        (
-            Case(slug, member(Role.RESEARCHER), (get(200), post(400, data={}), wrong("DELETE")), "thresholds"),
-            Case(slug, member(Role.ADMIN), (post(400, data={"form": "project"}),), "project form"),
-        ),
-    ),
-    # The labelling pass page (annotation/fill_pass.py): a field no pass fills is refused (400).
-    "io-fill-pass": page(
-        slug, member(Role.RESEARCHER), get(200), post(400, data={"fields": "state_a"}), wrong("DELETE")
-    ),
-    "io-invite": page(lambda w: {"token": w.invite_token}, signed_in, get(410), post(410)),
-    "work-amend": page(
-        lambda w: {"slug": w.mine.slug, "annotation_id": w.annotation.pk}, own_task, get(200), wrong("POST")
-    ),
-    "io-import": page(slug, member(Role.RESEARCHER), get(200), post(400, data={}), wrong("DELETE")),
-    "io-import-run": page(lambda w: {"slug": w.mine.slug, "run_id": w.run.pk}, member(Role.RESEARCHER), get(200)),
-    "io-releases": page(slug, member(Role.RESEARCHER), get(200), post(400, data=INVALID), wrong("DELETE")),
-    "io-release-download": page(lambda w: {"slug": w.mine.slug, "version": "v1"}, member(Role.RESEARCHER), get(200)),
-    "work-annotate": page(slug, member(Role.ANNOTATOR), get(200), wrong("POST")),
-    "work-review-list": page(slug, member(Role.REVIEWER), get(200), wrong("POST")),
-    "work-review-detail": page(
-        lambda w: {"slug": w.mine.slug, "item_id": w.annotated.pk}, member(Role.REVIEWER), get(200)
-    ),
-    "work-agreement": page(slug, member(Role.REVIEWER), get(200), wrong("POST")),
-    "io-audit": page(slug, member(Role.RESEARCHER), get(200), get(400, query="since=yesterday"), wrong("POST")),
-    # Crowd studies (annotation/views/studies.py): the project's researchers manage them. The public
-    # study link is anonymous-accessible BY DESIGN: the crowd platform's id (PROLIFIC_PID, workerId)
-    # is the participant's identity; without one (as asked here) it explains itself (200), and a
-    # signed-in non-participant is never signed out by it. The finish page belongs to a study's
-    # participants (the crowd account of the project's study; it did none of its task and nothing
-    # is left to claim, so the page says so, without a code; anyone else 404).
-    "io-studies": page(slug, member(Role.RESEARCHER), get(200), post(400, data={}), wrong("DELETE")),
-    "io-study": page(
-        lambda w: {"slug": w.mine.slug, "study_id": w.study.pk},
-        member(Role.RESEARCHER),
-        get(200),
-        post(400, data={}),
-        wrong("DELETE"),
-    ),
-    "io-study-csv": page(
-        lambda w: {"slug": w.mine.slug, "study_id": w.study.pk}, member(Role.RESEARCHER), get(200), wrong("POST")
-    ),
-    "study-entry": Route("public", (Case(lambda w: {"token": w.study.token}, signed_in, (get(200), wrong("POST"))),)),
-    "study-finish": page(
-        lambda w: {"token": w.study.token}, lambda who: "ok" if who == CROWD else 404, get(200), wrong("POST")
-    ),
-    "api-studies": api(slug, member(Role.RESEARCHER), get(200), post(400, data={"name": ""}), wrong("DELETE")),
-    "api-study": api(
-        lambda w: {"slug": w.mine.slug, "study_id": w.study.pk}, member(Role.RESEARCHER), get(200), wrong("POST")
-    ),
-    "api-study-close": api(
-        lambda w: {"slug": w.mine.slug, "study_id": w.study.pk}, member(Role.RESEARCHER), post(409), wrong("GET")
-    ),
-    "api-study-decision": api(
-        lambda w: {"slug": w.mine.slug, "study_id": w.study.pk, "participant_id": w.participant.pk},
-        member(Role.RESEARCHER),
-        post(400, data={"decision": "maybe"}),
-        wrong("GET"),
-    ),
-    # Annotation API
-    "api-me": api(NO_ARGS, signed_in, get(200), wrong("DELETE")),
-    "api-projects": api(
-        NO_ARGS,
-        signed_in,
-        get(200),
-        Try("POST", frozenset({400}), data={"slug": "x"}, rule=researcher_anywhere),
-        wrong("DELETE"),
-    ),
-    "api-members": api(slug, member(Role.RESEARCHER), get(200), post(400, data={"role": "boss"}), wrong("PUT")),
-    "api-members-csv": api(slug, member(Role.RESEARCHER), post(400, multipart=True), wrong("GET")),
-    # A role change refused for its data; a removal of someone who is not a member: 404 once let in.
-    "api-member": Route(
-        "api",
-        (
-            Case(
-                lambda w: {"slug": w.mine.slug, "user_id": w.users[ANNOTATOR].pk},
-                member(Role.RESEARCHER),
-                (Try("PATCH", frozenset({400}), data={"role": "boss"}), wrong("GET")),
-                "member",
-            ),
-            Case(
-                lambda w: {"slug": w.mine.slug, "user_id": w.users[STRANGER].pk},
-                member(Role.RESEARCHER),
-                (Try("DELETE", frozenset({404}), data={}),),
-                "not a member",
-            ),
-        ),
-    ),
-    "api-invites": api(
-        slug,
-        member(Role.RESEARCHER),
-        get(200),
-        get(400, query="state=gone"),
-        post(400, data={"role": "boss"}),
-        wrong("DELETE"),
-    ),
-    # Revoking the world's invite, which expired: 409 once let in, nothing changes.
-    "api-invite-revoke": api(
-        lambda w: {"slug": w.mine.slug, "invite_id": w.invite.pk}, member(Role.RESEARCHER), post(409), wrong("GET")
-    ),
-    "api-invite-accept": api(lambda w: {"token": w.invite_token}, signed_in, post(410), wrong("GET")),
-    "api-own-annotations": api(slug, member(Role.ANNOTATOR), get(200), wrong("POST")),
-    "api-own-annotation": api(lambda w: {"annotation_id": w.annotation.pk}, own_task, get(200), wrong("POST")),
-    "api-annotation-amend": api(
-        lambda w: {"annotation_id": w.annotation.pk}, own_task, post(400, data={"result": {}}), wrong("GET")
-    ),
-    "api-project-overview": api(slug, member(Role.ANNOTATOR), get(200), wrong("DELETE")),
-    # A box threshold for a quintuplet project: refused (400), nothing changes.
-    "api-project-thresholds": api(
-        slug, member(Role.RESEARCHER), get(200), Try("PATCH", frozenset({400}), data={"box_iou": 0.4}), wrong("DELETE")
-    ),
-    "api-fill-pass": api(
-        slug, member(Role.RESEARCHER), get(200), post(400, data={"fields": ["state_a"]}), wrong("DELETE")
-    ),
-    "api-item-import": api(slug, member(Role.RESEARCHER), get(200), post(400, multipart=True), wrong("DELETE")),
-    "api-item-import-formats": api(slug, member(Role.RESEARCHER), get(200), wrong("POST")),
-    "api-import-run": api(lambda w: {"run_id": w.run.pk}, member(Role.RESEARCHER), get(200), wrong("DELETE")),
-    "api-annotation-import": api(slug, member(Role.RESEARCHER), post(400, multipart=True), wrong("GET")),
-    "api-releases": api(slug, member(Role.RESEARCHER), get(200), post(400, data=INVALID), wrong("DELETE")),
-    "api-release-export": api(
-        lambda w: {"slug": w.mine.slug, "version": "v1"},
-        member(Role.RESEARCHER),
-        get(200),
-        get(400, query="fmt=exe"),
-        wrong("DELETE"),
-    ),
-    "api-task-next": api(slug, member(Role.ANNOTATOR), post(400, data={"exclude": "not a list"}), wrong("GET")),
-    # The annotator's own task (submitted): drafts and submits refused for their data, renew and
-    # skip refused as the task is no longer held.
-    "api-task-draft": api(lambda w: {"task_id": w.task.pk}, own_task, put(400, data={"version": -1}), wrong("POST")),
-    "api-task-renew": api(lambda w: {"task_id": w.task.pk}, own_task, post(409), wrong("GET")),
-    "api-task-submit": api(
-        lambda w: {"task_id": w.task.pk}, own_task, post(400, data={"result": {}, "time_spent_ms": -1}), wrong("GET")
-    ),
-    "api-task-skip": api(lambda w: {"task_id": w.task.pk}, own_task, post(409), wrong("GET")),
-    "api-review-queue": api(slug, member(Role.REVIEWER), get(200), get(400, query="limit=x"), wrong("POST")),
-    "api-item-review": api(
-        lambda w: {"item_id": w.annotated.pk},
-        member(Role.REVIEWER),
-        get(200),
-        post(400, data={"decision": "maybe"}),
-        wrong("DELETE"),
-    ),
-    "api-agreement": api(slug, member(Role.REVIEWER), get(200), wrong("POST")),
-    "api-audit": api(slug, member(Role.RESEARCHER), get(200), get(400, query="action=nope"), wrong("POST")),
-    "api-audit-export": api(slug, member(Role.RESEARCHER), get(200), get(400, query="fmt=xlsx"), wrong("POST")),
-    # Inference pages and API (the job's project decides)
-    "inference:job-detail": page(lambda w: {"pk": w.finished_job.pk}, member(Role.RESEARCHER), get(200)),
-    "inference:job-results": page(lambda w: {"pk": w.finished_job.pk}, member(Role.RESEARCHER), get(200)),
-    "inference:job-samples": page(lambda w: {"pk": w.finished_job.pk}, member(Role.RESEARCHER), get(200)),
-    # Launch a job on an endpoint that does not exist: 400, nothing created.
-    "api-jobs": api(slug, member(Role.RESEARCHER), post(400, data={"endpoint": "no-such-endpoint"}), wrong("GET")),
-    "api-job-progress": api(lambda w: {"pk": w.finished_job.pk}, member(Role.RESEARCHER), get(200), wrong("POST")),
-    # Cancel a finished job: 409 and nothing changes; retry a queued one: nothing to retry.
-    "api-job-cancel": api(lambda w: {"pk": w.finished_job.pk}, member(Role.RESEARCHER), post(409), wrong("GET")),
-    "api-job-retry-failed": api(lambda w: {"pk": w.queued_job.pk}, member(Role.RESEARCHER), post(200), wrong("GET")),
-    # Evaluation pages and API
-    "evaluation:leaderboard": page(slug, member(Role.RESEARCHER), get(200)),
-    "evaluation:leaderboard-download": page(
-        lambda w: {"slug": w.mine.slug, "fmt": "csv"}, member(Role.RESEARCHER), get(200)
-    ),
-    "evaluation:correlation": page(osc_slug, member(Role.RESEARCHER, crowd_study_here=False), get(200)),
-    "evaluation:correlation-download": page(
-        lambda w: {"slug": w.osc.slug, "fmt": "json"}, member(Role.RESEARCHER, crowd_study_here=False), get(200)
-    ),
-    "api-leaderboard": api(
-        slug, member(Role.RESEARCHER), get(200), get(200, query="fmt=csv"), get(400, query="fmt=exe"), wrong("POST")
-    ),
-    "api-correlation": api(
-        osc_slug,
-        member(Role.RESEARCHER, crowd_study_here=False),
-        get(200),
-        get(200, query="fmt=latex"),
-        wrong("POST"),
-    ),
-    # The power page and its API: a bad target is a 400 naming it, for whoever is let in.
-    "evaluation:power": page(slug, member(Role.RESEARCHER), get(200), get(400, query="half_width=abc")),
-    "api-power": api(
-        slug,
-        member(Role.RESEARCHER),
-        get(200),
-        get(200, query="fmt=markdown&half_width=1.5"),
-        get(400, query="half_width=0"),
-        wrong("POST"),
-    ),
-    # MLLM judges of a pairwise project: the page says when a project is not one; the API answers
-    # 404 naming the protocol, and a 400 for a Likert project the caller cannot compare with.
-    "evaluation:judges": page(slug, member(Role.RESEARCHER), get(200), get(400, query="likert=nowhere")),
-    "api-judges": api(slug, member(Role.RESEARCHER), get(404), get(400, query="likert=nowhere"), wrong("POST")),
-    # Excluding a rater from a board with a rater screen: the matrix's project is of a protocol
-    # without one, so whoever is let in gets 404 naming that, before the body is read; nothing changes.
-    "api-rater-exclusions": api(slug, member(Role.RESEARCHER), post(404, data={}), wrong("GET")),
-    # Media: stored assets for any member of a project using them, the upload area for
-    # researchers anywhere, anything else for superusers only.
-    "media": Route(
-        "page",
-        (
-            Case(lambda w: {"path": w.asset.file.name}, member(Role.ANNOTATOR), (get(200),), "asset"),
-            Case(lambda w: {"path": "incoming/upload.png"}, researcher_anywhere, (get(200),), "upload area"),
-            Case(lambda w: {"path": "exports/job-1.json"}, superuser_only, (get(200),), "other file"),
-        ),
-    ),
-}
 
 # ---------------------------------------------------------------------------------------------
 # The URL configuration, walked
@@ -439,181 +81,13 @@ def test_every_url_pattern_has_an_entry():
     found = {key: route for key, route, ns in url_patterns() if ns != ADMIN_NAMESPACE}
     missing = sorted(f"{key} ({route})" for key, route in found.items() if key not in ROUTES)
     assert not missing, (
-        "URL patterns without an entry in tests/test_permission_matrix.py ROUTES (say who may use them): "
+        "URL patterns without an entry in tests/helpers/permission_routes.py ROUTES (say who may use them): "
         + ", ".join(missing)
     )
     stale = sorted(set(ROUTES) - set(found))
     assert not stale, f"ROUTES entries for patterns that no longer exist: {', '.join(stale)}"
     admin_routes = [route for key, route, ns in url_patterns() if ns == ADMIN_NAMESPACE]
     assert admin_routes and all(route.startswith("admin/") for route in admin_routes)
-
-
-# ---------------------------------------------------------------------------------------------
-# The world
-
-
-@dataclass
-class World:
-    users: dict
-    tokens: dict
-    mine: Project
-    osc: Project
-    other: Project
-    annotated: Item
-    annotation: Annotation
-    task: Task
-    run: ImportRun
-    finished_job: InferenceJob
-    queued_job: InferenceJob
-    asset: MediaAsset
-    media_root: Path = field(default=None)
-    invite_token: str = ""  # an expired invite of `mine`
-    invite: object = None  # its row
-    study: object = None  # a closed crowd study of `mine` with one participant
-    participant: object = None
-
-
-def build_world(media_root: Path) -> World:
-    from django.contrib.auth import get_user_model
-
-    from inference.services import predictions_import
-    from protocols.oscbench import CRITERIA
-    from tests.evaluation.factories import make_release, rate
-    from tests.helpers.items import osc_payload, status_payload
-
-    User = get_user_model()
-    users = {
-        who: User.objects.create_user(f"m-{who}", password=None)
-        for who in IDENTITIES
-        if who not in (ANON, SUPERUSER, CROWD, CROWD_ELSEWHERE)  # the crowd accounts come with their studies
-    }
-    users[SUPERUSER] = User.objects.create_superuser("m-superuser", "root@example.org", None)
-    tokens = {who: Token.objects.create(user=u).key for who, u in users.items()}
-
-    def project(slug_: str, protocol: str) -> Project:
-        p = Project.objects.create(slug=slug_, name=slug_, protocol=protocol)
-        for who, role in MEMBER_ROLE.items():
-            Membership.objects.create(project=p, user=users[who], role=role)
-        return p
-
-    mine, osc = project("mine", "status"), project("mine-osc", "oscbench")
-    other = Project.objects.create(slug="other", name="other", protocol="status")
-    Membership.objects.create(project=other, user=users[OTHER], role=Role.RESEARCHER)
-
-    release = make_release(mine, {f"it{i}": status_payload(i) for i in range(3)})
-    make_release(osc, {f"g{i}": osc_payload("gen", i, "regular") for i in range(3)})
-    for i, level in enumerate([1, 3, 5]):
-        for rater in ("r1", "r2"):
-            rate(f"g{i}", osc, rater, {c: level for c in CRITERIA})
-    predictions_import(
-        project=osc,
-        lines=[
-            json.dumps({"item": f"g{i}", "query": "judge", "answer": {c: lv for c in CRITERIA}})
-            for i, lv in enumerate([2, 3, 4])
-        ],
-        model_name="j1",
-        release=osc.releases.get(),
-    )
-
-    # A stored asset of an item of `mine`, the upload area and a job export on disk.
-    png = b"\x89PNG\r\n\x1a\n" + b"\0" * 32
-    sha = hashlib.sha256(png).hexdigest()
-    rel = f"assets/{sha[:2]}/{sha}.png"
-    for name, body in ((rel, png), ("incoming/upload.png", png), ("exports/job-1.json", b"{}")):
-        (media_root / name).parent.mkdir(parents=True, exist_ok=True)
-        (media_root / name).write_bytes(body)
-    asset = MediaAsset.objects.create(sha256=sha, kind="image", file=rel, mime="image/png", size_bytes=len(png))
-    ProjectAsset.objects.create(project=mine, asset=asset)  # stored by an import of `mine`
-
-    annotated = Item.objects.create(
-        project=mine,
-        external_id="annotated",
-        payload=status_payload(7),
-        media={"image_a": sha, "image_b": sha},
-        status=ItemStatus.ANNOTATED,
-    )
-    task = Task.objects.create(
-        item=annotated,
-        annotator=users[ANNOTATOR],
-        status=TaskStatus.SUBMITTED,
-        lease_expires=timezone.now() - timedelta(minutes=1),
-    )
-    annotation = Annotation.objects.create(
-        item=annotated, annotator=users[ANNOTATOR], task=task, result={"state_a": "closed"}
-    )
-    run = ImportRun.objects.create(
-        project=mine,
-        created_by=users[RESEARCHER],
-        file_name="items.jsonl",
-        status="refused",
-        errors=["line 1: field id: required"],
-        error_count=1,
-    )
-    finished_job = InferenceJob.objects.create(
-        model_name="m1",
-        project=mine,
-        release=release,
-        protocol="status",
-        status=JobStatus.FINISHED,
-        finished_at=timezone.now(),
-    )
-    queued_job = InferenceJob.objects.create(
-        model_name="m2", project=mine, release=release, protocol="status", status=JobStatus.QUEUED
-    )
-    invite_token = "expired-invite-token"
-    invite = ProjectInvite.objects.create(
-        project=mine,
-        role=Role.ANNOTATOR,
-        created_by=users[RESEARCHER],
-        token_sha256=hashlib.sha256(invite_token.encode()).hexdigest(),
-        expires_at=timezone.now() - timedelta(hours=1),
-    )
-    world = World(
-        users,
-        tokens,
-        mine,
-        osc,
-        other,
-        annotated,
-        annotation,
-        task,
-        run,
-        finished_job,
-        queued_job,
-        asset,
-        media_root,
-        invite_token,
-        invite,
-    )
-    from annotation.models import CrowdAccount, Study, StudyParticipant
-
-    world.study = Study.objects.create(
-        project=mine,
-        name="s",
-        token="matrix-study-token",
-        max_participants=1,
-        tasks_per_participant=1,
-        completion_code="C",
-        is_open=False,
-    )
-    other_study = Study.objects.create(
-        project=other,
-        name="s2",
-        token="matrix-other-study-token",
-        max_participants=1,
-        tasks_per_participant=1,
-        completion_code="C",
-    )
-    for who, study, home, elsewhere in ((CROWD, world.study, mine, other), (CROWD_ELSEWHERE, other_study, other, mine)):
-        crowd = User.objects.create_user(f"prolific-{CROWD_PID}-{who}", password=None)
-        CrowdAccount.objects.create(user=crowd, study=study, platform="prolific", external_id=CROWD_PID)
-        Membership.objects.create(project=home, user=crowd, role=Role.ANNOTATOR)
-        Membership.objects.create(project=elsewhere, user=crowd, role=Role.RESEARCHER)  # gives nothing
-        participant = StudyParticipant.objects.create(study=study, user=crowd, external_id=CROWD_PID)
-        users[who], tokens[who] = crowd, Token.objects.create(user=crowd).key
-        if who == CROWD:
-            world.participant = participant
-    return world
 
 
 @pytest.fixture(scope="module")

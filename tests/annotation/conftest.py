@@ -1,6 +1,7 @@
 """Fixtures of the annotation tests: the folder an item import reads (data_dir), a status project
 with the two images its sample lines name (status_project, status_media) and an OSCBench project
-(osc_project)."""
+(osc_project), and four annotators (people: the queue tests,
+tests/annotation/test_tasks_queue.py and test_tasks_queue_conflicts.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from annotation.importing.samples import make_image
+from tests.annotation.work_factories import make_people
 
 
 @pytest.fixture
@@ -33,3 +35,8 @@ def status_media(data_dir) -> Path:
 @pytest.fixture
 def osc_project(make_project):
     return make_project("osc", "oscbench")
+
+
+@pytest.fixture
+def people(db):
+    return make_people(4)
