@@ -58,6 +58,11 @@ class _Claim:
             ((*row,),) = db.rows(sql.CLAIM_OPEN_SQL, {**params, "project": Int8(self.project.pk)})
         project = self.project
         self.limit = quota.limit_of(row[-sql.N_LIMIT_COLUMNS :], now)  # crowd-study participants only
+        if self.limit is not None and self.limit.new_claims > 0:
+            # That read's snapshot predates the wait for the lock: a claim of the same participant
+            # that held it may have taken their last task since. Read again under the lock (a
+            # statement of its own, so a snapshot of its own): crowd participants only.
+            self.limit = quota.claim_limit(project=self.project, user=user, now=now)
         if self.limit is not None and self.limit.new_claims <= 0:
             return False
         share = project_setting(project.settings, "gold_share", 0.0, project=project.slug)

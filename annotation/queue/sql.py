@@ -184,8 +184,8 @@ FROM (SELECT 1) one LEFT JOIN cand ON true"""
 # lock (rules.claim_lock) and a crowd participant's standing (quota.CLAIM_LIMIT_SQL, asked only
 # for password-less accounts: %(crowd)s), and for the API, which names the project by its slug,
 # the project and the caller's role in it (as annotation/permissions.py get_project_for reads
-# them). Its snapshot is taken before any wait for the lock, as the separate statements' were
-# (they ran before the transaction); the claim's own statement comes after the lock.
+# them). Its snapshot is taken before any wait for the lock, so a participant who may still claim
+# is read again after it (claim._Claim.open); the claim's own statement comes after the lock.
 def _claim_limit(project: str) -> str:
     return f"""LEFT JOIN LATERAL (
     SELECT sp.status, sp.started_at, s.time_limit_minutes, s.tasks_per_participant,

@@ -93,3 +93,35 @@ def test_two_claims_racing_past_the_cap_take_one_task(make_project, monkeypatch)
     assert second.result is not None and second.result.pk == first.result.pk
     assert Task.objects.filter(annotator=annotator).count() == 2
     assert quota.cap_left(project=project, user=annotator, cap=2) == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_claims_racing_past_a_crowd_participants_quota_take_one_task(make_project, make_user, monkeypatch):
+    """A study gives each participant 2 tasks; the participant holds one and two claims (two tabs
+    preloading) run at once. The second read the study's quota before waiting for the user's claim
+    lock, so it reads it again under the lock and finds the quota taken: never a third task."""
+    from annotation.queue import claim as claim_module
+    from annotation.studies.setup import study_create
+    from tests.helpers.studies import UNGATED_STUDY, joined_participant
+
+    researcher = make_user("res")
+    project = make_project("crowd", "status", annotations_per_item=1, members={researcher: Role.RESEARCHER})
+    make_items_fast(project, 5)
+    study = study_create(project=project, actor=researcher, **UNGATED_STUDY)  # 2 tasks each
+    participant = joined_participant(study, "P1")
+    shown = queue_claim_next(project=project, user=participant)
+
+    how, first, second = race(
+        monkeypatch,
+        stop_in=claim_module,
+        at="lease_until",  # called once the claim may go on, before the new task is written
+        first=lambda: queue_claim_next(project=project, user=participant, exclude=(shown.pk,)),
+        # The second tab leaves out the task the first is about to take too (task ids are a
+        # sequence: a client can guess the next), so handing back a live task is no way out.
+        second=lambda: queue_claim_next(project=project, user=participant, exclude=(shown.pk, shown.pk + 1)),
+    )
+    assert (first.error, second.error) == (None, None)
+    assert how == "blocked"
+    assert first.result is not None and first.result.pk == shown.pk + 1
+    assert second.result is None
+    assert Task.objects.filter(annotator=participant).count() == 2
