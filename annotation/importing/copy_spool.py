@@ -22,6 +22,7 @@ from annotation.media.assets import MediaInfo
 from annotation.models import Item, Project
 
 from .common import ImportRefused
+from .copy_stream import STREAM_CHUNK, CopyStream
 from .formats import CheckedItem
 
 SPOOL_CHUNK = 1024 * 1024
@@ -45,8 +46,7 @@ def lock_project_for_import(cursor, project: Project) -> None:
     (`lock_timeout` set for that statement only, in a savepoint), so the next import starts the
     moment the one before commits, not after a sleep.
     """
-    cursor.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", [IMPORT_LOCK_CLASS, project.pk])
-    if cursor.fetchone()[0]:
+    if try_lock_project_for_import(cursor, project):
         return
     wait_ms = max(1, int(float(getattr(settings, "IMPORT_LOCK_WAIT_S", 600)) * 1000))
     try:
@@ -66,6 +66,12 @@ def lock_project_for_import(cursor, project: Project) -> None:
                 "nothing was written, try again once it has finished"
             ]
         ) from exc
+
+
+def try_lock_project_for_import(cursor, project: Project) -> bool:
+    """Take the per-project import lock if it is free now (one statement); False if it is held."""
+    cursor.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", [IMPORT_LOCK_CLASS, project.pk])
+    return bool(cursor.fetchone()[0])
 
 
 def media_map(checked: CheckedItem, media: dict[str, MediaInfo]) -> dict[str, Any]:
@@ -138,7 +144,8 @@ def _copy_statement() -> tuple[list[str], str, str]:
 
 class CopySpool:
     """Rows accepted by pass 1, encoded once for COPY, sent in 1 MiB chunks either to a live
-    writer thread (see `LiveCopy`) or to a temporary file copied after pass 1. The write never
+    writer thread (see `LiveCopy`) or to a temporary file copied after pass 1, or (`stream`) in
+    smaller chunks to a COPY on this connection while pass 1 runs (copy_stream.py). The write never
     re-parses the JSONL nor adapts values row by row, and memory stays flat (a bounded queue, or
     the file on disk).
     """
@@ -163,9 +170,13 @@ class CopySpool:
         self.suffix = "\t" + copy_constant(now) + "\t" + copy_constant(now) + defaults + "\n"
         self.prefix = f"{project.pk}\t"
         self._media_json: dict[tuple, str] = {}
+        self._tags_json: dict[tuple, str] = {}
         self.rows = 0
         self._parts: list[str] = []  # rows of the chunk being built
         self._size = 0  # their length in characters
+        self._chunk = SPOOL_CHUNK
+        self.streamer: CopyStream | None = None  # set by stream()
+        self.file = None  # the spool file (spool mode), made on the first chunk
         # Live mode (`live`, for large files: items.LIVE_COPY_MIN_BYTES): a writer thread with its
         # own connection runs the COPY while pass 1 is still validating, so PostgreSQL parses and
         # indexes rows on the other core. It needs every row it references (the project)
@@ -176,11 +187,34 @@ class CopySpool:
             self.writer = LiveCopy(self.sql, project)
             self.writer.start()
             self._streaming = True
+
+    def stream(self) -> None:
+        """From now on, send the rows to a COPY on this connection as they come (spool mode only;
+        the caller holds the project's import lock, and `pause`s before any other statement)."""
+        self.streamer = CopyStream(self.sql)
+        self._chunk = STREAM_CHUNK
+
+    def pause(self) -> None:
+        """Stream mode: end the open COPY (if any) so that the connection can run a query."""
+        if self.streamer is not None:
+            self.streamer.pause()
+
+    def end_stream(self, *, abort: bool) -> None:
+        """Stream mode, end of pass 1: the last rows and the end of the COPY, or (`abort`: the
+        import is refused) the COPY ended with an error and the transaction left to roll back."""
+        if self.streamer is None:
+            return
+        if abort:
+            self._parts, self._size = [], 0
+            self.streamer.abort()
         else:
-            Path(settings.CACHE_ROOT).mkdir(parents=True, exist_ok=True)
-            self.file = tempfile.SpooledTemporaryFile(
-                max_size=SPOOL_MEMORY, dir=settings.CACHE_ROOT, prefix="import-spool-"
-            )
+            self._emit()
+            self.streamer.end()
+
+    def try_lock_project(self, project: Project) -> bool:
+        """Spool mode: take the project's import lock if it is free now."""
+        with connection.cursor() as cur:
+            return try_lock_project_for_import(cur, project)
 
     def lock_project(self, project: Project) -> None:
         """Hold the per-project import lock in the transaction that will write the rows."""
@@ -200,7 +234,7 @@ class CopySpool:
         self._parts.append(row)
         self._size += len(row)
         self.rows += 1
-        if self._size >= SPOOL_CHUNK:
+        if self._size >= self._chunk:
             self._emit()
 
     def row(self, checked: CheckedItem, media: dict[str, MediaInfo], status: str) -> str:
@@ -213,25 +247,39 @@ class CopySpool:
                 self._media_json.clear()
             media_json = self._media_json[key] = copy_text(json_encode(media_map(checked, media)))
         # JSON text holds no raw tab or newline: only its backslashes need escaping for COPY.
-        payload = json_container(checked.payload)
+        payload = "".join(_C_ENCODE(checked.payload, 0)) if _C_ENCODE is not None else json_encode(checked.payload)
         if "\\" in payload:
             payload = payload.replace("\\", "\\\\")
         tags = checked.tags
-        row = (
+        if tags:  # the same few tag lists on many lines: encoded once per import
+            tags_key = tuple(tags)
+            tags_json = self._tags_json.get(tags_key)
+            if tags_json is None:
+                if len(self._tags_json) > 10_000:
+                    self._tags_json.clear()
+                tags_json = self._tags_json[tags_key] = copy_text(json_container(tags))
+        else:
+            tags_json = "[]"
+        return (
             f"{self.prefix}{copy_text(checked.external_id)}\t{payload}\t{media_json}\t{status}\t"
-            f"{copy_text(checked.split)}\t{copy_text(json_container(tags)) if tags else '[]'}\t"
-            f"{'t' if checked.gold else 'f'}{self.suffix}"
+            f"{copy_text(checked.split)}\t{tags_json}\t{'t' if checked.gold else 'f'}{self.suffix}"
         )
-        return row
 
     def _emit(self) -> None:
         if self._parts:
             chunk = "".join(self._parts).encode("utf-8")
             self._parts = []
             self._size = 0
-            if self.live:
+            if self.streamer is not None:
+                self.streamer.write(chunk)
+            elif self.live:
                 self.writer.chunks.put(chunk)
             else:
+                if self.file is None:
+                    Path(settings.CACHE_ROOT).mkdir(parents=True, exist_ok=True)
+                    self.file = tempfile.SpooledTemporaryFile(
+                        max_size=SPOOL_MEMORY, dir=settings.CACHE_ROOT, prefix="import-spool-"
+                    )
                 self.file.write(chunk)
 
     def _end_stream(self) -> None:
@@ -241,8 +289,14 @@ class CopySpool:
             self._streaming = False
 
     def copy_into_db(self) -> None:
-        """Spool-file mode: stream the spooled rows to COPY on this connection."""
+        """Spool-file mode: stream the spooled rows to COPY on this connection (stream mode: the
+        rows not sent yet, if any)."""
         self._emit()
+        if self.streamer is not None:
+            self.streamer.end()
+            return
+        if self.file is None:  # no row
+            return
         self.file.flush()
         self.file.seek(0)
         with connection.cursor() as cur:
@@ -261,7 +315,10 @@ class CopySpool:
                 self._end_stream()
                 self.writer.finish(None)
         else:
-            self.file.close()
+            if self.streamer is not None and self.streamer.open:  # pass 1 or the write failed
+                self.streamer.abort()
+            if self.file is not None:
+                self.file.close()
 
 
 class _Aborted(Exception):

@@ -122,17 +122,25 @@ def _compile(protocol: str) -> tuple:
 _split_match = SPLIT_RE.match
 
 
+def check_tables(protocol: str) -> tuple:
+    """The protocol's tables that `check_item` walks, for an import to look up once and pass to
+    every line's `check_item(..., tables=)` (looking them up reads Django's settings: about a
+    microsecond a line)."""
+    return _compile(protocol)
+
+
 def check_item(
-    protocol: str, obj: Any, *, verified: bool = False, strict: bool = False
+    protocol: str, obj: Any, *, verified: bool = False, strict: bool = False, tables: tuple | None = None
 ) -> CheckedItem | list[FieldError]:
     """Validate one decoded JSON line; return the checked item or every error found.
 
     A valid line takes `_check_valid`, which does the same checks with per-protocol tables built
     once and gives up at the first doubt; the line then takes `_check_item_full`, which names every
-    error. Either way the same lines are accepted, with the same result.
+    error. Either way the same lines are accepted, with the same result. `tables`: the protocol's
+    `check_tables`, when the caller has them.
     """
     if type(obj) is dict:
-        checked = _check_valid(_compile(protocol), obj, verified, strict)
+        checked = _check_valid(tables if tables is not None else _compile(protocol), obj, verified, strict)
         if checked is not None:
             return checked
     return _check_item_full(protocol, obj, verified=verified, strict=strict)

@@ -12,17 +12,27 @@ streams those rows, while pass 1 is still validating, to ``COPY annotation_item 
 second connection owned by a writer thread, so the server parses and indexes on the other core;
 the writer's transaction stays open and is committed — together with the media rows — only once
 pass 1 found no error, and rolled back otherwise. A smaller file, or any file inside a caller's
-transaction (a request's batch of files, batch.py), spools its rows (in memory up to a few MiB)
-and copies them on the caller's connection after pass 1, in one transaction that also holds the
-lock: no second connection, no thread, nothing a 1,000-line file would notice. Media files stored
-for an import that then fails are deleted again, so a refused or failed import leaves no trace.
-Lines identical to items already in the project are skipped. Imports into one project take turns:
-the transaction that writes the rows first takes an advisory lock keyed on the project (see
-`copy_spool.lock_project_for_import`), and only then are existing ids looked at, so a second import
-of the same file waits and changes nothing (or, after IMPORT_LOCK_WAIT_S, is refused). A small
-spooled file checks and encodes all its lines before it takes the lock (they wait in memory), so
-two small imports into one project check their files at the same time and take turns only for the
-comparison with the project's items and the write.
+transaction (a request's batch of files, batch.py), writes on the caller's connection, in one
+transaction that also holds the lock: no second connection, no thread, nothing a 1,000-line file
+would notice. Media files stored for an import that then fails are deleted again, so a refused or
+failed import leaves no trace. Lines identical to items already in the project are skipped.
+Imports into one project take turns: the transaction that writes the rows first takes an advisory
+lock keyed on the project (see `copy_spool.lock_project_for_import`), and only then are existing
+ids looked at, so a second import of the same file waits and changes nothing (or, after
+IMPORT_LOCK_WAIT_S, is refused).
+
+A small file (under LIVE_COPY_MIN_BYTES) whose progress nobody follows (an import in a request)
+is read and decoded whole first (line_scan.py). When every line is an object with its own id and
+the project's lock is free at once (`stream_if_free`), the import takes the lock, reads what the
+project holds under those ids (one query per 1,000 ids), and streams each accepted row to a COPY
+on its connection while pass 1 checks the next lines (copy_stream.py): PostgreSQL parses and
+indexes on the other core meanwhile. The first error stops the rows; a refused file's COPY is
+abandoned and its transaction rolled back, so nothing of it stays. Otherwise (a busy lock: another
+import writes into the project; a file that will be refused; a queued run, whose progress counts
+the bytes read as the lines are checked) pass 1 checks and encodes all its lines before it takes
+the lock (they wait in memory), so two small imports into one project check their files at the
+same time and take turns only for the comparison with the project's items and the write, which
+copies the rows after pass 1.
 
 Lines whose id the project holds with other content are refused, unless the import is asked to
 ``update``: then those items take the line's content, in the same transaction as the rest
@@ -47,42 +57,36 @@ know are kept in the item's ``extra`` and named once in the report; ``strict`` r
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 from array import array
 from pathlib import Path
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import BooleanField
-from django.db.models.expressions import RawSQL
 
-from annotation.audit.record import audit_record
-from annotation.media.assets import MediaInfo, MediaRefused, assets_store, delete_stored, inspect_media, known_media
-from annotation.models import AuditAction, Item, ItemStatus, Project
+from annotation.media.assets import MediaInfo, MediaRefused, inspect_media, known_media
+from annotation.models import Item, ItemStatus, Project
 from protocols import registry
 from protocols.fields import NUL_REASON, check_box_inside, nul_field
 
 from .common import ErrorLog, ImportRefused, KeySeen, parse_json_line, report_duplicates
-from .conversion import OWN_FORMAT, expected_shapes, items_file
+from .conversion import expected_shapes, items_file
 from .copy_spool import CopySpool, media_map
-from .formats import EXTRA, CheckedItem, check_item
+from .formats import EXTRA, CheckedItem, check_item, check_tables
 from .item_report import KEPT_NAMES_MAX, KEPT_NAMES_SHOWN, ItemImportReport, project_for_import  # noqa: F401
 from .item_update import PROMOTABLE as _PROMOTABLE
-from .item_update import ItemUpdate, apply_updates, new_status, promote_verified, shown_updates, update_message
+from .item_update import ItemUpdate, new_status, update_message
+from .item_write import items_write
+from .line_scan import EXISTING_CHUNK, UNPARSED, distinct_ids, existing_rows, parsed_lines
 from .media_cache import media_info_cached
 from .sources import ReadMeter, SourceError, open_source
 
-EXISTING_CHUNK = 1000
 # Names of kept fields remembered per import (a file whose every line has new ones stops there).
 _LINE_PREFIX = re.compile(r"^line (\d+):")
 # Item lines from which an import outside a transaction streams its rows to a second connection
 # while validating (LiveCopy); below, the rows are copied after pass 1 on the importing connection.
 LIVE_COPY_MIN_BYTES = 4 * 1024 * 1024
 
-
-# The scanner json.loads uses (same options as its default decoder), called directly.
-_json_scan = json.JSONDecoder().scan_once
 _PENDING = ItemStatus.PENDING.value
 _STATUS_TEXT = {
     (True, True): ItemStatus.VERIFIED.value,
@@ -128,6 +132,11 @@ class _Validation:
         self.locked = False
         self.check_existing = True
         self.check_existing_first = not defer
+        self.defer = defer
+        # Stream mode (run(): a small file whose ids are distinct, its project's lock free at once):
+        # the project's items under the file's ids, read before pass 1; the rows go to PostgreSQL
+        # while the lines are checked.
+        self.existing: dict[str, tuple] | None = None
         if not defer:
             self.lock()
 
@@ -162,7 +171,10 @@ class _Validation:
                             relpath,
                             stable=self.source.stable_media,
                             compute=lambda: (
-                                known_media(local, kind, name=relpath) or inspect_media(local, kind, name=relpath)
+                                # a query: the connection must not be in a COPY (stream mode)
+                                self.spool.pause()
+                                or known_media(local, kind, name=relpath)
+                                or inspect_media(local, kind, name=relpath)
                             ),
                         )
                 except MediaRefused as exc:
@@ -183,11 +195,28 @@ class _Validation:
             else:
                 self.spool.add_row(row)
 
+    def stream_if_free(self, parsed: list) -> None:
+        """Stream mode, when the file's ids are distinct and the project's import lock is free now:
+        take it, read what the project holds under those ids, and let the rows go to a COPY as
+        pass 1 accepts them. Otherwise (a busy lock: another import writes into the project)
+        nothing changes: the lines are checked first and the lock is waited for after."""
+        ids = distinct_ids(parsed)
+        if ids is None or not self.spool.try_lock_project(self.project):
+            return
+        self.locked = True
+        existing: dict[str, tuple] = {}
+        if len(ids) <= EXISTING_CHUNK or Item.objects.filter(project=self.project).exists():
+            for start in range(0, len(ids), EXISTING_CHUNK):
+                for row in existing_rows(self.project, ids[start : start + EXISTING_CHUNK]):
+                    existing[row[1]] = row
+        self.existing = existing
+        self.spool.stream()
+
     def run(self) -> None:
         protocol = self.project.protocol
         verified = self.verified
-        strict = self.strict
         box_pixels = registry.get(protocol).box_pixels
+        check, tables, strict = check_item, check_tables(protocol), self.strict
         kept = self.kept
         errors = self.errors
         media = self.media
@@ -195,32 +224,32 @@ class _Validation:
         report = self.report
         by_status = report.by_status
         spool_add = self.spool.add
-        loads = json.loads
-        scan = _json_scan
-        lines = 0
-        for line, text in self.source.lines():
-            try:  # json.loads without its two whitespace regex matches; anything unusual takes loads
-                obj, end = scan(text, 0)
-                if end != len(text) and text[end:].strip(" \t\n\r"):
-                    raise ValueError
-            except (TypeError, ValueError, StopIteration, RecursionError):
-                try:
-                    obj = loads(text)
-                except (TypeError, ValueError, RecursionError):  # not UTF-8 (None), not JSON: record why
-                    parse_json_line(line, text, errors)
-                    continue
-            lines += 1
+        lines = parsed_lines(self.source.lines())
+        # A small file whose reading nobody follows (a run's progress counts the bytes read as the
+        # lines are checked): its lines are read at once, and may stream (stream_if_free).
+        if self.defer and self.source.meter is None:
+            lines = list(lines)
+            self.stream_if_free(lines)
+        existing = self.existing
+        streaming = existing is not None
+        count = 0
+        for line, text, obj in lines:
+            if obj is UNPARSED:
+                parse_json_line(line, text, errors)  # records why
+                continue
+            count += 1
             if "\\u0000" in text and (nul := nul_field(obj)) is not None:  # JSON spells a NUL only so
                 errors.add(line, nul, NUL_REASON)
                 continue
-            checked = check_item(protocol, obj, verified=verified, strict=strict)
+            checked = check(protocol, obj, verified=verified, strict=strict, tables=tables)
             if type(checked) is list:
                 for err in checked:
                     errors.add(line, err.field, err.reason)
                 if isinstance(obj, dict) and isinstance(obj.get("id"), str):
                     ids_add(obj["id"])
                 continue
-            ids_add(checked.external_id)
+            if not streaming:  # stream mode: the ids are known distinct
+                ids_add(checked.external_id)
             media_ok = True
             for field_name, relpath, kind in checked.media_paths:
                 info = media.get(relpath)
@@ -246,7 +275,14 @@ class _Validation:
                     errors.add(line, "bbox", reason)
                     continue
             status = _STATUS_TEXT[verified, checked.complete] if not checked.gold else _PENDING
-            if not self.locked:  # deferred: encoded now, compared and written once the lock is held
+            if streaming:  # the lock is held and the project's items under the file's ids known
+                if checked.external_id in existing:
+                    self.pending_existing.append((line, checked, status, None))
+                else:  # accept(), inlined: the row goes to the COPY
+                    by_status[status] = by_status.get(status, 0) + 1
+                    if not errors.total:
+                        spool_add(checked, media, status)
+            elif not self.locked:  # deferred: encoded now, compared and written once the lock is held
                 self.pending_existing.append((line, checked, status, self.spool.row(checked, media, status)))
             elif self.check_existing:
                 self.pending_existing.append((line, checked, status, None))
@@ -256,14 +292,16 @@ class _Validation:
                 by_status[status] = by_status.get(status, 0) + 1
                 if not errors.total:
                     spool_add(checked, media, status)
-        report.lines = lines
+        report.lines = count
+        # Stream mode: the COPY ends here, before any other statement; a refused file's is abandoned.
+        self.spool.end_stream(abort=bool(errors))
         if not self.locked:
             self.lock()
         pending, self.pending_existing = self.pending_existing, []
         for start in range(0, len(pending), EXISTING_CHUNK):
             self.pending_existing = pending[start : start + EXISTING_CHUNK]
             self.compare_existing()
-        colliding = self.ids.colliding()
+        colliding = self.ids.colliding() if not streaming else ()  # stream mode: ids known distinct
         if colliding:
             report_duplicates(self._id_lines(), colliding, self.errors, field_name="id", what="id")
         if self.report.lines == 0 and not self.errors:
@@ -289,11 +327,10 @@ class _Validation:
             self.pending_existing = []
             return
         by_id = {c.external_id: (line, c, status) for line, c, status, _row in self.pending_existing}
-        # One array parameter, not a placeholder per id (a chunk is EXISTING_CHUNK ids).
-        wanted = RawSQL(f'"{Item._meta.db_table}"."external_id" = ANY(%s::text[])', (list(by_id),), BooleanField())
-        rows = Item.objects.filter(wanted, project=self.project).values_list(
-            "pk", "external_id", "payload", "split", "tags", "media", "is_gold", "status", "annotation_count"
-        )
+        if self.existing is not None:  # stream mode: read before pass 1
+            rows = [self.existing[external_id] for external_id in by_id if external_id in self.existing]
+        else:
+            rows = existing_rows(self.project, list(by_id))
         existing: set[str] = set()
         for pk, external_id, payload, split, tags, media, is_gold, status, n_annotations in rows:
             existing.add(external_id)
@@ -325,68 +362,6 @@ class _Validation:
             if checked.external_id not in existing:
                 self.accept(checked, status, row)
         self.pending_existing = []
-
-
-def _write(
-    project: Project, source, validation: _Validation, audit: dict, *, stored: list[str] | None = None
-) -> ItemImportReport:
-    """Store the media, promote, audit and write the rows, all or nothing. The media files this
-    writes are deleted again if it fails; `stored` (a caller's transaction around several
-    imports, batch.py) also receives their names, for the caller to delete if it rolls back."""
-    report = validation.report
-    media = validation.media
-    written: list[str] = []
-    spool = validation.spool
-
-    def store_media() -> None:
-        assets_store(
-            media=((info, relpath) for relpath, info in media.items()),
-            open_file=source.open_media,
-            written=written,
-            project=project,  # the project owns what its import brought (annotation/media/access.py)
-        )
-        promote_verified(validation.promote)
-        apply_updates(validation.updates)
-        # In the import's transaction (the COPY writer's, in live mode): recorded only if it commits.
-        audit_record(
-            action=AuditAction.IMPORT,
-            actor=audit["actor"],
-            project=project,
-            object_type="items import",
-            object_repr=audit["file"],
-            details={
-                "kind": "items",
-                "run": audit["run"],
-                "verified": validation.verified,
-                "lines": report.lines,
-                "created": report.lines - report.unchanged - report.promoted - report.updated,
-                "unchanged": report.unchanged,
-                "promoted": report.promoted,
-                # An import that updates: how many items it replaced, and which fields of the first ones.
-                **({"update": True, "updated": report.updated} if validation.update else {}),
-                **({"updated_items": shown_updates(validation.updates)} if validation.updates else {}),
-                # What an authors' format or the kept fields add, only where there is something to say.
-                **({"format": audit["format"]} if audit["format"] != OWN_FORMAT else {}),
-                **({"kept_fields": report.kept_fields[:KEPT_NAMES_SHOWN]} if report.kept_fields else {}),
-            },
-        )
-
-    try:
-        if spool.live:
-            spool.commit(store_media)  # rows are in already; media, promotions and commit in the writer's transaction
-        else:  # always inside _import_file's transaction (or the caller's): no savepoint of its own
-            store_media()
-            spool.copy_into_db()
-    except BaseException:
-        delete_stored(written)
-        raise
-    if stored is not None:
-        stored.extend(written)
-    report.media_stored = len(written)
-    report.created = report.lines - report.unchanged - report.promoted - report.updated
-    report.update, report.updated_items = validation.update, shown_updates(validation.updates)
-    report.by_status = {k: v for k, v in report.by_status.items() if v}
-    return report
 
 
 def items_import(
@@ -491,7 +466,7 @@ def _import_file(
                 validation.report.header = source.header
                 if validation.errors:
                     raise validation.errors.refuse()
-                return _write(project, source, validation, audit, stored=stored)
+                return items_write(project, source, validation, audit, stored=stored)
             finally:
                 validation.spool.close()
     finally:
