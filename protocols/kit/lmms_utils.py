@@ -285,7 +285,7 @@ def parse(doc: dict, raw: Any) -> Any:
     options = list(doc.get("options") or [])
     fmt = doc.get("format") or "choice"
     if fmt == "choice":
-        # "unshown": the item's candidates the question leaves out (a STATUS SCI-2 document's).
+        # "unshown": the item's candidates the question leaves out (a document may name them).
         return parse_choice(raw, options, unshown=doc.get("unshown") or ())
     if fmt == "number":
         return parse_candidate_number(raw, options)
