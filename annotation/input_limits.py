@@ -18,9 +18,6 @@ answer whoever reads the upload later: Django views and DRF both find it already
 
 from __future__ import annotations
 
-import math
-from typing import Any
-
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.core.files.uploadhandler import TemporaryFileUploadHandler
@@ -28,7 +25,7 @@ from django.http import HttpResponse, JsonResponse
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
-from protocols.fields import nul_field
+from protocols.fields import nul_field, unstorable_value
 
 DEFAULT_MAX_UPLOAD_BYTES = 2 * 1024**3
 
@@ -142,35 +139,6 @@ class InputLimitsMiddleware:
             if any("\x00" in (f.name or "") for f in files):
                 return _refusal(request, 400, f"the name of the file in field {name!r} contains a NUL byte")
         return None
-
-
-def unstorable_value(value: Any, path: str = "") -> tuple[str, str] | None:
-    """(field, what is wrong) for the first value PostgreSQL's jsonb cannot hold although Python's
-    JSON reader accepts it: a number too large for a float (``1e400`` reads as infinity) or a
-    string, key or value, with half of a surrogate pair (``"\\ud800"``); None when every value
-    can be stored."""
-    stack = [(value, path)]
-    while stack:
-        node, where = stack.pop()
-        if isinstance(node, str):
-            try:
-                node.encode("utf-8")
-            except UnicodeEncodeError:
-                return where or "-", "a lone surrogate (\\ud800-\\udfff), which is not a character"
-        elif isinstance(node, float):
-            if not math.isfinite(node):
-                return where or "-", "a number out of range (a finite number is expected)"
-        elif isinstance(node, dict):
-            for key, child in node.items():
-                name = f"{where}.{key}" if where else str(key)
-                try:
-                    str(key).encode("utf-8")
-                except UnicodeEncodeError:
-                    return name.encode("utf-8", "replace").decode(), "a key with a lone surrogate"
-                stack.append((child, name))
-        elif isinstance(node, list):
-            stack.extend((child, f"{where}[{i}]") for i, child in reversed(list(enumerate(node))))
-    return None
 
 
 class NulFreeJSONParser(JSONParser):

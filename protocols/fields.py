@@ -248,6 +248,44 @@ def nul_field(value: Any, path: str = "") -> str | None:
 NUL_REASON = "contains a NUL byte (\\u0000), which is never valid input"
 
 
+# --- values jsonb cannot hold: Python's JSON reader takes them, PostgreSQL refuses them ------------
+
+# What a JSON line holding such a value must contain: an escaped surrogate, a NaN or Infinity
+# literal, an exponent of three digits or more, or a run of 300 digits. A line without one is never
+# walked; a line with one (an "image123" matches) is walked by unstorable_value, which decides.
+NOT_FINITE = "a number out of range (NaN, Infinity or beyond ±1.8e308); a finite number is expected"
+UNSTORABLE_HINT = re.compile(r"\\u[dD][89a-fA-F]|NaN|Infinity|[eE]\+?\d{3}|\d{300}")
+
+
+def unstorable_value(value: Any, path: str = "") -> tuple[str, str] | None:
+    """(field, what is wrong) for the first value PostgreSQL's jsonb cannot hold although Python's
+    JSON reader accepts it: a number too large for a float (``1e400`` reads as infinity) or a
+    string, key or value, with half of a surrogate pair (``"\\ud800"``); None when every value
+    can be stored."""
+    stack = [(value, path)]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, str):
+            try:
+                node.encode("utf-8")
+            except UnicodeEncodeError:
+                return where or "-", "a lone surrogate (\\ud800-\\udfff), which is not a character"
+        elif isinstance(node, float):
+            if not math.isfinite(node):
+                return where or "-", NOT_FINITE
+        elif isinstance(node, dict):
+            for key, child in node.items():
+                name = f"{where}.{key}" if where else str(key)
+                try:
+                    str(key).encode("utf-8")
+                except UnicodeEncodeError:
+                    return name.encode("utf-8", "replace").decode(), "a key with a lone surrogate"
+                stack.append((child, name))
+        elif isinstance(node, list):
+            stack.extend((child, f"{where}[{i}]") for i, child in reversed(list(enumerate(node))))
+    return None
+
+
 # --- media paths and boxes, checked before and after the media is opened ------------------------
 
 

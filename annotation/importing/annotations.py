@@ -46,7 +46,7 @@ from annotation.queue.ranks import queue_ranks_refresh_soon
 from annotation.results import RatingContext
 from annotation.verification import items_mark_disagreement, project_settings_to_mark
 from protocols import registry
-from protocols.fields import NUL_REASON, FieldError, nul_field
+from protocols.fields import NUL_REASON, UNSTORABLE_HINT, FieldError, nul_field, unstorable_value
 from protocols.kit.releases import FormatRefused, ReleaseFormat
 
 from .annotation_lines import CheckedAnnotation, check_qa_answer, check_rating
@@ -122,6 +122,9 @@ def _chunks(project: Project, source: DirectorySource, errors: ErrorLog):
             continue
         if "\\u0000" in text and (nul := nul_field(obj)) is not None:  # JSON spells a NUL only so
             errors.add(line, nul, NUL_REASON)
+            continue
+        if UNSTORABLE_HINT.search(text) and (bad := unstorable_value(obj)) is not None:  # jsonb refuses it
+            errors.add(line, *bad)
             continue
         chunk.append((line, obj))
         if len(chunk) >= CHUNK:

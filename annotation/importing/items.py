@@ -67,7 +67,7 @@ from django.db import connection, transaction
 from annotation.media.assets import MediaInfo, MediaRefused, inspect_media, known_media
 from annotation.models import Item, ItemStatus, Project
 from protocols import registry
-from protocols.fields import NUL_REASON, check_box_inside, nul_field
+from protocols.fields import NUL_REASON, UNSTORABLE_HINT, check_box_inside, nul_field, unstorable_value
 
 from .common import ErrorLog, ImportRefused, KeySeen, parse_json_line, report_duplicates
 from .conversion import expected_shapes, items_file
@@ -209,6 +209,11 @@ class _Validation:
             for start in range(0, len(ids), EXISTING_CHUNK):
                 for row in existing_rows(self.project, ids[start : start + EXISTING_CHUNK]):
                     existing[row[1]] = row
+                if len(existing) > EXISTING_CHUNK:
+                    # A file naming many items the project holds (a re-import, an update): not
+                    # streamed, so no more than two chunks of them are ever held at once. The lock
+                    # is kept; pass 1 compares its lines 1,000 at a time, as a large file does.
+                    return
         self.existing = existing
         self.spool.stream()
 
@@ -240,6 +245,9 @@ class _Validation:
             count += 1
             if "\\u0000" in text and (nul := nul_field(obj)) is not None:  # JSON spells a NUL only so
                 errors.add(line, nul, NUL_REASON)
+                continue
+            if UNSTORABLE_HINT.search(text) and (bad := unstorable_value(obj)) is not None:  # jsonb refuses it
+                errors.add(line, *bad)
                 continue
             checked = check(protocol, obj, verified=verified, strict=strict, tables=tables)
             if type(checked) is list:

@@ -56,6 +56,11 @@ def distinct_ids(parsed: list[tuple[int, Any, Any]]) -> list[str] | None:
         external_id = obj.get("id")
         if type(external_id) is not str or "\x00" in external_id:  # (PostgreSQL's text holds no NUL)
             return None
+        if not external_id.isascii():  # half of a surrogate pair cannot be sent: pass 1 refuses it
+            try:
+                external_id.encode("utf-8")
+            except UnicodeEncodeError:
+                return None
         append(external_id)
     if len(set(ids)) != len(ids):
         return None

@@ -214,3 +214,52 @@ def test_repeated_ids_are_not_streamed_and_are_refused_as_before(api, spy):
     assert r.json()["files"][0]["errors"] == ["line 501: field id: duplicate id 'changeit-00003' (first on line 4)"]
     assert not [event for event in spy if event[1]]  # no COPY was opened
     assert Item.objects.count() == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_file_naming_many_items_the_project_holds_is_not_streamed(api, spy):
+    """Streaming reads the items a file names before its first line is checked: past one chunk
+    (1,000) of them the file is compared 1,000 ids at a time instead, as a large file is."""
+    assert post(api, "streamed", [("first.jsonl", body(mixed(0, 1500)))]).status_code == 201
+    spy.clear()
+    r = post(api, "streamed", [("again.jsonl", body(mixed(0, 1600)))])
+    assert r.status_code == 201, r.content
+    report = r.json()["runs"][0]["report"]
+    assert (report["created"], report["unchanged"]) == (100, 1500)
+    assert not [event for event in spy if event[1]]  # no COPY opened while lines were checked
+    assert Item.objects.filter(project__slug="streamed").count() == 1600
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    "text,field,reason",
+    [
+        ('"source_note": NaN', "source_note", "a number out of range"),
+        ('"source_note": {"n": [1e400]}', "source_note.n[0]", "a number out of range"),
+        ('"source_note": "a\\ud800b"', "source_note", "a lone surrogate"),
+        ('"tags": ["ok", "\\udfff"]', "tags[1]", "a lone surrogate"),
+    ],
+)
+def test_a_value_jsonb_cannot_hold_is_refused_naming_line_and_field(api, spy, text, field, reason):
+    """Python's JSON reader takes NaN, 1e400 (as infinity) and half of a surrogate pair; PostgreSQL's
+    jsonb refuses them, which was a 500 once the row reached the COPY."""
+    lines = [json.dumps(x) for x in mixed(0, 5)]
+    lines[2] = lines[2][:-1] + ", " + text + "}"
+    r = post(api, "streamed", [("odd.jsonl", ("\n".join(lines) + "\n").encode())])
+    assert r.status_code == 400, r.content
+    (error,) = r.json()["files"][0]["errors"]
+    assert error.startswith(f"line 3: field {field}: {reason}"), error
+    assert Item.objects.count() == 0
+    ok = post(api, "streamed", [("good.jsonl", body(mixed(0, 5)))])
+    assert ok.status_code == 201
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_id_with_half_a_surrogate_pair_is_refused_not_a_500(api, spy):
+    lines = [json.dumps(x) for x in mixed(0, 5)]
+    lines[1] = lines[1].replace('"id": "changeit-00001"', '"id": "bad-\\ud801"')
+    assert '"bad-\\ud801"' in lines[1]
+    r = post(api, "streamed", [("id.jsonl", ("\n".join(lines) + "\n").encode())])
+    assert r.status_code == 400, r.content
+    assert r.json()["files"][0]["errors"][0].startswith("line 2: field id: a lone surrogate")
+    assert Item.objects.count() == 0
