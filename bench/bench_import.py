@@ -14,7 +14,7 @@ What it measures, in one run on one database:
 Use a scratch database: the script creates projects named bench-* and deletes them at the end.
 Figures are printed as a Markdown table (see bench/README.md for recorded runs).
 
-Small imports over HTTP, side by side with Label Studio (`--http-batches 100`, issue 23 item 1):
+Small imports over HTTP, side by side with Label Studio (`--http-batches 100`):
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/statelab_bench \
         .venv/bin/python bench/bench_import.py --sizes --export 0 --baseline 0 --http-batches 100

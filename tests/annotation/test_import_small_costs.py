@@ -1,4 +1,4 @@
-"""What a small import no longer pays (issue 23, item 1, second pass): the statements of a one-file
+"""What a small import no longer pays (bench/README.md, "Small imports, second pass"): the statements of a one-file
 request (no savepoint of its own, no question whether the project is empty before the one
 comparison with its items), no folder made and removed per uploaded file; and the per-line fast
 paths give what the paths they shortcut give (ChangeIt's pixel boxes, the JSON of a row).

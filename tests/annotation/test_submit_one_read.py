@@ -1,4 +1,4 @@
-"""The API's submit reads its task once, in one transaction (issue 23): the caller's role is read
+"""The API's submit reads its task once, in one transaction: the caller's role is read
 with the task it locks (annotation/queue/sql.py SUBMIT_LOCK_SQL), the annotation is stored, the
 task marked and the item counted in one more statement (STORE_SQL, which also measures the time
 spent); no lookup of the task before it in a transaction of its own.

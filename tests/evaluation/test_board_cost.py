@@ -1,4 +1,4 @@
-"""Tokens, cost and cost per correct answer on the board (issue 23): the page's main table and the
+"""Tokens, cost and cost per correct answer on the board: the page's main table and the
 CSV download show them where some row's endpoint has a price, the JSON rows always carry them.
 
 The board is test_power's counting board (three models on 16 questions; mid right on 4). mid's job
