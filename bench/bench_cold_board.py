@@ -11,7 +11,8 @@ Random row, 48 columns with 95 % bootstrap intervals each) with ``leaderboard.bu
 - cold, arrays: the board as shipped for a frozen STATUS release (evaluation/scoring/choice_arrays.py:
   packed columns into numpy, scored by ``score_columns``);
 - cold, arrays before (``--before REV``): the same, with the array readers (packed.py,
-  choice_answers.py, choice_arrays.py) as they were at the commit REV, read with ``git show`` and
+  choice_answers.py, choice_arrays.py) and the exact means and bootstrap of protocols/kit/matrix.py
+  as they were at the commit REV, read with ``git show`` and
   loaded in the build's child only; e.g. the readers of the JSON columns before the parsed columns
   (inference/models.py, Prediction) were read;
 - cold, records: the same build through the record readers (``evaluation.selectors``: plain rows
@@ -266,14 +267,32 @@ def timed_readers(read_items, read_answers, spent: dict):
 BEFORE_MODULES = ("packed", "choice_answers", "choice_arrays")  # evaluation/scoring/, in import order
 
 
+BEFORE_MATRIX = "protocols/kit/matrix.py"  # the scoring's exact means and bootstrap, also as at --before
+
+
 def sources_at(rev: str) -> dict[str, str]:
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    paths = {name: f"evaluation/scoring/{name}.py" for name in BEFORE_MODULES} | {"matrix": BEFORE_MATRIX}
     return {
         name: subprocess.run(
-            ["git", "show", f"{rev}:evaluation/scoring/{name}.py"], cwd=root, capture_output=True, text=True, check=True
+            ["git", "show", f"{rev}:{path}"], cwd=root, capture_output=True, text=True, check=True
         ).stdout
-        for name in BEFORE_MODULES
+        for name, path in paths.items()
     }
+
+
+def load_matrix_before(source: str) -> None:
+    """The exact means and the bootstrap of ``source`` (protocols/kit/matrix.py at --before) in place
+    of the shipped ones: the scoring modules imported the shipped names, so the class's method and
+    the module's functions they call are replaced in place (in a build's child only)."""
+    from protocols.kit import matrix
+
+    old = types.ModuleType("protocols.kit.matrix_before")
+    old.__package__ = "protocols.kit"
+    sys.modules[old.__name__] = old  # dataclasses look their module up there
+    exec(compile(source, "<matrix before>", "exec"), old.__dict__)
+    matrix.ItemMatrix.exact_means = old.ItemMatrix.exact_means
+    matrix.bootstrap_means = old.bootstrap_means
 
 
 def load_before(sources: dict[str, str]):
@@ -291,6 +310,7 @@ def load_before(sources: dict[str, str]):
         setattr(package, name, module)
         exec(compile(sources[name], module.__file__, "exec"), module.__dict__)
     leaderboard.choice_arrays = module
+    load_matrix_before(sources["matrix"])
     return module
 
 

@@ -30,7 +30,7 @@ from protocols.base import LETTERS
 from protocols.kit.choice_columns import ChoiceAnswers, ChoiceItems
 from protocols.kit.items import ModelAnswer
 
-from .packed import read_packed, read_packed_many
+from .packed import int8_array, read_packed, read_packed_many
 
 ROWS_PER_READ = 1_000_000  # predictions per packed read (about 26 MB): memory stays flat
 MAX_SHOWN = 4  # options per query matched by hash in pass 2
@@ -234,16 +234,17 @@ def _reordered(job: InferenceJob, items: ChoiceItems, moved: np.ndarray, out: Ch
     seen = read_packed(
         seen_fields,
         f"SELECT id, options, {_letter_columns(LETTERS[:MAX_SHOWN])} FROM inference_prediction"
-        " WHERE id = ANY(%s) AND job_id = %s OFFSET 0",
-        [np.unique(moved[:, 4]).tolist(), job.pk],
+        " WHERE id = ANY(%s::int8[]) AND job_id = %s OFFSET 0",
+        [int8_array(np.unique(moved[:, 4])), job.pk],
     )
     used = sorted({int(j) for j in np.unique(moved[:, 1])})  # the release's lists of these queries only
     release_fields = [("id", "i8", "item_id")] + [f for j in used for f in _element_hashes(f"r{j}", f"o{j}")]
     lists = ", ".join(f"payload->'resolved'->{_lit(queries[j])}->'options' AS o{j}" for j in used)
     release = read_packed(
         release_fields,
-        f"SELECT item_id, {lists} FROM annotation_releaseitem WHERE release_id = %s AND item_id = ANY(%s) OFFSET 0",
-        [job.release_id, ids.tolist()],
+        f"SELECT item_id, {lists} FROM annotation_releaseitem WHERE release_id = %s AND item_id = ANY(%s::int8[])"
+        " OFFSET 0",
+        [job.release_id, int8_array(ids)],
     )
     blank = np.zeros(release["id"].shape, dtype=np.int64)
     for j in range(len(queries)):

@@ -38,6 +38,13 @@ def packed_sql(fields: Sequence[tuple[str, str, str]], source: str) -> str:
     return f"SELECT count(*), string_agg({parts}, ''::bytea) FROM ({source}) AS src"
 
 
+def int8_array(values: Any) -> str:
+    """Whole numbers as one PostgreSQL array literal (``{1,2,3}``), for a parameter cast with
+    ``::int8[]``: psycopg dumps a Python list element by element (about 0.8 s for the 600,000 ids of
+    a 1M-item board), the literal costs a ``str`` per number."""
+    return "{" + ",".join(map(str, np.asarray(values, dtype=np.int64).tolist())) + "}"
+
+
 def record_dtype(fields: Sequence[tuple[str, str, str]]) -> np.dtype:
     return np.dtype([(name, ">" + kind) for name, kind, _ in fields])
 

@@ -12,7 +12,7 @@ bootstrap over rows.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal, localcontext
 from fractions import Fraction
@@ -23,6 +23,9 @@ import numpy as np
 from .bootstrap import N_BOOT, percentile_ci
 
 COMPRESS_FROM = 5_000  # rows from which the bootstrap resamples column by column (see _bootstrap_per_column)
+SMALL_DEN = 16  # exact_means sums every column at once when no denominator is larger
+CELL_TABLE_MAX = 1 << 20  # cells (columns x codes) the bootstrap counts for all columns at once
+ROW_BLOCK = 65_536  # rows per bincount when counting them
 
 
 def to_decimal(value: Fraction | int | Decimal, places: int) -> Decimal:
@@ -72,6 +75,24 @@ class ItemMatrix:
 
     def exact_means(self) -> dict[str, Fraction | None]:
         """Mean of num/den over counted rows, as an exact Fraction (None when no row counts)."""
+        den_max = int(self.den.max()) if self.den.size else 0
+        if den_max > SMALL_DEN or (self.den.size and int(self.den.min()) < 0):
+            return self._exact_means_by_column()
+        # Every column at once, one pass per denominator value (a protocol has a few: 1, 2, 6 ...):
+        # integer sums in int64, so the total is exact; one Fraction per (column, denominator).
+        counts = np.count_nonzero(self.den, axis=0)
+        totals = [Fraction(0)] * len(self.keys)
+        for d in range(1, den_max + 1):
+            at = self.den == d
+            if not at.any():
+                continue
+            sums = (self.num * at).sum(axis=0, dtype=np.int64)  # num where den == d, else 0
+            for j in np.nonzero(sums)[0]:
+                totals[j] += Fraction(int(sums[j]), d)
+        return {key: (totals[j] / int(counts[j]) if counts[j] else None) for j, key in enumerate(self.keys)}
+
+    def _exact_means_by_column(self) -> dict[str, Fraction | None]:
+        """exact_means for matrices with large denominators: per column, sums per distinct one."""
         out: dict[str, Fraction | None] = {}
         for j, key in enumerate(self.keys):
             num, den = self.num[:, j], self.den[:, j]
@@ -99,6 +120,40 @@ class ItemMatrix:
         return values, counted.astype(np.float64)
 
 
+def _column_cells(matrix: ItemMatrix) -> Iterator[tuple[np.ndarray, np.ndarray, int, int]]:
+    """Per column: its distinct (num, den) cells as codes ``(num - num_min) * span + den`` (ascending),
+    how many rows hold each, ``span`` (largest den + 1) and ``num_min``. When every column's codes
+    fit a small table, all columns are counted together, one bincount per block of rows (a column
+    of a C-ordered matrix is strided: reading it alone costs more than counting it)."""
+    num, den = matrix.num, matrix.den
+    n_rows, m = num.shape
+    num_min = num.min(axis=0).astype(np.int64)
+    span = den.max(axis=0).astype(np.int64) + 1
+    size = int(((num.max(axis=0).astype(np.int64) - num_min + 1) * span).max())
+    if m * size <= CELL_TABLE_MAX:
+        offsets = np.arange(m, dtype=np.int64) * size - num_min * span
+        table = np.zeros(m * size, dtype=np.int64)
+        for start in range(0, n_rows, ROW_BLOCK):
+            codes = num[start : start + ROW_BLOCK].astype(np.int64) * span + den[start : start + ROW_BLOCK] + offsets
+            table += np.bincount(codes.ravel(), minlength=m * size)
+        for j in range(m):
+            counts = table[j * size : (j + 1) * size]
+            cells = np.nonzero(counts)[0]
+            yield cells, counts[cells], int(span[j]), int(num_min[j])
+        return
+    for j in range(m):
+        col_num = num[:, j].astype(np.int64)
+        col_den = den[:, j].astype(np.int64)
+        codes = (col_num - int(num_min[j])) * int(span[j]) + col_den
+        if int(codes.max()) < 50_000_000:
+            counts = np.bincount(codes)
+            cells = np.nonzero(counts)[0]
+            counts = counts[cells]
+        else:
+            cells, counts = np.unique(codes, return_counts=True)
+        yield cells, counts, int(span[j]), int(num_min[j])
+
+
 def _bootstrap_per_column(matrix: ItemMatrix, *, n_boot: int, rng: np.random.Generator) -> np.ndarray:
     """Column-wise bootstrap for large answer sets: a column's resampled mean depends only on how many
     rows of each distinct (num, den) cell are drawn, i.e. a multinomial over those cells, so each
@@ -107,19 +162,9 @@ def _bootstrap_per_column(matrix: ItemMatrix, *, n_boot: int, rng: np.random.Gen
     """
     n_rows, m = matrix.num.shape
     out = np.full((n_boot, m), np.nan)
-    for j in range(m):
-        num = matrix.num[:, j].astype(np.int64)
-        den = matrix.den[:, j].astype(np.int64)
-        span = int(den.max()) + 1
-        codes = (num - int(num.min())) * span + den
-        if int(codes.max()) < 50_000_000:
-            counts = np.bincount(codes)
-            cells = np.nonzero(counts)[0]
-            counts = counts[cells]
-        else:
-            cells, counts = np.unique(codes, return_counts=True)
+    for j, (cells, counts, span, num_min) in enumerate(_column_cells(matrix)):
         cell_den = cells % span
-        cell_num = cells // span + int(num.min())
+        cell_num = cells // span + num_min
         counted = cell_den > 0
         if not counted.any():
             continue
