@@ -186,7 +186,9 @@ class ItemStatus(models.TextChoices):
 
 
 class Item(models.Model):
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="items")
+    # No index of its own: the unique constraint and both indexes below lead with the project
+    # (migration 0027).
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="items", db_index=False)
     external_id = models.CharField(max_length=200)
     # The protocol payload in the interchange format (docs/architecture.md), media fields as relative paths.
     payload = models.JSONField(default=dict)

@@ -211,11 +211,6 @@ class CopySpool:
             self._emit()
             self.streamer.end()
 
-    def try_lock_project(self, project: Project) -> bool:
-        """Spool mode: take the project's import lock if it is free now."""
-        with connection.cursor() as cur:
-            return try_lock_project_for_import(cur, project)
-
     def lock_project(self, project: Project) -> None:
         """Hold the per-project import lock in the transaction that will write the rows."""
         if self.live:

@@ -23,12 +23,12 @@ IMPORT_LOCK_WAIT_S, is refused).
 
 A small file (under LIVE_COPY_MIN_BYTES) whose progress nobody follows (an import in a request)
 is read and decoded whole first (line_scan.py). When every line is an object with its own id and
-the project's lock is free at once (`stream_if_free`), the import takes the lock, reads what the
+no other import of the project is under way (`stream_if_free`), the import takes the lock, reads what the
 project holds under those ids (one query per 1,000 ids), and streams each accepted row to a COPY
 on its connection while pass 1 checks the next lines (copy_stream.py): PostgreSQL parses and
 indexes on the other core meanwhile. The first error stops the rows; a refused file's COPY is
-abandoned and its transaction rolled back, so nothing of it stays. Otherwise (a busy lock: another
-import writes into the project; a file that will be refused; a queued run, whose progress counts
+abandoned and its transaction rolled back, so nothing of it stays. Otherwise (another import of
+the project checks, waits its turn or writes; a file that will be refused; a queued run, whose progress counts
 the bytes read as the lines are checked) pass 1 checks and encodes all its lines before it takes
 the lock (they wait in memory), so two small imports into one project check their files at the
 same time and take turns only for the comparison with the project's items and the write, which
@@ -77,7 +77,7 @@ from .item_report import KEPT_NAMES_MAX, KEPT_NAMES_SHOWN, ItemImportReport, pro
 from .item_update import PROMOTABLE as _PROMOTABLE
 from .item_update import ItemUpdate, new_status, update_message
 from .item_write import items_write
-from .line_scan import EXISTING_CHUNK, UNPARSED, distinct_ids, existing_rows, parsed_lines
+from .line_scan import EXISTING_CHUNK, UNPARSED, distinct_ids, existing_rows, mark_under_way, parsed_lines, stream_lock
 from .media_cache import media_info_cached
 from .sources import ReadMeter, SourceError, open_source
 
@@ -196,12 +196,13 @@ class _Validation:
                 self.spool.add_row(row)
 
     def stream_if_free(self, parsed: list) -> None:
-        """Stream mode, when the file's ids are distinct and the project's import lock is free now:
-        take it, read what the project holds under those ids, and let the rows go to a COPY as
-        pass 1 accepts them. Otherwise (a busy lock: another import writes into the project)
-        nothing changes: the lines are checked first and the lock is waited for after."""
+        """Stream mode, when the file's ids are distinct and no other import of the project is under
+        way (line_scan.stream_lock): take the import lock, read what the project holds under those
+        ids, and let the rows go to a COPY as pass 1 accepts them. Otherwise (another import checks,
+        waits or writes) nothing changes: the lines are checked first and the lock is waited for
+        after, so the other import does not wait for this one's check."""
         ids = distinct_ids(parsed)
-        if ids is None or not self.spool.try_lock_project(self.project):
+        if ids is None or not stream_lock(self.project):
             return
         self.locked = True
         existing: dict[str, tuple] = {}
@@ -235,6 +236,8 @@ class _Validation:
         if self.defer and self.source.meter is None:
             lines = list(lines)
             self.stream_if_free(lines)
+        elif self.defer:  # checked first in any case; seen as under way by imports that might stream
+            mark_under_way(self.project)
         existing = self.existing
         streaming = existing is not None
         count = 0
@@ -337,8 +340,8 @@ class _Validation:
         by_id = {c.external_id: (line, c, status) for line, c, status, _row in self.pending_existing}
         if self.existing is not None:  # stream mode: read before pass 1
             rows = [self.existing[external_id] for external_id in by_id if external_id in self.existing]
-        else:
-            rows = existing_rows(self.project, list(by_id))
+        else:  # in the file's order, as stream mode reads them (the query's order is the plan's)
+            rows = sorted(existing_rows(self.project, list(by_id)), key=lambda row: by_id[row[1]][0])
         existing: set[str] = set()
         for pk, external_id, payload, split, tags, media, is_gold, status, n_annotations in rows:
             existing.add(external_id)

@@ -13,7 +13,7 @@ import pytest
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from annotation.importing import copy_spool, copy_stream
+from annotation.importing import copy_stream, items
 from annotation.importing.media_cache import media_cache_clear
 from annotation.importing.runs import import_media_root
 from annotation.importing.samples import sample_line, sample_media_paths, write_sample_media
@@ -121,7 +121,7 @@ def test_streamed_import_stores_and_reports_what_the_check_first_path_does(api, 
     reports = {}
     for slug in ("streamed", "checked"):
         if slug == "checked":  # the lock looks busy: the lines are checked first, then written
-            monkeypatch.setattr(copy_spool.CopySpool, "try_lock_project", lambda self, project: False)
+            monkeypatch.setattr(items, "stream_lock", lambda project: False)
         spy.clear()
         assert post(api, slug, [("first.jsonl", first)], **first_options).status_code == 201
         r = post(api, slug, [("second.jsonl", second)], **options)
