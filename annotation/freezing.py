@@ -1,12 +1,15 @@
 """Freezing a release (annotation/releases.py describes releases, their lines and checksum):
-set-based, one ``COPY … TO STDOUT`` reads a split's verified items into a spool, one ``COPY … FROM
-STDIN`` writes the release items while their export lines are made and hashed; the media map the
+set-based, one ``COPY … TO STDOUT`` reads a split's verified items into a spool (decoded once, as
+they arrive, the protocol's vocabulary taken meanwhile), ``COPY … FROM STDIN`` statements of about
+freezing_copy.SEGMENT_ROWS rows each write the release items from a thread while their export lines
+are made and hashed (the foreign keys checked segment by segment, not at commit); the media map the
 checksum ends with is kept while writing when it is small (MEDIA_MAP_PATHS) and otherwise read back
 by a statement over what was written, as are the media checks."""
 
 from __future__ import annotations
 
 import json
+import marshal
 import re
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
@@ -20,6 +23,7 @@ from psycopg import sql as pgsql
 from protocols import registry
 
 from .audit.record import audit_record
+from .freezing_copy import SegmentedCopy
 from .interchange.checksum import (
     LINES_AND_MEDIA,
     canonical,
@@ -62,7 +66,8 @@ def release_freeze(*, project: Project, version: str, split: str = "test", user=
     """Freeze the verified items of `split` into release `version` (unique per project).
 
     Set-based: one ``COPY … TO STDOUT`` reads the items (into a spool file, so memory stays flat),
-    one ``COPY … FROM STDIN`` writes every release item while the lines are made and hashed, and
+    ``COPY … FROM STDIN`` statements of about freezing_copy.SEGMENT_ROWS rows each write the release
+    items from a thread while the lines are made and hashed, and
     the media map the checksum ends with is kept meanwhile (at most MEDIA_MAP_PATHS paths; a
     larger one, the media checks and the stored-file check are statements over what was
     written). The lines, their order and the checksum are those of the item-by-item freeze this
@@ -88,12 +93,13 @@ def release_freeze(*, project: Project, version: str, split: str = "test", user=
     except IntegrityError as exc:  # a concurrent freeze took the version
         raise ReleaseRefused(f"version: release {version} exists already") from exc
     with connection.cursor() as cursor, _ItemSpool(cursor.cursor, project=project, split=split) as spool:
-        # Release-wide data the protocol's queries need (None for most: their iterator is never run).
-        release_vocabulary = vocabulary(project.protocol, spool.payloads())
+        release_vocabulary = spool.vocabulary
         lines = _FrozenLines(release, project=project, vocabulary=release_vocabulary)
-        with cursor.cursor.copy(_SQL_WRITE_ITEMS) as copy:
+        # The writer thread's errors are psycopg's: raised as Django's (IntegrityError ...), as the
+        # ORM raises them.
+        with connection.wrap_database_errors, SegmentedCopy(cursor.cursor, _SQL_WRITE_ITEMS, _RELEASE_ITEMS) as copy:
             for chunk in lines.copy_chunks(spool):
-                copy.write(chunk)
+                copy.write(chunk, lines.position)
         if lines.shipped is not None:  # the media map was small enough to keep while writing
             checksum, conflict, unstored = _kept_media_checksum(cursor.cursor, lines)
         else:
@@ -145,6 +151,8 @@ _SQL_UNSTORED = (
     f'WHERE NOT EXISTS (SELECT 1 FROM "{_ASSETS}" a WHERE a.sha256 = s.sha)'
 )
 SPOOL_MEMORY = 8 * 1024 * 1024  # a spool larger than this goes to a temporary file under CACHE_ROOT
+# Decoded rows are spooled (marshal, the decoded values exactly) and read back this many at a time.
+SPOOL_BATCH = 256
 # The media map is kept in memory while the lines are written up to this many paths (a release
 # sharing a few files, the usual case, needs no statement reading the media back); a release
 # naming more paths is read back by _SQL_MEDIA_PAIRS instead, so memory stays bounded.
@@ -205,11 +213,15 @@ def _canonical(obj: Any) -> bytes:
 
 
 class _ItemSpool:
-    """The items of the freeze as one ``COPY … TO STDOUT`` wrote them, in a spool file (memory
-    below SPOOL_MEMORY); read as often as needed, each time from the same snapshot."""
+    """The items of the freeze as one ``COPY … TO STDOUT`` wrote them, decoded once as they arrive
+    (while PostgreSQL reads and writes the next ones) and spooled as ``marshal`` batches of
+    SPOOL_BATCH rows (memory below SPOOL_MEMORY, then a temporary file); read as often as needed,
+    each time the same rows. The protocol's vocabulary is taken from the payloads as they pass
+    (`vocabulary`), so it needs no pass of its own."""
 
     def __init__(self, cursor, *, project: Project, split: str):
         self.cursor, self.project, self.split = cursor, project, split
+        self.vocabulary: Any = None
 
     def __enter__(self) -> _ItemSpool:
         Path(settings.CACHE_ROOT).mkdir(parents=True, exist_ok=True)
@@ -217,15 +229,45 @@ class _ItemSpool:
         statement = pgsql.SQL(_SQL_READ_ITEMS).format(
             project=self.project.pk, split=self.split, status=str(ItemStatus.VERIFIED)
         )
-        with self.cursor.copy(statement) as copy:
-            blocks: list[bytes] = []  # one row each: written to the spool a few hundred at a time
-            for block in copy:
-                blocks.append(bytes(block))
-                if len(blocks) >= 512:
-                    self.file.write(b"".join(blocks))
-                    blocks = []
-            self.file.write(b"".join(blocks))
+        try:
+            with self.cursor.copy(statement) as copy:
+                rows = self._spooled(copy)
+                # Release-wide data the protocol's queries need (None for most: they never read it).
+                self.vocabulary = vocabulary(self.project.protocol, (row[2] for row in rows))
+                for _ in rows:  # the rows the vocabulary did not read are spooled all the same
+                    pass
+        except BaseException:
+            self.file.close()
+            raise
         return self
+
+    def _spooled(self, copy) -> Iterator[tuple[int, str, Any, Any, str | None]]:
+        """The rows of the COPY in progress, decoded; each batch is written to the spool before its
+        rows are handed on, so the spool holds what PostgreSQL sent whatever the reader does.
+        Tags are decoded once per distinct text (at most DECODED_KEPT kept): the value is shared by
+        the rows with that text, so it is read, never changed (export_line_maker copies it)."""
+        decoded: dict[str | None, Any] = {}
+        batch: list[tuple[int, str, Any, Any, str | None]] = []
+        for pk, external_id, payload, tags, media in _copy_rows(bytes(block) for block in copy):
+            if tags in decoded:
+                tag_list = decoded[tags]
+            else:
+                if len(decoded) >= DECODED_KEPT:
+                    decoded.clear()
+                tag_list = decoded[tags] = _json(tags)
+            batch.append((int(pk), external_id, _json(payload), tag_list, media))
+            if len(batch) >= SPOOL_BATCH:
+                self._write(batch)
+                yield from batch
+                batch = []
+        self._write(batch)
+        yield from batch
+
+    def _write(self, batch: list) -> None:
+        if batch:
+            data = marshal.dumps(batch)
+            self.file.write(len(data).to_bytes(8, "little"))
+            self.file.write(data)
 
     def __exit__(self, *exc) -> None:
         self.file.close()
@@ -236,24 +278,11 @@ class _ItemSpool:
             yield pk, external_id, payload, tags, _json(media)
 
     def raw_media_rows(self) -> Iterator[tuple[int, str, Any, Any, str | None]]:
-        """`rows` with the media column as PostgreSQL wrote it (text, or None). Tags are decoded
-        once per distinct text (at most DECODED_KEPT kept): the value is shared by the rows with
-        that text, so it is read, never changed (export_line_maker copies it into the line)."""
+        """`rows` with the media column as PostgreSQL wrote it (text, or None)."""
         self.file.seek(0)
-        decoded: dict[str | None, Any] = {}
-        for pk, external_id, payload, tags, media in _copy_rows(self.file):
-            if tags in decoded:
-                tag_list = decoded[tags]
-            else:
-                if len(decoded) >= DECODED_KEPT:
-                    decoded.clear()
-                tag_list = decoded[tags] = _json(tags)
-            yield int(pk), external_id, _json(payload), tag_list, media
-
-    def payloads(self) -> Iterator[Any]:
-        self.file.seek(0)
-        for row in _copy_rows(self.file):
-            yield _json(row[2])
+        read = self.file.read
+        while head := read(8):
+            yield from marshal.loads(read(int.from_bytes(head, "little")))
 
 
 class _FrozenLines:

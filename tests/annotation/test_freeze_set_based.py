@@ -253,7 +253,8 @@ def test_a_spool_larger_than_memory_goes_to_a_file_and_freezes_alike(make_projec
 
 @pytest.mark.django_db
 def test_release_items_are_written_by_one_copy_statement(make_project, tmp_path, monkeypatch):
-    """However many chunks the rows are sent in, the release items take one COPY, and the items are
+    """However many chunks the rows are sent in, a release of fewer than freezing_copy.SEGMENT_ROWS
+    items takes one COPY (larger ones one per segment: test_freeze_segments.py), and the items are
     read by one."""
     project = verified_project(make_project, tmp_path, "visualtrans", n=30)
     statements, writes = [], []
