@@ -96,8 +96,12 @@ def release_freeze(*, project: Project, version: str, split: str = "test", user=
         release_vocabulary = spool.vocabulary
         lines = _FrozenLines(release, project=project, vocabulary=release_vocabulary)
         # The writer thread's errors are psycopg's: raised as Django's (IntegrityError ...), as the
-        # ORM raises them.
-        with connection.wrap_database_errors, SegmentedCopy(cursor.cursor, _SQL_WRITE_ITEMS, _RELEASE_ITEMS) as copy:
+        # ORM raises them. While it writes, no statement of Django's may run (freezing_copy.py).
+        with (
+            connection.wrap_database_errors,
+            SegmentedCopy(cursor.cursor, _SQL_WRITE_ITEMS, _RELEASE_ITEMS) as copy,
+            connection.execute_wrapper(_no_statements_while_writing),
+        ):
             for chunk in lines.copy_chunks(spool):
                 copy.write(chunk, lines.position)
         if lines.shipped is not None:  # the media map was small enough to keep while writing
@@ -178,6 +182,13 @@ _C_CANONICAL = (
     else None
 )
 _MEDIA_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def _no_statements_while_writing(execute, sql, params, many, context):
+    raise RuntimeError(
+        "a statement while the release items are written: the connection belongs to the writer's COPY "
+        "(annotation/freezing_copy.py); the line making must not query"
+    )
 
 
 def _copy_unescape(field: str) -> str:

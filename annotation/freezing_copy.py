@@ -3,8 +3,12 @@ go to a thread of their own, which sends them as ``COPY … FROM STDIN`` stateme
 SEGMENT_ROWS rows each, with the table's deferred foreign keys checked at the end of each
 statement rather than all at commit. PostgreSQL then checks one segment's keys while Python makes
 the next segment's lines, where it would otherwise check every row's keys at commit with Python
-waiting. The rows, their order and what is stored are the same; memory stays at QUEUED pieces of
-about PUT_BYTES."""
+waiting. The rows, their order and what is stored are the same; memory stays at about QUEUED + 2
+pieces of about PUT_BYTES (the queue, the piece being sent, the piece being gathered).
+
+While the block runs, the connection belongs to the thread's COPY: the rows' maker must not query
+(annotation/freezing.py refuses any statement of Django's meanwhile; one would wait for the
+connection's lock while the thread waits for rows)."""
 
 from __future__ import annotations
 
@@ -35,7 +39,8 @@ class _Aborted(Exception):
 class SegmentedCopy:
     """``with SegmentedCopy(cursor, statement, table) as copy: copy.write(rows, rows_so_far)``: the
     rows written in order by COPY statements from a thread, each segment's foreign keys checked
-    when it ends. An error of the thread is raised by the next ``write`` or at the end; an error of
+    when it ends. An error of the thread is raised by the next hand-over of rows (a ``write`` that
+    ends a segment or gathers PUT_BYTES) or at the end; an error of
     the maker abandons the COPY in progress. The cursor is not to be used until the block ends."""
 
     def __init__(self, cursor, statement: Any, table: str):
@@ -72,22 +77,30 @@ class SegmentedCopy:
 
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc is not None:
-            self.aborted = True
-            try:
-                self.queue.put_nowait(_DONE)  # wakes a thread waiting for rows; it sees `aborted`
-            except queue.Full:
-                pass
-            self.thread.join()
+            self._abort()
+            if self.error is not None and exc is not self.error:
+                exc.add_note(f"the release item writer had failed too: {self.error!r}")
             return
         try:
             self._flush(False)
             self._put(_DONE)
-        finally:
-            self.thread.join()
+        except BaseException:  # the writer's error, or an interrupt: the thread must not wait for rows
+            self._abort()
+            raise
+        self.thread.join()
         if self.error is not None:
             raise self.error
         # As declared, for the rest of the transaction (a rolled-back savepoint restores it itself).
         self._constraints("DEFERRED")
+
+    def _abort(self) -> None:
+        """End the thread without the rest of the rows: the COPY in progress is abandoned."""
+        self.aborted = True
+        try:
+            self.queue.put_nowait(_DONE)  # wakes a thread waiting for rows; it sees `aborted`
+        except queue.Full:
+            pass  # the thread takes a piece soon and sees `aborted` then
+        self.thread.join()
 
     def _constraints(self, mode: str) -> None:
         if self.keys:

@@ -202,7 +202,10 @@ class _Validation:
         waits or writes) nothing changes: the lines are checked first and the lock is waited for
         after, so the other import does not wait for this one's check."""
         ids = distinct_ids(parsed)
-        if ids is None or not stream_lock(self.project):
+        if ids is None:  # refused later: checked first, and seen as under way meanwhile
+            mark_under_way(self.project)
+            return
+        if not stream_lock(self.project):
             return
         self.locked = True
         existing: dict[str, tuple] = {}

@@ -34,15 +34,14 @@ _json_scan = json.JSONDecoder().scan_once
 # check until its transaction ends ("STLJ"; the second key is the project id, as for the import
 # lock): its holders are the project's imports under way, checking, waiting their turn or writing.
 IMPORT_BUSY_CLASS = 0x53544C4A
-# Marks this import as under way, then says whether it may stream: yes when its transaction holds
-# the import lock already (an earlier file of the same request), no when another import of the
-# project is under way, else whether the lock was free (it is taken then; a large import holds it
-# without the mark). The mark is taken whatever the answer: an import that finds another under
-# way checks first, and is seen by the next one in turn. Advisory keys are per database.
+# Once this import is marked as under way (mark_under_way, the statement before), says whether it
+# may stream: yes when its transaction holds the import lock already (an earlier file of the same
+# request), no when another import of the project is under way, else whether the lock was free (it
+# is taken then; a large import holds it without the mark). An import that finds another under way
+# checks first, and is seen by the next one in turn. Advisory keys are per database.
 _STREAM_LOCK_SQL = """SELECT CASE WHEN seen.held THEN true WHEN seen.others THEN false
         ELSE pg_try_advisory_xact_lock(%(lock)s::integer, %(project)s::integer) END
-    FROM (SELECT pg_advisory_xact_lock_shared(%(busy)s::integer, %(project)s::integer)) AS under_way,
-    (SELECT coalesce(bool_or(pid = pg_backend_pid() AND classid = %(lock)s::integer::oid), false) AS held,
+    FROM (SELECT coalesce(bool_or(pid = pg_backend_pid() AND classid = %(lock)s::integer::oid), false) AS held,
             coalesce(bool_or(pid <> pg_backend_pid() AND classid = %(busy)s::integer::oid), false) AS others
         FROM pg_locks
         WHERE locktype = 'advisory' AND objid = %(project)s::integer::oid AND objsubid = 2
@@ -117,6 +116,7 @@ def stream_lock(project) -> bool:
     for the write alone: it holds the mark, not the lock, so the lock alone cannot tell. (An import
     waiting for the lock is no sign either: PostgreSQL hands a released lock to its waiter at once,
     so the lock is never free while one waits.)"""
+    mark_under_way(project)  # first, as a statement of its own: then the read below sees it in any plan
     with connection.cursor() as cursor:
         cursor.execute(_STREAM_LOCK_SQL, {"busy": IMPORT_BUSY_CLASS, "project": project.pk, "lock": IMPORT_LOCK_CLASS})
         return bool(cursor.fetchone()[0])

@@ -5,7 +5,10 @@ project alone is served by them, and an import keeps one index fewer up to date 
 only: no row changes.
 
 The index is dropped by name (the name Django gave it in 0001) rather than by altering the field,
-which would drop and re-add the foreign key and so re-check every item of every project."""
+which would drop and re-add the foreign key and so re-check every item of every project, and
+CONCURRENTLY, outside a transaction: a plain DROP INDEX waits for an ACCESS EXCLUSIVE lock on the
+item table, behind any running import or freeze, and every read and write of items queues behind
+it meanwhile."""
 
 import django.db.models.deletion
 from django.db import migrations, models
@@ -14,6 +17,8 @@ INDEX = "annotation_item_project_id_2466b61c"
 
 
 class Migration(migrations.Migration):
+    atomic = False  # CONCURRENTLY runs outside a transaction
+
     dependencies = [
         ("annotation", "0026_releaseitem_release_index"),
     ]
@@ -34,8 +39,8 @@ class Migration(migrations.Migration):
             ],
             database_operations=[
                 migrations.RunSQL(
-                    sql=f'DROP INDEX IF EXISTS "{INDEX}"',
-                    reverse_sql=f'CREATE INDEX IF NOT EXISTS "{INDEX}" ON "annotation_item" ("project_id")',
+                    sql=f'DROP INDEX CONCURRENTLY IF EXISTS "{INDEX}"',
+                    reverse_sql=f'CREATE INDEX CONCURRENTLY IF NOT EXISTS "{INDEX}" ON annotation_item (project_id)',
                 ),
             ],
         ),

@@ -78,17 +78,20 @@ class ItemMatrix:
         den_max = int(self.den.max()) if self.den.size else 0
         if den_max > SMALL_DEN or (self.den.size and int(self.den.min()) < 0):
             return self._exact_means_by_column()
-        # Every column at once, one pass per denominator value (a protocol has a few: 1, 2, 6 ...):
-        # integer sums in int64, so the total is exact; one Fraction per (column, denominator).
+        # Every column at once, a block of rows at a time (bounded temporaries), one pass per
+        # denominator value (a protocol has a few: 1, 2, 6 ...): integer sums in int64, so the total
+        # is exact; one Fraction per (column, denominator).
         counts = np.count_nonzero(self.den, axis=0)
+        sums = np.zeros((den_max + 1, len(self.keys)), dtype=np.int64)
+        for start in range(0, self.den.shape[0], ROW_BLOCK):
+            num, den = self.num[start : start + ROW_BLOCK], self.den[start : start + ROW_BLOCK]
+            for d in range(1, den_max + 1):
+                at = den == d
+                if at.any():
+                    sums[d] += (num * at).sum(axis=0, dtype=np.int64)  # num where den == d, else 0
         totals = [Fraction(0)] * len(self.keys)
-        for d in range(1, den_max + 1):
-            at = self.den == d
-            if not at.any():
-                continue
-            sums = (self.num * at).sum(axis=0, dtype=np.int64)  # num where den == d, else 0
-            for j in np.nonzero(sums)[0]:
-                totals[j] += Fraction(int(sums[j]), d)
+        for d, j in zip(*np.nonzero(sums)):
+            totals[j] += Fraction(int(sums[d, j]), int(d))
         return {key: (totals[j] / int(counts[j]) if counts[j] else None) for j, key in enumerate(self.keys)}
 
     def _exact_means_by_column(self) -> dict[str, Fraction | None]:
@@ -127,6 +130,8 @@ def _column_cells(matrix: ItemMatrix) -> Iterator[tuple[np.ndarray, np.ndarray, 
     of a C-ordered matrix is strided: reading it alone costs more than counting it)."""
     num, den = matrix.num, matrix.den
     n_rows, m = num.shape
+    if den.size and int(den.min()) < 0:
+        raise ValueError("an item matrix's denominators are 0 (not counted) or more")
     num_min = num.min(axis=0).astype(np.int64)
     span = den.max(axis=0).astype(np.int64) + 1
     size = int(((num.max(axis=0).astype(np.int64) - num_min + 1) * span).max())

@@ -126,3 +126,31 @@ def test_the_vocabulary_is_taken_from_the_items_as_they_are_read(make_project, t
     expected = Item.objects.filter(project=project, split="test").order_by("external_id")
     assert seen == [item.payload for item in expected]
     assert len([s for s in reads if "annotation_item" in s]) == 1
+
+
+@pytest.mark.django_db
+def test_a_query_while_lines_are_made_is_refused_not_left_waiting(make_project, tmp_path, monkeypatch):
+    """The connection belongs to the writer's COPY while the lines are made: a resolver that queries
+    gets an error at once, and nothing is written. Without the refusal the query's fate depends on
+    timing: between two segments it runs; inside one it waits for the connection's lock, which the
+    thread holds while it waits for rows, for ever."""
+    project = set_based.verified_project(make_project, tmp_path, "changeit", n=6)
+    monkeypatch.setattr(freezing, "FLUSH_BYTES", 1)
+    monkeypatch.setattr(freezing_copy, "SEGMENT_ROWS", 2)
+    protocol = registry.get("changeit")
+    real, made = protocol.resolve_queries, []
+
+    def resolve(item_id, payload, **kwargs):
+        made.append(item_id)
+        if len(made) == 4:  # a segment sent, the next under way
+            Item.objects.filter(project=project).count()
+        return real(item_id, payload, **kwargs)
+
+    monkeypatch.setattr(protocol, "resolve_queries", resolve)
+    before = (Release.objects.count(), ReleaseItem.objects.count())
+    with pytest.raises(RuntimeError, match="the line making must not query"):
+        release_freeze(project=project, version="v1")
+    assert (Release.objects.count(), ReleaseItem.objects.count()) == before
+    assert [t for t in threading.enumerate() if t.name == "freeze-copy"] == []
+    monkeypatch.setattr(protocol, "resolve_queries", real)
+    assert release_freeze(project=project, version="v2").item_count == 6  # the connection is usable

@@ -65,3 +65,11 @@ def test_bootstrap_cells_counted_together_equal_column_by_column(kind, monkeypat
             assert np.array_equal(cells_a, cells_b) and np.array_equal(counts_a, counts_b)
             assert int(counts_a.sum()) == matrix.num.shape[0]
         assert np.array_equal(fast, slow, equal_nan=True), (kind, trial)
+
+
+def test_a_negative_denominator_is_refused_not_counted_as_another_cell():
+    den = np.ones((matrix_module.COMPRESS_FROM, 2), dtype=np.int64)
+    den[7, 1] = -1
+    matrix = ItemMatrix(keys=("a", "b"), num=np.ones_like(den), den=den)
+    with pytest.raises(ValueError, match="denominators"):
+        bootstrap_means(matrix, n_boot=10)
