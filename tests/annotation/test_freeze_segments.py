@@ -67,9 +67,11 @@ def test_the_foreign_keys_are_deferred_again_after_the_freeze(make_project, tmp_
         cur.execute("DELETE FROM annotation_releaseitem WHERE release_id = %s AND position = 99", [release.pk])
 
 
-@pytest.mark.django_db
-def test_a_failure_while_lines_are_made_writes_nothing_and_ends_the_thread(make_project, tmp_path, monkeypatch):
-    project = set_based.verified_project(make_project, tmp_path, "changeit", n=12)
+def fails_while_lines_are_made(make_project, tmp_path, monkeypatch, *, n, at, act, error, match):
+    """Freeze `n` ChangeIt items in segments of 2 rows with `act(project)` run before the `at`-th
+    item's queries are resolved; the freeze must raise `error`, write nothing, end the writer
+    thread and leave the connection usable (a second freeze succeeds)."""
+    project = set_based.verified_project(make_project, tmp_path, "changeit", n=n)
     monkeypatch.setattr(freezing, "FLUSH_BYTES", 1)
     monkeypatch.setattr(freezing_copy, "SEGMENT_ROWS", 2)
     protocol = registry.get("changeit")
@@ -77,18 +79,29 @@ def test_a_failure_while_lines_are_made_writes_nothing_and_ends_the_thread(make_
 
     def resolve(item_id, payload, **kwargs):
         made.append(item_id)
-        if len(made) == 7:  # three segments sent, the fourth under way
-            raise RuntimeError("resolver broke")
+        if len(made) == at:
+            act(project)
         return real(item_id, payload, **kwargs)
 
     monkeypatch.setattr(protocol, "resolve_queries", resolve)
     before = (Release.objects.count(), ReleaseItem.objects.count())
-    with pytest.raises(RuntimeError, match="resolver broke"):
+    with pytest.raises(error, match=match):
         release_freeze(project=project, version="v1")
     assert (Release.objects.count(), ReleaseItem.objects.count()) == before
     assert [t for t in threading.enumerate() if t.name == "freeze-copy"] == []
     monkeypatch.setattr(protocol, "resolve_queries", real)
-    assert release_freeze(project=project, version="v2").item_count == 12  # the connection is usable
+    assert release_freeze(project=project, version="v2").item_count == n  # the connection is usable
+
+
+@pytest.mark.django_db
+def test_a_failure_while_lines_are_made_writes_nothing_and_ends_the_thread(make_project, tmp_path, monkeypatch):
+    def broken(project):
+        raise RuntimeError("resolver broke")
+
+    # Item 7: three segments sent, the fourth under way.
+    fails_while_lines_are_made(
+        make_project, tmp_path, monkeypatch, n=12, at=7, act=broken, error=RuntimeError, match="resolver broke"
+    )
 
 
 @pytest.mark.django_db
@@ -134,23 +147,18 @@ def test_a_query_while_lines_are_made_is_refused_not_left_waiting(make_project, 
     gets an error at once, and nothing is written. Without the refusal the query's fate depends on
     timing: between two segments it runs; inside one it waits for the connection's lock, which the
     thread holds while it waits for rows, for ever."""
-    project = set_based.verified_project(make_project, tmp_path, "changeit", n=6)
-    monkeypatch.setattr(freezing, "FLUSH_BYTES", 1)
-    monkeypatch.setattr(freezing_copy, "SEGMENT_ROWS", 2)
-    protocol = registry.get("changeit")
-    real, made = protocol.resolve_queries, []
 
-    def resolve(item_id, payload, **kwargs):
-        made.append(item_id)
-        if len(made) == 4:  # a segment sent, the next under way
-            Item.objects.filter(project=project).count()
-        return real(item_id, payload, **kwargs)
+    def query(project):
+        Item.objects.filter(project=project).count()
 
-    monkeypatch.setattr(protocol, "resolve_queries", resolve)
-    before = (Release.objects.count(), ReleaseItem.objects.count())
-    with pytest.raises(RuntimeError, match="the line making must not query"):
-        release_freeze(project=project, version="v1")
-    assert (Release.objects.count(), ReleaseItem.objects.count()) == before
-    assert [t for t in threading.enumerate() if t.name == "freeze-copy"] == []
-    monkeypatch.setattr(protocol, "resolve_queries", real)
-    assert release_freeze(project=project, version="v2").item_count == 6  # the connection is usable
+    # Item 4: a segment sent, the next under way.
+    fails_while_lines_are_made(
+        make_project,
+        tmp_path,
+        monkeypatch,
+        n=6,
+        at=4,
+        act=query,
+        error=RuntimeError,
+        match="the line making must not query",
+    )
